@@ -1,0 +1,134 @@
+//! `toolhost.toml`: the user's configuration. Every key is optional and
+//! unknown keys are errors, reported with the file, line and column.
+//!
+//! Owns parsing and the checks that need only the file (and, for value-model
+//! overrides, the layered models); not where each setting takes effect.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::value_model::{Layer, ValueModel, ValueModels};
+
+/// The file looked for in the working directory when none is given.
+pub const DEFAULT_FILE: &str = "toolhost.toml";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error(
+        "[tools.{tool}] sets speculate = true, but {tool} is {effect:?}: only pure and read-only tools are ever called ahead of time"
+    )]
+    UnsafeSpeculation {
+        tool: String,
+        effect: crate::value_model::SideEffect,
+    },
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// The plugin directory (relative to the file's directory).
+    pub plugins: Option<PathBuf>,
+    /// Where compiled plugin code is cached; `false` turns the cache off.
+    pub cache: Option<CacheSetting>,
+    /// Value-model overrides, by tool name; layered last.
+    #[serde(default)]
+    pub tools: BTreeMap<String, ValueModel>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum CacheSetting {
+    Enabled(bool),
+    Dir(PathBuf),
+}
+
+impl Config {
+    /// Read `path`. Relative paths in it are resolved against its directory.
+    pub fn read(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.into(),
+            source,
+        })?;
+        let mut config: Self = toml::from_str(&text).map_err(|e| ConfigError::Parse {
+            path: path.into(),
+            message: e.to_string(),
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        config.plugins = config.plugins.map(|p| base.join(p));
+        if let Some(CacheSetting::Dir(dir)) = &mut config.cache {
+            *dir = base.join(&*dir);
+        }
+        Ok(config)
+    }
+
+    /// `path` if given, else `toolhost.toml` in the working directory if it
+    /// exists, else the defaults.
+    pub fn discover(path: Option<&Path>) -> Result<Self, ConfigError> {
+        match path {
+            Some(path) => Self::read(path),
+            None if Path::new(DEFAULT_FILE).is_file() => Self::read(Path::new(DEFAULT_FILE)),
+            None => Ok(Self::default()),
+        }
+    }
+
+    pub fn cache_dir(&self) -> Option<PathBuf> {
+        match &self.cache {
+            None | Some(CacheSetting::Enabled(true)) => crate::plugin::RuntimeOptions::default().cache_dir,
+            Some(CacheSetting::Enabled(false)) => None,
+            Some(CacheSetting::Dir(dir)) => Some(dir.clone()),
+        }
+    }
+
+    /// Layer the user's overrides over `models`, refusing any that would
+    /// speculate a tool that is not pure or read-only.
+    pub fn apply_value_models(&self, models: &mut ValueModels) -> Result<(), ConfigError> {
+        for (tool, over) in &self.tools {
+            models.add(tool, Layer::User, over);
+            let effective = models.get(tool).expect("just added");
+            if over.speculate == Some(true) && effective.forces_unsafe_speculation() {
+                return Err(ConfigError::UnsafeSpeculation {
+                    tool: tool.clone(),
+                    effect: effective.side_effect(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolhost.toml");
+        std::fs::write(&path, text).unwrap();
+        Config::read(&path)
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let err = parse("plugins = \"p\"\n[tools.read]\nsied_effect = \"pure\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("line 3") && err.contains("sied_effect"), "{err}");
+    }
+
+    #[test]
+    fn speculating_a_mutating_tool_is_refused() {
+        let config =
+            parse("[tools.create_issue]\nside_effect = \"mutates-external\"\nspeculate = true\n").unwrap();
+        let mut models = ValueModels::with_builtins();
+        let err = config.apply_value_models(&mut models).unwrap_err().to_string();
+        assert!(err.contains("create_issue"), "{err}");
+        let fine = parse("[tools.read]\nspeculate = true\n").unwrap();
+        fine.apply_value_models(&mut models).unwrap();
+    }
+}

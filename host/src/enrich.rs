@@ -1,0 +1,258 @@
+//! The enricher chain, with the seed's semantics made explicit.
+//!
+//! - A tool with a category is listed only if some loaded enricher claims
+//!   that category; a tool without one is always listed.
+//! - `enrich-schema` and `transform-args` run in registration order, each
+//!   enricher only on the categories it claims, each over the previous one's
+//!   output.
+//! - Every schema change is recorded with the plugin that made it; a
+//!   property changed by two plugins is reported as a conflict (the later
+//!   one wins, as in the seed, but no longer silently).
+//! - Failures follow each plugin's policy: by default a failed
+//!   `enrich-schema` is skipped and its changes rolled back (open), and a
+//!   failed `transform-args` rejects the call naming the plugin (closed). A
+//!   closed `enrich-schema` hides the tool rather than show it unadapted.
+//!
+//! Value models are collected here too, since only enrichers supply them,
+//! and layered over the built-ins; the user's layer is added by the caller.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::catalog::ToolSpec;
+use crate::plugin::{Method, Plugin, PluginError, Policy};
+use crate::schema::{Change, ToolSchema};
+use crate::value_model::{Layer, ValueModel, ValueModels};
+
+/// The loaded enrichers, in registration order.
+#[derive(Clone, Default)]
+pub struct Enrichers {
+    plugins: Vec<Arc<Plugin>>,
+}
+
+/// A property that more than one plugin changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Conflict {
+    /// `None` for the tool's description.
+    pub property: Option<String>,
+    /// The plugins, in the order they changed it; the last one won.
+    pub plugins: Vec<Arc<str>>,
+}
+
+/// A tool after every enricher that claims its category ran.
+#[derive(Debug, Clone, Serialize)]
+pub struct EnrichedTool {
+    pub name: String,
+    pub category: Option<String>,
+    #[serde(skip)]
+    pub schema: ToolSchema,
+    /// Every change, in order, with the plugin that made it.
+    pub changes: Vec<Change>,
+    pub conflicts: Vec<Conflict>,
+    /// Plugins whose enrichment of this tool failed and was skipped.
+    pub skipped: Vec<String>,
+}
+
+/// A tool left out of the list, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct Hidden {
+    pub name: String,
+    pub reason: String,
+}
+
+/// The enriched tool list.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Listing {
+    pub tools: Vec<EnrichedTool>,
+    pub hidden: Vec<Hidden>,
+}
+
+impl Enrichers {
+    /// The enrichers among `plugins`, keeping their order.
+    pub fn new(plugins: &[Arc<Plugin>]) -> Self {
+        Self {
+            plugins: plugins.iter().filter(|p| p.worlds.enricher).cloned().collect(),
+        }
+    }
+
+    pub fn plugins(&self) -> &[Arc<Plugin>] {
+        &self.plugins
+    }
+
+    /// The enrichers that claim `category`, in order.
+    pub fn for_category<'a>(
+        &'a self,
+        category: Option<&'a str>,
+    ) -> impl Iterator<Item = &'a Arc<Plugin>> + 'a {
+        self.plugins
+            .iter()
+            .filter(move |p| category.is_some_and(|c| p.claims(c)))
+    }
+
+    pub fn claimed_categories(&self) -> BTreeSet<&str> {
+        self.plugins
+            .iter()
+            .flat_map(|p| p.categories.iter().map(String::as_str))
+            .collect()
+    }
+
+    /// Whether `tool` is listed at all (before enrichment can hide it).
+    pub fn lists(&self, tool: &ToolSpec) -> bool {
+        match &tool.category {
+            None => true,
+            Some(c) => self.plugins.iter().any(|p| p.claims(c)),
+        }
+    }
+
+    /// Enrich one tool; `Err` is the reason it is hidden.
+    pub async fn enrich(&self, tool: &ToolSpec) -> Result<EnrichedTool, String> {
+        let mut schema = ToolSchema::new(tool.description.clone(), tool.input_schema.clone())
+            .map_err(|e| format!("its input schema is invalid: {e}"))?;
+        let mut changes = Vec::new();
+        let mut skipped = Vec::new();
+        for plugin in self.for_category(tool.category.as_deref()) {
+            match plugin.enrich_schema(&tool.name, schema.clone()).await {
+                Ok(edit) => {
+                    schema = edit.schema;
+                    changes.extend(edit.changes);
+                }
+                Err(e) if plugin.policy(Method::EnrichSchema) == Policy::Closed => {
+                    return Err(format!("{e} (its enrich-schema policy is closed)"));
+                }
+                Err(e) => {
+                    tracing::warn!(tool = %tool.name, "skipping enrichment: {e}");
+                    skipped.push(e.to_string());
+                }
+            }
+        }
+        let conflicts = conflicts(&changes);
+        Ok(EnrichedTool {
+            name: tool.name.clone(),
+            category: tool.category.clone(),
+            schema,
+            changes,
+            conflicts,
+            skipped,
+        })
+    }
+
+    /// Enrich every listed tool of `tools`, keeping their order.
+    pub async fn list(&self, tools: &[ToolSpec]) -> Listing {
+        let mut listing = Listing::default();
+        for tool in tools {
+            if !self.lists(tool) {
+                continue;
+            }
+            match self.enrich(tool).await {
+                Ok(enriched) => listing.tools.push(enriched),
+                Err(reason) => listing.hidden.push(Hidden {
+                    name: tool.name.clone(),
+                    reason,
+                }),
+            }
+        }
+        listing
+    }
+
+    /// Run the transform-args chain for one call.
+    pub async fn transform_args(
+        &self,
+        tool: &str,
+        category: Option<&str>,
+        mut args: Map<String, Value>,
+    ) -> Result<Map<String, Value>, PluginError> {
+        for plugin in self.for_category(category) {
+            let open = plugin.policy(Method::TransformArgs) == Policy::Open;
+            // Keep a copy only when a failure must be rolled back.
+            let before = open.then(|| args.clone());
+            match plugin.transform_args(tool, args).await {
+                Ok(next) => args = next,
+                Err(e @ PluginError::Rejected { .. }) => return Err(e),
+                Err(e) => match before {
+                    Some(before) => {
+                        tracing::warn!(tool, "skipping argument transform: {e}");
+                        args = before;
+                    }
+                    None => return Err(e),
+                },
+            }
+        }
+        Ok(args)
+    }
+
+    /// The value models of `tools`: built-ins, then each claiming enricher's
+    /// model in registration order. A plugin whose value-model policy is
+    /// closed and which fails turns speculation off for that tool.
+    pub async fn value_models<'a>(&self, tools: impl IntoIterator<Item = &'a ToolSpec>) -> ValueModels {
+        let mut models = ValueModels::with_builtins();
+        for tool in tools {
+            for plugin in self.for_category(tool.category.as_deref()) {
+                match plugin.value_model(&tool.name).await {
+                    Ok(Some(model)) => models.add(&tool.name, Layer::Plugin(plugin.name.to_string()), &model),
+                    Ok(None) => {}
+                    Err(e) => {
+                        tracing::warn!(tool = %tool.name, "value model skipped: {e}");
+                        if plugin.policy(Method::ValueModel) == Policy::Closed {
+                            let off = ValueModel {
+                                speculate: Some(false),
+                                ..ValueModel::default()
+                            };
+                            models.add(&tool.name, Layer::Plugin(plugin.name.to_string()), &off);
+                        }
+                    }
+                }
+            }
+        }
+        models
+    }
+}
+
+/// Properties (or the description) changed by more than one plugin.
+fn conflicts(changes: &[Change]) -> Vec<Conflict> {
+    let mut by_property: BTreeMap<Option<&str>, Vec<Arc<str>>> = BTreeMap::new();
+    for change in changes {
+        let plugins = by_property.entry(change.property.as_deref()).or_default();
+        if plugins.last() != Some(&change.plugin) && !plugins.contains(&change.plugin) {
+            plugins.push(change.plugin.clone());
+        }
+    }
+    by_property
+        .into_iter()
+        .filter(|(_, plugins)| plugins.len() > 1)
+        .map(|(property, plugins)| Conflict {
+            property: property.map(str::to_owned),
+            plugins,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::Action;
+
+    #[test]
+    fn conflicts_name_every_plugin_in_order() {
+        let change = |plugin: &str, property: &str| Change {
+            plugin: plugin.into(),
+            property: Some(property.into()),
+            action: Action::SetEnum,
+        };
+        let changes = [
+            change("a", "priority"),
+            change("a", "x"),
+            change("b", "priority"),
+            change("a", "priority"),
+        ];
+        let found = conflicts(&changes);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].property.as_deref(), Some("priority"));
+        assert_eq!(
+            found[0].plugins,
+            vec![Arc::<str>::from("a"), Arc::<str>::from("b")]
+        );
+    }
+}

@@ -1,0 +1,20 @@
+//! toolhost: a host for AI-agent tools whose behaviour vendors extend with
+//! sandboxed WebAssembly components.
+//!
+//! - [`plugin`]: the WASM runtime: loading, sandboxing, calling plugins.
+//! - [`schema`]: tool schemas and arguments as the host owns them, and the
+//!   checked edits plugins make.
+//! - [`enrich`]: the enricher chain (listing, provenance, argument transforms,
+//!   value models).
+//! - [`value_model`]: value models and their layering.
+//! - [`catalog`]: the base catalog of provider tools.
+//! - [`config`]: `toolhost.toml`.
+//! - [`check`]: `toolhost check`, the generic checks of one plugin.
+
+pub mod catalog;
+pub mod check;
+pub mod config;
+pub mod enrich;
+pub mod plugin;
+pub mod schema;
+pub mod value_model;

@@ -1,0 +1,386 @@
+//! The `toolhost` command line.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use serde_json::json;
+use toolhost::catalog::{ToolSpec, base_catalog};
+use toolhost::check::{self, Verdict};
+use toolhost::config::Config;
+use toolhost::enrich::{Enrichers, Listing};
+use toolhost::plugin::{LoadReport, Plugin, Runtime, RuntimeOptions};
+
+#[derive(Parser)]
+#[command(
+    name = "toolhost",
+    version,
+    about = "Host for AI-agent tools extended by sandboxed WebAssembly plugins"
+)]
+struct Cli {
+    /// Configuration file (default: ./toolhost.toml if present).
+    #[arg(long, global = true)]
+    config: Option<PathBuf>,
+    /// Plugin directory (default: from the configuration, else ./plugins).
+    #[arg(long, global = true, env = "TOOLHOST_PLUGINS")]
+    plugins: Option<PathBuf>,
+    /// Compile plugins without the on-disk code cache.
+    #[arg(long, global = true)]
+    no_cache: bool,
+    /// More log output (-v, -vv).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List loaded plugins: order, categories, worlds, limits, status.
+    Plugins {
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the tools as enriched by the loaded plugins.
+    Tools {
+        #[arg(long)]
+        json: bool,
+        /// Show which plugin changed what in one tool's schema.
+        #[arg(long, value_name = "NAME")]
+        explain: Option<String>,
+    },
+    /// Load one plugin, call every export, and report what it found.
+    Check {
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let filter = match cli.verbose {
+        0 => "warn",
+        1 => "info,plugin=debug",
+        _ => "debug",
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| filter.into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<ExitCode> {
+    let config = Config::discover(cli.config.as_deref())?;
+    let cache_dir = if cli.no_cache { None } else { config.cache_dir() };
+    let runtime = Runtime::new(RuntimeOptions {
+        cache_dir,
+        ..RuntimeOptions::default()
+    })?;
+    let plugin_dir = cli
+        .plugins
+        .clone()
+        .or(config.plugins.clone())
+        .unwrap_or_else(|| PathBuf::from("plugins"));
+    match cli.command {
+        Command::Check { file, json } => check_cmd(&runtime, &file, json).await,
+        Command::Plugins { json } => {
+            let report = load(&runtime, &plugin_dir).await?;
+            print_plugins(&report, json)?;
+            Ok(exit_for(&report))
+        }
+        Command::Tools { json, explain } => {
+            let report = load(&runtime, &plugin_dir).await?;
+            let enrichers = Enrichers::new(&report.plugins);
+            let tools = all_tools(&report.plugins);
+            let listing = enrichers.list(&tools).await;
+            match explain {
+                Some(name) => {
+                    let mut models = enrichers
+                        .value_models(tools.iter().filter(|t| t.name == name))
+                        .await;
+                    config.apply_value_models(&mut models)?;
+                    explain_tool(&listing, &models, &name)?;
+                }
+                None => print_tools(&listing, json)?,
+            }
+            Ok(exit_for(&report))
+        }
+    }
+}
+
+async fn load(runtime: &Runtime, dir: &Path) -> Result<LoadReport> {
+    let report = runtime
+        .load_dir(dir)
+        .await
+        .with_context(|| "loading plugins (set --plugins DIR)")?;
+    for error in &report.errors {
+        eprintln!("error: {error}");
+    }
+    Ok(report)
+}
+
+fn exit_for(report: &LoadReport) -> ExitCode {
+    if report.errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    }
+}
+
+/// The base catalog plus every tool plugin's tools.
+fn all_tools(plugins: &[Arc<Plugin>]) -> Vec<ToolSpec> {
+    let mut tools = base_catalog().to_vec();
+    for plugin in plugins {
+        for t in &plugin.tools {
+            tools.push(ToolSpec {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                category: t.category.clone(),
+                input_schema: serde_json::from_str(&t.parameters_schema).unwrap_or_else(|_| json!({})),
+            });
+        }
+    }
+    tools
+}
+
+fn print_plugins(report: &LoadReport, as_json: bool) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    if as_json {
+        let plugins: Vec<_> = report
+            .plugins
+            .iter()
+            .map(|p| {
+                json!({
+                    "name": &*p.name, "file": p.path.display().to_string(), "order": p.manifest.order,
+                    "world": p.worlds.name(), "categories": p.categories,
+                    "tools": p.tools.iter().map(|t| &t.name).collect::<Vec<_>>(),
+                    "limits": p.limits(), "status": p.status(), "code": p.code_source,
+                    "size_bytes": p.size_bytes, "load_ms": p.load_time.as_secs_f64() * 1e3,
+                })
+            })
+            .collect();
+        let value = json!({"plugins": plugins, "errors": report.errors, "disabled": report.disabled});
+        writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
+        return Ok(());
+    }
+    if report.plugins.is_empty() {
+        writeln!(out, "no plugins loaded")?;
+    }
+    for (i, p) in report.plugins.iter().enumerate() {
+        let l = p.limits();
+        writeln!(
+            out,
+            "{:>2}. {:<20} {:<16} {:<8} {}",
+            i + 1,
+            p.name,
+            p.worlds.name(),
+            format!("{:?}", p.status()).to_lowercase(),
+            p.path.display()
+        )?;
+        if !p.categories.is_empty() {
+            writeln!(out, "    categories: {}", p.categories.join(", "))?;
+        }
+        if !p.tools.is_empty() {
+            writeln!(
+                out,
+                "    tools: {}",
+                p.tools
+                    .iter()
+                    .map(|t| t.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )?;
+        }
+        writeln!(
+            out,
+            "    limits: {} MiB, {} ms CPU, {} ms wall, {} KiB out, instances {:?}; {} KB, {:?} in {:.1} ms",
+            l.memory_bytes >> 20,
+            l.cpu.as_millis(),
+            l.wall.as_millis(),
+            l.max_output_bytes >> 10,
+            l.instances,
+            p.size_bytes / 1000,
+            p.code_source,
+            p.load_time.as_secs_f64() * 1e3
+        )?;
+    }
+    for path in &report.disabled {
+        writeln!(out, "    disabled: {}", path.display())?;
+    }
+    Ok(())
+}
+
+fn print_tools(listing: &Listing, as_json: bool) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    if as_json {
+        let tools: Vec<_> = listing
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"name": t.name, "description": t.schema.description(), "category": t.category,
+                       "inputSchema": t.schema.to_value(), "changes": t.changes.len(),
+                       "conflicts": t.conflicts})
+            })
+            .collect();
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&json!({"tools": tools, "hidden": listing.hidden}))?
+        )?;
+        return Ok(());
+    }
+    for t in &listing.tools {
+        let params = t.schema.property_names().join(", ");
+        let note = if t.conflicts.is_empty() {
+            String::new()
+        } else {
+            format!("  [{} conflicts]", t.conflicts.len())
+        };
+        writeln!(
+            out,
+            "{:<34} {:<16} {}{}",
+            t.name,
+            t.category.as_deref().unwrap_or("-"),
+            params,
+            note
+        )?;
+    }
+    for h in &listing.hidden {
+        writeln!(out, "hidden: {}: {}", h.name, h.reason)?;
+    }
+    writeln!(out, "{} tools", listing.tools.len())?;
+    Ok(())
+}
+
+fn explain_tool(listing: &Listing, models: &toolhost::value_model::ValueModels, name: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    let Some(tool) = listing.tools.iter().find(|t| t.name == name) else {
+        match listing.hidden.iter().find(|h| h.name == name) {
+            Some(h) => anyhow::bail!("tool `{name}` is hidden: {}", h.reason),
+            None => anyhow::bail!(
+                "tool `{name}` is not listed (unknown, or no loaded enricher claims its category)"
+            ),
+        }
+    };
+    writeln!(
+        out,
+        "{} ({})",
+        tool.name,
+        tool.category.as_deref().unwrap_or("no category")
+    )?;
+    writeln!(out, "  {}", tool.schema.description())?;
+    writeln!(out, "changes:")?;
+    if tool.changes.is_empty() {
+        writeln!(out, "  none")?;
+    }
+    for c in &tool.changes {
+        let target = c
+            .property
+            .as_deref()
+            .map_or("(tool description)".to_owned(), |p| format!("`{p}`"));
+        writeln!(
+            out,
+            "  {:<20} {:<16} {}",
+            c.plugin,
+            format!("{:?}", c.action).to_lowercase(),
+            target
+        )?;
+    }
+    for c in &tool.conflicts {
+        let names: Vec<&str> = c.plugins.iter().map(|p| &**p).collect();
+        writeln!(
+            out,
+            "conflict: {} changed by {} (last wins)",
+            c.property.as_deref().unwrap_or("(tool description)"),
+            names.join(" then ")
+        )?;
+    }
+    for skipped in &tool.skipped {
+        writeln!(out, "skipped: {skipped}")?;
+    }
+    writeln!(
+        out,
+        "schema:\n{}",
+        serde_json::to_string_pretty(&tool.schema.to_value())?
+    )?;
+    if let Some(model) = models.get(name) {
+        let layers: Vec<String> = models.layers(name).iter().map(|l| format!("{l:?}")).collect();
+        writeln!(
+            out,
+            "value model ({}):\n{}",
+            layers.join(" < "),
+            serde_json::to_string_pretty(model)?
+        )?;
+    }
+    Ok(())
+}
+
+async fn check_cmd(runtime: &Runtime, file: &Path, as_json: bool) -> Result<ExitCode> {
+    let report = check::check(runtime, file)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut out = std::io::stdout().lock();
+    if as_json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+    } else {
+        writeln!(
+            out,
+            "{} ({}, {} KB, loaded in {:.1} ms)",
+            report.plugin,
+            report.world,
+            report.size_bytes / 1000,
+            report.load_ms
+        )?;
+        if let Some(us) = report.instantiate_us {
+            writeln!(out, "  fresh instance: {us} µs")?;
+        }
+        for f in &report.findings {
+            let mark = match f.verdict {
+                Verdict::Pass => "ok  ",
+                Verdict::Warn => "warn",
+                Verdict::Fail => "FAIL",
+            };
+            let took = f.micros.map(|us| format!(" ({us} µs)")).unwrap_or_default();
+            writeln!(out, "  {mark} {}{took}: {}", f.check, f.detail)?;
+        }
+        let failed = report
+            .findings
+            .iter()
+            .filter(|f| f.verdict == Verdict::Fail)
+            .count();
+        writeln!(
+            out,
+            "{}",
+            if failed == 0 {
+                "passed".to_owned()
+            } else {
+                format!("{failed} checks failed")
+            }
+        )?;
+    }
+    Ok(if report.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

@@ -1,0 +1,169 @@
+//! Quarantine with backoff: a plugin that keeps failing (traps, runs out of
+//! CPU, misses its deadline) is not called again until its backoff ends.
+//!
+//! After `quarantine_after` failures in a row the plugin is quarantined for
+//! its backoff. When the backoff ends it is on probation: the next call is a
+//! trial. A success restores it fully (and resets the backoff); a failure
+//! quarantines it again at once, for twice as long, up to the maximum.
+//! Refusals a plugin returns on purpose (an error from `transform-args`) are
+//! answers, not failures, and do not count.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::manifest::Limits;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "state")]
+pub enum Status {
+    Healthy,
+    /// Not called until the backoff ends.
+    Quarantined {
+        retry_in_ms: u64,
+    },
+    /// The backoff ended; the next call is a trial.
+    Probation,
+}
+
+pub struct Health {
+    threshold: u32,
+    base: Duration,
+    max: Duration,
+    state: Mutex<State>,
+}
+
+struct State {
+    consecutive: u32,
+    until: Option<Instant>,
+    backoff: Duration,
+    probation: bool,
+    /// Times the plugin was quarantined since load.
+    trips: u32,
+}
+
+impl Health {
+    pub fn new(limits: &Limits) -> Self {
+        Self {
+            threshold: limits.quarantine_after,
+            base: limits.backoff,
+            max: limits.max_backoff.max(limits.backoff),
+            state: Mutex::new(State {
+                consecutive: 0,
+                until: None,
+                backoff: limits.backoff,
+                probation: false,
+                trips: 0,
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // The state stays consistent even if a holder panicked.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// May the plugin be called now? `Err` carries the time left.
+    pub fn admit(&self) -> Result<(), Duration> {
+        let mut s = self.lock();
+        match s.until {
+            Some(until) if Instant::now() < until => Err(until - Instant::now()),
+            Some(_) => {
+                s.until = None;
+                s.probation = true;
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
+
+    pub fn success(&self) {
+        let mut s = self.lock();
+        s.consecutive = 0;
+        if s.probation {
+            s.probation = false;
+            s.backoff = self.base;
+        }
+    }
+
+    /// Record a failure; returns true if it put the plugin in quarantine.
+    pub fn failure(&self) -> bool {
+        let mut s = self.lock();
+        s.consecutive += 1;
+        if !(s.probation || s.consecutive >= self.threshold) {
+            return false;
+        }
+        if s.probation {
+            s.backoff = (s.backoff * 2).min(self.max);
+        }
+        s.until = Some(Instant::now() + s.backoff);
+        s.probation = false;
+        s.consecutive = 0;
+        s.trips += 1;
+        true
+    }
+
+    pub fn status(&self) -> Status {
+        let s = self.lock();
+        match s.until {
+            Some(until) if Instant::now() < until => Status::Quarantined {
+                retry_in_ms: (until - Instant::now()).as_millis() as u64,
+            },
+            Some(_) => Status::Probation,
+            None if s.probation => Status::Probation,
+            None => Status::Healthy,
+        }
+    }
+
+    pub fn trips(&self) -> u32 {
+        self.lock().trips
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugin::manifest::LimitsSpec;
+
+    fn health(backoff_ms: u64) -> Health {
+        let spec = LimitsSpec {
+            quarantine_after: Some(2),
+            backoff_ms: Some(backoff_ms),
+            ..LimitsSpec::default()
+        };
+        Health::new(&spec.resolve(0).unwrap())
+    }
+
+    #[test]
+    fn trips_after_threshold_and_recovers_after_backoff() {
+        let h = health(0);
+        assert!(!h.failure());
+        assert!(h.failure());
+        assert_eq!(h.trips(), 1);
+        // A zero backoff has already ended: the next call is a trial.
+        assert!(h.admit().is_ok());
+        assert_eq!(h.status(), Status::Probation);
+        h.success();
+        assert_eq!(h.status(), Status::Healthy);
+    }
+
+    #[test]
+    fn quarantine_refuses_calls_until_backoff_ends() {
+        let h = health(60_000);
+        h.failure();
+        h.failure();
+        assert!(h.admit().is_err());
+        assert!(matches!(h.status(), Status::Quarantined { .. }));
+    }
+
+    #[test]
+    fn a_failed_trial_requarantines_with_a_longer_backoff() {
+        let h = health(0);
+        h.failure();
+        h.failure();
+        h.admit().unwrap();
+        assert!(h.failure(), "one failure on probation trips again");
+        assert_eq!(h.trips(), 2);
+    }
+}

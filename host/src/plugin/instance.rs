@@ -1,0 +1,219 @@
+//! Component instances of one plugin, and the bounded way every call runs
+//! on one.
+//!
+//! Owns the instance policy (a fresh instance per call, or reuse up to
+//! `max_uses` calls), the idle pool, and [`Instances::run`], which applies
+//! the CPU budget, the wall-clock deadline, quarantine, and the rule that an
+//! instance that trapped or was interrupted is never entered again.
+//! Concurrent calls never wait on one another: each takes its own instance,
+//! and the pool's lock is held only to pop or push one.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+
+use wasmtime::component::InstancePre;
+use wasmtime::{Engine, Store};
+
+use super::PluginError;
+use super::bindings::{enricher, tool};
+use super::health::Health;
+use super::host_api::{CpuExhausted, HostState, PluginIdentity};
+use super::manifest::InstancePolicy;
+
+/// Idle instances kept per plugin under the reuse policy.
+const MAX_IDLE: usize = 16;
+
+/// One live instance and its store.
+pub struct Instance {
+    pub store: Store<HostState>,
+    enricher: Option<enricher::Guest>,
+    tool: Option<tool::Guest>,
+    uses: u32,
+}
+
+impl Instance {
+    /// The enricher export and the store to call it with.
+    pub fn enricher(&mut self) -> (&enricher::Guest, &mut Store<HostState>) {
+        let guest = self
+            .enricher
+            .as_ref()
+            .expect("callers check the plugin exports the enricher interface");
+        (guest, &mut self.store)
+    }
+
+    /// The tool export and the store to call it with.
+    pub fn tool(&mut self) -> (&tool::Guest, &mut Store<HostState>) {
+        let guest = self
+            .tool
+            .as_ref()
+            .expect("callers check the plugin exports the tool interface");
+        (guest, &mut self.store)
+    }
+}
+
+/// A call body: borrows the instance for the length of its future.
+pub type CallFn<T> = Box<
+    dyn for<'a> FnOnce(&'a mut Instance) -> Pin<Box<dyn Future<Output = wasmtime::Result<T>> + Send + 'a>>
+        + Send,
+>;
+
+pub struct Instances {
+    engine: Engine,
+    pre: InstancePre<HostState>,
+    enricher: Option<enricher::GuestIndices>,
+    tool: Option<tool::GuestIndices>,
+    identity: Arc<PluginIdentity>,
+    policy: InstancePolicy,
+    idle: Mutex<Vec<Instance>>,
+    pub health: Health,
+}
+
+impl Instances {
+    pub fn new(
+        engine: Engine,
+        pre: InstancePre<HostState>,
+        enricher: Option<enricher::GuestIndices>,
+        tool: Option<tool::GuestIndices>,
+        identity: Arc<PluginIdentity>,
+    ) -> Self {
+        let policy = identity.limits.instances;
+        let health = Health::new(&identity.limits);
+        Self {
+            engine,
+            pre,
+            enricher,
+            tool,
+            identity,
+            policy,
+            idle: Mutex::new(Vec::new()),
+            health,
+        }
+    }
+
+    pub fn identity(&self) -> &PluginIdentity {
+        &self.identity
+    }
+
+    /// A new instance, ready for calls.
+    pub async fn instantiate(&self) -> wasmtime::Result<Instance> {
+        let mut store = Store::new(&self.engine, HostState::new(self.identity.clone()));
+        store.limiter(|state| &mut state.limits);
+        store.epoch_deadline_callback(|mut ctx| ctx.data_mut().on_epoch());
+        store.data_mut().begin_call();
+        store.set_epoch_deadline(1);
+        let instance = self.pre.instantiate_async(&mut store).await?;
+        let enricher = self
+            .enricher
+            .as_ref()
+            .map(|i| i.load(&mut store, &instance))
+            .transpose()?;
+        let tool = self
+            .tool
+            .as_ref()
+            .map(|i| i.load(&mut store, &instance))
+            .transpose()?;
+        Ok(Instance {
+            store,
+            enricher,
+            tool,
+            uses: 0,
+        })
+    }
+
+    fn take_idle(&self) -> Option<Instance> {
+        self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop()
+    }
+
+    fn give_back(&self, mut instance: Instance) {
+        instance.uses += 1;
+        if let InstancePolicy::Reuse { max_uses } = self.policy {
+            let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+            if instance.uses < max_uses && idle.len() < MAX_IDLE {
+                idle.push(instance);
+            }
+        }
+    }
+
+    /// Run `call` on an instance, within the plugin's limits. `method` names
+    /// the export for error messages.
+    pub async fn run<T: Send>(&self, method: &'static str, call: CallFn<T>) -> Result<T, PluginError> {
+        let plugin = self.identity.name.clone();
+        if let Err(left) = self.health.admit() {
+            return Err(PluginError::Quarantined {
+                plugin,
+                retry_in_ms: left.as_millis() as u64,
+            });
+        }
+        let wall = self.identity.limits.wall;
+        let result = tokio::time::timeout(wall, async {
+            let mut instance = match self.take_idle() {
+                Some(instance) => instance,
+                None => self.instantiate().await?,
+            };
+            instance.store.data_mut().begin_call();
+            instance.store.set_epoch_deadline(1);
+            let value = call(&mut instance).await?;
+            Ok::<_, wasmtime::Error>((instance, value))
+        })
+        .await;
+        match result {
+            Ok(Ok((instance, value))) => {
+                self.health.success();
+                self.give_back(instance);
+                Ok(value)
+            }
+            // The instance is dropped with the future: a trapped or
+            // interrupted instance is never entered again.
+            Ok(Err(error)) => {
+                self.fail();
+                Err(
+                    if error.downcast_ref::<CpuExhausted>().is_some() || is_cpu_trap(&error) {
+                        PluginError::Cpu {
+                            plugin,
+                            method,
+                            cpu_ms: self.identity.limits.cpu.as_millis() as u64,
+                        }
+                    } else {
+                        PluginError::Trap {
+                            plugin,
+                            method,
+                            message: trap_message(&error),
+                        }
+                    },
+                )
+            }
+            Err(_) => {
+                self.fail();
+                Err(PluginError::Timeout {
+                    plugin,
+                    method,
+                    wall_ms: wall.as_millis() as u64,
+                })
+            }
+        }
+    }
+
+    fn fail(&self) {
+        if self.health.failure() {
+            tracing::warn!(plugin = %self.identity.name, "quarantined after repeated failures");
+        }
+    }
+}
+
+fn is_cpu_trap(error: &wasmtime::Error) -> bool {
+    error.chain().any(|e| e.downcast_ref::<CpuExhausted>().is_some())
+}
+
+/// The trap's own words, without wasmtime's backtrace noise.
+fn trap_message(error: &wasmtime::Error) -> String {
+    let mut parts: Vec<String> = error.chain().map(|e| e.to_string()).collect();
+    parts.dedup();
+    let text = parts.join(": ");
+    text.lines()
+        .next()
+        .unwrap_or_default()
+        .chars()
+        .take(500)
+        .collect()
+}

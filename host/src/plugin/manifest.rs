@@ -1,0 +1,312 @@
+//! The sidecar manifest `NAME.toml` beside `NAME.wasm`: the plugin's
+//! registration order, resource limits, instance policy, failure policy,
+//! grants, and its own `config` table.
+//!
+//! Every key is optional; unknown keys are errors (a typo such as
+//! `memroy_mb` must not silently fall back to a default). The plugin never
+//! sees this file: it reads only its `config` table, through the `config()`
+//! import. Grants are the user's to give, so they live here and not in the
+//! component.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::engine::MAX_MEMORY_BYTES;
+
+/// Components larger than this are language runtimes (JavaScript, Python)
+/// whose instantiation costs about a millisecond; smaller ones (Rust, C)
+/// instantiate in microseconds. The default instance policy follows.
+pub const HEAVY_COMPONENT_BYTES: usize = 4 << 20;
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// Registration order; lower runs first. Plugins without one run after
+    /// all that have one, by file name.
+    pub order: Option<i64>,
+    /// `false` keeps the file in the directory without loading it.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    #[serde(default)]
+    pub limits: LimitsSpec,
+    #[serde(default)]
+    pub failure: FailureSpec,
+    #[serde(default)]
+    pub grants: Grants,
+    /// The plugin's own configuration, handed to it as JSON by `config()`.
+    #[serde(default)]
+    pub config: toml::Table,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for Manifest {
+    /// What an absent manifest means: every key at its default.
+    fn default() -> Self {
+        Self {
+            order: None,
+            enabled: true,
+            limits: LimitsSpec::default(),
+            failure: FailureSpec::default(),
+            grants: Grants::default(),
+            config: toml::Table::new(),
+        }
+    }
+}
+
+/// Limits as written; [`Limits`] holds them resolved with defaults.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsSpec {
+    pub memory_mb: Option<u32>,
+    pub cpu_ms: Option<u64>,
+    pub wall_ms: Option<u64>,
+    pub max_output_kb: Option<u32>,
+    pub quarantine_after: Option<u32>,
+    pub backoff_ms: Option<u64>,
+    pub max_backoff_ms: Option<u64>,
+    /// `"fresh"` (a new instance per call) or `"reuse"`.
+    pub instances: Option<InstanceMode>,
+    /// With `instances = "reuse"`: calls an instance serves before it is
+    /// replaced.
+    pub max_uses: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InstanceMode {
+    Fresh,
+    Reuse,
+}
+
+/// How calls get component instances.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "mode")]
+pub enum InstancePolicy {
+    /// A new instance for every call: no state survives between calls.
+    Fresh,
+    /// Instances are reused for up to `max_uses` calls each, then replaced.
+    Reuse { max_uses: u32 },
+}
+
+/// Resolved resource limits of one plugin.
+#[derive(Debug, Clone, Serialize)]
+pub struct Limits {
+    pub memory_bytes: usize,
+    pub cpu: Duration,
+    pub wall: Duration,
+    pub max_output_bytes: usize,
+    pub quarantine_after: u32,
+    pub backoff: Duration,
+    pub max_backoff: Duration,
+    pub instances: InstancePolicy,
+}
+
+impl LimitsSpec {
+    /// Resolve against defaults; heavy components get more memory and reused
+    /// instances (see [`HEAVY_COMPONENT_BYTES`]).
+    pub fn resolve(&self, component_bytes: usize) -> Result<Limits, String> {
+        let heavy = component_bytes > HEAVY_COMPONENT_BYTES;
+        let memory_mb = self.memory_mb.unwrap_or(if heavy { 256 } else { 64 });
+        let memory_bytes = memory_mb as usize * (1 << 20);
+        if memory_bytes == 0 || memory_bytes > MAX_MEMORY_BYTES {
+            return Err(format!(
+                "limits.memory_mb must be 1 to {}",
+                MAX_MEMORY_BYTES >> 20
+            ));
+        }
+        let mode = self.instances.unwrap_or(if heavy {
+            InstanceMode::Reuse
+        } else {
+            InstanceMode::Fresh
+        });
+        let instances = match (mode, self.max_uses) {
+            (InstanceMode::Fresh, Some(_)) => {
+                return Err("limits.max_uses applies only with instances = \"reuse\"".into());
+            }
+            (InstanceMode::Fresh, None) => InstancePolicy::Fresh,
+            (InstanceMode::Reuse, Some(0)) => {
+                return Err("limits.max_uses must be at least 1".into());
+            }
+            (InstanceMode::Reuse, uses) => InstancePolicy::Reuse {
+                max_uses: uses.unwrap_or(1000),
+            },
+        };
+        let positive = |v: u64, key: &str| {
+            if v == 0 {
+                Err(format!("limits.{key} must be positive"))
+            } else {
+                Ok(v)
+            }
+        };
+        Ok(Limits {
+            memory_bytes,
+            cpu: Duration::from_millis(positive(self.cpu_ms.unwrap_or(500), "cpu_ms")?),
+            wall: Duration::from_millis(positive(self.wall_ms.unwrap_or(30_000), "wall_ms")?),
+            max_output_bytes: positive(self.max_output_kb.unwrap_or(1024).into(), "max_output_kb")? as usize
+                * 1024,
+            quarantine_after: self.quarantine_after.unwrap_or(3).max(1),
+            backoff: Duration::from_millis(self.backoff_ms.unwrap_or(1_000)),
+            max_backoff: Duration::from_millis(self.max_backoff_ms.unwrap_or(300_000)),
+            instances,
+        })
+    }
+}
+
+/// What happens to a call when a plugin fails in one method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Policy {
+    /// The plugin's contribution is skipped (and its changes rolled back).
+    Open,
+    /// The operation fails with an error naming the plugin.
+    Closed,
+}
+
+/// Per-method failure policy; DESIGN decision 4 gives the defaults.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FailureSpec {
+    pub enrich_schema: Option<Policy>,
+    pub transform_args: Option<Policy>,
+    pub value_model: Option<Policy>,
+    pub project_args: Option<Policy>,
+    pub rate_limit_host: Option<Policy>,
+    pub prepare_arguments: Option<Policy>,
+    pub before_call: Option<Policy>,
+}
+
+/// The methods whose failures follow a policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    EnrichSchema,
+    TransformArgs,
+    ValueModel,
+    ProjectArgs,
+    RateLimitHost,
+    PrepareArguments,
+    BeforeCall,
+}
+
+impl FailureSpec {
+    pub fn policy(&self, method: Method) -> Policy {
+        use Method::*;
+        let (set, default) = match method {
+            EnrichSchema => (self.enrich_schema, Policy::Open),
+            ValueModel => (self.value_model, Policy::Open),
+            ProjectArgs => (self.project_args, Policy::Open),
+            RateLimitHost => (self.rate_limit_host, Policy::Open),
+            TransformArgs => (self.transform_args, Policy::Closed),
+            PrepareArguments => (self.prepare_arguments, Policy::Closed),
+            BeforeCall => (self.before_call, Policy::Closed),
+        };
+        set.unwrap_or(default)
+    }
+}
+
+/// Authority the user grants a plugin beyond the empty sandbox.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Grants {
+    /// Hosts the plugin may reach through `toolhost:plugin/http`, exactly as
+    /// they appear in URLs (`api.github.com`, `localhost:8080`).
+    #[serde(default)]
+    pub http: Vec<String>,
+    /// Secrets the host adds to requests, by name.
+    #[serde(default)]
+    pub secrets: BTreeMap<String, SecretGrant>,
+}
+
+/// A secret injected by the host as a request header; the plugin never sees
+/// its value.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecretGrant {
+    /// The environment variable of the host process that holds the value.
+    pub env: String,
+    /// The header to set, e.g. `Authorization`.
+    pub header: String,
+    /// Prepended to the value, e.g. `"Bearer "`.
+    #[serde(default)]
+    pub prefix: String,
+    /// Hosts it is sent to; must be among the granted `http` hosts.
+    pub hosts: Vec<String>,
+}
+
+impl Manifest {
+    /// Read `path`; a missing file is the default manifest.
+    pub fn read(path: &Path) -> Result<Self, String> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        };
+        let manifest: Self = toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        for (name, secret) in &manifest.grants.secrets {
+            if let Some(host) = secret.hosts.iter().find(|h| !manifest.grants.http.contains(h)) {
+                return Err(format!(
+                    "{}: secret `{name}` is sent to `{host}`, which is not in grants.http",
+                    path.display()
+                ));
+            }
+        }
+        Ok(manifest)
+    }
+
+    /// The `config` table as the JSON text the plugin receives.
+    pub fn config_json(&self) -> String {
+        serde_json::to_string(&self.config).expect("a TOML table is valid JSON")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Manifest, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.toml");
+        std::fs::write(&path, text).unwrap();
+        Manifest::read(&path)
+    }
+
+    #[test]
+    fn unknown_keys_are_errors_with_a_line() {
+        let err = parse("order = 1\n[limits]\nmemroy_mb = 3\n").unwrap_err();
+        assert!(err.contains("memroy_mb") && err.contains("line 3"), "{err}");
+    }
+
+    #[test]
+    fn defaults_follow_component_weight() {
+        let light = LimitsSpec::default().resolve(100_000).unwrap();
+        assert_eq!(light.instances, InstancePolicy::Fresh);
+        let heavy = LimitsSpec::default().resolve(12 << 20).unwrap();
+        assert_eq!(heavy.instances, InstancePolicy::Reuse { max_uses: 1000 });
+        assert!(heavy.memory_bytes > light.memory_bytes);
+    }
+
+    #[test]
+    fn secrets_must_target_granted_hosts() {
+        let err = parse(
+            "[grants]\nhttp = [\"a.example\"]\n[grants.secrets.t]\nenv = \"T\"\nheader = \"Authorization\"\nhosts = [\"b.example\"]\n",
+        )
+        .unwrap_err();
+        assert!(err.contains("b.example"), "{err}");
+    }
+
+    #[test]
+    fn failure_policy_defaults_follow_the_design() {
+        let f = FailureSpec {
+            enrich_schema: Some(Policy::Closed),
+            ..FailureSpec::default()
+        };
+        assert_eq!(f.policy(Method::EnrichSchema), Policy::Closed);
+        assert_eq!(f.policy(Method::TransformArgs), Policy::Closed);
+        assert_eq!(f.policy(Method::ProjectArgs), Policy::Open);
+    }
+}

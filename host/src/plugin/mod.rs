@@ -1,0 +1,215 @@
+//! The WebAssembly plugin runtime: loading components from a directory and
+//! calling them inside the sandbox of DESIGN decisions 3 and 4.
+//!
+//! [`Runtime`] owns the engine, the linker of host imports, the compiled-code
+//! cache and the log sink. [`Plugin`] is one loaded component: its manifest,
+//! limits, health, instances and typed calls (`calls.rs`). This module does
+//! not decide what plugins are used for: the enricher chain is `enrich`, the
+//! call pipeline is elsewhere.
+
+mod bindings;
+mod cache;
+mod calls;
+mod engine;
+mod health;
+mod host_api;
+mod http;
+mod instance;
+mod loader;
+pub mod manifest;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use wasmtime::Engine;
+use wasmtime::component::Linker;
+
+pub use cache::CodeSource;
+pub use calls::{
+    AfterCallOverride, BeforeCallDecision, Content, Hooks, RenderOptions, ToolDefinition, ToolError,
+    ToolResult,
+};
+pub use health::Status;
+pub use host_api::{LogLevel, LogLine, LogSink, tracing_sink};
+pub use loader::{LoadError, LoadReport};
+pub use manifest::{Limits, Manifest, Method, Policy};
+
+use host_api::HostState;
+use instance::Instances;
+
+/// The WIT package version this host implements.
+pub const PACKAGE: &str = "toolhost:plugin";
+pub const PACKAGE_VERSION: &str = "0.1.0";
+
+/// A plugin failed, or refused, while serving one call.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum PluginError {
+    #[error("plugin `{plugin}` trapped in {method}: {message}")]
+    Trap {
+        plugin: Arc<str>,
+        method: &'static str,
+        message: String,
+    },
+    #[error("plugin `{plugin}` ran past its CPU budget of {cpu_ms} ms in {method}")]
+    Cpu {
+        plugin: Arc<str>,
+        method: &'static str,
+        cpu_ms: u64,
+    },
+    #[error("plugin `{plugin}` did not finish {method} within {wall_ms} ms")]
+    Timeout {
+        plugin: Arc<str>,
+        method: &'static str,
+        wall_ms: u64,
+    },
+    #[error("plugin `{plugin}` is quarantined after repeated failures; retry in {retry_in_ms} ms")]
+    Quarantined { plugin: Arc<str>, retry_in_ms: u64 },
+    #[error("plugin `{plugin}` returned {bytes} bytes from {method}, over its limit of {limit}")]
+    TooLarge {
+        plugin: Arc<str>,
+        method: &'static str,
+        bytes: usize,
+        limit: usize,
+    },
+    #[error("plugin `{plugin}` returned something invalid from {method}: {message}")]
+    Invalid {
+        plugin: Arc<str>,
+        method: &'static str,
+        message: String,
+    },
+    #[error("plugin `{plugin}` refused in {method}: {message}")]
+    Rejected {
+        plugin: Arc<str>,
+        method: &'static str,
+        message: String,
+    },
+}
+
+impl PluginError {
+    pub fn plugin(&self) -> &str {
+        match self {
+            Self::Trap { plugin, .. }
+            | Self::Cpu { plugin, .. }
+            | Self::Timeout { plugin, .. }
+            | Self::Quarantined { plugin, .. }
+            | Self::TooLarge { plugin, .. }
+            | Self::Invalid { plugin, .. }
+            | Self::Rejected { plugin, .. } => plugin,
+        }
+    }
+}
+
+/// Which interfaces a component exports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Worlds {
+    pub enricher: bool,
+    pub tool: bool,
+}
+
+impl Worlds {
+    pub fn name(self) -> &'static str {
+        match (self.enricher, self.tool) {
+            (true, true) => "full-plugin",
+            (true, false) => "enricher-plugin",
+            (false, true) => "tool-plugin",
+            (false, false) => "none",
+        }
+    }
+}
+
+/// Settings of a [`Runtime`].
+pub struct RuntimeOptions {
+    /// Where compiled code is cached; `None` compiles on every start.
+    pub cache_dir: Option<PathBuf>,
+    /// Where plugin log lines go.
+    pub log: LogSink,
+}
+
+impl Default for RuntimeOptions {
+    fn default() -> Self {
+        Self {
+            cache_dir: cache::CodeCache::default_dir(),
+            log: tracing_sink(),
+        }
+    }
+}
+
+/// The engine, linker and code cache every plugin shares.
+pub struct Runtime {
+    engine: Engine,
+    linker: Linker<HostState>,
+    cache: cache::CodeCache,
+    log: LogSink,
+    _ticker: engine::EpochTicker,
+}
+
+impl Runtime {
+    pub fn new(options: RuntimeOptions) -> anyhow::Result<Self> {
+        let engine = engine::new_engine()?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        bindings::FullPlugin::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |s| s)?;
+        let cache = cache::CodeCache::new(&engine, options.cache_dir);
+        let ticker = engine::EpochTicker::start(&engine);
+        Ok(Self {
+            engine,
+            linker,
+            cache,
+            log: options.log,
+            _ticker: ticker,
+        })
+    }
+}
+
+/// One loaded plugin.
+pub struct Plugin {
+    pub name: Arc<str>,
+    pub path: PathBuf,
+    pub manifest: Manifest,
+    pub worlds: Worlds,
+    /// Categories claimed (enrichers), from `supported-categories`.
+    pub categories: Vec<String>,
+    /// Tools provided (tool plugins), from `list-tools`.
+    pub tools: Vec<ToolDefinition>,
+    pub size_bytes: usize,
+    pub code_source: CodeSource,
+    pub load_time: Duration,
+    /// Interfaces the component imports (WASI and toolhost), for `check`.
+    pub imports: Vec<String>,
+    instances: Instances,
+}
+
+impl Plugin {
+    pub fn limits(&self) -> &Limits {
+        &self.instances.identity().limits
+    }
+
+    pub fn status(&self) -> Status {
+        self.instances.health.status()
+    }
+
+    pub fn quarantine_trips(&self) -> u32 {
+        self.instances.health.trips()
+    }
+
+    pub fn policy(&self, method: Method) -> Policy {
+        self.manifest.failure.policy(method)
+    }
+
+    pub fn claims(&self, category: &str) -> bool {
+        self.categories.iter().any(|c| c == category)
+    }
+
+    pub fn http_hosts(&self) -> &[String] {
+        self.instances.identity().http.hosts()
+    }
+
+    /// Time to create one fresh instance, for `check` and benchmarks.
+    pub async fn time_instantiation(&self) -> anyhow::Result<Duration> {
+        let start = std::time::Instant::now();
+        drop(self.instances.instantiate().await?);
+        Ok(start.elapsed())
+    }
+}

@@ -1,0 +1,75 @@
+//! Shared setup for the integration tests: where the built guest plugins
+//! are, plugin directories assembled from them, and a runtime whose plugin
+//! log is captured.
+//!
+//! The guest plugins are built from source by `make plugins` (the Makefile
+//! runs it before the tests); a missing file fails with that instruction.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use toolhost::plugin::{LogLine, Runtime, RuntimeOptions};
+
+/// The directory holding the built guest components.
+pub fn guest_dir() -> PathBuf {
+    match std::env::var_os("TOOLHOST_GUEST_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../guest-plugins/target/wasm32-wasip2/release"),
+    }
+}
+
+/// The built component of guest crate `crate_name`.
+pub fn guest(crate_name: &str) -> PathBuf {
+    let path = guest_dir().join(format!("{crate_name}.wasm"));
+    assert!(
+        path.is_file(),
+        "{} is missing: run `make plugins` first",
+        path.display()
+    );
+    path
+}
+
+/// A plugin directory: each entry is (file stem, guest crate, manifest text).
+pub fn plugin_dir(entries: &[(&str, &str, Option<&str>)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for (stem, crate_name, manifest) in entries {
+        std::fs::copy(guest(crate_name), dir.path().join(format!("{stem}.wasm"))).expect("copy plugin");
+        if let Some(text) = manifest {
+            std::fs::write(dir.path().join(format!("{stem}.toml")), text).expect("write manifest");
+        }
+    }
+    dir
+}
+
+/// Plugin log lines captured by a test runtime.
+#[derive(Clone, Default)]
+pub struct Logs(Arc<Mutex<Vec<LogLine>>>);
+
+impl Logs {
+    pub fn lines(&self) -> Vec<LogLine> {
+        self.0.lock().unwrap().clone()
+    }
+
+    /// Whether `plugin` logged a line on `stream` containing `text`.
+    pub fn has(&self, plugin: &str, stream: &str, text: &str) -> bool {
+        self.lines()
+            .iter()
+            .any(|l| &*l.plugin == plugin && l.stream == stream && l.message.contains(text))
+    }
+}
+
+/// A runtime with no code cache and a captured plugin log.
+pub fn runtime() -> (Runtime, Logs) {
+    runtime_with_cache(None)
+}
+
+pub fn runtime_with_cache(cache_dir: Option<PathBuf>) -> (Runtime, Logs) {
+    let logs = Logs::default();
+    let sink = logs.0.clone();
+    let runtime = Runtime::new(RuntimeOptions {
+        cache_dir,
+        log: Arc::new(move |line| sink.lock().unwrap().push(line)),
+    })
+    .expect("runtime");
+    (runtime, logs)
+}
