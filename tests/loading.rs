@@ -12,13 +12,22 @@ fn names(report: &toolhost::plugin::LoadReport) -> Vec<String> {
 
 async fn chain_marker(report: &toolhost::plugin::LoadReport) -> String {
     let enrichers = Enrichers::new(&report.plugins);
-    let tool = enrichers.enrich(base_tool("create_issue").unwrap()).await.unwrap();
-    tool.schema.property("chain_marker").unwrap()["description"].as_str().unwrap().to_owned()
+    let tool = enrichers
+        .enrich(base_tool("create_issue").unwrap())
+        .await
+        .unwrap();
+    tool.schema.property("chain_marker").unwrap()["description"]
+        .as_str()
+        .unwrap()
+        .to_owned()
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn order_follows_file_names() {
-    let dir = plugin_dir(&[("20-b", "fixture_chain_b", None), ("10-a", "fixture_chain_a", None)]);
+    let dir = plugin_dir(&[
+        ("20-b", "fixture_chain_b", None),
+        ("10-a", "fixture_chain_a", None),
+    ]);
     let (rt, _) = runtime();
     let report = rt.load_dir(dir.path()).await.unwrap();
     assert!(report.errors.is_empty(), "{:?}", report.errors);
@@ -48,12 +57,20 @@ async fn bad_files_are_named_and_the_rest_still_load() {
         ("40-foreign", "fixture_foreign", None),
         ("50-future", "fixture_future", None),
         ("60-badmanifest", "fixture_chain_a", Some("order = \"first\"\n")),
-        ("70-refuses", "fixture_trap", Some("[config]\ntrap_in = [\"supported_categories\"]\n")),
+        (
+            "70-refuses",
+            "fixture_trap",
+            Some("[config]\ntrap_in = [\"supported_categories\"]\n"),
+        ),
     ]);
     std::fs::write(dir.path().join("20-text.wasm"), "this is not wasm").unwrap();
     // The smallest valid core module: a module, not a component.
     std::fs::write(dir.path().join("30-core.wasm"), b"\0asm\x01\0\0\0").unwrap();
-    std::fs::write(dir.path().join("80-disabled.wasm"), std::fs::read(guest("format_pipeline")).unwrap()).unwrap();
+    std::fs::write(
+        dir.path().join("80-disabled.wasm"),
+        std::fs::read(guest("format_pipeline")).unwrap(),
+    )
+    .unwrap();
     std::fs::write(dir.path().join("80-disabled.toml"), "enabled = false\n").unwrap();
 
     let (rt, _) = runtime();
@@ -73,18 +90,32 @@ async fn bad_files_are_named_and_the_rest_still_load() {
     assert!(error("30-core.wasm").contains("core WebAssembly module, not a component"));
     assert!(error("40-foreign.wasm").contains("exports no toolhost world"));
     let future = error("50-future.wasm");
-    assert!(future.contains("0.2.0") && future.contains("implements toolhost:plugin@0.1.0"), "{future}");
+    assert!(
+        future.contains("0.2.0") && future.contains("implements toolhost:plugin@0.1.0"),
+        "{future}"
+    );
     let manifest = error("60-badmanifest.wasm");
-    assert!(manifest.contains("60-badmanifest.toml") && manifest.contains("line 1"), "{manifest}");
+    assert!(
+        manifest.contains("60-badmanifest.toml") && manifest.contains("line 1"),
+        "{manifest}"
+    );
     let refused = error("70-refuses.wasm");
-    assert!(refused.contains("`refuses`") && refused.contains("supported-categories"), "{refused}");
+    assert!(
+        refused.contains("`refuses`") && refused.contains("supported-categories"),
+        "{refused}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn second_start_compiles_nothing() {
     let cache = tempfile::tempdir().unwrap();
-    let dir = plugin_dir(&[("10-format", "format_pipeline", None), ("20-text", "text_tools", None)]);
-    let sources = |report: &toolhost::plugin::LoadReport| report.plugins.iter().map(|p| p.code_source).collect::<Vec<_>>();
+    let dir = plugin_dir(&[
+        ("10-format", "format_pipeline", None),
+        ("20-text", "text_tools", None),
+    ]);
+    let sources = |report: &toolhost::plugin::LoadReport| {
+        report.plugins.iter().map(|p| p.code_source).collect::<Vec<_>>()
+    };
 
     let (first, _) = runtime_with_cache(Some(cache.path().to_owned()));
     let report = first.load_dir(dir.path()).await.unwrap();

@@ -306,7 +306,7 @@ fn sample_args(schema: &ToolSchema) -> Map<String, Value> {
 
 fn value_model_issues(model: &crate::value_model::ValueModel) -> Vec<String> {
     let mut issues = Vec::new();
-    if model.cost.typical_kb.is_some_and(|kb| !(kb >= 0.0)) {
+    if model.cost.typical_kb.is_some_and(|kb| kb.is_nan() || kb < 0.0) {
         issues.push("typical_kb must be a non-negative number".into());
     }
     if let (Some(t), Some(m)) = (model.cost.typical_kb, model.cost.max_kb)

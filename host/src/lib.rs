@@ -8,8 +8,10 @@
 //!   value models).
 //! - [`value_model`]: value models and their layering.
 //! - [`catalog`]: the base catalog of provider tools.
-//! - [`config`]: `toolhost.toml`.
+//! - [`config`]: the user's configuration file, `toolhost.toml`.
 //! - [`check`]: `toolhost check`, the generic checks of one plugin.
+//!
+//! The WIT contract the plugins implement is in `wit/` at the repository root.
 
 pub mod catalog;
 pub mod check;

@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use wasmtime::component::Resource;
 
 use super::bindings::{tool, value_model_types as wit};
-use super::host_api::CallContext;
+use super::host_api::{CallContext, ProgressFn};
 use super::{Plugin, PluginError};
 use crate::schema::{ArgsEdit, SchemaEdit, ToolSchema};
 use crate::value_model::{CostModel, FieldGroup, FollowUpLink, SideEffect, ValueClass, ValueModel};
@@ -385,7 +385,7 @@ impl Plugin {
         args: &Map<String, Value>,
         call_id: String,
         cancelled: Arc<AtomicBool>,
-        progress: Option<Arc<dyn Fn(f64, Option<f64>, Option<String>) + Send + Sync>>,
+        progress: Option<ProgressFn>,
     ) -> Result<Result<ToolResult, ToolError>, PluginError> {
         const M: &str = "execute";
         self.require_tool(M)?;

@@ -278,8 +278,11 @@ impl Drop for LineWriter {
 pub struct CallContext {
     pub call_id: String,
     pub cancelled: Arc<AtomicBool>,
-    pub progress: Option<Arc<dyn Fn(f64, Option<f64>, Option<String>) + Send + Sync>>,
+    pub progress: Option<ProgressFn>,
 }
+
+/// Receives a tool's progress reports: (progress, total, message).
+pub type ProgressFn = Arc<dyn Fn(f64, Option<f64>, Option<String>) + Send + Sync>;
 
 impl From<EditError> for types::EditError {
     fn from(e: EditError) -> Self {
@@ -317,19 +320,8 @@ impl types::HostToolSchema for HostState {
         Ok(self.schema(&s)?.schema.description().to_owned())
     }
 
-    fn set_tool_description(&mut self, s: Resource<SchemaEdit>, description: String) -> R<()> {
-        // The WIT function has no error: an oversized description is cut.
-        let cap = self.identity.limits.max_output_bytes;
-        let mut description = description;
-        if description.len() > cap {
-            let cut = (0..=cap)
-                .rev()
-                .find(|i| description.is_char_boundary(*i))
-                .unwrap_or(0);
-            description.truncate(cut);
-        }
-        let _ = self.schema(&s)?.set_tool_description(description);
-        Ok(())
+    fn set_tool_description(&mut self, s: Resource<SchemaEdit>, description: String) -> Edit<()> {
+        edit(self.schema(&s)?.set_tool_description(description))
     }
 
     fn property_names(&mut self, s: Resource<SchemaEdit>) -> R<Vec<String>> {

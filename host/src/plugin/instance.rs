@@ -17,6 +17,7 @@ use wasmtime::{Engine, Store};
 
 use super::PluginError;
 use super::bindings::{enricher, tool};
+use super::engine::EpochTicker;
 use super::health::Health;
 use super::host_api::{CpuExhausted, HostState, PluginIdentity};
 use super::manifest::InstancePolicy;
@@ -60,6 +61,7 @@ pub type CallFn<T> = Box<
 
 pub struct Instances {
     engine: Engine,
+    _ticker: Arc<EpochTicker>,
     pre: InstancePre<HostState>,
     enricher: Option<enricher::GuestIndices>,
     tool: Option<tool::GuestIndices>,
@@ -72,6 +74,7 @@ pub struct Instances {
 impl Instances {
     pub fn new(
         engine: Engine,
+        ticker: Arc<EpochTicker>,
         pre: InstancePre<HostState>,
         enricher: Option<enricher::GuestIndices>,
         tool: Option<tool::GuestIndices>,
@@ -81,6 +84,7 @@ impl Instances {
         let health = Health::new(&identity.limits);
         Self {
             engine,
+            _ticker: ticker,
             pre,
             enricher,
             tool,
@@ -205,12 +209,10 @@ fn is_cpu_trap(error: &wasmtime::Error) -> bool {
     error.chain().any(|e| e.downcast_ref::<CpuExhausted>().is_some())
 }
 
-/// The trap's own words, without wasmtime's backtrace noise.
+/// The trap's own words (its root cause), without wasmtime's backtrace.
 fn trap_message(error: &wasmtime::Error) -> String {
-    let mut parts: Vec<String> = error.chain().map(|e| e.to_string()).collect();
-    parts.dedup();
-    let text = parts.join(": ");
-    text.lines()
+    let root = error.root_cause().to_string();
+    root.lines()
         .next()
         .unwrap_or_default()
         .chars()

@@ -170,7 +170,14 @@ impl Runtime {
             http: Arc::new(http),
             log: self.log.clone(),
         });
-        let instances = Instances::new(self.engine.clone(), pre, enricher, tool, identity);
+        let instances = Instances::new(
+            self.engine.clone(),
+            self.ticker.clone(),
+            pre,
+            enricher,
+            tool,
+            identity,
+        );
         let mut plugin = Plugin {
             name,
             path: path.to_owned(),

@@ -32,7 +32,7 @@ pub use calls::{
     ToolResult,
 };
 pub use health::Status;
-pub use host_api::{LogLevel, LogLine, LogSink, tracing_sink};
+pub use host_api::{LogLevel, LogLine, LogSink, ProgressFn, tracing_sink};
 pub use loader::{LoadError, LoadReport};
 pub use manifest::{Limits, Manifest, Method, Policy};
 
@@ -142,7 +142,8 @@ pub struct Runtime {
     linker: Linker<HostState>,
     cache: cache::CodeCache,
     log: LogSink,
-    _ticker: engine::EpochTicker,
+    /// Shared with every plugin, so CPU budgets hold as long as any plugin lives.
+    ticker: Arc<engine::EpochTicker>,
 }
 
 impl Runtime {
@@ -152,13 +153,13 @@ impl Runtime {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         bindings::FullPlugin::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |s| s)?;
         let cache = cache::CodeCache::new(&engine, options.cache_dir);
-        let ticker = engine::EpochTicker::start(&engine);
+        let ticker = Arc::new(engine::EpochTicker::start(&engine));
         Ok(Self {
             engine,
             linker,
             cache,
             log: options.log,
-            _ticker: ticker,
+            ticker,
         })
     }
 }

@@ -1,0 +1,280 @@
+//! Hostile plugins: each misbehaving fixture is contained with an error
+//! naming it, the host keeps serving, and the other plugins' results stay
+//! the same. Quarantine trips after repeated failures and lifts after its
+//! backoff.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use toolhost::catalog::base_tool;
+use toolhost::enrich::Enrichers;
+use toolhost::plugin::{LoadReport, Plugin, PluginError, Status};
+use toolhost::value_model::FollowUpLink;
+use toolhost_tests::{Logs, plugin_dir, runtime};
+
+/// Tight limits so misbehaviour is caught quickly.
+const TIGHT: &str = "[limits]\ncpu_ms = 100\nwall_ms = 2000\nquarantine_after = 100\n";
+
+async fn load(entries: &[(&str, &str, Option<&str>)]) -> (LoadReport, Logs, tempfile::TempDir) {
+    let dir = plugin_dir(entries);
+    let (rt, logs) = runtime();
+    let report = rt.load_dir(dir.path()).await.unwrap();
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    (report, logs, dir)
+}
+
+fn plugin<'a>(report: &'a LoadReport, name: &str) -> &'a Arc<Plugin> {
+    report.plugins.iter().find(|p| &*p.name == name).unwrap()
+}
+
+fn args(value: Value) -> Map<String, Value> {
+    value.as_object().unwrap().clone()
+}
+
+/// What the format plugin alone makes of `get_issues`: the reference the
+/// hostile neighbour must not change.
+async fn format_alone() -> Value {
+    let (report, _, _dir) = load(&[("10-format", "format_pipeline", None)]).await;
+    let tool = Enrichers::new(&report.plugins)
+        .enrich(base_tool("get_issues").unwrap())
+        .await
+        .unwrap();
+    tool.schema.to_value()
+}
+
+/// Enrich `get_issues` with format + the fixture; the fixture's failure
+/// must be skipped, named, and leave format's result intact.
+async fn assert_enrichment_contained(fixture: &str, manifest: &str, expect: &str) -> LoadReport {
+    let (report, _, _dir) = load(&[
+        ("10-format", "format_pipeline", None),
+        ("20-bad", fixture, Some(manifest)),
+    ])
+    .await;
+    let enrichers = Enrichers::new(&report.plugins);
+    let tool = enrichers.enrich(base_tool("get_issues").unwrap()).await.unwrap();
+    assert_eq!(tool.skipped.len(), 1, "{:?}", tool.skipped);
+    assert!(
+        tool.skipped[0].contains("`bad`") && tool.skipped[0].contains(expect),
+        "{}",
+        tool.skipped[0]
+    );
+    assert_eq!(
+        tool.schema.to_value(),
+        format_alone().await,
+        "the neighbour's result changed"
+    );
+    // The host keeps serving: the next listing works too.
+    let again = enrichers.enrich(base_tool("get_issue").unwrap()).await.unwrap();
+    assert!(again.schema.property("format").is_some());
+    report
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_infinite_loop_is_stopped_by_the_cpu_budget() {
+    let report = assert_enrichment_contained("fixture_loop", TIGHT, "CPU budget of 100 ms").await;
+    let err = plugin(&report, "bad")
+        .transform_args("get_issues", Map::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, PluginError::Cpu { .. }), "{err}");
+    // Fail closed: the chain rejects the call, naming the plugin.
+    let chain = Enrichers::new(&report.plugins);
+    let err = chain
+        .transform_args("get_issues", Some("issue_tracker"), Map::new())
+        .await
+        .unwrap_err();
+    assert_eq!(err.plugin(), "bad");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_wall_clock_deadline_stops_a_call_that_yields_forever() {
+    // CPU budget larger than the wall deadline: the wall clock fires first.
+    let manifest = "[limits]\ncpu_ms = 60000\nwall_ms = 150\n";
+    let (report, _, _dir) = load(&[("20-bad", "fixture_loop", Some(manifest))]).await;
+    let err = plugin(&report, "bad")
+        .transform_args("get_issues", Map::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, PluginError::Timeout { wall_ms: 150, .. }), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_memory_bomb_is_refused_by_the_store_limits() {
+    let manifest = "[limits]\nmemory_mb = 32\ncpu_ms = 5000\n";
+    assert_enrichment_contained("fixture_alloc", manifest, "memory").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_trap_in_each_export_is_contained() {
+    let trap =
+        |export: &str| format!("[limits]\nquarantine_after = 100\n[config]\ntrap_in = [\"{export}\"]\n");
+    assert_enrichment_contained("fixture_trap", &trap("enrich_schema"), "trapped in enrich-schema").await;
+
+    let link = FollowUpLink {
+        tool: "get_issue".into(),
+        probability: 0.5,
+        projection: None,
+        projection_arg: None,
+    };
+    for export in ["transform_args", "value_model", "project_args", "rate_limit_host"] {
+        let (report, _, _dir) = load(&[("20-bad", "fixture_trap", Some(&trap(export)))]).await;
+        let p = plugin(&report, "bad");
+        let err = match export {
+            "transform_args" => p.transform_args("get_issues", Map::new()).await.map(drop),
+            "value_model" => p.value_model("get_issues").await.map(drop),
+            "project_args" => p.project_args("get_issues", &json!({}), &link).await.map(drop),
+            _ => p.rate_limit_host("get_issues", &Map::new()).await.map(drop),
+        }
+        .unwrap_err();
+        assert!(matches!(err, PluginError::Trap { .. }), "{export}: {err}");
+        assert!(
+            err.to_string().contains("`bad`") && err.to_string().contains(&export.replace('_', "-")),
+            "{err}"
+        );
+        // The other exports still answer: a trapped instance is replaced.
+        let tool = Enrichers::new(&report.plugins)
+            .enrich(base_tool("get_issues").unwrap())
+            .await
+            .unwrap();
+        assert!(tool.schema.property("trap_fixture_ok").is_some(), "{export}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reused_instance_is_replaced_after_a_trap() {
+    let manifest = "[limits]\ninstances = \"reuse\"\nmax_uses = 100\nquarantine_after = 100\n\
+                    [config]\ntrap_in = [\"transform_args\"]\n";
+    let (report, _, _dir) = load(&[("20-bad", "fixture_trap", Some(manifest))]).await;
+    let p = plugin(&report, "bad");
+    assert!(p.value_model("get_issues").await.unwrap().is_some());
+    assert!(p.transform_args("get_issues", Map::new()).await.is_err());
+    // Had the trapped instance gone back to the pool, this call would fail.
+    for _ in 0..3 {
+        assert!(p.value_model("get_issues").await.unwrap().is_some());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn oversized_output_is_refused() {
+    let (report, logs, _dir) = load(&[
+        ("10-format", "format_pipeline", None),
+        ("20-bad", "fixture_oversize", None),
+    ])
+    .await;
+    let tool = Enrichers::new(&report.plugins)
+        .enrich(base_tool("get_issues").unwrap())
+        .await
+        .unwrap();
+    assert!(tool.schema.property("oversize").is_none());
+    assert_eq!(
+        tool.schema.description(),
+        base_tool("get_issues").unwrap().description
+    );
+    assert_eq!(tool.schema.to_value(), format_alone().await);
+    assert!(logs.has("bad", "log", "refused the oversize property"));
+    assert!(logs.has("bad", "log", "refused the oversize description"));
+
+    let link = FollowUpLink {
+        tool: "get_issue".into(),
+        probability: 0.5,
+        projection: None,
+        projection_arg: None,
+    };
+    let err = plugin(&report, "bad")
+        .project_args("get_issues", &json!({}), &link)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, PluginError::TooLarge { .. }), "{err}");
+    assert!(err.to_string().contains("`bad`"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_ambient_authority_and_output_goes_to_the_log() {
+    let (report, logs, _dir) = load(&[("20-escape", "fixture_escape", None)]).await;
+    let tool = Enrichers::new(&report.plugins)
+        .enrich(base_tool("get_issues").unwrap())
+        .await
+        .unwrap();
+    let outcomes = tool.schema.description().to_owned();
+    let attempts: std::collections::BTreeMap<&str, &str> =
+        outcomes.split("; ").filter_map(|a| a.split_once('=')).collect();
+    for name in [
+        "read_passwd",
+        "read_dir_cwd",
+        "read_dir_root",
+        "env_home",
+        "tcp_connect",
+        "dns_lookup",
+    ] {
+        assert!(
+            attempts[name].starts_with("err:"),
+            "{name} got through: {}",
+            attempts[name]
+        );
+    }
+    // What cannot fail is empty: no variables, no arguments, no input.
+    assert_eq!(attempts["env_count"], "ok:0");
+    assert_eq!(attempts["args_count"], "ok:0");
+    assert_eq!(attempts["stdin"], "ok:0 bytes");
+    assert!(
+        logs.has("escape", "stdout", "escape fixture stdout"),
+        "{:?}",
+        logs.lines()
+    );
+    assert!(
+        logs.has("escape", "stderr", "escape fixture stderr"),
+        "{:?}",
+        logs.lines()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn quarantine_trips_and_lifts_after_backoff() {
+    let manifest =
+        "[limits]\nquarantine_after = 2\nbackoff_ms = 300\n[config]\ntrap_in = [\"transform_args\"]\n";
+    let (report, _, _dir) = load(&[("20-bad", "fixture_trap", Some(manifest))]).await;
+    let p = plugin(&report, "bad");
+    for _ in 0..2 {
+        assert!(matches!(
+            p.transform_args("x", Map::new()).await,
+            Err(PluginError::Trap { .. })
+        ));
+    }
+    assert!(matches!(p.status(), Status::Quarantined { .. }));
+    // Quarantined: not even a healthy export is called.
+    let err = p.value_model("get_issues").await.unwrap_err();
+    assert!(matches!(err, PluginError::Quarantined { .. }), "{err}");
+    assert!(err.to_string().contains("`bad`"));
+
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    assert!(
+        p.value_model("get_issues").await.unwrap().is_some(),
+        "back after its backoff"
+    );
+    assert_eq!(p.status(), Status::Healthy);
+    assert_eq!(p.quarantine_trips(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn concurrent_calls_each_get_their_own_instance() {
+    let (report, _, _dir) = load(&[("10-a", "fixture_chain_a", None)]).await;
+    let p = plugin(&report, "a").clone();
+    let mut calls = tokio::task::JoinSet::new();
+    for i in 0..32 {
+        let p = p.clone();
+        let priority = if i % 2 == 0 { "low" } else { "high" };
+        calls.spawn(async move {
+            let out = p
+                .transform_args("create_issue", args(json!({"priority": priority, "n": i})))
+                .await
+                .unwrap();
+            (i, out)
+        });
+    }
+    while let Some(joined) = calls.join_next().await {
+        let (i, out) = joined.unwrap();
+        let code = if i % 2 == 0 { "1" } else { "2" };
+        assert_eq!(Value::Object(out), json!({"n": i, "priority_code": code}));
+    }
+}
