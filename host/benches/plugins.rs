@@ -1,1 +1,249 @@
-fn main() {}
+//! Plugin-boundary costs, each against its native baseline in the same run:
+//!
+//! - `transform_args`: remap two keys of a ~1 KB argument object, natively on
+//!   a `serde_json` map and through the Rust guest `fixture_remap` (on a
+//!   reused instance, the default, and on a fresh instance per call);
+//! - `instantiate`: the cost of one fresh instance;
+//! - `tools_list`: enriching 60 tools through four plugins.
+//!
+//! Needs the guest plugins (`make plugins`). Run with `make bench`; ratios
+//! are printed at the end.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use criterion::{BatchSize, Criterion, criterion_group};
+use serde_json::{Map, Value, json};
+use toolhost::catalog::{ToolSpec, base_catalog};
+use toolhost::enrich::Enrichers;
+use toolhost::plugin::{Plugin, Runtime, RuntimeOptions};
+
+fn guest(name: &str) -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+        "../guest-plugins/target/wasm32-wasip2/release/{name}.wasm"
+    ));
+    assert!(
+        path.is_file(),
+        "{} is missing: run `make plugins` first",
+        path.display()
+    );
+    path
+}
+
+/// A realistic ~1 KB create_issue argument object.
+fn args_1kb() -> Map<String, Value> {
+    let args = json!({
+        "title": "Checkout page times out for carts with more than fifty items",
+        "description": "Steps: add 51 items, open /checkout. Expected: the page renders in under a second. \
+                        Actual: the request times out after 30 s and the gateway returns 504. Seen on web and \
+                        mobile since the release of 2026-11-20; the pricing service logs show one query per \
+                        item. Suspect the new discount rules. Attach traces from the staging cluster.",
+        "priority": "high",
+        "assignee": "mira",
+        "labels": ["checkout", "performance", "regression", "customer-reported"],
+        "projectId": "WEB",
+        "issueType": "Bug",
+        "components": ["checkout", "pricing"],
+        "dueDate": "2026-12-05",
+        "environment": "production, eu-west-1, web and iOS 18 app 4.12.0",
+        "reporter": "support-bot",
+        "acceptance": "Checkout of a 200-item cart renders in under one second at p95 in staging, with one \
+                       pricing query per cart rather than per item, and the regression test covers it.",
+        "watchers": ["lee", "sam", "noor"],
+        "links": [{"type": "relates_to", "key": "WEB-1182"}, {"type": "blocks", "key": "WEB-1200"}],
+    });
+    let map = args.as_object().unwrap().clone();
+    let size = Value::Object(map.clone()).to_string().len();
+    assert!((950..1100).contains(&size), "argument object is {size} bytes");
+    map
+}
+
+/// The guest's logic, natively.
+fn remap_native(args: &mut Map<String, Value>) {
+    if let Some(Value::String(name)) = args.shift_remove("priority") {
+        let id = match name.as_str() {
+            "urgent" => 1,
+            "high" => 2,
+            "low" => 4,
+            _ => 3,
+        };
+        args.insert("priorityId".into(), json!(id));
+    }
+    if let Some(Value::String(user)) = args.shift_remove("assignee") {
+        args.insert("assigneeId".into(), json!(format!("user:{user}")));
+    }
+}
+
+struct Setup {
+    rt: tokio::runtime::Runtime,
+    _dir: tempfile::TempDir,
+    _runtime: Runtime,
+    fresh: std::sync::Arc<Plugin>,
+    reused: std::sync::Arc<Plugin>,
+    enrichers: Enrichers,
+}
+
+fn setup() -> Setup {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let copy = |from: &str, to: &str, manifest: Option<&str>| {
+        std::fs::copy(guest(from), dir.path().join(format!("{to}.wasm"))).unwrap();
+        if let Some(m) = manifest {
+            std::fs::write(dir.path().join(format!("{to}.toml")), m).unwrap();
+        }
+    };
+    copy("format_pipeline", "10-format", None);
+    copy("fixture_chain_a", "20-a", None);
+    copy("fixture_chain_b", "30-b", None);
+    copy(
+        "fixture_remap",
+        "40-remap",
+        Some("[limits]\ninstances = \"fresh\"\n"),
+    );
+    copy(
+        "fixture_remap",
+        "50-remap-reused",
+        Some("[limits]\nmax_uses = 1000000\n"),
+    );
+    let runtime = Runtime::new(RuntimeOptions {
+        cache_dir: None,
+        ..RuntimeOptions::default()
+    })
+    .unwrap();
+    let report = rt.block_on(runtime.load_dir(dir.path())).unwrap();
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    let find = |name: &str| report.plugins.iter().find(|p| &*p.name == name).unwrap().clone();
+    let (fresh, reused) = (find("remap"), find("remap-reused"));
+    let enrichers = Enrichers::new(&report.plugins[..4]);
+    Setup {
+        rt,
+        _dir: dir,
+        _runtime: runtime,
+        fresh,
+        reused,
+        enrichers,
+    }
+}
+
+/// 60 tools: the base catalog plus uncategorised ones to make up the count.
+fn sixty_tools() -> Vec<ToolSpec> {
+    let mut tools = base_catalog().to_vec();
+    let mut i = 0;
+    while tools.len() < 60 {
+        tools.push(ToolSpec {
+            name: format!("local_tool_{i}"),
+            description: "A local tool".into(),
+            category: None,
+            input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+        });
+        i += 1;
+    }
+    tools.truncate(60);
+    tools
+}
+
+fn bench(c: &mut Criterion) {
+    let s = setup();
+    let args = args_1kb();
+    let expected = {
+        let mut a = args.clone();
+        remap_native(&mut a);
+        a
+    };
+    assert_eq!(
+        s.rt.block_on(s.fresh.transform_args("create_issue", args.clone()))
+            .unwrap(),
+        expected
+    );
+
+    let mut g = c.benchmark_group("transform_args");
+    g.bench_function("native", |b| {
+        b.iter_batched(
+            || args.clone(),
+            |mut a| remap_native(&mut a),
+            BatchSize::SmallInput,
+        )
+    });
+    for (name, plugin) in [
+        ("wasm_reused_instance", &s.reused),
+        ("wasm_fresh_instance", &s.fresh),
+    ] {
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                s.rt.block_on(async {
+                    let mut total = Duration::ZERO;
+                    for _ in 0..iters {
+                        let a = args.clone();
+                        let start = Instant::now();
+                        std::hint::black_box(plugin.transform_args("create_issue", a).await.unwrap());
+                        total += start.elapsed();
+                    }
+                    total
+                })
+            })
+        });
+    }
+    g.finish();
+
+    c.bench_function("instantiate/fresh_instance", |b| {
+        b.iter_custom(|iters| {
+            s.rt.block_on(async {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    total += s.fresh.time_instantiation().await.unwrap();
+                }
+                total
+            })
+        })
+    });
+
+    let tools = sixty_tools();
+    c.bench_function("tools_list/60_tools_4_plugins", |b| {
+        b.iter_custom(|iters| {
+            s.rt.block_on(async {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    std::hint::black_box(s.enrichers.list(&tools).await);
+                }
+                start.elapsed()
+            })
+        })
+    });
+}
+
+/// Medians from criterion's own estimates, as ratios to the native baseline.
+fn summary() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/criterion");
+    let median = |id: &str| -> Option<f64> {
+        let text = std::fs::read_to_string(root.join(id).join("new/estimates.json")).ok()?;
+        let v: Value = serde_json::from_str(&text).ok()?;
+        v["median"]["point_estimate"].as_f64()
+    };
+    let native = median("transform_args/native");
+    println!("\nsummary (medians):");
+    for id in [
+        "transform_args/native",
+        "transform_args/wasm_reused_instance",
+        "transform_args/wasm_fresh_instance",
+        "instantiate/fresh_instance",
+        "tools_list/60_tools_4_plugins",
+    ] {
+        let Some(ns) = median(id) else { continue };
+        let ratio = native
+            .filter(|_| id.starts_with("transform_args"))
+            .map(|n| format!("  ({:.1}x native)", ns / n));
+        println!("  {id:<40} {:>10.2} µs{}", ns / 1e3, ratio.unwrap_or_default());
+    }
+}
+
+criterion_group!(benches, bench);
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    summary();
+}

@@ -1,0 +1,135 @@
+//! The `toolhost` command line over real plugin directories.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+use toolhost_tests::{guest, plugin_dir};
+
+/// The release binary beside this test (`make test` builds it first).
+fn toolhost() -> Command {
+    let exe = std::env::current_exe().unwrap();
+    let bin: PathBuf = exe.parent().unwrap().parent().unwrap().join("toolhost");
+    assert!(
+        bin.is_file(),
+        "{} is missing: build it with `cargo build --release -p toolhost`",
+        bin.display()
+    );
+    let mut cmd = Command::new(bin);
+    cmd.arg("--no-cache").env_remove("TOOLHOST_PLUGINS");
+    cmd
+}
+
+fn run(cmd: &mut Command) -> (Output, String, String) {
+    let out = cmd.output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    (out, stdout, stderr)
+}
+
+#[test]
+fn plugins_lists_order_worlds_and_errors() {
+    let dir = plugin_dir(&[
+        ("20-text", "text_tools", None),
+        ("10-format", "format_pipeline", None),
+    ]);
+    std::fs::write(dir.path().join("30-junk.wasm"), "junk").unwrap();
+    let (out, stdout, stderr) = run(toolhost()
+        .arg("--plugins")
+        .arg(dir.path())
+        .args(["plugins", "--json"]));
+    assert_eq!(out.status.code(), Some(2), "load errors give exit code 2");
+    assert!(
+        stderr.contains("30-junk.wasm") && stderr.contains("not a WebAssembly file"),
+        "{stderr}"
+    );
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    let plugins = v["plugins"].as_array().unwrap();
+    assert_eq!(plugins[0]["name"], "format");
+    assert_eq!(plugins[0]["world"], "enricher-plugin");
+    assert_eq!(plugins[1]["world"], "tool-plugin");
+    assert_eq!(plugins[1]["tools"][0], "word_count");
+    assert_eq!(plugins[0]["status"]["state"], "healthy");
+}
+
+#[test]
+fn tools_explain_shows_provenance_and_conflicts() {
+    let dir = plugin_dir(&[
+        ("10-a", "fixture_chain_a", None),
+        ("20-b", "fixture_chain_b", None),
+    ]);
+    let (out, stdout, stderr) =
+        run(toolhost()
+            .arg("--plugins")
+            .arg(dir.path())
+            .args(["tools", "--explain", "create_issue"]));
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("conflict: priority changed by a then b (last wins)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.contains("a") && l.contains("added") && l.contains("`chain_marker`")),
+        "{stdout}"
+    );
+
+    let (out, stdout, _) = run(toolhost()
+        .arg("--plugins")
+        .arg(dir.path())
+        .args(["tools", "--json"]));
+    assert!(out.status.success());
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    let names: Vec<&str> = v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"create_issue") && !names.contains(&"get_merge_request"),
+        "only claimed categories"
+    );
+
+    let (out, _, stderr) =
+        run(toolhost()
+            .arg("--plugins")
+            .arg(dir.path())
+            .args(["tools", "--explain", "get_merge_request"]));
+    assert!(!out.status.success() && stderr.contains("not listed"), "{stderr}");
+}
+
+#[test]
+fn check_reports_each_export_and_fails_a_hostile_plugin() {
+    let (out, stdout, _) = run(toolhost().arg("check").arg(guest("format_pipeline")));
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("enrich-schema get_issues") && stdout.contains("passed"),
+        "{stdout}"
+    );
+
+    let (out, stdout, _) = run(toolhost().args(["check", "--json"]).arg(guest("fixture_loop")));
+    assert!(!out.status.success());
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    let failed: Vec<&Value> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["verdict"] == "fail")
+        .collect();
+    assert!(
+        failed
+            .iter()
+            .any(|f| f["detail"].as_str().unwrap().contains("CPU budget")),
+        "{stdout}"
+    );
+
+    let (out, _, stderr) = run(toolhost().arg("check").arg("/nonexistent/x.wasm"));
+    assert!(
+        !out.status.success() && stderr.contains("/nonexistent/x.wasm"),
+        "{stderr}"
+    );
+}
