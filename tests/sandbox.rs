@@ -278,3 +278,41 @@ async fn concurrent_calls_each_get_their_own_instance() {
         assert_eq!(Value::Object(out), json!({"n": i, "priority_code": code}));
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn failure_policy_can_be_overridden_per_method() {
+    // enrich-schema closed: the tool is hidden rather than shown unadapted.
+    let closed = "[failure]\nenrich_schema = \"closed\"\n[config]\ntrap_in = [\"enrich_schema\"]\n";
+    let (report, _, _dir) = load(&[
+        ("10-format", "format_pipeline", None),
+        ("20-bad", "fixture_trap", Some(closed)),
+    ])
+    .await;
+    let listing = Enrichers::new(&report.plugins)
+        .list(&[base_tool("get_issues").unwrap().clone()])
+        .await;
+    assert!(listing.tools.is_empty());
+    assert!(
+        listing.hidden[0].reason.contains("`bad`") && listing.hidden[0].reason.contains("closed"),
+        "{:?}",
+        listing.hidden
+    );
+
+    // transform-args open: the failing plugin is skipped and its input kept.
+    let open = "[failure]\ntransform_args = \"open\"\n[config]\ntrap_in = [\"transform_args\"]\n";
+    let (report, _, _dir) = load(&[
+        ("10-bad", "fixture_trap", Some(open)),
+        ("20-a", "fixture_chain_a", None),
+    ])
+    .await;
+    let chain = Enrichers::new(&report.plugins);
+    let out = chain
+        .transform_args(
+            "create_issue",
+            Some("issue_tracker"),
+            args(json!({"priority": "low"})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(Value::Object(out), json!({"priority_code": "1"}));
+}
