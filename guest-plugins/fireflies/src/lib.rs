@@ -1,0 +1,60 @@
+//! Fireflies enricher: claims the meeting-notes category and carries the
+//! value models of its tools. It changes no schema and no argument.
+//!
+//! Meeting lists and notes lead to a transcript: each meeting's `id` is
+//! projected into `get_meeting_transcript`'s `meeting_id`. Transcripts are
+//! large but stay valid a while, so they are worth fetching ahead. Every call
+//! goes to `api.fireflies.ai`.
+
+use provider_kit::{field, items, project};
+use toolhost_sdk::{Args, Enricher, FollowUpLink, Plugin, Value, ValueModel};
+
+const HOST: &str = "api.fireflies.ai";
+
+struct Fireflies;
+
+impl Plugin for Fireflies {
+    fn new(_config: &Value) -> Result<Self, String> {
+        Ok(Fireflies)
+    }
+}
+
+impl Enricher for Fireflies {
+    fn supported_categories(&self) -> Vec<String> {
+        vec!["meeting_notes".into()]
+    }
+
+    fn value_model(&self, tool: &str) -> Option<ValueModel> {
+        let read = || ValueModel::read_only().rate_limit_host(HOST);
+        Some(match tool {
+            "get_meeting_notes" | "search_meeting_notes" => {
+                read().supporting().typical_kb(3.0).ttl_s(300).follow_up(
+                    FollowUpLink::new("get_meeting_transcript", 0.55).projecting("id", "meeting_id"),
+                )
+            }
+            "get_meeting_transcript" => read()
+                .critical()
+                .typical_kb(8.0)
+                .max_kb(50.0)
+                .latency_ms_p50(900)
+                .ttl_s(600),
+            _ => return None,
+        })
+    }
+
+    fn project_args(&self, prev_tool: &str, prev_result: &Value, link: &FollowUpLink) -> Option<Vec<Value>> {
+        let from_list = matches!(prev_tool, "get_meeting_notes" | "search_meeting_notes");
+        (from_list && link.tool == "get_meeting_transcript").then(|| {
+            let list = items(prev_result, &["meetings", "transcripts", "notes", "items"]);
+            project(list, "meeting_id", |i| {
+                field(i, "id").or_else(|| field(i, "meeting_id"))
+            })
+        })
+    }
+
+    fn rate_limit_host(&self, _tool: &str, _args: &Args<'_>) -> Option<String> {
+        Some(HOST.into())
+    }
+}
+
+toolhost_sdk::export_enricher!(Fireflies);

@@ -1,0 +1,120 @@
+//! GitHub enricher: adapts the issue-tracker and git-repository tools to
+//! GitHub and describes their value for speculative prefetch.
+//!
+//! - Removes what GitHub has no notion of (priority, parent, custom fields,
+//!   issue types, components, projects, points; tracker queries on
+//!   `get_issues`; every parameter of `link_issues`, which GitHub lacks).
+//! - `create_merge_request_comment`: `line_type` `old` becomes `side: LEFT`,
+//!   anything else `side: RIGHT`, the way GitHub's review-comment API takes it.
+//! - Follow-ups project the real argument of the follow-up tools, `key`
+//!   (`pr#12`, `#42`), unlike the reference which projected
+//!   `pull_request_number` into tools that take `key`.
+//! - Every call goes to `api.github.com`.
+
+use provider_kit::{field, git_host, is_write, items, project, write_model};
+use toolhost_sdk::{Args, Enricher, FollowUpLink, Plugin, Schema, Value, ValueModel, json};
+
+const HOST: &str = "api.github.com";
+
+struct GitHub;
+
+impl Plugin for GitHub {
+    fn new(_config: &Value) -> Result<Self, String> {
+        Ok(GitHub)
+    }
+}
+
+impl Enricher for GitHub {
+    fn supported_categories(&self) -> Vec<String> {
+        vec!["issue_tracker".into(), "git_repository".into()]
+    }
+
+    fn enrich_schema(&self, tool: &str, schema: &mut Schema<'_>) {
+        if tool == "link_issues" {
+            let all = schema.property_names();
+            schema.remove_params(&all.iter().map(String::as_str).collect::<Vec<_>>());
+            let _ = schema.set_tool_description("Not supported by GitHub: issues cannot be linked.");
+            return;
+        }
+        git_host::remove_tracker_fields(tool, schema);
+    }
+
+    fn transform_args(&self, tool: &str, args: &mut Args<'_>) -> Result<(), String> {
+        if tool == "create_merge_request_comment"
+            && let Some(line_type) = args.remove("line_type")?
+        {
+            let side = if line_type == json!("old") {
+                "LEFT"
+            } else {
+                "RIGHT"
+            };
+            args.set("side", &json!(side))?;
+        }
+        Ok(())
+    }
+
+    fn value_model(&self, tool: &str) -> Option<ValueModel> {
+        let link = |to: &str, p: f32| FollowUpLink::new(to, p).projecting("key", "key");
+        let read = || ValueModel::read_only().rate_limit_host(HOST);
+        let model = match tool {
+            "get_merge_requests" => read()
+                .supporting()
+                .typical_kb(4.5)
+                .max_kb(45.0)
+                .latency_ms_p50(380)
+                .ttl_s(60)
+                .follow_up(link("get_merge_request_discussions", 0.60))
+                .follow_up(link("get_merge_request_diffs", 0.40)),
+            "get_merge_request" => read()
+                .critical()
+                .typical_kb(1.6)
+                .follow_up(link("get_merge_request_discussions", 0.55)),
+            "get_merge_request_discussions" | "get_merge_request_diffs" => {
+                read().critical().typical_kb(6.0).max_kb(60.0)
+            }
+            "get_issues" => read()
+                .supporting()
+                .typical_kb(3.5)
+                .follow_up(link("get_issue_comments", 0.45)),
+            "get_issue" => read()
+                .critical()
+                .typical_kb(1.0)
+                .follow_up(link("get_issue_comments", 0.50)),
+            "get_issue_comments" => read().critical().typical_kb(2.5).max_kb(20.0),
+            t if is_write(t) => write_model().supporting().typical_kb(0.8).rate_limit_host(HOST),
+            _ => return None,
+        };
+        Some(model)
+    }
+
+    fn project_args(&self, prev_tool: &str, prev_result: &Value, link: &FollowUpLink) -> Option<Vec<Value>> {
+        let projected = match prev_tool {
+            "get_merge_requests" => {
+                let list = items(prev_result, &["pull_requests", "merge_requests", "items"]);
+                project(list, "key", |i| git_host::change_key(i, "pr", &["number"]))
+            }
+            "get_issues" => {
+                let list = items(prev_result, &["issues", "items"]);
+                project(list, "key", |i| {
+                    field(i, "key").or_else(|| field(i, "number").map(|n| format!("#{n}")))
+                })
+            }
+            "get_merge_request" | "get_issue" => {
+                let key = git_host::change_key(
+                    prev_result,
+                    if prev_tool == "get_issue" { "" } else { "pr" },
+                    &["number"],
+                )?;
+                vec![json!({"key": key})]
+            }
+            _ => return None,
+        };
+        (link.tool.starts_with("get_")).then_some(projected)
+    }
+
+    fn rate_limit_host(&self, _tool: &str, _args: &Args<'_>) -> Option<String> {
+        Some(HOST.into())
+    }
+}
+
+toolhost_sdk::export_enricher!(GitHub);
