@@ -8,6 +8,7 @@
 //!   value models).
 //! - [`value_model`]: value models and their layering.
 //! - [`catalog`]: the base catalog of provider tools.
+//! - [`speculation`]: speculative prefetch (planner, projection, cache, dispatcher).
 //! - [`config`]: the user's configuration file, `toolhost.toml`.
 //! - [`check`]: `toolhost check`, the generic checks of one plugin.
 //!
@@ -19,4 +20,5 @@ pub mod config;
 pub mod enrich;
 pub mod plugin;
 pub mod schema;
+pub mod speculation;
 pub mod value_model;

@@ -1,0 +1,423 @@
+//! The request-keyed cache of prefetched results.
+//!
+//! Keyed by (tool, canonical arguments): the arguments a call has once the
+//! pipeline has prepared, validated and transformed them, with object keys
+//! sorted, so a real call finds the prefetch made for it. Only prefetches
+//! fill it; real calls only read it.
+//!
+//! - An entry lives for its value model's freshness TTL and is never served
+//!   after it.
+//! - The cache is bounded in bytes; the least recently used entry goes first.
+//! - A real call that arrives while its prefetch is still running joins it
+//!   instead of running again.
+//! - Invalidating a tool (a mutating call named it) drops its entries and
+//!   bumps its generation: a prefetch of that tool still in flight is
+//!   discarded when it lands, and calls that joined it run for real, so the
+//!   write's effect is always seen.
+//!
+//! Entries dropped unused (expired or evicted) are counted as wasted.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio::sync::watch;
+
+/// (tool, canonical arguments).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Key {
+    pub tool: String,
+    args: String,
+}
+
+impl Key {
+    pub fn new(tool: &str, args: &serde_json::Map<String, Value>) -> Self {
+        let mut text = String::new();
+        canonical(&Value::Object(args.clone()), &mut text);
+        Self {
+            tool: tool.to_owned(),
+            args: text,
+        }
+    }
+}
+
+/// JSON with object keys sorted at every level.
+fn canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                canonical(&map[k], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, v) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical(v, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// A prefetched result and what it cost to get.
+#[derive(Debug, Clone)]
+pub struct Prefetched<V> {
+    pub value: V,
+    /// How long the prefetch took to execute: the time a hit saves.
+    pub took: Duration,
+}
+
+enum Slot<V> {
+    Ready {
+        item: Prefetched<V>,
+        bytes: usize,
+        expires: Instant,
+        used: bool,
+        last_use: u64,
+    },
+    InFlight {
+        rx: watch::Receiver<Option<Prefetched<V>>>,
+    },
+}
+
+struct Inner<V> {
+    slots: HashMap<Key, Slot<V>>,
+    generations: HashMap<String, u64>,
+    bytes: usize,
+    clock: u64,
+    wasted: u64,
+}
+
+pub struct SpecCache<V> {
+    inner: Mutex<Inner<V>>,
+    max_bytes: usize,
+}
+
+/// What a real call finds.
+pub enum Lookup<V> {
+    Hit(Prefetched<V>),
+    /// Its prefetch is running: wait for it with [`Join::wait`].
+    Pending(Join<V>),
+    Miss,
+}
+
+/// A real call waiting on a prefetch in flight.
+pub struct Join<V> {
+    rx: watch::Receiver<Option<Prefetched<V>>>,
+}
+
+impl<V: Clone> Join<V> {
+    /// The prefetch's result, or `None` if it failed, timed out or was
+    /// invalidated: the caller then runs the call itself.
+    pub async fn wait(mut self) -> Option<Prefetched<V>> {
+        loop {
+            if let Some(v) = self.rx.borrow_and_update().clone() {
+                return Some(v);
+            }
+            // The sender is dropped without a value when the prefetch fails.
+            self.rx.changed().await.ok()?;
+        }
+    }
+}
+
+/// The right to fill one key, held by the prefetch that runs for it. If it
+/// is dropped without [`SpecCache::complete`], joined calls run for real.
+pub struct Ticket<V> {
+    key: Key,
+    generation: u64,
+    tx: watch::Sender<Option<Prefetched<V>>>,
+}
+
+impl<V: Clone> SpecCache<V> {
+    pub fn new(max_bytes: usize) -> Self {
+        let inner = Inner {
+            slots: HashMap::new(),
+            generations: HashMap::new(),
+            bytes: 0,
+            clock: 0,
+            wasted: 0,
+        };
+        Self {
+            inner: Mutex::new(inner),
+            max_bytes,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner<V>> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn lookup(&self, key: &Key) -> Lookup<V> {
+        let mut inner = self.lock();
+        inner.drop_abandoned(key);
+        inner.clock += 1;
+        let now = inner.clock;
+        match inner.slots.get_mut(key) {
+            Some(Slot::Ready { expires, .. }) if *expires <= Instant::now() => {
+                inner.remove(key);
+                Lookup::Miss
+            }
+            Some(Slot::Ready {
+                item, used, last_use, ..
+            }) => {
+                *used = true;
+                *last_use = now;
+                Lookup::Hit(item.clone())
+            }
+            Some(Slot::InFlight { rx }) => Lookup::Pending(Join { rx: rx.clone() }),
+            None => Lookup::Miss,
+        }
+    }
+
+    /// Claim `key` for a prefetch; `None` if it is fresh or already running.
+    pub fn begin(&self, key: Key) -> Option<Ticket<V>> {
+        let mut inner = self.lock();
+        inner.drop_abandoned(&key);
+        match inner.slots.get(&key) {
+            Some(Slot::Ready { expires, .. }) if *expires > Instant::now() => return None,
+            Some(Slot::InFlight { .. }) => return None,
+            Some(Slot::Ready { .. }) => inner.remove(&key),
+            None => {}
+        }
+        let generation = inner.generations.get(&key.tool).copied().unwrap_or(0);
+        let (tx, rx) = watch::channel(None);
+        inner.slots.insert(key.clone(), Slot::InFlight { rx });
+        Some(Ticket { key, generation, tx })
+    }
+
+    /// Store a prefetch's result for `ttl`. A result for a tool invalidated
+    /// since the prefetch began is discarded.
+    pub fn complete(&self, ticket: Ticket<V>, item: Prefetched<V>, bytes: usize, ttl: Duration) {
+        let mut inner = self.lock();
+        let current = inner.generations.get(&ticket.key.tool).copied().unwrap_or(0);
+        let mine = ticket.tx.subscribe();
+        let still_ours =
+            matches!(inner.slots.get(&ticket.key), Some(Slot::InFlight { rx }) if rx.same_channel(&mine));
+        if current != ticket.generation || !still_ours || bytes > self.max_bytes {
+            if still_ours {
+                inner.slots.remove(&ticket.key);
+            }
+            return; // dropping the ticket releases joined calls to run for real
+        }
+        inner.slots.remove(&ticket.key);
+        inner.clock += 1;
+        let last_use = inner.clock;
+        let expires = Instant::now() + ttl;
+        let slot = Slot::Ready {
+            item: item.clone(),
+            bytes,
+            expires,
+            used: false,
+            last_use,
+        };
+        inner.slots.insert(ticket.key.clone(), slot);
+        inner.bytes += bytes;
+        inner.evict_to(self.max_bytes);
+        drop(inner);
+        let _ = ticket.tx.send(Some(item));
+    }
+
+    /// Drop every entry of `tools` and discard their prefetches in flight.
+    pub fn invalidate(&self, tools: &[String]) {
+        let mut inner = self.lock();
+        for tool in tools {
+            *inner.generations.entry(tool.clone()).or_default() += 1;
+        }
+        let doomed: Vec<Key> = inner
+            .slots
+            .keys()
+            .filter(|k| tools.contains(&k.tool))
+            .cloned()
+            .collect();
+        for key in doomed {
+            inner.remove(&key);
+        }
+    }
+
+    /// Drop expired entries now (they are also dropped when looked up).
+    pub fn sweep(&self) {
+        let mut inner = self.lock();
+        let now = Instant::now();
+        let expired: Vec<Key> = inner
+            .slots
+            .iter()
+            .filter(|(_, s)| matches!(s, Slot::Ready { expires, .. } if *expires <= now))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in expired {
+            inner.remove(&key);
+        }
+    }
+
+    /// Entries dropped without ever being served.
+    pub fn wasted(&self) -> u64 {
+        self.lock().wasted
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.lock().bytes
+    }
+}
+
+impl<V> Inner<V> {
+    /// A prefetch whose ticket was dropped (it failed or timed out) leaves
+    /// its slot behind; clear it so the key can be fetched again.
+    fn drop_abandoned(&mut self, key: &Key) {
+        if let Some(Slot::InFlight { rx }) = self.slots.get(key)
+            && rx.has_changed().is_err()
+        {
+            self.slots.remove(key);
+        }
+    }
+
+    fn remove(&mut self, key: &Key) {
+        if let Some(Slot::Ready { bytes, used, .. }) = self.slots.remove(key) {
+            self.bytes -= bytes;
+            if !used {
+                self.wasted += 1;
+            }
+        }
+    }
+
+    fn evict_to(&mut self, max_bytes: usize) {
+        while self.bytes > max_bytes {
+            let oldest = self
+                .slots
+                .iter()
+                .filter_map(|(k, s)| match s {
+                    Slot::Ready { last_use, .. } => Some((*last_use, k)),
+                    Slot::InFlight { .. } => None,
+                })
+                .min_by_key(|(t, _)| *t)
+                .map(|(_, k)| k.clone());
+            match oldest {
+                Some(key) => self.remove(&key),
+                None => break,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn key(tool: &str, args: Value) -> Key {
+        Key::new(tool, args.as_object().unwrap())
+    }
+
+    fn item(v: &str) -> Prefetched<String> {
+        Prefetched {
+            value: v.to_owned(),
+            took: Duration::from_millis(100),
+        }
+    }
+
+    #[test]
+    fn keys_ignore_argument_order() {
+        assert_eq!(
+            key("t", json!({"a": 1, "b": {"y": 2, "x": 1}})),
+            key("t", json!({"b": {"x": 1, "y": 2}, "a": 1}))
+        );
+        assert_ne!(key("t", json!({"a": 1})), key("u", json!({"a": 1})));
+        assert_ne!(key("t", json!({"a": 1})), key("t", json!({"a": "1"})));
+    }
+
+    #[test]
+    fn ttl_is_enforced() {
+        let cache = SpecCache::new(1 << 20);
+        let k = key("read", json!({"path": "a"}));
+        let t = cache.begin(k.clone()).unwrap();
+        cache.complete(t, item("body"), 4, Duration::ZERO);
+        assert!(
+            matches!(cache.lookup(&k), Lookup::Miss),
+            "an expired entry is never served"
+        );
+        assert_eq!(cache.wasted(), 1);
+
+        let t = cache.begin(k.clone()).unwrap();
+        cache.complete(t, item("body"), 4, Duration::from_secs(60));
+        assert!(matches!(cache.lookup(&k), Lookup::Hit(p) if p.value == "body"));
+        assert!(cache.begin(k).is_none(), "a fresh entry is not prefetched again");
+    }
+
+    #[test]
+    fn bounded_in_bytes_least_recently_used_first() {
+        let cache = SpecCache::new(10);
+        let (a, b, c) = (
+            key("t", json!({"k": "a"})),
+            key("t", json!({"k": "b"})),
+            key("t", json!({"k": "c"})),
+        );
+        for k in [&a, &b] {
+            let t = cache.begin(k.clone()).unwrap();
+            cache.complete(t, item("x"), 4, Duration::from_secs(60));
+        }
+        assert!(matches!(cache.lookup(&a), Lookup::Hit(_)));
+        let t = cache.begin(c.clone()).unwrap();
+        cache.complete(t, item("x"), 4, Duration::from_secs(60));
+        assert!(
+            matches!(cache.lookup(&b), Lookup::Miss),
+            "b was least recently used"
+        );
+        assert!(matches!(cache.lookup(&a), Lookup::Hit(_)));
+        assert_eq!(cache.bytes(), 8);
+        assert_eq!(cache.wasted(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_real_call_joins_the_prefetch_in_flight() {
+        let cache = std::sync::Arc::new(SpecCache::new(1 << 20));
+        let k = key("get_issue", json!({"key": "A-1"}));
+        let ticket = cache.begin(k.clone()).unwrap();
+        let Lookup::Pending(join) = cache.lookup(&k) else {
+            panic!("expected a join")
+        };
+        let waiter = tokio::spawn(join.wait());
+        cache.complete(ticket, item("issue"), 5, Duration::from_secs(60));
+        assert_eq!(waiter.await.unwrap().unwrap().value, "issue");
+    }
+
+    #[tokio::test]
+    async fn invalidation_discards_a_prefetch_in_flight_and_releases_joiners() {
+        let cache = SpecCache::new(1 << 20);
+        let k = key("read", json!({"path": "a"}));
+        let ticket = cache.begin(k.clone()).unwrap();
+        let Lookup::Pending(join) = cache.lookup(&k) else {
+            panic!("expected a join")
+        };
+        cache.invalidate(&["read".into()]);
+        cache.complete(ticket, item("stale"), 5, Duration::from_secs(60));
+        assert!(join.wait().await.is_none(), "the joined call must run for real");
+        assert!(matches!(cache.lookup(&k), Lookup::Miss));
+    }
+
+    #[tokio::test]
+    async fn a_dropped_ticket_releases_joiners() {
+        let cache = SpecCache::<String>::new(1 << 20);
+        let k = key("read", json!({"path": "a"}));
+        let ticket = cache.begin(k.clone()).unwrap();
+        let Lookup::Pending(join) = cache.lookup(&k) else {
+            panic!("expected a join")
+        };
+        drop(ticket);
+        assert!(join.wait().await.is_none());
+        assert!(cache.begin(k).is_some(), "the key can be prefetched again");
+    }
+}

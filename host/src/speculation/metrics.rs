@@ -1,0 +1,96 @@
+//! Counters of what speculation did, for `toolhost stats` and the server's
+//! logs: prefetches dispatched, real calls served from the cache (hits) or
+//! by joining a prefetch in flight (joins), prefetches wasted (expired or
+//! evicted unused), declines by reason, and the time hits and joins saved.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::planner::DeclineReason;
+
+#[derive(Default)]
+pub struct Metrics {
+    dispatched: AtomicU64,
+    hits: AtomicU64,
+    joins: AtomicU64,
+    saved_us: AtomicU64,
+    declined: Mutex<BTreeMap<DeclineReason, u64>>,
+}
+
+/// A point-in-time copy of the counters.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct Snapshot {
+    pub dispatched: u64,
+    pub hits: u64,
+    pub joins: u64,
+    pub wasted: u64,
+    pub declined: BTreeMap<String, u64>,
+    pub saved_ms: u64,
+}
+
+impl Snapshot {
+    /// Real calls served by speculation per prefetch dispatched.
+    pub fn hit_rate(&self) -> f64 {
+        if self.dispatched == 0 {
+            0.0
+        } else {
+            (self.hits + self.joins) as f64 / self.dispatched as f64
+        }
+    }
+}
+
+impl Metrics {
+    pub fn dispatched(&self) {
+        self.dispatched.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A real call served from the cache, saving the prefetch's run time.
+    pub fn hit(&self, saved: Duration) {
+        self.hits.fetch_add(1, Ordering::Relaxed);
+        self.saved_us
+            .fetch_add(saved.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    /// A real call that waited on a prefetch in flight, saving `saved`.
+    pub fn join(&self, saved: Duration) {
+        self.joins.fetch_add(1, Ordering::Relaxed);
+        self.saved_us
+            .fetch_add(saved.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    pub fn declined(&self, reason: DeclineReason) {
+        *self
+            .declined
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(reason)
+            .or_default() += 1;
+    }
+
+    pub fn snapshot(&self, wasted: u64) -> Snapshot {
+        let declined = self.declined.lock().unwrap_or_else(|p| p.into_inner());
+        Snapshot {
+            dispatched: self.dispatched.load(Ordering::Relaxed),
+            hits: self.hits.load(Ordering::Relaxed),
+            joins: self.joins.load(Ordering::Relaxed),
+            wasted,
+            declined: declined
+                .iter()
+                .map(|(r, n)| {
+                    (
+                        serde_json::to_value(r)
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_owned))
+                            .unwrap_or_default(),
+                        *n,
+                    )
+                })
+                .collect(),
+            saved_ms: self.saved_us.load(Ordering::Relaxed) / 1000,
+        }
+    }
+}

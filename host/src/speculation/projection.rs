@@ -1,0 +1,155 @@
+//! The host's own argument projections: from a tool's structured result to
+//! the argument objects of follow-up calls, at most three per link.
+//!
+//! Enrichers' `project-args` come first (the engine asks them in
+//! registration order; the first that answers wins). Then the built-in
+//! projections for the native tools' results (glob's `paths`, grep's
+//! `matches`, a search's `results`), then the generic one: every value found
+//! under the link's `projection` key, anywhere in the result, becomes
+//! `{projection_arg: value}`. Unlike the reference, projections read
+//! structured results, never formatted text.
+
+use serde_json::{Map, Value};
+
+use crate::value_model::FollowUpLink;
+
+/// Most calls projected from one link.
+pub const MAX_PER_LINK: usize = 3;
+
+/// Argument objects for `link` from `prev_tool`'s structured `result`.
+pub fn project(prev_tool: &str, result: &Value, link: &FollowUpLink) -> Vec<Map<String, Value>> {
+    let arg = link.projection_arg.as_deref();
+    let values: Vec<Value> = match (prev_tool, arg) {
+        ("glob", Some(_)) => strings(result.get("paths")),
+        ("grep", Some(_)) => result
+            .get("matches")
+            .and_then(Value::as_array)
+            .map(|m| m.iter().filter_map(|m| m.get("path").cloned()).collect())
+            .unwrap_or_default(),
+        // Only the top result: a search's later results are rarely opened.
+        ("web_search", Some(_)) => strings_at(result.get("results"), "url")
+            .into_iter()
+            .take(1)
+            .collect(),
+        _ => match (link.projection.as_deref(), arg) {
+            (Some(field), Some(_)) => {
+                let mut found = Vec::new();
+                collect(result, field, &mut found);
+                found
+            }
+            _ => Vec::new(),
+        },
+    };
+    let Some(arg) = arg else { return Vec::new() };
+    let mut out: Vec<Map<String, Value>> = Vec::new();
+    for value in values {
+        if out.len() == MAX_PER_LINK {
+            break;
+        }
+        let usable = matches!(&value, Value::String(s) if !s.is_empty()) || value.is_number();
+        if usable && !out.iter().any(|o| o[arg] == value) {
+            out.push(Map::from_iter([(arg.to_owned(), value)]));
+        }
+    }
+    out
+}
+
+fn strings(v: Option<&Value>) -> Vec<Value> {
+    v.and_then(Value::as_array)
+        .map(|a| a.iter().filter(|v| v.is_string()).cloned().collect())
+        .unwrap_or_default()
+}
+
+fn strings_at(v: Option<&Value>, field: &str) -> Vec<Value> {
+    v.and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|i| i.get(field).cloned()).collect())
+        .unwrap_or_default()
+}
+
+/// Depth-first, in document order.
+fn collect(value: &Value, field: &str, out: &mut Vec<Value>) {
+    match value {
+        Value::Object(map) => {
+            for (k, v) in map {
+                if k == field && !v.is_object() && !v.is_array() {
+                    out.push(v.clone());
+                } else {
+                    collect(v, field, out);
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect(v, field, out)),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn link(tool: &str, projection: &str, arg: &str) -> FollowUpLink {
+        FollowUpLink {
+            tool: tool.into(),
+            probability: 0.5,
+            projection: Some(projection.into()),
+            projection_arg: Some(arg.into()),
+        }
+    }
+
+    fn values(out: &[Map<String, Value>], arg: &str) -> Vec<Value> {
+        out.iter().map(|m| m[arg].clone()).collect()
+    }
+
+    #[test]
+    fn glob_and_grep_results_project_distinct_paths() {
+        let glob = json!({"paths": ["a.rs", "b.rs", "c.rs", "d.rs"]});
+        assert_eq!(
+            values(&project("glob", &glob, &link("read", "path", "path")), "path"),
+            [json!("a.rs"), json!("b.rs"), json!("c.rs")]
+        );
+        let grep = json!({"matches": [{"path": "x.rs", "line": 1}, {"path": "x.rs", "line": 9}, {"path": "y.rs", "line": 2}]});
+        assert_eq!(
+            values(&project("grep", &grep, &link("read", "path", "path")), "path"),
+            [json!("x.rs"), json!("y.rs")]
+        );
+    }
+
+    #[test]
+    fn search_projects_only_the_top_url() {
+        let r = json!({"results": [{"url": "https://a"}, {"url": "https://b"}]});
+        assert_eq!(
+            values(
+                &project("web_search", &r, &link("web_fetch", "url", "url")),
+                "url"
+            ),
+            [json!("https://a")]
+        );
+    }
+
+    #[test]
+    fn generic_projection_walks_the_result() {
+        let r = json!({"total": 2, "issues": [{"key": "A-1", "fields": {"parent": {"key": "A-0"}}}, {"key": "A-2"}]});
+        assert_eq!(
+            values(
+                &project("get_issues", &r, &link("get_issue", "key", "key")),
+                "key"
+            ),
+            [json!("A-1"), json!("A-0"), json!("A-2")]
+        );
+        assert!(
+            project(
+                "get_issues",
+                &json!("formatted text"),
+                &link("get_issue", "key", "key")
+            )
+            .is_empty()
+        );
+        let no_arg = FollowUpLink {
+            projection_arg: None,
+            ..link("get_issue", "key", "key")
+        };
+        assert!(project("get_issues", &r, &no_arg).is_empty());
+    }
+}
