@@ -73,3 +73,89 @@ pub fn runtime_with_cache(cache_dir: Option<PathBuf>) -> (Runtime, Logs) {
     .expect("runtime");
     (runtime, logs)
 }
+
+/// A request seen by a [`LoopbackServer`].
+#[derive(Debug, Clone)]
+pub struct SeenRequest {
+    pub method: String,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+/// A tiny HTTP/1.1 server on loopback, for plugins granted HTTP. Each
+/// request gets `handler`'s (status, JSON body) after `delay`.
+pub struct LoopbackServer {
+    pub addr: std::net::SocketAddr,
+    pub seen: Arc<Mutex<Vec<SeenRequest>>>,
+}
+
+impl LoopbackServer {
+    pub async fn start(
+        delay: std::time::Duration,
+        handler: impl Fn(&SeenRequest) -> (u16, String) + Send + Sync + 'static,
+    ) -> Self {
+        use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind loopback");
+        let addr = listener.local_addr().unwrap();
+        let seen: Arc<Mutex<Vec<SeenRequest>>> = Arc::default();
+        let (log, handler) = (seen.clone(), Arc::new(handler));
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let (log, handler) = (log.clone(), handler.clone());
+                tokio::spawn(async move {
+                    let mut reader = BufReader::new(stream);
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line).await.unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let mut parts = line.split_whitespace();
+                        let (method, path) = (
+                            parts.next().unwrap_or("").to_owned(),
+                            parts.next().unwrap_or("").to_owned(),
+                        );
+                        let mut headers = Vec::new();
+                        loop {
+                            let mut h = String::new();
+                            reader.read_line(&mut h).await.unwrap_or(0);
+                            let h = h.trim_end();
+                            if h.is_empty() {
+                                break;
+                            }
+                            if let Some((k, v)) = h.split_once(':') {
+                                headers.push((k.trim().to_ascii_lowercase(), v.trim().to_owned()));
+                            }
+                        }
+                        let len = headers
+                            .iter()
+                            .find(|(k, _)| k == "content-length")
+                            .and_then(|(_, v)| v.parse().ok())
+                            .unwrap_or(0);
+                        let mut body = vec![0; len];
+                        reader.read_exact(&mut body).await.ok();
+                        let request = SeenRequest {
+                            method,
+                            path,
+                            headers,
+                            body: String::from_utf8_lossy(&body).into_owned(),
+                        };
+                        log.lock().unwrap().push(request.clone());
+                        tokio::time::sleep(delay).await;
+                        let (status, body) = handler(&request);
+                        let response = format!(
+                            "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                            body.len()
+                        );
+                        if reader.get_mut().write_all(response.as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        Self { addr, seen }
+    }
+}
