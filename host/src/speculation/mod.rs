@@ -6,12 +6,14 @@
 //! - `cache`: the request-keyed cache with TTLs, byte bound, invalidation
 //!   and joins of prefetches in flight;
 //! - `dispatcher`: background runs within global and per-host caps;
+//! - `engine`: the glue: plan, project, prepare, dispatch, serve;
 //! - `metrics`: what it all achieved.
 //!
 //! Only `pure` and `read-only` tools are ever called ahead of time.
 
 pub mod cache;
 pub mod dispatcher;
+pub mod engine;
 pub mod metrics;
 pub mod planner;
 pub mod projection;
