@@ -8,6 +8,10 @@
 //!   value models).
 //! - [`value_model`]: value models and their layering.
 //! - [`catalog`]: the base catalog of provider tools.
+//! - [`tools`]: the native tools (read, glob, grep, ls, web_fetch).
+//! - [`pipeline`]: the call pipeline and [`pipeline::Toolhost`], the library API.
+//! - [`mcp`]: the MCP server front.
+//! - [`setup`]: a [`pipeline::Toolhost`] built from the configuration.
 //! - [`config`]: the user's configuration file, `toolhost.toml`.
 //! - [`check`]: `toolhost check`, the generic checks of one plugin.
 //!
@@ -17,6 +21,10 @@ pub mod catalog;
 pub mod check;
 pub mod config;
 pub mod enrich;
+pub mod mcp;
+pub mod pipeline;
 pub mod plugin;
 pub mod schema;
+pub mod setup;
+pub mod tools;
 pub mod value_model;
