@@ -77,18 +77,19 @@ impl ServerHandler for McpServer {
     ) -> Result<CallToolResponse, McpError> {
         let mut ctx = CallContext::new(context.id.to_string());
         ctx.cancel = context.ct.clone();
+        let mut forwarder = None;
         if let Some(token) = context.meta.get_progress_token() {
             // Progress is reported synchronously from inside the call; a
             // channel hands it to a task that sends the notifications.
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ProgressNotificationParam>();
             let peer = context.peer.clone();
-            tokio::spawn(async move {
+            forwarder = Some(tokio::spawn(async move {
                 while let Some(note) = rx.recv().await {
                     if peer.notify_progress(note).await.is_err() {
                         break;
                     }
                 }
-            });
+            }));
             ctx = ctx.with_progress(Arc::new(move |progress, total, message| {
                 let mut note = ProgressNotificationParam::new(token.clone(), progress);
                 note.total = total;
@@ -97,11 +98,18 @@ impl ServerHandler for McpServer {
             }));
         }
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
-        let result = match self.host.call_tool(&request.name, args, &ctx).await {
+        let outcome = self.host.call_tool(&request.name, args, &ctx).await;
+        // Send every progress notification before the result, which ends
+        // the request: dropping the context closes the channel.
+        drop(ctx);
+        if let Some(forwarder) = forwarder {
+            let _ = forwarder.await;
+        }
+        let result = match outcome {
             Ok(output) => to_mcp(output),
             Err(e) => {
                 if matches!(e, ToolError::Cancelled) {
-                    tracing::info!("call {}: {} cancelled", ctx.call_id, request.name);
+                    tracing::info!("call {}: {} cancelled", context.id, request.name);
                 }
                 CallToolResult::error(vec![ContentBlock::text(error_text(&e))])
             }

@@ -47,7 +47,7 @@ async def exercise(session, log_path, upstream):
     for name in ["read", "glob", "grep", "ls", "web_fetch", "word_count", "slow_count"]:
         check(name in tools, f"{name} is not listed: {sorted(tools)}")
 
-    r = await session.call_tool("read", {"path": "hello.txt", "offset": 2})
+    r = await session.call_tool("read", {"path": "hello.txt", "offset": 2, "limit": 1})
     check(not r.is_error, f"read failed: {text(r)}")
     check(r.structured_content["content"] == "second needle", f"read: {r.structured_content}")
     check(r.structured_content["lines"] == [2, 2], f"read lines: {r.structured_content}")
