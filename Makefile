@@ -37,7 +37,7 @@ run: host plugins
 	$(TOOLHOST) --plugins $(PLUGIN_DIR) plugins
 	$(TOOLHOST) --plugins $(PLUGIN_DIR) tools
 
-test: host plugins
+test: host plugins venv upstream
 	$(CARGO) test --release --locked --workspace
 
 lint:
@@ -48,8 +48,29 @@ lint:
 
 bench: host plugins
 	$(CARGO) bench --locked -p toolhost --bench plugins
+	$(CARGO) bench --locked -p toolhost --bench pipeline
 
 clean:
 	$(CARGO) clean
 	cd guest-plugins && $(CARGO) clean
 	rm -rf build
+
+# --- MCP front (wt-mcp): the Python MCP client the integration tests drive
+# `toolhost serve` with, and the third-party MCP servers they proxy. ---
+VENV := build/venv
+
+## One venv for every Python tool, from the pinned requirements.txt.
+venv: $(VENV)/.installed
+$(VENV)/.installed: requirements.txt
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
+	@touch $@
+
+## Upstream MCP servers from npm, pinned by tests/upstream/package-lock.json.
+upstream: tests/upstream/node_modules/.installed
+tests/upstream/node_modules/.installed: tests/upstream/package-lock.json
+	cd tests/upstream && npm ci --no-audit --no-fund
+	@touch $@
+
+.PHONY: venv upstream
+# --- end MCP front ---

@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::pipeline::UpstreamConfig;
+use crate::tools::WebSettings;
 use crate::value_model::{Layer, ValueModel, ValueModels};
 
 /// The file looked for in the working directory when none is given.
@@ -39,6 +41,19 @@ pub struct Config {
     /// Value-model overrides, by tool name; layered last.
     #[serde(default)]
     pub tools: BTreeMap<String, ValueModel>,
+    /// The directory the native file tools are confined to (default: the
+    /// working directory).
+    pub root: Option<PathBuf>,
+    /// What `web_fetch` may reach.
+    #[serde(default)]
+    pub web: WebSettings,
+    /// Upstream MCP servers whose tools are served too.
+    #[serde(default)]
+    pub upstream: Vec<UpstreamConfig>,
+    /// Base-catalog tools served, each bound to a backend: the name of a tool
+    /// plugin or of an upstream server (`create_issue = "jira"`).
+    #[serde(default)]
+    pub bind: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -61,6 +76,7 @@ impl Config {
         })?;
         let base = path.parent().unwrap_or(Path::new("."));
         config.plugins = config.plugins.map(|p| base.join(p));
+        config.root = config.root.map(|p| base.join(p));
         if let Some(CacheSetting::Dir(dir)) = &mut config.cache {
             *dir = base.join(&*dir);
         }
@@ -119,6 +135,24 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("line 3") && err.contains("sied_effect"), "{err}");
+    }
+
+    #[test]
+    fn serving_settings_parse_and_unknown_keys_name_their_line() {
+        let config = parse(concat!(
+            "root = \"src\"\n[web]\nallowed_hosts = [\"example.com\"]\n",
+            "[[upstream]]\nname = \"fs\"\ncommand = \"npx\"\nargs = [\"x\"]\ncategory = \"files\"\nprefix = \"fs_\"\n",
+            "[bind]\ncreate_issue = \"fs\"\n"
+        ))
+        .unwrap();
+        assert!(config.root.unwrap().ends_with("src"));
+        assert_eq!(config.web.allowed_hosts, ["example.com"]);
+        assert_eq!(config.upstream[0].prefix, "fs_");
+        assert_eq!(config.bind["create_issue"], "fs");
+        let err = parse("[[upstream]]\nname = \"a\"\ncommand = \"b\"\ncategroy = \"c\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("line 4") && err.contains("categroy"), "{err}");
     }
 
     #[test]

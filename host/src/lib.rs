@@ -9,6 +9,10 @@
 //! - [`value_model`]: value models and their layering.
 //! - [`catalog`]: the base catalog of provider tools.
 //! - [`speculation`]: speculative prefetch (planner, projection, cache, dispatcher).
+//! - [`tools`]: the native tools (read, glob, grep, ls, web_fetch).
+//! - [`pipeline`]: the call pipeline and [`pipeline::Toolhost`], the library API.
+//! - [`mcp`]: the MCP server front.
+//! - [`setup`]: a [`pipeline::Toolhost`] built from the configuration.
 //! - [`config`]: the user's configuration file, `toolhost.toml`.
 //! - [`check`]: `toolhost check`, the generic checks of one plugin.
 //!
@@ -18,7 +22,11 @@ pub mod catalog;
 pub mod check;
 pub mod config;
 pub mod enrich;
+pub mod mcp;
+pub mod pipeline;
 pub mod plugin;
 pub mod schema;
 pub mod speculation;
+pub mod setup;
+pub mod tools;
 pub mod value_model;

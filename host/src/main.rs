@@ -13,6 +13,9 @@ use toolhost::check::{self, Verdict};
 use toolhost::config::Config;
 use toolhost::enrich::{Enrichers, Listing};
 use toolhost::plugin::{LoadReport, Plugin, Runtime, RuntimeOptions};
+use toolhost::setup;
+
+mod serve;
 
 #[derive(Parser)]
 #[command(
@@ -57,6 +60,19 @@ enum Command {
         file: PathBuf,
         #[arg(long)]
         json: bool,
+    },
+    /// Serve the tools over MCP: stdio by default, streamable HTTP with --http.
+    Serve {
+        /// Listen for streamable HTTP at ADDR (served at /mcp).
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+    },
+    /// Run one tool call through the pipeline and print the result as JSON.
+    Call {
+        tool: String,
+        /// The arguments, a JSON object.
+        #[arg(default_value = "{}")]
+        args: String,
     },
 }
 
@@ -103,6 +119,20 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         .unwrap_or_else(|| PathBuf::from("plugins"));
     match cli.command {
         Command::Check { file, json } => check_cmd(&runtime, &file, json).await,
+        Command::Serve { http } => {
+            let plugins = cli
+                .plugins
+                .or(config.plugins.clone())
+                .or_else(setup::default_plugin_dir);
+            serve::serve(&runtime, &config, plugins.as_deref(), http).await
+        }
+        Command::Call { tool, args } => {
+            let plugins = cli
+                .plugins
+                .or(config.plugins.clone())
+                .or_else(setup::default_plugin_dir);
+            serve::call(&runtime, &config, plugins.as_deref(), &tool, &args).await
+        }
         Command::Plugins { json } => {
             let report = load(&runtime, &plugin_dir).await?;
             print_plugins(&report, json)?;

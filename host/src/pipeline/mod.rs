@@ -1,0 +1,394 @@
+//! The call pipeline (DESIGN decision 7) and [`Toolhost`], the library API
+//! over it.
+//!
+//! Tools come from four sources merged into one catalog, each tool with an
+//! optional category: native tools, tool plugins' tools, upstream MCP
+//! servers' tools, and base-catalog tools bound by configuration to a
+//! backend (an upstream server or a tool plugin; an unbound catalog tool is
+//! not listed). The listing is enriched once, when the `Toolhost` is built;
+//! a tool hidden by the enrichers cannot be called either.
+//!
+//! A call runs: resolve → prepare-arguments (tool plugins) → coerce and
+//! validate against the enriched schema → before-call → the enrichers'
+//! transform-args (categorised tools only) → execute → after-call. Errors
+//! before execute are returned as `Err` and skip after-call; a failed
+//! execution is a result with `is_error` that after-call may still rewrite.
+//! Cancellation ends a native or upstream call at once; a plugin is told
+//! through its call context and returns `cancelled` at its next check.
+//! Plugin failures in prepare-arguments, before-call and transform-args fail
+//! closed (naming the plugin); a failed after-call is logged and skipped.
+//!
+//! Not here: the MCP protocol (`mcp`), speculation, the tools themselves.
+
+mod upstream;
+mod validate;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::catalog::{ToolSpec, base_tool};
+use crate::enrich::{Enrichers, Listing};
+use crate::plugin::{BeforeCallDecision, Content, Hooks, Plugin, ProgressFn, ToolError, ToolResult};
+use crate::tools::NativeTools;
+pub use upstream::{Upstream, UpstreamConfig, UpstreamError};
+
+/// One call's identity, cancellation and progress sink.
+#[derive(Clone)]
+pub struct CallContext {
+    pub call_id: String,
+    pub cancel: CancellationToken,
+    pub progress: Option<ProgressFn>,
+}
+
+impl CallContext {
+    pub fn new(call_id: impl Into<String>) -> Self {
+        Self {
+            call_id: call_id.into(),
+            cancel: CancellationToken::new(),
+            progress: None,
+        }
+    }
+
+    pub fn with_progress(mut self, progress: ProgressFn) -> Self {
+        self.progress = Some(progress);
+        self
+    }
+}
+
+/// What a call that got as far as execution returned.
+#[derive(Debug, Clone)]
+pub struct CallOutput {
+    /// For the model.
+    pub content: Vec<Content>,
+    /// For user interfaces and logs only.
+    pub details: Option<Value>,
+    pub is_error: bool,
+}
+
+impl CallOutput {
+    /// The text blocks, joined by newlines.
+    pub fn text(&self) -> String {
+        text_of(&self.content)
+    }
+
+    /// The first JSON block, parsed.
+    pub fn structured(&self) -> Option<Value> {
+        self.content.iter().find_map(|c| match c {
+            Content::Json(j) => serde_json::from_str(j).ok(),
+            _ => None,
+        })
+    }
+}
+
+fn text_of(content: &[Content]) -> String {
+    content
+        .iter()
+        .filter_map(|c| match c {
+            Content::Text(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Where the tools come from.
+#[derive(Default)]
+pub struct Sources {
+    pub native: Option<Arc<NativeTools>>,
+    /// Loaded plugins in registration order: enrichers and tool plugins.
+    pub plugins: Vec<Arc<Plugin>>,
+    pub upstreams: Vec<Arc<Upstream>>,
+    /// Base-catalog tool name → backend name (a tool plugin or an upstream).
+    pub bindings: BTreeMap<String, String>,
+}
+
+/// A catalog that cannot be built.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("tool `{name}` is provided by both {first} and {second}")]
+    Duplicate {
+        name: String,
+        first: String,
+        second: String,
+    },
+    #[error("binding of `{tool}`: no base-catalog tool has that name")]
+    UnknownCatalogTool { tool: String },
+    #[error("binding of `{tool}`: `{backend}` is neither a loaded tool plugin nor an upstream server")]
+    UnknownBackend { tool: String, backend: String },
+}
+
+#[derive(Clone)]
+enum Backend {
+    Native(Arc<NativeTools>),
+    Plugin(Arc<Plugin>, Hooks),
+    /// The server and the tool's name there.
+    Upstream(Arc<Upstream>, String),
+}
+
+impl Backend {
+    fn describe(&self) -> String {
+        match self {
+            Self::Native(_) => "the native tools".into(),
+            Self::Plugin(p, _) => format!("plugin `{}`", p.name),
+            Self::Upstream(u, _) => format!("upstream `{}`", u.config.name),
+        }
+    }
+}
+
+struct Bound {
+    category: Option<String>,
+    /// The enriched input schema arguments are validated against.
+    schema: Value,
+    backend: Backend,
+}
+
+/// The merged, enriched catalog and the pipeline that calls it.
+pub struct Toolhost {
+    enrichers: Enrichers,
+    listing: Listing,
+    tools: HashMap<String, Bound>,
+}
+
+impl Toolhost {
+    /// Merge the sources and enrich the listing.
+    pub async fn new(sources: Sources) -> Result<Self, BuildError> {
+        let mut specs: Vec<(ToolSpec, Backend)> = Vec::new();
+        if let Some(native) = &sources.native {
+            specs.extend(
+                NativeTools::specs()
+                    .into_iter()
+                    .map(|s| (s, Backend::Native(native.clone()))),
+            );
+        }
+        for plugin in sources.plugins.iter().filter(|p| p.worlds.tool) {
+            for t in &plugin.tools {
+                let spec = ToolSpec {
+                    name: t.name.clone(),
+                    description: t.description.clone(),
+                    category: t.category.clone(),
+                    // The loader checked the schema is a JSON object.
+                    input_schema: serde_json::from_str(&t.parameters_schema).unwrap_or(Value::Null),
+                };
+                specs.push((spec, Backend::Plugin(plugin.clone(), t.hooks)));
+            }
+        }
+        for server in &sources.upstreams {
+            for (spec, remote) in server.specs() {
+                specs.push((spec, Backend::Upstream(server.clone(), remote)));
+            }
+        }
+        for (tool, backend) in &sources.bindings {
+            let spec =
+                base_tool(tool).ok_or_else(|| BuildError::UnknownCatalogTool { tool: tool.clone() })?;
+            let plugin = sources
+                .plugins
+                .iter()
+                .find(|p| p.worlds.tool && &*p.name == backend.as_str());
+            let bound = match (
+                plugin,
+                sources.upstreams.iter().find(|u| &u.config.name == backend),
+            ) {
+                (Some(p), _) => Backend::Plugin(p.clone(), Hooks::empty()),
+                (None, Some(u)) => Backend::Upstream(u.clone(), tool.clone()),
+                (None, None) => {
+                    return Err(BuildError::UnknownBackend {
+                        tool: tool.clone(),
+                        backend: backend.clone(),
+                    });
+                }
+            };
+            specs.push((spec.clone(), bound));
+        }
+        let mut seen: HashMap<&str, &Backend> = HashMap::new();
+        for (spec, backend) in &specs {
+            if let Some(first) = seen.insert(&spec.name, backend) {
+                return Err(BuildError::Duplicate {
+                    name: spec.name.clone(),
+                    first: first.describe(),
+                    second: backend.describe(),
+                });
+            }
+        }
+        let enrichers = Enrichers::new(&sources.plugins);
+        let only_specs: Vec<ToolSpec> = specs.iter().map(|(s, _)| s.clone()).collect();
+        let listing = enrichers.list(&only_specs).await;
+        let mut backends: HashMap<String, (ToolSpec, Backend)> =
+            specs.into_iter().map(|(s, b)| (s.name.clone(), (s, b))).collect();
+        let tools = listing
+            .tools
+            .iter()
+            .filter_map(|t| {
+                let (spec, backend) = backends.remove(&t.name)?;
+                let bound = Bound {
+                    category: spec.category,
+                    schema: t.schema.to_value(),
+                    backend,
+                };
+                Some((t.name.clone(), bound))
+            })
+            .collect();
+        Ok(Self {
+            enrichers,
+            listing,
+            tools,
+        })
+    }
+
+    /// The enriched tool list (and the tools hidden, with why).
+    pub fn list_tools(&self) -> &Listing {
+        &self.listing
+    }
+
+    pub fn enrichers(&self) -> &Enrichers {
+        &self.enrichers
+    }
+
+    /// Run one call through the pipeline.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        args: Value,
+        ctx: &CallContext,
+    ) -> Result<CallOutput, ToolError> {
+        let bound = self
+            .tools
+            .get(name)
+            .ok_or_else(|| ToolError::NotFound(format!("Tool {name} not found")))?;
+        let mut args = match args {
+            Value::Object(map) => map,
+            Value::Null => Map::new(),
+            other => {
+                return Err(ToolError::InvalidArgs(format!(
+                    "the arguments of tool \"{name}\" must be a JSON object, received {other}"
+                )));
+            }
+        };
+        let hooks = match &bound.backend {
+            Backend::Plugin(_, hooks) => *hooks,
+            _ => Hooks::empty(),
+        };
+        if let Backend::Plugin(plugin, _) = &bound.backend
+            && hooks.contains(Hooks::PREPARE_ARGUMENTS)
+        {
+            args = plugin.prepare_arguments(name, args).await.map_err(|e| match e {
+                crate::plugin::PluginError::Rejected { message, .. } => ToolError::InvalidArgs(message),
+                other => ToolError::Failed(other.to_string()),
+            })?;
+        }
+        validate::check(name, &bound.schema, &mut args).map_err(ToolError::InvalidArgs)?;
+        if let Backend::Plugin(plugin, _) = &bound.backend
+            && hooks.contains(Hooks::BEFORE_CALL)
+        {
+            match plugin.before_call(name, &args).await {
+                Ok(BeforeCallDecision::Allow) => {}
+                Ok(BeforeCallDecision::Block(reason)) if reason.is_empty() => {
+                    return Err(ToolError::Failed(format!("Tool {name} execution was blocked")));
+                }
+                Ok(BeforeCallDecision::Block(reason)) => return Err(ToolError::Failed(reason)),
+                Err(e) => return Err(ToolError::Failed(e.to_string())),
+            }
+        }
+        if bound.category.is_some() {
+            args = self
+                .enrichers
+                .transform_args(name, bound.category.as_deref(), args)
+                .await
+                .map_err(|e| ToolError::Failed(e.to_string()))?;
+        }
+        if ctx.cancel.is_cancelled() {
+            return Err(ToolError::Cancelled);
+        }
+        let (mut result, mut is_error) = match execute(&bound.backend, name, args, ctx).await {
+            Ok(result) => (result, false),
+            Err(ToolError::Cancelled) => return Err(ToolError::Cancelled),
+            Err(e) => (
+                ToolResult {
+                    content: vec![Content::Text(error_text(&e))],
+                    details: None,
+                },
+                true,
+            ),
+        };
+        if let Backend::Plugin(plugin, _) = &bound.backend
+            && hooks.contains(Hooks::AFTER_CALL)
+        {
+            match plugin.after_call(name, &result, is_error).await {
+                Ok(Some(over)) => {
+                    // Each field set replaces the old one whole (no merge).
+                    if let Some(content) = over.content {
+                        result.content = content;
+                    }
+                    if let Some(details) = over.details {
+                        result.details = Some(details);
+                    }
+                    if let Some(flag) = over.is_error {
+                        is_error = flag;
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!(tool = name, "after-call skipped: {e}"),
+            }
+        }
+        Ok(CallOutput {
+            details: result
+                .details
+                .as_deref()
+                .and_then(|d| serde_json::from_str(d).ok()),
+            content: result.content,
+            is_error,
+        })
+    }
+}
+
+/// A tool error as the model reads it.
+pub fn error_text(e: &ToolError) -> String {
+    match e {
+        ToolError::Failed(m) | ToolError::NotFound(m) | ToolError::InvalidArgs(m) => m.clone(),
+        ToolError::Cancelled => "the call was cancelled".into(),
+    }
+}
+
+async fn execute(
+    backend: &Backend,
+    name: &str,
+    args: Map<String, Value>,
+    ctx: &CallContext,
+) -> Result<ToolResult, ToolError> {
+    match backend {
+        Backend::Native(native) => {
+            tokio::select! {
+                biased;
+                _ = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
+                r = native.execute(name, &args) => r,
+            }
+        }
+        Backend::Upstream(server, remote) => {
+            tokio::select! {
+                biased;
+                _ = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
+                r = server.call(remote, args) => r,
+            }
+        }
+        Backend::Plugin(plugin, _) => {
+            // A wasm call is not dropped half-way (the instance would be
+            // lost); the plugin polls this flag through its call context.
+            let flag = Arc::new(AtomicBool::new(false));
+            let watcher = {
+                let (flag, token) = (flag.clone(), ctx.cancel.clone());
+                tokio::spawn(async move {
+                    token.cancelled().await;
+                    flag.store(true, Ordering::SeqCst);
+                })
+            };
+            let answer = plugin
+                .execute(name, &args, ctx.call_id.clone(), flag, ctx.progress.clone())
+                .await;
+            watcher.abort();
+            answer.unwrap_or_else(|e| Err(ToolError::Failed(e.to_string())))
+        }
+    }
+}

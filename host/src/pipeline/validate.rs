@@ -1,0 +1,275 @@
+//! Coercion and validation of a call's arguments against the tool's
+//! enriched JSON Schema, with rab's coercions and pi's error format.
+//!
+//! Coercion fixes what models commonly get almost right: `42` or `true`
+//! where a string is wanted, `"42"` where a number is wanted, `"true"` for a
+//! boolean, JSON text where an array or object is wanted, and `null` for an
+//! optional property (dropped). Validation covers the subset of JSON Schema
+//! tool schemas use: `type` (one or a list), `required`, `properties`,
+//! `additionalProperties: false`, `items`, `enum`, `const`, `minimum`,
+//! `maximum`, `minLength`, `maxLength`, `minItems`, `maxItems`. Keywords
+//! outside it are accepted unchecked: the backend still validates.
+
+use serde_json::{Map, Value};
+
+/// Coerce `args` in place, then validate them; `Err` is the message for the
+/// model, naming every failing field and showing what was received.
+pub fn check(tool: &str, schema: &Value, args: &mut Map<String, Value>) -> Result<(), String> {
+    let received = Value::Object(args.clone());
+    coerce_object(schema, args);
+    let mut errors = Vec::new();
+    validate_object(schema, args, "", &mut errors);
+    if errors.is_empty() {
+        return Ok(());
+    }
+    let list: String = errors
+        .iter()
+        .map(|(field, message)| format!("  - {field}: {message}\n"))
+        .collect();
+    let shown = serde_json::to_string_pretty(&received).unwrap_or_default();
+    Err(format!(
+        "Validation failed for tool \"{tool}\":\n{list}\nReceived arguments:\n{shown}"
+    ))
+}
+
+fn types(schema: &Value) -> Vec<&str> {
+    match schema.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn coerce_object(schema: &Value, args: &mut Map<String, Value>) {
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return;
+    };
+    let required = required(schema);
+    let keys: Vec<String> = args.keys().cloned().collect();
+    for key in keys {
+        let Some(property) = properties.get(&key) else {
+            continue;
+        };
+        if args[&key].is_null() && !types(property).contains(&"null") && !required.contains(&key.as_str()) {
+            args.remove(&key);
+            continue;
+        }
+        if let Some(value) = args.get_mut(&key) {
+            coerce(property, value);
+        }
+    }
+}
+
+/// rab's coercions, applied only when the value's type is not allowed.
+fn coerce(schema: &Value, value: &mut Value) {
+    let allowed = types(schema);
+    if allowed.is_empty() || allowed.iter().any(|t| type_matches(t, value)) {
+        match value {
+            Value::Object(map) => coerce_object(schema, map),
+            Value::Array(items) => {
+                if let Some(item) = schema.get("items") {
+                    items.iter_mut().for_each(|v| coerce(item, v));
+                }
+            }
+            _ => {}
+        }
+        return;
+    }
+    for t in allowed {
+        let coerced = match (t, &*value) {
+            ("string", Value::Number(n)) => Some(Value::String(n.to_string())),
+            ("string", Value::Bool(b)) => Some(Value::String(b.to_string())),
+            ("string", v @ (Value::Array(_) | Value::Object(_))) => Some(Value::String(v.to_string())),
+            ("integer", Value::String(s)) => s.trim().parse::<i64>().ok().map(Value::from),
+            ("integer", Value::Number(n)) => n
+                .as_f64()
+                .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
+                .map(|f| Value::from(f as i64)),
+            ("number", Value::String(s)) => s
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .and_then(serde_json::Number::from_f64)
+                .map(Value::Number),
+            ("boolean", Value::String(s)) => match s.trim() {
+                "true" => Some(Value::Bool(true)),
+                "false" => Some(Value::Bool(false)),
+                _ => None,
+            },
+            ("array" | "object", Value::String(s)) => serde_json::from_str::<Value>(s)
+                .ok()
+                .filter(|v| type_matches(t, v)),
+            _ => None,
+        };
+        if let Some(mut coerced) = coerced {
+            coerce(schema, &mut coerced);
+            *value = coerced;
+            return;
+        }
+    }
+}
+
+fn type_matches(t: &str, value: &Value) -> bool {
+    match t {
+        "string" => value.is_string(),
+        "integer" => value.is_i64() || value.is_u64(),
+        "number" => value.is_number(),
+        "boolean" => value.is_boolean(),
+        "array" => value.is_array(),
+        "object" => value.is_object(),
+        "null" => value.is_null(),
+        _ => true,
+    }
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_f64() => "number",
+        Value::Number(_) => "integer",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn required(schema: &Value) -> Vec<&str> {
+    schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+fn validate_object(
+    schema: &Value,
+    args: &Map<String, Value>,
+    path: &str,
+    errors: &mut Vec<(String, String)>,
+) {
+    for key in required(schema) {
+        if !args.contains_key(key) {
+            errors.push((join(path, key), "required property missing".into()));
+        }
+    }
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let closed = schema.get("additionalProperties") == Some(&Value::Bool(false));
+    for (key, value) in args {
+        match properties.and_then(|p| p.get(key)) {
+            Some(property) => validate(property, value, &join(path, key), errors),
+            None if closed => errors.push((join(path, key), "unknown property (not in the schema)".into())),
+            None => {}
+        }
+    }
+}
+
+fn validate(schema: &Value, value: &Value, path: &str, errors: &mut Vec<(String, String)>) {
+    let allowed = types(schema);
+    if !allowed.is_empty() && !allowed.iter().any(|t| type_matches(t, value)) {
+        errors.push((
+            path.to_owned(),
+            format!(
+                "expected {}, received {} {value}",
+                allowed.join(" or "),
+                kind(value)
+            ),
+        ));
+        return;
+    }
+    if let Some(options) = schema.get("enum").and_then(Value::as_array)
+        && !options.contains(value)
+    {
+        let list: Vec<String> = options.iter().map(Value::to_string).collect();
+        errors.push((
+            path.to_owned(),
+            format!("must be one of {}, received {value}", list.join(", ")),
+        ));
+    }
+    if let Some(expected) = schema.get("const")
+        && expected != value
+    {
+        errors.push((path.to_owned(), format!("must be {expected}, received {value}")));
+    }
+    let bound = |key: &str| schema.get(key).and_then(Value::as_f64);
+    if let Some(n) = value.as_f64() {
+        if let Some(min) = bound("minimum").filter(|min| n < *min) {
+            errors.push((path.to_owned(), format!("must be >= {min}, received {value}")));
+        }
+        if let Some(max) = bound("maximum").filter(|max| n > *max) {
+            errors.push((path.to_owned(), format!("must be <= {max}, received {value}")));
+        }
+    }
+    let length = match value {
+        Value::String(s) => Some((s.chars().count() as f64, "minLength", "maxLength", "characters")),
+        Value::Array(a) => Some((a.len() as f64, "minItems", "maxItems", "items")),
+        _ => None,
+    };
+    if let Some((len, min_key, max_key, unit)) = length {
+        if let Some(min) = bound(min_key).filter(|min| len < *min) {
+            errors.push((path.to_owned(), format!("must have at least {min} {unit}")));
+        }
+        if let Some(max) = bound(max_key).filter(|max| len > *max) {
+            errors.push((path.to_owned(), format!("must have at most {max} {unit}")));
+        }
+    }
+    match value {
+        Value::Object(map) => validate_object(schema, map, path, errors),
+        Value::Array(items) => {
+            if let Some(item) = schema.get("items") {
+                for (i, v) in items.iter().enumerate() {
+                    validate(item, v, &format!("{path}[{i}]"), errors);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn run(schema: Value, args: Value) -> Result<Value, String> {
+        let Value::Object(mut map) = args else {
+            unreachable!()
+        };
+        check("t", &schema, &mut map).map(|()| Value::Object(map))
+    }
+
+    #[test]
+    fn coerces_as_rab_does() {
+        let schema = json!({"type": "object", "properties": {
+            "s": {"type": "string"}, "i": {"type": "integer"}, "b": {"type": "boolean"},
+            "a": {"type": "array", "items": {"type": "integer"}}, "o": {"type": "string"}}});
+        let out = run(
+            schema,
+            json!({"s": 42, "i": "7", "b": "true", "a": "[1, \"2\"]", "o": null}),
+        )
+        .unwrap();
+        assert_eq!(out, json!({"s": "42", "i": 7, "b": true, "a": [1, 2]}));
+    }
+
+    #[test]
+    fn errors_name_each_field_and_show_what_was_received() {
+        let schema = json!({"type": "object", "additionalProperties": false,
+            "properties": {"path": {"type": "string"}, "limit": {"type": "integer", "minimum": 1}},
+            "required": ["path"]});
+        let err = run(schema, json!({"limit": 0, "extra": "x"})).unwrap_err();
+        assert!(err.starts_with("Validation failed for tool \"t\":\n"), "{err}");
+        assert!(err.contains("  - path: required property missing"), "{err}");
+        assert!(err.contains("  - limit: must be >= 1"), "{err}");
+        assert!(err.contains("  - extra: unknown property"), "{err}");
+        assert!(err.contains("Received arguments:\n{\n  \"limit\": 0"), "{err}");
+    }
+}

@@ -1,0 +1,68 @@
+//! `toolhost serve` and `toolhost call`: the command-line edges of the
+//! pipeline. Building the host is `toolhost::setup`; the protocol is
+//! `toolhost::mcp`.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
+use toolhost::config::Config;
+use toolhost::pipeline::{CallContext, error_text};
+use toolhost::plugin::Runtime;
+use toolhost::{mcp, setup};
+
+pub async fn serve(
+    runtime: &Runtime,
+    config: &Config,
+    plugins: Option<&Path>,
+    http: Option<SocketAddr>,
+) -> Result<ExitCode> {
+    let (host, report) = setup::build(runtime, config, plugins).await?;
+    for error in &report.errors {
+        eprintln!("error: {error}");
+    }
+    let host = Arc::new(host);
+    match http {
+        Some(addr) => mcp::serve_http(host, addr).await?,
+        None => mcp::serve_stdio(host).await?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Exit status 1 when the call failed, 0 when it ran (even with `isError`
+/// set by the tool, which is in the printed JSON).
+pub async fn call(
+    runtime: &Runtime,
+    config: &Config,
+    plugins: Option<&Path>,
+    tool: &str,
+    args: &str,
+) -> Result<ExitCode> {
+    let args: Value = serde_json::from_str(args).context("the arguments are not JSON")?;
+    let (host, report) = setup::build(runtime, config, plugins).await?;
+    for error in &report.errors {
+        eprintln!("error: {error}");
+    }
+    let ctx = CallContext::new("cli-1");
+    let cancel = ctx.cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            cancel.cancel();
+        }
+    });
+    let (value, code) = match host.call_tool(tool, args, &ctx).await {
+        Ok(out) => (
+            json!({"content": out.text(), "structured": out.structured(), "details": out.details, "isError": out.is_error}),
+            ExitCode::SUCCESS,
+        ),
+        Err(e) => (
+            json!({"error": error_text(&e), "isError": true}),
+            ExitCode::FAILURE,
+        ),
+    };
+    println!("{}", serde_json::to_string_pretty(&value)?);
+    Ok(code)
+}

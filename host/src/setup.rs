@@ -1,0 +1,62 @@
+//! Building a [`Toolhost`] from the configuration: the plugin directory,
+//! the native tools' root and web policy, upstream servers and catalog
+//! bindings. Shared by `toolhost serve` and `toolhost call`; the library
+//! user who wants other sources builds [`Sources`] directly.
+//!
+//! With no configuration at all the host still serves: the native tools
+//! confined to the working directory, and the bundled plugins if a plugin
+//! directory is found (`./plugins`, else `build/plugins` of the source tree
+//! the binary was built in).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+
+use crate::config::Config;
+use crate::pipeline::{Sources, Toolhost, Upstream};
+use crate::plugin::{LoadReport, Runtime};
+use crate::tools::{NativeTools, Root};
+
+/// The plugin directory to use when neither the command line nor the
+/// configuration names one, if any exists.
+pub fn default_plugin_dir() -> Option<PathBuf> {
+    let local = PathBuf::from("plugins");
+    if local.is_dir() {
+        return Some(local);
+    }
+    // target/release/toolhost → build/plugins of the same tree.
+    let exe = std::env::current_exe().ok()?;
+    let bundled = exe.parent()?.parent()?.parent()?.join("build/plugins");
+    bundled.is_dir().then_some(bundled)
+}
+
+/// Load the plugins of `plugin_dir` (if any), start the upstream servers and
+/// assemble the catalog. Plugin load errors are in the report, not fatal.
+pub async fn build(
+    runtime: &Runtime,
+    config: &Config,
+    plugin_dir: Option<&Path>,
+) -> anyhow::Result<(Toolhost, LoadReport)> {
+    let report = match plugin_dir {
+        Some(dir) => runtime.load_dir(dir).await?,
+        None => LoadReport::default(),
+    };
+    let root_dir = match &config.root {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir()?,
+    };
+    let root = Root::new(&root_dir).with_context(|| format!("tool root {}", root_dir.display()))?;
+    let native = NativeTools::new(root, config.web.clone())?;
+    let mut upstreams = Vec::new();
+    for server in &config.upstream {
+        upstreams.push(Upstream::connect(server.clone()).await?);
+    }
+    let sources = Sources {
+        native: Some(Arc::new(native)),
+        plugins: report.plugins.clone(),
+        upstreams,
+        bindings: config.bind.clone(),
+    };
+    Ok((Toolhost::new(sources).await?, report))
+}

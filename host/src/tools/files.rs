@@ -1,0 +1,96 @@
+//! `read` and `ls`: one file's lines, one directory's entries.
+
+use serde_json::{Map, Value, json};
+
+use super::{Root, ToolError, ToolResult, opt_str, opt_usize, result, str_arg};
+
+/// Lines returned when the call gives no limit.
+const DEFAULT_LINES: usize = 2000;
+/// Files larger than this are refused; read them with grep instead.
+const MAX_FILE_BYTES: u64 = 16 << 20;
+
+pub fn read(root: &Root, args: &Map<String, Value>) -> Result<ToolResult, ToolError> {
+    let given = str_arg(args, "path")?;
+    let path = root.resolve(given)?;
+    let meta = std::fs::metadata(&path).map_err(|e| ToolError::Failed(format!("{given}: {e}")))?;
+    if !meta.is_file() {
+        return Err(ToolError::InvalidArgs(format!("path: `{given}` is not a file")));
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(ToolError::Failed(format!(
+            "{given}: {} bytes is over the {} MiB read limit",
+            meta.len(),
+            MAX_FILE_BYTES >> 20
+        )));
+    }
+    let bytes = std::fs::read(&path).map_err(|e| ToolError::Failed(format!("{given}: {e}")))?;
+    if bytes.contains(&0) {
+        return Err(ToolError::Failed(format!("{given}: a binary file, not text")));
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let lines: Vec<&str> = text.lines().collect();
+    let total = lines.len();
+    let offset = opt_usize(args, "offset").unwrap_or(1).max(1);
+    let limit = opt_usize(args, "limit").unwrap_or(DEFAULT_LINES).max(1);
+    if offset > total.max(1) {
+        return Err(ToolError::InvalidArgs(format!(
+            "offset: {offset} is past the end of {given} ({total} lines)"
+        )));
+    }
+    let start = offset - 1;
+    let end = start.saturating_add(limit).min(total);
+    let content = lines[start..end].join("\n");
+    let shown = root.display(&path);
+    let mut text_out = content.clone();
+    if end < total {
+        text_out.push_str(&format!(
+            "\n\n[lines {offset}-{end} of {total}; continue with offset={}]",
+            end + 1
+        ));
+    }
+    Ok(result(
+        text_out,
+        json!({"path": shown, "content": content, "lines": [offset, end], "total_lines": total}),
+    ))
+}
+
+pub fn ls(root: &Root, args: &Map<String, Value>) -> Result<ToolResult, ToolError> {
+    let given = opt_str(args, "path").unwrap_or("");
+    let dir = root.resolve(given)?;
+    let read = std::fs::read_dir(&dir).map_err(|e| ToolError::Failed(format!("{given}: {e}")))?;
+    let mut entries = Vec::new();
+    for entry in read.flatten() {
+        // symlink_metadata: report links as links, never what they point at.
+        let Ok(meta) = entry.path().symlink_metadata() else {
+            continue;
+        };
+        let kind = if meta.is_symlink() {
+            "symlink"
+        } else if meta.is_dir() {
+            "dir"
+        } else {
+            "file"
+        };
+        entries.push((entry.file_name().to_string_lossy().into_owned(), kind, meta.len()));
+    }
+    entries.sort();
+    let text = entries
+        .iter()
+        .map(|(name, kind, _)| {
+            if *kind == "dir" {
+                format!("{name}/")
+            } else {
+                name.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let listed: Vec<Value> = entries
+        .iter()
+        .map(|(name, kind, size)| json!({"name": name, "type": kind, "size": size}))
+        .collect();
+    Ok(result(
+        text,
+        json!({"path": root.display(&dir), "entries": listed}),
+    ))
+}

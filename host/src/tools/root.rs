@@ -1,0 +1,115 @@
+//! The directory the native file tools are confined to.
+//!
+//! Every path a model gives is resolved against the root and then
+//! canonicalised, so `..`, absolute paths and symlinks are judged by where
+//! they really lead: anything that does not end up inside the root is
+//! refused. Walks (glob, grep, ls) never follow symlinks, and grep reads only
+//! regular files, so a link inside the root cannot expose a file outside it.
+
+use std::path::{Component, Path, PathBuf};
+
+use super::ToolError;
+
+/// A canonical directory the native tools may read below.
+#[derive(Debug, Clone)]
+pub struct Root {
+    dir: PathBuf,
+}
+
+impl Root {
+    /// `dir`, canonicalised; it must exist and be a directory.
+    pub fn new(dir: &Path) -> std::io::Result<Self> {
+        let dir = dir.canonicalize()?;
+        if !dir.is_dir() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::NotADirectory,
+                format!("{} is not a directory", dir.display()),
+            ));
+        }
+        Ok(Self { dir })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The real path `path` names, if it exists inside the root.
+    pub fn resolve(&self, path: &str) -> Result<PathBuf, ToolError> {
+        let given = Path::new(path);
+        if given.as_os_str().is_empty() {
+            return Ok(self.dir.clone());
+        }
+        let joined = if given.is_absolute() {
+            given.to_path_buf()
+        } else {
+            self.dir.join(given)
+        };
+        // Refuse lexical escapes before touching the disk, so a missing
+        // path outside the root is reported as outside, not as missing.
+        if !lexically_inside(&self.dir, &joined) {
+            return Err(outside(path));
+        }
+        let real = joined.canonicalize().map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => ToolError::NotFound(format!("{path}: no such file or directory")),
+            _ => ToolError::Failed(format!("{path}: {e}")),
+        })?;
+        if real.starts_with(&self.dir) {
+            Ok(real)
+        } else {
+            Err(outside(path))
+        }
+    }
+
+    /// `path` relative to the root, with `/` separators, for results.
+    pub fn display(&self, path: &Path) -> String {
+        let rel = path.strip_prefix(&self.dir).unwrap_or(path);
+        let text = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/");
+        if text.is_empty() { ".".into() } else { text }
+    }
+}
+
+fn outside(path: &str) -> ToolError {
+    ToolError::InvalidArgs(format!("path: `{path}` is outside the tool root"))
+}
+
+/// Whether `path`, with `.` and `..` applied textually, stays below `root`.
+fn lexically_inside(root: &Path, path: &Path) -> bool {
+    let mut parts: Vec<Component> = Vec::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if parts.pop().is_none() {
+                    return false;
+                }
+            }
+            other => parts.push(other),
+        }
+    }
+    parts.iter().collect::<PathBuf>().starts_with(root)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_are_refused_and_inside_paths_resolve() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("a")).unwrap();
+        std::fs::write(dir.path().join("a/f.txt"), "x").unwrap();
+        let root = Root::new(dir.path()).unwrap();
+        assert!(root.resolve("a/../a/f.txt").is_ok());
+        assert_eq!(root.display(&root.resolve("a/f.txt").unwrap()), "a/f.txt");
+        for bad in ["..", "a/../../etc", "/etc/passwd", "../nonexistent"] {
+            assert!(
+                matches!(root.resolve(bad), Err(ToolError::InvalidArgs(_))),
+                "{bad} was not refused"
+            );
+        }
+    }
+}

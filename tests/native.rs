@@ -1,0 +1,220 @@
+//! The native tools through the pipeline: results, and every way out of the
+//! tool root (`..`, absolute paths, symlinked files and directories) refused.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use toolhost::pipeline::{CallContext, CallOutput, Sources, Toolhost};
+use toolhost::plugin::ToolError;
+use toolhost::tools::{NativeTools, Root, WebSettings};
+
+struct Fixture {
+    _outside: tempfile::TempDir,
+    root: tempfile::TempDir,
+    host: Toolhost,
+}
+
+/// A root with `notes.txt`, `src/lib.rs`, an ignored file, and links to a
+/// directory and a file outside it holding the word `SECRET`.
+async fn fixture(web: WebSettings) -> Fixture {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "SECRET outside\n").unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    std::fs::write(r.join("notes.txt"), "one\ntwo needle\nthree\nfour needle\nfive\n").unwrap();
+    std::fs::create_dir(r.join("src")).unwrap();
+    std::fs::write(r.join("src/lib.rs"), "fn needle() {}\n").unwrap();
+    std::fs::write(r.join(".gitignore"), "ignored.txt\n").unwrap();
+    std::fs::create_dir(r.join(".git")).unwrap();
+    std::fs::write(r.join("ignored.txt"), "needle\n").unwrap();
+    std::os::unix::fs::symlink(outside.path(), r.join("outdir")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("secret.txt"), r.join("outfile.txt")).unwrap();
+    let native = NativeTools::new(Root::new(r).unwrap(), web).unwrap();
+    let host = Toolhost::new(Sources {
+        native: Some(Arc::new(native)),
+        ..Sources::default()
+    })
+    .await
+    .unwrap();
+    Fixture {
+        _outside: outside,
+        root,
+        host,
+    }
+}
+
+async fn call(host: &Toolhost, tool: &str, args: Value) -> Result<CallOutput, ToolError> {
+    host.call_tool(tool, args, &CallContext::new("t")).await
+}
+
+async fn ok(host: &Toolhost, tool: &str, args: Value) -> Value {
+    let out = call(host, tool, args.clone()).await.unwrap();
+    assert!(!out.is_error, "{tool} {args}: {}", out.text());
+    out.structured().unwrap()
+}
+
+/// The call ran and the tool refused it with a message containing `text`.
+async fn refused(host: &Toolhost, tool: &str, args: Value, text: &str) {
+    let out = call(host, tool, args.clone()).await.unwrap();
+    assert!(out.is_error, "{tool} {args} was not refused: {}", out.text());
+    assert!(out.text().contains(text), "{tool} {args}: {}", out.text());
+}
+
+#[tokio::test]
+async fn the_native_tools_are_listed_with_the_value_model_argument_names() {
+    let f = fixture(WebSettings::default()).await;
+    let names: Vec<&str> = f
+        .host
+        .list_tools()
+        .tools
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
+    assert_eq!(names, ["read", "glob", "grep", "ls", "web_fetch"]);
+    let read = &f.host.list_tools().tools[0];
+    assert_eq!(read.schema.required(), ["path"]);
+}
+
+#[tokio::test]
+async fn read_returns_the_lines_asked_for() {
+    let f = fixture(WebSettings::default()).await;
+    let got = ok(
+        &f.host,
+        "read",
+        json!({"path": "notes.txt", "offset": 2, "limit": 2}),
+    )
+    .await;
+    assert_eq!(
+        got,
+        json!({"path": "notes.txt", "content": "two needle\nthree", "lines": [2, 3], "total_lines": 5})
+    );
+    // Coerced: "2" is taken for the integer offset.
+    let got = ok(
+        &f.host,
+        "read",
+        json!({"path": "./src/../notes.txt", "offset": "5"}),
+    )
+    .await;
+    assert_eq!(got["content"], "five");
+    refused(&f.host, "read", json!({"path": "missing.txt"}), "no such file").await;
+}
+
+#[tokio::test]
+async fn glob_grep_and_ls_see_the_root_only() {
+    let f = fixture(WebSettings::default()).await;
+    let got = ok(&f.host, "glob", json!({"pattern": "**/*.{txt,rs}"})).await;
+    assert_eq!(got["paths"], json!(["notes.txt", "src/lib.rs"]));
+    let got = ok(
+        &f.host,
+        "grep",
+        json!({"pattern": "NEEDLE|SECRET", "ignore_case": true}),
+    )
+    .await;
+    let matches: Vec<(String, u64)> = got["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["path"].as_str().unwrap().to_owned(),
+                m["line"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        matches,
+        [
+            ("notes.txt".into(), 2),
+            ("notes.txt".into(), 4),
+            ("src/lib.rs".into(), 1)
+        ]
+    );
+    let got = ok(&f.host, "grep", json!({"pattern": "needle", "path": "src"})).await;
+    assert_eq!(got["matches"][0]["text"], "fn needle() {}");
+    let got = ok(&f.host, "ls", json!({})).await;
+    let entries: Vec<(&str, &str)> = got["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["name"].as_str().unwrap(), e["type"].as_str().unwrap()))
+        .collect();
+    assert!(
+        entries.contains(&("src", "dir")) && entries.contains(&("outdir", "symlink")),
+        "{entries:?}"
+    );
+}
+
+#[tokio::test]
+async fn every_escape_from_the_root_is_refused() {
+    let f = fixture(WebSettings::default()).await;
+    let outside_abs = f._outside.path().join("secret.txt").display().to_string();
+    let inside_abs = f.root.path().join("notes.txt").display().to_string();
+    for path in [
+        "../secret.txt",
+        "src/../../secret.txt",
+        "/etc/passwd",
+        outside_abs.as_str(),
+        "outfile.txt",
+        "outdir/secret.txt",
+    ] {
+        refused(&f.host, "read", json!({"path": path}), "outside the tool root").await;
+    }
+    for (tool, args) in [
+        ("ls", json!({"path": ".."})),
+        ("ls", json!({"path": "outdir"})),
+        ("glob", json!({"pattern": "*", "path": "outdir"})),
+        ("grep", json!({"pattern": "SECRET", "path": "outdir"})),
+        ("grep", json!({"pattern": "SECRET", "path": "/"})),
+    ] {
+        refused(&f.host, tool, args, "outside the tool root").await;
+    }
+    // An absolute path inside the root is fine.
+    ok(&f.host, "read", json!({"path": inside_abs})).await;
+}
+
+#[tokio::test]
+async fn web_fetch_reaches_allowed_hosts_only_and_caps_the_body() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let mut buf = [0u8; 2048];
+            let _ = socket.read(&mut buf).await;
+            let body = "x".repeat(100);
+            let response = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = socket.write_all(response.as_bytes()).await;
+        }
+    });
+    let web = WebSettings {
+        allowed_hosts: vec!["127.0.0.1".into()],
+        max_bytes: 10,
+        ..WebSettings::default()
+    };
+    let f = fixture(web).await;
+    let got = ok(
+        &f.host,
+        "web_fetch",
+        json!({"url": format!("http://127.0.0.1:{port}/page")}),
+    )
+    .await;
+    assert_eq!(got["content"], "xxxxxxxxxx");
+    assert_eq!(got["truncated"], true);
+    refused(
+        &f.host,
+        "web_fetch",
+        json!({"url": format!("http://localhost:{port}/page")}),
+        "not allowed",
+    )
+    .await;
+    refused(
+        &f.host,
+        "web_fetch",
+        json!({"url": "file:///etc/passwd"}),
+        "only http",
+    )
+    .await;
+}

@@ -1,0 +1,178 @@
+//! Pipeline semantics over the `text_tools` plugin and the chain fixtures:
+//! prepare-arguments, validation, before-call, transform-args, after-call,
+//! cancellation and progress.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use toolhost::pipeline::{CallContext, CallOutput, Sources, Toolhost};
+use toolhost::plugin::ToolError;
+use toolhost_tests::{plugin_dir, runtime};
+
+async fn host_with(entries: &[(&str, &str, Option<&str>)], bindings: &[(&str, &str)]) -> Toolhost {
+    let dir = plugin_dir(entries);
+    let (runtime, _logs) = runtime();
+    let report = runtime.load_dir(dir.path()).await.unwrap();
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    Toolhost::new(Sources {
+        plugins: report.plugins,
+        bindings: bindings
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect::<BTreeMap<_, _>>(),
+        ..Sources::default()
+    })
+    .await
+    .unwrap()
+}
+
+async fn text_tools() -> Toolhost {
+    host_with(&[("20-text-tools", "text_tools", None)], &[]).await
+}
+
+async fn call(host: &Toolhost, tool: &str, args: Value) -> Result<CallOutput, ToolError> {
+    host.call_tool(tool, args, &CallContext::new("t")).await
+}
+
+#[tokio::test]
+async fn prepare_arguments_folds_the_legacy_field_and_after_call_overrides_details() {
+    let host = text_tools().await;
+    let out = call(&host, "word_count", json!({"input": "a b c"}))
+        .await
+        .unwrap();
+    assert_eq!(out.structured(), Some(json!({"words": 3})));
+    // after-call replaced the details whole: `checked` added, `chars` kept.
+    assert_eq!(out.details, Some(json!({"chars": 5, "checked": true})));
+    let err = call(&host, "word_count", json!({"input": "a", "text": "b"}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, ToolError::InvalidArgs(m) if m.contains("not both")),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn invalid_arguments_name_the_field_and_coercion_fixes_near_misses() {
+    let host = text_tools().await;
+    let err = call(&host, "word_count", json!({"unique": true}))
+        .await
+        .unwrap_err();
+    let ToolError::InvalidArgs(message) = err else {
+        panic!("{err:?}")
+    };
+    assert!(
+        message
+            .starts_with("Validation failed for tool \"word_count\":\n  - text: required property missing"),
+        "{message}"
+    );
+    assert!(
+        message.contains("Received arguments:\n{\n  \"unique\": true\n}"),
+        "{message}"
+    );
+    let out = call(&host, "word_count", json!({"text": 42, "unique": "true"}))
+        .await
+        .unwrap();
+    assert_eq!(out.structured(), Some(json!({"words": 1, "unique": 1})));
+}
+
+#[tokio::test]
+async fn before_call_blocks_and_errors_before_execute_skip_after_call() {
+    let host = text_tools().await;
+    let err = call(&host, "word_count", json!({"text": "a FORBIDDEN word"}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, ToolError::Failed(m) if m == "text mentions a forbidden word"),
+        "{err:?}"
+    );
+    let err = call(&host, "no_such_tool", json!({})).await.unwrap_err();
+    assert!(
+        matches!(&err, ToolError::NotFound(m) if m == "Tool no_such_tool not found"),
+        "{err:?}"
+    );
+    // A failed execution is a result the model reads, flagged as an error.
+    let out = call(&host, "fail", json!({"kind": "failed"})).await.unwrap();
+    assert!(out.is_error && out.text() == "fail: asked to fail", "{out:?}");
+}
+
+#[tokio::test]
+async fn progress_is_reported_and_a_cancelled_call_stops() {
+    let host = text_tools().await;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let ctx = CallContext::new("p")
+        .with_progress(Arc::new(move |p, total, _| sink.lock().unwrap().push((p, total))));
+    let out = host.call_tool("slow_count", json!({"n": 3}), &ctx).await.unwrap();
+    assert_eq!(out.text(), "counted to 3");
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [(1.0, Some(3.0)), (2.0, Some(3.0)), (3.0, Some(3.0))]
+    );
+
+    // Cancel from the first progress report of a call that would otherwise
+    // run for minutes: the plugin sees it at its next step.
+    let ctx = CallContext::new("c");
+    let token = ctx.cancel.clone();
+    let ctx = ctx.with_progress(Arc::new(move |_, _, _| token.cancel()));
+    let err = host
+        .call_tool("slow_count", json!({"n": 200000}), &ctx)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ToolError::Cancelled), "{err:?}");
+}
+
+#[tokio::test]
+async fn bound_catalog_tools_are_enriched_and_their_arguments_transformed() {
+    // create_issue (issue_tracker) bound to the text-tools plugin: the chain
+    // enrichers claim the category, so it is listed with their enum, and
+    // transform-args maps `priority` before the backend runs. text_tools has
+    // no create_issue, so its answer names the transformed call.
+    let host = host_with(
+        &[
+            ("10-a", "fixture_chain_a", None),
+            ("20-text-tools", "text_tools", None),
+        ],
+        &[("create_issue", "text-tools")],
+    )
+    .await;
+    let listed = host
+        .list_tools()
+        .tools
+        .iter()
+        .find(|t| t.name == "create_issue")
+        .unwrap();
+    assert_eq!(
+        listed.schema.property("priority").unwrap()["enum"],
+        json!(["low", "high"])
+    );
+    let err = call(&host, "create_issue", json!({"title": "t", "priority": "urgent"}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, ToolError::InvalidArgs(m) if m.contains("  - priority: must be one of")),
+        "{err:?}"
+    );
+    let out = call(&host, "create_issue", json!({"title": "t", "priority": "high"}))
+        .await
+        .unwrap();
+    assert!(out.is_error && out.text().contains("create_issue"), "{out:?}");
+}
+
+#[tokio::test]
+async fn an_unbound_catalog_tool_is_not_listed_and_a_bad_binding_is_refused() {
+    let host = host_with(&[("10-a", "fixture_chain_a", None)], &[]).await;
+    assert!(host.list_tools().tools.iter().all(|t| t.name != "create_issue"));
+    let (runtime, _logs) = runtime();
+    let err = Toolhost::new(Sources {
+        bindings: [("create_issue".to_string(), "nobody".to_string())].into(),
+        ..Sources::default()
+    })
+    .await
+    .err()
+    .unwrap()
+    .to_string();
+    drop(runtime);
+    assert!(err.contains("create_issue") && err.contains("nobody"), "{err}");
+}
