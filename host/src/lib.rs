@@ -10,6 +10,8 @@
 //! - [`catalog`]: the base catalog of provider tools.
 //! - [`config`]: the user's configuration file, `toolhost.toml`.
 //! - [`check`]: `toolhost check`, the generic checks of one plugin.
+//! - [`expect`]: `toolhost check --expect`, a vendor's golden cases.
+//! - [`scaffold`]: `toolhost new`, plugin templates in four languages.
 //!
 //! The WIT contract the plugins implement is in `wit/` at the repository root.
 
@@ -17,6 +19,8 @@ pub mod catalog;
 pub mod check;
 pub mod config;
 pub mod enrich;
+pub mod expect;
 pub mod plugin;
+pub mod scaffold;
 pub mod schema;
 pub mod value_model;

@@ -73,3 +73,20 @@ pub fn runtime_with_cache(cache_dir: Option<PathBuf>) -> (Runtime, Logs) {
     .expect("runtime");
     (runtime, logs)
 }
+
+/// The languages the reference enricher is written in, as in
+/// `build/reference/reference-LANG.wasm`.
+pub const REFERENCE_LANGS: [&str; 4] = ["rust", "js", "py", "c"];
+
+/// The built reference enricher in `lang` (with its manifest beside it),
+/// copied there by `make lang-plugins`.
+pub fn reference(lang: &str) -> PathBuf {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../build/reference/reference-{lang}.wasm"));
+    assert!(
+        path.is_file() && path.with_extension("toml").is_file(),
+        "{} (or its .toml) is missing: run `make lang-plugins` first",
+        path.display()
+    );
+    path
+}
