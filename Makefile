@@ -68,7 +68,11 @@ REF_JS      := guest-plugins/reference-js
 REF_C       := guest-plugins/reference-c
 C_GEN       := build/c-gen/reference
 
-toolchains: setup $(VENV_STAMP) $(WIT_BINDGEN) $(REF_JS)/node_modules/.installed
+TOOL_JS     := guest-plugins/tool-js
+LANG_DIR    := build/plugins-lang
+
+toolchains: setup $(VENV_STAMP) $(WIT_BINDGEN) $(REF_JS)/node_modules/.installed \
+		$(TOOL_JS)/node_modules/.installed
 
 # One venv for every Python tool, from the pinned requirements.txt.
 $(VENV_STAMP): requirements.txt
@@ -81,16 +85,21 @@ $(VENV_STAMP): requirements.txt
 $(WIT_BINDGEN):
 	$(CARGO) install wit-bindgen-cli --version $(WIT_BINDGEN_VERSION) --locked --root build/tools
 
-# componentize-js, pinned by package-lock.json.
-$(REF_JS)/node_modules/.installed: $(REF_JS)/package.json $(REF_JS)/package-lock.json
+# componentize-js, pinned by each package's package-lock.json.
+%/node_modules/.installed: %/package.json %/package-lock.json
 	@command -v npm >/dev/null || { echo "npm (Node.js 18+) is required: apt-get install nodejs npm" >&2; exit 1; }
-	cd $(REF_JS) && npm ci --no-audit --no-fund --loglevel=error
+	cd $* && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
 lang-plugins: plugins toolchains $(REF_DIR)/reference-rust.wasm $(REF_DIR)/reference-js.wasm \
-		$(REF_DIR)/reference-py.wasm $(REF_DIR)/reference-c.wasm
+		$(REF_DIR)/reference-py.wasm $(REF_DIR)/reference-c.wasm $(LANG_DIR)/tool-js.wasm
 	@for lang in rust js py c; do cp guest-plugins/reference.toml $(REF_DIR)/reference-$$lang.toml; done
-	@ls -l $(REF_DIR)/*.wasm
+	@ls -l $(REF_DIR)/*.wasm $(LANG_DIR)/*.wasm
+
+# A tool plugin in JavaScript (world without http: see its wit/world.wit).
+$(LANG_DIR)/tool-js.wasm: $(TOOL_JS)/app.js $(TOOL_JS)/wit/world.wit $(TOOL_JS)/node_modules/.installed wit/*.wit
+	@mkdir -p $(LANG_DIR)
+	cd $(TOOL_JS) && npm run --silent build
 
 $(REF_DIR)/reference-rust.wasm: $(GUEST_OUT)/reference_rust.wasm
 	@mkdir -p $(REF_DIR)

@@ -90,3 +90,15 @@ pub fn reference(lang: &str) -> PathBuf {
     );
     path
 }
+
+/// A built plugin in another language, copied to `build/plugins-lang/` by
+/// `make lang-plugins`.
+pub fn lang_plugin(stem: &str) -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../build/plugins-lang/{stem}.wasm"));
+    assert!(
+        path.is_file(),
+        "{} is missing: run `make lang-plugins` first",
+        path.display()
+    );
+    path
+}
