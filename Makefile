@@ -10,7 +10,7 @@ TOOLHOST    := target/release/toolhost
 # The plugins bundled in the default plugin directory, in registration order.
 BUNDLED := format_pipeline:10-format-pipeline text_tools:20-text-tools
 
-.PHONY: all run setup plugins host test lint bench clean
+.PHONY: all run setup plugins host test lint bench clean toolchains lang-plugins
 
 all: host plugins
 
@@ -37,7 +37,7 @@ run: host plugins
 	$(TOOLHOST) --plugins $(PLUGIN_DIR) plugins
 	$(TOOLHOST) --plugins $(PLUGIN_DIR) tools
 
-test: host plugins venv upstream
+test: host plugins lang-plugins venv upstream
 	$(CARGO) test --release --locked --workspace
 
 lint:
@@ -46,31 +46,97 @@ lint:
 	cd guest-plugins && $(CARGO) fmt --all -- --check
 	cd guest-plugins && $(CARGO) clippy --release --locked --target $(WASM_TARGET) -- -D warnings
 
-bench: host plugins
+bench: host plugins lang-plugins
 	$(CARGO) bench --locked -p toolhost --bench plugins
 	$(CARGO) bench --locked -p toolhost --bench pipeline
+	$(CARGO) bench --locked -p toolhost --bench languages
+
+## ---------------------------------------------------------------------------
+## Plugins in other languages (issue #6): JavaScript, Python, C beside Rust.
+## `make toolchains` installs every tool, pinned, into build/ (nothing by
+## hand); `make lang-plugins` builds the four reference enrichers into
+## build/reference/reference-{rust,js,py,c}.wasm, each with its NAME.toml.
+## ---------------------------------------------------------------------------
+VENV        := build/venv
+VENV_STAMP  := $(VENV)/.installed
+PYTHON      := $(VENV)/bin/python
+WASM_TOOLS  := $(VENV)/bin/wasm-tools
+COMPONENTIZE_PY := $(VENV)/bin/componentize-py
+WIT_BINDGEN_VERSION := 0.63.0
+WIT_BINDGEN := build/tools/bin/wit-bindgen
+REF_DIR     := build/reference
+REF_JS      := guest-plugins/reference-js
+REF_C       := guest-plugins/reference-c
+C_GEN       := build/c-gen/reference
+
+TOOL_JS     := guest-plugins/tool-js
+LANG_DIR    := build/plugins-lang
+
+toolchains: setup $(VENV_STAMP) $(WIT_BINDGEN) $(REF_JS)/node_modules/.installed \
+		$(TOOL_JS)/node_modules/.installed
+
+# One venv for every Python tool, from the pinned requirements.txt.
+$(VENV_STAMP): requirements.txt
+	@command -v python3 >/dev/null || { echo "python3 (3.10+, with venv) is required: apt-get install python3 python3-venv" >&2; exit 1; }
+	@python3 -m venv $(VENV) || { echo "python3 cannot create a venv: apt-get install python3-venv" >&2; exit 1; }
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
+	@touch $@
+
+# The C bindings generator (not on PyPI or npm): built once into build/tools.
+$(WIT_BINDGEN):
+	$(CARGO) install wit-bindgen-cli --version $(WIT_BINDGEN_VERSION) --locked --root build/tools
+
+# componentize-js, pinned by each package's package-lock.json.
+%/node_modules/.installed: %/package.json %/package-lock.json
+	@command -v npm >/dev/null || { echo "npm (Node.js 18+) is required: apt-get install nodejs npm" >&2; exit 1; }
+	cd $* && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+lang-plugins: plugins toolchains $(REF_DIR)/reference-rust.wasm $(REF_DIR)/reference-js.wasm \
+		$(REF_DIR)/reference-py.wasm $(REF_DIR)/reference-c.wasm $(LANG_DIR)/tool-js.wasm
+	@for lang in rust js py c; do cp guest-plugins/reference.toml $(REF_DIR)/reference-$$lang.toml; done
+	@ls -l $(REF_DIR)/*.wasm $(LANG_DIR)/*.wasm
+
+# A tool plugin in JavaScript (world without http: see its wit/world.wit).
+$(LANG_DIR)/tool-js.wasm: $(TOOL_JS)/app.js $(TOOL_JS)/wit/world.wit $(TOOL_JS)/node_modules/.installed wit/*.wit
+	@mkdir -p $(LANG_DIR)
+	cd $(TOOL_JS) && npm run --silent build
+
+$(REF_DIR)/reference-rust.wasm: $(GUEST_OUT)/reference_rust.wasm
+	@mkdir -p $(REF_DIR)
+	cp $< $@
+
+$(REF_DIR)/reference-js.wasm: $(REF_JS)/app.js $(REF_JS)/node_modules/.installed wit/*.wit
+	@mkdir -p $(REF_DIR)
+	cd $(REF_JS) && npm run --silent build
+
+$(REF_DIR)/reference-py.wasm: guest-plugins/reference-py/app.py $(VENV_STAMP) wit/*.wit
+	@mkdir -p $(REF_DIR)
+	$(COMPONENTIZE_PY) -d wit -w enricher-plugin componentize --stub-wasi \
+		-p guest-plugins/reference-py app -o $@
+
+# C: wit-bindgen's C bindings, zig's clang and wasi-libc (wasm32-wasi,
+# reactor), then `wasm-tools component new` (no WASI is left to adapt).
+$(REF_DIR)/reference-c.wasm: $(REF_C)/*.c $(REF_C)/*.h $(WIT_BINDGEN) $(VENV_STAMP) wit/*.wit
+	@mkdir -p $(REF_DIR) $(C_GEN)
+	$(WIT_BINDGEN) c wit --world enricher-plugin --out-dir $(C_GEN)
+	$(PYTHON) -m ziglang cc --target=wasm32-wasi -mexec-model=reactor -Os -s \
+		-I$(C_GEN) -o $(C_GEN)/core.wasm $(REF_C)/*.c $(C_GEN)/enricher_plugin.c \
+		$(C_GEN)/enricher_plugin_component_type.o
+	$(WASM_TOOLS) component new $(C_GEN)/core.wasm -o $@
 
 clean:
 	$(CARGO) clean
 	cd guest-plugins && $(CARGO) clean
 	rm -rf build
 
-# --- MCP front (wt-mcp): the Python MCP client the integration tests drive
-# `toolhost serve` with, and the third-party MCP servers they proxy. ---
-VENV := build/venv
-
-## One venv for every Python tool, from the pinned requirements.txt.
-venv: $(VENV)/.installed
-$(VENV)/.installed: requirements.txt
-	python3 -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
-	@touch $@
+# --- MCP front: the Python MCP client the integration tests drive
+# `toolhost serve` with (in the shared venv), and the third-party MCP servers
+# they proxy. ---
+venv: $(VENV_STAMP)
 
 ## Upstream MCP servers from npm, pinned by tests/upstream/package-lock.json.
 upstream: tests/upstream/node_modules/.installed
-tests/upstream/node_modules/.installed: tests/upstream/package-lock.json
-	cd tests/upstream && npm ci --no-audit --no-fund
-	@touch $@
 
-.PHONY: venv upstream
+.PHONY: venv upstream toolchains lang-plugins
 # --- end MCP front ---

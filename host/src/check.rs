@@ -7,7 +7,8 @@
 //! transforms are deterministic; value models are well-formed; the plugin
 //! imports only what the host provides and its manifest grants. Tools are
 //! never executed (they may have side effects); their hooks and renderers
-//! are called with empty arguments.
+//! are called with empty arguments. A vendor's own golden cases
+//! (`--expect FILE`) are `expect`'s.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -16,6 +17,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::catalog::{ToolSpec, base_catalog};
+use crate::expect::Expectations;
 use crate::plugin::{Plugin, Runtime};
 use crate::schema::ToolSchema;
 
@@ -78,8 +80,13 @@ impl Findings {
     }
 }
 
-/// Load `path` and run every generic check. `Err` only if it does not load.
-pub async fn check(runtime: &Runtime, path: &Path) -> Result<Report, crate::plugin::LoadError> {
+/// Load `path` and run every generic check, then the vendor's golden cases
+/// if `expect` is given. `Err` only if it does not load.
+pub async fn check(
+    runtime: &Runtime,
+    path: &Path,
+    expect: Option<&Expectations>,
+) -> Result<Report, crate::plugin::LoadError> {
     let plugin = runtime.load_file(path).await?;
     let mut f = Findings(Vec::new());
     f.add(
@@ -96,6 +103,14 @@ pub async fn check(runtime: &Runtime, path: &Path) -> Result<Report, crate::plug
     if plugin.worlds.tool {
         check_tools(&plugin, &mut f).await;
     }
+    if let Some(expect) = expect {
+        for (name, result) in expect.run(&plugin).await {
+            match result {
+                Ok(detail) => f.add(name, Verdict::Pass, detail, None),
+                Err(detail) => f.add(name, Verdict::Fail, detail, None),
+            }
+        }
+    }
     Ok(Report {
         plugin: plugin.name.to_string(),
         file: path.display().to_string(),
@@ -109,27 +124,74 @@ pub async fn check(runtime: &Runtime, path: &Path) -> Result<Report, crate::plug
     })
 }
 
+/// Imports every plugin may have without a grant: the contract's own
+/// interfaces, and WASI interfaces the sandbox serves with no authority in
+/// them (no preopens, no environment, empty stdin; DESIGN decision 3).
+const UNGRANTED: [&str; 8] = [
+    "toolhost:plugin/host@",
+    "toolhost:plugin/types@",
+    "toolhost:plugin/value-model-types@",
+    "wasi:io/",
+    "wasi:clocks/",
+    "wasi:random/",
+    "wasi:cli/",
+    "wasi:filesystem/",
+];
+
+/// "Nothing is imported that the manifest does not grant": HTTP needs hosts
+/// in `grants.http`; network WASI (sockets, wasi:http) can never be granted,
+/// so importing it is a warning (every use is refused at run time).
 fn check_imports(plugin: &Plugin, f: &mut Findings) {
-    let http = plugin
-        .imports
-        .iter()
-        .any(|i| i.starts_with("toolhost:plugin/http"));
-    let wasi: Vec<&String> = plugin.imports.iter().filter(|i| i.starts_with("wasi:")).collect();
+    let mut ungranted = Vec::new();
+    let mut network = Vec::new();
+    for import in &plugin.imports {
+        if UNGRANTED.iter().any(|p| import.starts_with(p)) {
+            continue;
+        }
+        if import.starts_with("toolhost:plugin/http@") {
+            if plugin.http_hosts().is_empty() {
+                ungranted.push(import.as_str());
+            }
+        } else {
+            network.push(import.as_str());
+        }
+    }
+    let wasi = plugin.imports.iter().filter(|i| i.starts_with("wasi:")).count();
     f.add(
         "imports",
         Verdict::Pass,
         format!(
-            "{} imports, {} from WASI (no authority granted)",
-            plugin.imports.len(),
-            wasi.len()
+            "{} imports, {wasi} from WASI (no authority granted)",
+            plugin.imports.len()
         ),
         None,
     );
-    if http && plugin.http_hosts().is_empty() {
+    if ungranted.is_empty() {
         f.add(
-            "imports.http",
+            "imports.granted",
+            Verdict::Pass,
+            "nothing is imported that the manifest does not grant",
+            None,
+        );
+    } else {
+        f.add(
+            "imports.granted",
+            Verdict::Fail,
+            format!(
+                "imports {} but its manifest grants no hosts (grants.http): drop the import or grant hosts",
+                ungranted.join(", ")
+            ),
+            None,
+        );
+    }
+    if !network.is_empty() {
+        f.add(
+            "imports.network",
             Verdict::Warn,
-            "imports toolhost:plugin/http but its manifest grants no hosts: every request will be refused",
+            format!(
+                "imports {}: the sandbox refuses every use; build without them (e.g. componentize-py --stub-wasi)",
+                network.join(", ")
+            ),
             None,
         );
     }

@@ -15,6 +15,8 @@
 //! - [`setup`]: a [`pipeline::Toolhost`] built from the configuration.
 //! - [`config`]: the user's configuration file, `toolhost.toml`.
 //! - [`check`]: `toolhost check`, the generic checks of one plugin.
+//! - [`expect`]: `toolhost check --expect`, a vendor's golden cases.
+//! - [`scaffold`]: `toolhost new`, plugin templates in four languages.
 //!
 //! The WIT contract the plugins implement is in `wit/` at the repository root.
 
@@ -22,9 +24,11 @@ pub mod catalog;
 pub mod check;
 pub mod config;
 pub mod enrich;
+pub mod expect;
 pub mod mcp;
 pub mod pipeline;
 pub mod plugin;
+pub mod scaffold;
 pub mod schema;
 pub mod speculation;
 pub mod setup;

@@ -12,6 +12,7 @@ use toolhost::catalog::{ToolSpec, base_catalog};
 use toolhost::check::{self, Verdict};
 use toolhost::config::Config;
 use toolhost::enrich::{Enrichers, Listing};
+use toolhost::expect::Expectations;
 use toolhost::plugin::{LoadReport, Plugin, Runtime, RuntimeOptions};
 use toolhost::setup;
 
@@ -60,6 +61,18 @@ enum Command {
         file: PathBuf,
         #[arg(long)]
         json: bool,
+        /// The vendor's golden cases (TOML; format in `toolhost::expect`).
+        #[arg(long, value_name = "FILE")]
+        expect: Option<PathBuf>,
+    },
+    /// Scaffold a plugin directory NAME that builds with `make`.
+    New {
+        name: String,
+        #[arg(long, value_enum)]
+        lang: toolhost::scaffold::Lang,
+        /// Where to create it (default: the current directory).
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
     },
     /// Serve the tools over MCP: stdio by default, streamable HTTP with --http.
     Serve {
@@ -118,7 +131,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         .or(config.plugins.clone())
         .unwrap_or_else(|| PathBuf::from("plugins"));
     match cli.command {
-        Command::Check { file, json } => check_cmd(&runtime, &file, json).await,
+        Command::Check { file, json, expect } => check_cmd(&runtime, &file, json, expect.as_deref()).await,
         Command::Serve { http } => {
             let plugins = cli
                 .plugins
@@ -132,6 +145,11 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 .or(config.plugins.clone())
                 .or_else(setup::default_plugin_dir);
             serve::call(&runtime, &config, plugins.as_deref(), &tool, &args).await
+        }
+        Command::New { name, lang, dir } => {
+            let dir = toolhost::scaffold::scaffold(&dir, &name, lang)?;
+            println!("created {0}: build it with `make -C {0}`", dir.display());
+            Ok(ExitCode::SUCCESS)
         }
         Command::Plugins { json } => {
             let report = load(&runtime, &plugin_dir).await?;
@@ -365,8 +383,9 @@ fn explain_tool(listing: &Listing, models: &toolhost::value_model::ValueModels, 
     Ok(())
 }
 
-async fn check_cmd(runtime: &Runtime, file: &Path, as_json: bool) -> Result<ExitCode> {
-    let report = check::check(runtime, file)
+async fn check_cmd(runtime: &Runtime, file: &Path, as_json: bool, expect: Option<&Path>) -> Result<ExitCode> {
+    let expectations = expect.map(Expectations::read).transpose()?;
+    let report = check::check(runtime, file, expectations.as_ref())
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut out = std::io::stdout().lock();

@@ -158,4 +158,32 @@ impl LoopbackServer {
         });
         Self { addr, seen }
     }
+
+/// The languages the reference enricher is written in, as in
+/// `build/reference/reference-LANG.wasm`.
+pub const REFERENCE_LANGS: [&str; 4] = ["rust", "js", "py", "c"];
+
+/// The built reference enricher in `lang` (with its manifest beside it),
+/// copied there by `make lang-plugins`.
+pub fn reference(lang: &str) -> PathBuf {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../build/reference/reference-{lang}.wasm"));
+    assert!(
+        path.is_file() && path.with_extension("toml").is_file(),
+        "{} (or its .toml) is missing: run `make lang-plugins` first",
+        path.display()
+    );
+    path
+}
+
+/// A built plugin in another language, copied to `build/plugins-lang/` by
+/// `make lang-plugins`.
+pub fn lang_plugin(stem: &str) -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../build/plugins-lang/{stem}.wasm"));
+    assert!(
+        path.is_file(),
+        "{} is missing: run `make lang-plugins` first",
+        path.display()
+    );
+    path
 }

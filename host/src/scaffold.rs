@@ -1,0 +1,132 @@
+//! `toolhost new NAME --lang rust|js|python|c`: scaffold a plugin directory
+//! that builds with one command (`make`) and passes `toolhost check` as
+//! generated. The templates (`host/templates/`) and the WIT contract are
+//! embedded in the binary, so the command works anywhere. This module does
+//! not build anything: the generated Makefile does.
+
+use std::path::{Path, PathBuf};
+
+/// A language `new` can scaffold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Lang {
+    Rust,
+    Js,
+    Python,
+    C,
+}
+
+/// Why a plugin could not be scaffolded.
+#[derive(Debug, thiserror::Error)]
+pub enum ScaffoldError {
+    #[error("plugin names are 1 to 40 of [a-z0-9-], starting with a letter: `{0}`")]
+    BadName(String),
+    #[error("{0} already exists")]
+    Exists(PathBuf),
+    #[error("cannot write {path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+}
+
+/// The WIT contract, copied into every plugin as `wit/`.
+const WIT: [(&str, &str); 5] = [
+    ("wit/types.wit", include_str!("../../wit/types.wit")),
+    ("wit/enricher.wit", include_str!("../../wit/enricher.wit")),
+    ("wit/tool.wit", include_str!("../../wit/tool.wit")),
+    ("wit/http.wit", include_str!("../../wit/http.wit")),
+    ("wit/worlds.wit", include_str!("../../wit/worlds.wit")),
+];
+
+fn template(lang: Lang) -> &'static [(&'static str, &'static str)] {
+    match lang {
+        Lang::Rust => &[
+            ("Cargo.toml", include_str!("../templates/rust/Cargo.toml")),
+            ("src/lib.rs", include_str!("../templates/rust/src/lib.rs")),
+            ("Makefile", include_str!("../templates/rust/Makefile")),
+        ],
+        Lang::Js => &[
+            ("app.js", include_str!("../templates/js/app.js")),
+            ("package.json", include_str!("../templates/js/package.json")),
+            ("Makefile", include_str!("../templates/js/Makefile")),
+        ],
+        Lang::Python => &[
+            ("app.py", include_str!("../templates/python/app.py")),
+            ("Makefile", include_str!("../templates/python/Makefile")),
+        ],
+        Lang::C => &[
+            ("plugin.c", include_str!("../templates/c/plugin.c")),
+            ("Makefile", include_str!("../templates/c/Makefile")),
+        ],
+    }
+}
+
+fn valid_name(name: &str) -> bool {
+    (1..=40).contains(&name.len())
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+/// Write plugin `name` in `lang` into `parent/name`; returns the directory.
+/// `make` there builds `name.wasm`.
+pub fn scaffold(parent: &Path, name: &str, lang: Lang) -> Result<PathBuf, ScaffoldError> {
+    if !valid_name(name) {
+        return Err(ScaffoldError::BadName(name.to_owned()));
+    }
+    let dir = parent.join(name);
+    if dir.exists() {
+        return Err(ScaffoldError::Exists(dir));
+    }
+    let crate_name = name.replace('-', "_");
+    for (rel, text) in template(lang).iter().chain(WIT.iter()) {
+        let path = dir.join(rel);
+        let text = text.replace("{{name}}", name).replace("{{crate}}", &crate_name);
+        let io = |source| ScaffoldError::Io {
+            path: path.clone(),
+            source,
+        };
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(io)?;
+        }
+        std::fs::write(&path, text).map_err(io)?;
+    }
+    Ok(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_checked() {
+        assert!(valid_name("my-plugin2"));
+        for bad in ["", "2x", "My", "a_b", "../x", &"a".repeat(41)] {
+            assert!(!valid_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn every_language_gets_its_files_and_the_wit() {
+        let tmp = tempfile::tempdir().unwrap();
+        for (lang, entry) in [
+            (Lang::Rust, "src/lib.rs"),
+            (Lang::Js, "app.js"),
+            (Lang::Python, "app.py"),
+            (Lang::C, "plugin.c"),
+        ] {
+            let name = format!("p-{lang:?}").to_lowercase();
+            let dir = scaffold(tmp.path(), &name, lang).unwrap();
+            let text = std::fs::read_to_string(dir.join(entry)).unwrap();
+            assert!(text.contains(&format!("{name}: loaded")), "{entry}: {text}");
+            assert!(!text.contains("{{"), "{entry} has an unfilled placeholder");
+            let makefile = std::fs::read_to_string(dir.join("Makefile")).unwrap();
+            assert!(makefile.contains(&format!("{name}.wasm:")), "{makefile}");
+            assert!(dir.join("wit/worlds.wit").is_file());
+            assert!(matches!(
+                scaffold(tmp.path(), &name, lang),
+                Err(ScaffoldError::Exists(_))
+            ));
+        }
+        let cargo = std::fs::read_to_string(tmp.path().join("p-rust/Cargo.toml")).unwrap();
+        assert!(cargo.contains("name = \"p_rust\""), "{cargo}");
+    }
+}

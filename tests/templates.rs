@@ -1,0 +1,100 @@
+//! `toolhost new` output builds with one command (`make`) in each language
+//! and passes `toolhost check` as generated. The tools come from the
+//! repository's `make toolchains` (passed to the generated Makefiles the way
+//! a user would override them).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use toolhost::check;
+use toolhost::scaffold::{Lang, scaffold};
+use toolhost_tests::runtime;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// Scaffold `name` in `lang`, build it with `make VARS...`, check it.
+async fn scaffold_build_check(name: &str, lang: Lang, vars: &[String], setup: impl FnOnce(&Path)) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = scaffold(tmp.path(), name, lang).unwrap();
+    setup(&dir);
+    let out = Command::new("make")
+        .arg("-C")
+        .arg(&dir)
+        .args(vars)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "make failed for {lang:?}:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (rt, logs) = runtime();
+    let report = check::check(&rt, &dir.join(format!("{name}.wasm")), None)
+        .await
+        .unwrap_or_else(|e| panic!("{lang:?}: {e}"));
+    let failed: Vec<_> = report
+        .findings
+        .iter()
+        .filter(|f| f.verdict == check::Verdict::Fail)
+        .collect();
+    assert!(failed.is_empty(), "{lang:?}: {failed:?}");
+    assert_eq!(report.categories, ["issue_tracker"], "{lang:?}");
+    assert!(
+        report
+            .findings
+            .iter()
+            .any(|f| f.check == "enrich-schema create_issue" && f.detail == "1 changes"),
+        "{lang:?}: the template adds `label` to create_issue: {:?}",
+        report.findings
+    );
+    assert!(logs.has(name, "log", &format!("{name}: loaded")), "{lang:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rust_template_builds_and_passes_check() {
+    // A shared target directory keeps wit-bindgen compiled between runs.
+    let target = format!(
+        "CARGO_TARGET_DIR={}",
+        repo().join("build/template-target").display()
+    );
+    scaffold_build_check("tpl-rust", Lang::Rust, &[target], |_| {}).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn js_template_builds_and_passes_check() {
+    // The same pinned componentize-js as the reference plugin, not a download.
+    let modules = repo().join("guest-plugins/reference-js/node_modules");
+    scaffold_build_check("tpl-js", Lang::Js, &[], |dir| {
+        std::os::unix::fs::symlink(&modules, dir.join("node_modules")).unwrap();
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn python_template_builds_and_passes_check() {
+    let tool = format!(
+        "COMPONENTIZE_PY={}",
+        repo().join("build/venv/bin/componentize-py").display()
+    );
+    scaffold_build_check("tpl-python", Lang::Python, &[tool], |_| {}).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn c_template_builds_and_passes_check() {
+    let r = repo();
+    let vars = [
+        format!("WIT_BINDGEN={}", r.join("build/tools/bin/wit-bindgen").display()),
+        format!(
+            "ZIG_CC={} -m ziglang cc",
+            r.join("build/venv/bin/python").display()
+        ),
+        format!("WASM_TOOLS={}", r.join("build/venv/bin/wasm-tools").display()),
+    ];
+    scaffold_build_check("tpl-c", Lang::C, &vars, |_| {}).await;
+}
