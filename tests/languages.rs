@@ -205,7 +205,7 @@ fn check_expected(lang: &str, seen: &Value) {
         vm["get_issues"],
         json!({"value_class": "supporting", "side_effect": "read-only",
                "cost": {"typical_kb": 4.0, "max_kb": 40.0, "latency_ms_p50": 450, "freshness_ttl_s": 60},
-               "follow_ups": [{"tool": "get_issue", "probability": 0.55, "projection": "key", "projection_arg": "key"}]}),
+               "follow_ups": [{"tool": "get_issue", "probability": f64::from(0.55_f32), "projection": "key", "projection_arg": "key"}]}),
         "{lang}"
     );
     assert_eq!(

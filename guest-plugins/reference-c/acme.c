@@ -320,6 +320,7 @@ void exports_toolhost_plugin_enricher_enrich_schema(enricher_plugin_string_t *to
         free(values.ptr);
     }
     enricher_plugin_string_free(tool);
+    toolhost_plugin_types_tool_schema_drop_borrow(schema); /* a lent handle must be dropped */
 }
 
 /* Map one custom-field argument to what the backend takes; NULL with
@@ -346,8 +347,7 @@ static jvalue *backend_value(const field *f, jvalue *value) {
     return NULL;
 }
 
-bool exports_toolhost_plugin_enricher_transform_args(enricher_plugin_string_t *tool, args_t args,
-                                                     enricher_plugin_string_t *err) {
+static bool transform_args(enricher_plugin_string_t *tool, args_t args, enricher_plugin_string_t *err) {
     acme_t *a = acme();
     int applies = a && (wstr_eq(tool, "create_issue") || wstr_eq(tool, "update_issue"));
     enricher_plugin_string_free(tool);
@@ -357,7 +357,7 @@ bool exports_toolhost_plugin_enricher_transform_args(enricher_plugin_string_t *t
     for (size_t i = 0; i < a->nfields; i++) {
         field *f = &a->fields[i];
         wstr key = wref(f->param);
-        enricher_plugin_option_json_t removed;
+        toolhost_plugin_types_option_json_t removed;
         if (!toolhost_plugin_types_method_tool_args_remove(args, &key, &removed, &edit)) {
             log_edit_error("remove", &edit);
             continue;
@@ -376,12 +376,11 @@ bool exports_toolhost_plugin_enricher_transform_args(enricher_plugin_string_t *t
     }
     if (collected->len > 0) {
         wstr key = wref("customFields");
-        enricher_plugin_option_json_t existing;
-        toolhost_plugin_types_method_tool_args_get(args, &key, &existing);
+        toolhost_plugin_types_json_t existing;
         jvalue *merged = NULL;
-        if (existing.is_some) {
-            merged = json_parse((const char *)existing.val.ptr, existing.val.len);
-            enricher_plugin_string_free(&existing.val);
+        if (toolhost_plugin_types_method_tool_args_get(args, &key, &existing)) {
+            merged = json_parse((const char *)existing.ptr, existing.len);
+            enricher_plugin_string_free(&existing);
         }
         if (!merged || merged->type != J_OBJECT) {
             json_free(merged);
@@ -399,6 +398,13 @@ bool exports_toolhost_plugin_enricher_transform_args(enricher_plugin_string_t *t
     }
     json_free(collected);
     return true;
+}
+
+bool exports_toolhost_plugin_enricher_transform_args(enricher_plugin_string_t *tool, args_t args,
+                                                     enricher_plugin_string_t *err) {
+    bool ok = transform_args(tool, args, err);
+    toolhost_plugin_types_tool_args_drop_borrow(args); /* a lent handle must be dropped */
+    return ok;
 }
 
 static void link_to(toolhost_plugin_value_model_types_follow_up_link_t *l, const char *tool, float p) {
@@ -451,9 +457,9 @@ bool exports_toolhost_plugin_enricher_value_model(enricher_plugin_string_t *tool
     return true;
 }
 
-bool exports_toolhost_plugin_enricher_project_args(enricher_plugin_string_t *prev_tool, enricher_plugin_string_t *prev_result,
+bool exports_toolhost_plugin_enricher_project_args(enricher_plugin_string_t *prev_tool, exports_toolhost_plugin_enricher_json_t *prev_result,
                                                    exports_toolhost_plugin_enricher_follow_up_link_t *link,
-                                                   enricher_plugin_list_json_t *ret) {
+                                                   exports_toolhost_plugin_enricher_list_json_t *ret) {
     int applies = wstr_eq(prev_tool, "get_issues") &&
                   (wstr_eq(&link->tool, "get_issue") || wstr_eq(&link->tool, "get_issue_comments"));
     jvalue *result = applies ? json_parse((const char *)prev_result->ptr, prev_result->len) : NULL;
@@ -486,7 +492,7 @@ bool exports_toolhost_plugin_enricher_project_args(enricher_plugin_string_t *pre
 
 bool exports_toolhost_plugin_enricher_rate_limit_host(enricher_plugin_string_t *tool, args_t args,
                                                       enricher_plugin_string_t *ret) {
-    (void)args;
+    toolhost_plugin_types_tool_args_drop_borrow(args); /* a lent handle must be dropped */
     enricher_plugin_string_free(tool);
     acme_t *a = acme();
     if (!a) return false;

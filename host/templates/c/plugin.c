@@ -34,12 +34,14 @@ void exports_toolhost_plugin_enricher_enrich_schema(enricher_plugin_string_t *to
             toolhost_plugin_types_edit_error_free(&e);
     }
     enricher_plugin_string_free(tool);
+    toolhost_plugin_types_tool_schema_drop_borrow(schema); /* a lent handle must be dropped */
 }
 
 bool exports_toolhost_plugin_enricher_transform_args(enricher_plugin_string_t *tool,
                                                      toolhost_plugin_types_borrow_tool_args_t args,
                                                      enricher_plugin_string_t *err) {
-    (void)args, (void)err;
+    (void)err;
+    toolhost_plugin_types_tool_args_drop_borrow(args);
     enricher_plugin_string_free(tool);
     return true;
 }
@@ -52,9 +54,9 @@ bool exports_toolhost_plugin_enricher_value_model(enricher_plugin_string_t *tool
 }
 
 bool exports_toolhost_plugin_enricher_project_args(enricher_plugin_string_t *prev_tool,
-                                                   enricher_plugin_string_t *prev_result,
+                                                   exports_toolhost_plugin_enricher_json_t *prev_result,
                                                    exports_toolhost_plugin_enricher_follow_up_link_t *link,
-                                                   enricher_plugin_list_json_t *ret) {
+                                                   exports_toolhost_plugin_enricher_list_json_t *ret) {
     (void)ret;
     enricher_plugin_string_free(prev_tool);
     enricher_plugin_string_free(prev_result);
@@ -65,7 +67,8 @@ bool exports_toolhost_plugin_enricher_project_args(enricher_plugin_string_t *pre
 bool exports_toolhost_plugin_enricher_rate_limit_host(enricher_plugin_string_t *tool,
                                                       toolhost_plugin_types_borrow_tool_args_t args,
                                                       enricher_plugin_string_t *ret) {
-    (void)args, (void)ret;
+    (void)ret;
+    toolhost_plugin_types_tool_args_drop_borrow(args);
     enricher_plugin_string_free(tool);
     return false;
 }
