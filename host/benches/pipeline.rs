@@ -39,7 +39,7 @@ fn bench(c: &mut Criterion) {
         .join("../guest-plugins/target/wasm32-wasip2/release/fixture_shout.wasm");
     let plugins = tempfile::tempdir().unwrap();
     for i in 1..=8 {
-        std::fs::copy(&guest, plugins.path().join(format!("{i}0-shout.wasm")))
+        std::fs::copy(&guest, plugins.path().join(format!("{i}0-shout{i}.wasm")))
             .expect("fixture_shout.wasm: run `make plugins` first");
     }
     let runtime = Runtime::new(RuntimeOptions {
