@@ -84,7 +84,7 @@ $(VENV_STAMP): requirements.txt
 
 # The C bindings generator (not on PyPI or npm): built once into build/tools.
 $(WIT_BINDGEN):
-	$(CARGO) install wit-bindgen-cli --version $(WIT_BINDGEN_VERSION) --locked --root build/tools
+	$(CARGO) install wit-bindgen-cli --version $(WIT_BINDGEN_VERSION) --locked --no-default-features --features c --root build/tools
 
 # componentize-js, pinned by each package's package-lock.json.
 %/node_modules/.installed: %/package.json %/package-lock.json
