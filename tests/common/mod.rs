@@ -158,6 +158,7 @@ impl LoopbackServer {
         });
         Self { addr, seen }
     }
+}
 
 /// The languages the reference enricher is written in, as in
 /// `build/reference/reference-LANG.wasm`.
