@@ -727,7 +727,7 @@ async fn check_passes_for_every_provider() {
         ("linear", None),
     ] {
         let dir = plugin_dir(&[(name, name, manifest)]);
-        let report = check(&rt, &dir.path().join(format!("{name}.wasm")))
+        let report = check(&rt, &dir.path().join(format!("{name}.wasm")), None)
             .await
             .unwrap();
         let failed: Vec<_> = report

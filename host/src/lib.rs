@@ -30,7 +30,7 @@ pub mod pipeline;
 pub mod plugin;
 pub mod scaffold;
 pub mod schema;
-pub mod speculation;
 pub mod setup;
+pub mod speculation;
 pub mod tools;
 pub mod value_model;
