@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::pipeline::UpstreamConfig;
+use crate::speculation::Settings as SpeculationSettings;
 use crate::tools::WebSettings;
-use crate::value_model::{Layer, ValueModel, ValueModels};
+use crate::value_model::{UnsafeSpeculation, ValueModel, ValueModels};
 
 /// The file looked for in the working directory when none is given.
 pub const DEFAULT_FILE: &str = "toolhost.toml";
@@ -22,13 +23,8 @@ pub enum ConfigError {
     Read { path: PathBuf, source: std::io::Error },
     #[error("{path}: {message}")]
     Parse { path: PathBuf, message: String },
-    #[error(
-        "[tools.{tool}] sets speculate = true, but {tool} is {effect:?}: only pure and read-only tools are ever called ahead of time"
-    )]
-    UnsafeSpeculation {
-        tool: String,
-        effect: crate::value_model::SideEffect,
-    },
+    #[error(transparent)]
+    UnsafeSpeculation(#[from] UnsafeSpeculation),
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -44,9 +40,15 @@ pub struct Config {
     /// The directory the native file tools are confined to (default: the
     /// working directory).
     pub root: Option<PathBuf>,
+    /// Serve the native `write` and `edit` tools too (confined to `root`).
+    #[serde(default)]
+    pub writable: bool,
     /// What `web_fetch` may reach.
     #[serde(default)]
     pub web: WebSettings,
+    /// Calling likely next tools ahead of time.
+    #[serde(default)]
+    pub speculation: SpeculationSettings,
     /// Upstream MCP servers whose tools are served too.
     #[serde(default)]
     pub upstream: Vec<UpstreamConfig>,
@@ -77,6 +79,7 @@ impl Config {
         let base = path.parent().unwrap_or(Path::new("."));
         config.plugins = config.plugins.map(|p| base.join(p));
         config.root = config.root.map(|p| base.join(p));
+        config.speculation.stats_file = config.speculation.stats_file.map(|p| base.join(p));
         if let Some(CacheSetting::Dir(dir)) = &mut config.cache {
             *dir = base.join(&*dir);
         }
@@ -93,6 +96,14 @@ impl Config {
         }
     }
 
+    /// Where `toolhost serve` writes its statistics, if anywhere.
+    pub fn stats_file(&self) -> Option<PathBuf> {
+        self.speculation
+            .stats_file
+            .clone()
+            .or_else(|| Some(self.cache_dir()?.join("stats.json")))
+    }
+
     pub fn cache_dir(&self) -> Option<PathBuf> {
         match &self.cache {
             None | Some(CacheSetting::Enabled(true)) => crate::plugin::RuntimeOptions::default().cache_dir,
@@ -104,17 +115,7 @@ impl Config {
     /// Layer the user's overrides over `models`, refusing any that would
     /// speculate a tool that is not pure or read-only.
     pub fn apply_value_models(&self, models: &mut ValueModels) -> Result<(), ConfigError> {
-        for (tool, over) in &self.tools {
-            models.add(tool, Layer::User, over);
-            let effective = models.get(tool).expect("just added");
-            if over.speculate == Some(true) && effective.forces_unsafe_speculation() {
-                return Err(ConfigError::UnsafeSpeculation {
-                    tool: tool.clone(),
-                    effect: effective.side_effect(),
-                });
-            }
-        }
-        Ok(())
+        Ok(models.apply_overrides(&self.tools)?)
     }
 }
 

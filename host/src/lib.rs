@@ -8,12 +8,15 @@
 //!   value models).
 //! - [`value_model`]: value models and their layering.
 //! - [`catalog`]: the base catalog of provider tools.
-//! - [`speculation`]: speculative prefetch (planner, projection, cache, dispatcher).
-//! - [`tools`]: the native tools (read, glob, grep, ls, web_fetch).
+//! - [`speculation`]: speculative prefetch (planner, projection, fan-out,
+//!   cache, dispatcher, engine).
+//! - [`tools`]: the native tools (read, glob, grep, ls, web_fetch; write and
+//!   edit when the root is writable).
 //! - [`pipeline`]: the call pipeline and [`pipeline::Toolhost`], the library API.
 //! - [`mcp`]: the MCP server front.
 //! - [`setup`]: a [`pipeline::Toolhost`] built from the configuration.
 //! - [`config`]: the user's configuration file, `toolhost.toml`.
+//! - [`stats`]: speculation figures on disk and in the log (`toolhost stats`).
 //! - [`check`]: `toolhost check`, the generic checks of one plugin.
 //! - [`expect`]: `toolhost check --expect`, a vendor's golden cases.
 //! - [`scaffold`]: `toolhost new`, plugin templates in four languages.
@@ -32,5 +35,6 @@ pub mod scaffold;
 pub mod schema;
 pub mod setup;
 pub mod speculation;
+pub mod stats;
 pub mod tools;
 pub mod value_model;

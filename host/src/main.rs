@@ -80,6 +80,11 @@ enum Command {
         #[arg(long, value_name = "ADDR")]
         http: Option<std::net::SocketAddr>,
     },
+    /// Show what speculation did in the last `toolhost serve`.
+    Stats {
+        #[arg(long)]
+        json: bool,
+    },
     /// Run one tool call through the pipeline and print the result as JSON.
     Call {
         tool: String,
@@ -92,7 +97,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let filter = match cli.verbose {
-        0 => "warn",
+        0 => "warn,toolhost::stats=info",
         1 => "info,plugin=debug",
         _ => "debug",
     };
@@ -146,6 +151,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 .or_else(setup::default_plugin_dir);
             serve::call(&runtime, &config, plugins.as_deref(), &tool, &args).await
         }
+        Command::Stats { json } => serve::stats(&config, json),
         Command::New { name, lang, dir } => {
             let dir = toolhost::scaffold::scaffold(&dir, &name, lang)?;
             println!("created {0}: build it with `make -C {0}`", dir.display());

@@ -1,5 +1,5 @@
-//! `toolhost serve` and `toolhost call`: the command-line edges of the
-//! pipeline. Building the host is `toolhost::setup`; the protocol is
+//! `toolhost serve`, `toolhost call` and `toolhost stats`: the command-line
+//! edges of the pipeline. Building the host is `toolhost::setup`; the protocol is
 //! `toolhost::mcp`.
 
 use std::net::SocketAddr;
@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use toolhost::config::Config;
 use toolhost::pipeline::{CallContext, error_text};
 use toolhost::plugin::Runtime;
-use toolhost::{mcp, setup};
+use toolhost::{mcp, setup, stats};
 
 pub async fn serve(
     runtime: &Runtime,
@@ -25,10 +25,21 @@ pub async fn serve(
         eprintln!("error: {error}");
     }
     let host = Arc::new(host);
-    match http {
-        Some(addr) => mcp::serve_http(host, addr).await?,
-        None => mcp::serve_stdio(host).await?,
+    let stats_file = config.stats_file();
+    let reporter = stats::spawn_reporter(host.clone(), stats_file.clone());
+    let served = match http {
+        Some(addr) => mcp::serve_http(host.clone(), addr).await,
+        None => mcp::serve_stdio(host.clone()).await,
+    };
+    reporter.abort();
+    host.shutdown().await;
+    if let Some(last) = host.stats() {
+        tracing::info!(target: "toolhost::stats", "{}", stats::summary(&last));
+        if let Some(path) = &stats_file {
+            stats::write(path, &last)?;
+        }
     }
+    served?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -65,4 +76,18 @@ pub async fn call(
     };
     println!("{}", serde_json::to_string_pretty(&value)?);
     Ok(code)
+}
+
+/// Print what the last server recorded of speculation.
+pub fn stats(config: &Config, as_json: bool) -> Result<ExitCode> {
+    let path = config
+        .stats_file()
+        .context("no statistics file: set [speculation] stats_file or enable the cache directory")?;
+    let recorded = stats::read(&path)?;
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&recorded)?);
+    } else {
+        print!("{}", stats::render(&recorded));
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use anyhow::Context;
 
 use crate::config::Config;
-use crate::pipeline::{Sources, Toolhost, Upstream};
+use crate::pipeline::{Options, Sources, Toolhost, Upstream};
 use crate::plugin::{LoadReport, Runtime};
 use crate::tools::{NativeTools, Root};
 
@@ -47,7 +47,7 @@ pub async fn build(
         None => std::env::current_dir()?,
     };
     let root = Root::new(&root_dir).with_context(|| format!("tool root {}", root_dir.display()))?;
-    let native = NativeTools::new(root, config.web.clone())?;
+    let native = NativeTools::new(root, config.web.clone())?.writable(config.writable);
     let mut upstreams = Vec::new();
     for server in &config.upstream {
         upstreams.push(Upstream::connect(server.clone()).await?);
@@ -58,5 +58,9 @@ pub async fn build(
         upstreams,
         bindings: config.bind.clone(),
     };
-    Ok((Toolhost::new(sources).await?, report))
+    let options = Options {
+        value_models: config.tools.clone(),
+        speculation: config.speculation.clone(),
+    };
+    Ok((Toolhost::with_options(sources, options).await?, report))
 }

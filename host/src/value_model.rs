@@ -211,6 +211,35 @@ impl ValueModels {
     pub fn iter(&self) -> impl Iterator<Item = (&str, &ValueModel)> {
         self.models.iter().map(|(k, (m, _))| (k.as_str(), m))
     }
+
+    /// Layer the user's overrides last, refusing any that would speculate
+    /// a tool that is not pure or read-only.
+    pub fn apply_overrides<'a>(
+        &mut self,
+        overrides: impl IntoIterator<Item = (&'a String, &'a ValueModel)>,
+    ) -> Result<(), UnsafeSpeculation> {
+        for (tool, over) in overrides {
+            self.add(tool, Layer::User, over);
+            let effective = self.get(tool).expect("just added");
+            if over.speculate == Some(true) && effective.forces_unsafe_speculation() {
+                return Err(UnsafeSpeculation {
+                    tool: tool.clone(),
+                    effect: effective.side_effect(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An override that asks to speculate a tool that changes things.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(
+    "[tools.{tool}] sets speculate = true, but {tool} is {effect:?}: only pure and read-only tools are ever called ahead of time"
+)]
+pub struct UnsafeSpeculation {
+    pub tool: String,
+    pub effect: SideEffect,
 }
 
 /// Built-in models for the host's native tools, from the reference's corpus

@@ -18,8 +18,21 @@
 //! Plugin failures in prepare-arguments, before-call and transform-args fail
 //! closed (naming the plugin); a failed after-call is logged and skipped.
 //!
-//! Not here: the MCP protocol (`mcp`), speculation, the tools themselves.
+//! With speculation on, execute is preceded by a look in the prefetch cache
+//! (keyed by the final arguments, so a prefetch that went through the same
+//! steps is found) and followed, in the background, by planning the call's
+//! follow-ups from its structured result; a call that may change anything
+//! invalidates before and after it runs. A served result still goes through
+//! after-call, so the agent sees what a direct call would have given.
+//!
+//! A base-catalog tool bound to a tool plugin that also lists a tool of that
+//! name is served with the catalog's schema and the plugin's hooks (one
+//! tool, not a duplicate).
+//!
+//! Not here: the MCP protocol (`mcp`), the speculation machinery
+//! (`speculation`, reached through `prefetch`), the tools themselves.
 
+mod prefetch;
 mod upstream;
 mod validate;
 
@@ -33,7 +46,9 @@ use tokio_util::sync::CancellationToken;
 use crate::catalog::{ToolSpec, base_tool};
 use crate::enrich::{Enrichers, Listing};
 use crate::plugin::{BeforeCallDecision, Content, Hooks, Plugin, ProgressFn, ToolError, ToolResult};
+use crate::speculation::{self, Engine, Served};
 use crate::tools::NativeTools;
+use crate::value_model::{UnsafeSpeculation, ValueModel, ValueModels};
 pub use upstream::{Upstream, UpstreamConfig, UpstreamError};
 
 /// One call's identity, cancellation and progress sink.
@@ -77,10 +92,7 @@ impl CallOutput {
 
     /// The first JSON block, parsed.
     pub fn structured(&self) -> Option<Value> {
-        self.content.iter().find_map(|c| match c {
-            Content::Json(j) => serde_json::from_str(j).ok(),
-            _ => None,
-        })
+        structured(&self.content)
     }
 }
 
@@ -106,6 +118,14 @@ pub struct Sources {
     pub bindings: BTreeMap<String, String>,
 }
 
+/// What the configuration adds to the sources.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The user's value-model overrides, layered last.
+    pub value_models: BTreeMap<String, ValueModel>,
+    pub speculation: speculation::Settings,
+}
+
 /// A catalog that cannot be built.
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
@@ -119,6 +139,8 @@ pub enum BuildError {
     UnknownCatalogTool { tool: String },
     #[error("binding of `{tool}`: `{backend}` is neither a loaded tool plugin nor an upstream server")]
     UnknownBackend { tool: String, backend: String },
+    #[error(transparent)]
+    UnsafeSpeculation(#[from] UnsafeSpeculation),
 }
 
 #[derive(Clone)]
@@ -148,103 +170,100 @@ struct Bound {
 
 /// The merged, enriched catalog and the pipeline that calls it.
 pub struct Toolhost {
+    core: Arc<Core>,
+    speculation: Option<Arc<Engine<Core>>>,
+}
+
+/// The catalog and every step of a call but speculation; what prefetches
+/// run through.
+struct Core {
     enrichers: Enrichers,
     listing: Listing,
     tools: HashMap<String, Bound>,
+    models: Arc<ValueModels>,
+    settings: speculation::Settings,
 }
 
 impl Toolhost {
-    /// Merge the sources and enrich the listing.
+    /// Merge the sources and enrich the listing, with default options.
     pub async fn new(sources: Sources) -> Result<Self, BuildError> {
-        let mut specs: Vec<(ToolSpec, Backend)> = Vec::new();
-        if let Some(native) = &sources.native {
-            specs.extend(
-                NativeTools::specs()
-                    .into_iter()
-                    .map(|s| (s, Backend::Native(native.clone()))),
-            );
-        }
-        for plugin in sources.plugins.iter().filter(|p| p.worlds.tool) {
-            for t in &plugin.tools {
-                let spec = ToolSpec {
-                    name: t.name.clone(),
-                    description: t.description.clone(),
-                    category: t.category.clone(),
-                    // The loader checked the schema is a JSON object.
-                    input_schema: serde_json::from_str(&t.parameters_schema).unwrap_or(Value::Null),
-                };
-                specs.push((spec, Backend::Plugin(plugin.clone(), t.hooks)));
-            }
-        }
-        for server in &sources.upstreams {
-            for (spec, remote) in server.specs() {
-                specs.push((spec, Backend::Upstream(server.clone(), remote)));
-            }
-        }
-        for (tool, backend) in &sources.bindings {
-            let spec =
-                base_tool(tool).ok_or_else(|| BuildError::UnknownCatalogTool { tool: tool.clone() })?;
-            let plugin = sources
-                .plugins
-                .iter()
-                .find(|p| p.worlds.tool && &*p.name == backend.as_str());
-            let bound = match (
-                plugin,
-                sources.upstreams.iter().find(|u| &u.config.name == backend),
-            ) {
-                (Some(p), _) => Backend::Plugin(p.clone(), Hooks::empty()),
-                (None, Some(u)) => Backend::Upstream(u.clone(), tool.clone()),
-                (None, None) => {
-                    return Err(BuildError::UnknownBackend {
-                        tool: tool.clone(),
-                        backend: backend.clone(),
-                    });
-                }
-            };
-            specs.push((spec.clone(), bound));
-        }
-        let mut seen: HashMap<&str, &Backend> = HashMap::new();
-        for (spec, backend) in &specs {
-            if let Some(first) = seen.insert(&spec.name, backend) {
-                return Err(BuildError::Duplicate {
-                    name: spec.name.clone(),
-                    first: first.describe(),
-                    second: backend.describe(),
-                });
-            }
-        }
+        Self::with_options(sources, Options::default()).await
+    }
+
+    /// Merge the sources, enrich the listing, layer the value models and
+    /// start speculation if it is on.
+    pub async fn with_options(sources: Sources, options: Options) -> Result<Self, BuildError> {
+        let specs = gather(&sources)?;
         let enrichers = Enrichers::new(&sources.plugins);
         let only_specs: Vec<ToolSpec> = specs.iter().map(|(s, _)| s.clone()).collect();
         let listing = enrichers.list(&only_specs).await;
         let mut backends: HashMap<String, (ToolSpec, Backend)> =
             specs.into_iter().map(|(s, b)| (s.name.clone(), (s, b))).collect();
-        let tools = listing
-            .tools
-            .iter()
-            .filter_map(|t| {
-                let (spec, backend) = backends.remove(&t.name)?;
-                let bound = Bound {
-                    category: spec.category,
-                    schema: t.schema.to_value(),
-                    backend,
-                };
-                Some((t.name.clone(), bound))
-            })
-            .collect();
-        Ok(Self {
-            enrichers,
+        let mut listed = Vec::new();
+        let mut tools = HashMap::new();
+        for t in &listing.tools {
+            let Some((spec, backend)) = backends.remove(&t.name) else {
+                continue;
+            };
+            let bound = Bound {
+                category: spec.category.clone(),
+                schema: t.schema.to_value(),
+                backend,
+            };
+            listed.push(spec);
+            tools.insert(t.name.clone(), bound);
+        }
+        let mut models = enrichers.value_models(&listed).await;
+        models.apply_overrides(&options.value_models)?;
+        let core = Arc::new(Core {
+            enrichers: enrichers.clone(),
             listing,
             tools,
-        })
+            models: Arc::new(models),
+            settings: options.speculation.clone(),
+        });
+        let speculation = options.speculation.enabled.then(|| {
+            Arc::new(Engine::new(
+                core.clone(),
+                core.models.clone(),
+                enrichers,
+                options.speculation,
+            ))
+        });
+        Ok(Self { core, speculation })
     }
 
     /// The enriched tool list (and the tools hidden, with why).
     pub fn list_tools(&self) -> &Listing {
-        &self.listing
+        &self.core.listing
     }
 
     pub fn enrichers(&self) -> &Enrichers {
-        &self.enrichers
+        &self.core.enrichers
+    }
+
+    /// The layered value models of the listed tools.
+    pub fn value_models(&self) -> &ValueModels {
+        &self.core.models
+    }
+
+    /// What speculation has done so far, if it is on.
+    pub fn stats(&self) -> Option<speculation::Snapshot> {
+        self.speculation.as_ref().map(|e| e.stats())
+    }
+
+    /// Wait until no follow-up is being planned or prefetched.
+    pub async fn settle(&self) {
+        if let Some(engine) = &self.speculation {
+            engine.idle().await;
+        }
+    }
+
+    /// Cancel every prefetch in flight.
+    pub async fn shutdown(&self) {
+        if let Some(engine) = &self.speculation {
+            engine.shutdown().await;
+        }
     }
 
     /// Run one call through the pipeline.
@@ -254,6 +273,150 @@ impl Toolhost {
         args: Value,
         ctx: &CallContext,
     ) -> Result<CallOutput, ToolError> {
+        let (bound, args) = self.core.prepare(name, args).await?;
+        if ctx.cancel.is_cancelled() {
+            return Err(ToolError::Cancelled);
+        }
+        let engine = self.speculation.as_ref();
+        if let Some(engine) = engine {
+            engine.invalidate_for(name);
+        }
+        let served = match engine {
+            Some(engine) => tokio::select! {
+                biased;
+                _ = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
+                served = engine.serve(name, &args) => served,
+            },
+            None => Served::Run,
+        };
+        let (mut result, mut is_error) = match served {
+            Served::Prefetched(prefetched) => (prefetched.result, false),
+            Served::Run => match execute(&bound.backend, name, args, ctx).await {
+                Ok(result) => (result, false),
+                Err(ToolError::Cancelled) => return Err(ToolError::Cancelled),
+                Err(e) => (
+                    ToolResult {
+                        content: vec![Content::Text(error_text(&e))],
+                        details: None,
+                    },
+                    true,
+                ),
+            },
+        };
+        if let Some(engine) = engine {
+            engine.invalidate_for(name);
+            if !is_error && let Some(structured) = structured(&result.content) {
+                engine.plan_after(name, structured);
+            }
+        }
+        if let Backend::Plugin(plugin, hooks) = &bound.backend
+            && hooks.contains(Hooks::AFTER_CALL)
+        {
+            match plugin.after_call(name, &result, is_error).await {
+                Ok(Some(over)) => {
+                    // Each field set replaces the old one whole (no merge).
+                    if let Some(content) = over.content {
+                        result.content = content;
+                    }
+                    if let Some(details) = over.details {
+                        result.details = Some(details);
+                    }
+                    if let Some(flag) = over.is_error {
+                        is_error = flag;
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!(tool = name, "after-call skipped: {e}"),
+            }
+        }
+        Ok(CallOutput {
+            details: result
+                .details
+                .as_deref()
+                .and_then(|d| serde_json::from_str(d).ok()),
+            content: result.content,
+            is_error,
+        })
+    }
+}
+
+/// Every source's tools with their backends, checked for duplicates.
+fn gather(sources: &Sources) -> Result<Vec<(ToolSpec, Backend)>, BuildError> {
+    let mut specs: Vec<(ToolSpec, Backend)> = Vec::new();
+    if let Some(native) = &sources.native {
+        specs.extend(
+            native
+                .specs()
+                .into_iter()
+                .map(|s| (s, Backend::Native(native.clone()))),
+        );
+    }
+    for plugin in sources.plugins.iter().filter(|p| p.worlds.tool) {
+        for t in &plugin.tools {
+            // A bound catalog tool of the same name takes this one's place.
+            if sources.bindings.get(&t.name) == Some(&plugin.name.to_string()) {
+                continue;
+            }
+            let spec = ToolSpec {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                category: t.category.clone(),
+                // The loader checked the schema is a JSON object.
+                input_schema: serde_json::from_str(&t.parameters_schema).unwrap_or(Value::Null),
+            };
+            specs.push((spec, Backend::Plugin(plugin.clone(), t.hooks)));
+        }
+    }
+    for server in &sources.upstreams {
+        for (spec, remote) in server.specs() {
+            specs.push((spec, Backend::Upstream(server.clone(), remote)));
+        }
+    }
+    for (tool, backend) in &sources.bindings {
+        let spec = base_tool(tool).ok_or_else(|| BuildError::UnknownCatalogTool { tool: tool.clone() })?;
+        let plugin = sources
+            .plugins
+            .iter()
+            .find(|p| p.worlds.tool && &*p.name == backend.as_str());
+        let bound = match (
+            plugin,
+            sources.upstreams.iter().find(|u| &u.config.name == backend),
+        ) {
+            (Some(p), _) => {
+                let hooks = p
+                    .tools
+                    .iter()
+                    .find(|t| &t.name == tool)
+                    .map_or(Hooks::empty(), |t| t.hooks);
+                Backend::Plugin(p.clone(), hooks)
+            }
+            (None, Some(u)) => Backend::Upstream(u.clone(), tool.clone()),
+            (None, None) => {
+                return Err(BuildError::UnknownBackend {
+                    tool: tool.clone(),
+                    backend: backend.clone(),
+                });
+            }
+        };
+        specs.push((spec.clone(), bound));
+    }
+    let mut seen: HashMap<&str, &Backend> = HashMap::new();
+    for (spec, backend) in &specs {
+        if let Some(first) = seen.insert(&spec.name, backend) {
+            return Err(BuildError::Duplicate {
+                name: spec.name.clone(),
+                first: first.describe(),
+                second: backend.describe(),
+            });
+        }
+    }
+    Ok(specs)
+}
+
+impl Core {
+    /// A call up to execution: resolve, prepare-arguments, validate,
+    /// before-call, transform-args.
+    async fn prepare(&self, name: &str, args: Value) -> Result<(&Bound, Map<String, Value>), ToolError> {
         let bound = self
             .tools
             .get(name)
@@ -299,49 +462,16 @@ impl Toolhost {
                 .await
                 .map_err(|e| ToolError::Failed(e.to_string()))?;
         }
-        if ctx.cancel.is_cancelled() {
-            return Err(ToolError::Cancelled);
-        }
-        let (mut result, mut is_error) = match execute(&bound.backend, name, args, ctx).await {
-            Ok(result) => (result, false),
-            Err(ToolError::Cancelled) => return Err(ToolError::Cancelled),
-            Err(e) => (
-                ToolResult {
-                    content: vec![Content::Text(error_text(&e))],
-                    details: None,
-                },
-                true,
-            ),
-        };
-        if let Backend::Plugin(plugin, _) = &bound.backend
-            && hooks.contains(Hooks::AFTER_CALL)
-        {
-            match plugin.after_call(name, &result, is_error).await {
-                Ok(Some(over)) => {
-                    // Each field set replaces the old one whole (no merge).
-                    if let Some(content) = over.content {
-                        result.content = content;
-                    }
-                    if let Some(details) = over.details {
-                        result.details = Some(details);
-                    }
-                    if let Some(flag) = over.is_error {
-                        is_error = flag;
-                    }
-                }
-                Ok(None) => {}
-                Err(e) => tracing::warn!(tool = name, "after-call skipped: {e}"),
-            }
-        }
-        Ok(CallOutput {
-            details: result
-                .details
-                .as_deref()
-                .and_then(|d| serde_json::from_str(d).ok()),
-            content: result.content,
-            is_error,
-        })
+        Ok((bound, args))
     }
+}
+
+/// The first JSON block of a result, parsed.
+fn structured(content: &[Content]) -> Option<Value> {
+    content.iter().find_map(|c| match c {
+        Content::Json(j) => serde_json::from_str(j).ok(),
+        _ => None,
+    })
 }
 
 /// A tool error as the model reads it.

@@ -29,6 +29,10 @@ pub struct UpstreamConfig {
     /// Prepended to each tool's name in the catalog (`fs_` + `read_file`).
     #[serde(default)]
     pub prefix: String,
+    /// Let the host call this server's read-only tools ahead of time (their
+    /// value models must say `pure` or `read-only`).
+    #[serde(default)]
+    pub speculate: bool,
 }
 
 #[derive(Debug, thiserror::Error)]

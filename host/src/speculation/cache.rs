@@ -248,6 +248,16 @@ impl<V: Clone> SpecCache<V> {
         }
     }
 
+    /// Drop `key`'s entry: what it holds is no longer current. Not counted
+    /// as wasted (the metrics count it as stale).
+    pub fn discard(&self, key: &Key) {
+        let mut inner = self.lock();
+        if let Some(Slot::Ready { used, .. }) = inner.slots.get_mut(key) {
+            *used = true;
+            inner.remove(key);
+        }
+    }
+
     /// Drop expired entries now (they are also dropped when looked up).
     pub fn sweep(&self) {
         let mut inner = self.lock();

@@ -8,20 +8,33 @@
 //! of tool sources. Enrichers' `project-args` are asked first, in
 //! registration order (the first that answers wins), then the host's own
 //! projections; the per-host cap uses the enrichers' `rate-limit-host`, else
-//! the value model's.
+//! the host of a `url` argument, else the value model's. Each projected
+//! candidate is dispatched only if the configuration switches speculation
+//! on for its tool and host and its learned probability (`fanout`) reaches
+//! the floor.
+//!
+//! Invalidation: a call to a tool that may change anything drops the cached
+//! results of the tools its value model `invalidates`; one that names none
+//! drops those of its whole category, or everything if it has none (an
+//! unknown writer could have changed anything). A cached result the target
+//! says is no longer current (a file changed behind the host's back) is
+//! never served.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
 use super::cache::{Key, Lookup, Prefetched, SpecCache};
 use super::dispatcher::{Dispatcher, Refused};
+use super::fanout::{FanOut, Origin};
 use super::metrics::{Metrics, Snapshot};
-use super::planner::{self, DeclineReason, PlannerOptions};
+use super::planner::{self, DeclineReason};
 use super::projection;
+use super::settings::Settings;
 use crate::enrich::Enrichers;
 use crate::value_model::{FollowUpLink, ValueModels};
 
@@ -45,41 +58,42 @@ pub trait Target: Send + Sync + 'static {
 
     /// Bytes the output holds, for the cache bound.
     fn size(output: &Self::Output) -> usize;
-}
 
-/// Engine settings.
-#[derive(Debug, Clone)]
-pub struct Options {
-    pub planner: PlannerOptions,
-    pub max_in_flight: usize,
-    pub per_host: usize,
-    pub timeout: Duration,
-    pub cache_bytes: usize,
-    /// TTL of results whose value model sets none.
-    pub default_ttl: Duration,
-}
+    /// The tool's category, which selects the enrichers asked about it.
+    fn category(&self, tool: &str) -> Option<String>;
 
-impl Default for Options {
-    fn default() -> Self {
-        Self {
-            planner: PlannerOptions::default(),
-            max_in_flight: 8,
-            per_host: 4,
-            timeout: Duration::from_secs(10),
-            cache_bytes: 16 << 20,
-            default_ttl: Duration::from_secs(30),
-        }
-    }
+    /// Whether the configuration lets `tool` be called ahead of time
+    /// against `host` (its value model already allows it).
+    fn may_prefetch(&self, tool: &str, host: Option<&str>) -> bool;
+
+    /// Whether a cached output is still what the call would return now.
+    fn is_current(&self, tool: &str, args: &Map<String, Value>, output: &Self::Output) -> bool;
+
+    /// The tools a call to `tool` may have changed when its value model
+    /// does not say: those of its category, or all of them.
+    fn neighbours(&self, tool: &str) -> Vec<String>;
 }
 
 pub struct Engine<T: Target> {
     target: Arc<T>,
     models: Arc<ValueModels>,
     enrichers: Enrichers,
-    options: Options,
+    settings: Settings,
     cache: Arc<SpecCache<T::Output>>,
     dispatcher: Dispatcher,
+    fanout: FanOut,
     metrics: Arc<Metrics>,
+    /// Follow-ups being planned in the background.
+    planning: Arc<AtomicUsize>,
+}
+
+/// Counts a background planning task until it ends, however it ends.
+struct Planning(Arc<AtomicUsize>);
+
+impl Drop for Planning {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// How a real call was answered.
@@ -90,18 +104,28 @@ pub enum Served<V> {
     Run,
 }
 
+/// One candidate follow-up call.
+struct Candidate {
+    tool: String,
+    args: Map<String, Value>,
+    origin: Origin,
+    prior: f32,
+}
+
 impl<T: Target> Engine<T> {
-    pub fn new(target: Arc<T>, models: Arc<ValueModels>, enrichers: Enrichers, options: Options) -> Self {
-        let dispatcher = Dispatcher::new(options.max_in_flight, options.per_host, options.timeout);
-        let cache = Arc::new(SpecCache::new(options.cache_bytes));
+    pub fn new(target: Arc<T>, models: Arc<ValueModels>, enrichers: Enrichers, settings: Settings) -> Self {
+        let dispatcher = Dispatcher::new(settings.max_in_flight, settings.per_host, settings.timeout());
+        let cache = Arc::new(SpecCache::new(settings.cache_bytes()));
         Self {
             target,
             models,
             enrichers,
-            options,
+            settings,
             cache,
             dispatcher,
+            fanout: FanOut::default(),
             metrics: Arc::default(),
+            planning: Arc::default(),
         }
     }
 
@@ -111,58 +135,96 @@ impl<T: Target> Engine<T> {
         if !self.models.get(tool).is_some_and(|m| m.is_speculatable()) {
             return Served::Run;
         }
-        match self.cache.lookup(&Key::new(tool, args)) {
-            Lookup::Hit(p) => {
-                self.metrics.hit(p.took);
-                Served::Prefetched(p.value)
-            }
+        let key = Key::new(tool, args);
+        self.fanout.called(&key);
+        let found = match self.cache.lookup(&key) {
+            Lookup::Hit(p) => Some((p, None)),
             Lookup::Pending(join) => {
                 let waited = Instant::now();
-                match join.wait().await {
-                    Some(p) => {
-                        self.metrics.join(p.took.saturating_sub(waited.elapsed()));
-                        Served::Prefetched(p.value)
-                    }
-                    None => Served::Run,
-                }
+                join.wait().await.map(|p| (p, Some(waited.elapsed())))
             }
-            Lookup::Miss => Served::Run,
+            Lookup::Miss => None,
+        };
+        let Some((p, waited)) = found else {
+            return Served::Run;
+        };
+        if !self.target.is_current(tool, args, &p.value) {
+            self.cache.discard(&key);
+            self.metrics.stale();
+            return Served::Run;
         }
+        match waited {
+            None => self.metrics.hit(p.took),
+            Some(waited) => self.metrics.join(p.took.saturating_sub(waited)),
+        }
+        Served::Prefetched(p.value)
     }
 
     /// Drop what a call to `tool` makes stale, if it may change anything.
     /// Called before and after the call runs, so a prefetch racing it is
     /// discarded too.
     pub fn invalidate_for(&self, tool: &str) {
-        let Some(model) = self.models.get(tool) else {
+        let model = self.models.get(tool);
+        if model.is_some_and(|m| m.side_effect().is_speculatable()) {
             return;
-        };
-        if let Some(tools) = &model.invalidates {
-            self.cache.invalidate(tools);
+        }
+        match model.and_then(|m| m.invalidates.as_ref()) {
+            Some(tools) => self.cache.invalidate(tools),
+            None => self.cache.invalidate(&self.target.neighbours(tool)),
         }
     }
 
     /// After `tool` returned `result` (its structured result): plan and
     /// dispatch its follow-ups. Returns when they are dispatched, not done.
     pub async fn after_call(&self, tool: &str, result: &Value, intent: &[String]) {
-        let plan = planner::plan(&self.models, tool, intent, &self.options.planner);
+        let plan = planner::plan(&self.models, tool, intent, &self.settings.planner());
         for d in &plan.declined {
             self.metrics.declined(d.reason);
         }
         for call in plan.calls {
-            let candidates = self.project(tool, result, &call.link).await;
-            if candidates.is_empty() {
+            let projected = self.project(tool, result, &call.link).await;
+            if projected.is_empty() {
                 self.metrics.declined(DeclineReason::NoArguments);
             }
-            for args in candidates {
-                self.dispatch(&call.link.tool, args).await;
+            for (rank, args) in projected.into_iter().enumerate() {
+                let origin = Origin {
+                    from: tool.to_owned(),
+                    to: call.link.tool.clone(),
+                    rank,
+                };
+                let candidate = Candidate {
+                    tool: call.link.tool.clone(),
+                    args,
+                    origin,
+                    prior: call.link.probability,
+                };
+                self.dispatch(candidate).await;
             }
         }
     }
 
+    /// [`Engine::after_call`] in the background, so the call that ran is
+    /// answered without waiting for its follow-ups to be planned.
+    pub fn plan_after(self: &Arc<Self>, tool: &str, result: Value) {
+        self.planning.fetch_add(1, Ordering::SeqCst);
+        let guard = Planning(self.planning.clone());
+        let (engine, tool) = (self.clone(), tool.to_owned());
+        tokio::spawn(async move {
+            let _guard = guard;
+            engine.after_call(&tool, &result, &[]).await;
+        });
+    }
+
+    /// Wait until nothing is being planned or prefetched.
+    pub async fn idle(&self) {
+        while self.planning.load(Ordering::SeqCst) > 0 || self.in_flight() > 0 {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+
     async fn project(&self, tool: &str, result: &Value, link: &FollowUpLink) -> Vec<Map<String, Value>> {
-        let category = crate::catalog::base_tool(tool).and_then(|t| t.category.as_deref());
-        for plugin in self.enrichers.for_category(category) {
+        let category = self.target.category(tool);
+        for plugin in self.enrichers.for_category(category.as_deref()) {
             match plugin.project_args(tool, result, link).await {
                 Ok(Some(items)) => return items.into_iter().take(projection::MAX_PER_LINK).collect(),
                 Ok(None) => {}
@@ -173,8 +235,8 @@ impl<T: Target> Engine<T> {
     }
 
     async fn host_for(&self, tool: &str, args: &Map<String, Value>) -> Option<String> {
-        let category = crate::catalog::base_tool(tool).and_then(|t| t.category.as_deref());
-        for plugin in self.enrichers.for_category(category) {
+        let category = self.target.category(tool);
+        for plugin in self.enrichers.for_category(category.as_deref()) {
             if let Ok(Some(host)) = plugin.rate_limit_host(tool, args).await {
                 return Some(host);
             }
@@ -188,28 +250,39 @@ impl<T: Target> Engine<T> {
             .or_else(|| self.models.get(tool)?.rate_limit_host.clone())
     }
 
-    async fn dispatch(&self, tool: &str, args: Map<String, Value>) {
-        let args = match self.target.prepare(tool.to_owned(), args).await {
+    async fn dispatch(&self, c: Candidate) {
+        let host = self.host_for(&c.tool, &c.args).await;
+        if !self.target.may_prefetch(&c.tool, host.as_deref()) {
+            self.metrics.declined(DeclineReason::NotEnabled);
+            return;
+        }
+        let args = match self.target.prepare(c.tool.clone(), c.args).await {
             Ok(args) => args,
             Err(reason) => {
-                tracing::debug!(tool, "prefetch refused: {reason}");
+                tracing::debug!(tool = c.tool, "prefetch refused: {reason}");
                 self.metrics.declined(DeclineReason::Refused);
                 return;
             }
         };
-        let Some(ticket) = self.cache.begin(Key::new(tool, &args)) else {
-            return;
-        };
-        let host = self.host_for(tool, &args).await;
+        let key = Key::new(&c.tool, &args);
         let ttl = self
             .models
-            .get(tool)
+            .get(&c.tool)
             .and_then(|m| m.cost.freshness_ttl_s)
-            .map_or(self.options.default_ttl, |s| Duration::from_secs(s.into()));
-        let (target, cache, tool_name) = (self.target.clone(), self.cache.clone(), tool.to_owned());
+            .map_or(self.settings.default_ttl(), |s| Duration::from_secs(s.into()));
+        let likely = self.fanout.estimate(&c.origin, c.prior) >= f64::from(self.settings.probability_floor);
+        self.fanout.offer(key.clone(), c.origin, ttl);
+        if !likely {
+            self.metrics.declined(DeclineReason::Unlikely);
+            return;
+        }
+        let Some(ticket) = self.cache.begin(key) else {
+            return;
+        };
+        let (target, cache, tool) = (self.target.clone(), self.cache.clone(), c.tool);
         let prefetch = async move {
             let start = Instant::now();
-            if let Ok(value) = target.execute(tool_name, args).await {
+            if let Ok(value) = target.execute(tool, args).await {
                 let bytes = T::size(&value);
                 cache.complete(
                     ticket,
@@ -231,7 +304,15 @@ impl<T: Target> Engine<T> {
 
     pub fn stats(&self) -> Snapshot {
         self.cache.sweep();
-        self.metrics.snapshot(self.cache.wasted())
+        let prior = |from: &str, to: &str| {
+            self.models
+                .get(from)
+                .and_then(|m| m.follow_ups.as_ref())
+                .and_then(|links| links.iter().find(|l| l.tool == to))
+                .map_or(0.5, |l| l.probability)
+        };
+        self.metrics
+            .snapshot(self.cache.wasted(), self.fanout.table(prior))
     }
 
     pub fn in_flight(&self) -> usize {
@@ -305,6 +386,24 @@ mod tests {
         fn size(output: &String) -> usize {
             output.len()
         }
+
+        fn category(&self, _tool: &str) -> Option<String> {
+            None
+        }
+
+        fn may_prefetch(&self, _tool: &str, host: Option<&str>) -> bool {
+            host.is_none()
+        }
+
+        fn is_current(&self, _tool: &str, args: &Map<String, Value>, output: &String) -> bool {
+            // Changed behind the host's back: the backend knows.
+            let path = args["path"].as_str().unwrap();
+            self.content.lock().unwrap().get(path) == Some(output)
+        }
+
+        fn neighbours(&self, _tool: &str) -> Vec<String> {
+            vec!["read".into()]
+        }
     }
 
     fn engine(files: Arc<Files>, ttl: Option<u32>) -> Engine<Files> {
@@ -323,7 +422,7 @@ mod tests {
             ..ValueModel::default()
         };
         models.add("write", Layer::User, &write);
-        Engine::new(files, Arc::new(models), Enrichers::default(), Options::default())
+        Engine::new(files, Arc::new(models), Enrichers::default(), Settings::default())
     }
 
     fn args(path: &str) -> Map<String, Value> {
@@ -449,5 +548,127 @@ mod tests {
         let stats = e.stats();
         assert_eq!(stats.declined.get("refused"), Some(&1));
         assert_eq!(stats.wasted, 1);
+    }
+
+    #[tokio::test]
+    async fn a_file_changed_behind_the_hosts_back_is_not_served() {
+        let files = Arc::new(Files::default());
+        files.content.lock().unwrap().insert("a.rs".into(), "old".into());
+        let e = engine(files.clone(), Some(60));
+        e.after_call("glob", &json!({"paths": ["a.rs"]}), &[]).await;
+        settle(&e).await;
+        // No call through the host: only the target can tell.
+        files.content.lock().unwrap().insert("a.rs".into(), "new".into());
+        assert!(matches!(e.serve("read", &args("a.rs")).await, Served::Run));
+        assert_eq!(e.stats().stale, 1);
+    }
+
+    #[tokio::test]
+    async fn a_writer_without_invalidates_drops_its_neighbours() {
+        let files = Arc::new(Files::default());
+        files.content.lock().unwrap().insert("a.rs".into(), "x".into());
+        let mut models = ValueModels::with_builtins();
+        let unknown_writer = ValueModel {
+            side_effect: Some(SideEffect::MutatesExternal),
+            ..ValueModel::default()
+        };
+        models.add("deploy", Layer::User, &unknown_writer);
+        let e = Engine::new(
+            files.clone(),
+            Arc::new(models),
+            Enrichers::default(),
+            Settings::default(),
+        );
+        e.after_call("glob", &json!({"paths": ["a.rs"]}), &[]).await;
+        settle(&e).await;
+        e.invalidate_for("grep");
+        assert!(
+            matches!(e.serve("read", &args("a.rs")).await, Served::Prefetched(_)),
+            "grep changes nothing"
+        );
+        e.after_call("glob", &json!({"paths": ["a.rs"]}), &[]).await;
+        settle(&e).await;
+        // A tool with no model at all is as unknown as a declared writer.
+        e.invalidate_for("no_model_at_all");
+        assert!(matches!(e.serve("read", &args("a.rs")).await, Served::Run));
+        e.after_call("glob", &json!({"paths": ["a.rs"]}), &[]).await;
+        settle(&e).await;
+        e.invalidate_for("deploy");
+        assert!(matches!(e.serve("read", &args("a.rs")).await, Served::Run));
+    }
+
+    #[tokio::test]
+    async fn ranks_the_agent_never_calls_stop_being_prefetched_until_it_does() {
+        let files = Arc::new(Files::default());
+        let e = engine(files.clone(), Some(60));
+        // The agent always reads the first of three results.
+        for i in 0..12 {
+            let paths = [format!("{i}-a"), format!("{i}-b"), format!("{i}-c")];
+            e.after_call(
+                "grep",
+                &json!({"matches": paths.iter().map(|p| json!({"path": p})).collect::<Vec<_>>()}),
+                &[],
+            )
+            .await;
+            settle(&e).await;
+            let _ = e.serve("read", &args(&paths[0])).await;
+        }
+        let before = files.executions.load(Ordering::SeqCst);
+        e.after_call(
+            "grep",
+            &json!({"matches": [{"path": "x-a"}, {"path": "x-b"}, {"path": "x-c"}]}),
+            &[],
+        )
+        .await;
+        settle(&e).await;
+        assert_eq!(
+            files.executions.load(Ordering::SeqCst) - before,
+            1,
+            "only the first result is still worth prefetching"
+        );
+        assert!(e.stats().declined.get("unlikely").is_some_and(|n| *n >= 2));
+        // The agent starts reading second results: they are counted without
+        // being prefetched, and come back.
+        for i in 0..12 {
+            let paths = [format!("{i}-p"), format!("{i}-q")];
+            e.after_call(
+                "grep",
+                &json!({"matches": paths.iter().map(|p| json!({"path": p})).collect::<Vec<_>>()}),
+                &[],
+            )
+            .await;
+            settle(&e).await;
+            let _ = e.serve("read", &args(&paths[1])).await;
+        }
+        let before = files.executions.load(Ordering::SeqCst);
+        e.after_call(
+            "grep",
+            &json!({"matches": [{"path": "y-a"}, {"path": "y-b"}]}),
+            &[],
+        )
+        .await;
+        settle(&e).await;
+        assert_eq!(files.executions.load(Ordering::SeqCst) - before, 2);
+    }
+
+    #[tokio::test]
+    async fn tools_the_configuration_leaves_off_are_never_dispatched() {
+        let files = Arc::new(Files::default());
+        let mut models = ValueModels::with_builtins();
+        let hosted = ValueModel {
+            rate_limit_host: Some("api.example.com".into()),
+            ..ValueModel::default()
+        };
+        models.add("read", Layer::User, &hosted);
+        let e = Engine::new(
+            files.clone(),
+            Arc::new(models),
+            Enrichers::default(),
+            Settings::default(),
+        );
+        e.after_call("glob", &json!({"paths": ["a.rs"]}), &[]).await;
+        settle(&e).await;
+        assert_eq!(files.executions.load(Ordering::SeqCst), 0);
+        assert_eq!(e.stats().declined.get("not_enabled"), Some(&1));
     }
 }

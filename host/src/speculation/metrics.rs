@@ -1,7 +1,8 @@
 //! Counters of what speculation did, for `toolhost stats` and the server's
 //! logs: prefetches dispatched, real calls served from the cache (hits) or
 //! by joining a prefetch in flight (joins), prefetches wasted (expired or
-//! evicted unused), declines by reason, and the time hits and joins saved.
+//! evicted unused), results not served because they were stale, declines
+//! by reason, the time hits and joins saved, and the learned fan-out.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -10,6 +11,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::fanout::RankStats;
 use super::planner::DeclineReason;
 
 #[derive(Default)]
@@ -18,6 +20,7 @@ pub struct Metrics {
     hits: AtomicU64,
     joins: AtomicU64,
     saved_us: AtomicU64,
+    stale: AtomicU64,
     declined: Mutex<BTreeMap<DeclineReason, u64>>,
 }
 
@@ -28,8 +31,12 @@ pub struct Snapshot {
     pub hits: u64,
     pub joins: u64,
     pub wasted: u64,
+    /// Cached results not served because their source had changed.
+    pub stale: u64,
     pub declined: BTreeMap<String, u64>,
     pub saved_ms: u64,
+    /// What the agent did with each rank of each link's candidates.
+    pub ranks: Vec<RankStats>,
 }
 
 impl Snapshot {
@@ -62,6 +69,10 @@ impl Metrics {
             .fetch_add(saved.as_micros() as u64, Ordering::Relaxed);
     }
 
+    pub fn stale(&self) {
+        self.stale.fetch_add(1, Ordering::Relaxed);
+    }
+
     pub fn declined(&self, reason: DeclineReason) {
         *self
             .declined
@@ -71,13 +82,14 @@ impl Metrics {
             .or_default() += 1;
     }
 
-    pub fn snapshot(&self, wasted: u64) -> Snapshot {
+    pub fn snapshot(&self, wasted: u64, ranks: Vec<RankStats>) -> Snapshot {
         let declined = self.declined.lock().unwrap_or_else(|p| p.into_inner());
         Snapshot {
             dispatched: self.dispatched.load(Ordering::Relaxed),
             hits: self.hits.load(Ordering::Relaxed),
             joins: self.joins.load(Ordering::Relaxed),
             wasted,
+            stale: self.stale.load(Ordering::Relaxed),
             declined: declined
                 .iter()
                 .map(|(r, n)| {
@@ -91,6 +103,7 @@ impl Metrics {
                 })
                 .collect(),
             saved_ms: self.saved_us.load(Ordering::Relaxed) / 1000,
+            ranks,
         }
     }
 }

@@ -5,6 +5,9 @@
 //! - `projection`: the host's own argument projections;
 //! - `cache`: the request-keyed cache with TTLs, byte bound, invalidation
 //!   and joins of prefetches in flight;
+//! - `fanout`: how many of a link's candidates are worth prefetching,
+//!   learned from the calls the agent really makes;
+//! - `settings`: `[speculation]` in the configuration;
 //! - `dispatcher`: background runs within global and per-host caps;
 //! - `engine`: the glue: plan, project, prepare, dispatch, serve;
 //! - `metrics`: what it all achieved.
@@ -14,6 +17,12 @@
 pub mod cache;
 pub mod dispatcher;
 pub mod engine;
+pub mod fanout;
 pub mod metrics;
 pub mod planner;
 pub mod projection;
+pub mod settings;
+
+pub use engine::{Engine, Served, Target};
+pub use metrics::Snapshot;
+pub use settings::Settings;

@@ -58,6 +58,12 @@ pub enum DeclineReason {
     Capped,
     /// Set by the engine: before-call, validation or a transform refused it.
     Refused,
+    /// Set by the engine: the configuration does not switch speculation on
+    /// for this tool or its host.
+    NotEnabled,
+    /// Set by the engine: this candidate's rank is rarely called (its
+    /// learned probability is under the floor).
+    Unlikely,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

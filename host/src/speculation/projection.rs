@@ -19,15 +19,18 @@ pub const MAX_PER_LINK: usize = 3;
 /// Argument objects for `link` from `prev_tool`'s structured `result`.
 pub fn project(prev_tool: &str, result: &Value, link: &FollowUpLink) -> Vec<Map<String, Value>> {
     let arg = link.projection_arg.as_deref();
+    // The built-in chains project what their link asks for: a path, or a
+    // search's URL; a link that names another field gets the generic walk.
+    let asks = |field: &str| link.projection.as_deref().is_none_or(|f| f == field);
     let values: Vec<Value> = match (prev_tool, arg) {
-        ("glob", Some(_)) => strings(result.get("paths")),
-        ("grep", Some(_)) => result
+        ("glob", Some(_)) if asks("path") => strings(result.get("paths")),
+        ("grep", Some(_)) if asks("path") => result
             .get("matches")
             .and_then(Value::as_array)
             .map(|m| m.iter().filter_map(|m| m.get("path").cloned()).collect())
             .unwrap_or_default(),
         // Only the top result: a search's later results are rarely opened.
-        ("web_search", Some(_)) => strings_at(result.get("results"), "url")
+        ("web_search", Some(_)) if asks("url") => strings_at(result.get("results"), "url")
             .into_iter()
             .take(1)
             .collect(),

@@ -1,5 +1,6 @@
 //! Native tools built into the host: `read`, `glob`, `grep`, `ls` (confined
-//! to a [`Root`]) and `web_fetch` (GET of a text page from allowed hosts).
+//! to a [`Root`]), `web_fetch` (GET of a text page from allowed hosts), and
+//! when the configuration makes the root writable, `write` and `edit`.
 //!
 //! Each tool returns text for the model and the same facts as a JSON
 //! content block (`glob` → `{"paths": [...]}`, `grep` → `{"matches":
@@ -13,6 +14,9 @@ mod files;
 mod root;
 mod search;
 mod web;
+mod write;
+
+use std::time::{Duration, SystemTime};
 
 use serde_json::{Map, Value, json};
 
@@ -25,14 +29,35 @@ pub use web::WebSettings;
 pub struct NativeTools {
     root: Root,
     web: web::Fetcher,
+    writable: bool,
 }
+
+/// What a file looked like when a result was read from it: a cached read
+/// is current while the file still looks the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    len: u64,
+    modified: SystemTime,
+}
+
+/// A file modified this recently may be modified again within the same
+/// timestamp tick, unseen: its reads are never taken as current (git's
+/// "racily clean" rule).
+const RACY: Duration = Duration::from_millis(100);
 
 impl NativeTools {
     pub fn new(root: Root, web: WebSettings) -> anyhow::Result<Self> {
         Ok(Self {
             root,
             web: web::Fetcher::new(web)?,
+            writable: false,
         })
+    }
+
+    /// Serve `write` and `edit` too.
+    pub fn writable(mut self, on: bool) -> Self {
+        self.writable = on;
+        self
     }
 
     pub fn root(&self) -> &Root {
@@ -40,14 +65,14 @@ impl NativeTools {
     }
 
     /// The tools' specs, uncategorised (always listed).
-    pub fn specs() -> Vec<ToolSpec> {
+    pub fn specs(&self) -> Vec<ToolSpec> {
         let spec = |name: &str, description: &str, schema: Value| ToolSpec {
             name: name.into(),
             description: description.into(),
             category: None,
             input_schema: schema,
         };
-        vec![
+        let mut specs = vec![
             spec(
                 "read",
                 "Read a text file below the tool root. Lines are numbered from 1; use offset and limit for large files.",
@@ -90,12 +115,50 @@ impl NativeTools {
                     "url": {"type": "string", "description": "http:// or https:// URL on an allowed host."}
                 }, "required": ["url"], "additionalProperties": false}),
             ),
-        ]
+        ];
+        if self.writable {
+            specs.push(spec(
+                "write",
+                "Create or overwrite a text file below the tool root (missing directories are created).",
+                json!({"type": "object", "properties": {
+                    "path": {"type": "string", "description": "File path, relative to the tool root."},
+                    "content": {"type": "string", "description": "The whole new content."}
+                }, "required": ["path", "content"], "additionalProperties": false}),
+            ));
+            specs.push(spec(
+                "edit",
+                "Replace an exact string in a text file below the tool root; it must occur once unless replace_all is set.",
+                json!({"type": "object", "properties": {
+                    "path": {"type": "string", "description": "File path, relative to the tool root."},
+                    "old_string": {"type": "string", "description": "Text to replace, exactly as in the file."},
+                    "new_string": {"type": "string", "description": "Replacement text."},
+                    "replace_all": {"type": "boolean", "description": "Replace every occurrence."}
+                }, "required": ["path", "old_string", "new_string"], "additionalProperties": false}),
+            ));
+        }
+        specs
     }
 
-    /// Whether `name` is a native tool.
-    pub fn has(name: &str) -> bool {
-        matches!(name, "read" | "glob" | "grep" | "ls" | "web_fetch")
+    /// Whether `name` reads only the local disk (and so may be prefetched
+    /// when `[speculation] native` is on); `web_fetch` reaches the network.
+    pub fn is_local(name: &str) -> bool {
+        matches!(name, "read" | "glob" | "grep" | "ls")
+    }
+
+    /// The stamp of the file a `read` call names, if it has one now and was
+    /// not modified too recently to be trusted.
+    pub fn stamp(&self, name: &str, args: &Map<String, Value>) -> Option<Stamp> {
+        if name != "read" {
+            return None;
+        }
+        let path = self.root.resolve(opt_str(args, "path")?).ok()?;
+        let meta = std::fs::metadata(path).ok()?;
+        let modified = meta.modified().ok()?;
+        let age = SystemTime::now().duration_since(modified).unwrap_or_default();
+        (age >= RACY).then_some(Stamp {
+            len: meta.len(),
+            modified,
+        })
     }
 
     /// Run native tool `name` with validated arguments.
@@ -103,7 +166,7 @@ impl NativeTools {
         if name == "web_fetch" {
             return self.web.fetch(str_arg(args, "url")?).await;
         }
-        let root = self.root.clone();
+        let (root, writable) = (self.root.clone(), self.writable);
         let (name, args) = (name.to_owned(), args.clone());
         // File walks and reads block: keep them off the async workers.
         tokio::task::spawn_blocking(move || match name.as_str() {
@@ -111,6 +174,9 @@ impl NativeTools {
             "ls" => files::ls(&root, &args),
             "glob" => search::glob(&root, &args),
             "grep" => search::grep(&root, &args),
+            "write" | "edit" if !writable => Err(ToolError::NotFound(format!("Tool {name} not found"))),
+            "write" => write::write(&root, &args),
+            "edit" => write::edit(&root, &args),
             other => Err(ToolError::NotFound(format!("Tool {other} not found"))),
         })
         .await

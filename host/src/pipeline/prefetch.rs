@@ -1,0 +1,109 @@
+//! The call pipeline as the speculation engine's [`Target`]: prefetches are
+//! prepared by the same steps as real calls (so a before-call block, a
+//! validation error or a failed transform stops them) and executed by the
+//! same backends, without progress, after-call or the caller's
+//! cancellation.
+//!
+//! Where speculation is switched on: native local tools by `[speculation]
+//! native`; `web_fetch` and tool-plugin tools by their host being listed in
+//! `[speculation] hosts`; upstream tools by their server's `speculate`.
+//! A native `read` carries the stamp of its file, taken before reading, and
+//! is served only while the file still has that stamp, so a change made
+//! behind the host's back (by the agent's own editor) is always seen.
+
+use serde_json::{Map, Value};
+
+use super::{Backend, CallContext, Core, execute};
+use crate::plugin::{Content, ToolResult};
+use crate::speculation::Target;
+use crate::speculation::engine::BoxFuture;
+use crate::tools::{NativeTools, Stamp};
+
+/// A prefetched result, as the cache keeps it.
+#[derive(Clone)]
+pub(super) struct Prefetch {
+    pub result: ToolResult,
+    stamp: Option<Stamp>,
+}
+
+impl Target for Core {
+    type Output = Prefetch;
+
+    fn prepare(
+        &self,
+        tool: String,
+        args: Map<String, Value>,
+    ) -> BoxFuture<'_, Result<Map<String, Value>, String>> {
+        Box::pin(async move {
+            Core::prepare(self, &tool, Value::Object(args))
+                .await
+                .map(|(_, args)| args)
+                .map_err(|e| super::error_text(&e))
+        })
+    }
+
+    fn execute(&self, tool: String, args: Map<String, Value>) -> BoxFuture<'_, Result<Prefetch, String>> {
+        Box::pin(async move {
+            let bound = self
+                .tools
+                .get(&tool)
+                .ok_or_else(|| format!("Tool {tool} not found"))?;
+            let stamp = match &bound.backend {
+                Backend::Native(native) => native.stamp(&tool, &args),
+                _ => None,
+            };
+            let ctx = CallContext::new(format!("prefetch-{tool}"));
+            let result = execute(&bound.backend, &tool, args, &ctx)
+                .await
+                .map_err(|e| super::error_text(&e))?;
+            Ok(Prefetch { result, stamp })
+        })
+    }
+
+    fn size(output: &Prefetch) -> usize {
+        let content: usize = output
+            .result
+            .content
+            .iter()
+            .map(|c| match c {
+                Content::Text(t) | Content::Json(t) => t.len(),
+                Content::Image(i) => i.data.len(),
+            })
+            .sum();
+        content + output.result.details.as_ref().map_or(0, String::len)
+    }
+
+    fn category(&self, tool: &str) -> Option<String> {
+        self.tools.get(tool)?.category.clone()
+    }
+
+    fn may_prefetch(&self, tool: &str, host: Option<&str>) -> bool {
+        let Some(bound) = self.tools.get(tool) else {
+            return false;
+        };
+        let host_allowed = host.is_some_and(|h| self.settings.allows_host(h));
+        match &bound.backend {
+            Backend::Native(_) if NativeTools::is_local(tool) => self.settings.native,
+            Backend::Native(_) | Backend::Plugin(..) => host_allowed,
+            Backend::Upstream(server, _) => server.config.speculate,
+        }
+    }
+
+    fn is_current(&self, tool: &str, args: &Map<String, Value>, output: &Prefetch) -> bool {
+        match self.tools.get(tool).map(|b| &b.backend) {
+            Some(Backend::Native(native)) if tool == "read" => {
+                output.stamp.is_some() && native.stamp(tool, args) == output.stamp
+            }
+            _ => true,
+        }
+    }
+
+    fn neighbours(&self, tool: &str) -> Vec<String> {
+        let category = self.tools.get(tool).and_then(|b| b.category.as_deref());
+        self.tools
+            .iter()
+            .filter(|(_, b)| category.is_none() || b.category.as_deref() == category)
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+}

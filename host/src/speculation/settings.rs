@@ -1,0 +1,99 @@
+//! `[speculation]` in `toolhost.toml`: whether and how far the host calls
+//! tools ahead of time. Every key is optional.
+//!
+//! What may be prefetched at all is decided by value models (only `pure`
+//! and `read-only` tools, never more). These settings then say where it is
+//! switched on: the native local file tools by default (`native`), network
+//! hosts by name (`hosts`, for `web_fetch` and tool plugins, whose host
+//! comes from the enrichers' `rate-limit-host` or the value model), and each
+//! upstream MCP server by its own `speculate` key.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::planner::PlannerOptions;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Settings {
+    /// The master switch.
+    pub enabled: bool,
+    /// Prefetch the native local tools (read, glob, grep, ls).
+    pub native: bool,
+    /// Network hosts whose tools may be prefetched; `"*"` allows any.
+    pub hosts: Vec<String>,
+    /// Follow-ups less likely than this are not made.
+    pub probability_floor: f32,
+    /// Estimated tokens of prefetched results per call that ran.
+    pub budget_tokens: u32,
+    /// Prefetches in flight at once, over all tools.
+    pub max_in_flight: usize,
+    /// Prefetches in flight at once against one host.
+    pub per_host: usize,
+    /// A prefetch still running after this is cancelled.
+    pub timeout_ms: u64,
+    /// Bytes of prefetched results kept, in MiB.
+    pub cache_mb: usize,
+    /// Lifetime of a result whose value model sets no freshness TTL.
+    pub default_ttl_s: u64,
+    /// Where `toolhost serve` writes its statistics for `toolhost stats`
+    /// (default: `stats.json` in the cache directory).
+    pub stats_file: Option<PathBuf>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            native: true,
+            hosts: Vec::new(),
+            probability_floor: PlannerOptions::default().min_probability,
+            budget_tokens: PlannerOptions::default().budget_tokens,
+            max_in_flight: 8,
+            per_host: 4,
+            timeout_ms: 10_000,
+            cache_mb: 16,
+            default_ttl_s: 30,
+            stats_file: None,
+        }
+    }
+}
+
+impl Settings {
+    /// Speculation switched off.
+    pub fn off() -> Self {
+        Self {
+            enabled: false,
+            ..Self::default()
+        }
+    }
+
+    pub fn planner(&self) -> PlannerOptions {
+        PlannerOptions {
+            min_probability: self.probability_floor,
+            budget_tokens: self.budget_tokens,
+            ..PlannerOptions::default()
+        }
+    }
+
+    pub fn timeout(&self) -> Duration {
+        Duration::from_millis(self.timeout_ms)
+    }
+
+    pub fn default_ttl(&self) -> Duration {
+        Duration::from_secs(self.default_ttl_s)
+    }
+
+    pub fn cache_bytes(&self) -> usize {
+        self.cache_mb.saturating_mul(1 << 20)
+    }
+
+    /// Whether prefetches against `host` are switched on.
+    pub fn allows_host(&self, host: &str) -> bool {
+        self.hosts
+            .iter()
+            .any(|h| h == "*" || h.eq_ignore_ascii_case(host))
+    }
+}

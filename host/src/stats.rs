@@ -1,0 +1,182 @@
+//! Speculation statistics outside the process: the file a running server
+//! keeps up to date for `toolhost stats`, the one-line summary it logs, and
+//! the human rendering of both.
+//!
+//! The file is rewritten (through a temporary file renamed into place, so a
+//! reader never sees half of it) whenever the figures change, at most every
+//! [`INTERVAL`], and once more when the server stops. With several servers
+//! sharing one file the last writer wins; give each its own
+//! `[speculation] stats_file` to keep them apart.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::pipeline::Toolhost;
+use crate::speculation::Snapshot;
+
+/// How often a running server looks for new figures.
+pub const INTERVAL: Duration = Duration::from_secs(5);
+
+/// What the file holds.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Recorded {
+    pub pid: u32,
+    /// Seconds since the Unix epoch.
+    pub updated: u64,
+    pub stats: Snapshot,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StatsError {
+    #[error("no statistics at {0}: start `toolhost serve` (with speculation on) first")]
+    Missing(PathBuf),
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}: not a statistics file: {source}")]
+    Parse {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+}
+
+pub fn read(path: &Path) -> Result<Recorded, StatsError> {
+    let text = std::fs::read_to_string(path).map_err(|source| match source.kind() {
+        std::io::ErrorKind::NotFound => StatsError::Missing(path.into()),
+        _ => StatsError::Io {
+            path: path.into(),
+            source,
+        },
+    })?;
+    serde_json::from_str(&text).map_err(|source| StatsError::Parse {
+        path: path.into(),
+        source,
+    })
+}
+
+pub fn write(path: &Path, stats: &Snapshot) -> Result<(), StatsError> {
+    let io = |source| StatsError::Io {
+        path: path.into(),
+        source,
+    };
+    let recorded = Recorded {
+        pid: std::process::id(),
+        updated: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        stats: stats.clone(),
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
+    let text = serde_json::to_string_pretty(&recorded).expect("statistics serialise");
+    tmp.write_all(text.as_bytes()).map_err(io)?;
+    tmp.persist(path).map_err(|e| io(e.error))?;
+    Ok(())
+}
+
+/// One line for the server's log.
+pub fn summary(s: &Snapshot) -> String {
+    format!(
+        "speculation: {} prefetched, {} hits, {} joins ({:.0}% used), {} wasted, {} stale, ~{} ms saved",
+        s.dispatched,
+        s.hits,
+        s.joins,
+        s.hit_rate() * 100.0,
+        s.wasted,
+        s.stale,
+        s.saved_ms
+    )
+}
+
+/// The full report of `toolhost stats`.
+pub fn render(r: &Recorded) -> String {
+    let s = &r.stats;
+    let mut out = format!("server pid {}, updated at {} (Unix time)\n", r.pid, r.updated);
+    out.push_str(&format!(
+        "prefetches dispatched {:>8}\nreal calls served     {:>8}  ({} from the cache, {} joined in flight)\n",
+        s.dispatched,
+        s.hits + s.joins,
+        s.hits,
+        s.joins
+    ));
+    out.push_str(&format!(
+        "used per prefetch     {:>7.0}%\nwasted (unused)       {:>8}\nstale (not served)    {:>8}\ntime saved (est.)     {:>6} ms\n",
+        s.hit_rate() * 100.0,
+        s.wasted,
+        s.stale,
+        s.saved_ms
+    ));
+    if !s.declined.is_empty() {
+        out.push_str("declined:\n");
+        for (reason, n) in &s.declined {
+            out.push_str(&format!("  {reason:<20} {n:>8}\n"));
+        }
+    }
+    if !s.ranks.is_empty() {
+        out.push_str("follow-ups by rank (offered, called, estimate):\n");
+        for k in &s.ranks {
+            out.push_str(&format!(
+                "  {} -> {} #{}: {}, {}, {:.2}\n",
+                k.from,
+                k.to,
+                k.rank + 1,
+                k.offered,
+                k.used,
+                k.estimate
+            ));
+        }
+    }
+    out
+}
+
+/// Keep `path` (if any) and the log up to date with `host`'s figures until
+/// the task is aborted; the caller writes the last figures itself.
+pub fn spawn_reporter(host: Arc<Toolhost>, path: Option<PathBuf>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut last = None;
+        loop {
+            tokio::time::sleep(INTERVAL).await;
+            let Some(now) = host.stats() else {
+                return;
+            };
+            if last.as_ref() == Some(&now) {
+                continue;
+            }
+            tracing::info!(target: "toolhost::stats", "{}", summary(&now));
+            if let Some(path) = &path
+                && let Err(e) = write(path, &now)
+            {
+                tracing::warn!("cannot write statistics: {e}");
+            }
+            last = Some(now);
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_file_round_trips_and_a_missing_one_says_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/stats.json");
+        let err = read(&path).unwrap_err().to_string();
+        assert!(err.contains("toolhost serve"), "{err}");
+        let stats = Snapshot {
+            dispatched: 4,
+            hits: 3,
+            ..Snapshot::default()
+        };
+        write(&path, &stats).unwrap();
+        let back = read(&path).unwrap();
+        assert_eq!(back.stats, stats);
+        assert!(render(&back).contains("75%"), "{}", render(&back));
+        std::fs::write(&path, "{").unwrap();
+        assert!(matches!(read(&path), Err(StatsError::Parse { .. })));
+    }
+}

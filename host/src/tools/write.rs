@@ -1,0 +1,85 @@
+//! `write` and `edit`: the native tools that change files, served only when
+//! the configuration says `writable = true`. Both stay inside the root
+//! ([`Root::resolve_for_write`]) and write through a temporary file renamed
+//! into place, so a reader never sees half a file.
+
+use std::path::Path;
+
+use serde_json::{Map, Value, json};
+
+use super::{Root, ToolError, ToolResult, result, str_arg};
+
+pub fn write(root: &Root, args: &Map<String, Value>) -> Result<ToolResult, ToolError> {
+    let given = str_arg(args, "path")?;
+    let content = str_arg(args, "content")?;
+    let path = root.resolve_for_write(given)?;
+    if path.is_dir() {
+        return Err(ToolError::InvalidArgs(format!("path: `{given}` is a directory")));
+    }
+    let created = !path.exists();
+    replace(&path, content, given)?;
+    let shown = root.display(&path);
+    let verb = if created { "created" } else { "overwrote" };
+    Ok(result(
+        format!("{verb} {shown} ({} bytes)", content.len()),
+        json!({"path": shown, "bytes": content.len(), "created": created}),
+    ))
+}
+
+/// Replace the one occurrence of `old_string` with `new_string` (every one
+/// with `replace_all`); refused if it is missing, or ambiguous.
+pub fn edit(root: &Root, args: &Map<String, Value>) -> Result<ToolResult, ToolError> {
+    let given = str_arg(args, "path")?;
+    let old = str_arg(args, "old_string")?;
+    let new = str_arg(args, "new_string")?;
+    let all = args.get("replace_all").and_then(Value::as_bool).unwrap_or(false);
+    if old.is_empty() {
+        return Err(ToolError::InvalidArgs("old_string: must not be empty".into()));
+    }
+    let path = root.resolve(given)?;
+    let text = std::fs::read_to_string(&path).map_err(|e| ToolError::Failed(format!("{given}: {e}")))?;
+    let count = text.matches(old).count();
+    match count {
+        0 => {
+            return Err(ToolError::InvalidArgs(format!(
+                "old_string: not found in {given}"
+            )));
+        }
+        n if n > 1 && !all => {
+            return Err(ToolError::InvalidArgs(format!(
+                "old_string: found {n} times in {given}; give more context or set replace_all"
+            )));
+        }
+        _ => {}
+    }
+    let updated = if all {
+        text.replace(old, new)
+    } else {
+        text.replacen(old, new, 1)
+    };
+    replace(&path, &updated, given)?;
+    let shown = root.display(&path);
+    Ok(result(
+        format!("edited {shown}: {count} replacement(s)"),
+        json!({"path": shown, "replacements": count}),
+    ))
+}
+
+fn replace(path: &Path, content: &str, given: &str) -> Result<(), ToolError> {
+    let fail = |e: std::io::Error| ToolError::Failed(format!("{given}: {e}"));
+    let dir = path
+        .parent()
+        .ok_or_else(|| ToolError::InvalidArgs(format!("path: `{given}` names no file")))?;
+    std::fs::create_dir_all(dir).map_err(fail)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
+    std::io::Write::write_all(&mut tmp, content.as_bytes()).map_err(fail)?;
+    // A temporary file is private; keep the replaced file's mode, or the
+    // usual one for a new file.
+    let mode = match std::fs::metadata(path) {
+        Ok(meta) => meta.permissions(),
+        Err(_) => std::os::unix::fs::PermissionsExt::from_mode(0o644),
+    };
+    tmp.as_file().set_permissions(mode).map_err(fail)?;
+    tmp.persist(path).map_err(|e| fail(e.error))?;
+    Ok(())
+}

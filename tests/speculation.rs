@@ -1,0 +1,440 @@
+//! Speculation through the real pipeline: native tools on real files, the
+//! HTTP-backed tracker plugin with the Jira enricher against a loopback
+//! server, the text-tools plugin's before-call, and `toolhost serve` over
+//! stdio with `toolhost stats` after it.
+//!
+//! The engine's rules on their own (TTL expiry, caps with 50 candidates,
+//! mutating follow-ups never planned, learned fan-out) are unit-tested in
+//! `host/src/speculation/`.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use serde_json::{Value, json};
+use toolhost::pipeline::{CallContext, CallOutput, Options, Sources, Toolhost};
+use toolhost::speculation::Settings;
+use toolhost::tools::{NativeTools, Root, WebSettings};
+use toolhost::value_model::ValueModel;
+use toolhost_tests::{LoopbackServer, plugin_dir, runtime};
+
+async fn call(host: &Toolhost, tool: &str, args: Value) -> CallOutput {
+    host.call_tool(tool, args, &CallContext::new("t"))
+        .await
+        .unwrap_or_else(|e| panic!("{tool}: {e:?}"))
+}
+
+/// A file last modified an hour ago, so its stamp is trusted.
+fn old_file(dir: &Path, name: &str, content: &str) {
+    let path = dir.join(name);
+    std::fs::write(&path, content).unwrap();
+    let hour_ago = SystemTime::now() - Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(hour_ago)
+        .unwrap();
+}
+
+async fn native_host(root: &Path, speculation: Settings) -> Toolhost {
+    let native = NativeTools::new(Root::new(root).unwrap(), WebSettings::default())
+        .unwrap()
+        .writable(true);
+    let sources = Sources {
+        native: Some(Arc::new(native)),
+        ..Sources::default()
+    };
+    let options = Options {
+        speculation,
+        ..Options::default()
+    };
+    Toolhost::with_options(sources, options).await.unwrap()
+}
+
+fn files() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    old_file(dir.path(), "a.rs", "fn needle() {}\n");
+    old_file(dir.path(), "b.rs", "fn other() {}\n");
+    dir
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_read_after_grep_is_served_from_its_prefetch_as_a_direct_read_would_be() {
+    let dir = files();
+    let host = native_host(dir.path(), Settings::default()).await;
+    call(&host, "grep", json!({"pattern": "needle"})).await;
+    host.settle().await;
+    assert_eq!(host.stats().unwrap().dispatched, 1, "only a.rs matched");
+    let served = call(&host, "read", json!({"path": "a.rs"})).await;
+    let stats = host.stats().unwrap();
+    assert_eq!((stats.hits, stats.joins), (1, 0));
+
+    let direct_host = native_host(dir.path(), Settings::off()).await;
+    let direct = call(&direct_host, "read", json!({"path": "a.rs"})).await;
+    assert_eq!(served.text(), direct.text());
+    assert_eq!(served.structured(), direct.structured());
+    assert_eq!(served.is_error, direct.is_error);
+    assert!(direct_host.stats().is_none());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_write_through_the_host_after_the_prefetch_is_seen() {
+    let dir = files();
+    let host = native_host(dir.path(), Settings::default()).await;
+    call(&host, "grep", json!({"pattern": "needle"})).await;
+    host.settle().await;
+    let wrote = call(
+        &host,
+        "write",
+        json!({"path": "a.rs", "content": "fn needle2() {}\n"}),
+    )
+    .await;
+    assert!(!wrote.is_error, "{}", wrote.text());
+    let read = call(&host, "read", json!({"path": "a.rs"})).await;
+    assert_eq!(read.structured().unwrap()["content"], "fn needle2() {}");
+    assert_eq!(host.stats().unwrap().hits, 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_change_behind_the_hosts_back_is_seen() {
+    let dir = files();
+    let host = native_host(dir.path(), Settings::default()).await;
+    call(&host, "grep", json!({"pattern": "needle"})).await;
+    host.settle().await;
+    // The agent's own editor changes the file: no call goes through the host.
+    std::fs::write(dir.path().join("a.rs"), "fn changed() {}\n").unwrap();
+    let read = call(&host, "read", json!({"path": "a.rs"})).await;
+    assert_eq!(read.structured().unwrap()["content"], "fn changed() {}");
+    let stats = host.stats().unwrap();
+    assert_eq!((stats.hits, stats.stale), (0, 1));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn native_speculation_can_be_switched_off() {
+    let dir = files();
+    let off = Settings {
+        native: false,
+        ..Settings::default()
+    };
+    let host = native_host(dir.path(), off).await;
+    call(&host, "grep", json!({"pattern": "needle"})).await;
+    host.settle().await;
+    let stats = host.stats().unwrap();
+    assert_eq!(stats.dispatched, 0);
+    assert_eq!(stats.declined.get("not_enabled"), Some(&1));
+}
+
+/// An issue tracker on loopback: issues whose titles can be changed.
+struct Tracker {
+    server: LoopbackServer,
+    titles: Arc<Mutex<BTreeMap<String, String>>>,
+}
+
+impl Tracker {
+    async fn start(delay: Duration) -> Self {
+        let titles: Arc<Mutex<BTreeMap<String, String>>> = Arc::new(Mutex::new(
+            [("WEB-1", "first"), ("WEB-2", "second")]
+                .map(|(k, t)| (k.to_owned(), t.to_owned()))
+                .into(),
+        ));
+        let state = titles.clone();
+        let server = LoopbackServer::start(delay, move |r| {
+            let mut titles = state.lock().unwrap();
+            let path = r.path.split('?').next().unwrap();
+            if path == "/issues" {
+                // Each issue names its parent: a generic walk for `key`
+                // would find WEB-0 too; the Jira enricher's projection not.
+                let issues: Vec<Value> = titles
+                    .keys()
+                    .map(|k| json!({"key": k, "parent": {"key": "WEB-0"}}))
+                    .collect();
+                return (200, json!({ "issues": issues }).to_string());
+            }
+            let rest = path.trim_start_matches("/issues/");
+            if let Some(key) = rest.strip_suffix("/comments") {
+                return (200, json!({"key": key, "comments": ["looks good"]}).to_string());
+            }
+            if r.method == "POST" {
+                let patch: Value = serde_json::from_str(&r.body).unwrap();
+                if let Some(title) = patch["title"].as_str() {
+                    titles.insert(rest.to_owned(), title.to_owned());
+                }
+            }
+            match titles.get(rest) {
+                Some(title) => (200, json!({"key": rest, "title": title}).to_string()),
+                None => (404, "{}".into()),
+            }
+        })
+        .await;
+        Self { server, titles }
+    }
+
+    fn requests(&self, path: &str) -> usize {
+        self.server
+            .seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| r.method == "GET" && r.path == path)
+            .count()
+    }
+
+    /// The tracker plugin granted this server, and the Jira enricher.
+    async fn host(&self, speculation: Settings) -> (Toolhost, tempfile::TempDir) {
+        let addr = self.server.addr;
+        let tracker = format!("[grants]\nhttp = [\"{addr}\"]\n[config]\nbase_url = \"http://{addr}\"\n");
+        let jira = "[config]\nhost = \"jira.test\"\n[[config.projects]]\nkey = \"WEB\"\n";
+        let dir = plugin_dir(&[
+            ("10-jira", "jira", Some(jira)),
+            ("20-tracker", "tracker_tools", Some(&tracker)),
+        ]);
+        let (rt, _) = runtime();
+        let report = rt.load_dir(dir.path()).await.unwrap();
+        assert!(report.errors.is_empty(), "{:?}", report.errors);
+        let sources = Sources {
+            plugins: report.plugins,
+            ..Sources::default()
+        };
+        let options = Options {
+            speculation,
+            ..Options::default()
+        };
+        (Toolhost::with_options(sources, options).await.unwrap(), dir)
+    }
+}
+
+fn jira_on() -> Settings {
+    Settings {
+        hosts: vec!["jira.test".into()],
+        per_host: 8,
+        ..Settings::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn issues_are_prefetched_by_the_enrichers_projection_and_writes_are_seen() {
+    let tracker = Tracker::start(Duration::ZERO).await;
+    let (host, _dir) = tracker.host(jira_on()).await;
+    call(&host, "get_issues", json!({})).await;
+    host.settle().await;
+    for key in ["WEB-1", "WEB-2"] {
+        assert_eq!(tracker.requests(&format!("/issues/{key}")), 1, "{key} prefetched");
+        assert_eq!(tracker.requests(&format!("/issues/{key}/comments")), 1);
+    }
+    assert_eq!(
+        tracker.requests("/issues/WEB-0"),
+        0,
+        "project-args answered, so the generic projection was not used"
+    );
+
+    let issue = call(&host, "get_issue", json!({"key": "WEB-1"})).await;
+    assert_eq!(issue.structured().unwrap()["title"], "first");
+    assert_eq!(
+        tracker.requests("/issues/WEB-1"),
+        1,
+        "served without a second request"
+    );
+    assert_eq!(host.stats().unwrap().hits, 1);
+
+    // A write through the host: the issue tracker's cached reads go.
+    call(&host, "update_issue", json!({"key": "WEB-2", "title": "renamed"})).await;
+    assert_eq!(tracker.titles.lock().unwrap()["WEB-2"], "renamed");
+    let issue = call(&host, "get_issue", json!({"key": "WEB-2"})).await;
+    assert_eq!(issue.structured().unwrap()["title"], "renamed");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_real_call_joins_the_prefetch_in_flight() {
+    let tracker = Tracker::start(Duration::from_millis(300)).await;
+    let (host, _dir) = tracker.host(jira_on()).await;
+    call(&host, "get_issues", json!({})).await;
+    // Wait until the prefetch reached the server, then ask for it for real.
+    while tracker.requests("/issues/WEB-1") == 0 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let issue = call(&host, "get_issue", json!({"key": "WEB-1"})).await;
+    assert_eq!(issue.structured().unwrap()["title"], "first");
+    assert_eq!(tracker.requests("/issues/WEB-1"), 1);
+    assert_eq!(host.stats().unwrap().joins, 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_host_not_switched_on_is_never_prefetched() {
+    let tracker = Tracker::start(Duration::ZERO).await;
+    let (host, _dir) = tracker.host(Settings::default()).await;
+    call(&host, "get_issues", json!({})).await;
+    host.settle().await;
+    assert_eq!(tracker.server.seen.lock().unwrap().len(), 1, "only the real call");
+    assert!(host.stats().unwrap().declined["not_enabled"] >= 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn before_call_stops_a_prefetch_and_after_call_still_runs_on_a_served_one() {
+    let dir = tempfile::tempdir().unwrap();
+    old_file(dir.path(), "ok.txt", "two words\n");
+    old_file(dir.path(), "bad.txt", "a FORBIDDEN word\n");
+    let plugins = plugin_dir(&[("20-text-tools", "text_tools", None)]);
+    let (rt, _) = runtime();
+    let report = rt.load_dir(plugins.path()).await.unwrap();
+    // read → word_count of the file's content, on a host switched on.
+    let read = model(json!({"side_effect": "pure", "follow_ups": [
+        {"tool": "word_count", "probability": 0.9, "projection": "content", "projection_arg": "text"}
+    ]}));
+    let word_count = model(json!({"side_effect": "pure", "rate_limit_host": "text.local"}));
+    let native = NativeTools::new(Root::new(dir.path()).unwrap(), WebSettings::default()).unwrap();
+    let sources = Sources {
+        native: Some(Arc::new(native)),
+        plugins: report.plugins,
+        ..Sources::default()
+    };
+    let options = Options {
+        value_models: [("read".into(), read), ("word_count".into(), word_count)].into(),
+        speculation: Settings {
+            hosts: vec!["text.local".into()],
+            ..Settings::default()
+        },
+    };
+    let host = Toolhost::with_options(sources, options).await.unwrap();
+
+    call(&host, "read", json!({"path": "bad.txt"})).await;
+    host.settle().await;
+    let stats = host.stats().unwrap();
+    assert_eq!((stats.dispatched, stats.declined.get("refused")), (0, Some(&1)));
+
+    call(&host, "read", json!({"path": "ok.txt"})).await;
+    host.settle().await;
+    assert_eq!(host.stats().unwrap().dispatched, 1);
+    let counted = call(&host, "word_count", json!({"text": "two words"})).await;
+    assert_eq!(host.stats().unwrap().hits, 1);
+    let direct = {
+        let off = Options {
+            speculation: Settings::off(),
+            ..Options::default()
+        };
+        let plugins = rt.load_dir(plugins.path()).await.unwrap().plugins;
+        let host = Toolhost::with_options(
+            Sources {
+                plugins,
+                ..Sources::default()
+            },
+            off,
+        )
+        .await
+        .unwrap();
+        call(&host, "word_count", json!({"text": "two words"})).await
+    };
+    assert_eq!(counted.text(), direct.text());
+    assert_eq!(
+        counted.details, direct.details,
+        "after-call ran on the served result"
+    );
+    assert!(counted.details.is_some());
+}
+
+fn model(value: Value) -> ValueModel {
+    serde_json::from_value(value).unwrap()
+}
+
+/// The release binary beside this test (`make test` builds it first).
+fn toolhost_bin() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().unwrap().parent().unwrap().join("toolhost")
+}
+
+#[test]
+fn serve_over_stdio_then_stats_reports_the_hit() {
+    let dir = files();
+    let stats_file = dir.path().join("state/stats.json");
+    let config = dir.path().join("toolhost.toml");
+    std::fs::create_dir(dir.path().join("plugins")).unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "root = \".\"\nplugins = \"plugins\"\n[speculation]\nstats_file = \"{}\"\n",
+            stats_file.display()
+        ),
+    )
+    .unwrap();
+    let mut server = Command::new(toolhost_bin())
+        .args(["--no-cache", "--config"])
+        .arg(&config)
+        .arg("serve")
+        .env_remove("TOOLHOST_PLUGINS")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = server.stdin.take().unwrap();
+    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    let mut request = |id: u64, method: &str, params: Value| -> Value {
+        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(stdin, "{message}").unwrap();
+        if method == "initialize" {
+            writeln!(
+                stdin,
+                "{}",
+                json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            )
+            .unwrap();
+        }
+        loop {
+            let line = lines.next().expect("the server answers").unwrap();
+            let reply: Value = serde_json::from_str(&line).unwrap();
+            if reply["id"] == json!(id) {
+                return reply;
+            }
+        }
+    };
+    request(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}),
+    );
+    let grep = request(
+        2,
+        "tools/call",
+        json!({"name": "grep", "arguments": {"pattern": "needle"}}),
+    );
+    assert_eq!(grep["result"]["isError"], json!(false), "{grep}");
+    // Give the prefetch time to land: a hit, not a join, is asserted below.
+    std::thread::sleep(Duration::from_millis(500));
+    let read = request(
+        3,
+        "tools/call",
+        json!({"name": "read", "arguments": {"path": "a.rs"}}),
+    );
+    assert_eq!(read["result"]["structuredContent"]["content"], "fn needle() {}");
+    drop(stdin);
+    let out = server.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("1 hits"), "the log has the figures: {stderr}");
+
+    let stats = Command::new(toolhost_bin())
+        .args(["--config"])
+        .arg(&config)
+        .args(["stats", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        stats.status.success(),
+        "{}",
+        String::from_utf8_lossy(&stats.stderr)
+    );
+    let recorded: Value = serde_json::from_slice(&stats.stdout).unwrap();
+    assert_eq!(recorded["stats"]["hits"], 1, "{recorded}");
+    assert_eq!(recorded["stats"]["dispatched"], 1);
+    let human = Command::new(toolhost_bin())
+        .args(["--config"])
+        .arg(&config)
+        .arg("stats")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(text.contains("grep -> read #1: 1, 1"), "{text}");
+}
