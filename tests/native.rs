@@ -1,5 +1,6 @@
 //! The native tools through the pipeline: results, and every way out of the
-//! tool root (`..`, absolute paths, symlinked files and directories) refused.
+//! tool root (`..`, absolute paths, symlinked files and directories) refused,
+//! for reading and for writing.
 
 use std::sync::Arc;
 
@@ -29,7 +30,9 @@ async fn fixture(web: WebSettings) -> Fixture {
     std::fs::write(r.join("ignored.txt"), "needle\n").unwrap();
     std::os::unix::fs::symlink(outside.path(), r.join("outdir")).unwrap();
     std::os::unix::fs::symlink(outside.path().join("secret.txt"), r.join("outfile.txt")).unwrap();
-    let native = NativeTools::new(Root::new(r).unwrap(), web).unwrap();
+    let native = NativeTools::new(Root::new(r).unwrap(), web)
+        .unwrap()
+        .writable(true);
     let host = Toolhost::new(Sources {
         native: Some(Arc::new(native)),
         ..Sources::default()
@@ -70,7 +73,10 @@ async fn the_native_tools_are_listed_with_the_value_model_argument_names() {
         .iter()
         .map(|t| t.name.as_str())
         .collect();
-    assert_eq!(names, ["read", "glob", "grep", "ls", "web_fetch"]);
+    assert_eq!(
+        names,
+        ["read", "glob", "grep", "ls", "web_fetch", "write", "edit"]
+    );
     let read = &f.host.list_tools().tools[0];
     assert_eq!(read.schema.required(), ["path"]);
 }
@@ -217,4 +223,82 @@ async fn web_fetch_reaches_allowed_hosts_only_and_caps_the_body() {
         "only http",
     )
     .await;
+}
+
+#[tokio::test]
+async fn write_and_edit_stay_inside_the_root() {
+    let f = fixture(WebSettings::default()).await;
+    let r = f.root.path();
+    let wrote = ok(
+        &f.host,
+        "write",
+        json!({"path": "new/dir/a.txt", "content": "x y x\n"}),
+    )
+    .await;
+    assert_eq!(wrote["created"], true);
+    assert_eq!(
+        std::fs::read_to_string(r.join("new/dir/a.txt")).unwrap(),
+        "x y x\n"
+    );
+    refused(
+        &f.host,
+        "edit",
+        json!({"path": "new/dir/a.txt", "old_string": "x", "new_string": "z"}),
+        "found 2 times",
+    )
+    .await;
+    refused(
+        &f.host,
+        "edit",
+        json!({"path": "new/dir/a.txt", "old_string": "w", "new_string": "z"}),
+        "not found",
+    )
+    .await;
+    let edited = ok(
+        &f.host,
+        "edit",
+        json!({"path": "new/dir/a.txt", "old_string": "x", "new_string": "z", "replace_all": true}),
+    )
+    .await;
+    assert_eq!(edited["replacements"], 2);
+    assert_eq!(
+        std::fs::read_to_string(r.join("new/dir/a.txt")).unwrap(),
+        "z y z\n"
+    );
+    for path in [
+        "../escape.txt",
+        "/tmp/escape.txt",
+        "outdir/planted.txt",
+        "outfile.txt",
+    ] {
+        refused(
+            &f.host,
+            "write",
+            json!({"path": path, "content": "pwned"}),
+            "outside the tool root",
+        )
+        .await;
+    }
+    assert!(!f._outside.path().join("planted.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(f._outside.path().join("secret.txt")).unwrap(),
+        "SECRET outside\n"
+    );
+}
+
+#[tokio::test]
+async fn write_tools_are_served_only_when_the_root_is_writable() {
+    let dir = tempfile::tempdir().unwrap();
+    let native = NativeTools::new(Root::new(dir.path()).unwrap(), WebSettings::default()).unwrap();
+    let host = Toolhost::new(Sources {
+        native: Some(Arc::new(native)),
+        ..Sources::default()
+    })
+    .await
+    .unwrap();
+    let err = call(&host, "write", json!({"path": "a", "content": "b"}))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ToolError::NotFound(_)), "{err:?}");
+    assert!(!dir.path().join("a").exists());
 }

@@ -157,6 +157,22 @@ mod tests {
     }
 
     #[test]
+    fn speculation_settings_parse_with_defaults_and_typos_are_named() {
+        let config =
+            parse("writable = true\n[speculation]\nhosts = [\"jira.test\"]\nper_host = 2\n").unwrap();
+        assert!(config.writable);
+        assert!(config.speculation.enabled && config.speculation.native);
+        assert!(config.speculation.allows_host("JIRA.test"));
+        assert!(!config.speculation.allows_host("other.test"));
+        assert_eq!(config.speculation.per_host, 2);
+        assert_eq!(config.speculation.probability_floor, 0.3);
+        let err = parse("[speculation]\nenable = false\n").unwrap_err().to_string();
+        assert!(err.contains("line 2") && err.contains("enable"), "{err}");
+        let upstream = parse("[[upstream]]\nname = \"a\"\ncommand = \"b\"\nspeculate = true\n").unwrap();
+        assert!(upstream.upstream[0].speculate);
+    }
+
+    #[test]
     fn speculating_a_mutating_tool_is_refused() {
         let config =
             parse("[tools.create_issue]\nside_effect = \"mutates-external\"\nspeculate = true\n").unwrap();

@@ -95,16 +95,24 @@ impl LoopbackServer {
         delay: std::time::Duration,
         handler: impl Fn(&SeenRequest) -> (u16, String) + Send + Sync + 'static,
     ) -> Self {
+        Self::start_with_delays(move |_| delay, handler).await
+    }
+
+    /// Like [`LoopbackServer::start`], with a delay chosen per request.
+    pub async fn start_with_delays(
+        delay: impl Fn(&SeenRequest) -> std::time::Duration + Send + Sync + 'static,
+        handler: impl Fn(&SeenRequest) -> (u16, String) + Send + Sync + 'static,
+    ) -> Self {
         use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind loopback");
         let addr = listener.local_addr().unwrap();
         let seen: Arc<Mutex<Vec<SeenRequest>>> = Arc::default();
-        let (log, handler) = (seen.clone(), Arc::new(handler));
+        let (log, handler, delay) = (seen.clone(), Arc::new(handler), Arc::new(delay));
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                let (log, handler) = (log.clone(), handler.clone());
+                let (log, handler, delay) = (log.clone(), handler.clone(), delay.clone());
                 tokio::spawn(async move {
                     let mut reader = BufReader::new(stream);
                     loop {
@@ -143,7 +151,7 @@ impl LoopbackServer {
                             body: String::from_utf8_lossy(&body).into_owned(),
                         };
                         log.lock().unwrap().push(request.clone());
-                        tokio::time::sleep(delay).await;
+                        tokio::time::sleep(delay(&request)).await;
                         let (status, body) = handler(&request);
                         let response = format!(
                             "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",

@@ -9,7 +9,8 @@
 //! `[speculation] hosts`; upstream tools by their server's `speculate`.
 //! A native `read` carries the stamp of its file, taken before reading, and
 //! is served only while the file still has that stamp, so a change made
-//! behind the host's back (by the agent's own editor) is always seen.
+//! behind the host's back (by the agent's own editor) is always seen, and a
+//! write through the host need not drop the other files' reads.
 
 use serde_json::{Map, Value};
 
@@ -96,6 +97,10 @@ impl Target for Core {
             }
             _ => true,
         }
+    }
+
+    fn self_validating(&self, tool: &str) -> bool {
+        tool == "read" && matches!(self.tools.get(tool).map(|b| &b.backend), Some(Backend::Native(_)))
     }
 
     fn neighbours(&self, tool: &str) -> Vec<String> {

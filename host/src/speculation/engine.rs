@@ -18,7 +18,9 @@
 //! drops those of its whole category, or everything if it has none (an
 //! unknown writer could have changed anything). A cached result the target
 //! says is no longer current (a file changed behind the host's back) is
-//! never served.
+//! never served; the results of tools whose every result is checked so
+//! (`self_validating`) are not dropped by writers, since the check catches
+//! what the write changed and nothing else is lost.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -68,6 +70,11 @@ pub trait Target: Send + Sync + 'static {
 
     /// Whether a cached output is still what the call would return now.
     fn is_current(&self, tool: &str, args: &Map<String, Value>, output: &Self::Output) -> bool;
+
+    /// Whether every cached output of `tool` is checked by
+    /// [`Target::is_current`] against its source, so that writers need not
+    /// drop it (a file's stamp catches any write, through the host or not).
+    fn self_validating(&self, tool: &str) -> bool;
 
     /// The tools a call to `tool` may have changed when its value model
     /// does not say: those of its category, or all of them.
@@ -168,10 +175,12 @@ impl<T: Target> Engine<T> {
         if model.is_some_and(|m| m.side_effect().is_speculatable()) {
             return;
         }
-        match model.and_then(|m| m.invalidates.as_ref()) {
-            Some(tools) => self.cache.invalidate(tools),
-            None => self.cache.invalidate(&self.target.neighbours(tool)),
-        }
+        let mut tools = match model.and_then(|m| m.invalidates.clone()) {
+            Some(tools) => tools,
+            None => self.target.neighbours(tool),
+        };
+        tools.retain(|t| !self.target.self_validating(t));
+        self.cache.invalidate(&tools);
     }
 
     /// After `tool` returned `result` (its structured result): plan and
@@ -403,6 +412,10 @@ mod tests {
 
         fn neighbours(&self, _tool: &str) -> Vec<String> {
             vec!["read".into()]
+        }
+
+        fn self_validating(&self, _tool: &str) -> bool {
+            false
         }
     }
 

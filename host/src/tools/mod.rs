@@ -30,7 +30,12 @@ pub struct NativeTools {
     root: Root,
     web: web::Fetcher,
     writable: bool,
+    latency: Option<Latency>,
 }
+
+/// A delay added before each call of a tool; models a slow or remote file
+/// system (the speculation replay bench uses it).
+pub type Latency = std::sync::Arc<dyn Fn(&str, &Map<String, Value>) -> Duration + Send + Sync>;
 
 /// What a file looked like when a result was read from it: a cached read
 /// is current while the file still looks the same.
@@ -51,7 +56,14 @@ impl NativeTools {
             root,
             web: web::Fetcher::new(web)?,
             writable: false,
+            latency: None,
         })
+    }
+
+    /// Delay every call by what `latency` says for it.
+    pub fn with_latency(mut self, latency: Latency) -> Self {
+        self.latency = Some(latency);
+        self
     }
 
     /// Serve `write` and `edit` too.
@@ -163,6 +175,9 @@ impl NativeTools {
 
     /// Run native tool `name` with validated arguments.
     pub async fn execute(&self, name: &str, args: &Map<String, Value>) -> Result<ToolResult, ToolError> {
+        if let Some(latency) = &self.latency {
+            tokio::time::sleep(latency(name, args)).await;
+        }
         if name == "web_fetch" {
             return self.web.fetch(str_arg(args, "url")?).await;
         }

@@ -1,0 +1,180 @@
+//! The speculation replay bench: agent sessions generated with a fixed seed
+//! from the corpus's transition probabilities, run against backends with
+//! realistic latency (native tools with injected delay, an issue tracker and
+//! knowledge base on loopback HTTP through a WASM tool plugin), once with
+//! speculation off and once on, on identical fresh backends. It reports the
+//! time agents waited on tools, how many calls reached a backend, what
+//! speculation served, and how many results were stale (must be none).
+//!
+//! `cargo run --release -p toolhost-tests --bin replay -- --help`
+
+mod agent;
+mod world;
+
+use std::time::Instant;
+
+use anyhow::Result;
+use clap::Parser;
+use serde::Serialize;
+use toolhost::speculation::Snapshot;
+
+use agent::{Agent, CHAIN_HEAVY, CORPUS, Mix, Tally};
+use world::World;
+
+#[derive(Parser)]
+#[command(about = "Replay agent sessions with speculation off and on")]
+struct Args {
+    /// Concurrent agent sessions per run.
+    #[arg(long, default_value_t = 8)]
+    sessions: usize,
+    /// Tool calls per session.
+    #[arg(long, default_value_t = 40)]
+    calls: usize,
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+    /// Multiplies every latency and think time (0.1 runs ten times faster).
+    #[arg(long, default_value_t = 1.0)]
+    scale: f64,
+    /// Print the figures as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct Run {
+    mix: &'static str,
+    speculation: bool,
+    calls: u64,
+    waited_ms: u64,
+    backend_calls: u64,
+    stale: u64,
+    wall_ms: u64,
+    stats: Option<Snapshot>,
+}
+
+/// Each session is one agent with its own host (as over MCP stdio); the
+/// backends are shared.
+async fn run(args: &Args, mix: Mix, speculate: bool) -> Result<Run> {
+    let world = World::new(args.sessions, args.scale).await?;
+    let mut hosts = Vec::new();
+    for _ in 0..args.sessions {
+        hosts.push(world.host(speculate).await?);
+    }
+    let before = world.backend_calls();
+    let started = Instant::now();
+    let sessions = hosts.iter().enumerate().map(|(session, host)| {
+        let agent = Agent {
+            host,
+            world: &world,
+            session,
+            mix,
+            rng: fastrand::Rng::with_seed(args.seed.wrapping_mul(1000).wrapping_add(session as u64)),
+            scale: args.scale,
+            tally: Tally::default(),
+        };
+        agent.run(args.calls)
+    });
+    let mut total = Tally::default();
+    for tally in futures::future::join_all(sessions).await {
+        total.add(tally?);
+    }
+    let wall = started.elapsed();
+    let mut stats: Option<Snapshot> = None;
+    for host in &hosts {
+        host.settle().await;
+        if let Some(s) = host.stats() {
+            let total = stats.get_or_insert_with(Snapshot::default);
+            total.dispatched += s.dispatched;
+            total.hits += s.hits;
+            total.joins += s.joins;
+            total.wasted += s.wasted;
+            total.stale += s.stale;
+            total.saved_ms += s.saved_ms;
+            for (reason, n) in s.declined {
+                *total.declined.entry(reason).or_default() += n;
+            }
+        }
+        host.shutdown().await;
+    }
+    Ok(Run {
+        mix: mix.name,
+        speculation: speculate,
+        calls: total.calls,
+        waited_ms: total.waited.as_millis() as u64,
+        backend_calls: world.backend_calls() - before,
+        stale: total.stale,
+        wall_ms: wall.as_millis() as u64,
+        stats,
+    })
+}
+
+fn pct(new: u64, old: u64) -> f64 {
+    if old == 0 {
+        0.0
+    } else {
+        (new as f64 - old as f64) / old as f64 * 100.0
+    }
+}
+
+fn print(runs: &[Run]) {
+    println!(
+        "{:<12} {:<4} {:>6} {:>11} {:>9} {:>8} {:>6} {:>6} {:>7} {:>6}",
+        "mix", "spec", "calls", "waited (s)", "ms/call", "backend", "hits", "joins", "wasted", "stale"
+    );
+    for r in runs {
+        let s = r.stats.clone().unwrap_or_default();
+        println!(
+            "{:<12} {:<4} {:>6} {:>11.1} {:>9.1} {:>8} {:>6} {:>6} {:>7} {:>6}",
+            r.mix,
+            if r.speculation { "on" } else { "off" },
+            r.calls,
+            r.waited_ms as f64 / 1000.0,
+            r.waited_ms as f64 / r.calls.max(1) as f64,
+            r.backend_calls,
+            s.hits,
+            s.joins,
+            s.wasted,
+            r.stale
+        );
+    }
+    println!();
+    for pair in runs.chunks(2) {
+        let [off, on] = pair else { continue };
+        let served = on.stats.as_ref().map_or(0, |s| s.hits + s.joins);
+        println!(
+            "{}: waiting {:+.1}%, backend calls {:+.1}%, {} of {} calls served by speculation, stale results {}",
+            on.mix,
+            pct(on.waited_ms, off.waited_ms),
+            pct(on.backend_calls, off.backend_calls),
+            served,
+            on.calls,
+            off.stale + on.stale
+        );
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let args = Args::parse();
+    let mut runs = Vec::new();
+    for mix in [CORPUS, CHAIN_HEAVY] {
+        for speculate in [false, true] {
+            if !args.json {
+                eprintln!(
+                    "replaying {} sessions × {} calls, {} mix, speculation {}…",
+                    args.sessions,
+                    args.calls,
+                    mix.name,
+                    if speculate { "on" } else { "off" }
+                );
+            }
+            runs.push(run(&args, mix, speculate).await?);
+        }
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&runs)?);
+    } else {
+        print(&runs);
+    }
+    Ok(())
+}
