@@ -50,6 +50,7 @@ bench: host plugins lang-plugins
 	$(CARGO) bench --locked -p toolhost --bench plugins
 	$(CARGO) bench --locked -p toolhost --bench pipeline
 	$(CARGO) bench --locked -p toolhost --bench languages
+	$(CARGO) run --release --locked -p toolhost-tests --bin replay
 
 ## ---------------------------------------------------------------------------
 ## Plugins in other languages (issue #6): JavaScript, Python, C beside Rust.

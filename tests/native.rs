@@ -182,16 +182,30 @@ async fn every_escape_from_the_root_is_refused() {
 async fn web_fetch_reaches_allowed_hosts_only_and_caps_the_body() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
+    // `/page` answers; `/to-allowed` and `/to-other` redirect to it on an
+    // allowed and on a disallowed host name.
     tokio::spawn(async move {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         while let Ok((mut socket, _)) = listener.accept().await {
             let mut buf = [0u8; 2048];
-            let _ = socket.read(&mut buf).await;
-            let body = "x".repeat(100);
-            let response = format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            );
+            let n = socket.read(&mut buf).await.unwrap_or(0);
+            let request = String::from_utf8_lossy(&buf[..n]);
+            let path = request.split_whitespace().nth(1).unwrap_or("/");
+            let response = match path {
+                "/to-allowed" => format!(
+                    "HTTP/1.1 302 Found\r\nlocation: http://127.0.0.1:{port}/page\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                ),
+                "/to-other" => format!(
+                    "HTTP/1.1 302 Found\r\nlocation: http://localhost:{port}/page\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                ),
+                _ => {
+                    let body = "x".repeat(100);
+                    format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    )
+                }
+            };
             let _ = socket.write_all(response.as_bytes()).await;
         }
     });
@@ -223,6 +237,25 @@ async fn web_fetch_reaches_allowed_hosts_only_and_caps_the_body() {
         "only http",
     )
     .await;
+    let followed = ok(
+        &f.host,
+        "web_fetch",
+        json!({"url": format!("http://127.0.0.1:{port}/to-allowed")}),
+    )
+    .await;
+    assert_eq!(followed["content"], "xxxxxxxxxx");
+    let out = call(
+        &f.host,
+        "web_fetch",
+        json!({"url": format!("http://127.0.0.1:{port}/to-other")}),
+    )
+    .await
+    .unwrap();
+    assert!(
+        out.is_error,
+        "a redirect to a host not allowed was followed: {}",
+        out.text()
+    );
 }
 
 #[tokio::test]
