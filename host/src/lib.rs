@@ -16,7 +16,7 @@
 //! - [`config`]: the user's configuration file, `toolhost.toml`.
 //! - [`check`]: `toolhost check`, the generic checks of one plugin.
 //! - [`expect`]: `toolhost check --expect`, a vendor's golden cases.
-//! - [`scaffold`]: `toolhost new`, plugin templates in four languages.
+//! - [`scaffold`]: `toolhost new`, plugin templates in five languages.
 //!
 //! The WIT contract the plugins implement is in `wit/` at the repository root.
 
