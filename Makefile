@@ -53,10 +53,10 @@ bench: host plugins lang-plugins
 	$(CARGO) run --release --locked -p toolhost-tests --bin replay
 
 ## ---------------------------------------------------------------------------
-## Plugins in other languages (issue #6): JavaScript, Python, C beside Rust.
-## `make toolchains` installs every tool, pinned, into build/ (nothing by
-## hand); `make lang-plugins` builds the four reference enrichers into
-## build/reference/reference-{rust,js,py,c}.wasm, each with its NAME.toml.
+## Plugins in other languages (issue #6): JavaScript, Python, C, Go beside
+## Rust. `make toolchains` installs every tool, pinned, into build/ (nothing
+## by hand); `make lang-plugins` builds the five reference enrichers into
+## build/reference/reference-{rust,js,py,c,go}.wasm, each with its NAME.toml.
 ## ---------------------------------------------------------------------------
 VENV        := build/venv
 VENV_STAMP  := $(VENV)/.installed
@@ -65,15 +65,27 @@ WASM_TOOLS  := $(VENV)/bin/wasm-tools
 COMPONENTIZE_PY := $(VENV)/bin/componentize-py
 WIT_BINDGEN_VERSION := 0.63.0
 WIT_BINDGEN := build/tools/bin/wit-bindgen
+# Stamp of the wit-bindgen build with the C and Go generators, and the Go
+# runtime package its Go bindings import (go.bytecodealliance.org/pkg, shipped
+# in the wit-bindgen-go crate): copied from the crate's source, so no Go
+# module proxy is needed.
+WIT_BINDGEN_STAMP := build/tools/.wit-bindgen-$(WIT_BINDGEN_VERSION)-c-go
+GO_PKG      := build/tools/go-pkg
+GO          := $(VENV)/bin/go
 REF_DIR     := build/reference
 REF_JS      := guest-plugins/reference-js
 REF_C       := guest-plugins/reference-c
 C_GEN       := build/c-gen/reference
+REF_GO      := guest-plugins/reference-go
+GO_GEN      := build/go-gen/reference
+# WASI preview 1 -> 0.2 (Go only targets wasip1): the reactor adapter that
+# jco ships, installed with componentize-js (pinned by its package-lock.json).
+WASI_ADAPTER := $(REF_JS)/node_modules/@bytecodealliance/jco/lib/wasi_snapshot_preview1.reactor.wasm
 
 TOOL_JS     := guest-plugins/tool-js
 LANG_DIR    := build/plugins-lang
 
-toolchains: setup $(VENV_STAMP) $(WIT_BINDGEN) $(REF_JS)/node_modules/.installed \
+toolchains: setup $(VENV_STAMP) $(WIT_BINDGEN_STAMP) $(REF_JS)/node_modules/.installed \
 		$(TOOL_JS)/node_modules/.installed
 
 # One venv for every Python tool, from the pinned requirements.txt.
@@ -83,9 +95,15 @@ $(VENV_STAMP): requirements.txt
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
 	@touch $@
 
-# The C bindings generator (not on PyPI or npm): built once into build/tools.
-$(WIT_BINDGEN):
-	$(CARGO) install wit-bindgen-cli --version $(WIT_BINDGEN_VERSION) --locked --no-default-features --features c --root build/tools
+# The C and Go bindings generators (not on PyPI or npm): built once into
+# build/tools, with the Go runtime package from the same crate release.
+$(WIT_BINDGEN_STAMP):
+	$(CARGO) install wit-bindgen-cli --version $(WIT_BINDGEN_VERSION) --locked --force \
+		--no-default-features --features c,go --root build/tools
+	@src=$$(ls -d $${CARGO_HOME:-$$HOME/.cargo}/registry/src/*/wit-bindgen-go-$(WIT_BINDGEN_VERSION)/src/pkg 2>/dev/null | head -n1); \
+		test -n "$$src" || { echo "wit-bindgen-go $(WIT_BINDGEN_VERSION)'s source is not in cargo's registry (CARGO_HOME)" >&2; exit 1; }; \
+		rm -rf $(GO_PKG) && cp -r "$$src" $(GO_PKG)
+	@touch $@
 
 # componentize-js, pinned by each package's package-lock.json.
 %/node_modules/.installed: %/package.json %/package-lock.json
@@ -94,8 +112,9 @@ $(WIT_BINDGEN):
 	@touch $@
 
 lang-plugins: plugins toolchains $(REF_DIR)/reference-rust.wasm $(REF_DIR)/reference-js.wasm \
-		$(REF_DIR)/reference-py.wasm $(REF_DIR)/reference-c.wasm $(LANG_DIR)/tool-js.wasm
-	@for lang in rust js py c; do cp guest-plugins/reference.toml $(REF_DIR)/reference-$$lang.toml; done
+		$(REF_DIR)/reference-py.wasm $(REF_DIR)/reference-c.wasm $(REF_DIR)/reference-go.wasm \
+		$(LANG_DIR)/tool-js.wasm
+	@for lang in rust js py c go; do cp guest-plugins/reference.toml $(REF_DIR)/reference-$$lang.toml; done
 	@ls -l $(REF_DIR)/*.wasm $(LANG_DIR)/*.wasm
 
 # A tool plugin in JavaScript (world without http: see its wit/world.wit).
@@ -118,13 +137,31 @@ $(REF_DIR)/reference-py.wasm: guest-plugins/reference-py/app.py $(VENV_STAMP) wi
 
 # C: wit-bindgen's C bindings, zig's clang and wasi-libc (wasm32-wasi,
 # reactor), then `wasm-tools component new` (no WASI is left to adapt).
-$(REF_DIR)/reference-c.wasm: $(REF_C)/*.c $(REF_C)/*.h $(WIT_BINDGEN) $(VENV_STAMP) wit/*.wit
+$(REF_DIR)/reference-c.wasm: $(REF_C)/*.c $(REF_C)/*.h $(WIT_BINDGEN_STAMP) $(VENV_STAMP) wit/*.wit
 	@mkdir -p $(REF_DIR) $(C_GEN)
 	$(WIT_BINDGEN) c wit --world enricher-plugin --out-dir $(C_GEN)
 	$(PYTHON) -m ziglang cc --target=wasm32-wasi -mexec-model=reactor -Os -s \
 		-I$(C_GEN) -o $(C_GEN)/core.wasm $(REF_C)/*.c $(C_GEN)/enricher_plugin.c \
 		$(C_GEN)/enricher_plugin_component_type.o
 	$(WASM_TOOLS) component new $(C_GEN)/core.wasm -o $@
+
+# Go: wit-bindgen's Go bindings (a module with its go.mod) beside our package
+# (whose directory name is the generator's), `go build` for wasip1 as a
+# reactor (c-shared), then `wasm-tools component new` with the preview-1
+# adapter. GOPROXY=off: the one dependency, go.bytecodealliance.org/pkg, is
+# replaced by the local copy.
+$(REF_DIR)/reference-go.wasm: $(REF_GO)/*/*.go $(WIT_BINDGEN_STAMP) $(VENV_STAMP) \
+		$(REF_JS)/node_modules/.installed wit/*.wit
+	@mkdir -p $(REF_DIR)
+	rm -rf $(GO_GEN)
+	$(WIT_BINDGEN) go wit --world enricher-plugin --out-dir $(GO_GEN)
+	cp -r $(REF_GO)/. $(GO_GEN)/
+	$(GO) -C $(GO_GEN) mod edit -replace=go.bytecodealliance.org/pkg=$(abspath $(GO_PKG))
+	GOOS=wasip1 GOARCH=wasm GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-mod=mod $(GO) -C $(GO_GEN) \
+		build -buildmode=c-shared -ldflags='-checklinkname=0 -s -w' -o core.wasm .
+	$(WASM_TOOLS) component embed wit --world enricher-plugin $(GO_GEN)/core.wasm -o $(GO_GEN)/embedded.wasm
+	$(WASM_TOOLS) component new $(GO_GEN)/embedded.wasm \
+		--adapt wasi_snapshot_preview1=$(WASI_ADAPTER) -o $@
 
 clean:
 	$(CARGO) clean

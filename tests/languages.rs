@@ -1,8 +1,8 @@
-//! The reference enricher ("acme") written in Rust, JavaScript, Python and C
-//! gives identical results through the real host: the enriched tool list,
+//! The reference enricher ("acme") written in Rust, JavaScript, Python, C and
+//! Go gives identical results through the real host: the enriched tool list,
 //! argument transforms (including the error message), value models,
 //! projections and rate-limit hosts. Each language's output is also checked
-//! against concrete expected values, so all four cannot be wrong the same way.
+//! against concrete expected values, so all five cannot be wrong the same way.
 
 use std::sync::Arc;
 

@@ -98,3 +98,22 @@ async fn c_template_builds_and_passes_check() {
     ];
     scaffold_build_check("tpl-c", Lang::C, &vars, |_| {}).await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn go_template_builds_and_passes_check() {
+    // The Go runtime package and the WASI adapter `make toolchains` put in
+    // place: no Go module proxy, no download.
+    let r = repo();
+    let vars = [
+        format!("WIT_BINDGEN={}", r.join("build/tools/bin/wit-bindgen").display()),
+        format!("GO={}", r.join("build/venv/bin/go").display()),
+        format!("WASM_TOOLS={}", r.join("build/venv/bin/wasm-tools").display()),
+        format!(
+            "ADAPTER={}",
+            r.join("guest-plugins/reference-js/node_modules/@bytecodealliance/jco/lib/wasi_snapshot_preview1.reactor.wasm")
+                .display()
+        ),
+        format!("GO_PKG={}", r.join("build/tools/go-pkg").display()),
+    ];
+    scaffold_build_check("tpl-go", Lang::Go, &vars, |_| {}).await;
+}

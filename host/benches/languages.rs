@@ -16,7 +16,7 @@ use toolhost::plugin::{CodeSource, Plugin, Runtime, RuntimeOptions};
 use toolhost::schema::ToolSchema;
 use toolhost::value_model::FollowUpLink;
 
-const LANGS: [&str; 4] = ["rust", "js", "py", "c"];
+const LANGS: [&str; 5] = ["rust", "js", "py", "c", "go"];
 const CALLS: usize = 300;
 
 fn runtime(cache: &Path) -> Runtime {

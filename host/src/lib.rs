@@ -19,7 +19,7 @@
 //! - [`stats`]: speculation figures on disk and in the log (`toolhost stats`).
 //! - [`check`]: `toolhost check`, the generic checks of one plugin.
 //! - [`expect`]: `toolhost check --expect`, a vendor's golden cases.
-//! - [`scaffold`]: `toolhost new`, plugin templates in four languages.
+//! - [`scaffold`]: `toolhost new`, plugin templates in five languages.
 //!
 //! The WIT contract the plugins implement is in `wit/` at the repository root.
 

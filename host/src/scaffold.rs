@@ -1,4 +1,4 @@
-//! `toolhost new NAME --lang rust|js|python|c`: scaffold a plugin directory
+//! `toolhost new NAME --lang rust|js|python|c|go`: scaffold a plugin directory
 //! that builds with one command (`make`) and passes `toolhost check` as
 //! generated. The templates (`host/templates/`) and the WIT contract are
 //! embedded in the binary, so the command works anywhere. This module does
@@ -13,6 +13,7 @@ pub enum Lang {
     Js,
     Python,
     C,
+    Go,
 }
 
 /// Why a plugin could not be scaffolded.
@@ -54,6 +55,13 @@ fn template(lang: Lang) -> &'static [(&'static str, &'static str)] {
         Lang::C => &[
             ("plugin.c", include_str!("../templates/c/plugin.c")),
             ("Makefile", include_str!("../templates/c/Makefile")),
+        ],
+        Lang::Go => &[
+            (
+                "export_toolhost_plugin_enricher/plugin.go",
+                include_str!("../templates/go/export_toolhost_plugin_enricher/plugin.go"),
+            ),
+            ("Makefile", include_str!("../templates/go/Makefile")),
         ],
     }
 }
@@ -112,6 +120,7 @@ mod tests {
             (Lang::Js, "app.js"),
             (Lang::Python, "app.py"),
             (Lang::C, "plugin.c"),
+            (Lang::Go, "export_toolhost_plugin_enricher/plugin.go"),
         ] {
             let name = format!("p-{lang:?}").to_lowercase();
             let dir = scaffold(tmp.path(), &name, lang).unwrap();

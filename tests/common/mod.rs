@@ -170,7 +170,7 @@ impl LoopbackServer {
 
 /// The languages the reference enricher is written in, as in
 /// `build/reference/reference-LANG.wasm`.
-pub const REFERENCE_LANGS: [&str; 4] = ["rust", "js", "py", "c"];
+pub const REFERENCE_LANGS: [&str; 5] = ["rust", "js", "py", "c", "go"];
 
 /// The built reference enricher in `lang` (with its manifest beside it),
 /// copied there by `make lang-plugins`.

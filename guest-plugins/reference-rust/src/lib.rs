@@ -1,8 +1,8 @@
 //! `reference_rust`: the reference enricher for "acme", a fictional issue
-//! tracker, written with the Rust SDK. `reference-js`, `reference-py` and
-//! `reference-c` implement exactly the same behaviour (the integration test
-//! `tests/languages.rs` compares all four through the host); the behaviour is
-//! specified in `docs/plugins/reference.md`.
+//! tracker, written with the Rust SDK. `reference-js`, `reference-py`,
+//! `reference-c` and `reference-go` implement exactly the same behaviour (the
+//! integration test `tests/languages.rs` compares all five through the host);
+//! the behaviour is specified in `docs/plugins/reference.md`.
 //!
 //! Config (`guest-plugins/reference.toml`): `host`, `projects` and
 //! `custom_fields` (`id`, `name`, `type` number|select|text, `options` for a
