@@ -6,7 +6,8 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use toolhost::plugin::{Content, Plugin, ToolError};
+use toolhost::pipeline::structured;
+use toolhost::plugin::{Plugin, ToolError};
 use toolhost_tests::{LoopbackServer, plugin_dir, runtime};
 
 async fn tracker(manifest: &str) -> (Arc<Plugin>, tempfile::TempDir) {
@@ -29,18 +30,7 @@ async fn get_issue(p: &Plugin, key: &str) -> Result<Value, ToolError> {
         )
         .await
         .unwrap()?;
-    let json = result
-        .content
-        .iter()
-        .find_map(|c| {
-            if let Content::Json(j) = c {
-                Some(j.clone())
-            } else {
-                None
-            }
-        })
-        .unwrap();
-    Ok(serde_json::from_str(&json).unwrap())
+    Ok(structured(&result.content).expect("a JSON content block"))
 }
 
 #[tokio::test(flavor = "multi_thread")]

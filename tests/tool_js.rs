@@ -7,6 +7,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
+use toolhost::pipeline::structured;
 use toolhost::plugin::{BeforeCallDecision, Content, Hooks, RenderOptions, ToolError, ToolResult};
 use toolhost_tests::{lang_plugin, runtime};
 
@@ -18,14 +19,7 @@ fn obj(v: Value) -> Map<String, Value> {
 }
 
 fn stats(result: &ToolResult) -> Value {
-    result
-        .content
-        .iter()
-        .find_map(|c| match c {
-            Content::Json(text) => serde_json::from_str(text).ok(),
-            _ => None,
-        })
-        .expect("a JSON content block")
+    structured(&result.content).expect("a JSON content block")
 }
 
 #[tokio::test(flavor = "multi_thread")]

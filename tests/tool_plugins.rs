@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Map, Value, json};
 use toolhost::catalog::base_tool;
 use toolhost::enrich::Enrichers;
+use toolhost::pipeline::{structured, text_of};
 use toolhost::plugin::{BeforeCallDecision, Content, Hooks, Plugin, RenderOptions, ToolError};
 use toolhost_tests::{plugin_dir, runtime};
 
@@ -65,32 +66,10 @@ async fn text_tools_exercise_every_hook() {
         .await
         .unwrap()
         .unwrap();
-    let texts: Vec<&str> = result
-        .content
-        .iter()
-        .filter_map(|c| {
-            if let Content::Text(t) = c {
-                Some(t.as_str())
-            } else {
-                None
-            }
-        })
-        .collect();
-    assert_eq!(texts, ["3 words"]);
-    let structured = result
-        .content
-        .iter()
-        .find_map(|c| {
-            if let Content::Json(j) = c {
-                Some(j.clone())
-            } else {
-                None
-            }
-        })
-        .unwrap();
+    assert_eq!(text_of(&result.content), "3 words");
     assert_eq!(
-        serde_json::from_str::<Value>(&structured).unwrap(),
-        json!({"words": 3, "unique": 2})
+        structured(&result.content),
+        Some(json!({"words": 3, "unique": 2}))
     );
 
     // after-call overrides details.

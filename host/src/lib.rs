@@ -16,6 +16,7 @@
 //! - [`mcp`]: the MCP server front.
 //! - [`setup`]: a [`pipeline::Toolhost`] built from the configuration.
 //! - [`config`]: the user's configuration file, `toolhost.toml`.
+//! - [`atomic_file`]: replacing a file whole (write, edit, statistics).
 //! - [`stats`]: speculation figures on disk and in the log (`toolhost stats`).
 //! - [`check`]: `toolhost check`, the generic checks of one plugin.
 //! - [`expect`]: `toolhost check --expect`, a vendor's golden cases.
@@ -23,6 +24,7 @@
 //!
 //! The WIT contract the plugins implement is in `wit/` at the repository root.
 
+pub mod atomic_file;
 pub mod catalog;
 pub mod check;
 pub mod config;

@@ -2,13 +2,12 @@
 //! keeps up to date for `toolhost stats`, the one-line summary it logs, and
 //! the human rendering of both.
 //!
-//! The file is rewritten (through a temporary file renamed into place, so a
-//! reader never sees half of it) whenever the figures change, at most every
+//! The file is rewritten whole ([`crate::atomic_file`], so a reader never
+//! sees half of it) whenever the figures change, at most every
 //! [`INTERVAL`], and once more when the server stops. With several servers
 //! sharing one file the last writer wins; give each its own
 //! `[speculation] stats_file` to keep them apart.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -69,13 +68,8 @@ pub fn write(path: &Path, stats: &Snapshot) -> Result<(), StatsError> {
             .map_or(0, |d| d.as_secs()),
         stats: stats.clone(),
     };
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(io)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
     let text = serde_json::to_string_pretty(&recorded).expect("statistics serialise");
-    tmp.write_all(text.as_bytes()).map_err(io)?;
-    tmp.persist(path).map_err(|e| io(e.error))?;
-    Ok(())
+    crate::atomic_file::replace(path, text.as_bytes()).map_err(io)
 }
 
 /// One line for the server's log.

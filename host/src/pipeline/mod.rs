@@ -96,7 +96,8 @@ impl CallOutput {
     }
 }
 
-fn text_of(content: &[Content]) -> String {
+/// The text blocks of a result, joined by newlines.
+pub fn text_of(content: &[Content]) -> String {
     content
         .iter()
         .filter_map(|c| match c {
@@ -305,7 +306,11 @@ impl Toolhost {
         };
         if let Some(engine) = engine {
             engine.invalidate_for(name);
-            if !is_error && let Some(structured) = structured(&result.content) {
+            // Parse the result only if there is something to plan from it.
+            if !is_error
+                && engine.follows_up(name)
+                && let Some(structured) = structured(&result.content)
+            {
                 engine.plan_after(name, structured);
             }
         }
@@ -467,7 +472,7 @@ impl Core {
 }
 
 /// The first JSON block of a result, parsed.
-fn structured(content: &[Content]) -> Option<Value> {
+pub fn structured(content: &[Content]) -> Option<Value> {
     content.iter().find_map(|c| match c {
         Content::Json(j) => serde_json::from_str(j).ok(),
         _ => None,

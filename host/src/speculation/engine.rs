@@ -212,13 +212,17 @@ impl<T: Target> Engine<T> {
         }
     }
 
+    /// Whether `tool`'s value model names any follow-up to plan.
+    pub fn follows_up(&self, tool: &str) -> bool {
+        self.models
+            .get(tool)
+            .and_then(|m| m.follow_ups.as_ref())
+            .is_some_and(|links| !links.is_empty())
+    }
+
     /// [`Engine::after_call`] in the background, so the call that ran is
     /// answered without waiting for its follow-ups to be planned.
     pub fn plan_after(self: &Arc<Self>, tool: &str, result: Value) {
-        let links = self.models.get(tool).and_then(|m| m.follow_ups.as_ref());
-        if links.is_none_or(Vec::is_empty) {
-            return;
-        }
         self.planning.fetch_add(1, Ordering::SeqCst);
         let guard = Planning(self.planning.clone());
         let (engine, tool) = (self.clone(), tool.to_owned());

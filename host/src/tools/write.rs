@@ -1,7 +1,7 @@
 //! `write` and `edit`: the native tools that change files, served only when
 //! the configuration says `writable = true`. Both stay inside the root
-//! ([`Root::resolve_for_write`]) and write through a temporary file renamed
-//! into place, so a reader never sees half a file.
+//! ([`Root::resolve_for_write`]) and replace the file whole
+//! ([`crate::atomic_file`]), so a reader never sees half of it.
 
 use std::path::Path;
 
@@ -66,20 +66,6 @@ pub fn edit(root: &Root, args: &Map<String, Value>) -> Result<ToolResult, ToolEr
 }
 
 fn replace(path: &Path, content: &str, given: &str) -> Result<(), ToolError> {
-    let fail = |e: std::io::Error| ToolError::Failed(format!("{given}: {e}"));
-    let dir = path
-        .parent()
-        .ok_or_else(|| ToolError::InvalidArgs(format!("path: `{given}` names no file")))?;
-    std::fs::create_dir_all(dir).map_err(fail)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
-    std::io::Write::write_all(&mut tmp, content.as_bytes()).map_err(fail)?;
-    // A temporary file is private; keep the replaced file's mode, or the
-    // usual one for a new file.
-    let mode = match std::fs::metadata(path) {
-        Ok(meta) => meta.permissions(),
-        Err(_) => std::os::unix::fs::PermissionsExt::from_mode(0o644),
-    };
-    tmp.as_file().set_permissions(mode).map_err(fail)?;
-    tmp.persist(path).map_err(|e| fail(e.error))?;
-    Ok(())
+    crate::atomic_file::replace(path, content.as_bytes())
+        .map_err(|e| ToolError::Failed(format!("{given}: {e}")))
 }
