@@ -172,14 +172,6 @@ impl HostState {
         self.cpu_ticks_left -= 1;
         Ok(UpdateDeadline::Yield(1))
     }
-
-    fn check_output(&self, len: usize) -> Result<(), EditError> {
-        if len > self.identity.limits.max_output_bytes {
-            Err(EditError::TooLarge(len as u64))
-        } else {
-            Ok(())
-        }
-    }
 }
 
 /// The trap raised when a call runs out of CPU budget.
@@ -394,10 +386,9 @@ impl types::HostToolArgs for HostState {
     }
 
     fn set(&mut self, a: Resource<ArgsEdit>, key: String, value: String) -> Edit<()> {
-        if let Err(e) = self.check_output(value.len()) {
-            return edit(Err(e));
-        }
-        edit(self.args(&a)?.set(&key, &value))
+        // The size cap is the handle's own (`ArgsEdit` was lent with the
+        // plugin's output limit), checked there.
+        edit(self.args(&a)?.set(key, &value))
     }
 
     fn remove(&mut self, a: Resource<ArgsEdit>, key: String) -> Edit<Option<String>> {
