@@ -8,8 +8,7 @@
 //! Concurrent calls never wait on one another: each takes its own instance,
 //! and the pool's lock is held only to pop or push one.
 
-use std::future::Future;
-use std::pin::Pin;
+use std::pin::pin;
 use std::sync::{Arc, Mutex};
 
 use wasmtime::component::InstancePre;
@@ -17,6 +16,7 @@ use wasmtime::{Engine, Store};
 
 use super::PluginError;
 use super::bindings::{enricher, tool};
+use super::deadline;
 use super::engine::EpochTicker;
 use super::health::Health;
 use super::host_api::{CpuExhausted, HostState, PluginIdentity};
@@ -52,12 +52,6 @@ impl Instance {
         (guest, &mut self.store)
     }
 }
-
-/// A call body: borrows the instance for the length of its future.
-pub type CallFn<T> = Box<
-    dyn for<'a> FnOnce(&'a mut Instance) -> Pin<Box<dyn Future<Output = wasmtime::Result<T>> + Send + 'a>>
-        + Send,
->;
 
 pub struct Instances {
     engine: Engine,
@@ -141,16 +135,24 @@ impl Instances {
 
     /// Run `call` on an instance, within the plugin's limits. `method` names
     /// the export for error messages.
-    pub async fn run<T: Send>(&self, method: &'static str, call: CallFn<T>) -> Result<T, PluginError> {
-        let plugin = self.identity.name.clone();
+    ///
+    /// `call` is an async closure rather than a boxed future so that a call
+    /// costs no allocation here and may borrow its inputs (the tool name,
+    /// the arguments) instead of copying them: this is the per-call path of
+    /// every enricher in the chain.
+    pub async fn run<T>(
+        &self,
+        method: &'static str,
+        call: impl AsyncFnOnce(&mut Instance) -> wasmtime::Result<T>,
+    ) -> Result<T, PluginError> {
         if let Err(left) = self.health.admit() {
             return Err(PluginError::Quarantined {
-                plugin,
+                plugin: self.identity.name.clone(),
                 retry_in_ms: left.as_millis() as u64,
             });
         }
         let wall = self.identity.limits.wall;
-        let result = tokio::time::timeout(wall, async {
+        let work = pin!(async {
             let mut instance = match self.take_idle() {
                 Some(instance) => instance,
                 None => self.instantiate().await?,
@@ -159,8 +161,8 @@ impl Instances {
             instance.store.set_epoch_deadline(1);
             let value = call(&mut instance).await?;
             Ok::<_, wasmtime::Error>((instance, value))
-        })
-        .await;
+        });
+        let result = deadline::within(wall, work).await;
         match result {
             Ok(Ok((instance, value))) => {
                 self.health.success();
@@ -171,6 +173,7 @@ impl Instances {
             // interrupted instance is never entered again.
             Ok(Err(error)) => {
                 self.fail();
+                let plugin = self.identity.name.clone();
                 Err(
                     if error.downcast_ref::<CpuExhausted>().is_some() || is_cpu_trap(&error) {
                         PluginError::Cpu {
@@ -190,7 +193,7 @@ impl Instances {
             Err(_) => {
                 self.fail();
                 Err(PluginError::Timeout {
-                    plugin,
+                    plugin: self.identity.name.clone(),
                     method,
                     wall_ms: wall.as_millis() as u64,
                 })
