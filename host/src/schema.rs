@@ -470,7 +470,8 @@ impl ArgsEdit {
         if value_json.len() > self.max_value_bytes {
             return Err(EditError::TooLarge(value_json.len() as u64));
         }
-        if !self.args.contains_key(&key) && self.args.len() >= MAX_PROPERTIES {
+        // Length first: the key is hashed only when the object is full.
+        if self.args.len() >= MAX_PROPERTIES && !self.args.contains_key(&key) {
             return Err(EditError::InvalidSchema(format!(
                 "more than {MAX_PROPERTIES} arguments"
             )));
