@@ -222,7 +222,11 @@ fn bench(c: &mut Criterion) {
 fn summary() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/criterion");
     let median = |id: &str| -> Option<f64> {
-        let text = std::fs::read_to_string(root.join(id).join("new/estimates.json")).ok()?;
+        // Criterion keeps a group's benchmarks under `group/name`, and a
+        // lone benchmark whose id has a `/` under `group_name`.
+        let text = [id.to_owned(), id.replace('/', "_")]
+            .iter()
+            .find_map(|dir| std::fs::read_to_string(root.join(dir).join("new/estimates.json")).ok())?;
         let v: Value = serde_json::from_str(&text).ok()?;
         v["median"]["point_estimate"].as_f64()
     };
