@@ -457,22 +457,26 @@ impl ArgsEdit {
     }
 
     pub fn get(&self, key: &str) -> Option<String> {
-        self.args.get(key).map(Value::to_string)
+        self.args.get(key).map(json_text)
     }
 
-    pub fn set(&mut self, key: &str, value_json: &str) -> Result<(), EditError> {
+    /// Set `key` to the value `value_json` (JSON text). The key is taken by
+    /// value: the host import already owns it, and this is the hot path of
+    /// `transform-args`.
+    pub fn set(&mut self, key: String, value_json: &str) -> Result<(), EditError> {
         if self.read_only {
             return Err(EditError::ReadOnly);
         }
         if value_json.len() > self.max_value_bytes {
             return Err(EditError::TooLarge(value_json.len() as u64));
         }
-        if !self.args.contains_key(key) && self.args.len() >= MAX_PROPERTIES {
+        // Length first: the key is hashed only when the object is full.
+        if self.args.len() >= MAX_PROPERTIES && !self.args.contains_key(&key) {
             return Err(EditError::InvalidSchema(format!(
                 "more than {MAX_PROPERTIES} arguments"
             )));
         }
-        self.args.insert(key.to_owned(), parse_json(value_json)?);
+        self.args.insert(key, parse_json(value_json)?);
         Ok(())
     }
 
@@ -480,8 +484,17 @@ impl ArgsEdit {
         if self.read_only {
             return Err(EditError::ReadOnly);
         }
-        Ok(self.args.shift_remove(key).map(|v| v.to_string()))
+        // `shift_remove` keeps the other arguments in order, as a plugin
+        // author expects of a JSON object.
+        Ok(self.args.shift_remove(key).map(|v| json_text(&v)))
     }
+}
+
+/// A value as compact JSON text. `serde_json::to_string` writes into a
+/// buffer directly; `Value::to_string` goes through `fmt::Display`, which
+/// costs more on this path (every `get` and `remove` of a plugin).
+fn json_text(value: &Value) -> String {
+    serde_json::to_string(value).expect("a JSON value always serialises")
 }
 
 fn parse_json(text: &str) -> Result<Value, EditError> {
@@ -567,7 +580,7 @@ mod tests {
     #[test]
     fn read_only_args_refuse_writes() {
         let mut a = ArgsEdit::new(Map::new(), true, 1024);
-        assert_eq!(a.set("k", "1"), Err(EditError::ReadOnly));
+        assert_eq!(a.set("k".into(), "1"), Err(EditError::ReadOnly));
         assert_eq!(a.remove("k"), Err(EditError::ReadOnly));
     }
 }

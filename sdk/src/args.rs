@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::EditError;
 use crate::bindings::shared::toolhost::plugin::types::ToolArgs;
-use crate::schema::parse;
+use crate::schema::{parse, text};
 
 /// A call's arguments (a JSON object), lent for the length of one call.
 pub struct Args<'a> {
@@ -47,7 +47,7 @@ impl<'a> Args<'a> {
 
     /// Set one argument, adding or replacing it.
     pub fn set(&mut self, key: &str, value: &Value) -> Result<(), EditError> {
-        Ok(self.handle.set(key, &value.to_string())?)
+        Ok(self.handle.set(key, &text(value))?)
     }
 
     /// Remove one argument and return its value, or `None` if it was absent.

@@ -14,6 +14,7 @@ use wasmtime::component::Resource;
 
 use super::bindings::{tool, value_model_types as wit};
 use super::host_api::{CallContext, ProgressFn};
+use super::instance::Instance;
 use super::{Plugin, PluginError};
 use crate::schema::{ArgsEdit, SchemaEdit, ToolSchema};
 use crate::value_model::{CostModel, FieldGroup, FollowUpLink, SideEffect, ValueClass, ValueModel};
@@ -75,17 +76,10 @@ impl Plugin {
         self.require_enricher(M)?;
         let answer = self
             .instances
-            .run(
-                M,
-                Box::new(|i| {
-                    Box::pin(async move {
-                        {
-                            let (g, store) = i.enricher();
-                            g.call_supported_categories(store).await
-                        }
-                    })
-                }),
-            )
+            .run(M, async |i: &mut Instance| {
+                let (g, store) = i.enricher();
+                g.call_supported_categories(store).await
+            })
             .await?;
         let categories = answer.map_err(|message| PluginError::Rejected {
             plugin: self.name.clone(),
@@ -107,26 +101,21 @@ impl Plugin {
     pub async fn enrich_schema(&self, tool: &str, schema: ToolSchema) -> Result<SchemaEdit, PluginError> {
         const M: &str = "enrich-schema";
         self.require_enricher(M)?;
-        let (tool, name, cap) = (tool.to_owned(), self.name.clone(), self.limits().max_output_bytes);
+        let (name, cap) = (self.name.clone(), self.limits().max_output_bytes);
         self.instances
-            .run(
-                M,
-                Box::new(move |i| {
-                    Box::pin(async move {
-                        let handle = i
-                            .store
-                            .data_mut()
-                            .table
-                            .push(SchemaEdit::new(schema, name, cap))?;
-                        let lent = Resource::new_borrow(handle.rep());
-                        {
-                            let (g, store) = i.enricher();
-                            g.call_enrich_schema(store, &tool, lent).await
-                        }?;
-                        Ok(i.store.data_mut().table.delete(handle)?)
-                    })
-                }),
-            )
+            .run(M, async |i: &mut Instance| {
+                let handle = i
+                    .store
+                    .data_mut()
+                    .table
+                    .push(SchemaEdit::new(schema, name, cap))?;
+                let lent = Resource::new_borrow(handle.rep());
+                {
+                    let (g, store) = i.enricher();
+                    g.call_enrich_schema(store, tool, lent).await
+                }?;
+                Ok(i.store.data_mut().table.delete(handle)?)
+            })
             .await
     }
 
@@ -139,23 +128,18 @@ impl Plugin {
     ) -> Result<Map<String, Value>, PluginError> {
         const M: &str = "transform-args";
         self.require_enricher(M)?;
-        let (tool, cap) = (tool.to_owned(), self.limits().max_output_bytes);
+        let cap = self.limits().max_output_bytes;
         let (answer, args) = self
             .instances
-            .run(
-                M,
-                Box::new(move |i| {
-                    Box::pin(async move {
-                        let handle = i.store.data_mut().table.push(ArgsEdit::new(args, false, cap))?;
-                        let lent = Resource::new_borrow(handle.rep());
-                        let answer = {
-                            let (g, store) = i.enricher();
-                            g.call_transform_args(store, &tool, lent).await
-                        }?;
-                        Ok((answer, i.store.data_mut().table.delete(handle)?.args))
-                    })
-                }),
-            )
+            .run(M, async |i: &mut Instance| {
+                let handle = i.store.data_mut().table.push(ArgsEdit::new(args, false, cap))?;
+                let lent = Resource::new_borrow(handle.rep());
+                let answer = {
+                    let (g, store) = i.enricher();
+                    g.call_transform_args(store, tool, lent).await
+                }?;
+                Ok((answer, i.store.data_mut().table.delete(handle)?.args))
+            })
             .await?;
         answer.map_err(|message| PluginError::Rejected {
             plugin: self.name.clone(),
@@ -168,20 +152,12 @@ impl Plugin {
     pub async fn value_model(&self, tool: &str) -> Result<Option<ValueModel>, PluginError> {
         const M: &str = "value-model";
         self.require_enricher(M)?;
-        let tool = tool.to_owned();
         let model = self
             .instances
-            .run(
-                M,
-                Box::new(move |i| {
-                    Box::pin(async move {
-                        {
-                            let (g, store) = i.enricher();
-                            g.call_value_model(store, &tool).await
-                        }
-                    })
-                }),
-            )
+            .run(M, async |i: &mut Instance| {
+                let (g, store) = i.enricher();
+                g.call_value_model(store, tool).await
+            })
             .await?;
         let Some(model) = model else { return Ok(None) };
         let model = from_wit(model);
@@ -212,7 +188,7 @@ impl Plugin {
     ) -> Result<Option<Vec<Map<String, Value>>>, PluginError> {
         const M: &str = "project-args";
         self.require_enricher(M)?;
-        let (prev_tool, prev_result) = (prev_tool.to_owned(), prev_result.to_string());
+        let prev_result = prev_result.to_string();
         let link = wit::FollowUpLink {
             tool: link.tool.clone(),
             probability: link.probability,
@@ -221,17 +197,10 @@ impl Plugin {
         };
         let answer = self
             .instances
-            .run(
-                M,
-                Box::new(move |i| {
-                    Box::pin(async move {
-                        {
-                            let (g, store) = i.enricher();
-                            g.call_project_args(store, &prev_tool, &prev_result, &link).await
-                        }
-                    })
-                }),
-            )
+            .run(M, async |i: &mut Instance| {
+                let (g, store) = i.enricher();
+                g.call_project_args(store, prev_tool, &prev_result, &link).await
+            })
             .await?;
         let Some(items) = answer else { return Ok(None) };
         self.cap(M, items.iter().map(String::len).sum())?;
@@ -253,24 +222,19 @@ impl Plugin {
     ) -> Result<Option<String>, PluginError> {
         const M: &str = "rate-limit-host";
         self.require_enricher(M)?;
-        let (tool, args, cap) = (tool.to_owned(), args.clone(), self.limits().max_output_bytes);
+        let (args, cap) = (args.clone(), self.limits().max_output_bytes);
         let host = self
             .instances
-            .run(
-                M,
-                Box::new(move |i| {
-                    Box::pin(async move {
-                        let handle = i.store.data_mut().table.push(ArgsEdit::new(args, true, cap))?;
-                        let lent = Resource::new_borrow(handle.rep());
-                        let host = {
-                            let (g, store) = i.enricher();
-                            g.call_rate_limit_host(store, &tool, lent).await
-                        }?;
-                        i.store.data_mut().table.delete(handle)?;
-                        Ok(host)
-                    })
-                }),
-            )
+            .run(M, async |i: &mut Instance| {
+                let handle = i.store.data_mut().table.push(ArgsEdit::new(args, true, cap))?;
+                let lent = Resource::new_borrow(handle.rep());
+                let host = {
+                    let (g, store) = i.enricher();
+                    g.call_rate_limit_host(store, tool, lent).await
+                }?;
+                i.store.data_mut().table.delete(handle)?;
+                Ok(host)
+            })
             .await?;
         match host {
             Some(h) if h.is_empty() || h.len() > 253 || h.contains(char::is_whitespace) => {
@@ -285,17 +249,10 @@ impl Plugin {
         self.require_tool(M)?;
         let answer = self
             .instances
-            .run(
-                M,
-                Box::new(|i| {
-                    Box::pin(async move {
-                        {
-                            let (g, store) = i.tool();
-                            g.call_list_tools(store).await
-                        }
-                    })
-                }),
-            )
+            .run(M, async |i: &mut Instance| {
+                let (g, store) = i.tool();
+                g.call_list_tools(store).await
+            })
             .await?;
         let tools = answer.map_err(|message| PluginError::Rejected {
             plugin: self.name.clone(),
@@ -319,23 +276,18 @@ impl Plugin {
     ) -> Result<Map<String, Value>, PluginError> {
         const M: &str = "prepare-arguments";
         self.require_tool(M)?;
-        let (tool, cap) = (tool.to_owned(), self.limits().max_output_bytes);
+        let cap = self.limits().max_output_bytes;
         let (answer, args) = self
             .instances
-            .run(
-                M,
-                Box::new(move |i| {
-                    Box::pin(async move {
-                        let handle = i.store.data_mut().table.push(ArgsEdit::new(args, false, cap))?;
-                        let lent = Resource::new_borrow(handle.rep());
-                        let answer = {
-                            let (g, store) = i.tool();
-                            g.call_prepare_arguments(store, &tool, lent).await
-                        }?;
-                        Ok((answer, i.store.data_mut().table.delete(handle)?.args))
-                    })
-                }),
-            )
+            .run(M, async |i: &mut Instance| {
+                let handle = i.store.data_mut().table.push(ArgsEdit::new(args, false, cap))?;
+                let lent = Resource::new_borrow(handle.rep());
+                let answer = {
+                    let (g, store) = i.tool();
+                    g.call_prepare_arguments(store, tool, lent).await
+                }?;
+                Ok((answer, i.store.data_mut().table.delete(handle)?.args))
+            })
             .await?;
         answer.map_err(|message| PluginError::Rejected {
             plugin: self.name.clone(),
@@ -352,24 +304,19 @@ impl Plugin {
     ) -> Result<BeforeCallDecision, PluginError> {
         const M: &str = "before-call";
         self.require_tool(M)?;
-        let (tool, args, cap) = (tool.to_owned(), args.clone(), self.limits().max_output_bytes);
+        let (args, cap) = (args.clone(), self.limits().max_output_bytes);
         let decision = self
             .instances
-            .run(
-                M,
-                Box::new(move |i| {
-                    Box::pin(async move {
-                        let handle = i.store.data_mut().table.push(ArgsEdit::new(args, true, cap))?;
-                        let lent = Resource::new_borrow(handle.rep());
-                        let decision = {
-                            let (g, store) = i.tool();
-                            g.call_before_call(store, &tool, lent).await
-                        }?;
-                        i.store.data_mut().table.delete(handle)?;
-                        Ok(decision)
-                    })
-                }),
-            )
+            .run(M, async |i: &mut Instance| {
+                let handle = i.store.data_mut().table.push(ArgsEdit::new(args, true, cap))?;
+                let lent = Resource::new_borrow(handle.rep());
+                let decision = {
+                    let (g, store) = i.tool();
+                    g.call_before_call(store, tool, lent).await
+                }?;
+                i.store.data_mut().table.delete(handle)?;
+                Ok(decision)
+            })
             .await?;
         if let BeforeCallDecision::Block(reason) = &decision {
             self.cap(M, reason.len())?;
@@ -389,28 +336,23 @@ impl Plugin {
     ) -> Result<Result<ToolResult, ToolError>, PluginError> {
         const M: &str = "execute";
         self.require_tool(M)?;
-        let (tool, args) = (tool.to_owned(), Value::Object(args.clone()).to_string());
+        let args = serde_json::to_string(args).expect("a JSON map always serialises");
         let answer = self
             .instances
-            .run(
-                M,
-                Box::new(move |i| {
-                    Box::pin(async move {
-                        let ctx = i.store.data_mut().table.push(CallContext {
-                            call_id,
-                            cancelled,
-                            progress,
-                        })?;
-                        let lent = Resource::new_borrow(ctx.rep());
-                        let answer = {
-                            let (g, store) = i.tool();
-                            g.call_execute(store, &tool, &args, lent).await
-                        }?;
-                        i.store.data_mut().table.delete(ctx)?;
-                        Ok(answer)
-                    })
-                }),
-            )
+            .run(M, async |i: &mut Instance| {
+                let ctx = i.store.data_mut().table.push(CallContext {
+                    call_id,
+                    cancelled,
+                    progress,
+                })?;
+                let lent = Resource::new_borrow(ctx.rep());
+                let answer = {
+                    let (g, store) = i.tool();
+                    g.call_execute(store, tool, &args, lent).await
+                }?;
+                i.store.data_mut().table.delete(ctx)?;
+                Ok(answer)
+            })
             .await?;
         if let Ok(result) = &answer {
             self.cap(M, result_size(result))?;
@@ -426,20 +368,12 @@ impl Plugin {
     ) -> Result<Option<AfterCallOverride>, PluginError> {
         const M: &str = "after-call";
         self.require_tool(M)?;
-        let (tool, result) = (tool.to_owned(), result.clone());
         let answer = self
             .instances
-            .run(
-                M,
-                Box::new(move |i| {
-                    Box::pin(async move {
-                        {
-                            let (g, store) = i.tool();
-                            g.call_after_call(store, &tool, &result, is_error).await
-                        }
-                    })
-                }),
-            )
+            .run(M, async |i: &mut Instance| {
+                let (g, store) = i.tool();
+                g.call_after_call(store, tool, result, is_error).await
+            })
             .await?;
         if let Some(o) = &answer {
             let size = o.content.as_ref().map(|c| content_size(c)).unwrap_or(0)
@@ -457,20 +391,13 @@ impl Plugin {
     ) -> Result<Option<String>, PluginError> {
         const M: &str = "render-call";
         self.require_tool(M)?;
-        let (tool, args) = (tool.to_owned(), args.to_string());
+        let args = args.to_string();
         let text = self
             .instances
-            .run(
-                M,
-                Box::new(move |i| {
-                    Box::pin(async move {
-                        {
-                            let (g, store) = i.tool();
-                            g.call_render_call(store, &tool, &args, width).await
-                        }
-                    })
-                }),
-            )
+            .run(M, async |i: &mut Instance| {
+                let (g, store) = i.tool();
+                g.call_render_call(store, tool, &args, width).await
+            })
             .await?;
         self.cap(M, text.as_ref().map_or(0, String::len))?;
         Ok(text)
@@ -484,20 +411,12 @@ impl Plugin {
     ) -> Result<Option<String>, PluginError> {
         const M: &str = "render-result";
         self.require_tool(M)?;
-        let (tool, result) = (tool.to_owned(), result.clone());
         let text = self
             .instances
-            .run(
-                M,
-                Box::new(move |i| {
-                    Box::pin(async move {
-                        {
-                            let (g, store) = i.tool();
-                            g.call_render_result(store, &tool, &result, options).await
-                        }
-                    })
-                }),
-            )
+            .run(M, async |i: &mut Instance| {
+                let (g, store) = i.tool();
+                g.call_render_result(store, tool, result, options).await
+            })
             .await?;
         self.cap(M, text.as_ref().map_or(0, String::len))?;
         Ok(text)

@@ -9,6 +9,7 @@
 //! answers, not failures, and do not count.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -31,6 +32,10 @@ pub struct Health {
     threshold: u32,
     base: Duration,
     max: Duration,
+    /// Nothing to track: no failures in a row, no quarantine, no probation.
+    /// `admit` and `success` run on every call, so while this holds they
+    /// return without taking the lock. Only ever set under the lock.
+    clear: AtomicBool,
     state: Mutex<State>,
 }
 
@@ -49,6 +54,7 @@ impl Health {
             threshold: limits.quarantine_after,
             base: limits.backoff,
             max: limits.max_backoff.max(limits.backoff),
+            clear: AtomicBool::new(true),
             state: Mutex::new(State {
                 consecutive: 0,
                 until: None,
@@ -66,6 +72,9 @@ impl Health {
 
     /// May the plugin be called now? `Err` carries the time left.
     pub fn admit(&self) -> Result<(), Duration> {
+        if self.clear.load(Ordering::Acquire) {
+            return Ok(());
+        }
         let mut s = self.lock();
         match s.until {
             Some(until) if Instant::now() < until => Err(until - Instant::now()),
@@ -79,17 +88,24 @@ impl Health {
     }
 
     pub fn success(&self) {
+        if self.clear.load(Ordering::Acquire) {
+            return;
+        }
         let mut s = self.lock();
         s.consecutive = 0;
         if s.probation {
             s.probation = false;
             s.backoff = self.base;
         }
+        self.clear.store(s.until.is_none(), Ordering::Release);
     }
 
     /// Record a failure; returns true if it put the plugin in quarantine.
     pub fn failure(&self) -> bool {
         let mut s = self.lock();
+        // Cleared before the state changes, so a lock-free `success` that
+        // still sees `clear` is ordered before this failure.
+        self.clear.store(false, Ordering::Release);
         s.consecutive += 1;
         if !(s.probation || s.consecutive >= self.threshold) {
             return false;
@@ -144,6 +160,17 @@ mod tests {
         // A zero backoff has already ended: the next call is a trial.
         assert!(h.admit().is_ok());
         assert_eq!(h.status(), Status::Probation);
+        h.success();
+        assert_eq!(h.status(), Status::Healthy);
+    }
+
+    #[test]
+    fn a_success_resets_the_count_of_failures() {
+        let h = health(60_000);
+        assert!(!h.failure());
+        h.success();
+        assert!(!h.failure(), "the success in between reset the count");
+        assert!(h.admit().is_ok());
         h.success();
         assert_eq!(h.status(), Status::Healthy);
     }

@@ -112,6 +112,8 @@ pub struct HostState {
     pub(crate) limits: StoreLimits,
     pub(crate) identity: Arc<PluginIdentity>,
     log: Arc<LogBudget>,
+    /// The CPU budget of one call, in epoch ticks.
+    cpu_ticks: u64,
     /// Epoch ticks the current call may still run for.
     cpu_ticks_left: u64,
 }
@@ -145,20 +147,22 @@ impl HostState {
             .memories(8)
             .trap_on_grow_failure(true)
             .build();
+        let tick = super::engine::TICK.as_micros().max(1);
+        let cpu_ticks = (identity.limits.cpu.as_micros() / tick).max(1) as u64;
         Self {
             table: ResourceTable::new(),
             wasi,
             limits,
             identity,
             log,
+            cpu_ticks,
             cpu_ticks_left: 0,
         }
     }
 
     /// Arm the CPU budget and log cap for one call.
     pub fn begin_call(&mut self) {
-        let tick = super::engine::TICK.as_micros().max(1);
-        self.cpu_ticks_left = (self.identity.limits.cpu.as_micros() / tick).max(1) as u64;
+        self.cpu_ticks_left = self.cpu_ticks;
         self.log.lines.store(0, Ordering::Relaxed);
     }
 
@@ -171,14 +175,6 @@ impl HostState {
         }
         self.cpu_ticks_left -= 1;
         Ok(UpdateDeadline::Yield(1))
-    }
-
-    fn check_output(&self, len: usize) -> Result<(), EditError> {
-        if len > self.identity.limits.max_output_bytes {
-            Err(EditError::TooLarge(len as u64))
-        } else {
-            Ok(())
-        }
     }
 }
 
@@ -394,10 +390,9 @@ impl types::HostToolArgs for HostState {
     }
 
     fn set(&mut self, a: Resource<ArgsEdit>, key: String, value: String) -> Edit<()> {
-        if let Err(e) = self.check_output(value.len()) {
-            return edit(Err(e));
-        }
-        edit(self.args(&a)?.set(&key, &value))
+        // The size cap is the handle's own (`ArgsEdit` was lent with the
+        // plugin's output limit), checked there.
+        edit(self.args(&a)?.set(key, &value))
     }
 
     fn remove(&mut self, a: Resource<ArgsEdit>, key: String) -> Edit<Option<String>> {

@@ -7,9 +7,37 @@
 //! instance that trapped or was interrupted is never entered again.
 //! Concurrent calls never wait on one another: each takes its own instance,
 //! and the pool's lock is held only to pop or push one.
+//!
+//! # Every call is async, in both worlds
+//!
+//! Every export, of the enricher world as of the tool world, is called with
+//! `call_async` on a fiber, and both limits are enforced the same way:
+//!
+//! - the CPU budget by epoch interruption: at each tick the guest is running,
+//!   the store's deadline callback (`HostState::on_epoch`) yields to the
+//!   executor, and traps with `CpuExhausted` once the call's ticks are spent;
+//! - the wall-clock deadline by a timer around the call
+//!   ([`deadline::within`]), armed only if the call waits (a yield at a tick,
+//!   an async import); a call cut off is dropped with its instance.
+//!
+//! Synchronous calls for the CPU-bound enricher exports (no fiber; budget and
+//! deadline both as epoch traps) were measured and rejected (issue #2):
+//!
+//! - the fiber costs about 0.2 µs per call, 0.3 µs of the 4-import
+//!   `transform-args` benchmark (under a tenth of it): the time goes to the
+//!   host imports and the guest's own work, not to entering the guest;
+//! - wasmtime 48 calls a store synchronously only if none of the imports it
+//!   instantiated is async, and every Rust guest imports WASI streams. That
+//!   needs wasmtime-wasi's synchronous bindings, which block on tokio
+//!   (`in_tokio`) and panic on an executor thread: in the experiment, a
+//!   guest's `println!` took the host down. Avoiding it means re-implementing
+//!   WASI's blocking stream and poll functions, or handing each call to
+//!   another thread, which costs more than the fiber;
+//! - a synchronous call cannot yield, so a plugin spinning up to its CPU
+//!   budget (500 ms by default) would hold an executor thread for all of it,
+//!   where an async call gives the thread back at every tick.
 
-use std::future::Future;
-use std::pin::Pin;
+use std::pin::pin;
 use std::sync::{Arc, Mutex};
 
 use wasmtime::component::InstancePre;
@@ -17,6 +45,7 @@ use wasmtime::{Engine, Store};
 
 use super::PluginError;
 use super::bindings::{enricher, tool};
+use super::deadline;
 use super::engine::EpochTicker;
 use super::health::Health;
 use super::host_api::{CpuExhausted, HostState, PluginIdentity};
@@ -52,12 +81,6 @@ impl Instance {
         (guest, &mut self.store)
     }
 }
-
-/// A call body: borrows the instance for the length of its future.
-pub type CallFn<T> = Box<
-    dyn for<'a> FnOnce(&'a mut Instance) -> Pin<Box<dyn Future<Output = wasmtime::Result<T>> + Send + 'a>>
-        + Send,
->;
 
 pub struct Instances {
     engine: Engine,
@@ -141,16 +164,24 @@ impl Instances {
 
     /// Run `call` on an instance, within the plugin's limits. `method` names
     /// the export for error messages.
-    pub async fn run<T: Send>(&self, method: &'static str, call: CallFn<T>) -> Result<T, PluginError> {
-        let plugin = self.identity.name.clone();
+    ///
+    /// `call` is an async closure rather than a boxed future so that a call
+    /// costs no allocation here and may borrow its inputs (the tool name,
+    /// the arguments) instead of copying them: this is the per-call path of
+    /// every enricher in the chain.
+    pub async fn run<T>(
+        &self,
+        method: &'static str,
+        call: impl AsyncFnOnce(&mut Instance) -> wasmtime::Result<T>,
+    ) -> Result<T, PluginError> {
         if let Err(left) = self.health.admit() {
             return Err(PluginError::Quarantined {
-                plugin,
+                plugin: self.identity.name.clone(),
                 retry_in_ms: left.as_millis() as u64,
             });
         }
         let wall = self.identity.limits.wall;
-        let result = tokio::time::timeout(wall, async {
+        let work = pin!(async {
             let mut instance = match self.take_idle() {
                 Some(instance) => instance,
                 None => self.instantiate().await?,
@@ -159,8 +190,8 @@ impl Instances {
             instance.store.set_epoch_deadline(1);
             let value = call(&mut instance).await?;
             Ok::<_, wasmtime::Error>((instance, value))
-        })
-        .await;
+        });
+        let result = deadline::within(wall, work).await;
         match result {
             Ok(Ok((instance, value))) => {
                 self.health.success();
@@ -171,6 +202,7 @@ impl Instances {
             // interrupted instance is never entered again.
             Ok(Err(error)) => {
                 self.fail();
+                let plugin = self.identity.name.clone();
                 Err(
                     if error.downcast_ref::<CpuExhausted>().is_some() || is_cpu_trap(&error) {
                         PluginError::Cpu {
@@ -190,7 +222,7 @@ impl Instances {
             Err(_) => {
                 self.fail();
                 Err(PluginError::Timeout {
-                    plugin,
+                    plugin: self.identity.name.clone(),
                     method,
                     wall_ms: wall.as_millis() as u64,
                 })

@@ -10,6 +10,7 @@
 mod bindings;
 mod cache;
 mod calls;
+mod deadline;
 mod engine;
 mod health;
 mod host_api;
