@@ -16,6 +16,7 @@
 //! - [`mcp`]: the MCP server front.
 //! - [`setup`]: a [`pipeline::Toolhost`] built from the configuration.
 //! - [`config`]: the user's configuration file, `toolhost.toml`.
+//! - [`http_client`]: the HTTP client stack (reqwest on rustls with ring).
 //! - [`atomic_file`]: replacing a file whole (write, edit, statistics).
 //! - [`stats`]: speculation figures on disk and in the log (`toolhost stats`).
 //! - [`check`]: `toolhost check`, the generic checks of one plugin.
@@ -30,6 +31,7 @@ pub mod check;
 pub mod config;
 pub mod enrich;
 pub mod expect;
+pub mod http_client;
 pub mod mcp;
 pub mod pipeline;
 pub mod plugin;

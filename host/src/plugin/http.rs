@@ -45,7 +45,7 @@ impl HttpGrant {
             })?;
             secrets.push((s.header.clone(), format!("{}{value}", s.prefix), s.hosts.clone()));
         }
-        let client = reqwest::Client::builder()
+        let client = crate::http_client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| format!("cannot build the HTTP client: {e}"))?;

@@ -51,7 +51,7 @@ pub struct Fetcher {
 impl Fetcher {
     pub fn new(settings: WebSettings) -> anyhow::Result<Self> {
         let policy = settings.clone();
-        let client = reqwest::Client::builder()
+        let client = crate::http_client::builder()
             .timeout(Duration::from_secs(settings.timeout_s))
             .redirect(reqwest::redirect::Policy::custom(move |attempt| {
                 let allowed = attempt.url().host_str().is_some_and(|h| policy.allows(h));
