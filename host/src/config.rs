@@ -122,6 +122,7 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pipeline::Transport;
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
         let dir = tempfile::tempdir().unwrap();
@@ -154,6 +155,54 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("line 4") && err.contains("categroy"), "{err}");
+    }
+
+    #[test]
+    fn an_upstream_takes_a_command_or_a_url_and_errors_name_it_and_the_line() {
+        let config = parse(concat!(
+            "[[upstream]]\nname = \"remote\"\nurl = \"http://127.0.0.1:9/mcp\"\n",
+            "headers = { Authorization = \"Bearer s3cret\" }\n"
+        ))
+        .unwrap();
+        let Transport::Http { url, headers } = &config.upstream[0].transport else {
+            panic!("not an HTTP upstream: {:?}", config.upstream[0]);
+        };
+        assert_eq!(url, "http://127.0.0.1:9/mcp");
+        assert_eq!(headers[&http::header::AUTHORIZATION], "Bearer s3cret");
+        assert!(
+            !format!("{config:?}").contains("s3cret"),
+            "a header value was logged"
+        );
+        for (text, needle) in [
+            (
+                "[[upstream]]\nname = \"both\"\ncommand = \"x\"\nurl = \"http://a/mcp\"\n",
+                "not both",
+            ),
+            (
+                "[[upstream]]\nname = \"neither\"\nprefix = \"n_\"\n",
+                "set `command`",
+            ),
+            (
+                "[[upstream]]\nname = \"ftp\"\nurl = \"ftp://a/mcp\"\n",
+                "not http",
+            ),
+            (
+                "[[upstream]]\nname = \"hdr\"\ncommand = \"x\"\nheaders = { A = \"b\" }\n",
+                "`headers` are for `url`",
+            ),
+            (
+                "[[upstream]]\nname = \"bad\"\nurl = \"http://a/mcp\"\nheaders = { \"a b\" = \"c\" }\n",
+                "header name",
+            ),
+        ] {
+            let err = parse(&format!("root = \".\"\n{text}")).unwrap_err().to_string();
+            let name = text.split('"').nth(1).unwrap();
+            assert!(
+                err.contains(&format!("upstream `{name}`")) && err.contains(needle),
+                "{err}"
+            );
+            assert!(err.contains("line 2"), "{err}");
+        }
     }
 
     #[test]

@@ -20,8 +20,8 @@ pub async fn serve(
     plugins: Option<&Path>,
     http: Option<SocketAddr>,
 ) -> Result<ExitCode> {
-    let (host, report) = setup::build(runtime, config, plugins).await?;
-    for error in &report.errors {
+    let (host, errors) = setup::build(runtime, config, plugins).await?;
+    for error in &errors {
         eprintln!("error: {error}");
     }
     let host = Arc::new(host);
@@ -53,8 +53,8 @@ pub async fn call(
     args: &str,
 ) -> Result<ExitCode> {
     let args: Value = serde_json::from_str(args).context("the arguments are not JSON")?;
-    let (host, report) = setup::build(runtime, config, plugins).await?;
-    for error in &report.errors {
+    let (host, errors) = setup::build(runtime, config, plugins).await?;
+    for error in &errors {
         eprintln!("error: {error}");
     }
     let ctx = CallContext::new("cli-1");

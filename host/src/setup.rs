@@ -7,6 +7,10 @@
 //! confined to the working directory, and the bundled plugins if a plugin
 //! directory is found (`./plugins`, else `build/plugins` of the source tree
 //! the binary was built in).
+//!
+//! A plugin that does not load and an upstream server that cannot be
+//! started or reached are reported by name and left out; the rest is
+//! served (a binding to what was left out is still an error).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -32,12 +36,13 @@ pub fn default_plugin_dir() -> Option<PathBuf> {
 }
 
 /// Load the plugins of `plugin_dir` (if any), start the upstream servers and
-/// assemble the catalog. Plugin load errors are in the report, not fatal.
+/// assemble the catalog. What could not be loaded or reached is returned
+/// beside the host, each error naming its plugin or server.
 pub async fn build(
     runtime: &Runtime,
     config: &Config,
     plugin_dir: Option<&Path>,
-) -> anyhow::Result<(Toolhost, LoadReport)> {
+) -> anyhow::Result<(Toolhost, Vec<String>)> {
     let report = match plugin_dir {
         Some(dir) => runtime.load_dir(dir).await?,
         None => LoadReport::default(),
@@ -48,13 +53,17 @@ pub async fn build(
     };
     let root = Root::new(&root_dir).with_context(|| format!("tool root {}", root_dir.display()))?;
     let native = NativeTools::new(root, config.web.clone())?.writable(config.writable);
+    let mut errors: Vec<String> = report.errors.iter().map(ToString::to_string).collect();
     let mut upstreams = Vec::new();
     for server in &config.upstream {
-        upstreams.push(Upstream::connect(server.clone()).await?);
+        match Upstream::connect(server.clone()).await {
+            Ok(upstream) => upstreams.push(upstream),
+            Err(e) => errors.push(e.to_string()),
+        }
     }
     let sources = Sources {
         native: Some(Arc::new(native)),
-        plugins: report.plugins.clone(),
+        plugins: report.plugins,
         upstreams,
         bindings: config.bind.clone(),
     };
@@ -62,5 +71,5 @@ pub async fn build(
         value_models: config.tools.clone(),
         speculation: config.speculation.clone(),
     };
-    Ok((Toolhost::with_options(sources, options).await?, report))
+    Ok((Toolhost::with_options(sources, options).await?, errors))
 }

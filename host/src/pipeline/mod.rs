@@ -49,7 +49,7 @@ use crate::plugin::{BeforeCallDecision, Content, Hooks, Plugin, ProgressFn, Tool
 use crate::speculation::{self, Engine, Served};
 use crate::tools::NativeTools;
 use crate::value_model::{UnsafeSpeculation, ValueModel, ValueModels};
-pub use upstream::{Upstream, UpstreamConfig, UpstreamError};
+pub use upstream::{Transport, Upstream, UpstreamConfig, UpstreamError};
 
 /// One call's identity, cancellation and progress sink.
 #[derive(Clone)]

@@ -1,38 +1,127 @@
-//! Upstream MCP servers: child processes speaking MCP over stdio, whose
-//! tools join the catalog (optionally renamed with a prefix, under the
-//! category configured for the server) and whose calls the pipeline
-//! forwards. Owns the client connection; not the pipeline's hooks.
+//! Upstream MCP servers, reached over stdio (a child process) or streamable
+//! HTTP (a URL), whose tools join the catalog (optionally renamed with a
+//! prefix, under the category configured for the server) and whose calls
+//! the pipeline forwards. Owns the client connection and the server's
+//! current tool list; not the pipeline's hooks.
+//!
+//! A server's `notifications/tools/list_changed` is only recorded here
+//! ([`Upstream::subscribe`]); whoever serves the catalog re-lists the tools
+//! ([`Upstream::refresh`]) and rebuilds. Over HTTP, redirects are not
+//! followed: the configured headers (credentials, typically) go to the
+//! configured origin only.
 
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, PoisonError, RwLock};
 
-use rmcp::model::{CallToolRequestParams, ContentBlock};
-use rmcp::service::{RoleClient, RunningService, ServiceExt};
-use rmcp::transport::TokioChildProcess;
+use rmcp::ClientHandler;
+use rmcp::model::{CallToolRequestParams, ContentBlock, Tool};
+use rmcp::service::{NotificationContext, RoleClient, RunningService, ServiceExt};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde::Deserialize;
 use serde_json::{Map, Value};
+use tokio::sync::watch;
 
 use crate::catalog::ToolSpec;
 use crate::plugin::{Content, ToolError, ToolResult};
 
 /// One `[[upstream]]` table of `toolhost.toml`.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "RawConfig")]
 pub struct UpstreamConfig {
     /// Names the server in errors and in backend bindings.
     pub name: String,
-    /// The program to run; it must speak MCP on stdin and stdout.
-    pub command: String,
-    #[serde(default)]
-    pub args: Vec<String>,
+    pub transport: Transport,
     /// Category given to every tool of the server.
     pub category: Option<String>,
     /// Prepended to each tool's name in the catalog (`fs_` + `read_file`).
-    #[serde(default)]
     pub prefix: String,
     /// Let the host call this server's read-only tools ahead of time (their
     /// value models must say `pure` or `read-only`).
-    #[serde(default)]
     pub speculate: bool,
+}
+
+/// How the server is reached.
+#[derive(Debug, Clone)]
+pub enum Transport {
+    /// A program speaking MCP on its stdin and stdout.
+    Stdio { command: String, args: Vec<String> },
+    /// A streamable-HTTP endpoint, with headers sent on every request
+    /// (their values are marked sensitive, so they are not logged).
+    Http {
+        url: String,
+        headers: HashMap<http::HeaderName, http::HeaderValue>,
+    },
+}
+
+/// The table as written; checked into [`UpstreamConfig`].
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    name: String,
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    category: Option<String>,
+    #[serde(default)]
+    prefix: String,
+    #[serde(default)]
+    speculate: bool,
+}
+
+impl TryFrom<RawConfig> for UpstreamConfig {
+    type Error = String;
+
+    fn try_from(raw: RawConfig) -> Result<Self, String> {
+        let name = raw.name;
+        let fail = |message: String| format!("upstream `{name}`: {message}");
+        let transport = match (raw.command, raw.url) {
+            (Some(command), None) => {
+                if !raw.headers.is_empty() {
+                    return Err(fail("`headers` are for `url`, not `command`".into()));
+                }
+                Transport::Stdio {
+                    command,
+                    args: raw.args,
+                }
+            }
+            (None, Some(url)) => {
+                if !raw.args.is_empty() {
+                    return Err(fail("`args` are for `command`, not `url`".into()));
+                }
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(fail(format!("url `{url}` is not http:// or https://")));
+                }
+                let mut headers = HashMap::new();
+                for (key, value) in raw.headers {
+                    let header = http::HeaderName::from_bytes(key.as_bytes())
+                        .map_err(|_| fail(format!("`{key}` is not a valid header name")))?;
+                    let mut value = http::HeaderValue::from_str(&value)
+                        .map_err(|_| fail(format!("the value of header `{key}` is not valid in HTTP")))?;
+                    value.set_sensitive(true);
+                    headers.insert(header, value);
+                }
+                Transport::Http { url, headers }
+            }
+            (Some(_), Some(_)) => return Err(fail("set `command` or `url`, not both".into())),
+            (None, None) => {
+                return Err(fail(
+                    "set `command` (a program speaking MCP on stdio) or `url` (a streamable-HTTP endpoint)"
+                        .into(),
+                ));
+            }
+        };
+        Ok(Self {
+            name,
+            transport,
+            category: raw.category,
+            prefix: raw.prefix,
+            speculate: raw.speculate,
+        })
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -42,43 +131,102 @@ pub struct UpstreamError {
     pub message: String,
 }
 
-/// A connected upstream server and the tools it listed.
+/// The client side of the session: records the server's list changes.
+struct Listener {
+    changed: watch::Sender<u64>,
+}
+
+impl ClientHandler for Listener {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.changed.send_modify(|n| *n += 1);
+    }
+}
+
+/// A connected upstream server and the tools it listed last.
 pub struct Upstream {
     pub config: UpstreamConfig,
-    client: RunningService<RoleClient, ()>,
-    tools: Vec<rmcp::model::Tool>,
+    client: RunningService<RoleClient, Listener>,
+    tools: RwLock<Arc<Vec<Tool>>>,
+    changed: watch::Receiver<u64>,
 }
 
 impl Upstream {
-    /// Start the server, initialise the session and list its tools.
+    /// Start or reach the server, initialise the session and list its tools.
     pub async fn connect(config: UpstreamConfig) -> Result<Arc<Self>, UpstreamError> {
         let fail = |message: String| UpstreamError {
             name: config.name.clone(),
             message,
         };
-        let mut command = tokio::process::Command::new(&config.command);
-        command.args(&config.args);
-        let transport = TokioChildProcess::builder(command)
-            .stderr(std::process::Stdio::inherit())
-            .spawn()
-            .map(|(t, _)| t)
-            .map_err(|e| fail(format!("cannot start `{}`: {e}", config.command)))?;
-        let client = ().serve(transport).await.map_err(|e| fail(format!("initialise: {e}")))?;
+        let (changed_tx, changed) = watch::channel(0);
+        let listener = Listener { changed: changed_tx };
+        let client = match &config.transport {
+            Transport::Stdio { command, args } => {
+                let mut child = tokio::process::Command::new(command);
+                child.args(args);
+                let transport = TokioChildProcess::builder(child)
+                    .stderr(std::process::Stdio::inherit())
+                    .spawn()
+                    .map(|(t, _)| t)
+                    .map_err(|e| fail(format!("cannot start `{command}`: {e}")))?;
+                listener
+                    .serve(transport)
+                    .await
+                    .map_err(|e| fail(format!("initialise: {}", chain(&e))))?
+            }
+            Transport::Http { url, headers } => {
+                let http = crate::http_client::builder()
+                    .redirect(reqwest::redirect::Policy::none())
+                    .build()
+                    .map_err(|e| fail(format!("cannot build the HTTP client: {e}")))?;
+                let transport = StreamableHttpClientTransport::with_client(
+                    http,
+                    StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                        .custom_headers(headers.clone()),
+                );
+                listener
+                    .serve(transport)
+                    .await
+                    .map_err(|e| fail(format!("cannot connect to {url}: {}", chain(&e))))?
+            }
+        };
         let tools = client
             .peer()
             .list_all_tools()
             .await
-            .map_err(|e| fail(format!("tools/list: {e}")))?;
+            .map_err(|e| fail(format!("tools/list: {}", chain(&e))))?;
         Ok(Arc::new(Self {
             config,
             client,
-            tools,
+            tools: RwLock::new(Arc::new(tools)),
+            changed,
         }))
+    }
+
+    /// Changes whenever the server says its tool list changed; closed when
+    /// the session ends.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changed.clone()
+    }
+
+    /// List the server's tools again.
+    pub async fn refresh(&self) -> Result<(), UpstreamError> {
+        let tools = self
+            .client
+            .peer()
+            .list_all_tools()
+            .await
+            .map_err(|e| UpstreamError {
+                name: self.config.name.clone(),
+                message: format!("tools/list: {}", chain(&e)),
+            })?;
+        *self.tools.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(tools);
+        Ok(())
     }
 
     /// The catalog entries, as (spec under our name, the server's name).
     pub fn specs(&self) -> Vec<(ToolSpec, String)> {
-        self.tools
+        let tools = self.tools.read().unwrap_or_else(PoisonError::into_inner).clone();
+        tools
             .iter()
             .map(|t| {
                 let spec = ToolSpec {
@@ -101,7 +249,7 @@ impl Upstream {
             .peer()
             .call_tool(params)
             .await
-            .map_err(|e| ToolError::Failed(format!("upstream `{}`: {e}", self.config.name)))?;
+            .map_err(|e| ToolError::Failed(format!("upstream `{}`: {}", self.config.name, chain(&e))))?;
         let mut content: Vec<Content> = answer
             .content
             .iter()
@@ -121,4 +269,19 @@ impl Upstream {
             details: None,
         })
     }
+}
+
+/// An error with its causes: transport errors put the useful part
+/// ("connection refused") in a source.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text = format!("{text}: {cause_text}");
+        }
+        source = cause.source();
+    }
+    text
 }
