@@ -66,18 +66,13 @@ async fn refused(host: &Toolhost, tool: &str, args: Value, text: &str) {
 #[tokio::test]
 async fn the_native_tools_are_listed_with_the_value_model_argument_names() {
     let f = fixture(WebSettings::default()).await;
-    let names: Vec<&str> = f
-        .host
-        .list_tools()
-        .tools
-        .iter()
-        .map(|t| t.name.as_str())
-        .collect();
+    let listing = f.host.list_tools();
+    let names: Vec<&str> = listing.tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
         names,
         ["read", "glob", "grep", "ls", "web_fetch", "write", "edit"]
     );
-    let read = &f.host.list_tools().tools[0];
+    let read = &listing.tools[0];
     assert_eq!(read.schema.required(), ["path"]);
 }
 

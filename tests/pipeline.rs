@@ -137,12 +137,8 @@ async fn bound_catalog_tools_are_enriched_and_their_arguments_transformed() {
         &[("create_issue", "text-tools")],
     )
     .await;
-    let listed = host
-        .list_tools()
-        .tools
-        .iter()
-        .find(|t| t.name == "create_issue")
-        .unwrap();
+    let listing = host.list_tools();
+    let listed = listing.tools.iter().find(|t| t.name == "create_issue").unwrap();
     assert_eq!(
         listed.schema.property("priority").unwrap()["enum"],
         json!(["low", "high"])

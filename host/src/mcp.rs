@@ -7,33 +7,45 @@
 //! (the model reads them); only malformed requests are protocol errors.
 //! Serves stdio ([`serve_stdio`]) and streamable HTTP at `/mcp`
 //! ([`serve_http`]). Owns the protocol mapping, not the pipeline.
+//!
+//! `tools/list_changed`: every client session that has sent `initialized`
+//! is remembered (one over stdio, one per HTTP session); each time the
+//! host rebuilds its catalog every session still open is sent the
+//! notification. Sessions that closed are forgotten then.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
     PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
 };
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::{
     StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
 };
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
 use serde_json::Value;
+use tokio::sync::watch;
 
 use crate::pipeline::{CallContext, CallOutput, Toolhost, error_text};
 use crate::plugin::{Content, ToolError};
 
-/// The MCP server over one [`Toolhost`].
+/// The MCP server over one [`Toolhost`]; its clones (one per HTTP
+/// session) share the sessions told of catalog changes.
 #[derive(Clone)]
 pub struct McpServer {
     host: Arc<Toolhost>,
+    sessions: Arc<Mutex<Vec<Peer<RoleServer>>>>,
 }
 
 impl McpServer {
+    /// Must run inside a Tokio runtime: it starts the task that tells the
+    /// sessions of catalog changes, which ends with the last clone.
     pub fn new(host: Arc<Toolhost>) -> Self {
-        Self { host }
+        let sessions: Arc<Mutex<Vec<Peer<RoleServer>>>> = Arc::default();
+        tokio::spawn(announce(host.subscribe(), Arc::downgrade(&sessions)));
+        Self { host, sessions }
     }
 
     fn tools(&self) -> Vec<Tool> {
@@ -52,7 +64,33 @@ impl McpServer {
     }
 }
 
+/// Send `tools/list_changed` to every open session on each rebuild.
+async fn announce(mut rebuilt: watch::Receiver<u64>, sessions: Weak<Mutex<Vec<Peer<RoleServer>>>>) {
+    while rebuilt.changed().await.is_ok() {
+        let Some(sessions) = sessions.upgrade() else {
+            return;
+        };
+        let open: Vec<Peer<RoleServer>> = {
+            let mut all = sessions.lock().unwrap_or_else(PoisonError::into_inner);
+            all.retain(|peer| !peer.is_transport_closed());
+            all.clone()
+        };
+        for peer in open {
+            if let Err(e) = peer.notify_tool_list_changed().await {
+                tracing::debug!("tools/list_changed not sent: {e}");
+            }
+        }
+    }
+}
+
 impl ServerHandler for McpServer {
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(context.peer);
+    }
+
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
             .enable_tools()

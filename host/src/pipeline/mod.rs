@@ -5,8 +5,20 @@
 //! optional category: native tools, tool plugins' tools, upstream MCP
 //! servers' tools, and base-catalog tools bound by configuration to a
 //! backend (an upstream server or a tool plugin; an unbound catalog tool is
-//! not listed). The listing is enriched once, when the `Toolhost` is built;
-//! a tool hidden by the enrichers cannot be called either.
+//! not listed). The listing is enriched when the `Toolhost` is built; a
+//! tool hidden by the enrichers cannot be called either.
+//!
+//! The catalog is rebuilt (gathered and enriched again, value models
+//! layered again) when an upstream server sends `tools/list_changed`, and
+//! swapped in whole: each call reads the current catalog once and runs to
+//! its end on it, so a call in flight when its tool disappears still
+//! completes (an upstream server answers for its own tools). Speculation
+//! is per catalog: the rebuilt one starts with an empty cache, and the
+//! old one's prefetches are cancelled and its results never served, so
+//! nothing computed against the old tool set reaches a call; what it
+//! learned (fan-out) and counted carries over. A rebuild that fails (two
+//! sources now name the same tool) keeps the previous catalog and logs
+//! why. [`Toolhost::subscribe`] marks each rebuild for the MCP front.
 //!
 //! A call runs: resolve → prepare-arguments (tool plugins) → coerce and
 //! validate against the enriched schema → before-call → the enrichers'
@@ -37,10 +49,11 @@ mod upstream;
 mod validate;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, PoisonError, RwLock, Weak};
 
 use serde_json::{Map, Value};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{ToolSpec, base_tool};
@@ -171,6 +184,25 @@ struct Bound {
 
 /// The merged, enriched catalog and the pipeline that calls it.
 pub struct Toolhost {
+    shared: Arc<Shared>,
+    /// One task per upstream server, rebuilding the catalog when the
+    /// server's tool list changes.
+    followers: Vec<tokio::task::JoinHandle<()>>,
+}
+
+/// What the followers share with the `Toolhost`.
+struct Shared {
+    sources: Sources,
+    options: Options,
+    /// Read once per call: the call runs on the catalog it started with.
+    current: RwLock<Arc<Generation>>,
+    /// Counts rebuilds, for the MCP front's `tools/list_changed`.
+    rebuilt: watch::Sender<u64>,
+    rebuilding: tokio::sync::Mutex<()>,
+}
+
+/// One build of the catalog, with the speculation that runs on it.
+struct Generation {
     core: Arc<Core>,
     speculation: Option<Arc<Engine<Core>>>,
 }
@@ -179,7 +211,7 @@ pub struct Toolhost {
 /// run through.
 struct Core {
     enrichers: Enrichers,
-    listing: Listing,
+    listing: Arc<Listing>,
     tools: HashMap<String, Bound>,
     models: Arc<ValueModels>,
     settings: speculation::Settings,
@@ -192,77 +224,62 @@ impl Toolhost {
     }
 
     /// Merge the sources, enrich the listing, layer the value models and
-    /// start speculation if it is on.
+    /// start speculation if it is on. Must run inside a Tokio runtime: it
+    /// starts following the upstream servers' tool lists.
     pub async fn with_options(sources: Sources, options: Options) -> Result<Self, BuildError> {
-        let specs = gather(&sources)?;
-        let enrichers = Enrichers::new(&sources.plugins);
-        let only_specs: Vec<ToolSpec> = specs.iter().map(|(s, _)| s.clone()).collect();
-        let listing = enrichers.list(&only_specs).await;
-        let mut backends: HashMap<String, (ToolSpec, Backend)> =
-            specs.into_iter().map(|(s, b)| (s.name.clone(), (s, b))).collect();
-        let mut listed = Vec::new();
-        let mut tools = HashMap::new();
-        for t in &listing.tools {
-            let Some((spec, backend)) = backends.remove(&t.name) else {
-                continue;
-            };
-            let bound = Bound {
-                category: spec.category.clone(),
-                schema: t.schema.to_value(),
-                backend,
-            };
-            listed.push(spec);
-            tools.insert(t.name.clone(), bound);
-        }
-        let mut models = enrichers.value_models(&listed).await;
-        models.apply_overrides(&options.value_models)?;
-        let core = Arc::new(Core {
-            enrichers: enrichers.clone(),
-            listing,
-            tools,
-            models: Arc::new(models),
-            settings: options.speculation.clone(),
+        let generation = Generation::build(&sources, &options, None).await?;
+        let shared = Arc::new(Shared {
+            sources,
+            options,
+            current: RwLock::new(Arc::new(generation)),
+            rebuilt: watch::Sender::new(0),
+            rebuilding: tokio::sync::Mutex::new(()),
         });
-        let speculation = options.speculation.enabled.then(|| {
-            Arc::new(Engine::new(
-                core.clone(),
-                core.models.clone(),
-                enrichers,
-                options.speculation,
-            ))
-        });
-        Ok(Self { core, speculation })
+        let followers = shared
+            .sources
+            .upstreams
+            .iter()
+            .map(|server| tokio::spawn(follow(Arc::downgrade(&shared), server.clone())))
+            .collect();
+        Ok(Self { shared, followers })
     }
 
-    /// The enriched tool list (and the tools hidden, with why).
-    pub fn list_tools(&self) -> &Listing {
-        &self.core.listing
+    /// The enriched tool list (and the tools hidden, with why), as of now.
+    pub fn list_tools(&self) -> Arc<Listing> {
+        self.shared.current().core.listing.clone()
     }
 
-    pub fn enrichers(&self) -> &Enrichers {
-        &self.core.enrichers
+    /// The layered value models of the listed tools, as of now.
+    pub fn value_models(&self) -> Arc<ValueModels> {
+        self.shared.current().core.models.clone()
     }
 
-    /// The layered value models of the listed tools.
-    pub fn value_models(&self) -> &ValueModels {
-        &self.core.models
+    /// Marks a change each time the catalog is rebuilt (an upstream
+    /// server's tool list changed); a client should list the tools again.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.shared.rebuilt.subscribe()
     }
 
     /// What speculation has done so far, if it is on.
     pub fn stats(&self) -> Option<speculation::Snapshot> {
-        self.speculation.as_ref().map(|e| e.stats())
+        self.shared.current().speculation.as_ref().map(|e| e.stats())
     }
 
     /// Wait until no follow-up is being planned or prefetched.
     pub async fn settle(&self) {
-        if let Some(engine) = &self.speculation {
+        if let Some(engine) = &self.shared.current().speculation {
             engine.idle().await;
         }
     }
 
-    /// Cancel every prefetch in flight.
+    /// Stop following the upstream servers and cancel every prefetch in
+    /// flight.
     pub async fn shutdown(&self) {
-        if let Some(engine) = &self.speculation {
+        for follower in &self.followers {
+            follower.abort();
+        }
+        let _no_rebuild = self.shared.rebuilding.lock().await;
+        if let Some(engine) = &self.shared.current().speculation {
             engine.shutdown().await;
         }
     }
@@ -274,11 +291,12 @@ impl Toolhost {
         args: Value,
         ctx: &CallContext,
     ) -> Result<CallOutput, ToolError> {
-        let (bound, args) = self.core.prepare(name, args).await?;
+        let generation = self.shared.current();
+        let (bound, args) = generation.core.prepare(name, args).await?;
         if ctx.cancel.is_cancelled() {
             return Err(ToolError::Cancelled);
         }
-        let engine = self.speculation.as_ref();
+        let engine = generation.speculation.as_ref();
         if let Some(engine) = engine {
             engine.invalidate_for(name);
         }
@@ -342,6 +360,114 @@ impl Toolhost {
             content: result.content,
             is_error,
         })
+    }
+}
+
+impl Drop for Toolhost {
+    fn drop(&mut self) {
+        for follower in &self.followers {
+            follower.abort();
+        }
+    }
+}
+
+impl Shared {
+    fn current(&self) -> Arc<Generation> {
+        self.current
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Build the catalog again from the sources as they are now and make it
+    /// current. Calls in flight finish on the one they started with; its
+    /// speculation is shut down, so nothing it cached or is prefetching is
+    /// ever served from the new one.
+    async fn rebuild(&self) -> Result<(), BuildError> {
+        let _one_at_a_time = self.rebuilding.lock().await;
+        let previous = self.current();
+        let next = Generation::build(&self.sources, &self.options, previous.speculation.as_deref()).await?;
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(next);
+        self.rebuilt.send_modify(|n| *n += 1);
+        if let Some(engine) = &previous.speculation {
+            engine.shutdown().await;
+        }
+        Ok(())
+    }
+}
+
+/// Rebuild the catalog each time `server` says its tool list changed, until
+/// its session or the host ends. A failed re-list or rebuild keeps the
+/// catalog as it was, with the error logged.
+async fn follow(shared: Weak<Shared>, server: Arc<Upstream>) {
+    let mut changes = server.subscribe();
+    while changes.changed().await.is_ok() {
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        let name = &server.config.name;
+        if let Err(e) = server.refresh().await {
+            tracing::error!("{e}: serving its previous tools");
+            continue;
+        }
+        match shared.rebuild().await {
+            Ok(()) => tracing::info!("upstream `{name}` changed its tools: catalog rebuilt"),
+            Err(e) => {
+                tracing::error!("upstream `{name}` changed its tools, but {e}: serving the previous catalog")
+            }
+        }
+    }
+}
+
+impl Generation {
+    /// Merge the sources, enrich the listing and layer the value models; a
+    /// rebuild's speculation carries over what the previous one learned.
+    async fn build(
+        sources: &Sources,
+        options: &Options,
+        previous: Option<&Engine<Core>>,
+    ) -> Result<Self, BuildError> {
+        let specs = gather(sources)?;
+        let enrichers = Enrichers::new(&sources.plugins);
+        let only_specs: Vec<ToolSpec> = specs.iter().map(|(s, _)| s.clone()).collect();
+        let listing = enrichers.list(&only_specs).await;
+        let mut backends: HashMap<String, (ToolSpec, Backend)> =
+            specs.into_iter().map(|(s, b)| (s.name.clone(), (s, b))).collect();
+        let mut listed = Vec::new();
+        let mut tools = HashMap::new();
+        for t in &listing.tools {
+            let Some((spec, backend)) = backends.remove(&t.name) else {
+                continue;
+            };
+            let bound = Bound {
+                category: spec.category.clone(),
+                schema: t.schema.to_value(),
+                backend,
+            };
+            listed.push(spec);
+            tools.insert(t.name.clone(), bound);
+        }
+        let mut models = enrichers.value_models(&listed).await;
+        models.apply_overrides(&options.value_models)?;
+        let core = Arc::new(Core {
+            enrichers: enrichers.clone(),
+            listing: Arc::new(listing),
+            tools,
+            models: Arc::new(models),
+            settings: options.speculation.clone(),
+        });
+        let speculation = options.speculation.enabled.then(|| {
+            Arc::new(match previous {
+                Some(engine) => engine.renew(core.clone(), core.models.clone()),
+                None => Engine::new(
+                    core.clone(),
+                    core.models.clone(),
+                    enrichers,
+                    options.speculation.clone(),
+                ),
+            })
+        });
+        Ok(Self { core, speculation })
     }
 }
 

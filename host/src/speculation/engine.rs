@@ -88,8 +88,10 @@ pub struct Engine<T: Target> {
     settings: Settings,
     cache: Arc<SpecCache<T::Output>>,
     dispatcher: Dispatcher,
-    fanout: FanOut,
+    fanout: Arc<FanOut>,
     metrics: Arc<Metrics>,
+    /// Prefetches wasted in the caches of the engines this one renewed.
+    wasted_before: u64,
     /// Follow-ups being planned in the background.
     planning: Arc<AtomicUsize>,
 }
@@ -130,8 +132,29 @@ impl<T: Target> Engine<T> {
             settings,
             cache,
             dispatcher,
-            fanout: FanOut::default(),
+            fanout: Arc::default(),
             metrics: Arc::default(),
+            wasted_before: 0,
+            planning: Arc::default(),
+        }
+    }
+
+    /// An engine for a rebuilt catalog: what was learned (fan-out) and
+    /// counted carries over; the cache does not, nor do this engine's
+    /// prefetches in flight (shut it down), so no result computed for the
+    /// old catalog is served from the new one.
+    pub fn renew(&self, target: Arc<T>, models: Arc<ValueModels>) -> Self {
+        let settings = self.settings.clone();
+        Self {
+            target,
+            models,
+            enrichers: self.enrichers.clone(),
+            dispatcher: Dispatcher::new(settings.max_in_flight, settings.per_host, settings.timeout()),
+            cache: Arc::new(SpecCache::new(settings.cache_bytes())),
+            settings,
+            fanout: self.fanout.clone(),
+            metrics: self.metrics.clone(),
+            wasted_before: self.wasted_before + self.cache.wasted(),
             planning: Arc::default(),
         }
     }
@@ -329,7 +352,7 @@ impl<T: Target> Engine<T> {
                 .map_or(0.5, |l| l.probability)
         };
         self.metrics
-            .snapshot(self.cache.wasted(), self.fanout.table(prior))
+            .snapshot(self.wasted_before + self.cache.wasted(), self.fanout.table(prior))
     }
 
     pub fn in_flight(&self) -> usize {
@@ -454,6 +477,22 @@ mod tests {
         while e.in_flight() > 0 {
             tokio::task::yield_now().await;
         }
+    }
+
+    #[tokio::test]
+    async fn a_renewed_engine_serves_nothing_of_the_old_one_but_keeps_its_counts() {
+        let files = Arc::new(Files::default());
+        files.content.lock().unwrap().insert("a.rs".into(), "old".into());
+        let old = engine(files.clone(), Some(60));
+        old.after_call("glob", &json!({"paths": ["a.rs"]}), &[]).await;
+        settle(&old).await;
+        let renewed = old.renew(files.clone(), old.models.clone());
+        old.shutdown().await;
+        assert!(matches!(renewed.serve("read", &args("a.rs")).await, Served::Run));
+        assert_eq!(renewed.stats().dispatched, 1);
+        renewed.after_call("glob", &json!({"paths": ["a.rs"]}), &[]).await;
+        settle(&renewed).await;
+        assert!(matches!(renewed.serve("read", &args("a.rs")).await, Served::Prefetched(s) if s == "old"));
     }
 
     #[tokio::test]

@@ -1,0 +1,187 @@
+"""Drive `toolhost serve` (stdio) with the official Python MCP SDK over
+upstream MCP servers, and check what an MCP client sees:
+
+- `--scenario http`: server-everything in its streamable-HTTP mode, reached
+  by `url`, is listed and called through toolhost; an upstream URL with
+  nothing listening is reported by name and the rest is still served.
+- `--scenario list-changed`: an upstream (tests/mcp/changing_server.py)
+  that adds a tool at run time: the client is sent tools/list_changed, the
+  next tools/list has the new tool, and calling it works.
+
+Run by tests/mcp_upstreams.rs; exits non-zero with a message on the first
+check that fails.
+"""
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+
+import anyio
+import mcp.types as types
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def check(ok, what):
+    if not ok:
+        raise AssertionError(what)
+
+
+def text(result):
+    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+def read(path):
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return f.read()
+
+
+async def wait_until(condition, what):
+    """Wait for a condition, not a clock: the bound only keeps a broken
+    server from hanging the test."""
+    with anyio.move_on_after(60):
+        while not condition():
+            await anyio.sleep(0.05)
+        return
+    raise AssertionError(f"never happened: {what}")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def serve(args, top, upstreams, exercise):
+    """Run toolhost over stdio with `upstreams` (TOML) and a client session
+    that records tools/list_changed notifications."""
+    os.makedirs(os.path.join(top, "root"), exist_ok=True)
+    with open(os.path.join(top, "root", "hello.txt"), "w") as f:
+        f.write("hello\n")
+    os.makedirs(os.path.join(top, "plugins"), exist_ok=True)
+    config = os.path.join(top, "toolhost.toml")
+    with open(config, "w") as f:
+        f.write('root = "root"\n' + upstreams)
+    log_path = os.path.join(top, "toolhost.log")
+    changed = []
+
+    async def on_message(message):
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.append(message)
+
+    common = ["-v", "--no-cache", "--config", config, "--plugins", os.path.join(top, "plugins"), "serve"]
+    with open(log_path, "w") as log:
+        params = StdioServerParameters(command=args.toolhost, args=common, cwd=top)
+        async with stdio_client(params, errlog=log) as (read_stream, write_stream):
+            async with ClientSession(read_stream, write_stream, message_handler=on_message) as session:
+                await session.initialize()
+                await exercise(session, log_path, changed)
+
+
+async def over_http(args, top):
+    port = free_port()
+    log_path = os.path.join(top, "everything.log")
+    # Bound but not listening: connections to it are refused, and no other
+    # process can take the port while the test runs.
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))
+    dead_port = dead.getsockname()[1]
+    with open(log_path, "w") as log:
+        everything = subprocess.Popen(
+            ["node", args.everything, "streamableHttp"],
+            env={**os.environ, "PORT": str(port)},
+            stdout=log,
+            stderr=log,
+        )
+        try:
+            await wait_until(
+                lambda: everything.poll() is not None or f"listening on port {port}" in read(log_path),
+                "server-everything listening",
+            )
+            check(everything.poll() is None, "server-everything exited: " + read(log_path))
+            upstreams = (
+                "[[upstream]]\n"
+                'name = "everything"\n'
+                f'url = "http://127.0.0.1:{port}/mcp"\n'
+                'headers = { "X-Test" = "toolhost" }\n'
+                'prefix = "ev_"\n'
+                "[[upstream]]\n"
+                'name = "nowhere"\n'
+                f'url = "http://127.0.0.1:{dead_port}/mcp"\n'
+                'prefix = "no_"\n'
+            )
+
+            async def exercise(session, toolhost_log, changed):
+                tools = {t.name for t in (await session.list_tools()).tools}
+                check({"ev_echo", "ev_get-sum", "read"} <= tools, f"tools: {sorted(tools)}")
+                check(not any(t.startswith("no_") for t in tools), f"tools of a dead upstream: {sorted(tools)}")
+                r = await session.call_tool("ev_echo", {"message": "over http"})
+                check(not r.is_error and text(r) == "Echo: over http", f"ev_echo: {text(r)}")
+                r = await session.call_tool("ev_get-sum", {"a": 2, "b": 40})
+                check(not r.is_error and "42" in text(r), f"ev_get-sum: {text(r)}")
+                log = read(toolhost_log)
+                check(
+                    f"upstream `nowhere`: cannot connect to http://127.0.0.1:{dead_port}/mcp" in log,
+                    f"the dead upstream is not reported by name:\n{log}",
+                )
+                check("refused" in log.lower(), f"the reason is not given:\n{log}")
+                r = await session.call_tool("read", {"path": "hello.txt"})
+                check(not r.is_error and "hello" in text(r), f"read: {text(r)}")
+
+            await serve(args, top, upstreams, exercise)
+        finally:
+            everything.terminate()
+            everything.wait()
+            dead.close()
+
+
+async def list_changed(args, top):
+    upstreams = (
+        "[[upstream]]\n"
+        'name = "changing"\n'
+        f'command = "{sys.executable}"\n'
+        f'args = ["{os.path.join(HERE, "changing_server.py")}"]\n'
+        'prefix = "up_"\n'
+    )
+
+    async def exercise(session, toolhost_log, changed):
+        tools = {t.name for t in (await session.list_tools()).tools}
+        check("up_add_tool" in tools and "up_greet" not in tools, f"tools before: {sorted(tools)}")
+        r = await session.call_tool("up_add_tool", {"name": "greet"})
+        check(not r.is_error and text(r) == "added greet", f"up_add_tool: {text(r)}")
+        await wait_until(lambda: changed, "tools/list_changed from toolhost")
+        tools = {t.name for t in (await session.list_tools()).tools}
+        check({"up_add_tool", "up_greet", "read"} <= tools, f"tools after: {sorted(tools)}")
+        r = await session.call_tool("up_greet", {"who": "the client"})
+        check(not r.is_error and text(r) == "greet greets the client", f"up_greet: {text(r)}")
+        r = await session.call_tool("up_greet", {})
+        check(r.is_error and "who" in text(r), f"the new tool's schema is not enforced: {text(r)}")
+        check(len(changed) == 1, f"tools/list_changed sent {len(changed)} times")
+
+    await serve(args, top, upstreams, exercise)
+
+
+async def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--toolhost", required=True)
+    parser.add_argument("--scenario", choices=["http", "list-changed"], required=True)
+    parser.add_argument("--everything", help="server-everything's dist/index.js")
+    args = parser.parse_args()
+    top = tempfile.mkdtemp(prefix="toolhost-upstreams-")
+    if args.scenario == "http":
+        await over_http(args, top)
+    else:
+        await list_changed(args, top)
+    print(f"ok: {args.scenario}")
+
+
+if __name__ == "__main__":
+    try:
+        anyio.run(main)
+    except AssertionError as e:
+        print(f"FAILED: {e}", file=sys.stderr)
+        sys.exit(1)
