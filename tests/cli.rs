@@ -133,3 +133,86 @@ fn check_reports_each_export_and_fails_a_hostile_plugin() {
         "{stderr}"
     );
 }
+
+/// `[plugin.NAME]` in toolhost.toml lays the user's settings over the
+/// sidecar manifest: order, enabled and the plugin's own config, key by key.
+#[test]
+fn toolhost_toml_settings_layer_over_the_sidecar() {
+    let sidecar = "[config]\npriorities = [\"Low\", \"High\"]\n[[config.projects]]\nkey = \"WEB\"\ncomponents = [\"checkout\"]\n";
+    let dir = plugin_dir(&[
+        ("10-a", "fixture_chain_a", None),
+        ("20-b", "fixture_chain_b", None),
+        ("30-jira", "jira", Some(sidecar)),
+        ("40-format", "format_pipeline", None),
+    ]);
+    let config = dir.path().join("toolhost.toml");
+    let tools = |toml: &str| {
+        std::fs::write(&config, toml).unwrap();
+        let (out, stdout, stderr) = run(toolhost()
+            .arg("--config")
+            .arg(&config)
+            .arg("--plugins")
+            .arg(dir.path())
+            .args(["tools", "--json"]));
+        assert!(out.status.success(), "{stderr}");
+        let v: Value = serde_json::from_str(&stdout).unwrap();
+        let props = |tool: &str| {
+            v["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["name"] == tool)
+                .unwrap()["inputSchema"]["properties"]
+                .clone()
+        };
+        (props("create_issue"), props("get_issues"))
+    };
+
+    let (before, listing) = tools("");
+    assert_eq!(before["priority"]["enum"], serde_json::json!(["High", "Low"]));
+    assert_eq!(before["chain_marker"]["description"], "A+B");
+    assert!(listing.get("format").is_some());
+
+    let (after, listing) = tools(
+        "[plugin.a]\norder = 2\n[plugin.b]\norder = 1\n\
+         [plugin.jira.config]\npriorities = [\"P1\", \"P2\"]\n\
+         [plugin.format]\nenabled = false\n",
+    );
+    assert_eq!(
+        after["priority"]["enum"],
+        serde_json::json!(["P1", "P2"]),
+        "the user's list replaces the vendor's"
+    );
+    assert_eq!(
+        after["components"]["items"]["enum"],
+        serde_json::json!(["checkout"]),
+        "the sidecar's other config keys stay"
+    );
+    assert_eq!(after["chain_marker"]["description"], "A", "b now runs before a");
+    assert!(listing.get("format").is_none(), "format is disabled");
+
+    // A name that matches no plugin is an error naming it; the rest load.
+    std::fs::write(&config, "[plugin.jria.config]\npriorities = [\"P1\"]\n").unwrap();
+    let (out, _, stderr) = run(toolhost()
+        .arg("--config")
+        .arg(&config)
+        .arg("--plugins")
+        .arg(dir.path())
+        .arg("plugins"));
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("plugin `jria`"), "{stderr}");
+
+    // A bad key is refused with the table and its line, before any loading.
+    std::fs::write(&config, "root = \".\"\n\n[plugin.jira.limits]\nmemroy_mb = 3\n").unwrap();
+    let (out, _, stderr) = run(toolhost()
+        .arg("--config")
+        .arg(&config)
+        .arg("--plugins")
+        .arg(dir.path())
+        .arg("plugins"));
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("[plugin.jira]") && stderr.contains("memroy_mb") && stderr.contains("line 3"),
+        "{stderr}"
+    );
+}

@@ -2,9 +2,8 @@
 //!
 //! - `transform_args`: remap two keys of a ~1 KB argument object, natively on
 //!   a `serde_json` map and through the Rust guest `fixture_remap` (on a
-//!   reused instance, the default, and on a fresh instance per call; in two
-//!   batched handle calls, and `wasm_reused_per_key` in four), and the same
-//!   call for a tool the guest leaves alone (`wasm_reused_untouched`:
+//!   reused instance, the default, and on a fresh instance per call), and
+//!   the same call for a tool the guest leaves alone (`wasm_reused_untouched`:
 //!   the fixed cost of entering the guest, without the handle calls);
 //! - `instantiate`: the cost of one fresh instance;
 //! - `tools_list`: enriching 60 tools through four plugins.
@@ -157,13 +156,11 @@ fn bench(c: &mut Criterion) {
         remap_native(&mut a);
         a
     };
-    for tool in ["create_issue", "update_issue"] {
-        assert_eq!(
-            s.rt.block_on(s.fresh.transform_args(tool, args.clone())).unwrap(),
-            expected,
-            "{tool}"
-        );
-    }
+    assert_eq!(
+        s.rt.block_on(s.fresh.transform_args("create_issue", args.clone()))
+            .unwrap(),
+        expected
+    );
 
     let mut g = c.benchmark_group("transform_args");
     g.bench_function("native", |b| {
@@ -175,7 +172,6 @@ fn bench(c: &mut Criterion) {
     });
     for (name, plugin, tool) in [
         ("wasm_reused_instance", &s.reused, "create_issue"),
-        ("wasm_reused_per_key", &s.reused, "update_issue"),
         ("wasm_reused_untouched", &s.reused, "get_issue"),
         ("wasm_fresh_instance", &s.fresh, "create_issue"),
     ] {
@@ -239,7 +235,6 @@ fn summary() {
     for id in [
         "transform_args/native",
         "transform_args/wasm_reused_instance",
-        "transform_args/wasm_reused_per_key",
         "transform_args/wasm_reused_untouched",
         "transform_args/wasm_fresh_instance",
         "instantiate/fresh_instance",

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::pipeline::UpstreamConfig;
+use crate::plugin::Manifest;
 use crate::speculation::Settings as SpeculationSettings;
 use crate::tools::WebSettings;
 use crate::value_model::{UnsafeSpeculation, ValueModel, ValueModels};
@@ -56,6 +57,10 @@ pub struct Config {
     /// plugin or of an upstream server (`create_issue = "jira"`).
     #[serde(default)]
     pub bind: BTreeMap<String, String>,
+    /// Per-plugin settings by plugin name, with the keys of a sidecar
+    /// manifest, laid over it (see `plugin::manifest`).
+    #[serde(default)]
+    plugin: BTreeMap<String, toml::Spanned<toml::Table>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -76,6 +81,15 @@ impl Config {
             path: path.into(),
             message: e.to_string(),
         })?;
+        for (name, settings) in &config.plugin {
+            Manifest::check_overlay(settings.get_ref()).map_err(|message| ConfigError::Parse {
+                path: path.into(),
+                message: format!(
+                    "[plugin.{name}] (line {}): {message}",
+                    line_of(&text, settings.span().start)
+                ),
+            })?;
+        }
         let base = path.parent().unwrap_or(Path::new("."));
         config.plugins = config.plugins.map(|p| base.join(p));
         config.root = config.root.map(|p| base.join(p));
@@ -104,6 +118,14 @@ impl Config {
             .or_else(|| Some(self.cache_dir()?.join("stats.json")))
     }
 
+    /// The `[plugin.NAME]` tables, for [`crate::plugin::RuntimeOptions`].
+    pub fn plugin_settings(&self) -> BTreeMap<String, toml::Table> {
+        self.plugin
+            .iter()
+            .map(|(name, settings)| (name.clone(), settings.get_ref().clone()))
+            .collect()
+    }
+
     pub fn cache_dir(&self) -> Option<PathBuf> {
         match &self.cache {
             None | Some(CacheSetting::Enabled(true)) => crate::plugin::RuntimeOptions::default().cache_dir,
@@ -117,6 +139,11 @@ impl Config {
     pub fn apply_value_models(&self, models: &mut ValueModels) -> Result<(), ConfigError> {
         Ok(models.apply_overrides(&self.tools)?)
     }
+}
+
+/// The 1-based line of byte `offset` in `text`.
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
 }
 
 #[cfg(test)]

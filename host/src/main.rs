@@ -128,6 +128,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     let cache_dir = if cli.no_cache { None } else { config.cache_dir() };
     let runtime = Runtime::new(RuntimeOptions {
         cache_dir,
+        plugin_settings: config.plugin_settings(),
         ..RuntimeOptions::default()
     })?;
     let plugin_dir = cli

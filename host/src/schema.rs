@@ -488,40 +488,6 @@ impl ArgsEdit {
         // author expects of a JSON object.
         Ok(self.args.shift_remove(key).map(|v| json_text(&v)))
     }
-
-    /// Remove `keys` and return the removed ones as one JSON object.
-    pub fn take(&mut self, keys: &[String]) -> Result<String, EditError> {
-        if self.read_only {
-            return Err(EditError::ReadOnly);
-        }
-        let taken: Map<String, Value> = keys
-            .iter()
-            .filter_map(|key| self.args.shift_remove_entry(key))
-            .collect();
-        Ok(serde_json::to_string(&taken).expect("a JSON object always serialises"))
-    }
-
-    /// `set` of every key of the JSON object `entries_json`, in order.
-    pub fn merge(&mut self, entries_json: &str) -> Result<(), EditError> {
-        if self.read_only {
-            return Err(EditError::ReadOnly);
-        }
-        if entries_json.len() > self.max_value_bytes {
-            return Err(EditError::TooLarge(entries_json.len() as u64));
-        }
-        let Value::Object(entries) = parse_json(entries_json)? else {
-            return Err(EditError::InvalidJson("merge takes a JSON object".into()));
-        };
-        for (key, value) in entries {
-            if self.args.len() >= MAX_PROPERTIES && !self.args.contains_key(&key) {
-                return Err(EditError::InvalidSchema(format!(
-                    "more than {MAX_PROPERTIES} arguments"
-                )));
-            }
-            self.args.insert(key, value);
-        }
-        Ok(())
-    }
 }
 
 /// A value as compact JSON text. `serde_json::to_string` writes into a
@@ -616,30 +582,5 @@ mod tests {
         let mut a = ArgsEdit::new(Map::new(), true, 1024);
         assert_eq!(a.set("k".into(), "1"), Err(EditError::ReadOnly));
         assert_eq!(a.remove("k"), Err(EditError::ReadOnly));
-        assert_eq!(a.take(&["k".into()]), Err(EditError::ReadOnly));
-        assert_eq!(a.merge("{}"), Err(EditError::ReadOnly));
-    }
-
-    #[test]
-    fn take_and_merge_keep_the_other_arguments_in_order() {
-        let args = json!({"a": 1, "b": "two", "c": [3], "d": null});
-        let mut a = ArgsEdit::new(args.as_object().unwrap().clone(), false, 64);
-        let taken = a.take(&["c".into(), "missing".into(), "a".into()]).unwrap();
-        assert_eq!(taken, r#"{"c":[3],"a":1}"#);
-        a.merge(r#"{"e": 5, "b": "new"}"#).unwrap();
-        assert_eq!(
-            Value::Object(a.args.clone()),
-            json!({"b": "new", "d": null, "e": 5})
-        );
-        assert_eq!(
-            a.args.keys().collect::<Vec<_>>(),
-            ["b", "d", "e"],
-            "replaced keys stay in place, new ones go last"
-        );
-        assert!(matches!(a.merge("[1]"), Err(EditError::InvalidJson(_))));
-        assert!(matches!(
-            a.merge(&format!(r#"{{"big": "{}"}}"#, "x".repeat(64))),
-            Err(EditError::TooLarge(_))
-        ));
     }
 }

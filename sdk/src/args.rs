@@ -55,25 +55,6 @@ impl<'a> Args<'a> {
         Ok(self.handle.remove(key)?.map(|text| parse(&text)))
     }
 
-    /// Remove several arguments in one host call and return their values in
-    /// the order of `keys` (`None` for each that was absent). Cheaper than
-    /// one `remove` per key: each host call has a fixed cost.
-    pub fn take<const N: usize>(&mut self, keys: [&str; N]) -> Result<[Option<Value>; N], EditError> {
-        let names = keys.map(String::from);
-        let mut taken = match parse(&self.handle.take(&names)?) {
-            Value::Object(map) => map,
-            _ => Default::default(),
-        };
-        Ok(keys.map(|key| taken.remove(key)))
-    }
-
-    /// Set several arguments in one host call, in order. If one fails, those
-    /// before it stay set.
-    pub fn set_many(&mut self, entries: impl IntoIterator<Item = (String, Value)>) -> Result<(), EditError> {
-        let object = Value::Object(entries.into_iter().collect());
-        Ok(self.handle.merge(&text(&object))?)
-    }
-
     /// The whole object. Prefer `get`: it copies less.
     pub fn to_value(&self) -> Value {
         parse(&self.handle.to_json())

@@ -69,6 +69,7 @@ pub fn runtime_with_cache(cache_dir: Option<PathBuf>) -> (Runtime, Logs) {
     let runtime = Runtime::new(RuntimeOptions {
         cache_dir,
         log: Arc::new(move |line| sink.lock().unwrap().push(line)),
+        ..RuntimeOptions::default()
     })
     .expect("runtime");
     (runtime, logs)

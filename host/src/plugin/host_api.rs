@@ -399,14 +399,6 @@ impl types::HostToolArgs for HostState {
         edit(self.args(&a)?.remove(&key))
     }
 
-    fn take(&mut self, a: Resource<ArgsEdit>, keys: Vec<String>) -> Edit<String> {
-        edit(self.args(&a)?.take(&keys))
-    }
-
-    fn merge(&mut self, a: Resource<ArgsEdit>, entries: String) -> Edit<()> {
-        edit(self.args(&a)?.merge(&entries))
-    }
-
     fn to_json(&mut self, a: Resource<ArgsEdit>) -> R<String> {
         Ok(serde_json::to_string(&self.args(&a)?.args)?)
     }

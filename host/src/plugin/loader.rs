@@ -65,8 +65,21 @@ impl Runtime {
         for entry in entries {
             let path = entry?.path();
             if path.extension().is_some_and(|e| e == "wasm") && path.is_file() {
-                let manifest = Manifest::read(&path.with_extension("toml"));
+                let manifest = Manifest::read(&path.with_extension("toml"), self.settings_for(&path));
                 candidates.push(Candidate { path, manifest });
+            }
+        }
+        let mut report = LoadReport::default();
+        // A `[plugin.NAME]` that matches no file is most likely a typo, and
+        // its settings (a grant, a limit) would silently not apply.
+        for name in self.plugin_settings.keys() {
+            if !candidates.iter().any(|c| *plugin_name(&c.path) == **name) {
+                report.errors.push(LoadError {
+                    path: dir.to_owned(),
+                    message: format!(
+                        "toolhost.toml has settings for plugin `{name}`, which is not in this directory"
+                    ),
+                });
             }
         }
         candidates.sort_by(|a, b| {
@@ -81,7 +94,6 @@ impl Runtime {
             key(a).cmp(&key(b))
         });
 
-        let mut report = LoadReport::default();
         for candidate in candidates {
             let path = candidate.path;
             let manifest = match candidate.manifest {
@@ -111,14 +123,21 @@ impl Runtime {
 
     /// Load one file with its manifest (`NAME.toml` beside it, if any).
     pub async fn load_file(&self, path: &Path) -> Result<Plugin, LoadError> {
-        let manifest = Manifest::read(&path.with_extension("toml")).map_err(|message| LoadError {
-            path: path.to_owned(),
-            message,
-        })?;
+        let manifest =
+            Manifest::read(&path.with_extension("toml"), self.settings_for(path)).map_err(|message| {
+                LoadError {
+                    path: path.to_owned(),
+                    message,
+                }
+            })?;
         self.load(path, manifest).await.map_err(|message| LoadError {
             path: path.to_owned(),
             message,
         })
+    }
+
+    fn settings_for(&self, path: &Path) -> Option<&toml::Table> {
+        self.plugin_settings.get(&*plugin_name(path))
     }
 
     async fn load(&self, path: &Path, manifest: Manifest) -> Result<Plugin, String> {

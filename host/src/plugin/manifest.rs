@@ -2,6 +2,11 @@
 //! registration order, resource limits, instance policy, failure policy,
 //! grants, and its own `config` table.
 //!
+//! The user may set the same keys for a plugin in `toolhost.toml`
+//! (`[plugin.NAME]`), laid over the sidecar (see [`layer`]): the vendor
+//! ships defaults beside the component, the user's file has the last word,
+//! and neither has to edit the other's.
+//!
 //! Every key is optional; unknown keys are errors (a typo such as
 //! `memroy_mb` must not silently fall back to a default). The plugin never
 //! sees this file: it reads only its `config` table, through the `config()`
@@ -67,6 +72,20 @@ impl Default for Manifest {
             failure: FailureSpec::default(),
             grants: Grants::default(),
             config: toml::Table::new(),
+        }
+    }
+}
+
+/// Lay `overlay` over `base`: tables merge key by key (the overlay winning,
+/// at every depth); any other value, arrays included, is replaced whole, so
+/// `grants.http` in `toolhost.toml` is the complete list, not an addition.
+fn layer(base: &mut toml::Table, overlay: &toml::Table) {
+    for (key, value) in overlay {
+        match (base.get_mut(key), value) {
+            (Some(toml::Value::Table(base)), toml::Value::Table(overlay)) => layer(base, overlay),
+            _ => {
+                base.insert(key.clone(), value.clone());
+            }
         }
     }
 }
@@ -249,22 +268,41 @@ pub struct SecretGrant {
 
 impl Manifest {
     /// Read `path`; a missing file is the default manifest.
-    pub fn read(path: &Path) -> Result<Self, String> {
+    pub fn read(path: &Path, overlay: Option<&toml::Table>) -> Result<Self, String> {
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
         };
-        let manifest: Self = toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        // Parsed as a manifest first, so a mistake in the file is reported
+        // with its line before any layering.
+        let mut manifest: Self = toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut source = path.display().to_string();
+        if let Some(overlay) = overlay {
+            let mut table: toml::Table = toml::from_str(&text).expect("parsed above");
+            layer(&mut table, overlay);
+            source = format!("{source} with its [plugin] settings in toolhost.toml");
+            manifest = toml::Value::Table(table)
+                .try_into()
+                .map_err(|e: toml::de::Error| format!("{source}: {}", e.message()))?;
+        }
         for (name, secret) in &manifest.grants.secrets {
             if let Some(host) = secret.hosts.iter().find(|h| !manifest.grants.http.contains(h)) {
                 return Err(format!(
-                    "{}: secret `{name}` is sent to `{host}`, which is not in grants.http",
-                    path.display()
+                    "{source}: secret `{name}` is sent to `{host}`, which is not in grants.http"
                 ));
             }
         }
         Ok(manifest)
+    }
+
+    /// Check the keys and types of a `[plugin.NAME]` table of
+    /// `toolhost.toml` on its own, before any plugin is loaded.
+    pub fn check_overlay(overlay: &toml::Table) -> Result<(), String> {
+        toml::Value::Table(overlay.clone())
+            .try_into::<Self>()
+            .map(drop)
+            .map_err(|e| e.message().to_owned())
     }
 
     /// The `config` table as the JSON text the plugin receives.
@@ -281,7 +319,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("p.toml");
         std::fs::write(&path, text).unwrap();
-        Manifest::read(&path)
+        Manifest::read(&path, None)
     }
 
     #[test]

@@ -19,6 +19,7 @@ mod instance;
 mod loader;
 pub mod manifest;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -126,6 +127,9 @@ pub struct RuntimeOptions {
     pub cache_dir: Option<PathBuf>,
     /// Where plugin log lines go.
     pub log: LogSink,
+    /// The user's per-plugin settings (`[plugin.NAME]` of `toolhost.toml`),
+    /// by plugin name, laid over each plugin's sidecar manifest.
+    pub plugin_settings: BTreeMap<String, toml::Table>,
 }
 
 impl Default for RuntimeOptions {
@@ -133,6 +137,7 @@ impl Default for RuntimeOptions {
         Self {
             cache_dir: cache::CodeCache::default_dir(),
             log: tracing_sink(),
+            plugin_settings: BTreeMap::new(),
         }
     }
 }
@@ -143,6 +148,7 @@ pub struct Runtime {
     linker: Linker<HostState>,
     cache: cache::CodeCache,
     log: LogSink,
+    plugin_settings: BTreeMap<String, toml::Table>,
     /// Shared with every plugin, so CPU budgets hold as long as any plugin lives.
     ticker: Arc<engine::EpochTicker>,
 }
@@ -160,6 +166,7 @@ impl Runtime {
             linker,
             cache,
             log: options.log,
+            plugin_settings: options.plugin_settings,
             ticker,
         })
     }
