@@ -7,6 +7,9 @@ upstream MCP servers, and check what an MCP client sees:
 - `--scenario list-changed`: an upstream (tests/mcp/changing_server.py)
   that adds a tool at run time: the client is sent tools/list_changed, the
   next tools/list has the new tool, and calling it works.
+- `--scenario list-changed-http`: the same with toolhost serving streamable
+  HTTP to two client sessions: the one that did not trigger the change is
+  told too.
 
 Run by tests/mcp_upstreams.rs; exits non-zero with a message on the first
 check that fails.
@@ -14,6 +17,7 @@ check that fails.
 
 import argparse
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -22,6 +26,7 @@ import tempfile
 import anyio
 import mcp.types as types
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -56,9 +61,9 @@ def free_port():
         return s.getsockname()[1]
 
 
-async def serve(args, top, upstreams, exercise):
-    """Run toolhost over stdio with `upstreams` (TOML) and a client session
-    that records tools/list_changed notifications."""
+def workspace(top, upstreams):
+    """The tool root, an empty plugin directory and toolhost.toml with
+    `upstreams`; the arguments of `toolhost serve`."""
     os.makedirs(os.path.join(top, "root"), exist_ok=True)
     with open(os.path.join(top, "root", "hello.txt"), "w") as f:
         f.write("hello\n")
@@ -66,14 +71,26 @@ async def serve(args, top, upstreams, exercise):
     config = os.path.join(top, "toolhost.toml")
     with open(config, "w") as f:
         f.write('root = "root"\n' + upstreams)
-    log_path = os.path.join(top, "toolhost.log")
+    return ["-v", "--no-cache", "--config", config, "--plugins", os.path.join(top, "plugins"), "serve"]
+
+
+def recorder():
+    """A message handler and the tools/list_changed notifications it saw."""
     changed = []
 
     async def on_message(message):
         if isinstance(message, types.ToolListChangedNotification):
             changed.append(message)
 
-    common = ["-v", "--no-cache", "--config", config, "--plugins", os.path.join(top, "plugins"), "serve"]
+    return on_message, changed
+
+
+async def serve(args, top, upstreams, exercise):
+    """Run toolhost over stdio with `upstreams` (TOML) and a client session
+    that records tools/list_changed notifications."""
+    common = workspace(top, upstreams)
+    log_path = os.path.join(top, "toolhost.log")
+    on_message, changed = recorder()
     with open(log_path, "w") as log:
         params = StdioServerParameters(command=args.toolhost, args=common, cwd=top)
         async with stdio_client(params, errlog=log) as (read_stream, write_stream):
@@ -139,14 +156,17 @@ async def over_http(args, top):
             dead.close()
 
 
+CHANGING = (
+    "[[upstream]]\n"
+    'name = "changing"\n'
+    f'command = "{sys.executable}"\n'
+    f'args = ["{os.path.join(HERE, "changing_server.py")}"]\n'
+    'prefix = "up_"\n'
+)
+
+
 async def list_changed(args, top):
-    upstreams = (
-        "[[upstream]]\n"
-        'name = "changing"\n'
-        f'command = "{sys.executable}"\n'
-        f'args = ["{os.path.join(HERE, "changing_server.py")}"]\n'
-        'prefix = "up_"\n'
-    )
+    upstreams = CHANGING
 
     async def exercise(session, toolhost_log, changed):
         tools = {t.name for t in (await session.list_tools()).tools}
@@ -165,17 +185,52 @@ async def list_changed(args, top):
     await serve(args, top, upstreams, exercise)
 
 
+async def list_changed_over_http(args, top):
+    common = workspace(top, CHANGING)
+    log_path = os.path.join(top, "toolhost.log")
+    with open(log_path, "w") as log:
+        server = subprocess.Popen([args.toolhost, *common, "--http", "127.0.0.1:0"], cwd=top, stderr=log)
+        try:
+            await wait_until(
+                lambda: server.poll() is not None or "serving MCP at" in read(log_path),
+                "toolhost serving HTTP",
+            )
+            check(server.poll() is None, "toolhost exited: " + read(log_path))
+            url = re.search(r"serving MCP at (\S+)", read(log_path)).group(1)
+            on_first, first_changed = recorder()
+            on_second, second_changed = recorder()
+            async with streamable_http_client(url) as one, streamable_http_client(url) as two:
+                async with (
+                    ClientSession(one[0], one[1], message_handler=on_first) as first,
+                    ClientSession(two[0], two[1], message_handler=on_second) as second,
+                ):
+                    await first.initialize()
+                    await second.initialize()
+                    r = await first.call_tool("up_add_tool", {"name": "wave"})
+                    check(not r.is_error and text(r) == "added wave", f"up_add_tool: {text(r)}")
+                    await wait_until(lambda: first_changed and second_changed, "tools/list_changed to both sessions")
+                    tools = {t.name for t in (await second.list_tools()).tools}
+                    check("up_wave" in tools, f"tools after: {sorted(tools)}")
+                    r = await second.call_tool("up_wave", {"who": "everyone"})
+                    check(not r.is_error and text(r) == "wave greets everyone", f"up_wave: {text(r)}")
+        finally:
+            server.terminate()
+            server.wait()
+
+
 async def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--toolhost", required=True)
-    parser.add_argument("--scenario", choices=["http", "list-changed"], required=True)
+    parser.add_argument("--scenario", choices=["http", "list-changed", "list-changed-http"], required=True)
     parser.add_argument("--everything", help="server-everything's dist/index.js")
     args = parser.parse_args()
     top = tempfile.mkdtemp(prefix="toolhost-upstreams-")
     if args.scenario == "http":
         await over_http(args, top)
-    else:
+    elif args.scenario == "list-changed":
         await list_changed(args, top)
+    else:
+        await list_changed_over_http(args, top)
     print(f"ok: {args.scenario}")
 
 
