@@ -72,6 +72,16 @@ async fn enrich(e: &Enrichers, tool: &str) -> ToolSchema {
     e.enrich(base_tool(tool).unwrap()).await.unwrap().schema
 }
 
+/// A value model's follow-up links as (tool, probability), in order.
+fn links(model: &toolhost::value_model::ValueModel) -> Vec<(&str, f32)> {
+    model
+        .follow_ups
+        .iter()
+        .flatten()
+        .map(|l| (l.tool.as_str(), l.probability))
+        .collect()
+}
+
 fn props(s: &ToolSchema) -> Vec<String> {
     s.property_names()
 }
@@ -160,17 +170,11 @@ async fn github() {
         ),
         (Some(4.5), Some(45.0), Some(380), Some(60))
     );
-    let links: Vec<(String, f32)> = mrs
-        .follow_ups
-        .unwrap()
-        .into_iter()
-        .map(|l| (l.tool, l.probability))
-        .collect();
     assert_eq!(
-        links,
+        links(&mrs),
         [
-            ("get_merge_request_discussions".into(), 0.60),
-            ("get_merge_request_diffs".into(), 0.40)
+            ("get_merge_request_discussions", 0.60),
+            ("get_merge_request_diffs", 0.40)
         ]
     );
     let create_model = p.value_model("create_issue").await.unwrap().unwrap();
@@ -229,14 +233,8 @@ async fn gitlab() {
         json!(["relates_to", "blocks", "is_blocked_by"])
     );
     let mrs = p.value_model("get_merge_requests").await.unwrap().unwrap();
-    let links: Vec<f32> = mrs
-        .follow_ups
-        .as_ref()
-        .unwrap()
-        .iter()
-        .map(|l| l.probability)
-        .collect();
-    assert_eq!(links, [0.62, 0.41]);
+    let probabilities: Vec<f32> = links(&mrs).into_iter().map(|(_, p)| p).collect();
+    assert_eq!(probabilities, [0.62, 0.41]);
     assert_eq!(
         (mrs.cost.typical_kb, mrs.cost.latency_ms_p50),
         (Some(4.0), Some(450))
@@ -405,17 +403,7 @@ async fn jira_arguments_round_trip_to_provider_ids() {
     );
 
     let model = p.value_model("get_issues").await.unwrap().unwrap();
-    let links: Vec<(String, f32)> = model
-        .follow_ups
-        .clone()
-        .unwrap()
-        .into_iter()
-        .map(|l| (l.tool, l.probability))
-        .collect();
-    assert_eq!(
-        links,
-        [("get_issue".into(), 0.55), ("get_issue_comments".into(), 0.45)]
-    );
+    assert_eq!(links(&model), [("get_issue", 0.55), ("get_issue_comments", 0.45)]);
     assert_eq!(
         (
             model.cost.typical_kb,
@@ -538,17 +526,7 @@ async fn clickup() {
     );
 
     let model = p.value_model("get_issues").await.unwrap().unwrap();
-    let links: Vec<(String, f32)> = model
-        .follow_ups
-        .clone()
-        .unwrap()
-        .into_iter()
-        .map(|l| (l.tool, l.probability))
-        .collect();
-    assert_eq!(
-        links,
-        [("get_issue".into(), 0.50), ("get_issue_comments".into(), 0.40)]
-    );
+    assert_eq!(links(&model), [("get_issue", 0.50), ("get_issue_comments", 0.40)]);
     let projected = p
         .project_args(
             "get_issues",

@@ -23,6 +23,7 @@ fn runtime(cache: &Path) -> Runtime {
     Runtime::new(RuntimeOptions {
         cache_dir: Some(cache.to_owned()),
         log: Arc::new(|_| {}),
+        ..RuntimeOptions::default()
     })
     .expect("runtime")
 }

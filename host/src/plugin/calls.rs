@@ -132,13 +132,11 @@ impl Plugin {
         let (answer, args) = self
             .instances
             .run(M, async |i: &mut Instance| {
-                let handle = i.store.data_mut().table.push(ArgsEdit::new(args, false, cap))?;
-                let lent = Resource::new_borrow(handle.rep());
-                let answer = {
+                i.lend_args(ArgsEdit::new(args, false, cap), async |i, lent| {
                     let (g, store) = i.enricher();
                     g.call_transform_args(store, tool, lent).await
-                }?;
-                Ok((answer, i.store.data_mut().table.delete(handle)?.args))
+                })
+                .await
             })
             .await?;
         answer.map_err(|message| PluginError::Rejected {
@@ -226,16 +224,14 @@ impl Plugin {
         let host = self
             .instances
             .run(M, async |i: &mut Instance| {
-                let handle = i.store.data_mut().table.push(ArgsEdit::new(args, true, cap))?;
-                let lent = Resource::new_borrow(handle.rep());
-                let host = {
+                i.lend_args(ArgsEdit::new(args, true, cap), async |i, lent| {
                     let (g, store) = i.enricher();
                     g.call_rate_limit_host(store, tool, lent).await
-                }?;
-                i.store.data_mut().table.delete(handle)?;
-                Ok(host)
+                })
+                .await
             })
-            .await?;
+            .await?
+            .0;
         match host {
             Some(h) if h.is_empty() || h.len() > 253 || h.contains(char::is_whitespace) => {
                 Err(self.invalid(M, format!("`{h}` is not a host name")))
@@ -280,13 +276,11 @@ impl Plugin {
         let (answer, args) = self
             .instances
             .run(M, async |i: &mut Instance| {
-                let handle = i.store.data_mut().table.push(ArgsEdit::new(args, false, cap))?;
-                let lent = Resource::new_borrow(handle.rep());
-                let answer = {
+                i.lend_args(ArgsEdit::new(args, false, cap), async |i, lent| {
                     let (g, store) = i.tool();
                     g.call_prepare_arguments(store, tool, lent).await
-                }?;
-                Ok((answer, i.store.data_mut().table.delete(handle)?.args))
+                })
+                .await
             })
             .await?;
         answer.map_err(|message| PluginError::Rejected {
@@ -308,16 +302,14 @@ impl Plugin {
         let decision = self
             .instances
             .run(M, async |i: &mut Instance| {
-                let handle = i.store.data_mut().table.push(ArgsEdit::new(args, true, cap))?;
-                let lent = Resource::new_borrow(handle.rep());
-                let decision = {
+                i.lend_args(ArgsEdit::new(args, true, cap), async |i, lent| {
                     let (g, store) = i.tool();
                     g.call_before_call(store, tool, lent).await
-                }?;
-                i.store.data_mut().table.delete(handle)?;
-                Ok(decision)
+                })
+                .await
             })
-            .await?;
+            .await?
+            .0;
         if let BeforeCallDecision::Block(reason) = &decision {
             self.cap(M, reason.len())?;
         }

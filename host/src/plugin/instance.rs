@@ -40,7 +40,8 @@
 use std::pin::pin;
 use std::sync::{Arc, Mutex};
 
-use wasmtime::component::InstancePre;
+use serde_json::{Map, Value};
+use wasmtime::component::{InstancePre, Resource};
 use wasmtime::{Engine, Store};
 
 use super::PluginError;
@@ -50,6 +51,7 @@ use super::engine::EpochTicker;
 use super::health::Health;
 use super::host_api::{CpuExhausted, HostState, PluginIdentity};
 use super::manifest::InstancePolicy;
+use crate::schema::ArgsEdit;
 
 /// Idle instances kept per plugin under the reuse policy.
 const MAX_IDLE: usize = 16;
@@ -79,6 +81,18 @@ impl Instance {
             .as_ref()
             .expect("callers check the plugin exports the tool interface");
         (guest, &mut self.store)
+    }
+
+    /// Lend `args` to the guest as a borrowed `tool-args` handle for the
+    /// length of `call`, then take the (possibly edited) object back.
+    pub async fn lend_args<T>(
+        &mut self,
+        args: ArgsEdit,
+        call: impl AsyncFnOnce(&mut Instance, Resource<ArgsEdit>) -> wasmtime::Result<T>,
+    ) -> wasmtime::Result<(T, Map<String, Value>)> {
+        let handle = self.store.data_mut().table.push(args)?;
+        let answer = call(self, Resource::new_borrow(handle.rep())).await?;
+        Ok((answer, self.store.data_mut().table.delete(handle)?.args))
     }
 }
 
