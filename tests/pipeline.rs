@@ -172,3 +172,31 @@ async fn an_unbound_catalog_tool_is_not_listed_and_a_bad_binding_is_refused() {
     drop(runtime);
     assert!(err.contains("create_issue") && err.contains("nobody"), "{err}");
 }
+
+/// A server that accepts the connection and never answers is given up on
+/// after `connect_timeout_s`, with an error naming it.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_upstream_that_never_answers_is_given_up_on() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let silent = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    let config: toolhost::pipeline::UpstreamConfig =
+        serde_json::from_value(json!({"name": "mute", "url": url, "connect_timeout_s": 1})).unwrap();
+    let connect = toolhost::pipeline::Upstream::connect(config);
+    let err = tokio::time::timeout(std::time::Duration::from_secs(30), connect)
+        .await
+        .expect("connect gave up by itself")
+        .err()
+        .expect("a server that never answers is not connected");
+    silent.abort();
+    let message = err.to_string();
+    assert!(
+        message.contains("upstream `mute`") && message.contains("no answer within 1 s"),
+        "{message}"
+    );
+}

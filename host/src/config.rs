@@ -221,6 +221,10 @@ mod tests {
                 "[[upstream]]\nname = \"bad\"\nurl = \"http://a/mcp\"\nheaders = { \"a b\" = \"c\" }\n",
                 "header name",
             ),
+            (
+                "[[upstream]]\nname = \"hasty\"\ncommand = \"x\"\nconnect_timeout_s = 0\n",
+                "at least 1",
+            ),
         ] {
             let err = parse(&format!("root = \".\"\n{text}")).unwrap_err().to_string();
             let name = text.split('"').nth(1).unwrap();

@@ -12,6 +12,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
 
 use rmcp::ClientHandler;
 use rmcp::model::{CallToolRequestParams, ContentBlock, Tool};
@@ -39,7 +40,14 @@ pub struct UpstreamConfig {
     /// Let the host call this server's read-only tools ahead of time (their
     /// value models must say `pure` or `read-only`).
     pub speculate: bool,
+    /// How long the server has to start, answer `initialize` and list its
+    /// tools: one that hangs must not hold up the host's start.
+    pub connect_timeout: Duration,
 }
+
+/// The default of `connect_timeout_s`: time enough for `npx` to fetch a
+/// package on first use.
+const DEFAULT_CONNECT_TIMEOUT_S: u64 = 60;
 
 /// How the server is reached.
 #[derive(Debug, Clone)]
@@ -70,6 +78,7 @@ struct RawConfig {
     prefix: String,
     #[serde(default)]
     speculate: bool,
+    connect_timeout_s: Option<u64>,
 }
 
 impl TryFrom<RawConfig> for UpstreamConfig {
@@ -114,12 +123,17 @@ impl TryFrom<RawConfig> for UpstreamConfig {
                 ));
             }
         };
+        let connect_timeout = match raw.connect_timeout_s {
+            Some(0) => return Err(fail("`connect_timeout_s` must be at least 1".into())),
+            seconds => Duration::from_secs(seconds.unwrap_or(DEFAULT_CONNECT_TIMEOUT_S)),
+        };
         Ok(Self {
             name,
             transport,
             category: raw.category,
             prefix: raw.prefix,
             speculate: raw.speculate,
+            connect_timeout,
         })
     }
 }
@@ -153,6 +167,20 @@ pub struct Upstream {
 impl Upstream {
     /// Start or reach the server, initialise the session and list its tools.
     pub async fn connect(config: UpstreamConfig) -> Result<Arc<Self>, UpstreamError> {
+        let (name, limit) = (config.name.clone(), config.connect_timeout);
+        // On timeout the half-started session is dropped, which ends it (a
+        // stdio server's process is killed with it).
+        tokio::time::timeout(limit, Self::start(config))
+            .await
+            .unwrap_or_else(|_| {
+                Err(UpstreamError {
+                    name,
+                    message: format!("no answer within {} s (`connect_timeout_s`)", limit.as_secs()),
+                })
+            })
+    }
+
+    async fn start(config: UpstreamConfig) -> Result<Arc<Self>, UpstreamError> {
         let fail = |message: String| UpstreamError {
             name: config.name.clone(),
             message,
