@@ -27,11 +27,13 @@ pub const HEAVY_COMPONENT_BYTES: usize = 4 << 20;
 
 /// Calls an instance serves, by default, before it is replaced.
 ///
-/// Measured here (`make bench`): remapping two keys of a 1 KB argument
-/// object through a Rust guest costs about 14 µs on a reused instance and
-/// about 99 µs on a fresh instance per call (instantiation, first-touch page
-/// faults, and teardown); a tools/list of 60 tools through four plugins
-/// makes 240 calls. A fresh instance per call is therefore not the default:
+/// Measured here (`make bench`, session 3): remapping two keys of a 1 KB
+/// argument object through a Rust guest costs about 8 µs on a reused
+/// instance and about 63 µs on a fresh instance per call (instantiation,
+/// first-touch page faults, and teardown); a tools/list of 60 tools through
+/// four plugins makes 240 calls. (DESIGN.md expected two handle calls to
+/// cost under 1 µs; with wasmtime 48 each import costs about 1.2 µs, and
+/// entering the guest about 1.5 µs beyond the native baseline.) A fresh instance per call is therefore not the default:
 /// instances are reused, one per concurrent call, and replaced after this
 /// many calls or at once after any trap or timeout. State a plugin keeps
 /// between calls stays within that plugin. `instances = "fresh"` in a
