@@ -146,14 +146,18 @@ fn toolhost_toml_settings_layer_over_the_sidecar() {
         ("40-format", "format_pipeline", None),
     ]);
     let config = dir.path().join("toolhost.toml");
-    let tools = |toml: &str| {
+    // `toolhost --config … --plugins … ARGS` with `toml` as the file.
+    let with_config = |toml: &str, args: &[&str]| {
         std::fs::write(&config, toml).unwrap();
-        let (out, stdout, stderr) = run(toolhost()
+        run(toolhost()
             .arg("--config")
             .arg(&config)
             .arg("--plugins")
             .arg(dir.path())
-            .args(["tools", "--json"]));
+            .args(args))
+    };
+    let tools = |toml: &str| {
+        let (out, stdout, stderr) = with_config(toml, &["tools", "--json"]);
         assert!(out.status.success(), "{stderr}");
         let v: Value = serde_json::from_str(&stdout).unwrap();
         let props = |tool: &str| {
@@ -192,24 +196,15 @@ fn toolhost_toml_settings_layer_over_the_sidecar() {
     assert!(listing.get("format").is_none(), "format is disabled");
 
     // A name that matches no plugin is an error naming it; the rest load.
-    std::fs::write(&config, "[plugin.jria.config]\npriorities = [\"P1\"]\n").unwrap();
-    let (out, _, stderr) = run(toolhost()
-        .arg("--config")
-        .arg(&config)
-        .arg("--plugins")
-        .arg(dir.path())
-        .arg("plugins"));
+    let (out, _, stderr) = with_config("[plugin.jria.config]\npriorities = [\"P1\"]\n", &["plugins"]);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("plugin `jria`"), "{stderr}");
 
     // A bad key is refused with the table and its line, before any loading.
-    std::fs::write(&config, "root = \".\"\n\n[plugin.jira.limits]\nmemroy_mb = 3\n").unwrap();
-    let (out, _, stderr) = run(toolhost()
-        .arg("--config")
-        .arg(&config)
-        .arg("--plugins")
-        .arg(dir.path())
-        .arg("plugins"));
+    let (out, _, stderr) = with_config(
+        "root = \".\"\n\n[plugin.jira.limits]\nmemroy_mb = 3\n",
+        &["plugins"],
+    );
     assert!(!out.status.success());
     assert!(
         stderr.contains("[plugin.jira]") && stderr.contains("memroy_mb") && stderr.contains("line 3"),

@@ -8,45 +8,15 @@
 //! Needs `make venv upstream host` (the Makefile's `test` runs them); a
 //! missing piece fails with that instruction.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn need(path: PathBuf, make: &str) -> PathBuf {
-    assert!(
-        path.exists(),
-        "{} is missing: run `make {make}` first",
-        path.display()
-    );
-    path
-}
+use toolhost_tests::{everything_server, expect_driver_ok, python_driver};
 
 fn drive(scenario: &str) {
-    let python = need(repo().join("build/venv/bin/python"), "venv");
-    let toolhost = need(repo().join("target/release/toolhost"), "host");
-    let mut command = Command::new(python);
-    command
-        .arg(repo().join("tests/mcp/upstreams.py"))
-        .arg("--toolhost")
-        .arg(toolhost)
-        .args(["--scenario", scenario]);
+    let mut command = python_driver("upstreams.py");
+    command.args(["--scenario", scenario]);
     if scenario == "http" {
-        let server = "tests/upstream/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
-        command
-            .arg("--everything")
-            .arg(need(repo().join(server), "upstream"));
+        command.arg("--everything").arg(everything_server());
     }
-    let out = command.output().expect("run upstreams.py");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "upstreams.py --scenario {scenario} failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(stdout.contains(&format!("ok: {scenario}")), "{stdout}");
+    expect_driver_ok(&mut command, scenario);
 }
 
 #[test]

@@ -197,3 +197,49 @@ pub fn lang_plugin(stem: &str) -> PathBuf {
     );
     path
 }
+
+/// A Python MCP driver script under `tests/mcp/`: the Python interpreter of
+/// the Makefile's venv with the script and the release `toolhost` as
+/// `--toolhost`. Missing pieces fail with the `make` target that builds them.
+pub fn python_driver(script: &str) -> std::process::Command {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let need = |path: PathBuf, make: &str| {
+        assert!(
+            path.exists(),
+            "{} is missing: run `make {make}` first",
+            path.display()
+        );
+        path
+    };
+    let mut command = std::process::Command::new(need(repo.join("build/venv/bin/python"), "venv"));
+    command
+        .arg(repo.join("tests/mcp").join(script))
+        .arg("--toolhost")
+        .arg(need(repo.join("target/release/toolhost"), "host"));
+    command
+}
+
+/// The reference MCP server `@modelcontextprotocol/server-everything`, as
+/// installed by `make upstream`.
+pub fn everything_server() -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/upstream/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(
+        path.exists(),
+        "{} is missing: run `make upstream` first",
+        path.display()
+    );
+    path
+}
+
+/// Run a driver and check it ended with `ok: LABEL`, showing its output if not.
+pub fn expect_driver_ok(command: &mut std::process::Command, label: &str) {
+    let out = command.output().expect("run the Python driver");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "driver {label} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains(&format!("ok: {label}")), "{stdout}");
+}

@@ -473,6 +473,13 @@ mod tests {
         json!({"path": path}).as_object().unwrap().clone()
     }
 
+    /// A grep that matched `paths`, and the follow-ups planned from it.
+    async fn grep(e: &Engine<Files>, paths: &[&str]) {
+        let matches: Vec<Value> = paths.iter().map(|p| json!({"path": p})).collect();
+        e.after_call("grep", &json!({"matches": matches}), &[]).await;
+        settle(e).await;
+    }
+
     async fn settle(e: &Engine<Files>) {
         while e.in_flight() > 0 {
             tokio::task::yield_now().await;
@@ -664,23 +671,11 @@ mod tests {
         // The agent always reads the first of three results.
         for i in 0..12 {
             let paths = [format!("{i}-a"), format!("{i}-b"), format!("{i}-c")];
-            e.after_call(
-                "grep",
-                &json!({"matches": paths.iter().map(|p| json!({"path": p})).collect::<Vec<_>>()}),
-                &[],
-            )
-            .await;
-            settle(&e).await;
+            grep(&e, &paths.each_ref().map(String::as_str)).await;
             let _ = e.serve("read", &args(&paths[0])).await;
         }
         let before = files.executions.load(Ordering::SeqCst);
-        e.after_call(
-            "grep",
-            &json!({"matches": [{"path": "x-a"}, {"path": "x-b"}, {"path": "x-c"}]}),
-            &[],
-        )
-        .await;
-        settle(&e).await;
+        grep(&e, &["x-a", "x-b", "x-c"]).await;
         assert_eq!(
             files.executions.load(Ordering::SeqCst) - before,
             1,
@@ -691,23 +686,11 @@ mod tests {
         // being prefetched, and come back.
         for i in 0..12 {
             let paths = [format!("{i}-p"), format!("{i}-q")];
-            e.after_call(
-                "grep",
-                &json!({"matches": paths.iter().map(|p| json!({"path": p})).collect::<Vec<_>>()}),
-                &[],
-            )
-            .await;
-            settle(&e).await;
+            grep(&e, &paths.each_ref().map(String::as_str)).await;
             let _ = e.serve("read", &args(&paths[1])).await;
         }
         let before = files.executions.load(Ordering::SeqCst);
-        e.after_call(
-            "grep",
-            &json!({"matches": [{"path": "y-a"}, {"path": "y-b"}]}),
-            &[],
-        )
-        .await;
-        settle(&e).await;
+        grep(&e, &["y-a", "y-b"]).await;
         assert_eq!(files.executions.load(Ordering::SeqCst) - before, 2);
     }
 
