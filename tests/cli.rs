@@ -211,3 +211,19 @@ fn toolhost_toml_settings_layer_over_the_sidecar() {
         "{stderr}"
     );
 }
+
+#[test]
+fn serve_watch_refuses_a_directory_it_cannot_watch() {
+    let top = tempfile::tempdir().unwrap();
+    let missing = top.path().join("no-such-plugins");
+    let (out, _, stderr) = run(toolhost()
+        .current_dir(top.path())
+        .arg("--plugins")
+        .arg(&missing)
+        .args(["serve", "--watch"]));
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("cannot watch the plugin directory") && stderr.contains("no-such-plugins"),
+        "{stderr}"
+    );
+}

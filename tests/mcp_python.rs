@@ -1,12 +1,13 @@
 //! `toolhost serve` driven by the official Python MCP SDK (`tests/mcp/drive.py`)
 //! over stdio and streamable HTTP, and proxying a third-party MCP server
 //! (`@modelcontextprotocol/server-everything`) whose `echo` tool the
-//! `fixture_shout` enricher adapts.
+//! `fixture_shout` enricher adapts; and `toolhost serve --watch` while its
+//! plugin directory changes (`tests/mcp/watch.py`).
 //!
 //! Needs `make venv upstream host` (the Makefile's `test` runs them); a
 //! missing piece fails with that instruction.
 
-use toolhost_tests::{everything_server, expect_driver_ok, plugin_dir, python_driver};
+use toolhost_tests::{everything_server, expect_driver_ok, guest, plugin_dir, python_driver};
 
 fn drive(transport: &str, upstream: bool) {
     let plugins = plugin_dir(&[
@@ -37,4 +38,11 @@ fn streamable_http() {
 #[test]
 fn stdio_proxying_an_upstream_server_with_an_enricher() {
     drive("stdio", true);
+}
+
+#[test]
+fn a_watched_plugin_directory_is_reloaded_and_the_client_told() {
+    let mut command = python_driver("watch.py");
+    command.arg("--tool-plugin").arg(guest("text_tools"));
+    expect_driver_ok(&mut command, "watch");
 }

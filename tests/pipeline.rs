@@ -173,6 +173,59 @@ async fn an_unbound_catalog_tool_is_not_listed_and_a_bad_binding_is_refused() {
     assert!(err.contains("create_issue") && err.contains("nobody"), "{err}");
 }
 
+#[tokio::test]
+async fn replaced_plugins_rebuild_the_catalog_and_a_replacement_that_breaks_it_changes_nothing() {
+    let host = host_with(
+        &[
+            ("10-a", "fixture_chain_a", None),
+            ("20-text-tools", "text_tools", None),
+        ],
+        &[("create_issue", "text-tools")],
+    )
+    .await;
+    let rebuilds = host.subscribe();
+    let names =
+        |host: &Toolhost| -> Vec<String> { host.list_tools().tools.iter().map(|t| t.name.clone()).collect() };
+    let before = names(&host);
+    assert!(
+        before.contains(&"create_issue".into()) && before.contains(&"word_count".into()),
+        "{before:?}"
+    );
+    let load = async |entries: &[(&str, &str, Option<&str>)]| {
+        let dir = plugin_dir(entries);
+        let (runtime, _logs) = runtime();
+        runtime.load_dir(dir.path()).await.unwrap().plugins
+    };
+
+    // Without text-tools the binding of create_issue has no backend.
+    let err = host
+        .replace_plugins(load(&[("10-a", "fixture_chain_a", None)]).await)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("create_issue") && err.contains("text-tools"),
+        "{err}"
+    );
+    assert_eq!(names(&host), before);
+    assert!(!rebuilds.has_changed().unwrap());
+    let out = call(&host, "word_count", json!({"text": "a b"})).await.unwrap();
+    assert!(!out.is_error, "{out:?}");
+
+    // Without chain-a nothing claims issue_tracker: create_issue is hidden.
+    host.replace_plugins(load(&[("20-text-tools", "text_tools", None)]).await)
+        .await
+        .unwrap();
+    assert!(rebuilds.has_changed().unwrap());
+    let after = names(&host);
+    assert!(
+        !after.contains(&"create_issue".into()) && after.contains(&"word_count".into()),
+        "{after:?}"
+    );
+    let out = call(&host, "word_count", json!({"text": "a b c"})).await.unwrap();
+    assert!(!out.is_error && out.text().contains('3'), "{out:?}");
+}
+
 /// A server that accepts the connection and never answers is given up on
 /// after `connect_timeout_s`, with an error naming it.
 #[tokio::test(flavor = "multi_thread")]

@@ -15,6 +15,7 @@
 //! - [`pipeline`]: the call pipeline and [`pipeline::Toolhost`], the library API.
 //! - [`mcp`]: the MCP server front.
 //! - [`setup`]: a [`pipeline::Toolhost`] built from the configuration.
+//! - [`watch`]: the plugin directory reloaded while serving (`serve --watch`).
 //! - [`config`]: the user's configuration file, `toolhost.toml`.
 //! - [`http_client`]: the HTTP client stack (reqwest on rustls with ring).
 //! - [`atomic_file`]: replacing a file whole (write, edit, statistics).
@@ -42,3 +43,4 @@ pub mod speculation;
 pub mod stats;
 pub mod tools;
 pub mod value_model;
+pub mod watch;

@@ -79,6 +79,10 @@ enum Command {
         /// Listen for streamable HTTP at ADDR (served at /mcp).
         #[arg(long, value_name = "ADDR")]
         http: Option<std::net::SocketAddr>,
+        /// Reload the plugin directory when a plugin or manifest in it
+        /// changes, and tell the clients the tool list changed.
+        #[arg(long)]
+        watch: bool,
     },
     /// Show what speculation did in the last `toolhost serve`.
     Stats {
@@ -97,7 +101,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let filter = match cli.verbose {
-        0 => "warn,toolhost::stats=info",
+        0 => "warn,toolhost::stats=info,toolhost::watch=info",
         1 => "info,plugin=debug",
         _ => "debug",
     };
@@ -138,12 +142,12 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         .unwrap_or_else(|| PathBuf::from("plugins"));
     match cli.command {
         Command::Check { file, json, expect } => check_cmd(&runtime, &file, json, expect.as_deref()).await,
-        Command::Serve { http } => {
+        Command::Serve { http, watch } => {
             let plugins = cli
                 .plugins
                 .or(config.plugins.clone())
                 .or_else(setup::default_plugin_dir);
-            serve::serve(&runtime, &config, plugins.as_deref(), http).await
+            serve::serve(&runtime, &config, plugins.as_deref(), http, watch).await
         }
         Command::Call { tool, args } => {
             let plugins = cli

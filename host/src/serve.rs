@@ -7,11 +7,12 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use toolhost::config::Config;
 use toolhost::pipeline::{CallContext, error_text};
 use toolhost::plugin::Runtime;
+use toolhost::watch::PluginWatch;
 use toolhost::{mcp, setup, stats};
 
 pub async fn serve(
@@ -19,7 +20,16 @@ pub async fn serve(
     config: &Config,
     plugins: Option<&Path>,
     http: Option<SocketAddr>,
+    watch: bool,
 ) -> Result<ExitCode> {
+    // Watch before loading, so a change made while loading is not missed.
+    let watch = match (watch, plugins) {
+        (false, _) => None,
+        (true, Some(dir)) => Some(PluginWatch::new(dir)?),
+        (true, None) => {
+            bail!("--watch needs a plugin directory: pass --plugins DIR or set `plugins` in toolhost.toml")
+        }
+    };
     let (host, errors) = setup::build(runtime, config, plugins).await?;
     for error in &errors {
         eprintln!("error: {error}");
@@ -27,9 +37,25 @@ pub async fn serve(
     let host = Arc::new(host);
     let stats_file = config.stats_file();
     let reporter = stats::spawn_reporter(host.clone(), stats_file.clone());
-    let served = match http {
-        Some(addr) => mcp::serve_http(host.clone(), addr).await,
-        None => mcp::serve_stdio(host.clone()).await,
+    let serving = async {
+        match http {
+            Some(addr) => mcp::serve_http(host.clone(), addr).await,
+            None => mcp::serve_stdio(host.clone()).await,
+        }
+    };
+    let served = match watch {
+        // The watch runs as long as the server and is dropped with it.
+        Some(watch) => {
+            let mut serving = std::pin::pin!(serving);
+            tokio::select! {
+                served = &mut serving => served,
+                () = watch.run(runtime, &host) => {
+                    tracing::warn!("the plugin directory is no longer watched");
+                    serving.await
+                }
+            }
+        }
+        None => serving.await,
     };
     reporter.abort();
     host.shutdown().await;

@@ -12,33 +12,13 @@ import argparse
 import os
 import re
 import subprocess
-import sys
 import tempfile
 
 import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-
-def check(ok, what):
-    if not ok:
-        raise AssertionError(what)
-
-
-def text(result):
-    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
-
-
-async def wait_for_log(path, needle):
-    """The server's log gains `needle` (a condition, not a clock: the bound
-    only keeps a broken server from hanging the test)."""
-    with anyio.move_on_after(60):
-        while True:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                if needle in f.read():
-                    return
-            await anyio.sleep(0.05)
-    raise AssertionError(f"the server never logged {needle!r}")
+from driver import check, read, run, text, wait_until
 
 
 async def exercise(session, log_path, upstream):
@@ -98,7 +78,7 @@ async def exercise(session, log_path, upstream):
         group.start_soon(long_call)
         await started.wait()
         group.cancel_scope.cancel()
-    await wait_for_log(log_path, "slow_count cancelled")
+    await wait_until(lambda: "slow_count cancelled" in read(log_path), "the server logs the cancellation")
     r = await session.call_tool("word_count", {"text": "still serving"})
     check(r.structured_content == {"words": 2}, f"after cancel: {text(r)}")
 
@@ -175,8 +155,4 @@ async def main():
 
 
 if __name__ == "__main__":
-    try:
-        anyio.run(main)
-    except AssertionError as e:
-        print(f"FAILED: {e}", file=sys.stderr)
-        sys.exit(1)
+    run(main)

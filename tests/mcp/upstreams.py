@@ -23,36 +23,12 @@ import subprocess
 import sys
 import tempfile
 
-import anyio
-import mcp.types as types
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from driver import check, read, recorder, run, text, wait_until
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def check(ok, what):
-    if not ok:
-        raise AssertionError(what)
-
-
-def text(result):
-    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
-
-
-def read(path):
-    with open(path, encoding="utf-8", errors="replace") as f:
-        return f.read()
-
-
-async def wait_until(condition, what):
-    """Wait for a condition, not a clock: the bound only keeps a broken
-    server from hanging the test."""
-    with anyio.move_on_after(60):
-        while not condition():
-            await anyio.sleep(0.05)
-        return
-    raise AssertionError(f"never happened: {what}")
 
 
 def free_port():
@@ -72,17 +48,6 @@ def workspace(top, upstreams):
     with open(config, "w") as f:
         f.write('root = "root"\n' + upstreams)
     return ["-v", "--no-cache", "--config", config, "--plugins", os.path.join(top, "plugins"), "serve"]
-
-
-def recorder():
-    """A message handler and the tools/list_changed notifications it saw."""
-    changed = []
-
-    async def on_message(message):
-        if isinstance(message, types.ToolListChangedNotification):
-            changed.append(message)
-
-    return on_message, changed
 
 
 async def serve(args, top, upstreams, exercise):
@@ -235,8 +200,4 @@ async def main():
 
 
 if __name__ == "__main__":
-    try:
-        anyio.run(main)
-    except AssertionError as e:
-        print(f"FAILED: {e}", file=sys.stderr)
-        sys.exit(1)
+    run(main)

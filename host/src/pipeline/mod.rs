@@ -9,8 +9,9 @@
 //! tool hidden by the enrichers cannot be called either.
 //!
 //! The catalog is rebuilt (gathered and enriched again, value models
-//! layered again) when an upstream server sends `tools/list_changed`, and
-//! swapped in whole: each call reads the current catalog once and runs to
+//! layered again) when an upstream server sends `tools/list_changed` or the
+//! plugins are replaced ([`Toolhost::replace_plugins`], used by
+//! `toolhost serve --watch`), and swapped in whole: each call reads the current catalog once and runs to
 //! its end on it, so a call in flight when its tool disappears still
 //! completes (an upstream server answers for its own tools). Speculation
 //! is per catalog: the rebuilt one starts with an empty cache, and the
@@ -192,13 +193,14 @@ pub struct Toolhost {
 
 /// What the followers share with the `Toolhost`.
 struct Shared {
-    sources: Sources,
+    /// Held while the catalog is rebuilt: one rebuild at a time, and the
+    /// plugins are swapped only with the catalog built from them.
+    sources: tokio::sync::Mutex<Sources>,
     options: Options,
     /// Read once per call: the call runs on the catalog it started with.
     current: RwLock<Arc<Generation>>,
     /// Counts rebuilds, for the MCP front's `tools/list_changed`.
     rebuilt: watch::Sender<u64>,
-    rebuilding: tokio::sync::Mutex<()>,
 }
 
 /// One build of the catalog, with the speculation that runs on it.
@@ -228,18 +230,16 @@ impl Toolhost {
     /// starts following the upstream servers' tool lists.
     pub async fn with_options(sources: Sources, options: Options) -> Result<Self, BuildError> {
         let generation = Generation::build(&sources, &options, None).await?;
+        let upstreams = sources.upstreams.clone();
         let shared = Arc::new(Shared {
-            sources,
+            sources: tokio::sync::Mutex::new(sources),
             options,
             current: RwLock::new(Arc::new(generation)),
             rebuilt: watch::Sender::new(0),
-            rebuilding: tokio::sync::Mutex::new(()),
         });
-        let followers = shared
-            .sources
-            .upstreams
-            .iter()
-            .map(|server| tokio::spawn(follow(Arc::downgrade(&shared), server.clone())))
+        let followers = upstreams
+            .into_iter()
+            .map(|server| tokio::spawn(follow(Arc::downgrade(&shared), server)))
             .collect();
         Ok(Self { shared, followers })
     }
@@ -254,8 +254,17 @@ impl Toolhost {
         self.shared.current().core.models.clone()
     }
 
+    /// Replace the plugins (a reloaded plugin directory) and rebuild the
+    /// catalog with them. If the catalog does not build with them (a
+    /// `[bind]` to a tool plugin that is gone, two sources naming one
+    /// tool), the previous plugins and catalog stay, and the error says why.
+    pub async fn replace_plugins(&self, plugins: Vec<Arc<Plugin>>) -> Result<(), BuildError> {
+        self.shared.rebuild(Some(plugins)).await
+    }
+
     /// Marks a change each time the catalog is rebuilt (an upstream
-    /// server's tool list changed); a client should list the tools again.
+    /// server's tool list changed, the plugins were replaced); a client
+    /// should list the tools again.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.shared.rebuilt.subscribe()
     }
@@ -278,7 +287,7 @@ impl Toolhost {
         for follower in &self.followers {
             follower.abort();
         }
-        let _no_rebuild = self.shared.rebuilding.lock().await;
+        let _no_rebuild = self.shared.sources.lock().await;
         if let Some(engine) = &self.shared.current().speculation {
             engine.shutdown().await;
         }
@@ -379,14 +388,24 @@ impl Shared {
             .clone()
     }
 
-    /// Build the catalog again from the sources as they are now and make it
-    /// current. Calls in flight finish on the one they started with; its
-    /// speculation is shut down, so nothing it cached or is prefetching is
-    /// ever served from the new one.
-    async fn rebuild(&self) -> Result<(), BuildError> {
-        let _one_at_a_time = self.rebuilding.lock().await;
+    /// Build the catalog again from the sources as they are now, with
+    /// `plugins` in place of the current ones if given, and make it current.
+    /// Calls in flight finish on the one they started with; its speculation
+    /// is shut down, so nothing it cached or is prefetching is ever served
+    /// from the new one. On failure nothing changes.
+    async fn rebuild(&self, plugins: Option<Vec<Arc<Plugin>>>) -> Result<(), BuildError> {
+        let mut sources = self.sources.lock().await;
+        let replaced = plugins.map(|p| std::mem::replace(&mut sources.plugins, p));
         let previous = self.current();
-        let next = Generation::build(&self.sources, &self.options, previous.speculation.as_deref()).await?;
+        let next = match Generation::build(&sources, &self.options, previous.speculation.as_deref()).await {
+            Ok(next) => next,
+            Err(e) => {
+                if let Some(old) = replaced {
+                    sources.plugins = old;
+                }
+                return Err(e);
+            }
+        };
         *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(next);
         self.rebuilt.send_modify(|n| *n += 1);
         if let Some(engine) = &previous.speculation {
@@ -410,7 +429,7 @@ async fn follow(shared: Weak<Shared>, server: Arc<Upstream>) {
             tracing::error!("{e}: serving its previous tools");
             continue;
         }
-        match shared.rebuild().await {
+        match shared.rebuild(None).await {
             Ok(()) => tracing::info!("upstream `{name}` changed its tools: catalog rebuilt"),
             Err(e) => {
                 tracing::error!("upstream `{name}` changed its tools, but {e}: serving the previous catalog")

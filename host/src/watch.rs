@@ -1,0 +1,129 @@
+//! `toolhost serve --watch`: the plugin directory reloaded while serving,
+//! so a vendor sees a rebuilt plugin without restarting the agent's host.
+//!
+//! Owns the file-system watch (notify) and the reload; swapping the plugins
+//! and the catalog is [`Toolhost::replace_plugins`], and telling the MCP
+//! clients (`tools/list_changed`) is the MCP front's, as for any rebuild.
+//!
+//! Decisions:
+//! - Any change of a `*.wasm` or `*.toml` in the directory reloads the whole
+//!   directory, not just the file: registration order (file names, `order`)
+//!   and the `[plugin.NAME]` settings are properties of the directory.
+//!   Components that did not change come from the code cache, so a reload
+//!   costs a compile only for what changed.
+//! - Events are let settle for [`SETTLE`] first: copying a file is several
+//!   writes. A file still half written fails to load, is reported by name
+//!   like at start, and loads at its next write.
+//! - A reload is all or nothing for the catalog: if the directory cannot be
+//!   read, or the catalog does not build with the new plugins (a `[bind]`
+//!   to a tool plugin that is gone), the previous plugins keep serving and
+//!   the error is logged. A plugin that fails to load is left out, the
+//!   others load, as at start.
+//! - Reloaded plugins start afresh (new instances, health, quarantine);
+//!   calls in flight finish on the plugins they started with.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use notify::event::{AccessKind, AccessMode};
+use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
+use tokio::sync::mpsc;
+
+use crate::pipeline::Toolhost;
+use crate::plugin::Runtime;
+
+/// How long the directory must be quiet before it is reloaded.
+pub const SETTLE: Duration = Duration::from_millis(300);
+
+/// A watch on one plugin directory.
+pub struct PluginWatch {
+    dir: PathBuf,
+    changes: mpsc::UnboundedReceiver<()>,
+    /// Stops watching when dropped.
+    _watcher: RecommendedWatcher,
+}
+
+impl PluginWatch {
+    /// Start watching `dir`. Fails (naming the directory) if it cannot be
+    /// watched, so `serve --watch` does not start without its watch.
+    pub fn new(dir: &Path) -> anyhow::Result<Self> {
+        let cannot = || format!("cannot watch the plugin directory {}", dir.display());
+        // notify's own error for a missing path names no cause.
+        std::fs::read_dir(dir).with_context(cannot)?;
+        let (tx, changes) = mpsc::unbounded_channel();
+        let mut watcher = notify::recommended_watcher(move |event: notify::Result<Event>| match event {
+            Ok(event) if is_change(&event) => {
+                let _ = tx.send(());
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!("watching the plugin directory: {e}"),
+        })
+        .with_context(cannot)?;
+        watcher
+            .watch(dir, RecursiveMode::NonRecursive)
+            .with_context(cannot)?;
+        Ok(Self {
+            dir: dir.to_owned(),
+            changes,
+            _watcher: watcher,
+        })
+    }
+
+    /// Reload the directory into `host` after each change, until the watch
+    /// ends (it is dropped with the future).
+    pub async fn run(mut self, runtime: &Runtime, host: &Toolhost) {
+        while self.changes.recv().await.is_some() {
+            loop {
+                match tokio::time::timeout(SETTLE, self.changes.recv()).await {
+                    Ok(Some(())) => continue,
+                    Ok(None) => return,
+                    Err(_quiet) => break,
+                }
+            }
+            self.reload(runtime, host).await;
+        }
+    }
+
+    async fn reload(&self, runtime: &Runtime, host: &Toolhost) {
+        let dir = self.dir.display();
+        let report = match runtime.load_dir(&self.dir).await {
+            Ok(report) => report,
+            Err(e) => {
+                tracing::error!("plugin directory changed, but {e:#}: serving the previous plugins");
+                return;
+            }
+        };
+        for error in &report.errors {
+            tracing::error!("{error}");
+        }
+        let loaded = match report.plugins.len() {
+            0 => "no plugins".to_owned(),
+            _ => {
+                let names: Vec<&str> = report.plugins.iter().map(|p| &*p.name).collect();
+                format!("plugins {}", names.join(", "))
+            }
+        };
+        match host.replace_plugins(report.plugins).await {
+            Ok(()) => tracing::info!("plugin directory {dir} reloaded ({loaded}): catalog rebuilt"),
+            Err(e) => {
+                tracing::error!("plugin directory {dir} changed, but {e}: serving the previous plugins")
+            }
+        }
+    }
+}
+
+/// A change that may alter what loads: a component or a manifest created,
+/// written, renamed or removed. Reads (the reload's own) are not changes.
+fn is_change(event: &Event) -> bool {
+    let relevant_path = event
+        .paths
+        .iter()
+        .any(|p| p.extension().is_some_and(|e| e == "wasm" || e == "toml"));
+    let relevant_kind = match event.kind {
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        EventKind::Access(_) => false,
+        _ => true,
+    };
+    relevant_path && relevant_kind
+}
