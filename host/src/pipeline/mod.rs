@@ -11,9 +11,10 @@
 //! The catalog is rebuilt (gathered and enriched again, value models
 //! layered again) when an upstream server sends `tools/list_changed` or the
 //! plugins are replaced ([`Toolhost::replace_plugins`], used by
-//! `toolhost serve --watch`), and swapped in whole: each call reads the current catalog once and runs to
-//! its end on it, so a call in flight when its tool disappears still
-//! completes (an upstream server answers for its own tools). Speculation
+//! `toolhost serve --watch`), and swapped in whole: each call reads the
+//! current catalog once and runs to its end on it, so a call in flight when
+//! its tool disappears still completes (an upstream server answers for its
+//! own tools, a replaced plugin lives until its last call ends). Speculation
 //! is per catalog: the rebuilt one starts with an empty cache, and the
 //! old one's prefetches are cancelled and its results never served, so
 //! nothing computed against the old tool set reaches a call; what it
