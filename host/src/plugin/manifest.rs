@@ -3,7 +3,7 @@
 //! grants, and its own `config` table.
 //!
 //! The user may set the same keys for a plugin in `toolhost.toml`
-//! (`[plugin.NAME]`), laid over the sidecar (see [`layer`]): the vendor
+//! (`[plugin.NAME]`), laid over the sidecar (see `layer`): the vendor
 //! ships defaults beside the component, the user's file has the last word,
 //! and neither has to edit the other's.
 //!
