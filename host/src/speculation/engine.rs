@@ -473,6 +473,12 @@ mod tests {
         json!({"path": path}).as_object().unwrap().clone()
     }
 
+    /// A glob that found `paths`, and the follow-ups planned from it.
+    async fn glob(e: &Engine<Files>, paths: &[&str]) {
+        e.after_call("glob", &json!({ "paths": paths }), &[]).await;
+        settle(e).await;
+    }
+
     /// A grep that matched `paths`, and the follow-ups planned from it.
     async fn grep(e: &Engine<Files>, paths: &[&str]) {
         let matches: Vec<Value> = paths.iter().map(|p| json!({"path": p})).collect();
@@ -491,14 +497,12 @@ mod tests {
         let files = Arc::new(Files::default());
         files.content.lock().unwrap().insert("a.rs".into(), "old".into());
         let old = engine(files.clone(), Some(60));
-        old.after_call("glob", &json!({"paths": ["a.rs"]}), &[]).await;
-        settle(&old).await;
+        glob(&old, &["a.rs"]).await;
         let renewed = old.renew(files.clone(), old.models.clone());
         old.shutdown().await;
         assert!(matches!(renewed.serve("read", &args("a.rs")).await, Served::Run));
         assert_eq!(renewed.stats().dispatched, 1);
-        renewed.after_call("glob", &json!({"paths": ["a.rs"]}), &[]).await;
-        settle(&renewed).await;
+        glob(&renewed, &["a.rs"]).await;
         assert!(matches!(renewed.serve("read", &args("a.rs")).await, Served::Prefetched(s) if s == "old"));
     }
 
@@ -511,9 +515,7 @@ mod tests {
             .unwrap()
             .insert("a.rs".into(), "fn a() {}".into());
         let e = engine(files.clone(), Some(60));
-        e.after_call("glob", &json!({"paths": ["a.rs", "b.rs"]}), &[])
-            .await;
-        settle(&e).await;
+        glob(&e, &["a.rs", "b.rs"]).await;
         assert_eq!(files.executions.load(Ordering::SeqCst), 2);
         assert!(matches!(e.serve("read", &args("a.rs")).await, Served::Prefetched(s) if s == "fn a() {}"));
         assert!(matches!(e.serve("read", &args("c.rs")).await, Served::Run));
@@ -521,8 +523,7 @@ mod tests {
         assert_eq!((stats.dispatched, stats.hits), (2, 1));
         // The same chain again is not skipped because read ran before; the
         // fresh entries simply are not fetched twice.
-        e.after_call("glob", &json!({"paths": ["a.rs"]}), &[]).await;
-        settle(&e).await;
+        glob(&e, &["a.rs"]).await;
         assert_eq!(files.executions.load(Ordering::SeqCst), 2);
     }
 
@@ -531,8 +532,7 @@ mod tests {
         let files = Arc::new(Files::default());
         files.content.lock().unwrap().insert("a.rs".into(), "old".into());
         let e = engine(files.clone(), Some(60));
-        e.after_call("glob", &json!({"paths": ["a.rs"]}), &[]).await;
-        settle(&e).await;
+        glob(&e, &["a.rs"]).await;
         // The write happens after the prefetch landed.
         e.invalidate_for("write");
         files.content.lock().unwrap().insert("a.rs".into(), "new".into());
@@ -600,9 +600,7 @@ mod tests {
         let files = Arc::new(Files::default());
         *files.refuse.lock().unwrap() = Some("secret.rs".into());
         let e = engine(files.clone(), Some(0));
-        e.after_call("glob", &json!({"paths": ["a.rs", "secret.rs"]}), &[])
-            .await;
-        settle(&e).await;
+        glob(&e, &["a.rs", "secret.rs"]).await;
         assert_eq!(
             files.executions.load(Ordering::SeqCst),
             1,
@@ -622,8 +620,7 @@ mod tests {
         let files = Arc::new(Files::default());
         files.content.lock().unwrap().insert("a.rs".into(), "old".into());
         let e = engine(files.clone(), Some(60));
-        e.after_call("glob", &json!({"paths": ["a.rs"]}), &[]).await;
-        settle(&e).await;
+        glob(&e, &["a.rs"]).await;
         // No call through the host: only the target can tell.
         files.content.lock().unwrap().insert("a.rs".into(), "new".into());
         assert!(matches!(e.serve("read", &args("a.rs")).await, Served::Run));
@@ -646,20 +643,17 @@ mod tests {
             Enrichers::default(),
             Settings::default(),
         );
-        e.after_call("glob", &json!({"paths": ["a.rs"]}), &[]).await;
-        settle(&e).await;
+        glob(&e, &["a.rs"]).await;
         e.invalidate_for("grep");
         assert!(
             matches!(e.serve("read", &args("a.rs")).await, Served::Prefetched(_)),
             "grep changes nothing"
         );
-        e.after_call("glob", &json!({"paths": ["a.rs"]}), &[]).await;
-        settle(&e).await;
+        glob(&e, &["a.rs"]).await;
         // A tool with no model at all is as unknown as a declared writer.
         e.invalidate_for("no_model_at_all");
         assert!(matches!(e.serve("read", &args("a.rs")).await, Served::Run));
-        e.after_call("glob", &json!({"paths": ["a.rs"]}), &[]).await;
-        settle(&e).await;
+        glob(&e, &["a.rs"]).await;
         e.invalidate_for("deploy");
         assert!(matches!(e.serve("read", &args("a.rs")).await, Served::Run));
     }
@@ -709,8 +703,7 @@ mod tests {
             Enrichers::default(),
             Settings::default(),
         );
-        e.after_call("glob", &json!({"paths": ["a.rs"]}), &[]).await;
-        settle(&e).await;
+        glob(&e, &["a.rs"]).await;
         assert_eq!(files.executions.load(Ordering::SeqCst), 0);
         assert_eq!(e.stats().declined.get("not_enabled"), Some(&1));
     }
