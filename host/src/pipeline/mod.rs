@@ -1,4 +1,4 @@
-//! The call pipeline (DESIGN decision 7) and [`Toolhost`], the library API
+//! The call pipeline and [`Toolhost`], the library API
 //! over it.
 //!
 //! Tools come from four sources merged into one catalog, each tool with an
