@@ -11,23 +11,30 @@
 //! Serves stdio ([`serve_stdio`]) and streamable HTTP at `/mcp`
 //! ([`serve_http`]). Owns the protocol mapping, not the pipeline.
 //!
-//! `tools/list_changed`: every client session that has sent `initialized`
-//! is remembered (one over stdio, one per HTTP session); each time the
-//! host rebuilds its catalog every session still open is sent the
-//! notification. Sessions that closed are forgotten then.
+//! Protocol revisions up to 2026-07-28 are served ([`revision`] says what
+//! differs). `tools/list_changed`: up to 2025-11-25, every client session
+//! that has sent `initialized` is remembered (one over stdio, one per HTTP
+//! session); each time the host rebuilds its catalog every session still
+//! open is sent the notification, and sessions that closed are forgotten
+//! then. A 2026-07-28 client has no session: it is told on the
+//! `subscriptions/listen` stream it opens.
 
+mod revision;
+
+use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
+use axum::serve::ListenerExt;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
     GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, Prompt, PromptMessage, Role, ServerCapabilities,
-    ServerConfig, Tool, ToolAnnotations,
+    PaginatedRequestParams, ProgressNotificationParam, Prompt, PromptMessage, ProtocolVersion, Role,
+    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool, ToolAnnotations,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::transport::streamable_http_server::{
     StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
 };
@@ -175,12 +182,31 @@ impl ServerHandler for McpServer {
         )
     }
 
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        revision::supported()
+    }
+
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        revision::accepted(requested)
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), McpError> {
+        revision::listen(self.host.subscribe(), subscription).await
+    }
+
+    /// The served tool, against whose input schema rmcp checks a 2026-07-28
+    /// HTTP request's `Mcp-Param-*` headers.
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools().into_iter().find(|t| t.name == name)
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.tools()))
+        let all = ListToolsResult::with_all_items(self.tools());
+        Ok(revision::tools_list(all, context.protocol_version().as_ref()))
     }
 
     async fn call_tool(
@@ -270,6 +296,14 @@ pub async fn serve_http(host: Arc<Toolhost>, addr: SocketAddr) -> anyhow::Result
     let router = axum::Router::new().nest_service("/mcp", service);
     let listener = tokio::net::TcpListener::bind(addr).await?;
     eprintln!("toolhost: serving MCP at http://{}/mcp", listener.local_addr()?);
+    // A response goes out in several writes (the SSE priming event, then
+    // the result): with Nagle's algorithm on, the second waits for the
+    // client's delayed ACK, about 40 ms on every call.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!("TCP_NODELAY not set on an accepted connection: {e}");
+        }
+    });
     axum::serve(listener, router)
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;
