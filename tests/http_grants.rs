@@ -425,7 +425,7 @@ async fn a_redirect_does_not_carry_the_secret_elsewhere() {
     let (a, b) = (loopback(granted.addr), loopback(elsewhere.addr));
     let both = format!(
         "[grants]\nhttp = [{a:?}, {b:?}]\n{}",
-        secret("TOOLHOST_TEST_ATTACK_TOKEN", &[a.clone()])
+        secret("TOOLHOST_TEST_ATTACK_TOKEN", std::slice::from_ref(&a))
     );
     let attack = Attack::load(&both, &format!("{url}follow = true")).await;
     assert_eq!(attack.report().await["status"], 200);
