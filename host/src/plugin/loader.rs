@@ -189,7 +189,7 @@ impl Runtime {
             .map_err(|e| format!("bad tool export: {e:#}"))?;
 
         let name = plugin_name(path);
-        let http = HttpGrant::new(&manifest.grants).map_err(|e| format!("manifest: {e}"))?;
+        let http = HttpGrant::new(name.clone(), &manifest.grants).map_err(|e| format!("manifest: {e}"))?;
         let identity = Arc::new(PluginIdentity {
             name: name.clone(),
             config_json: manifest.config_json(),
