@@ -20,7 +20,7 @@ use crate::schema::{ArgsEdit, SchemaEdit, ToolSchema};
 use crate::value_model::{CostModel, FieldGroup, FollowUpLink, SideEffect, ValueClass, ValueModel};
 
 pub use tool::{
-    AfterCallOverride, BeforeCallDecision, Content, Hooks, RenderOptions, ToolDefinition, ToolError,
+    AfterCallOverride, BeforeCallDecision, Content, Hooks, Image, RenderOptions, ToolDefinition, ToolError,
     ToolResult,
 };
 

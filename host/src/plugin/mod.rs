@@ -30,7 +30,7 @@ use wasmtime::component::Linker;
 
 pub use cache::CodeSource;
 pub use calls::{
-    AfterCallOverride, BeforeCallDecision, Content, Hooks, RenderOptions, ToolDefinition, ToolError,
+    AfterCallOverride, BeforeCallDecision, Content, Hooks, Image, RenderOptions, ToolDefinition, ToolError,
     ToolResult,
 };
 pub use health::Status;
