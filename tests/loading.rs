@@ -143,7 +143,9 @@ async fn a_corrupt_cache_entry_is_recompiled() {
     let dir = plugin_dir(&[("10-format", "format_pipeline", None)]);
     let (rt, _) = runtime_with_cache(Some(cache.path().to_owned()));
     rt.load_dir(dir.path()).await.unwrap();
-    let entries = std::fs::read_dir(cache.path()).unwrap().map(|e| e.unwrap().path());
+    let entries = std::fs::read_dir(cache.path())
+        .unwrap()
+        .map(|e| e.unwrap().path());
     for entry in entries.filter(|p| p.extension().is_some_and(|e| e == "cwasm")) {
         std::fs::write(entry, b"garbage").unwrap();
     }

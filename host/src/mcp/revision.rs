@@ -36,7 +36,8 @@ pub(super) fn tools_list(mut result: ListToolsResult, version: Option<&ProtocolV
 }
 
 /// Of what a `subscriptions/listen` asks for, toolhost has tool-list
-/// changes to tell (it serves no prompts or resources).
+/// changes to tell (it serves no resources, and advertises no prompt-list
+/// changes).
 pub(super) fn accepted(requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
     let mut accepted = SubscriptionFilter::default();
     accepted.tools_list_changed = requested.tools_list_changed.filter(|&on| on);
