@@ -230,3 +230,6 @@ mod tests {
         assert_eq!(super::base64(b"M"), "TQ==");
     }
 }
+
+#[cfg(test)]
+mod fuzz;
