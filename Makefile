@@ -51,6 +51,7 @@ bench: host plugins lang-plugins
 	$(CARGO) bench --locked -p toolhost --bench pipeline
 	$(CARGO) bench --locked -p toolhost --bench languages
 	$(CARGO) run --release --locked -p toolhost-tests --bin replay
+	$(CARGO) run --release --locked -p toolhost-tests --bin load
 
 ## ---------------------------------------------------------------------------
 ## Plugins in other languages (issue #6): JavaScript, Python, C, Go beside
