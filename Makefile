@@ -55,6 +55,7 @@ bench: host plugins lang-plugins upstream
 	$(CARGO) bench --locked -p toolhost --bench languages
 	$(CARGO) run --release --locked -p toolhost-tests --bin replay
 	$(CARGO) run --release --locked -p toolhost-tests --bin front
+	$(CARGO) run --release --locked -p toolhost-tests --bin load
 
 ## ---------------------------------------------------------------------------
 ## Plugins in other languages (issue #6): JavaScript, Python, C, Go beside

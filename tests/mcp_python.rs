@@ -7,10 +7,17 @@
 //! pinned to each protocol revision toolhost serves, over each transport
 //! (`tests/mcp/revisions.py`).
 //!
-//! Needs `make venv upstream host` (the Makefile's `test` runs them); a
+//! Also the fault-and-load run (`toolhost_tests::load`) at a small count:
+//! `toolhost serve --http --watch` driven by Rust MCP clients (rmcp), every
+//! answer checked. `--bin load` runs the full count and prints its figures.
+//!
+//! Needs `make venv upstream host plugins` (the Makefile's `test` runs them); a
 //! missing piece fails with that instruction.
 
-use toolhost_tests::{everything_server, expect_driver_ok, guest, plugin_dir, python_driver};
+use toolhost_tests::load::{LoadSpec, run};
+use toolhost_tests::{
+    everything_server, expect_driver_ok, guest, plugin_dir, python_driver, toolhost_binary,
+};
 
 fn drive(transport: &str, upstream: bool) {
     let plugins = plugin_dir(&[
@@ -101,4 +108,19 @@ fn protocol_2026_07_28_over_stdio() {
 #[test]
 fn protocol_2026_07_28_over_http() {
     revision("http", "2026-07-28");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fault_and_load_over_streamable_http() {
+    let spec = LoadSpec {
+        calls: 1_000,
+        concurrency: 16,
+        trap_every: 10,
+        sessions: 2,
+    };
+    let report = run(&toolhost_binary(), &guest("fixture_trap_every"), &spec)
+        .await
+        .unwrap();
+    report.check().unwrap();
+    assert_eq!(report.trapped, 100, "{report:#?}");
 }

@@ -263,3 +263,6 @@ mod tests {
         fine.apply_value_models(&mut models).unwrap();
     }
 }
+
+#[cfg(test)]
+mod fuzz;

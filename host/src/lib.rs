@@ -34,6 +34,8 @@ pub mod check;
 pub mod config;
 pub mod enrich;
 pub mod expect;
+#[cfg(test)]
+mod fuzzing;
 pub mod http_client;
 pub mod mcp;
 pub mod pipeline;

@@ -332,3 +332,6 @@ mod tests {
         assert_eq!(block["mimeType"], "image/png");
     }
 }
+
+#[cfg(test)]
+mod fuzz;

@@ -95,11 +95,14 @@ impl ToolSchema {
             description: description.into(),
             object,
         };
-        // Drop dangling names instead of failing: upstream schemas have them.
-        let required: Vec<String> = required
+        // Drop dangling and repeated names instead of failing: upstream
+        // schemas have them, and JSON Schema wants each name once.
+        let mut required: Vec<String> = required
             .into_iter()
             .filter(|r| schema.properties().contains_key(r))
             .collect();
+        let mut seen = std::collections::HashSet::new();
+        required.retain(|r| seen.insert(r.clone()));
         schema.object.insert("required".into(), json!(required));
         Ok(schema)
     }
@@ -379,11 +382,13 @@ impl SchemaEdit {
     }
 
     pub fn remove_params(&mut self, names: &[String]) -> u32 {
-        let existing: Vec<String> = names
-            .iter()
-            .filter(|n| self.schema.property(n).is_some())
-            .cloned()
-            .collect();
+        let mut existing: Vec<String> = Vec::new();
+        for name in names {
+            // A name given twice is one removal.
+            if self.schema.property(name).is_some() && !existing.contains(name) {
+                existing.push(name.clone());
+            }
+        }
         let removed = self.schema.remove_params(names);
         for name in existing {
             self.record(Some(&name), Action::Removed);
@@ -584,3 +589,6 @@ mod tests {
         assert_eq!(a.remove("k"), Err(EditError::ReadOnly));
     }
 }
+
+#[cfg(test)]
+mod fuzz;

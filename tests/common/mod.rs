@@ -10,6 +10,8 @@ use std::sync::{Arc, Mutex};
 
 use toolhost::plugin::{LogLine, Runtime, RuntimeOptions};
 
+pub mod load;
+
 /// The directory holding the built guest components.
 pub fn guest_dir() -> PathBuf {
     match std::env::var_os("TOOLHOST_GUEST_DIR") {
@@ -235,8 +237,19 @@ pub fn python_driver(script: &str) -> std::process::Command {
     command
         .arg(repo.join("tests/mcp").join(script))
         .arg("--toolhost")
-        .arg(need(repo.join("target/release/toolhost"), "host"));
+        .arg(toolhost_binary());
     command
+}
+
+/// The release `toolhost` binary the MCP tests serve with (`make host`).
+pub fn toolhost_binary() -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/toolhost");
+    assert!(
+        path.is_file(),
+        "{} is missing: run `make host` first",
+        path.display()
+    );
+    path
 }
 
 /// The reference MCP server `@modelcontextprotocol/server-everything`, as

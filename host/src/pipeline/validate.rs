@@ -319,3 +319,6 @@ mod tests {
         assert!(err.contains("Received arguments:\n{\n  \"limit\": 0"), "{err}");
     }
 }
+
+#[cfg(test)]
+mod fuzz;

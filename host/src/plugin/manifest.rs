@@ -444,3 +444,6 @@ mod tests {
         assert_eq!(f.policy(Method::ProjectArgs), Policy::Open);
     }
 }
+
+#[cfg(test)]
+mod fuzz;
