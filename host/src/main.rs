@@ -11,7 +11,7 @@ use serde_json::json;
 use toolhost::catalog::{ToolSpec, base_catalog};
 use toolhost::check::{self, Verdict};
 use toolhost::config::Config;
-use toolhost::enrich::{Enrichers, Listing};
+use toolhost::enrich::{Enrichers, Listing, Owner};
 use toolhost::expect::Expectations;
 use toolhost::plugin::{LoadReport, Plugin, Runtime, RuntimeOptions};
 use toolhost::setup;
@@ -170,13 +170,14 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Tools { json, explain } => {
             let report = load(&runtime, &plugin_dir).await?;
             let enrichers = Enrichers::new(&report.plugins);
-            let tools = all_tools(&report.plugins);
+            let owned = all_tools(&report.plugins);
+            let tools: Vec<ToolSpec> = owned.iter().map(|(t, _)| t.clone()).collect();
             let listing = enrichers.list(&tools).await;
             match explain {
                 Some(name) => {
-                    let mut models = enrichers
-                        .value_models(tools.iter().filter(|t| t.name == name))
-                        .await;
+                    // Every tool's model: a follow-up link is kept only if
+                    // its target's model allows calling it ahead of time.
+                    let mut models = enrichers.value_models(owned.iter().map(|(t, o)| (t, o))).await;
                     config.apply_value_models(&mut models)?;
                     explain_tool(&listing, &models, &name)?;
                 }
@@ -207,16 +208,18 @@ fn exit_for(report: &LoadReport) -> ExitCode {
 }
 
 /// The base catalog plus every tool plugin's tools.
-fn all_tools(plugins: &[Arc<Plugin>]) -> Vec<ToolSpec> {
-    let mut tools = base_catalog().to_vec();
+/// The base catalog (the host's) and every plugin's tools (their own).
+fn all_tools(plugins: &[Arc<Plugin>]) -> Vec<(ToolSpec, Owner)> {
+    let mut tools: Vec<(ToolSpec, Owner)> = base_catalog().iter().map(|t| (t.clone(), Owner::Host)).collect();
     for plugin in plugins {
         for t in &plugin.tools {
-            tools.push(ToolSpec {
+            let spec = ToolSpec {
                 name: t.name.clone(),
                 description: t.description.clone(),
                 category: t.category.clone(),
                 input_schema: serde_json::from_str(&t.parameters_schema).unwrap_or_else(|_| json!({})),
-            });
+            };
+            tools.push((spec, Owner::Plugin(plugin.clone())));
         }
     }
     tools
@@ -390,6 +393,9 @@ fn explain_tool(listing: &Listing, models: &toolhost::value_model::ValueModels, 
             layers.join(" < "),
             serde_json::to_string_pretty(model)?
         )?;
+    }
+    for refusal in models.refused().iter().filter(|r| r.tool == name) {
+        writeln!(out, "refused: {refusal}")?;
     }
     Ok(())
 }

@@ -25,6 +25,7 @@ use tokio::sync::watch;
 
 use crate::catalog::ToolSpec;
 use crate::plugin::{Content, ToolError, ToolResult};
+use crate::value_model::{SideEffect, ValueModel};
 
 /// One `[[upstream]]` table of `toolhost.toml`.
 #[derive(Debug, Clone, Deserialize)]
@@ -40,6 +41,11 @@ pub struct UpstreamConfig {
     /// Let the host call this server's read-only tools ahead of time (their
     /// value models must say `pure` or `read-only`).
     pub speculate: bool,
+    /// Take the server's tool annotations (`readOnlyHint`) as the owner's
+    /// word on what each tool changes. Off by default: a server's hints are
+    /// its own claim, and without them its tools are `indeterminate` (never
+    /// called ahead of time) unless the user's `[tools.X]` says otherwise.
+    pub trust_annotations: bool,
     /// How long the server has to start, answer `initialize` and list its
     /// tools: one that hangs must not hold up the host's start.
     pub connect_timeout: Duration,
@@ -78,6 +84,8 @@ struct RawConfig {
     prefix: String,
     #[serde(default)]
     speculate: bool,
+    #[serde(default)]
+    trust_annotations: bool,
     connect_timeout_s: Option<u64>,
 }
 
@@ -133,6 +141,7 @@ impl TryFrom<RawConfig> for UpstreamConfig {
             category: raw.category,
             prefix: raw.prefix,
             speculate: raw.speculate,
+            trust_annotations: raw.trust_annotations,
             connect_timeout,
         })
     }
@@ -266,6 +275,27 @@ impl Upstream {
                 (spec, t.name.to_string())
             })
             .collect()
+    }
+
+    /// The side effect tool `remote` declares in its annotations, as a value
+    /// model, if this server's annotations are trusted: `readOnlyHint` makes
+    /// it read-only; annotations without it describe a tool that changes
+    /// things (MCP's default), locally if `openWorldHint` is false.
+    pub fn annotated_model(&self, remote: &str) -> Option<ValueModel> {
+        if !self.config.trust_annotations {
+            return None;
+        }
+        let tools = self.tools.read().unwrap_or_else(PoisonError::into_inner).clone();
+        let hints = tools.iter().find(|t| t.name == remote)?.annotations.clone()?;
+        let effect = match (hints.read_only_hint, hints.open_world_hint) {
+            (Some(true), _) => SideEffect::ReadOnly,
+            (_, Some(false)) => SideEffect::MutatesLocal,
+            _ => SideEffect::MutatesExternal,
+        };
+        Some(ValueModel {
+            side_effect: Some(effect),
+            ..ValueModel::default()
+        })
     }
 
     /// Forward a call. Dropping the future cancels the request upstream.
