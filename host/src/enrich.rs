@@ -26,7 +26,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::catalog::{ToolSpec, base_side_effect};
+use crate::catalog::{ToolMeta, ToolSpec, base_side_effect};
 use crate::plugin::{Method, Plugin, PluginError, Policy};
 use crate::schema::{Change, ToolSchema};
 use crate::value_model::{Layer, ValueModel, ValueModels, builtin};
@@ -58,6 +58,9 @@ pub struct EnrichedTool {
     pub conflicts: Vec<Conflict>,
     /// Plugins whose enrichment of this tool failed and was skipped.
     pub skipped: Vec<String>,
+    /// From the tool's source, unchanged by enrichers.
+    #[serde(skip)]
+    pub meta: ToolMeta,
 }
 
 /// Who may say how a tool changes the world (its side effect, `speculate`
@@ -153,6 +156,7 @@ impl Enrichers {
             changes,
             conflicts,
             skipped,
+            meta: tool.meta.clone(),
         })
     }
 

@@ -23,9 +23,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 
-use crate::catalog::ToolSpec;
+use crate::catalog::{Annotations, ToolMeta, ToolSpec};
 use crate::plugin::{Content, ToolError, ToolResult};
-use crate::value_model::{SideEffect, ValueModel};
 
 /// One `[[upstream]]` table of `toolhost.toml`.
 #[derive(Debug, Clone, Deserialize)]
@@ -271,31 +270,11 @@ impl Upstream {
                     description: t.description.as_deref().unwrap_or_default().to_owned(),
                     category: self.config.category.clone(),
                     input_schema: Value::Object((*t.input_schema).clone()),
+                    meta: meta(t),
                 };
                 (spec, t.name.to_string())
             })
             .collect()
-    }
-
-    /// The side effect tool `remote` declares in its annotations, as a value
-    /// model, if this server's annotations are trusted: `readOnlyHint` makes
-    /// it read-only; annotations without it describe a tool that changes
-    /// things (MCP's default), locally if `openWorldHint` is false.
-    pub fn annotated_model(&self, remote: &str) -> Option<ValueModel> {
-        if !self.config.trust_annotations {
-            return None;
-        }
-        let tools = self.tools.read().unwrap_or_else(PoisonError::into_inner).clone();
-        let hints = tools.iter().find(|t| t.name == remote)?.annotations.clone()?;
-        let effect = match (hints.read_only_hint, hints.open_world_hint) {
-            (Some(true), _) => SideEffect::ReadOnly,
-            (_, Some(false)) => SideEffect::MutatesLocal,
-            _ => SideEffect::MutatesExternal,
-        };
-        Some(ValueModel {
-            side_effect: Some(effect),
-            ..ValueModel::default()
-        })
     }
 
     /// Forward a call. Dropping the future cancels the request upstream.
@@ -326,6 +305,23 @@ impl Upstream {
             content,
             details: None,
         })
+    }
+}
+
+/// What the server says of a tool besides its schema: title, output
+/// schema, and its hints (value models lay theirs over them).
+fn meta(tool: &Tool) -> ToolMeta {
+    let hints = tool.annotations.as_ref();
+    ToolMeta {
+        title: tool.title.clone().or_else(|| hints.and_then(|h| h.title.clone())),
+        output_schema: tool.output_schema.as_ref().map(|s| Value::Object((**s).clone())),
+        annotations: Annotations {
+            read_only_hint: hints.and_then(|h| h.read_only_hint),
+            destructive_hint: hints.and_then(|h| h.destructive_hint),
+            idempotent_hint: hints.and_then(|h| h.idempotent_hint),
+            open_world_hint: hints.and_then(|h| h.open_world_hint),
+        },
+        ..ToolMeta::default()
     }
 }
 

@@ -72,7 +72,7 @@ pub struct PluginIdentity {
 }
 
 /// Shared between a store's log streams and its `log()` import, so the
-/// per-call line cap covers all three.
+/// per-call line cap and the redaction of secrets cover all three.
 struct LogBudget {
     identity: Arc<PluginIdentity>,
     lines: std::sync::atomic::AtomicU32,
@@ -88,6 +88,8 @@ impl LogBudget {
             message =
                 format!("(log cap of {MAX_LOG_LINES_PER_CALL} lines per call reached; dropping the rest)");
         }
+        // Before the cut, so no part of a secret survives it.
+        self.identity.http.redactor().string(&mut message);
         if message.len() > MAX_LOG_LINE {
             let cut = (0..=MAX_LOG_LINE)
                 .rev()
@@ -426,7 +428,9 @@ impl types::HostCallContext for HostState {
         message: Option<String>,
     ) -> R<()> {
         let cap = MAX_LOG_LINE;
+        let redactor = self.identity.http.redactor().clone();
         let message = message.map(|m| {
+            let m = redactor.text(&m).into_owned();
             if m.len() > cap {
                 m.chars().take(cap).collect()
             } else {
