@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 use toolhost::catalog::{ToolSpec, base_catalog, base_tool};
 use toolhost::config::Config;
-use toolhost::enrich::Enrichers;
+use toolhost::enrich::{Enrichers, Owner};
 use toolhost::schema::Action;
 use toolhost::value_model::{Layer, SideEffect, ValueClass};
 use toolhost_tests::{plugin_dir, runtime};
@@ -193,7 +193,10 @@ async fn value_models_layer_field_by_field() {
         ("20-b", "fixture_chain_b", None),
     ])
     .await;
-    let mut models = chain.value_models([base_tool("get_issues").unwrap()]).await;
+    // get_issue too: a follow-up link is kept only to a tool whose model
+    // allows calling it ahead of time.
+    let tools = ["get_issues", "get_issue"].map(|t| (base_tool(t).unwrap(), &Owner::Host));
+    let mut models = chain.value_models(tools).await;
     let config_path = dir.path().join("toolhost.toml");
     std::fs::write(
         &config_path,
@@ -224,6 +227,11 @@ async fn value_models_layer_field_by_field() {
     assert_eq!((link.tool.as_str(), link.probability), ("get_issue", 0.55));
     assert_eq!(
         models.layers("get_issues"),
-        [Layer::Plugin("a".into()), Layer::Plugin("b".into()), Layer::User]
+        [
+            Layer::BuiltIn,
+            Layer::Plugin("a".into()),
+            Layer::Plugin("b".into()),
+            Layer::User
+        ]
     );
 }

@@ -330,3 +330,110 @@ async fn write_tools_are_served_only_when_the_root_is_writable() {
     assert!(matches!(err, ToolError::NotFound(_)), "{err:?}");
     assert!(!dir.path().join("a").exists());
 }
+
+/// A thread swaps `sub` (a directory in the root) with a symlink to a
+/// directory outside, back and forth, while read, ls, glob, grep, write and
+/// edit work through it: nothing outside is ever read, listed or written.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_directory_swapped_for_a_symlink_never_leads_outside() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    const MARKER: &str = "OUTSIDE-MARKER-7f3a";
+    const ROUNDS: usize = 150;
+    let outside = tempfile::tempdir().unwrap();
+    let o = outside.path().to_owned();
+    std::fs::write(o.join("marker.txt"), format!("{MARKER}\n")).unwrap();
+    std::fs::write(o.join("keep.txt"), format!("{MARKER} keep\n")).unwrap();
+    std::fs::write(o.join("outside-only.txt"), format!("{MARKER}\n")).unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path().to_owned();
+    std::fs::create_dir(r.join("sub")).unwrap();
+    std::fs::write(r.join("sub/marker.txt"), "inside\n").unwrap();
+    std::fs::write(r.join("sub/keep.txt"), "inside keep\n").unwrap();
+    let native = NativeTools::new(Root::new(&r).unwrap(), WebSettings::default())
+        .unwrap()
+        .writable(true);
+    let host = Toolhost::new(Sources {
+        native: Some(Arc::new(native)),
+        ..Sources::default()
+    })
+    .await
+    .unwrap();
+
+    // `sub` and `sub.link` (a symlink out) trade places atomically, so
+    // `sub` always exists: as the directory or as the way out.
+    std::os::unix::fs::symlink(&o, r.join("sub.link")).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapper = {
+        let (stop, r) = (stop.clone(), r.clone());
+        std::thread::spawn(move || {
+            use rustix::fs::{CWD, RenameFlags, renameat_with};
+            let (sub, link) = (r.join("sub"), r.join("sub.link"));
+            let mut swaps = 0;
+            while !stop.load(Ordering::SeqCst) && swaps < 10_000_000 {
+                renameat_with(CWD, &sub, CWD, &link, RenameFlags::EXCHANGE).unwrap();
+                swaps += 1;
+            }
+            // Back to the directory, if it ended swapped.
+            if swaps % 2 == 1 {
+                renameat_with(CWD, &sub, CWD, &link, RenameFlags::EXCHANGE).unwrap();
+            }
+            swaps
+        })
+    };
+    let calls = [
+        ("read", json!({"path": "sub/marker.txt"})),
+        ("read", json!({"path": "sub/keep.txt"})),
+        ("ls", json!({"path": "sub"})),
+        ("glob", json!({"pattern": "**/*.txt"})),
+        ("glob", json!({"pattern": "*", "path": "sub"})),
+        ("grep", json!({"pattern": "MARKER|inside"})),
+        ("grep", json!({"pattern": "MARKER", "path": "sub"})),
+        ("grep", json!({"pattern": "MARKER", "path": "sub/marker.txt"})),
+        ("write", json!({"path": "sub/new.txt", "content": "written\n"})),
+        (
+            "write",
+            json!({"path": "sub/keep.txt", "content": "inside keep\n"}),
+        ),
+        (
+            "edit",
+            json!({"path": "sub/keep.txt", "old_string": "keep", "new_string": "keep"}),
+        ),
+    ];
+    let mut answered = 0;
+    for _ in 0..ROUNDS {
+        for (tool, args) in &calls {
+            let Ok(out) = call(&host, tool, args.clone()).await else {
+                continue;
+            };
+            answered += 1;
+            let seen = format!("{} {:?}", out.text(), out.structured());
+            assert!(
+                !seen.contains(MARKER) && !seen.contains("outside-only"),
+                "{tool} {args} reached outside the root: {seen}"
+            );
+        }
+    }
+    stop.store(true, Ordering::SeqCst);
+    let swaps = swapper.join().unwrap();
+    assert!(swaps > 0 && answered > 0);
+    let mut names: Vec<String> = std::fs::read_dir(&o)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["keep.txt", "marker.txt", "outside-only.txt"],
+        "a file was created outside the root"
+    );
+    assert_eq!(
+        std::fs::read_to_string(o.join("keep.txt")).unwrap(),
+        format!("{MARKER} keep\n"),
+        "a file outside the root was changed"
+    );
+    assert_eq!(
+        std::fs::read_to_string(r.join("sub/new.txt")).unwrap(),
+        "written\n"
+    );
+}

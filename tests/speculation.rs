@@ -21,6 +21,9 @@ use toolhost::tools::{NativeTools, Root, WebSettings};
 use toolhost::value_model::ValueModel;
 use toolhost_tests::{LoopbackServer, plugin_dir, runtime};
 
+#[path = "speculation/trust.rs"]
+mod trust;
+
 async fn call(host: &Toolhost, tool: &str, args: Value) -> CallOutput {
     host.call_tool(tool, args, &CallContext::new("t"))
         .await
@@ -200,9 +203,15 @@ impl Tracker {
             plugins: report.plugins,
             ..Sources::default()
         };
+        // The tracker plugin owns its tools and says nothing of them (it is
+        // no enricher): the user vouches that its reads are reads, behind
+        // the host the Jira enricher names.
+        let read = model(json!({"side_effect": "read-only", "rate_limit_host": "jira.test"}));
         let options = Options {
+            value_models: ["get_issues", "get_issue", "get_issue_comments"]
+                .map(|t| (t.to_owned(), read.clone()))
+                .into(),
             speculation,
-            ..Options::default()
         };
         (Toolhost::with_options(sources, options).await.unwrap(), dir)
     }

@@ -1,6 +1,7 @@
 //! Replacing a file whole, so that a reader sees the old content or the new,
 //! never half of it: write a temporary file beside it, then rename it into
-//! place. Used by the native `write`/`edit` tools and the statistics file.
+//! place. Used for the statistics file (the native `write` and `edit` do the
+//! same through the tool root's directory handles).
 
 use std::io::Write;
 use std::path::Path;

@@ -13,8 +13,12 @@
 //!   failed `transform-args` rejects the call naming the plugin (closed). A
 //!   closed `enrich-schema` hides the tool rather than show it unadapted.
 //!
-//! Value models are collected here too, since only enrichers supply them,
-//! and layered over the built-ins; the user's layer is added by the caller.
+//! Value models are collected here too. Each tool's [`Owner`] gives the
+//! trusted layer (the host's model of a native or base-catalog tool, the
+//! providing plugin's own `value-model` if it is also an enricher, a trusted
+//! upstream's annotations); the enrichers claiming its category then add
+//! claims, which may only make it more conservative (see `value_model`).
+//! The user's layer is added by the caller.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -22,10 +26,10 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::catalog::{ToolMeta, ToolSpec};
+use crate::catalog::{ToolMeta, ToolSpec, base_side_effect};
 use crate::plugin::{Method, Plugin, PluginError, Policy};
 use crate::schema::{Change, ToolSchema};
-use crate::value_model::{Layer, ValueModel, ValueModels};
+use crate::value_model::{Layer, ValueModel, ValueModels, builtin};
 
 /// The loaded enrichers, in registration order.
 #[derive(Clone, Default)]
@@ -57,6 +61,19 @@ pub struct EnrichedTool {
     /// From the tool's source, unchanged by enrichers.
     #[serde(skip)]
     pub meta: ToolMeta,
+}
+
+/// Who may say how a tool changes the world (its side effect, `speculate`
+/// and what it invalidates).
+#[derive(Clone)]
+pub enum Owner {
+    /// A native or base-catalog tool: the host's own model.
+    Host,
+    /// A tool plugin's own tool: its `value-model`, if it is an enricher too.
+    Plugin(Arc<Plugin>),
+    /// An upstream server's tool: its name, and the model read from the
+    /// tool's annotations if the server's `[[upstream]]` trusts them.
+    Upstream(String, Option<ValueModel>),
 }
 
 /// A tool left out of the list, and why.
@@ -187,30 +204,76 @@ impl Enrichers {
         Ok(args)
     }
 
-    /// The value models of `tools`: built-ins, then each claiming enricher's
-    /// model in registration order. A plugin whose value-model policy is
-    /// closed and which fails turns speculation off for that tool.
-    pub async fn value_models<'a>(&self, tools: impl IntoIterator<Item = &'a ToolSpec>) -> ValueModels {
-        let mut models = ValueModels::with_builtins();
-        for tool in tools {
-            for plugin in self.for_category(tool.category.as_deref()) {
-                match plugin.value_model(&tool.name).await {
-                    Ok(Some(model)) => models.add(&tool.name, Layer::Plugin(plugin.name.to_string()), &model),
-                    Ok(None) => {}
-                    Err(e) => {
-                        tracing::warn!(tool = %tool.name, "value model skipped: {e}");
-                        if plugin.policy(Method::ValueModel) == Policy::Closed {
-                            let off = ValueModel {
-                                speculate: Some(false),
-                                ..ValueModel::default()
-                            };
-                            models.add(&tool.name, Layer::Plugin(plugin.name.to_string()), &off);
-                        }
+    /// The value models of `tools`: each owner's model, then the claims of
+    /// every other enricher claiming the tool's category, in registration
+    /// order. A plugin whose value-model policy is closed and which fails
+    /// turns speculation off for that tool.
+    pub async fn value_models<'a>(
+        &self,
+        tools: impl IntoIterator<Item = (&'a ToolSpec, &'a Owner)>,
+    ) -> ValueModels {
+        let tools: Vec<(&ToolSpec, &Owner)> = tools.into_iter().collect();
+        let mut models = ValueModels::default();
+        for &(tool, owner) in &tools {
+            let name = tool.name.as_str();
+            let owning = match owner {
+                Owner::Host => {
+                    let host = builtin(name).or_else(|| {
+                        base_side_effect(name).map(|effect| ValueModel {
+                            side_effect: Some(effect),
+                            ..ValueModel::default()
+                        })
+                    });
+                    if let Some(model) = host {
+                        models.add(name, Layer::BuiltIn, &model);
                     }
+                    None
+                }
+                Owner::Upstream(server, annotated) => {
+                    if let Some(model) = annotated {
+                        models.add(name, Layer::Upstream(server.clone()), model);
+                    }
+                    None
+                }
+                Owner::Plugin(plugin) => {
+                    if plugin.worlds.enricher
+                        && let Some(model) = self.ask(plugin, name).await
+                    {
+                        models.add(name, Layer::Plugin(plugin.name.to_string()), &model);
+                    }
+                    Some(plugin)
+                }
+            };
+            let neighbours: Vec<String> = tools
+                .iter()
+                .filter(|(t, _)| t.category == tool.category)
+                .map(|(t, _)| t.name.clone())
+                .collect();
+            for plugin in self.for_category(tool.category.as_deref()) {
+                if owning.is_some_and(|o| Arc::ptr_eq(o, plugin)) {
+                    continue;
+                }
+                if let Some(model) = self.ask(plugin, name).await {
+                    models.claim(name, &plugin.name, &model, &neighbours);
                 }
             }
         }
         models
+    }
+
+    /// `plugin`'s value model of `tool`; on a failure, none, or one that
+    /// turns speculation off if its value-model policy is closed.
+    async fn ask(&self, plugin: &Plugin, tool: &str) -> Option<ValueModel> {
+        match plugin.value_model(tool).await {
+            Ok(model) => model,
+            Err(e) => {
+                tracing::warn!(tool, "value model skipped: {e}");
+                (plugin.policy(Method::ValueModel) == Policy::Closed).then(|| ValueModel {
+                    speculate: Some(false),
+                    ..ValueModel::default()
+                })
+            }
+        }
     }
 }
 

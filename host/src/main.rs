@@ -10,12 +10,12 @@ use serde_json::json;
 use toolhost::catalog::base_tool;
 use toolhost::check::{self, Verdict};
 use toolhost::config::Config;
-use toolhost::enrich::{EnrichedTool, Enrichers, Listing};
+use toolhost::enrich::{EnrichedTool, Enrichers, Listing, Owner};
 use toolhost::expect::Expectations;
 use toolhost::pipeline::Toolhost;
 use toolhost::plugin::{LoadReport, Runtime, RuntimeOptions};
 use toolhost::setup;
-use toolhost::value_model::{Layer, ValueModel};
+use toolhost::value_model::ValueModels;
 
 mod serve;
 
@@ -344,7 +344,7 @@ fn print_tools(listing: &Listing, as_json: bool, all: bool) -> Result<()> {
 async fn explain_cmd(host: &Toolhost, config: &Config, listing: &Listing, name: &str) -> Result<()> {
     if let Some(tool) = listing.tools.iter().find(|t| t.name == name) {
         let models = host.value_models();
-        return explain_tool(tool, models.get(name).map(|m| (m, models.layers(name))));
+        return explain_tool(tool, &models);
     }
     let Some(hidden) = listing.hidden.iter().find(|h| h.name == name) else {
         anyhow::bail!(
@@ -358,9 +358,9 @@ async fn explain_cmd(host: &Toolhost, config: &Config, listing: &Listing, name: 
     let enrichers = Enrichers::new(&host.plugins().await);
     match enrichers.enrich(spec).await {
         Ok(tool) => {
-            let mut models = enrichers.value_models([spec]).await;
+            let mut models = enrichers.value_models([(spec, &Owner::Host)]).await;
             config.apply_value_models(&mut models)?;
-            explain_tool(&tool, models.get(name).map(|m| (m, models.layers(name))))
+            explain_tool(&tool, &models)
         }
         Err(reason) => {
             println!("its enrichment fails: {reason}");
@@ -369,7 +369,8 @@ async fn explain_cmd(host: &Toolhost, config: &Config, listing: &Listing, name: 
     }
 }
 
-fn explain_tool(tool: &EnrichedTool, model: Option<(&ValueModel, &[Layer])>) -> Result<()> {
+fn explain_tool(tool: &EnrichedTool, models: &ValueModels) -> Result<()> {
+    let name = tool.name.as_str();
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
@@ -412,14 +413,17 @@ fn explain_tool(tool: &EnrichedTool, model: Option<(&ValueModel, &[Layer])>) -> 
         "schema:\n{}",
         serde_json::to_string_pretty(&tool.schema.to_value())?
     )?;
-    if let Some((model, layers)) = model {
-        let layers: Vec<String> = layers.iter().map(|l| format!("{l:?}")).collect();
+    if let Some(model) = models.get(name) {
+        let layers: Vec<String> = models.layers(name).iter().map(|l| format!("{l:?}")).collect();
         writeln!(
             out,
             "value model ({}):\n{}",
             layers.join(" < "),
             serde_json::to_string_pretty(model)?
         )?;
+    }
+    for refusal in models.refused().iter().filter(|r| r.tool == name) {
+        writeln!(out, "refused: {refusal}")?;
     }
     Ok(())
 }

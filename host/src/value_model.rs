@@ -2,13 +2,21 @@
 //! effects, for speculative prefetch.
 //!
 //! A model is a [`ValueModel`] whose every field is optional, so that layers
-//! merge field by field: built-in defaults < plugin value models (in
+//! merge field by field: the owner's model < other plugins' claims (in
 //! registration order) < the user's configuration, the right side winning.
 //! Unlike the reference, which replaced whole entries, a user who sets only
 //! `cost.freshness_ttl_s` keeps everything else a plugin said. The planner
 //! that reads these models lives elsewhere; this module owns the types, the
-//! layering, and the rule that only `pure` and `read-only` tools are ever
-//! speculated.
+//! layering, and the trust rules:
+//!
+//! - only `pure` and `read-only` tools are ever speculated;
+//! - a tool's side effect and `speculate` come from its owner (who that is
+//!   for each tool is the caller's business) and from the user; a claim by
+//!   any other plugin may only make the tool more conservative (a more
+//!   dangerous side effect, `speculate = false`, more tools invalidated),
+//!   and anything else it says about them is refused and recorded;
+//! - a follow-up link a plugin declares may point only to a tool whose
+//!   final model allows speculation; others are dropped and recorded.
 
 use std::collections::BTreeMap;
 
@@ -31,6 +39,28 @@ impl SideEffect {
     /// Only tools that change nothing may be called ahead of time.
     pub fn is_speculatable(self) -> bool {
         matches!(self, Self::Pure | Self::ReadOnly)
+    }
+
+    /// How much a call may change: a claim by a plugin that does not own the
+    /// tool is taken only if it does not lower this. Not knowing counts as
+    /// the worst.
+    fn name(self) -> &'static str {
+        match self {
+            Self::Pure => "pure",
+            Self::ReadOnly => "read-only",
+            Self::MutatesLocal => "mutates-local",
+            Self::MutatesExternal => "mutates-external",
+            Self::Indeterminate => "indeterminate",
+        }
+    }
+
+    fn danger(self) -> u8 {
+        match self {
+            Self::Pure => 0,
+            Self::ReadOnly => 1,
+            Self::MutatesLocal => 2,
+            Self::MutatesExternal | Self::Indeterminate => 3,
+        }
     }
 }
 
@@ -179,6 +209,25 @@ impl ValueModel {
         }
     }
 
+    /// The side effect MCP hints declare, as a model: `readOnlyHint` makes
+    /// a tool read-only; hints without it describe a tool that changes
+    /// things (MCP's default), locally if `openWorldHint` is false. No hints
+    /// at all say nothing.
+    pub fn from_annotations(hints: &Annotations) -> Option<ValueModel> {
+        if hints.is_empty() {
+            return None;
+        }
+        let effect = match (hints.read_only_hint, hints.open_world_hint) {
+            (Some(true), _) => SideEffect::ReadOnly,
+            (_, Some(false)) => SideEffect::MutatesLocal,
+            _ => SideEffect::MutatesExternal,
+        };
+        Some(ValueModel {
+            side_effect: Some(effect),
+            ..ValueModel::default()
+        })
+    }
+
     /// The user asked to speculate a tool that must never be: a configuration
     /// error the loader reports with the tool's name.
     pub fn forces_unsafe_speculation(&self) -> bool {
@@ -192,17 +241,42 @@ impl ValueModel {
 pub enum Layer {
     BuiltIn,
     Plugin(String),
+    /// An upstream server's tool annotations, trusted by its `[[upstream]]`.
+    Upstream(String),
     User,
 }
 
-/// The effective value models of all tools, with the layers each was built from.
+/// A claim about a tool that was not taken, naming the plugin that made it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+#[error("plugin `{plugin}` about tool `{tool}`: {what}")]
+pub struct Refusal {
+    pub plugin: String,
+    pub tool: String,
+    /// What was refused, and why.
+    pub what: String,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Entry {
+    model: ValueModel,
+    layers: Vec<Layer>,
+    /// The plugin whose follow-up links the model holds, if a plugin set
+    /// them last (links of the host or the user are not checked).
+    links_by: Option<String>,
+    /// Whether the user set `rate_limit_host` last (the user vouches for it).
+    host_by_user: bool,
+}
+
+/// The effective value models of all tools, with the layers each was built
+/// from and the claims refused on the way.
 #[derive(Debug, Clone, Default)]
 pub struct ValueModels {
-    models: BTreeMap<String, (ValueModel, Vec<Layer>)>,
+    models: BTreeMap<String, Entry>,
+    refused: Vec<Refusal>,
 }
 
 impl ValueModels {
-    /// Start from the built-in defaults.
+    /// The built-in models of the native tools, each under its name.
     pub fn with_builtins() -> Self {
         let mut models = Self::default();
         for (tool, model) in builtin_models() {
@@ -211,30 +285,109 @@ impl ValueModels {
         models
     }
 
-    /// Layer `model` over what `tool` has so far.
+    /// Layer `model` over what `tool` has so far, trusted whole: from the
+    /// tool's owner (the host, the plugin providing it, a trusted upstream)
+    /// or the user.
     pub fn add(&mut self, tool: &str, layer: Layer, model: &ValueModel) {
-        let (current, layers) = self.models.entry(tool.to_owned()).or_default();
-        current.layer(model);
-        layers.push(layer);
+        let entry = self.models.entry(tool.to_owned()).or_default();
+        entry.model.layer(model);
+        if model.follow_ups.is_some() {
+            entry.links_by = match &layer {
+                Layer::Plugin(name) => Some(name.clone()),
+                _ => None,
+            };
+        }
+        if model.rate_limit_host.is_some() {
+            entry.host_by_user = layer == Layer::User;
+        }
+        entry.layers.push(layer);
+    }
+
+    /// Layer a claim by `plugin`, which does not own `tool`: taken only as
+    /// far as it makes the tool more conservative. A lower side effect and
+    /// `speculate = true` are refused; `invalidates` is added to what the
+    /// tool already invalidates (`neighbours`, its category, where nothing
+    /// named them), never narrowing it. Everything else layers as usual.
+    pub fn claim(&mut self, tool: &str, plugin: &str, model: &ValueModel, neighbours: &[String]) {
+        let current = self.get(tool).cloned().unwrap_or_default();
+        let mut taken = model.clone();
+        let mut refused = Vec::new();
+        if let Some(effect) = model.side_effect
+            && effect.danger() < current.side_effect().danger()
+        {
+            refused.push(format!(
+                "side effect `{}` refused: only its owner or the user may declare it less conservative than `{}`",
+                effect.name(),
+                current.side_effect().name()
+            ));
+            taken.side_effect = None;
+        }
+        if model.speculate == Some(true) {
+            refused.push(
+                "`speculate = true` refused: only its owner or the user may allow calling it ahead of time"
+                    .into(),
+            );
+            taken.speculate = None;
+        }
+        if let Some(claimed) = &model.invalidates {
+            let mut all = current.invalidates.unwrap_or_else(|| neighbours.to_vec());
+            for t in claimed {
+                if !all.contains(t) {
+                    all.push(t.clone());
+                }
+            }
+            taken.invalidates = Some(all);
+        }
+        for what in refused {
+            self.refuse(plugin, tool, what);
+        }
+        self.add(tool, Layer::Plugin(plugin.to_owned()), &taken);
+    }
+
+    fn refuse(&mut self, plugin: &str, tool: &str, what: String) {
+        let refusal = Refusal {
+            plugin: plugin.to_owned(),
+            tool: tool.to_owned(),
+            what,
+        };
+        tracing::warn!("value model: {refusal}");
+        self.refused.push(refusal);
     }
 
     pub fn get(&self, tool: &str) -> Option<&ValueModel> {
-        self.models.get(tool).map(|(m, _)| m)
+        self.models.get(tool).map(|e| &e.model)
     }
 
     pub fn layers(&self, tool: &str) -> &[Layer] {
         self.models
             .get(tool)
-            .map(|(_, l)| l.as_slice())
+            .map(|e| e.layers.as_slice())
             .unwrap_or_default()
     }
 
+    /// The `rate_limit_host` of `tool` if the user's `[tools.X]` set it: a
+    /// host the user vouches for, unlike a plugin's claim.
+    pub fn user_host(&self, tool: &str) -> Option<&str> {
+        let entry = self.models.get(tool)?;
+        entry
+            .host_by_user
+            .then_some(entry.model.rate_limit_host.as_deref())
+            .flatten()
+    }
+
+    /// The claims not taken, in the order they were made.
+    pub fn refused(&self) -> &[Refusal] {
+        &self.refused
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = (&str, &ValueModel)> {
-        self.models.iter().map(|(k, (m, _))| (k.as_str(), m))
+        self.models.iter().map(|(k, e)| (k.as_str(), &e.model))
     }
 
     /// Layer the user's overrides last, refusing any that would speculate
-    /// a tool that is not pure or read-only.
+    /// a tool that is not pure or read-only; then, with every model final,
+    /// drop each follow-up link a plugin declared to a tool that may not be
+    /// called ahead of time.
     pub fn apply_overrides<'a>(
         &mut self,
         overrides: impl IntoIterator<Item = (&'a String, &'a ValueModel)>,
@@ -249,7 +402,37 @@ impl ValueModels {
                 });
             }
         }
+        self.check_links();
         Ok(())
+    }
+
+    fn check_links(&mut self) {
+        let speculatable = |models: &BTreeMap<String, Entry>, tool: &str| {
+            models.get(tool).is_some_and(|e| e.model.is_speculatable())
+        };
+        let mut dropped = Vec::new();
+        for (tool, entry) in &self.models {
+            let (Some(plugin), Some(links)) = (&entry.links_by, &entry.model.follow_ups) else {
+                continue;
+            };
+            for link in links.iter().filter(|l| !speculatable(&self.models, &l.tool)) {
+                dropped.push((plugin.clone(), tool.clone(), link.tool.clone()));
+            }
+        }
+        for (plugin, tool, target) in dropped {
+            if let Some(links) = self
+                .models
+                .get_mut(&tool)
+                .and_then(|e| e.model.follow_ups.as_mut())
+            {
+                links.retain(|l| l.tool != target);
+            }
+            self.refuse(
+                &plugin,
+                &tool,
+                format!("follow-up link to `{target}` dropped: `{target}` may not be called ahead of time"),
+            );
+        }
     }
 }
 
@@ -261,6 +444,13 @@ impl ValueModels {
 pub struct UnsafeSpeculation {
     pub tool: String,
     pub effect: SideEffect,
+}
+
+/// The host's own model of native tool `tool`, if it has one.
+pub fn builtin(tool: &str) -> Option<ValueModel> {
+    builtin_models()
+        .into_iter()
+        .find_map(|(name, model)| (name == tool).then_some(model))
 }
 
 /// Built-in models for the host's native tools, from the reference's corpus
@@ -386,6 +576,140 @@ mod tests {
             ..ValueModel::default()
         };
         assert!(!unknown.is_speculatable());
+    }
+
+    fn effect(effect: SideEffect) -> ValueModel {
+        ValueModel {
+            side_effect: Some(effect),
+            ..ValueModel::default()
+        }
+    }
+
+    #[test]
+    fn a_claim_may_only_make_a_tool_more_conservative() {
+        use SideEffect::*;
+        let mut models = ValueModels::default();
+        models.add("get", Layer::Plugin("owner".into()), &effect(ReadOnly));
+        models.claim("get", "other", &effect(Pure), &[]);
+        assert_eq!(models.get("get").unwrap().side_effect(), ReadOnly);
+        let forced = ValueModel {
+            speculate: Some(true),
+            ..ValueModel::default()
+        };
+        models.claim("unknown", "other", &effect(MutatesLocal), &[]);
+        models.claim("unknown", "other", &forced, &[]);
+        assert_eq!(models.get("unknown").unwrap().speculate, None);
+        assert_eq!(models.get("unknown").unwrap().side_effect(), Indeterminate);
+        let refused: Vec<(&str, &str)> = models
+            .refused()
+            .iter()
+            .map(|r| (r.plugin.as_str(), r.tool.as_str()))
+            .collect();
+        assert_eq!(
+            refused,
+            [("other", "get"), ("other", "unknown"), ("other", "unknown")]
+        );
+        // More conservative is always taken.
+        models.claim("get", "other", &effect(MutatesExternal), &[]);
+        models.claim(
+            "get",
+            "other",
+            &ValueModel {
+                speculate: Some(false),
+                ..ValueModel::default()
+            },
+            &[],
+        );
+        assert!(!models.get("get").unwrap().is_speculatable());
+        assert_eq!(models.refused().len(), 3);
+    }
+
+    #[test]
+    fn a_claim_adds_to_what_a_tool_invalidates() {
+        let mut models = ValueModels::default();
+        let narrow = ValueModel {
+            invalidates: Some(vec!["c".into()]),
+            ..ValueModel::default()
+        };
+        let neighbours = ["a".to_owned(), "b".to_owned()];
+        models.claim("write", "other", &narrow, &neighbours);
+        assert_eq!(
+            models.get("write").unwrap().invalidates,
+            Some(vec!["a".into(), "b".into(), "c".into()])
+        );
+        let none = ValueModel {
+            invalidates: Some(Vec::new()),
+            ..ValueModel::default()
+        };
+        models.add("edit", Layer::Plugin("owner".into()), &narrow);
+        models.claim("edit", "other", &none, &neighbours);
+        assert_eq!(models.get("edit").unwrap().invalidates, Some(vec!["c".into()]));
+    }
+
+    #[test]
+    fn plugin_links_to_tools_that_may_not_be_speculated_are_dropped() {
+        use SideEffect::*;
+        let link = |tool: &str| FollowUpLink {
+            tool: tool.into(),
+            probability: 1.0,
+            projection: None,
+            projection_arg: None,
+        };
+        let links = |tools: &[&str]| ValueModel {
+            follow_ups: Some(tools.iter().map(|t| link(t)).collect()),
+            ..effect(ReadOnly)
+        };
+        let mut models = ValueModels::default();
+        models.add(
+            "list",
+            Layer::Plugin("p".into()),
+            &links(&["get", "delete", "missing"]),
+        );
+        models.add("get", Layer::BuiltIn, &effect(ReadOnly));
+        models.add("delete", Layer::BuiltIn, &effect(MutatesExternal));
+        models.add("user_list", Layer::User, &links(&["delete"]));
+        models.apply_overrides([]).unwrap();
+        let kept: Vec<&str> = models
+            .get("list")
+            .unwrap()
+            .follow_ups
+            .iter()
+            .flatten()
+            .map(|l| l.tool.as_str())
+            .collect();
+        assert_eq!(kept, ["get"]);
+        assert_eq!(models.refused().len(), 2);
+        assert!(
+            models.refused()[0]
+                .to_string()
+                .contains("plugin `p` about tool `list`")
+        );
+        // The user's own links are the user's business (the planner still
+        // never calls a mutating tool ahead of time).
+        assert_eq!(
+            models
+                .get("user_list")
+                .unwrap()
+                .follow_ups
+                .as_ref()
+                .unwrap()
+                .len(),
+            1
+        );
+    }
+
+    #[test]
+    fn only_a_host_the_user_set_is_vouched_for() {
+        let host = |h: &str| ValueModel {
+            rate_limit_host: Some(h.into()),
+            ..ValueModel::default()
+        };
+        let mut models = ValueModels::default();
+        models.add("a", Layer::User, &host("api.example.com"));
+        models.add("b", Layer::User, &host("api.example.com"));
+        models.claim("b", "p", &host("evil.example.com"), &[]);
+        assert_eq!(models.user_host("a"), Some("api.example.com"));
+        assert_eq!(models.user_host("b"), None);
     }
 
     #[test]

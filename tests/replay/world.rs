@@ -156,11 +156,25 @@ impl World {
             plugins: report.plugins,
             ..Sources::default()
         };
-        // Confluence's models name no host: the user gives its tools one.
-        let wiki: ValueModel = serde_json::from_value(json!({"rate_limit_host": WIKI_HOST}))?;
-        let value_models = ["search_knowledge_base", "get_knowledge_base_page"]
-            .map(|t| (t.to_owned(), wiki.clone()))
-            .into();
+        // The tracker plugin owns its tools and, being no enricher, says
+        // nothing of them: the user vouches that its reads are reads, behind
+        // the host the Jira enricher names; Confluence's models name no
+        // host, so the user gives its tools one.
+        let reads = |host: &str| -> Result<ValueModel> {
+            Ok(serde_json::from_value(
+                json!({"side_effect": "read-only", "rate_limit_host": host}),
+            )?)
+        };
+        let (jira, wiki) = (reads(JIRA_HOST)?, reads(WIKI_HOST)?);
+        let value_models = [
+            ("get_issues", &jira),
+            ("get_issue", &jira),
+            ("get_issue_comments", &jira),
+            ("search_knowledge_base", &wiki),
+            ("get_knowledge_base_page", &wiki),
+        ]
+        .map(|(t, m)| (t.to_owned(), m.clone()))
+        .into();
         let speculation = if speculate {
             Settings {
                 hosts: vec![JIRA_HOST.into(), WIKI_HOST.into()],

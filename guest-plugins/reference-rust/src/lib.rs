@@ -55,7 +55,10 @@ fn parse_field(v: &Value, at: &str) -> Result<CustomField, String> {
             }
             let mut parsed = Vec::with_capacity(options.len());
             for o in options {
-                match (o.get("id").and_then(Value::as_str), o.get("name").and_then(Value::as_str)) {
+                match (
+                    o.get("id").and_then(Value::as_str),
+                    o.get("name").and_then(Value::as_str),
+                ) {
                     (Some(id), Some(name)) => parsed.push((id.to_owned(), name.to_owned())),
                     _ => return Err(bad()),
                 }

@@ -14,6 +14,8 @@ use std::sync::OnceLock;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::value_model::SideEffect;
+
 /// A tool before enrichment.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -83,6 +85,20 @@ pub fn base_tool(name: &str) -> Option<&'static ToolSpec> {
     base_catalog().iter().find(|t| t.name == name)
 }
 
+/// What base-catalog tool `name` changes, as the host defines it (the
+/// catalog says what each tool does, whichever backend serves it): the
+/// tools that get, list, search or download read; every other one changes
+/// the provider. `None` for a name not in the catalog.
+pub fn base_side_effect(name: &str) -> Option<SideEffect> {
+    const READS: [&str; 4] = ["get_", "list_", "search_", "download_"];
+    base_tool(name)?;
+    Some(if READS.iter().any(|r| name.starts_with(r)) {
+        SideEffect::ReadOnly
+    } else {
+        SideEffect::MutatesExternal
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::HashSet;
@@ -112,6 +128,20 @@ mod tests {
                 tool.name
             );
         }
+    }
+
+    #[test]
+    fn the_host_declares_reads_and_writes() {
+        assert_eq!(base_side_effect("get_issue"), Some(SideEffect::ReadOnly));
+        assert_eq!(base_side_effect("download_asset"), Some(SideEffect::ReadOnly));
+        for write in ["update_issue", "create_issue", "send_message", "run_pipeline_job"] {
+            assert_eq!(
+                base_side_effect(write),
+                Some(SideEffect::MutatesExternal),
+                "{write}"
+            );
+        }
+        assert_eq!(base_side_effect("read"), None);
     }
 
     #[test]

@@ -65,7 +65,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{Annotations, ToolMeta, ToolSpec, base_catalog, base_tool};
-use crate::enrich::{Enrichers, Hidden, Listing};
+use crate::enrich::{Enrichers, Hidden, Listing, Owner};
 use crate::plugin::{
     BeforeCallDecision, Content, Hooks, Plugin, ProgressFn, ToolDefinition, ToolError, ToolResult,
 };
@@ -490,15 +490,17 @@ impl Generation {
     ) -> Result<Self, BuildError> {
         let specs = gather(sources)?;
         let enrichers = Enrichers::new(&sources.plugins);
-        let only_specs: Vec<ToolSpec> = specs.iter().map(|(s, _)| s.clone()).collect();
+        let only_specs: Vec<ToolSpec> = specs.iter().map(|(s, ..)| s.clone()).collect();
         let mut listing = enrichers.list(&only_specs).await;
         listing.hidden.extend(unserved(&only_specs, &enrichers));
-        let mut backends: HashMap<String, (ToolSpec, Backend)> =
-            specs.into_iter().map(|(s, b)| (s.name.clone(), (s, b))).collect();
+        let mut backends: HashMap<String, (ToolSpec, Backend, Owner)> = specs
+            .into_iter()
+            .map(|(s, b, o)| (s.name.clone(), (s, b, o)))
+            .collect();
         let mut listed = Vec::new();
         let mut tools = HashMap::new();
         for t in &listing.tools {
-            let Some((spec, backend)) = backends.remove(&t.name) else {
+            let Some((spec, backend, owner)) = backends.remove(&t.name) else {
                 continue;
             };
             let bound = Bound {
@@ -507,10 +509,10 @@ impl Generation {
                 output_schema: spec.meta.output_schema.clone(),
                 backend,
             };
-            listed.push(spec);
+            listed.push((spec, owner));
             tools.insert(t.name.clone(), bound);
         }
-        let mut models = enrichers.value_models(&listed).await;
+        let mut models = enrichers.value_models(listed.iter().map(|(s, o)| (s, o))).await;
         models.apply_overrides(&options.value_models)?;
         // The hints the value models give, over the source's own.
         for tool in &mut listing.tools {
@@ -583,15 +585,16 @@ fn plugin_meta(plugin: &Plugin, definition: Option<&ToolDefinition>) -> ToolMeta
     meta
 }
 
-/// Every source's tools with their backends, checked for duplicates.
-fn gather(sources: &Sources) -> Result<Vec<(ToolSpec, Backend)>, BuildError> {
-    let mut specs: Vec<(ToolSpec, Backend)> = Vec::new();
+/// Every source's tools with their backends and owners, checked for
+/// duplicates. A base-catalog tool is the host's, whatever backend serves it.
+fn gather(sources: &Sources) -> Result<Vec<(ToolSpec, Backend, Owner)>, BuildError> {
+    let mut specs: Vec<(ToolSpec, Backend, Owner)> = Vec::new();
     if let Some(native) = &sources.native {
         specs.extend(
             native
                 .specs()
                 .into_iter()
-                .map(|s| (s, Backend::Native(native.clone()))),
+                .map(|s| (s, Backend::Native(native.clone()), Owner::Host)),
         );
     }
     for plugin in sources.plugins.iter().filter(|p| p.worlds.tool) {
@@ -608,12 +611,19 @@ fn gather(sources: &Sources) -> Result<Vec<(ToolSpec, Backend)>, BuildError> {
                 input_schema: serde_json::from_str(&t.parameters_schema).unwrap_or(Value::Null),
                 meta: plugin_meta(plugin, Some(t)),
             };
-            specs.push((spec, Backend::Plugin(plugin.clone(), t.hooks)));
+            specs.push((
+                spec,
+                Backend::Plugin(plugin.clone(), t.hooks),
+                Owner::Plugin(plugin.clone()),
+            ));
         }
     }
     for server in &sources.upstreams {
         for (spec, remote) in server.specs() {
-            specs.push((spec, Backend::Upstream(server.clone(), remote)));
+            let trusted = server.config.trust_annotations;
+            let annotated = trusted.then(|| ValueModel::from_annotations(&spec.meta.annotations));
+            let owner = Owner::Upstream(server.config.name.clone(), annotated.flatten());
+            specs.push((spec, Backend::Upstream(server.clone(), remote), owner));
         }
     }
     for (tool, backend) in &sources.bindings {
@@ -639,10 +649,10 @@ fn gather(sources: &Sources) -> Result<Vec<(ToolSpec, Backend)>, BuildError> {
                 });
             }
         };
-        specs.push((ToolSpec { meta, ..spec.clone() }, bound));
+        specs.push((ToolSpec { meta, ..spec.clone() }, bound, Owner::Host));
     }
     let mut seen: HashMap<&str, &Backend> = HashMap::new();
-    for (spec, backend) in &specs {
+    for (spec, backend, _) in &specs {
         if let Some(first) = seen.insert(&spec.name, backend) {
             return Err(BuildError::Duplicate {
                 name: spec.name.clone(),

@@ -6,7 +6,11 @@
 //!
 //! Where speculation is switched on: native local tools by `[speculation]
 //! native`; `web_fetch` and tool-plugin tools by their host being listed in
-//! `[speculation] hosts`; upstream tools by their server's `speculate`.
+//! `[speculation] hosts`; upstream tools by their server's `speculate`. The
+//! host of a tool plugin's call is a claim (by the plugin or an enricher):
+//! it is believed only if the plugin is granted that host or the user's
+//! `[tools.X]` names it, else the call is not made ahead of time and the
+//! refusal is logged.
 //! A native `read` carries the stamp of its file, taken before reading, and
 //! is served only while the file still has that stamp, so a change made
 //! behind the host's back (by the agent's own editor) is always seen, and a
@@ -18,6 +22,8 @@ use super::{Backend, CallContext, Core, execute};
 use crate::plugin::{Content, ToolResult};
 use crate::speculation::Target;
 use crate::speculation::engine::BoxFuture;
+use crate::speculation::planner::DeclineReason;
+use crate::speculation::settings::hostname;
 use crate::tools::{NativeTools, Stamp};
 
 /// A prefetched result, as the cache keeps it.
@@ -78,15 +84,29 @@ impl Target for Core {
         self.tools.get(tool)?.category.clone()
     }
 
-    fn may_prefetch(&self, tool: &str, host: Option<&str>) -> bool {
+    fn may_prefetch(&self, tool: &str, host: Option<&str>) -> Result<(), DeclineReason> {
+        let on = |enabled: bool| enabled.then_some(()).ok_or(DeclineReason::NotEnabled);
         let Some(bound) = self.tools.get(tool) else {
-            return false;
+            return on(false);
         };
         let host_allowed = host.is_some_and(|h| self.settings.allows_host(h));
         match &bound.backend {
-            Backend::Native(_) if NativeTools::is_local(tool) => self.settings.native,
-            Backend::Native(_) | Backend::Plugin(..) => host_allowed,
-            Backend::Upstream(server, _) => server.config.speculate,
+            Backend::Native(_) if NativeTools::is_local(tool) => on(self.settings.native),
+            Backend::Native(_) => on(host_allowed),
+            Backend::Plugin(plugin, _) => {
+                on(host_allowed)?;
+                let host = host.unwrap_or_default();
+                let vouched = self.models.user_host(tool).is_some_and(|h| hostname(h) == host);
+                if vouched || granted(plugin.http_hosts(), host) {
+                    return Ok(());
+                }
+                tracing::warn!(
+                    "prefetch of `{tool}` refused: its host is claimed to be `{host}`, which plugin `{}` is not granted",
+                    plugin.name
+                );
+                Err(DeclineReason::NotGranted)
+            }
+            Backend::Upstream(server, _) => on(server.config.speculate),
         }
     }
 
@@ -111,4 +131,10 @@ impl Target for Core {
             .map(|(name, _)| name.clone())
             .collect()
     }
+}
+
+/// Whether `host` is one of `grants` (a plugin's HTTP grants), by host name.
+fn granted(grants: &[String], host: &str) -> bool {
+    let host = hostname(host);
+    grants.iter().any(|g| hostname(g) == host)
 }

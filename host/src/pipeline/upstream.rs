@@ -40,6 +40,11 @@ pub struct UpstreamConfig {
     /// Let the host call this server's read-only tools ahead of time (their
     /// value models must say `pure` or `read-only`).
     pub speculate: bool,
+    /// Take the server's tool annotations (`readOnlyHint`) as the owner's
+    /// word on what each tool changes. Off by default: a server's hints are
+    /// its own claim, and without them its tools are `indeterminate` (never
+    /// called ahead of time) unless the user's `[tools.X]` says otherwise.
+    pub trust_annotations: bool,
     /// How long the server has to start, answer `initialize` and list its
     /// tools: one that hangs must not hold up the host's start.
     pub connect_timeout: Duration,
@@ -78,6 +83,8 @@ struct RawConfig {
     prefix: String,
     #[serde(default)]
     speculate: bool,
+    #[serde(default)]
+    trust_annotations: bool,
     connect_timeout_s: Option<u64>,
 }
 
@@ -133,6 +140,7 @@ impl TryFrom<RawConfig> for UpstreamConfig {
             category: raw.category,
             prefix: raw.prefix,
             speculate: raw.speculate,
+            trust_annotations: raw.trust_annotations,
             connect_timeout,
         })
     }

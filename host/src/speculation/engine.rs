@@ -8,7 +8,8 @@
 //! of tool sources. Enrichers' `project-args` are asked first, in
 //! registration order (the first that answers wins), then the host's own
 //! projections; the per-host cap uses the enrichers' `rate-limit-host`, else
-//! the host of a `url` argument, else the value model's. Each projected
+//! the host of a `url` argument, else the value model's, compared by name;
+//! the target refuses a host the tool's owner is not granted. Each projected
 //! candidate is dispatched only if the configuration switches speculation
 //! on for its tool and host and its learned probability (`fanout`) reaches
 //! the floor.
@@ -36,7 +37,7 @@ use super::fanout::{FanOut, Origin};
 use super::metrics::{Metrics, Snapshot};
 use super::planner::{self, DeclineReason};
 use super::projection;
-use super::settings::Settings;
+use super::settings::{Settings, hostname};
 use crate::enrich::Enrichers;
 use crate::value_model::{FollowUpLink, ValueModels};
 
@@ -65,8 +66,10 @@ pub trait Target: Send + Sync + 'static {
     fn category(&self, tool: &str) -> Option<String>;
 
     /// Whether the configuration lets `tool` be called ahead of time
-    /// against `host` (its value model already allows it).
-    fn may_prefetch(&self, tool: &str, host: Option<&str>) -> bool;
+    /// against `host` (its value model already allows it), or why not:
+    /// [`DeclineReason::NotEnabled`], or [`DeclineReason::NotGranted`] for
+    /// a host the tool's owner could not reach.
+    fn may_prefetch(&self, tool: &str, host: Option<&str>) -> Result<(), DeclineReason>;
 
     /// Whether a cached output is still what the call would return now.
     fn is_current(&self, tool: &str, args: &Map<String, Value>, output: &Self::Output) -> bool;
@@ -291,9 +294,10 @@ impl<T: Target> Engine<T> {
     }
 
     async fn dispatch(&self, c: Candidate) {
-        let host = self.host_for(&c.tool, &c.args).await;
-        if !self.target.may_prefetch(&c.tool, host.as_deref()) {
-            self.metrics.declined(DeclineReason::NotEnabled);
+        // By name alone, so that spellings of one host share its cap.
+        let host = self.host_for(&c.tool, &c.args).await.map(|h| hostname(&h));
+        if let Err(reason) = self.target.may_prefetch(&c.tool, host.as_deref()) {
+            self.metrics.declined(reason);
             return;
         }
         let args = match self.target.prepare(c.tool.clone(), c.args).await {
@@ -431,8 +435,8 @@ mod tests {
             None
         }
 
-        fn may_prefetch(&self, _tool: &str, host: Option<&str>) -> bool {
-            host.is_none()
+        fn may_prefetch(&self, _tool: &str, host: Option<&str>) -> Result<(), DeclineReason> {
+            host.is_none().then_some(()).ok_or(DeclineReason::NotEnabled)
         }
 
         fn is_current(&self, _tool: &str, args: &Map<String, Value>, output: &String) -> bool {

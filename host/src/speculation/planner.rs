@@ -64,6 +64,9 @@ pub enum DeclineReason {
     /// Set by the engine: this candidate's rank is rarely called (its
     /// learned probability is under the floor).
     Unlikely,
+    /// Set by the engine: the host claimed for the call is not one the
+    /// tool's plugin is granted, so the claim is not believed.
+    NotGranted,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -5,8 +5,9 @@
 //! and `read-only` tools, never more). These settings then say where it is
 //! switched on: the native local file tools by default (`native`), network
 //! hosts by name (`hosts`, for `web_fetch` and tool plugins, whose host
-//! comes from the enrichers' `rate-limit-host` or the value model), and each
-//! upstream MCP server by its own `speculate` key.
+//! comes from the enrichers' `rate-limit-host` or the value model, and must
+//! be one the tool's plugin is granted), and each upstream MCP server by its
+//! own `speculate` key. Hosts are compared by name ([`hostname`]).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -92,8 +93,46 @@ impl Settings {
 
     /// Whether prefetches against `host` are switched on.
     pub fn allows_host(&self, host: &str) -> bool {
-        self.hosts
-            .iter()
-            .any(|h| h == "*" || h.eq_ignore_ascii_case(host))
+        let host = hostname(host);
+        self.hosts.iter().any(|h| h == "*" || hostname(h) == host)
+    }
+}
+
+/// The host name in `s` (a bare host, `host:port`, or a URL), lower-cased,
+/// without port or trailing dot: what hosts are compared by, so that
+/// `API.github.com.:443` is one host (one per-host cap) with `api.github.com`.
+pub fn hostname(s: &str) -> String {
+    let rest = s.split_once("://").map_or(s, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => authority.split(':').next().unwrap_or_default(),
+    };
+    host.trim_end_matches('.').to_ascii_lowercase()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_compare_by_name_alone() {
+        for same in [
+            "api.github.com",
+            "API.GitHub.com.",
+            "api.github.com:443",
+            "https://api.github.com/x",
+        ] {
+            assert_eq!(hostname(same), "api.github.com", "{same}");
+        }
+        assert_eq!(hostname("[::1]:8080"), "::1");
+        assert_eq!(hostname("http://user@127.0.0.1:1/"), "127.0.0.1");
+        let on = Settings {
+            hosts: vec!["Api.GitHub.com".into()],
+            ..Settings::default()
+        };
+        assert!(on.allows_host("api.github.com:443"));
+        assert!(!on.allows_host("api.github.com.evil.test"));
     }
 }

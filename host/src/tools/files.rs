@@ -1,5 +1,7 @@
 //! `read` and `ls`: one file's lines, one directory's entries.
 
+use std::io::Read;
+
 use serde_json::{Map, Value, json};
 
 use super::{Root, ToolError, ToolResult, opt_str, opt_usize, result, str_arg};
@@ -11,8 +13,10 @@ const MAX_FILE_BYTES: u64 = 16 << 20;
 
 pub fn read(root: &Root, args: &Map<String, Value>) -> Result<ToolResult, ToolError> {
     let given = str_arg(args, "path")?;
-    let path = root.resolve(given)?;
-    let meta = std::fs::metadata(&path).map_err(|e| ToolError::Failed(format!("{given}: {e}")))?;
+    let (mut file, rel) = root.open_file(given)?;
+    let meta = file
+        .metadata()
+        .map_err(|e| ToolError::Failed(format!("{given}: {e}")))?;
     if !meta.is_file() {
         return Err(ToolError::InvalidArgs(format!("path: `{given}` is not a file")));
     }
@@ -23,7 +27,12 @@ pub fn read(root: &Root, args: &Map<String, Value>) -> Result<ToolResult, ToolEr
             MAX_FILE_BYTES >> 20
         )));
     }
-    let bytes = std::fs::read(&path).map_err(|e| ToolError::Failed(format!("{given}: {e}")))?;
+    let mut bytes = Vec::new();
+    // The cap holds even if the file grows after the check.
+    (&mut file)
+        .take(MAX_FILE_BYTES)
+        .read_to_end(&mut bytes)
+        .map_err(|e| ToolError::Failed(format!("{given}: {e}")))?;
     if bytes.contains(&0) {
         return Err(ToolError::Failed(format!("{given}: a binary file, not text")));
     }
@@ -40,7 +49,7 @@ pub fn read(root: &Root, args: &Map<String, Value>) -> Result<ToolResult, ToolEr
     let start = offset - 1;
     let end = start.saturating_add(limit).min(total);
     let content = lines[start..end].join("\n");
-    let shown = root.display(&path);
+    let shown = Root::display(&rel);
     let mut text_out = content.clone();
     if end < total {
         text_out.push_str(&format!(
@@ -56,12 +65,15 @@ pub fn read(root: &Root, args: &Map<String, Value>) -> Result<ToolResult, ToolEr
 
 pub fn ls(root: &Root, args: &Map<String, Value>) -> Result<ToolResult, ToolError> {
     let given = opt_str(args, "path").unwrap_or("");
-    let dir = root.resolve(given)?;
-    let read = std::fs::read_dir(&dir).map_err(|e| ToolError::Failed(format!("{given}: {e}")))?;
+    let (dir, rel) = root.open_dir(given)?;
+    let read = dir
+        .entries()
+        .map_err(|e| ToolError::Failed(format!("{given}: {e}")))?;
     let mut entries = Vec::new();
     for entry in read.flatten() {
-        // symlink_metadata: report links as links, never what they point at.
-        let Ok(meta) = entry.path().symlink_metadata() else {
+        // The entry's own metadata: links are reported as links, never
+        // what they point at.
+        let Ok(meta) = entry.metadata() else {
             continue;
         };
         let kind = if meta.is_symlink() {
@@ -91,6 +103,6 @@ pub fn ls(root: &Root, args: &Map<String, Value>) -> Result<ToolResult, ToolErro
         .collect();
     Ok(result(
         text,
-        json!({"path": root.display(&dir), "entries": listed}),
+        json!({"path": Root::display(&rel), "entries": listed}),
     ))
 }

@@ -13,6 +13,7 @@
 mod files;
 mod root;
 mod search;
+mod walk;
 mod web;
 mod write;
 
@@ -175,9 +176,8 @@ impl NativeTools {
         if name != "read" {
             return None;
         }
-        let path = self.root.resolve(opt_str(args, "path")?).ok()?;
-        let meta = std::fs::metadata(path).ok()?;
-        let modified = meta.modified().ok()?;
+        let meta = self.root.metadata(opt_str(args, "path")?).ok()?;
+        let modified = meta.modified().ok()?.into_std();
         let age = SystemTime::now().duration_since(modified).unwrap_or_default();
         (age >= RACY).then_some(Stamp {
             len: meta.len(),

@@ -1,24 +1,45 @@
 //! The directory the native file tools are confined to.
 //!
-//! Every path a model gives is resolved against the root and then
-//! canonicalised, so `..`, absolute paths and symlinks are judged by where
-//! they really lead: anything that does not end up inside the root is
-//! refused; a write to a path that does not exist yet is judged by its
-//! deepest existing ancestor. Walks (glob, grep, ls) never follow symlinks, and grep reads only
-//! regular files, so a link inside the root cannot expose a file outside it.
+//! Every file and directory the tools touch is opened through a cap-std
+//! [`Dir`] on the root, which resolves a path one step at a time below it
+//! (`openat2` with `RESOLVE_BENEATH` on Linux): `..` past the root, absolute
+//! symlinks and symlinks that lead out are refused when the file is opened,
+//! so no check made earlier can be raced by a directory swapped for a
+//! symlink. A path the model gives is first made relative to the root by its
+//! text alone (`.` and `..` applied; an absolute path only if it is below the
+//! root), which lets an escape be reported as one before the disk is
+//! touched. A symlink inside the root is followed while it stays inside
+//! (through relative targets); walks and listings never follow one.
+//!
+//! Writes replace a file whole through its directory's handle (a temporary
+//! file renamed over it), so a reader never sees half of it; a write to a
+//! path whose last step is a symlink is refused rather than replace the link.
 
+use std::io::{Read, Write};
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use cap_std::ambient_authority;
+use cap_std::fs::{Dir, File, Metadata, Permissions};
 
 use super::ToolError;
 
-/// A canonical directory the native tools may read below.
+/// A directory the native tools may read (and write) below.
 #[derive(Debug, Clone)]
 pub struct Root {
     dir: PathBuf,
+    handle: Arc<Dir>,
+}
+
+/// What a write did.
+pub struct Written {
+    /// The path written, relative to the root.
+    pub path: PathBuf,
+    pub created: bool,
 }
 
 impl Root {
-    /// `dir`, canonicalised; it must exist and be a directory.
+    /// `dir`, canonicalised and opened; it must exist and be a directory.
     pub fn new(dir: &Path) -> std::io::Result<Self> {
         let dir = dir.canonicalize()?;
         if !dir.is_dir() {
@@ -27,65 +48,117 @@ impl Root {
                 format!("{} is not a directory", dir.display()),
             ));
         }
-        Ok(Self { dir })
+        let handle = Arc::new(Dir::open_ambient_dir(&dir, ambient_authority())?);
+        Ok(Self { dir, handle })
     }
 
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
-    /// The real path `path` names, if it exists inside the root.
-    pub fn resolve(&self, path: &str) -> Result<PathBuf, ToolError> {
-        let joined = self.join(path)?;
-        let real = joined.canonicalize().map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => ToolError::NotFound(format!("{path}: no such file or directory")),
-            _ => ToolError::Failed(format!("{path}: {e}")),
-        })?;
-        if real.starts_with(&self.dir) {
-            Ok(real)
-        } else {
-            Err(outside(path))
-        }
+    /// The handle everything below the root is opened through.
+    pub(super) fn handle(&self) -> &Dir {
+        &self.handle
     }
 
-    /// Where a write to `path` lands: its real location if it exists, else
-    /// below its deepest existing ancestor, which must really be inside the
-    /// root (a symlinked directory is judged by where it leads).
-    pub fn resolve_for_write(&self, path: &str) -> Result<PathBuf, ToolError> {
-        let joined = self.join(path)?;
-        let mut existing = joined.as_path();
-        while existing.symlink_metadata().is_err() {
-            existing = existing.parent().ok_or_else(|| outside(path))?;
-        }
-        let real = existing
-            .canonicalize()
-            .map_err(|e| ToolError::Failed(format!("{path}: {e}")))?;
-        if !real.starts_with(&self.dir) {
-            return Err(outside(path));
-        }
-        match joined.strip_prefix(existing) {
-            Ok(rest) if !rest.as_os_str().is_empty() => Ok(real.join(rest)),
-            // Joining "" would add a trailing separator.
-            _ => Ok(real),
-        }
-    }
-
-    /// `path` joined to the root with `.` and `..` applied, refused if that
-    /// leaves the root, before touching the disk (so a missing path outside
-    /// the root is reported as outside, not as missing).
-    fn join(&self, path: &str) -> Result<PathBuf, ToolError> {
+    /// `path` relative to the root, `.` and `..` applied textually; refused
+    /// if that leaves the root. The empty path is the root itself.
+    pub fn relative(&self, path: &str) -> Result<PathBuf, ToolError> {
         let given = Path::new(path);
-        let joined = if given.is_absolute() {
-            given.to_path_buf()
+        let inside = if given.is_absolute() {
+            given.strip_prefix(&self.dir).map_err(|_| outside(path))?
         } else {
-            self.dir.join(given)
+            given
         };
-        lexically_inside(&self.dir, &joined).ok_or_else(|| outside(path))
+        let mut parts: Vec<Component> = Vec::new();
+        for c in inside.components() {
+            match c {
+                Component::CurDir => {}
+                Component::ParentDir => {
+                    parts.pop().ok_or_else(|| outside(path))?;
+                }
+                Component::Normal(_) => parts.push(c),
+                Component::RootDir | Component::Prefix(_) => return Err(outside(path)),
+            }
+        }
+        Ok(parts.iter().collect())
     }
 
-    /// `path` relative to the root, with `/` separators, for results.
-    pub fn display(&self, path: &Path) -> String {
-        let rel = path.strip_prefix(&self.dir).unwrap_or(path);
+    /// The regular file `path` names, opened for reading, with its path
+    /// relative to the root.
+    pub fn open_file(&self, path: &str) -> Result<(File, PathBuf), ToolError> {
+        let rel = self.relative(path)?;
+        let file = self.handle.open(at(&rel)).map_err(|e| error(path, e))?;
+        Ok((file, rel))
+    }
+
+    /// The directory `path` names, opened, with its path relative to the root.
+    pub fn open_dir(&self, path: &str) -> Result<(Dir, PathBuf), ToolError> {
+        let rel = self.relative(path)?;
+        let dir = self.handle.open_dir(at(&rel)).map_err(|e| error(path, e))?;
+        Ok((dir, rel))
+    }
+
+    /// What `path` names (a symlink inside the root is followed).
+    pub fn metadata(&self, path: &str) -> Result<Metadata, ToolError> {
+        let rel = self.relative(path)?;
+        self.handle.metadata(at(&rel)).map_err(|e| error(path, e))
+    }
+
+    /// The whole content of the file `path` names.
+    pub fn read_to_string(&self, path: &str) -> Result<String, ToolError> {
+        let (mut file, _) = self.open_file(path)?;
+        let mut text = String::new();
+        file.read_to_string(&mut text)
+            .map_err(|e| ToolError::Failed(format!("{path}: {e}")))?;
+        Ok(text)
+    }
+
+    /// Replace the file `path` names with `bytes` (creating it and missing
+    /// directories), through the handle of its directory. The file keeps the
+    /// mode of the one it replaces, or gets the usual 0644.
+    pub fn write(&self, path: &str, bytes: &[u8]) -> Result<Written, ToolError> {
+        let rel = self.relative(path)?;
+        let name = rel
+            .file_name()
+            .ok_or_else(|| ToolError::InvalidArgs(format!("path: `{path}` is a directory")))?;
+        let parent_rel = rel.parent().unwrap_or(Path::new(""));
+        let failed = |e: std::io::Error| error(path, e);
+        let parent = match self.handle.open_dir(at(parent_rel)) {
+            Ok(dir) => dir,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                self.handle.create_dir_all(parent_rel).map_err(failed)?;
+                self.handle.open_dir(at(parent_rel)).map_err(failed)?
+            }
+            Err(e) => return Err(failed(e)),
+        };
+        let mode = match parent.symlink_metadata(name) {
+            Ok(meta) if meta.is_symlink() => {
+                // Where it leads, through the root: out is an escape.
+                parent.metadata(name).map_err(failed)?;
+                return Err(ToolError::InvalidArgs(format!(
+                    "path: `{path}` is a symbolic link; write to the file it leads to"
+                )));
+            }
+            Ok(meta) if meta.is_dir() => {
+                return Err(ToolError::InvalidArgs(format!("path: `{path}` is a directory")));
+            }
+            Ok(meta) => Some(meta.permissions()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(failed(e)),
+        };
+        let created = mode.is_none();
+        let mode = mode
+            .unwrap_or_else(|| Permissions::from_std(std::os::unix::fs::PermissionsExt::from_mode(0o644)));
+        let mut tmp = cap_tempfile::TempFile::new(&parent).map_err(failed)?;
+        tmp.as_file_mut().write_all(bytes).map_err(failed)?;
+        tmp.as_file().set_permissions(mode).map_err(failed)?;
+        tmp.replace(name).map_err(failed)?;
+        Ok(Written { path: rel, created })
+    }
+
+    /// A path relative to the root, with `/` separators, for results.
+    pub fn display(rel: &Path) -> String {
         let text = rel
             .components()
             .map(|c| c.as_os_str().to_string_lossy())
@@ -95,24 +168,34 @@ impl Root {
     }
 }
 
+/// The root itself is `.` to the handle.
+pub(super) fn at(rel: &Path) -> &Path {
+    if rel.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        rel
+    }
+}
+
 fn outside(path: &str) -> ToolError {
     ToolError::InvalidArgs(format!("path: `{path}` is outside the tool root"))
 }
 
-/// `path` with `.` and `..` applied textually, if that stays below `root`.
-fn lexically_inside(root: &Path, path: &Path) -> Option<PathBuf> {
-    let mut parts: Vec<Component> = Vec::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                parts.pop()?;
-            }
-            other => parts.push(other),
-        }
+/// An error opening `path` through the root, as the model reads it.
+pub(super) fn error(path: &str, e: std::io::Error) -> ToolError {
+    if is_escape(&e) {
+        return outside(path);
     }
-    let normal: PathBuf = parts.iter().collect();
-    normal.starts_with(root).then_some(normal)
+    match e.kind() {
+        std::io::ErrorKind::NotFound => ToolError::NotFound(format!("{path}: no such file or directory")),
+        _ => ToolError::Failed(format!("{path}: {e}")),
+    }
+}
+
+/// Whether cap-std refused `e` because resolution would have left the root
+/// (it says so only in the message, with kind `PermissionDenied`).
+fn is_escape(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::PermissionDenied && e.to_string().contains("outside of the filesystem")
 }
 
 #[cfg(test)]
@@ -125,46 +208,43 @@ mod tests {
         std::fs::create_dir(dir.path().join("a")).unwrap();
         std::fs::write(dir.path().join("a/f.txt"), "x").unwrap();
         let root = Root::new(dir.path()).unwrap();
-        assert!(root.resolve("a/../a/f.txt").is_ok());
-        assert_eq!(root.display(&root.resolve("a/f.txt").unwrap()), "a/f.txt");
+        assert_eq!(root.read_to_string("a/../a/f.txt").unwrap(), "x");
+        assert_eq!(Root::display(&root.relative("./a//f.txt").unwrap()), "a/f.txt");
+        assert_eq!(Root::display(&root.relative("").unwrap()), ".");
         for bad in ["..", "a/../../etc", "/etc/passwd", "../nonexistent"] {
             assert!(
-                matches!(root.resolve(bad), Err(ToolError::InvalidArgs(_))),
+                matches!(root.open_file(bad), Err(ToolError::InvalidArgs(_))),
                 "{bad} was not refused"
             );
             assert!(
-                matches!(root.resolve_for_write(bad), Err(ToolError::InvalidArgs(_))),
+                matches!(root.write(bad, b"x"), Err(ToolError::InvalidArgs(_))),
                 "{bad} was not refused for writing"
             );
         }
     }
 
     #[test]
-    fn writes_land_inside_and_symlinked_dirs_are_judged_by_their_target() {
+    fn writes_land_inside_and_links_that_lead_out_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let outside_dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("a")).unwrap();
         std::os::unix::fs::symlink(outside_dir.path(), dir.path().join("out")).unwrap();
-        std::os::unix::fs::symlink(dir.path().join("a"), dir.path().join("in")).unwrap();
+        std::os::unix::fs::symlink("a", dir.path().join("in")).unwrap();
+        std::os::unix::fs::symlink(outside_dir.path().join("f"), dir.path().join("a/link")).unwrap();
         let root = Root::new(dir.path()).unwrap();
-        assert_eq!(
-            root.resolve_for_write("a/new/deep.txt").unwrap(),
-            root.dir().join("a/new/deep.txt")
-        );
-        assert_eq!(
-            root.resolve_for_write("in/x.txt").unwrap(),
-            root.dir().join("a/x.txt")
-        );
-        std::fs::write(dir.path().join("a/f.txt"), "x").unwrap();
-        assert_eq!(
-            root.resolve_for_write("in/f.txt").unwrap(),
-            root.dir().join("a/f.txt")
-        );
-        for bad in ["out/x.txt", "out/sub/x.txt"] {
+        let wrote = root.write("a/new/deep.txt", b"1").unwrap();
+        assert!(wrote.created);
+        assert_eq!(std::fs::read(dir.path().join("a/new/deep.txt")).unwrap(), b"1");
+        // A relative link that stays inside is followed.
+        assert!(root.write("in/x.txt", b"2").unwrap().created);
+        assert_eq!(std::fs::read(dir.path().join("a/x.txt")).unwrap(), b"2");
+        assert!(!root.write("a/x.txt", b"3").unwrap().created);
+        for bad in ["out/x.txt", "out/sub/x.txt", "a/link"] {
             assert!(
-                matches!(root.resolve_for_write(bad), Err(ToolError::InvalidArgs(_))),
+                matches!(root.write(bad, b"pwned"), Err(ToolError::InvalidArgs(m)) if m.contains("outside")),
                 "{bad} was not refused"
             );
         }
+        assert_eq!(std::fs::read_dir(outside_dir.path()).unwrap().count(), 0);
     }
 }

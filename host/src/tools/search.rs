@@ -1,15 +1,21 @@
-//! `glob` and `grep`, on the ripgrep crates: walks honour `.gitignore` and
-//! skip hidden files (as ripgrep does), never follow symlinks, and stop at
-//! a cap so one call cannot flood the model.
+//! `glob` and `grep`, on the ripgrep crates: walks (`walk`) honour
+//! `.gitignore` and skip hidden files (as ripgrep does), never follow
+//! symlinks, open every file through the root's directory handles, and stop
+//! at a cap so one call cannot flood the model.
 
+use std::ffi::OsStr;
+use std::ops::ControlFlow;
+use std::path::Path;
+
+use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
+use cap_std::fs::{Dir, File, OpenOptions};
 use globset::{Glob, GlobMatcher};
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::sinks::UTF8;
 use grep_searcher::{BinaryDetection, SearcherBuilder};
-use ignore::WalkBuilder;
 use serde_json::{Map, Value, json};
 
-use super::{Root, ToolError, ToolResult, opt_str, opt_usize, result, str_arg};
+use super::{Root, ToolError, ToolResult, opt_str, opt_usize, result, str_arg, walk};
 
 const MAX_PATHS: usize = 1000;
 const DEFAULT_MATCHES: usize = 200;
@@ -22,36 +28,63 @@ fn matcher(field: &str, pattern: &str) -> Result<GlobMatcher, ToolError> {
         .map_err(|e| ToolError::InvalidArgs(format!("{field}: {e}")))
 }
 
-/// The regular files below `start`, as (real path, path shown).
-fn walk(root: &Root, start: &std::path::Path) -> impl Iterator<Item = (std::path::PathBuf, String)> {
-    WalkBuilder::new(start)
-        .follow_links(false)
-        // Sorted, so results and where a cap cuts them are reproducible.
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .build()
-        .flatten()
-        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
-        .map(|e| {
-            let shown = root.display(e.path());
-            (e.into_path(), shown)
-        })
+/// Visit the regular files `given` names (a directory's, below it, or
+/// the one file) as (an open file, its path relative to the root), until
+/// `visit` breaks.
+fn each_file(
+    root: &Root,
+    given: &str,
+    mut visit: impl FnMut(File, &Path) -> ControlFlow<()>,
+) -> Result<(), ToolError> {
+    if !root.metadata(given)?.is_dir() {
+        let (file, rel) = root.open_file(given)?;
+        let _ = visit(file, &rel);
+        return Ok(());
+    }
+    let (start, rel) = root.open_dir(given)?;
+    walk::files(
+        root.handle(),
+        &start,
+        &rel,
+        &mut |dir: &Dir, name: &OsStr, path: &Path| match open_nofollow(dir, name) {
+            Some(file) => visit(file, path),
+            None => ControlFlow::Continue(()),
+        },
+    );
+    Ok(())
+}
+
+/// `name` in `dir` opened for reading if it is still a regular file (not a
+/// symlink swapped in since the listing).
+fn open_nofollow(dir: &Dir, name: &OsStr) -> Option<File> {
+    let mut options = OpenOptions::new();
+    options.read(true).follow(FollowSymlinks::No);
+    let file = dir.open_with(name, &options).ok()?;
+    file.metadata().ok()?.is_file().then_some(file)
 }
 
 pub fn glob(root: &Root, args: &Map<String, Value>) -> Result<ToolResult, ToolError> {
     let pattern = matcher("pattern", str_arg(args, "pattern")?)?;
-    let start = root.resolve(opt_str(args, "path").unwrap_or(""))?;
+    let given = opt_str(args, "path").unwrap_or("");
+    let (start, rel) = root.open_dir(given)?;
     let mut paths = Vec::new();
     let mut truncated = false;
-    for (real, shown) in walk(root, &start) {
-        let relative = real.strip_prefix(&start).unwrap_or(&real);
-        if pattern.is_match(relative) {
-            if paths.len() == MAX_PATHS {
-                truncated = true;
-                break;
+    walk::files(
+        root.handle(),
+        &start,
+        &rel,
+        &mut |_: &Dir, _: &OsStr, path: &Path| {
+            let relative = path.strip_prefix(&rel).unwrap_or(path);
+            if pattern.is_match(relative) {
+                if paths.len() == MAX_PATHS {
+                    truncated = true;
+                    return ControlFlow::Break(());
+                }
+                paths.push(Root::display(path));
             }
-            paths.push(shown);
-        }
-    }
+            ControlFlow::Continue(())
+        },
+    );
     let mut text = if paths.is_empty() {
         "no files match".to_owned()
     } else {
@@ -71,7 +104,6 @@ pub fn grep(root: &Root, args: &Map<String, Value>) -> Result<ToolResult, ToolEr
         .map_err(|e| ToolError::InvalidArgs(format!("pattern: {e}")))?;
     let only = opt_str(args, "glob").map(|g| matcher("glob", g)).transpose()?;
     let limit = opt_usize(args, "limit").unwrap_or(DEFAULT_MATCHES).max(1);
-    let start = root.resolve(opt_str(args, "path").unwrap_or(""))?;
     let mut searcher = SearcherBuilder::new()
         .line_number(true)
         .binary_detection(BinaryDetection::quit(0))
@@ -79,9 +111,10 @@ pub fn grep(root: &Root, args: &Map<String, Value>) -> Result<ToolResult, ToolEr
     let mut matches: Vec<Value> = Vec::new();
     let mut text = String::new();
     let mut truncated = false;
-    'files: for (real, shown) in walk(root, &start) {
+    each_file(root, opt_str(args, "path").unwrap_or(""), |file, path| {
+        let shown = Root::display(path);
         if only.as_ref().is_some_and(|g| !g.is_match(&shown)) {
-            continue;
+            return ControlFlow::Continue(());
         }
         let mut found = Vec::new();
         let sink = UTF8(|line, content: &str| {
@@ -89,19 +122,20 @@ pub fn grep(root: &Root, args: &Map<String, Value>) -> Result<ToolResult, ToolEr
             Ok(found.len() < limit)
         });
         // Unreadable or non-UTF-8 files are skipped, as ripgrep does.
-        if searcher.search_path(&regex, &real, sink).is_err() {
-            continue;
+        if searcher.search_file(&regex, &file.into_std(), sink).is_err() {
+            return ControlFlow::Continue(());
         }
         for (line, content) in found {
             if matches.len() == limit {
                 truncated = true;
-                break 'files;
+                return ControlFlow::Break(());
             }
             let content: String = content.chars().take(MAX_LINE_CHARS).collect();
             text.push_str(&format!("{shown}:{line}:{content}\n"));
             matches.push(json!({"path": shown, "line": line, "text": content}));
         }
-    }
+        ControlFlow::Continue(())
+    })?;
     if matches.is_empty() {
         text.push_str("no matches");
     }

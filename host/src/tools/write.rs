@@ -1,9 +1,7 @@
 //! `write` and `edit`: the native tools that change files, served only when
-//! the configuration says `writable = true`. Both stay inside the root
-//! ([`Root::resolve_for_write`]) and replace the file whole
-//! ([`crate::atomic_file`]), so a reader never sees half of it.
-
-use std::path::Path;
+//! the configuration says `writable = true`. Both reach the file through the
+//! root's directory handles and replace it whole ([`Root::write`]), so they
+//! stay inside the root and a reader never sees half a file.
 
 use serde_json::{Map, Value, json};
 
@@ -12,17 +10,12 @@ use super::{Root, ToolError, ToolResult, result, str_arg};
 pub fn write(root: &Root, args: &Map<String, Value>) -> Result<ToolResult, ToolError> {
     let given = str_arg(args, "path")?;
     let content = str_arg(args, "content")?;
-    let path = root.resolve_for_write(given)?;
-    if path.is_dir() {
-        return Err(ToolError::InvalidArgs(format!("path: `{given}` is a directory")));
-    }
-    let created = !path.exists();
-    replace(&path, content, given)?;
-    let shown = root.display(&path);
-    let verb = if created { "created" } else { "overwrote" };
+    let written = root.write(given, content.as_bytes())?;
+    let shown = Root::display(&written.path);
+    let verb = if written.created { "created" } else { "overwrote" };
     Ok(result(
         format!("{verb} {shown} ({} bytes)", content.len()),
-        json!({"path": shown, "bytes": content.len(), "created": created}),
+        json!({"path": shown, "bytes": content.len(), "created": written.created}),
     ))
 }
 
@@ -36,8 +29,7 @@ pub fn edit(root: &Root, args: &Map<String, Value>) -> Result<ToolResult, ToolEr
     if old.is_empty() {
         return Err(ToolError::InvalidArgs("old_string: must not be empty".into()));
     }
-    let path = root.resolve(given)?;
-    let text = std::fs::read_to_string(&path).map_err(|e| ToolError::Failed(format!("{given}: {e}")))?;
+    let text = root.read_to_string(given)?;
     let count = text.matches(old).count();
     match count {
         0 => {
@@ -57,15 +49,10 @@ pub fn edit(root: &Root, args: &Map<String, Value>) -> Result<ToolResult, ToolEr
     } else {
         text.replacen(old, new, 1)
     };
-    replace(&path, &updated, given)?;
-    let shown = root.display(&path);
+    let written = root.write(given, updated.as_bytes())?;
+    let shown = Root::display(&written.path);
     Ok(result(
         format!("edited {shown}: {count} replacement(s)"),
         json!({"path": shown, "replacements": count}),
     ))
-}
-
-fn replace(path: &Path, content: &str, given: &str) -> Result<(), ToolError> {
-    crate::atomic_file::replace(path, content.as_bytes())
-        .map_err(|e| ToolError::Failed(format!("{given}: {e}")))
 }
