@@ -2,7 +2,8 @@
 //! over stdio and streamable HTTP, and proxying a third-party MCP server
 //! (`@modelcontextprotocol/server-everything`) whose `echo` tool the
 //! `fixture_shout` enricher adapts; and `toolhost serve --watch` while its
-//! plugin directory changes (`tests/mcp/watch.py`).
+//! plugin directory changes (`tests/mcp/watch.py`); and the log lines a
+//! client is sent (`tests/mcp/logs.py`).
 //!
 //! Needs `make venv upstream host` (the Makefile's `test` runs them); a
 //! missing piece fails with that instruction.
@@ -38,6 +39,27 @@ fn streamable_http() {
 #[test]
 fn stdio_proxying_an_upstream_server_with_an_enricher() {
     drive("stdio", true);
+}
+
+/// Plugin and upstream log lines as `notifications/message`: levels, the
+/// rate limit, redaction (`tests/mcp/logs.py`).
+fn logs(transport: &str) {
+    let mut command = python_driver("logs.py");
+    command
+        .arg("--plugin")
+        .arg(guest("fixture_attack_logs"))
+        .args(["--transport", transport]);
+    expect_driver_ok(&mut command, &format!("logs over {transport}"));
+}
+
+#[test]
+fn log_lines_reach_a_stdio_client_filtered_limited_and_redacted() {
+    logs("stdio");
+}
+
+#[test]
+fn log_lines_reach_an_http_client_filtered_limited_and_redacted() {
+    logs("http");
 }
 
 #[test]

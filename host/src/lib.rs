@@ -14,6 +14,9 @@
 //!   edit when the root is writable).
 //! - [`pipeline`]: the call pipeline and [`pipeline::Toolhost`], the library API.
 //! - [`mcp`]: the MCP server front.
+//! - [`auth`]: who may call the MCP endpoint over HTTP (bearer token, OAuth).
+//! - [`client_log`]: plugin and upstream log lines sent to MCP clients.
+//! - [`redact`]: secret values replaced before text leaves the host.
 //! - [`setup`]: a [`pipeline::Toolhost`] built from the configuration.
 //! - [`watch`]: the plugin directory reloaded while serving (`serve --watch`).
 //! - [`config`]: the user's configuration file, `toolhost.toml`.
@@ -27,8 +30,10 @@
 //! The WIT contract the plugins implement is in `wit/` at the repository root.
 
 pub mod atomic_file;
+pub mod auth;
 pub mod catalog;
 pub mod check;
+pub mod client_log;
 pub mod config;
 pub mod enrich;
 pub mod expect;
@@ -36,6 +41,7 @@ pub mod http_client;
 pub mod mcp;
 pub mod pipeline;
 pub mod plugin;
+pub mod redact;
 pub mod scaffold;
 pub mod schema;
 pub mod setup;

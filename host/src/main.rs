@@ -10,10 +10,11 @@ use clap::{Parser, Subcommand};
 use serde_json::json;
 use toolhost::catalog::{ToolSpec, base_catalog};
 use toolhost::check::{self, Verdict};
+use toolhost::client_log::ClientLog;
 use toolhost::config::Config;
 use toolhost::enrich::{Enrichers, Listing};
 use toolhost::expect::Expectations;
-use toolhost::plugin::{LoadReport, Plugin, Runtime, RuntimeOptions};
+use toolhost::plugin::{LoadReport, Plugin, Runtime, RuntimeOptions, tracing_sink};
 use toolhost::setup;
 
 mod serve;
@@ -83,6 +84,11 @@ enum Command {
         /// changes, and tell the clients the tool list changed.
         #[arg(long)]
         watch: bool,
+        /// Serve --http on a non-loopback address without authorization
+        /// (no `[auth]` in toolhost.toml): anyone who reaches it may call
+        /// every tool.
+        #[arg(long)]
+        insecure: bool,
     },
     /// Show what speculation did in the last `toolhost serve`.
     Stats {
@@ -102,8 +108,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let filter = match cli.verbose {
         0 => "warn,toolhost::stats=info,toolhost::watch=info",
-        1 => "info,plugin=debug",
-        _ => "debug",
+        // rmcp logs whole messages at info (an upstream's log lines, before
+        // their secrets are redacted) and wasmtime-wasi a guest's stdout
+        // bytes at debug (before the plugin's secrets are): both kept quiet.
+        1 => "info,plugin=debug,rmcp::service=warn",
+        _ => "debug,rmcp::service=warn,wasmtime_wasi=info",
     };
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -130,10 +139,12 @@ fn main() -> ExitCode {
 async fn run(cli: Cli) -> Result<ExitCode> {
     let config = Config::discover(cli.config.as_deref())?;
     let cache_dir = if cli.no_cache { None } else { config.cache_dir() };
+    // Plugin and upstream log lines go to the host's log and to MCP clients.
+    let client_log = ClientLog::default();
     let runtime = Runtime::new(RuntimeOptions {
         cache_dir,
         plugin_settings: config.plugin_settings(),
-        ..RuntimeOptions::default()
+        log: client_log.sink(tracing_sink()),
     })?;
     let plugin_dir = cli
         .plugins
@@ -142,12 +153,21 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         .unwrap_or_else(|| PathBuf::from("plugins"));
     match cli.command {
         Command::Check { file, json, expect } => check_cmd(&runtime, &file, json, expect.as_deref()).await,
-        Command::Serve { http, watch } => {
+        Command::Serve {
+            http,
+            watch,
+            insecure,
+        } => {
             let plugins = cli
                 .plugins
                 .or(config.plugins.clone())
                 .or_else(setup::default_plugin_dir);
-            serve::serve(&runtime, &config, plugins.as_deref(), http, watch).await
+            let front = serve::Front {
+                http,
+                insecure,
+                log: client_log,
+            };
+            serve::serve(&runtime, &config, plugins.as_deref(), front, watch).await
         }
         Command::Call { tool, args } => {
             let plugins = cli

@@ -12,6 +12,10 @@
 //! is remembered (one over stdio, one per HTTP session); each time the
 //! host rebuilds its catalog every session still open is sent the
 //! notification. Sessions that closed are forgotten then.
+//!
+//! Logging: each session is sent the plugin and upstream log lines of a
+//! [`ClientLog`] at the level it set with `logging/setLevel` (see
+//! `crate::client_log`). Over HTTP, requests pass `crate::auth` first.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -21,31 +25,50 @@ use rmcp::model::{
     PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
-use rmcp::transport::streamable_http_server::{
-    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-};
+use rmcp::transport::streamable_http_server::{StreamableHttpService, session::local::LocalSessionManager};
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
 use serde_json::Value;
 use tokio::sync::watch;
 
+use crate::auth::HttpAccess;
+use crate::client_log::{ClientLog, SessionLog};
 use crate::pipeline::{CallContext, CallOutput, Toolhost, error_text};
 use crate::plugin::{Content, ToolError};
 
-/// The MCP server over one [`Toolhost`]; its clones (one per HTTP
-/// session) share the sessions told of catalog changes.
-#[derive(Clone)]
+/// The MCP server over one [`Toolhost`]; its copies (one per HTTP
+/// session, [`McpServer::for_session`]) share the sessions told of catalog
+/// changes, each with its own log level.
 pub struct McpServer {
     host: Arc<Toolhost>,
     sessions: Arc<Mutex<Vec<Peer<RoleServer>>>>,
+    log: ClientLog,
+    session_log: SessionLog,
 }
 
 impl McpServer {
     /// Must run inside a Tokio runtime: it starts the task that tells the
-    /// sessions of catalog changes, which ends with the last clone.
-    pub fn new(host: Arc<Toolhost>) -> Self {
+    /// sessions of catalog changes, which ends with the last copy. Clients
+    /// are sent the lines of `log`.
+    pub fn new(host: Arc<Toolhost>, log: ClientLog) -> Self {
         let sessions: Arc<Mutex<Vec<Peer<RoleServer>>>> = Arc::default();
         tokio::spawn(announce(host.subscribe(), Arc::downgrade(&sessions)));
-        Self { host, sessions }
+        let session_log = log.session();
+        Self {
+            host,
+            sessions,
+            log,
+            session_log,
+        }
+    }
+
+    /// A copy for one more client session.
+    pub fn for_session(&self) -> Self {
+        Self {
+            host: self.host.clone(),
+            sessions: self.sessions.clone(),
+            log: self.log.clone(),
+            session_log: self.log.session(),
+        }
     }
 
     fn tools(&self) -> Vec<Tool> {
@@ -85,19 +108,32 @@ async fn announce(mut rebuilt: watch::Receiver<u64>, sessions: Weak<Mutex<Vec<Pe
 
 impl ServerHandler for McpServer {
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.session_log.follow(context.peer.clone());
         self.sessions
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push(context.peer);
     }
 
+    #[allow(deprecated)] // rmcp marks MCP logging deprecated (SEP-2577); clients still use it.
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
+            .enable_logging()
             .build();
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
+    }
+
+    #[allow(deprecated)] // rmcp marks MCP logging deprecated (SEP-2577); clients still use it.
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.session_log.set_level(request.level);
+        Ok(())
     }
 
     async fn list_tools(
@@ -196,21 +232,27 @@ fn base64(data: &[u8]) -> String {
 }
 
 /// Serve MCP on stdin and stdout until the client disconnects.
-pub async fn serve_stdio(host: Arc<Toolhost>) -> anyhow::Result<()> {
-    let running = McpServer::new(host).serve(rmcp::transport::stdio()).await?;
+pub async fn serve_stdio(host: Arc<Toolhost>, log: ClientLog) -> anyhow::Result<()> {
+    let running = McpServer::new(host, log).serve(rmcp::transport::stdio()).await?;
     running.waiting().await?;
     Ok(())
 }
 
-/// Serve streamable HTTP at `http://ADDR/mcp` until interrupted.
-pub async fn serve_http(host: Arc<Toolhost>, addr: SocketAddr) -> anyhow::Result<()> {
-    let server = McpServer::new(host);
+/// Serve streamable HTTP at `http://ADDR/mcp` until interrupted, behind
+/// `access` (its authorization and accepted `Host` names).
+pub async fn serve_http(
+    host: Arc<Toolhost>,
+    log: ClientLog,
+    addr: SocketAddr,
+    access: HttpAccess,
+) -> anyhow::Result<()> {
+    let server = McpServer::new(host, log);
     let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
+        move || Ok(server.for_session()),
         Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default(),
+        access.service_config(),
     );
-    let router = axum::Router::new().nest_service("/mcp", service);
+    let router = access.protect(axum::Router::new().nest_service("/mcp", service));
     let listener = tokio::net::TcpListener::bind(addr).await?;
     eprintln!("toolhost: serving MCP at http://{}/mcp", listener.local_addr()?);
     axum::serve(listener, router)

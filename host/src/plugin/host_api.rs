@@ -4,7 +4,8 @@
 //! handles and of `toolhost:plugin/http`.
 //!
 //! Every value a plugin hands the host is size-checked here; logging is
-//! capped per call so a chatty or hostile plugin cannot flood the host log.
+//! capped per call so a chatty or hostile plugin cannot flood the host log,
+//! and the plugin's granted secret values are redacted from what it logs.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -36,12 +37,14 @@ pub enum LogLevel {
     Error,
 }
 
-/// One line a plugin logged, through `log()` or its stdout or stderr.
+/// One line a plugin logged, through `log()` or its stdout or stderr, or
+/// one an upstream MCP server sent (`notifications/message`).
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct LogLine {
+    /// The plugin's or the upstream server's name.
     pub plugin: Arc<str>,
     pub level: LogLevel,
-    /// `log`, `stdout` or `stderr`.
+    /// `log`, `stdout` or `stderr`; `upstream` for an upstream server.
     pub stream: &'static str,
     pub message: String,
 }
@@ -87,6 +90,10 @@ impl LogBudget {
         if n == MAX_LOG_LINES_PER_CALL {
             message =
                 format!("(log cap of {MAX_LOG_LINES_PER_CALL} lines per call reached; dropping the rest)");
+        }
+        // Before cutting, so no part of a secret is left at the cut.
+        if let std::borrow::Cow::Owned(clean) = self.identity.http.redactor().redact(&message) {
+            message = clean;
         }
         if message.len() > MAX_LOG_LINE {
             let cut = (0..=MAX_LOG_LINE)

@@ -11,12 +11,15 @@ use std::time::Duration;
 
 use super::bindings::http::{HttpError, Request, Response};
 use super::manifest::Grants;
+use crate::redact::Redactor;
 
 /// What one plugin may reach, resolved at load.
 pub struct HttpGrant {
     hosts: Vec<String>,
     /// (header, value, hosts) for each secret whose variable is set.
     secrets: Vec<(String, String, Vec<String>)>,
+    /// Replaces the secret values in what the plugin logs.
+    redactor: Redactor,
     client: Option<reqwest::Client>,
 }
 
@@ -25,6 +28,7 @@ impl HttpGrant {
         Self {
             hosts: Vec::new(),
             secrets: Vec::new(),
+            redactor: Redactor::default(),
             client: None,
         }
     }
@@ -36,6 +40,7 @@ impl HttpGrant {
             return Ok(Self::none());
         }
         let mut secrets = Vec::new();
+        let mut values = Vec::new();
         for (name, s) in &grants.secrets {
             let value = std::env::var(&s.env).map_err(|_| {
                 format!(
@@ -44,6 +49,7 @@ impl HttpGrant {
                 )
             })?;
             secrets.push((s.header.clone(), format!("{}{value}", s.prefix), s.hosts.clone()));
+            values.push(value);
         }
         let client = crate::http_client::builder()
             .redirect(reqwest::redirect::Policy::none())
@@ -52,12 +58,19 @@ impl HttpGrant {
         Ok(Self {
             hosts: grants.http.clone(),
             secrets,
+            redactor: Redactor::new(values),
             client: Some(client),
         })
     }
 
     pub fn hosts(&self) -> &[String] {
         &self.hosts
+    }
+
+    /// Replaces this plugin's secret values (a granted host may echo them
+    /// back, so the plugin can know them).
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
     }
 
     pub async fn fetch(

@@ -170,6 +170,11 @@ impl Runtime {
             ticker,
         })
     }
+
+    /// Where plugin log lines go; upstream servers' lines go there too.
+    pub fn log_sink(&self) -> LogSink {
+        self.log.clone()
+    }
 }
 
 /// One loaded plugin.
