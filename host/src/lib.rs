@@ -13,10 +13,11 @@
 //! - [`tools`]: the native tools (read, glob, grep, ls, web_fetch; write and
 //!   edit when the root is writable).
 //! - [`pipeline`]: the call pipeline and [`pipeline::Toolhost`], the library API.
+//! - [`prompt`]: the system-prompt sections of the listed tools.
 //! - [`mcp`]: the MCP server front.
 //! - [`auth`]: who may call the MCP endpoint over HTTP (bearer token, OAuth).
 //! - [`client_log`]: plugin and upstream log lines sent to MCP clients.
-//! - [`redact`]: secret values replaced before text leaves the host.
+//! - [`render`]: terminal views of a call and its result (`toolhost call`).
 //! - [`setup`]: a [`pipeline::Toolhost`] built from the configuration.
 //! - [`watch`]: the plugin directory reloaded while serving (`serve --watch`).
 //! - [`config`]: the user's configuration file, `toolhost.toml`.
@@ -41,7 +42,8 @@ pub mod http_client;
 pub mod mcp;
 pub mod pipeline;
 pub mod plugin;
-pub mod redact;
+pub mod prompt;
+pub mod render;
 pub mod scaffold;
 pub mod schema;
 pub mod setup;

@@ -106,13 +106,13 @@ async def exercise(session, lines, echo_url):
     check(not r.is_error, f"log_leak: {text(r)}")
     await wait_until(lambda: seen("attack-logs", "leak via stderr"), "the leak lines")
     leaks = seen("attack-logs", "leak via")
-    check(all("you sent: Bearer [redacted]" in line for line in leaks), f"not redacted: {leaks}")
+    check(all("you sent: Bearer [redacted:token]" in line for line in leaks), f"not redacted: {leaks}")
 
     # An upstream server that logs the header it was configured with.
     r = await session.call_tool("up_whoami", {})
     check(text(r) == "configured", f"the upstream saw: {text(r)}")
     await wait_until(lambda: seen("headers", "authorization"), "the upstream's line")
-    check(seen("headers") == ["authorization: [redacted]"], f"upstream line: {seen('headers')}")
+    check(seen("headers") == ["authorization: [redacted:authorization]"], f"upstream line: {seen('headers')}")
 
     # Last, as it empties the bucket. A flood: the host keeps 200 lines of
     # a call and says it cut the rest (201 lines); the client is sent at
@@ -157,9 +157,9 @@ def plugins(top, plugin, echo_host):
         dst.write(src.read())
     with open(os.path.join(directory, "attack-logs.toml"), "w") as f:
         f.write(
-            f'[grants]\nhttp = ["{echo_host}"]\n'
+            f'[grants]\nhttp = ["http://{echo_host}"]\n'
             '[grants.secrets.token]\nenv = "TOOLHOST_TEST_PLUGIN_SECRET"\n'
-            f'header = "Authorization"\nprefix = "Bearer "\nhosts = ["{echo_host}"]\n'
+            f'header = "Authorization"\nprefix = "Bearer "\nhosts = ["http://{echo_host}"]\nallow_loopback_http = true\n'
         )
     return directory
 

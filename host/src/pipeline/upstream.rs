@@ -24,10 +24,10 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 
-use crate::catalog::ToolSpec;
+use crate::catalog::{Annotations, ToolMeta, ToolSpec};
 use crate::client_log;
+use crate::plugin::redact::Redactor;
 use crate::plugin::{Content, LogLine, LogSink, ToolError, ToolResult};
-use crate::redact::Redactor;
 
 /// One `[[upstream]]` table of `toolhost.toml`.
 #[derive(Debug, Clone, Deserialize)]
@@ -181,7 +181,7 @@ impl ClientHandler for Listener {
             plugin: self.name.clone(),
             level: client_log::host_level(params.level),
             stream: "upstream",
-            message: self.redactor.redact(&text).into_owned(),
+            message: self.redactor.text(&text).into_owned(),
         });
     }
 }
@@ -217,13 +217,15 @@ impl Upstream {
             message,
         };
         let (changed_tx, changed) = watch::channel(0);
-        let secrets = match &config.transport {
+        // Each configured header value is a secret, and so is the token of
+        // a `Bearer TOKEN` value.
+        let secrets: Vec<(String, String)> = match &config.transport {
             Transport::Http { headers, .. } => headers
-                .values()
-                .filter_map(|v| v.to_str().ok())
-                // `Bearer TOKEN`: the token alone is redacted too.
-                .flat_map(|v| [v, v.rsplit(' ').next().unwrap_or(v)])
-                .map(str::to_owned)
+                .iter()
+                .filter_map(|(name, v)| Some((name.as_str(), v.to_str().ok()?)))
+                .flat_map(|(name, v)| [(name, v), (name, v.rsplit(' ').next().unwrap_or(v))])
+                .filter(|(_, v)| !v.is_empty())
+                .map(|(name, v)| (name.to_owned(), v.to_owned()))
                 .collect(),
             Transport::Stdio { .. } => Vec::new(),
         };
@@ -231,7 +233,7 @@ impl Upstream {
             changed: changed_tx,
             name: config.name.as_str().into(),
             log,
-            redactor: Redactor::new(secrets),
+            redactor: Redactor::new(secrets.iter().map(|(n, v)| (n.as_str(), v.as_str()))),
         };
         let client = match &config.transport {
             Transport::Stdio { command, args } => {
@@ -308,6 +310,7 @@ impl Upstream {
                     description: t.description.as_deref().unwrap_or_default().to_owned(),
                     category: self.config.category.clone(),
                     input_schema: Value::Object((*t.input_schema).clone()),
+                    meta: meta(t),
                 };
                 (spec, t.name.to_string())
             })
@@ -342,6 +345,23 @@ impl Upstream {
             content,
             details: None,
         })
+    }
+}
+
+/// What the server says of a tool besides its schema: title, output
+/// schema, and its hints (value models lay theirs over them).
+fn meta(tool: &Tool) -> ToolMeta {
+    let hints = tool.annotations.as_ref();
+    ToolMeta {
+        title: tool.title.clone().or_else(|| hints.and_then(|h| h.title.clone())),
+        output_schema: tool.output_schema.as_ref().map(|s| Value::Object((**s).clone())),
+        annotations: Annotations {
+            read_only_hint: hints.and_then(|h| h.read_only_hint),
+            destructive_hint: hints.and_then(|h| h.destructive_hint),
+            idempotent_hint: hints.and_then(|h| h.idempotent_hint),
+            open_world_hint: hints.and_then(|h| h.open_world_hint),
+        },
+        ..ToolMeta::default()
     }
 }
 

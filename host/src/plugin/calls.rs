@@ -15,12 +15,13 @@ use wasmtime::component::Resource;
 use super::bindings::{tool, value_model_types as wit};
 use super::host_api::{CallContext, ProgressFn};
 use super::instance::Instance;
+use super::redact::Redactor;
 use super::{Plugin, PluginError};
 use crate::schema::{ArgsEdit, SchemaEdit, ToolSchema};
 use crate::value_model::{CostModel, FieldGroup, FollowUpLink, SideEffect, ValueClass, ValueModel};
 
 pub use tool::{
-    AfterCallOverride, BeforeCallDecision, Content, Hooks, RenderOptions, ToolDefinition, ToolError,
+    AfterCallOverride, BeforeCallDecision, Content, Hooks, Image, RenderOptions, ToolDefinition, ToolError,
     ToolResult,
 };
 
@@ -67,8 +68,23 @@ impl Plugin {
         PluginError::Invalid {
             plugin: self.name.clone(),
             method,
-            message: message.into(),
+            message: self.redactor().text(&message.into()).into_owned(),
         }
+    }
+
+    /// The plugin's own refusal, with its secrets redacted.
+    fn rejected(&self, method: &'static str, message: &str) -> PluginError {
+        PluginError::Rejected {
+            plugin: self.name.clone(),
+            method,
+            message: self.redactor().text(message).into_owned(),
+        }
+    }
+
+    /// Replaces the plugin's secret values in all it hands over (results,
+    /// tool definitions, refusals, renderings); its log has its own pass.
+    fn redactor(&self) -> &Redactor {
+        self.instances.identity().http.redactor()
     }
 
     pub(super) async fn call_supported_categories(&self) -> Result<Vec<String>, PluginError> {
@@ -81,11 +97,7 @@ impl Plugin {
                 g.call_supported_categories(store).await
             })
             .await?;
-        let categories = answer.map_err(|message| PluginError::Rejected {
-            plugin: self.name.clone(),
-            method: M,
-            message,
-        })?;
+        let categories = answer.map_err(|message| self.rejected(M, &message))?;
         self.cap(M, categories.iter().map(String::len).sum())?;
         if let Some(bad) = categories.iter().find(|c| !is_category(c)) {
             return Err(self.invalid(
@@ -139,11 +151,7 @@ impl Plugin {
                 .await
             })
             .await?;
-        answer.map_err(|message| PluginError::Rejected {
-            plugin: self.name.clone(),
-            method: M,
-            message,
-        })?;
+        answer.map_err(|message| self.rejected(M, &message))?;
         Ok(args)
     }
 
@@ -250,11 +258,17 @@ impl Plugin {
                 g.call_list_tools(store).await
             })
             .await?;
-        let tools = answer.map_err(|message| PluginError::Rejected {
-            plugin: self.name.clone(),
-            method: M,
-            message,
-        })?;
+        let mut tools = answer.map_err(|message| self.rejected(M, &message))?;
+        for t in &mut tools {
+            let r = self.redactor();
+            for text in [&mut t.label, &mut t.description, &mut t.parameters_schema]
+                .into_iter()
+                .chain(t.snippet.as_mut())
+                .chain(t.guidelines.iter_mut())
+            {
+                r.string(text);
+            }
+        }
         self.cap(
             M,
             tools
@@ -283,11 +297,7 @@ impl Plugin {
                 .await
             })
             .await?;
-        answer.map_err(|message| PluginError::Rejected {
-            plugin: self.name.clone(),
-            method: M,
-            message,
-        })?;
+        answer.map_err(|message| self.rejected(M, &message))?;
         Ok(args)
     }
 
@@ -299,7 +309,7 @@ impl Plugin {
         const M: &str = "before-call";
         self.require_tool(M)?;
         let (args, cap) = (args.clone(), self.limits().max_output_bytes);
-        let decision = self
+        let mut decision = self
             .instances
             .run(M, async |i: &mut Instance| {
                 i.lend_args(ArgsEdit::new(args, true, cap), async |i, lent| {
@@ -310,7 +320,8 @@ impl Plugin {
             })
             .await?
             .0;
-        if let BeforeCallDecision::Block(reason) = &decision {
+        if let BeforeCallDecision::Block(reason) = &mut decision {
+            self.redactor().string(reason);
             self.cap(M, reason.len())?;
         }
         Ok(decision)
@@ -329,7 +340,7 @@ impl Plugin {
         const M: &str = "execute";
         self.require_tool(M)?;
         let args = serde_json::to_string(args).expect("a JSON map always serialises");
-        let answer = self
+        let mut answer = self
             .instances
             .run(M, async |i: &mut Instance| {
                 let ctx = i.store.data_mut().table.push(CallContext {
@@ -346,8 +357,12 @@ impl Plugin {
                 Ok(answer)
             })
             .await?;
-        if let Ok(result) = &answer {
-            self.cap(M, result_size(result))?;
+        match &mut answer {
+            Ok(result) => {
+                self.redactor().result(result);
+                self.cap(M, result_size(result))?;
+            }
+            Err(error) => self.redactor().tool_error(error),
         }
         Ok(answer)
     }
@@ -360,14 +375,20 @@ impl Plugin {
     ) -> Result<Option<AfterCallOverride>, PluginError> {
         const M: &str = "after-call";
         self.require_tool(M)?;
-        let answer = self
+        let mut answer = self
             .instances
             .run(M, async |i: &mut Instance| {
                 let (g, store) = i.tool();
                 g.call_after_call(store, tool, result, is_error).await
             })
             .await?;
-        if let Some(o) = &answer {
+        if let Some(o) = &mut answer {
+            if let Some(content) = &mut o.content {
+                self.redactor().content(content);
+            }
+            if let Some(details) = &mut o.details {
+                self.redactor().string(details);
+            }
             let size = o.content.as_ref().map(|c| content_size(c)).unwrap_or(0)
                 + o.details.as_ref().map_or(0, String::len);
             self.cap(M, size)?;
@@ -392,7 +413,7 @@ impl Plugin {
             })
             .await?;
         self.cap(M, text.as_ref().map_or(0, String::len))?;
-        Ok(text)
+        Ok(text.map(|t| self.redactor().text(&t).into_owned()))
     }
 
     pub async fn render_result(
@@ -411,7 +432,7 @@ impl Plugin {
             })
             .await?;
         self.cap(M, text.as_ref().map_or(0, String::len))?;
-        Ok(text)
+        Ok(text.map(|t| self.redactor().text(&t).into_owned()))
     }
 }
 

@@ -4,8 +4,7 @@
 //! handles and of `toolhost:plugin/http`.
 //!
 //! Every value a plugin hands the host is size-checked here; logging is
-//! capped per call so a chatty or hostile plugin cannot flood the host log,
-//! and the plugin's granted secret values are redacted from what it logs.
+//! capped per call so a chatty or hostile plugin cannot flood the host log.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -37,14 +36,12 @@ pub enum LogLevel {
     Error,
 }
 
-/// One line a plugin logged, through `log()` or its stdout or stderr, or
-/// one an upstream MCP server sent (`notifications/message`).
+/// One line a plugin logged, through `log()` or its stdout or stderr.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct LogLine {
-    /// The plugin's or the upstream server's name.
     pub plugin: Arc<str>,
     pub level: LogLevel,
-    /// `log`, `stdout` or `stderr`; `upstream` for an upstream server.
+    /// `log`, `stdout` or `stderr`.
     pub stream: &'static str,
     pub message: String,
 }
@@ -75,7 +72,7 @@ pub struct PluginIdentity {
 }
 
 /// Shared between a store's log streams and its `log()` import, so the
-/// per-call line cap covers all three.
+/// per-call line cap and the redaction of secrets cover all three.
 struct LogBudget {
     identity: Arc<PluginIdentity>,
     lines: std::sync::atomic::AtomicU32,
@@ -91,10 +88,8 @@ impl LogBudget {
             message =
                 format!("(log cap of {MAX_LOG_LINES_PER_CALL} lines per call reached; dropping the rest)");
         }
-        // Before cutting, so no part of a secret is left at the cut.
-        if let std::borrow::Cow::Owned(clean) = self.identity.http.redactor().redact(&message) {
-            message = clean;
-        }
+        // Before the cut, so no part of a secret survives it.
+        self.identity.http.redactor().string(&mut message);
         if message.len() > MAX_LOG_LINE {
             let cut = (0..=MAX_LOG_LINE)
                 .rev()
@@ -433,7 +428,9 @@ impl types::HostCallContext for HostState {
         message: Option<String>,
     ) -> R<()> {
         let cap = MAX_LOG_LINE;
+        let redactor = self.identity.http.redactor().clone();
         let message = message.map(|m| {
+            let m = redactor.text(&m).into_owned();
             if m.len() > cap {
                 m.chars().take(cap).collect()
             } else {
