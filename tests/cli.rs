@@ -6,6 +6,8 @@ use std::process::{Command, Output};
 use serde_json::Value;
 use toolhost_tests::{guest, plugin_dir};
 
+mod http_auth;
+
 /// The release binary beside this test (`make test` builds it first).
 fn toolhost() -> Command {
     let exe = std::env::current_exe().unwrap();

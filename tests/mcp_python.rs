@@ -5,7 +5,8 @@
 //! plugin directory changes (`tests/mcp/watch.py`); what the agent is
 //! told of the tools, `serve --root` (`tests/mcp/agent.py`); and the client
 //! pinned to each protocol revision toolhost serves, over each transport
-//! (`tests/mcp/revisions.py`).
+//! (`tests/mcp/revisions.py`); and the log lines a client is sent
+//! (`tests/mcp/logs.py`).
 //!
 //! Also the fault-and-load run (`toolhost_tests::load`) at a small count:
 //! `toolhost serve --http --watch` driven by Rust MCP clients (rmcp), every
@@ -48,6 +49,27 @@ fn streamable_http() {
 #[test]
 fn stdio_proxying_an_upstream_server_with_an_enricher() {
     drive("stdio", true);
+}
+
+/// Plugin and upstream log lines as `notifications/message`: levels, the
+/// rate limit, redaction (`tests/mcp/logs.py`).
+fn logs(transport: &str) {
+    let mut command = python_driver("logs.py");
+    command
+        .arg("--plugin")
+        .arg(guest("fixture_attack_logs"))
+        .args(["--transport", transport]);
+    expect_driver_ok(&mut command, &format!("logs over {transport}"));
+}
+
+#[test]
+fn log_lines_reach_a_stdio_client_filtered_limited_and_redacted() {
+    logs("stdio");
+}
+
+#[test]
+fn log_lines_reach_an_http_client_filtered_limited_and_redacted() {
+    logs("http");
 }
 
 #[test]

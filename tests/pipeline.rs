@@ -240,7 +240,7 @@ async fn an_upstream_that_never_answers_is_given_up_on() {
     });
     let config: toolhost::pipeline::UpstreamConfig =
         serde_json::from_value(json!({"name": "mute", "url": url, "connect_timeout_s": 1})).unwrap();
-    let connect = toolhost::pipeline::Upstream::connect(config);
+    let connect = toolhost::pipeline::Upstream::connect(config, toolhost::plugin::tracing_sink());
     let err = tokio::time::timeout(std::time::Duration::from_secs(30), connect)
         .await
         .expect("connect gave up by itself")

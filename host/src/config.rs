@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::auth::AuthConfig;
 use crate::pipeline::UpstreamConfig;
 use crate::plugin::Manifest;
 use crate::speculation::Settings as SpeculationSettings;
@@ -61,6 +62,9 @@ pub struct Config {
     /// manifest, laid over it (see `plugin::manifest`).
     #[serde(default)]
     plugin: BTreeMap<String, toml::Spanned<toml::Table>>,
+    /// Who may call the MCP endpoint over HTTP.
+    #[serde(default)]
+    pub auth: AuthConfig,
 }
 
 #[derive(Debug, Deserialize)]
@@ -93,6 +97,7 @@ impl Config {
         let base = path.parent().unwrap_or(Path::new("."));
         config.plugins = config.plugins.map(|p| base.join(p));
         config.root = config.root.map(|p| base.join(p));
+        config.auth.resolve_paths(base);
         config.speculation.stats_file = config.speculation.stats_file.map(|p| base.join(p));
         if let Some(CacheSetting::Dir(dir)) = &mut config.cache {
             *dir = base.join(&*dir);

@@ -15,6 +15,8 @@
 //! - [`pipeline`]: the call pipeline and [`pipeline::Toolhost`], the library API.
 //! - [`prompt`]: the system-prompt sections of the listed tools.
 //! - [`mcp`]: the MCP server front.
+//! - [`auth`]: who may call the MCP endpoint over HTTP (bearer token, OAuth).
+//! - [`client_log`]: plugin and upstream log lines sent to MCP clients.
 //! - [`render`]: terminal views of a call and its result (`toolhost call`).
 //! - [`setup`]: a [`pipeline::Toolhost`] built from the configuration.
 //! - [`watch`]: the plugin directory reloaded while serving (`serve --watch`).
@@ -29,8 +31,10 @@
 //! The WIT contract the plugins implement is in `wit/` at the repository root.
 
 pub mod atomic_file;
+pub mod auth;
 pub mod catalog;
 pub mod check;
+pub mod client_log;
 pub mod config;
 pub mod enrich;
 pub mod expect;

@@ -9,11 +9,12 @@ use clap::{Parser, Subcommand};
 use serde_json::json;
 use toolhost::catalog::base_tool;
 use toolhost::check::{self, Verdict};
+use toolhost::client_log::ClientLog;
 use toolhost::config::Config;
 use toolhost::enrich::{EnrichedTool, Enrichers, Listing, Owner};
 use toolhost::expect::Expectations;
 use toolhost::pipeline::Toolhost;
-use toolhost::plugin::{LoadReport, Runtime, RuntimeOptions};
+use toolhost::plugin::{LoadReport, Runtime, RuntimeOptions, tracing_sink};
 use toolhost::setup;
 use toolhost::value_model::ValueModels;
 
@@ -93,6 +94,11 @@ enum Command {
         /// changes, and tell the clients the tool list changed.
         #[arg(long)]
         watch: bool,
+        /// Serve --http on a non-loopback address without authorization
+        /// (no `[auth]` in toolhost.toml): anyone who reaches it may call
+        /// every tool.
+        #[arg(long)]
+        insecure: bool,
     },
     /// Show what speculation did in the last `toolhost serve`.
     Stats {
@@ -117,8 +123,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let filter = match cli.verbose {
         0 => "warn,toolhost::stats=info,toolhost::watch=info",
-        1 => "info,plugin=debug",
-        _ => "debug",
+        // rmcp logs whole messages at info (an upstream's log lines, before
+        // their secrets are redacted) and wasmtime-wasi a guest's stdout
+        // bytes at debug (before the plugin's secrets are): both kept quiet.
+        1 => "info,plugin=debug,rmcp::service=warn",
+        _ => "debug,rmcp::service=warn,wasmtime_wasi=info",
     };
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -148,16 +157,27 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         config.root = Some(root);
     }
     let cache_dir = if cli.no_cache { None } else { config.cache_dir() };
+    // Plugin and upstream log lines go to the host's log and to MCP clients.
+    let client_log = ClientLog::default();
     let runtime = Runtime::new(RuntimeOptions {
         cache_dir,
         plugin_settings: config.plugin_settings(),
-        ..RuntimeOptions::default()
+        log: client_log.sink(tracing_sink()),
     })?;
     let plugin_dir = setup::plugin_dir(cli.plugins.as_deref(), &config);
     match cli.command {
         Command::Check { file, json, expect } => check_cmd(&runtime, &file, json, expect.as_deref()).await,
-        Command::Serve { http, watch } => {
-            serve::serve(&runtime, &config, plugin_dir.as_deref(), http, watch).await
+        Command::Serve {
+            http,
+            watch,
+            insecure,
+        } => {
+            let front = serve::Front {
+                http,
+                insecure,
+                log: client_log,
+            };
+            serve::serve(&runtime, &config, plugin_dir.as_deref(), front, watch).await
         }
         Command::Call { tool, args, json } => {
             serve::call(&runtime, &config, plugin_dir.as_deref(), &tool, &args, json).await

@@ -18,6 +18,10 @@
 //! open is sent the notification, and sessions that closed are forgotten
 //! then. A 2026-07-28 client has no session: it is told on the
 //! `subscriptions/listen` stream it opens.
+//!
+//! Logging: each session is sent the plugin and upstream log lines of a
+//! [`ClientLog`] at the level it set with `logging/setLevel` (see
+//! `crate::client_log`). Over HTTP, requests pass `crate::auth` first.
 
 mod revision;
 
@@ -35,33 +39,52 @@ use rmcp::model::{
     ServerCapabilities, ServerConfig, SubscriptionFilter, Tool, ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
-use rmcp::transport::streamable_http_server::{
-    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-};
+use rmcp::transport::streamable_http_server::{StreamableHttpService, session::local::LocalSessionManager};
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
 use serde_json::Value;
 use tokio::sync::watch;
 
+use crate::auth::HttpAccess;
+use crate::client_log::{ClientLog, SessionLog};
 use crate::enrich::EnrichedTool;
 use crate::pipeline::{CallContext, CallOutput, Toolhost, error_text};
 use crate::plugin::{Content, ToolError};
 use crate::prompt::PROMPT_NAME;
 
-/// The MCP server over one [`Toolhost`]; its clones (one per HTTP
-/// session) share the sessions told of catalog changes.
-#[derive(Clone)]
+/// The MCP server over one [`Toolhost`]; its copies (one per HTTP
+/// session, [`McpServer::for_session`]) share the sessions told of catalog
+/// changes, each with its own log level.
 pub struct McpServer {
     host: Arc<Toolhost>,
     sessions: Arc<Mutex<Vec<Peer<RoleServer>>>>,
+    log: ClientLog,
+    session_log: SessionLog,
 }
 
 impl McpServer {
     /// Must run inside a Tokio runtime: it starts the task that tells the
-    /// sessions of catalog changes, which ends with the last clone.
-    pub fn new(host: Arc<Toolhost>) -> Self {
+    /// sessions of catalog changes, which ends with the last copy. Clients
+    /// are sent the lines of `log`.
+    pub fn new(host: Arc<Toolhost>, log: ClientLog) -> Self {
         let sessions: Arc<Mutex<Vec<Peer<RoleServer>>>> = Arc::default();
         tokio::spawn(announce(host.subscribe(), Arc::downgrade(&sessions)));
-        Self { host, sessions }
+        let session_log = log.session();
+        Self {
+            host,
+            sessions,
+            log,
+            session_log,
+        }
+    }
+
+    /// A copy for one more client session.
+    pub fn for_session(&self) -> Self {
+        Self {
+            host: self.host.clone(),
+            sessions: self.sessions.clone(),
+            log: self.log.clone(),
+            session_log: self.log.session(),
+        }
     }
 
     fn tools(&self) -> Vec<Tool> {
@@ -127,6 +150,7 @@ async fn announce(mut rebuilt: watch::Receiver<u64>, sessions: Weak<Mutex<Vec<Pe
 
 impl ServerHandler for McpServer {
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.session_log.follow(context.peer.clone());
         self.sessions
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -135,11 +159,13 @@ impl ServerHandler for McpServer {
 
     /// The instructions are the system-prompt sections as of the session's
     /// start; the `system-prompt` prompt is rebuilt on each request.
+    #[allow(deprecated)] // rmcp marks MCP logging deprecated (SEP-2577); clients still use it.
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
             .enable_prompts()
+            .enable_logging()
             .build();
         let config = ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")));
@@ -198,6 +224,16 @@ impl ServerHandler for McpServer {
     /// HTTP request's `Mcp-Param-*` headers.
     fn get_tool(&self, name: &str) -> Option<Tool> {
         self.tools().into_iter().find(|t| t.name == name)
+    }
+
+    #[allow(deprecated)] // rmcp marks MCP logging deprecated (SEP-2577); clients still use it.
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.session_log.set_level(request.level);
+        Ok(())
     }
 
     async fn list_tools(
@@ -279,21 +315,27 @@ fn to_mcp(output: CallOutput) -> CallToolResult {
 }
 
 /// Serve MCP on stdin and stdout until the client disconnects.
-pub async fn serve_stdio(host: Arc<Toolhost>) -> anyhow::Result<()> {
-    let running = McpServer::new(host).serve(rmcp::transport::stdio()).await?;
+pub async fn serve_stdio(host: Arc<Toolhost>, log: ClientLog) -> anyhow::Result<()> {
+    let running = McpServer::new(host, log).serve(rmcp::transport::stdio()).await?;
     running.waiting().await?;
     Ok(())
 }
 
-/// Serve streamable HTTP at `http://ADDR/mcp` until interrupted.
-pub async fn serve_http(host: Arc<Toolhost>, addr: SocketAddr) -> anyhow::Result<()> {
-    let server = McpServer::new(host);
+/// Serve streamable HTTP at `http://ADDR/mcp` until interrupted, behind
+/// `access` (its authorization and accepted `Host` names).
+pub async fn serve_http(
+    host: Arc<Toolhost>,
+    log: ClientLog,
+    addr: SocketAddr,
+    access: HttpAccess,
+) -> anyhow::Result<()> {
+    let server = McpServer::new(host, log);
     let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
+        move || Ok(server.for_session()),
         Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default(),
+        access.service_config(),
     );
-    let router = axum::Router::new().nest_service("/mcp", service);
+    let router = access.protect(axum::Router::new().nest_service("/mcp", service));
     let listener = tokio::net::TcpListener::bind(addr).await?;
     eprintln!("toolhost: serving MCP at http://{}/mcp", listener.local_addr()?);
     // A response goes out in several writes (the SSE priming event, then

@@ -10,19 +10,36 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
+use toolhost::auth::HttpAccess;
+use toolhost::client_log::ClientLog;
 use toolhost::config::Config;
 use toolhost::pipeline::{CallContext, error_text};
 use toolhost::plugin::Runtime;
 use toolhost::watch::PluginWatch;
 use toolhost::{mcp, render, setup, stats};
 
+/// How `serve` meets its clients.
+pub struct Front {
+    /// Streamable HTTP at this address, else stdio.
+    pub http: Option<SocketAddr>,
+    /// Serve a non-loopback address without `[auth]`.
+    pub insecure: bool,
+    /// The log lines clients are sent (the runtime's sink feeds it).
+    pub log: ClientLog,
+}
+
 pub async fn serve(
     runtime: &Runtime,
     config: &Config,
     plugins: Option<&Path>,
-    http: Option<SocketAddr>,
+    front: Front,
     watch: bool,
 ) -> Result<ExitCode> {
+    // Refuse an unprotected address before loading anything.
+    let access = match front.http {
+        Some(addr) => Some((addr, HttpAccess::new(&config.auth, addr, front.insecure).await?)),
+        None => None,
+    };
     // Watch before loading, so a change made while loading is not missed.
     let watch = match (watch, plugins) {
         (false, _) => None,
@@ -39,9 +56,9 @@ pub async fn serve(
     let stats_file = config.stats_file();
     let reporter = stats::spawn_reporter(host.clone(), stats_file.clone());
     let serving = async {
-        match http {
-            Some(addr) => mcp::serve_http(host.clone(), addr).await,
-            None => mcp::serve_stdio(host.clone()).await,
+        match access {
+            Some((addr, access)) => mcp::serve_http(host.clone(), front.log, addr, access).await,
+            None => mcp::serve_stdio(host.clone(), front.log).await,
         }
     };
     let served = match watch {

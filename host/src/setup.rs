@@ -67,7 +67,7 @@ pub async fn build(
     let mut errors: Vec<String> = report.errors.iter().map(ToString::to_string).collect();
     let mut upstreams = Vec::new();
     for server in &config.upstream {
-        match Upstream::connect(server.clone()).await {
+        match Upstream::connect(server.clone(), runtime.log_sink()).await {
             Ok(upstream) => upstreams.push(upstream),
             Err(e) => errors.push(e.to_string()),
         }

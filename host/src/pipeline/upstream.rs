@@ -8,7 +8,8 @@
 //! ([`Upstream::subscribe`]); whoever serves the catalog re-lists the tools
 //! ([`Upstream::refresh`]) and rebuilds. Over HTTP, redirects are not
 //! followed: the configured headers (credentials, typically) go to the
-//! configured origin only.
+//! configured origin only. The server's log lines (`notifications/message`)
+//! go to the log sink given at connect, the header values redacted.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, PoisonError, RwLock};
@@ -24,7 +25,9 @@ use serde_json::{Map, Value};
 use tokio::sync::watch;
 
 use crate::catalog::{Annotations, ToolMeta, ToolSpec};
-use crate::plugin::{Content, ToolError, ToolResult};
+use crate::client_log;
+use crate::plugin::redact::Redactor;
+use crate::plugin::{Content, LogLine, LogSink, ToolError, ToolResult};
 
 /// One `[[upstream]]` table of `toolhost.toml`.
 #[derive(Debug, Clone, Deserialize)]
@@ -153,14 +156,41 @@ pub struct UpstreamError {
     pub message: String,
 }
 
-/// The client side of the session: records the server's list changes.
+/// The client side of the session: records the server's list changes and
+/// passes its log lines on, with the configured header values redacted
+/// (a server may echo the credentials it was sent).
 struct Listener {
     changed: watch::Sender<u64>,
+    name: Arc<str>,
+    log: LogSink,
+    redactor: Redactor,
 }
 
 impl ClientHandler for Listener {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.changed.send_modify(|n| *n += 1);
+    }
+
+    #[allow(deprecated)] // rmcp marks MCP logging deprecated (SEP-2577); servers still use it.
+    async fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let text = match &params.data {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        };
+        let text = match &params.logger {
+            Some(logger) => format!("{logger}: {text}"),
+            None => text,
+        };
+        (self.log)(LogLine {
+            plugin: self.name.clone(),
+            level: client_log::host_level(params.level),
+            stream: "upstream",
+            message: self.redactor.text(&text).into_owned(),
+        });
     }
 }
 
@@ -174,11 +204,12 @@ pub struct Upstream {
 
 impl Upstream {
     /// Start or reach the server, initialise the session and list its tools.
-    pub async fn connect(config: UpstreamConfig) -> Result<Arc<Self>, UpstreamError> {
+    /// The server's log lines go to `log`.
+    pub async fn connect(config: UpstreamConfig, log: LogSink) -> Result<Arc<Self>, UpstreamError> {
         let (name, limit) = (config.name.clone(), config.connect_timeout);
         // On timeout the half-started session is dropped, which ends it (a
         // stdio server's process is killed with it).
-        tokio::time::timeout(limit, Self::start(config))
+        tokio::time::timeout(limit, Self::start(config, log))
             .await
             .unwrap_or_else(|_| {
                 Err(UpstreamError {
@@ -188,13 +219,30 @@ impl Upstream {
             })
     }
 
-    async fn start(config: UpstreamConfig) -> Result<Arc<Self>, UpstreamError> {
+    async fn start(config: UpstreamConfig, log: LogSink) -> Result<Arc<Self>, UpstreamError> {
         let fail = |message: String| UpstreamError {
             name: config.name.clone(),
             message,
         };
         let (changed_tx, changed) = watch::channel(0);
-        let listener = Listener { changed: changed_tx };
+        // Each configured header value is a secret, and so is the token of
+        // a `Bearer TOKEN` value.
+        let secrets: Vec<(String, String)> = match &config.transport {
+            Transport::Http { headers, .. } => headers
+                .iter()
+                .filter_map(|(name, v)| Some((name.as_str(), v.to_str().ok()?)))
+                .flat_map(|(name, v)| [(name, v), (name, v.rsplit(' ').next().unwrap_or(v))])
+                .filter(|(_, v)| !v.is_empty())
+                .map(|(name, v)| (name.to_owned(), v.to_owned()))
+                .collect(),
+            Transport::Stdio { .. } => Vec::new(),
+        };
+        let listener = Listener {
+            changed: changed_tx,
+            name: config.name.as_str().into(),
+            log,
+            redactor: Redactor::new(secrets.iter().map(|(n, v)| (n.as_str(), v.as_str()))),
+        };
         let client = match &config.transport {
             Transport::Stdio { command, args } => {
                 let mut child = tokio::process::Command::new(command);

@@ -19,7 +19,7 @@ mod instance;
 mod loader;
 pub mod manifest;
 mod origin;
-mod redact;
+pub(crate) mod redact;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -172,6 +172,11 @@ impl Runtime {
             plugin_settings: options.plugin_settings,
             ticker,
         })
+    }
+
+    /// Where plugin log lines go; upstream servers' lines go there too.
+    pub fn log_sink(&self) -> LogSink {
+        self.log.clone()
     }
 }
 

@@ -1,0 +1,501 @@
+//! Who may call the MCP endpoint over HTTP: the `[auth]` table of
+//! `toolhost.toml`, the rule that a non-loopback address is served only
+//! with it (or `--insecure`), and the check of each request.
+//!
+//! Two ways, either or both:
+//! - a bearer token shared with the clients, read from an environment
+//!   variable or a file, compared in constant time;
+//! - OAuth 2.1, as a resource server: JWTs signed RS256 or ES256 by a key of
+//!   the configured JWKS (a file, or a URL fetched at start and again when a
+//!   token names a key it does not have), with the configured issuer, the
+//!   resource's URL as audience, and an expiry in the future. The RFC 9728
+//!   protected-resource metadata is served at
+//!   `/.well-known/oauth-protected-resource` (and under the resource's path),
+//!   and every 401 points to it in `WWW-Authenticate`.
+//!
+//! The client's `Authorization` header is removed once checked, so nothing
+//! behind this layer (the MCP service, tools, upstream servers) ever sees
+//! it: upstream servers get only the headers configured for them.
+//!
+//! Owns the decision and the 401s; not the routes behind it. The token is
+//! never logged, and not kept beyond the digest it is compared with.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use http::{HeaderValue, StatusCode, header};
+use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, JwkSet, KeyAlgorithm};
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+use tokio::sync::Mutex;
+use tokio::time::Instant;
+
+/// The path of the RFC 9728 metadata.
+pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
+/// How often a JWKS URL may be fetched again for a key it did not have.
+const JWKS_REFETCH: Duration = Duration::from_secs(60);
+/// How long fetching a JWKS may take.
+const JWKS_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The `[auth]` table.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthConfig {
+    /// The environment variable holding the bearer token.
+    pub bearer_token_env: Option<String>,
+    /// A file holding the bearer token (surrounding whitespace ignored).
+    pub bearer_token_file: Option<PathBuf>,
+    /// OAuth 2.1 resource-server validation.
+    pub oauth: Option<OAuthConfig>,
+    /// `Host` names accepted besides loopback ones when serving a
+    /// non-loopback address (the resource URL's host is accepted too).
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+}
+
+/// The `[auth.oauth]` table.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OAuthConfig {
+    /// This server's URL as clients reach it (`https://mcp.example.com/mcp`):
+    /// the audience tokens must be issued for.
+    pub resource: String,
+    /// The `iss` tokens must carry.
+    pub issuer: String,
+    /// The authorization servers named in the metadata (default: `issuer`).
+    #[serde(default)]
+    pub authorization_servers: Vec<String>,
+    /// The issuer's public keys, as a JWKS file ...
+    pub jwks_file: Option<PathBuf>,
+    /// ... or a JWKS URL.
+    pub jwks_url: Option<String>,
+    /// Scopes listed in the metadata.
+    #[serde(default)]
+    pub scopes_supported: Vec<String>,
+}
+
+impl AuthConfig {
+    /// Resolve the file paths against the configuration file's directory.
+    pub fn resolve_paths(&mut self, base: &Path) {
+        self.bearer_token_file = self.bearer_token_file.take().map(|p| base.join(p));
+        if let Some(oauth) = &mut self.oauth {
+            oauth.jwks_file = oauth.jwks_file.take().map(|p| base.join(p));
+        }
+    }
+
+    /// Whether any way of authorizing is configured.
+    pub fn is_set(&self) -> bool {
+        self.bearer_token_env.is_some() || self.bearer_token_file.is_some() || self.oauth.is_some()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    #[error(
+        "refusing to serve MCP on {addr} without authorization: {addr} is not a loopback address, \
+         so anyone who can reach it could call every tool. Set `[auth] bearer_token_env` (or \
+         `bearer_token_file`, or `[auth.oauth]`) in toolhost.toml, listen on a loopback address \
+         (127.0.0.1), or pass --insecure to serve it without authorization"
+    )]
+    Unprotected { addr: SocketAddr },
+    #[error("[auth] {0}")]
+    Config(String),
+}
+
+/// Refuse a non-loopback address with no authorization unless `insecure`.
+fn check_bind(addr: SocketAddr, authorized: bool, insecure: bool) -> Result<(), AuthError> {
+    if authorized || insecure || is_loopback(addr) {
+        Ok(())
+    } else {
+        Err(AuthError::Unprotected { addr })
+    }
+}
+
+/// 127.0.0.0/8, ::1 and IPv4-mapped loopback.
+fn is_loopback(addr: SocketAddr) -> bool {
+    addr.ip().to_canonical().is_loopback()
+}
+
+/// The checks of one server, built from [`AuthConfig`].
+struct Authorizer {
+    /// SHA-256 of the bearer token: compared digest to digest, so neither
+    /// the token's bytes nor its length shape the comparison's time.
+    bearer: Option<[u8; 32]>,
+    oauth: Option<OAuth>,
+}
+
+struct OAuth {
+    resource: String,
+    issuer: String,
+    /// The metadata document, as served.
+    metadata: String,
+    /// Where the metadata is, for `WWW-Authenticate`.
+    metadata_url: String,
+    keys: Mutex<Keys>,
+    jwks_url: Option<String>,
+}
+
+struct Keys {
+    keys: Vec<Key>,
+    fetched: Instant,
+}
+
+struct Key {
+    kid: Option<String>,
+    alg: Algorithm,
+    key: DecodingKey,
+}
+
+impl Authorizer {
+    /// Read the token or fetch the keys; `None` when `[auth]` sets neither.
+    async fn new(config: &AuthConfig) -> Result<Option<Self>, AuthError> {
+        if !config.is_set() {
+            return Ok(None);
+        }
+        let token = match (&config.bearer_token_env, &config.bearer_token_file) {
+            (Some(_), Some(_)) => {
+                return Err(AuthError::Config(
+                    "set `bearer_token_env` or `bearer_token_file`, not both".into(),
+                ));
+            }
+            (Some(var), None) => Some(std::env::var(var).map_err(|_| {
+                AuthError::Config(format!("`bearer_token_env` names {var}, which is not set"))
+            })?),
+            (None, Some(path)) => Some(std::fs::read_to_string(path).map_err(|e| {
+                AuthError::Config(format!("cannot read `bearer_token_file` {}: {e}", path.display()))
+            })?),
+            (None, None) => None,
+        };
+        let bearer = match token.as_deref().map(str::trim) {
+            Some("") => {
+                return Err(AuthError::Config(
+                    "the bearer token is empty (from `bearer_token_env` or `bearer_token_file`)".into(),
+                ));
+            }
+            Some(token) => Some(Sha256::digest(token.as_bytes()).into()),
+            None => None,
+        };
+        let oauth = match &config.oauth {
+            Some(oauth) => Some(OAuth::new(oauth).await?),
+            None => None,
+        };
+        Ok(Some(Self { bearer, oauth }))
+    }
+
+    /// The metadata document, if OAuth is configured.
+    fn metadata(&self) -> Option<&str> {
+        self.oauth.as_ref().map(|o| o.metadata.as_str())
+    }
+
+    /// Whether `token` is the bearer token or a valid JWT.
+    async fn accepts(&self, token: &str) -> bool {
+        if let Some(expected) = &self.bearer {
+            let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+            if bool::from(digest.ct_eq(expected)) {
+                return true;
+            }
+        }
+        match &self.oauth {
+            Some(oauth) => match oauth.validate(token).await {
+                Ok(()) => true,
+                Err(why) => {
+                    tracing::debug!("a bearer JWT was refused: {why}");
+                    false
+                }
+            },
+            None => false,
+        }
+    }
+
+    /// The 401, pointing to the metadata if there is any.
+    fn unauthorized(&self, error: Option<&str>) -> Response {
+        let mut challenge = String::from("Bearer");
+        let mut params = Vec::new();
+        match &self.oauth {
+            Some(oauth) => params.push(format!("resource_metadata=\"{}\"", oauth.metadata_url)),
+            None => params.push("realm=\"toolhost\"".to_owned()),
+        }
+        if let Some(error) = error {
+            params.push(format!("error=\"{error}\""));
+        }
+        challenge.push(' ');
+        challenge.push_str(&params.join(", "));
+        let mut response = Response::new(Body::from("unauthorized: send `Authorization: Bearer <token>`\n"));
+        *response.status_mut() = StatusCode::UNAUTHORIZED;
+        if let Ok(value) = HeaderValue::from_str(&challenge) {
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+        }
+        response
+    }
+}
+
+/// What `toolhost serve --http` puts in front of the MCP service: the
+/// accepted `Host` names and, if configured, the [`Authorizer`].
+pub struct HttpAccess {
+    auth: Option<Arc<Authorizer>>,
+    allowed_hosts: Vec<String>,
+}
+
+impl HttpAccess {
+    /// Check `[auth]` and the address together: a non-loopback `addr` is
+    /// refused without authorization unless `insecure`.
+    pub async fn new(config: &AuthConfig, addr: SocketAddr, insecure: bool) -> Result<Self, AuthError> {
+        let auth = Authorizer::new(config).await?;
+        check_bind(addr, auth.is_some(), insecure)?;
+        let mut allowed_hosts = config.allowed_hosts.clone();
+        // A specific address is a name clients may use (127.0.0.2, say).
+        if !addr.ip().is_unspecified() {
+            allowed_hosts.push(addr.ip().to_string());
+        }
+        if let Some(host) = config.oauth.as_ref().and_then(|o| url_host(&o.resource)) {
+            allowed_hosts.push(host);
+        }
+        Ok(Self {
+            auth: auth.map(Arc::new),
+            allowed_hosts,
+        })
+    }
+
+    /// The service's settings: rmcp's loopback `Host` names (its guard
+    /// against DNS rebinding) plus the configured ones.
+    pub fn service_config(&self) -> StreamableHttpServerConfig {
+        let mut config = StreamableHttpServerConfig::default();
+        config.allowed_hosts.extend(self.allowed_hosts.iter().cloned());
+        config
+    }
+
+    /// `router` behind the check, with the metadata routes if OAuth is set.
+    pub fn protect(&self, mut router: axum::Router) -> axum::Router {
+        let Some(auth) = &self.auth else {
+            return router;
+        };
+        if let Some(metadata) = auth.metadata() {
+            let metadata = metadata.to_owned();
+            let serve = move || {
+                let metadata = metadata.clone();
+                async move {
+                    let mut response = Response::new(Body::from(metadata));
+                    response
+                        .headers_mut()
+                        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                    response
+                }
+            };
+            router = router
+                .route(METADATA_PATH, axum::routing::get(serve.clone()))
+                .route(
+                    &format!("{METADATA_PATH}/{{*resource}}"),
+                    axum::routing::get(serve),
+                );
+        }
+        router.layer(axum::middleware::from_fn_with_state(auth.clone(), require))
+    }
+}
+
+/// The check: the metadata is public; any other request needs a valid
+/// token, and the `Authorization` header is removed before it goes on.
+async fn require(State(auth): State<Arc<Authorizer>>, mut request: Request, next: Next) -> Response {
+    let path = request.uri().path();
+    if path == METADATA_PATH || path.starts_with(&format!("{METADATA_PATH}/")) {
+        return next.run(request).await;
+    }
+    let Some(value) = request.headers_mut().remove(header::AUTHORIZATION) else {
+        return auth.unauthorized(None);
+    };
+    let token = value
+        .to_str()
+        .ok()
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim());
+    match token {
+        Some(token) if auth.accepts(token).await => next.run(request).await,
+        _ => auth.unauthorized(Some("invalid_token")),
+    }
+}
+
+impl OAuth {
+    async fn new(config: &OAuthConfig) -> Result<Self, AuthError> {
+        let resource_url = reqwest::Url::parse(&config.resource)
+            .map_err(|e| AuthError::Config(format!("oauth.resource `{}`: {e}", config.resource)))?;
+        let (keys, jwks_url) = match (&config.jwks_file, &config.jwks_url) {
+            (Some(path), None) => {
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    AuthError::Config(format!("cannot read oauth.jwks_file {}: {e}", path.display()))
+                })?;
+                let keys = parse_jwks(&text)
+                    .map_err(|e| AuthError::Config(format!("oauth.jwks_file {}: {e}", path.display())))?;
+                (keys, None)
+            }
+            (None, Some(url)) => (
+                fetch_jwks(url).await.map_err(AuthError::Config)?,
+                Some(url.clone()),
+            ),
+            _ => {
+                return Err(AuthError::Config(
+                    "oauth: set `jwks_file` or `jwks_url` (one of them)".into(),
+                ));
+            }
+        };
+        let servers = if config.authorization_servers.is_empty() {
+            vec![config.issuer.clone()]
+        } else {
+            config.authorization_servers.clone()
+        };
+        let mut metadata = serde_json::json!({
+            "resource": config.resource,
+            "authorization_servers": servers,
+            "bearer_methods_supported": ["header"],
+            "resource_signing_alg_values_supported": ["RS256", "ES256"],
+        });
+        if !config.scopes_supported.is_empty() {
+            metadata["scopes_supported"] = serde_json::json!(config.scopes_supported);
+        }
+        // RFC 9728 section 3.1: the well-known path goes between the host
+        // and the resource's own path.
+        let path = resource_url.path().trim_end_matches('/');
+        let metadata_url = format!(
+            "{}{METADATA_PATH}{path}",
+            resource_url.origin().ascii_serialization()
+        );
+        Ok(Self {
+            resource: config.resource.clone(),
+            issuer: config.issuer.clone(),
+            metadata: metadata.to_string(),
+            metadata_url,
+            keys: Mutex::new(Keys {
+                keys,
+                fetched: Instant::now(),
+            }),
+            jwks_url,
+        })
+    }
+
+    async fn validate(&self, token: &str) -> Result<(), String> {
+        let head = jsonwebtoken::decode_header(token).map_err(|e| format!("not a JWT: {e}"))?;
+        if !matches!(head.alg, Algorithm::RS256 | Algorithm::ES256) {
+            return Err(format!("algorithm {:?} is not RS256 or ES256", head.alg));
+        }
+        let mut keys = self.keys.lock().await;
+        let known = |keys: &Keys| keys.keys.iter().any(|k| head.kid.is_none() || k.kid == head.kid);
+        if !known(&keys)
+            && let Some(url) = &self.jwks_url
+            && keys.fetched.elapsed() >= JWKS_REFETCH
+        {
+            keys.fetched = Instant::now();
+            match fetch_jwks(url).await {
+                Ok(fresh) => keys.keys = fresh,
+                Err(e) => tracing::warn!("[auth] {e}"),
+            }
+        }
+        let mut validation = Validation::new(head.alg);
+        validation.set_issuer(&[&self.issuer]);
+        validation.set_audience(&[&self.resource]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        let mut last = format!("no key of the JWKS matches kid {:?} and {:?}", head.kid, head.alg);
+        for key in keys
+            .keys
+            .iter()
+            .filter(|k| k.alg == head.alg && (head.kid.is_none() || k.kid == head.kid))
+        {
+            // Signature, issuer, audience and expiry are all that is
+            // checked; the other claims are not the host's business.
+            match jsonwebtoken::decode::<serde::de::IgnoredAny>(token, &key.key, &validation) {
+                Ok(_) => return Ok(()),
+                Err(e) => last = e.to_string(),
+            }
+        }
+        Err(last)
+    }
+}
+
+/// The RS256 and ES256 keys of a JWKS; other keys are skipped.
+fn parse_jwks(text: &str) -> Result<Vec<Key>, String> {
+    let set: JwkSet = serde_json::from_str(text).map_err(|e| format!("not a JWKS: {e}"))?;
+    let mut keys = Vec::new();
+    for jwk in &set.keys {
+        let alg = match (&jwk.algorithm, jwk.common.key_algorithm) {
+            (AlgorithmParameters::RSA(_), None | Some(KeyAlgorithm::RS256)) => Algorithm::RS256,
+            (AlgorithmParameters::EllipticCurve(ec), None | Some(KeyAlgorithm::ES256))
+                if ec.curve == EllipticCurve::P256 =>
+            {
+                Algorithm::ES256
+            }
+            _ => continue,
+        };
+        let key = DecodingKey::from_jwk(jwk).map_err(|e| format!("key {:?}: {e}", jwk.common.key_id))?;
+        keys.push(Key {
+            kid: jwk.common.key_id.clone(),
+            alg,
+            key,
+        });
+    }
+    if keys.is_empty() {
+        return Err("no RS256 or ES256 (P-256) key in it".into());
+    }
+    Ok(keys)
+}
+
+async fn fetch_jwks(url: &str) -> Result<Vec<Key>, String> {
+    let fail = |e: &dyn std::fmt::Display| format!("oauth.jwks_url {url}: {e}");
+    let client = crate::http_client::builder()
+        .timeout(JWKS_TIMEOUT)
+        .build()
+        .map_err(|e| fail(&e))?;
+    let response = client
+        .get(url)
+        .send()
+        .await
+        .and_then(reqwest::Response::error_for_status)
+        .map_err(|e| fail(&e))?;
+    let text = response.text().await.map_err(|e| fail(&e))?;
+    parse_jwks(&text).map_err(|e| fail(&e))
+}
+
+/// The host of a URL, with its port if it has one.
+fn url_host(url: &str) -> Option<String> {
+    let url = reqwest::Url::parse(url).ok()?;
+    let host = url.host_str()?;
+    Some(match url.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_addresses_need_no_authorization() {
+        for addr in ["127.0.0.1:1", "127.0.0.2:1", "[::1]:1", "[::ffff:127.0.0.1]:1"] {
+            check_bind(addr.parse().unwrap(), false, false).unwrap();
+        }
+        let open: SocketAddr = "0.0.0.0:8080".parse().unwrap();
+        let err = check_bind(open, false, false).unwrap_err().to_string();
+        assert!(
+            err.contains("0.0.0.0:8080") && err.contains("--insecure") && err.contains("[auth]"),
+            "{err}"
+        );
+        check_bind(open, true, false).unwrap();
+        check_bind(open, false, true).unwrap();
+    }
+
+    #[test]
+    fn a_jwks_without_a_usable_key_is_an_error() {
+        let err = parse_jwks(r#"{"keys": [{"kty": "oct", "k": "c2VjcmV0"}]}"#)
+            .err()
+            .unwrap();
+        assert!(err.contains("no RS256 or ES256"), "{err}");
+        assert!(parse_jwks("[]").err().unwrap().contains("not a JWKS"));
+    }
+}

@@ -1,0 +1,350 @@
+//! `toolhost serve --http` with `[auth]`: real HTTP requests against the
+//! release binary on loopback. A bearer token from a file; OAuth JWTs
+//! checked against a JWKS file, with ES256 keys generated here; and the
+//! refusal to serve a non-loopback address without either.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use ring::rand::SystemRandom;
+use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
+use serde_json::{Value, json};
+
+use super::toolhost;
+
+/// A `toolhost serve --http` child, killed when dropped.
+struct Served {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
+    base: String,
+    log: std::path::PathBuf,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Served {
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+/// Start `toolhost serve --http ADDR` in `dir` with `config` as its
+/// configuration and wait for its address; `Err(stderr)` if it exits.
+fn serve(dir: &Path, config: &str, addr: &str, extra: &[&str]) -> Result<Served, String> {
+    let config_path = dir.join("toolhost.toml");
+    std::fs::create_dir_all(dir.join("plugins")).unwrap();
+    std::fs::write(&config_path, config).unwrap();
+    let log = dir.join(format!("serve-{}.log", addr.replace([':', '.', '[', ']'], "_")));
+    let mut child = toolhost()
+        .current_dir(dir)
+        .arg("--config")
+        .arg(&config_path)
+        .arg("--plugins")
+        .arg(dir.join("plugins"))
+        .args(["serve", "--http", addr])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    // Bounded: a broken server fails the test instead of hanging it.
+    for _ in 0..600 {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if let Some(rest) = text.split("serving MCP at http://").nth(1) {
+            let port = rest.split_whitespace().next().unwrap().trim_end_matches("/mcp");
+            let port = port.rsplit(':').next().unwrap();
+            return Ok(Served {
+                child,
+                base: format!("http://127.0.0.1:{port}"),
+                log,
+            });
+        }
+        if child.try_wait().unwrap().is_some() {
+            let mut stderr = String::new();
+            std::fs::File::open(&log)
+                .unwrap()
+                .read_to_string(&mut stderr)
+                .unwrap();
+            return Err(stderr);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!(
+        "the server never said where it listens:\n{}",
+        std::fs::read_to_string(&log).unwrap()
+    );
+}
+
+fn client() -> reqwest::Client {
+    toolhost::http_client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+}
+
+/// POST one JSON-RPC message to `/mcp`; the status, the headers and the
+/// JSON-RPC message of the answer (from an SSE or a JSON body).
+async fn post(
+    base: &str,
+    token: Option<&str>,
+    session: Option<&str>,
+    body: Value,
+) -> (u16, reqwest::header::HeaderMap, Option<Value>) {
+    let mut request = client()
+        .post(format!("{base}/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(body.to_string());
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    if let Some(session) = session {
+        request = request
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", "2025-06-18");
+    }
+    let response = request.send().await.unwrap();
+    let (status, headers) = (response.status().as_u16(), response.headers().clone());
+    let text = response.text().await.unwrap();
+    let message = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .chain(std::iter::once(text.as_str()))
+        .find_map(|d| {
+            serde_json::from_str::<Value>(d.trim())
+                .ok()
+                .filter(|v| v.get("jsonrpc").is_some())
+        });
+    (status, headers, message)
+}
+
+fn initialize() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "auth-test", "version": "1"}}})
+}
+
+/// Initialize, then list the tools: the MCP calls work with `token`.
+async fn mcp_works(base: &str, token: Option<&str>) {
+    let (status, headers, message) = post(base, token, None, initialize()).await;
+    assert_eq!(status, 200, "initialize: {message:?}");
+    let message = message.expect("an initialize result");
+    assert_eq!(message["result"]["serverInfo"]["name"], "toolhost", "{message}");
+    let session = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let (status, _, _) = post(
+        base,
+        token,
+        Some(&session),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await;
+    assert_eq!(status, 202);
+    let (status, _, message) = post(
+        base,
+        token,
+        Some(&session),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let tools = message.unwrap()["result"]["tools"].clone();
+    assert!(
+        tools.as_array().unwrap().iter().any(|t| t["name"] == "read"),
+        "{tools}"
+    );
+}
+
+/// The status and `WWW-Authenticate` of an initialize sent with `token`.
+async fn refused(base: &str, token: Option<&str>) -> (u16, String) {
+    let (status, headers, _) = post(base, token, None, initialize()).await;
+    let challenge = headers
+        .get("www-authenticate")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    (status, challenge)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bearer_token_from_a_file_is_required_on_loopback_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = "tok-9f2c0a7d1e6b4c38";
+    std::fs::write(dir.path().join("token"), format!("{token}\n")).unwrap();
+    let served = serve(
+        dir.path(),
+        "root = \".\"\n[auth]\nbearer_token_file = \"token\"\n",
+        "127.0.0.1:0",
+        &["-vv"],
+    )
+    .unwrap();
+    let (status, challenge) = refused(&served.base, None).await;
+    assert_eq!(status, 401);
+    assert_eq!(challenge, "Bearer realm=\"toolhost\"");
+    let (status, challenge) = refused(&served.base, Some("tok-wrong")).await;
+    assert_eq!(status, 401);
+    assert!(challenge.contains("error=\"invalid_token\""), "{challenge}");
+    // A prefix of the token is not the token.
+    assert_eq!(refused(&served.base, Some(&token[..8])).await.0, 401);
+    mcp_works(&served.base, Some(token)).await;
+    assert!(
+        !served.log().contains(token),
+        "the token was logged:\n{}",
+        served.log()
+    );
+}
+
+/// An ES256 key pair: the signing key and its public JWK under `kid`.
+fn es256_key(kid: &str) -> (EncodingKey, Value) {
+    let rng = SystemRandom::new();
+    let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+    let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng).unwrap();
+    // An uncompressed point: 0x04, then x and y.
+    let point = pair.public_key().as_ref();
+    let jwk = json!({
+        "kty": "EC", "crv": "P-256", "alg": "ES256", "use": "sig", "kid": kid,
+        "x": URL_SAFE_NO_PAD.encode(&point[1..33]), "y": URL_SAFE_NO_PAD.encode(&point[33..65]),
+    });
+    (EncodingKey::from_ec_der(pkcs8.as_ref()), jwk)
+}
+
+fn jwt(key: &EncodingKey, kid: &str, claims: Value) -> String {
+    let mut header = Header::new(Algorithm::ES256);
+    header.kid = Some(kid.into());
+    jsonwebtoken::encode(&header, &claims, key).unwrap()
+}
+
+const RESOURCE: &str = "https://mcp.toolhost.test/mcp";
+const ISSUER: &str = "https://login.toolhost.test";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn oauth_jwts_are_checked_for_signature_issuer_audience_and_expiry() {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, jwk) = es256_key("k1");
+    // Another key under the same kid: a forger's.
+    let (forged, _) = es256_key("k1");
+    std::fs::write(dir.path().join("jwks.json"), json!({"keys": [jwk]}).to_string()).unwrap();
+    let served = serve(
+        dir.path(),
+        &format!(
+            "root = \".\"\n[auth.oauth]\nresource = \"{RESOURCE}\"\nissuer = \"{ISSUER}\"\n\
+             jwks_file = \"jwks.json\"\nscopes_supported = [\"tools\"]\n"
+        ),
+        "127.0.0.1:0",
+        &[],
+    )
+    .unwrap();
+
+    // RFC 9728 metadata, at the well-known path and under the resource's.
+    for path in [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+    ] {
+        let response = client()
+            .get(format!("{}{path}", served.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 200, "{path}");
+        let metadata: Value = response.json().await.unwrap();
+        assert_eq!(metadata["resource"], RESOURCE);
+        assert_eq!(metadata["authorization_servers"], json!([ISSUER]));
+        assert_eq!(metadata["scopes_supported"], json!(["tools"]));
+    }
+
+    let (status, challenge) = refused(&served.base, None).await;
+    assert_eq!(status, 401);
+    assert_eq!(
+        challenge,
+        "Bearer resource_metadata=\"https://mcp.toolhost.test/.well-known/oauth-protected-resource/mcp\""
+    );
+
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+    let claims = |aud: &str, iss: &str, exp: u64| json!({"sub": "agent", "aud": aud, "iss": iss, "exp": exp});
+    let good = jwt(&key, "k1", claims(RESOURCE, ISSUER, now + 600));
+    for (what, token) in [
+        (
+            "another audience",
+            jwt(&key, "k1", claims("https://other.test/mcp", ISSUER, now + 600)),
+        ),
+        (
+            "another issuer",
+            jwt(&key, "k1", claims(RESOURCE, "https://evil.test", now + 600)),
+        ),
+        (
+            "expired an hour ago",
+            jwt(&key, "k1", claims(RESOURCE, ISSUER, now - 3600)),
+        ),
+        (
+            "signed with another key",
+            jwt(&forged, "k1", claims(RESOURCE, ISSUER, now + 600)),
+        ),
+        (
+            "a key the JWKS lacks",
+            jwt(&key, "k2", claims(RESOURCE, ISSUER, now + 600)),
+        ),
+        ("not a JWT", "abc.def.ghi".to_owned()),
+    ] {
+        let (status, challenge) = refused(&served.base, Some(&token)).await;
+        assert_eq!(status, 401, "{what}");
+        assert!(
+            challenge.contains("error=\"invalid_token\"") && challenge.contains("resource_metadata="),
+            "{what}: {challenge}"
+        );
+    }
+    mcp_works(&served.base, Some(&good)).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_non_loopback_address_needs_authorization_or_insecure() {
+    let dir = tempfile::tempdir().unwrap();
+    // The unspecified address is every interface, so not loopback; traffic
+    // is only ever sent to 127.0.0.1.
+    let err = serve(dir.path(), "root = \".\"\n", "0.0.0.0:0", &[])
+        .err()
+        .expect("an open non-loopback address was served");
+    assert!(
+        err.contains("refusing to serve MCP on 0.0.0.0:0")
+            && err.contains("--insecure")
+            && err.contains("bearer_token_env"),
+        "{err}"
+    );
+    let served = serve(dir.path(), "root = \".\"\n", "0.0.0.0:0", &["--insecure"]).unwrap();
+    mcp_works(&served.base, None).await;
+    drop(served);
+    // With a token it is served, and the token is required.
+    // SAFETY: set before the child is spawned; no other test reads it.
+    unsafe { std::env::set_var("TOOLHOST_TEST_AUTH_TOKEN", "tok-env-51c7") };
+    let served = serve(
+        dir.path(),
+        "root = \".\"\n[auth]\nbearer_token_env = \"TOOLHOST_TEST_AUTH_TOKEN\"\n",
+        "0.0.0.0:0",
+        &[],
+    )
+    .unwrap();
+    assert_eq!(refused(&served.base, None).await.0, 401);
+    mcp_works(&served.base, Some("tok-env-51c7")).await;
+    drop(served);
+    // Any 127/8 address is loopback.
+    let served = serve(dir.path(), "root = \".\"\n", "127.0.0.2:0", &[]).unwrap();
+    drop(served);
+    // An unset variable is an error naming it.
+    let err = serve(
+        dir.path(),
+        "root = \".\"\n[auth]\nbearer_token_env = \"TOOLHOST_TEST_UNSET_TOKEN\"\n",
+        "127.0.0.1:0",
+        &[],
+    )
+    .err()
+    .unwrap();
+    assert!(err.contains("TOOLHOST_TEST_UNSET_TOKEN"), "{err}");
+}
