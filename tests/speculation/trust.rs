@@ -109,7 +109,7 @@ async fn host(backend: &Backend, setup: Setup<'_>) -> (Toolhost, tempfile::TempD
     let addr = backend.addr();
     let catalog = !setup.bind.is_empty();
     let victim = format!(
-        "[grants]\nhttp = [\"{addr}\"]\n[config]\nrole = \"victim\"\nbase_url = \"http://{addr}\"\ncatalog_tools = {catalog}\n{}",
+        "[grants]\nhttp = [\"http://{addr}\"]\n[config]\nrole = \"victim\"\nbase_url = \"http://{addr}\"\ncatalog_tools = {catalog}\n{}",
         claim(setup.victim_host)
     );
     let attacker = setup.attack.map(|attack| {
