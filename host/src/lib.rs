@@ -2,6 +2,8 @@
 //! sandboxed WebAssembly components.
 //!
 //! - [`plugin`]: the WASM runtime: loading, sandboxing, calling plugins.
+//! - [`bounds`]: every cap on what a plugin hands the host, in one place.
+//! - [`ownership`]: who serves a tool name when sources clash.
 //! - [`schema`]: tool schemas and arguments as the host owns them, and the
 //!   checked edits plugins make.
 //! - [`enrich`]: the enricher chain (listing, provenance, argument transforms,
@@ -27,6 +29,7 @@
 //! The WIT contract the plugins implement is in `wit/` at the repository root.
 
 pub mod atomic_file;
+pub mod bounds;
 pub mod catalog;
 pub mod check;
 pub mod config;
@@ -34,6 +37,7 @@ pub mod enrich;
 pub mod expect;
 pub mod http_client;
 pub mod mcp;
+pub mod ownership;
 pub mod pipeline;
 pub mod plugin;
 pub mod scaffold;

@@ -13,6 +13,7 @@ use toolhost::check::{self, Verdict};
 use toolhost::config::Config;
 use toolhost::enrich::{Enrichers, Listing};
 use toolhost::expect::Expectations;
+use toolhost::ownership::{self, Names, Refusal, plugin_spec};
 use toolhost::plugin::{LoadReport, Plugin, Runtime, RuntimeOptions};
 use toolhost::setup;
 
@@ -164,13 +165,14 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Plugins { json } => {
             let report = load(&runtime, &plugin_dir).await?;
-            print_plugins(&report, json)?;
-            Ok(exit_for(&report))
+            let refused = refusals(&report, &config);
+            print_plugins(&report, &refused, json)?;
+            Ok(exit_for(&report, &refused))
         }
         Command::Tools { json, explain } => {
             let report = load(&runtime, &plugin_dir).await?;
             let enrichers = Enrichers::new(&report.plugins);
-            let tools = all_tools(&report.plugins);
+            let (tools, refused) = all_tools(&report.plugins, &config);
             let listing = enrichers.list(&tools).await;
             match explain {
                 Some(name) => {
@@ -182,7 +184,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 }
                 None => print_tools(&listing, json)?,
             }
-            Ok(exit_for(&report))
+            Ok(exit_for(&report, &refused))
         }
     }
 }
@@ -198,31 +200,45 @@ async fn load(runtime: &Runtime, dir: &Path) -> Result<LoadReport> {
     Ok(report)
 }
 
-fn exit_for(report: &LoadReport) -> ExitCode {
-    if report.errors.is_empty() {
+/// The plugins' tools refused by the ownership rule, reported like load
+/// errors (as `serve` and `call` report them).
+fn refusals(report: &LoadReport, config: &Config) -> Vec<Refusal> {
+    let refused = ownership::plugin_refusals(&report.plugins, &config.bind);
+    report_refusals(&refused);
+    refused
+}
+
+fn report_refusals(refused: &[Refusal]) {
+    for refusal in refused {
+        eprintln!("error: {refusal}");
+    }
+}
+
+fn exit_for(report: &LoadReport, refused: &[Refusal]) -> ExitCode {
+    if report.errors.is_empty() && refused.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(2)
     }
 }
 
-/// The base catalog plus every tool plugin's tools.
-fn all_tools(plugins: &[Arc<Plugin>]) -> Vec<ToolSpec> {
+/// The base catalog plus the tool plugins' tools that the ownership rule
+/// lets them serve, and the refused ones (reported).
+fn all_tools(plugins: &[Arc<Plugin>], config: &Config) -> (Vec<ToolSpec>, Vec<Refusal>) {
     let mut tools = base_catalog().to_vec();
-    for plugin in plugins {
-        for t in &plugin.tools {
-            tools.push(ToolSpec {
-                name: t.name.clone(),
-                description: t.description.clone(),
-                category: t.category.clone(),
-                input_schema: serde_json::from_str(&t.parameters_schema).unwrap_or_else(|_| json!({})),
-            });
-        }
-    }
-    tools
+    let mut names = Names::new(&config.bind);
+    tools.extend(
+        names
+            .plugin_tools(plugins)
+            .into_iter()
+            .map(|(_, t)| plugin_spec(t)),
+    );
+    let refused = names.into_refused();
+    report_refusals(&refused);
+    (tools, refused)
 }
 
-fn print_plugins(report: &LoadReport, as_json: bool) -> Result<()> {
+fn print_plugins(report: &LoadReport, refused: &[Refusal], as_json: bool) -> Result<()> {
     let mut out = std::io::stdout().lock();
     if as_json {
         let plugins: Vec<_> = report
@@ -238,7 +254,8 @@ fn print_plugins(report: &LoadReport, as_json: bool) -> Result<()> {
                 })
             })
             .collect();
-        let value = json!({"plugins": plugins, "errors": report.errors, "disabled": report.disabled});
+        let value = json!({"plugins": plugins, "errors": report.errors, "refused": refused,
+                           "disabled": report.disabled});
         writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
         return Ok(());
     }
@@ -260,15 +277,18 @@ fn print_plugins(report: &LoadReport, as_json: bool) -> Result<()> {
             writeln!(out, "    categories: {}", p.categories.join(", "))?;
         }
         if !p.tools.is_empty() {
-            writeln!(
-                out,
-                "    tools: {}",
-                p.tools
-                    .iter()
-                    .map(|t| t.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )?;
+            let source = format!("plugin `{}`", p.name);
+            let names: Vec<String> = p
+                .tools
+                .iter()
+                .map(
+                    |t| match refused.iter().any(|r| r.tool == t.name && r.source == source) {
+                        true => format!("{} (refused)", t.name),
+                        false => t.name.clone(),
+                    },
+                )
+                .collect();
+            writeln!(out, "    tools: {}", names.join(", "))?;
         }
         writeln!(
             out,

@@ -18,9 +18,14 @@
 //! is per catalog: the rebuilt one starts with an empty cache, and the
 //! old one's prefetches are cancelled and its results never served, so
 //! nothing computed against the old tool set reaches a call; what it
-//! learned (fan-out) and counted carries over. A rebuild that fails (two
-//! sources now name the same tool) keeps the previous catalog and logs
+//! learned (fan-out) and counted carries over. A rebuild that fails (a
+//! `[bind]` whose backend is gone) keeps the previous catalog and logs
 //! why. [`Toolhost::subscribe`] marks each rebuild for the MCP front.
+//!
+//! Two sources naming one tool never fail a build: the `ownership` rule
+//! gives the name to one (native and base-catalog names are reserved,
+//! otherwise the first registered wins) and the other's tool is refused,
+//! with a [`Refusal`] kept beside the catalog ([`Toolhost::refusals`]).
 //!
 //! A call runs: resolve → prepare-arguments (tool plugins) → coerce and
 //! validate against the enriched schema → before-call → the enrichers'
@@ -60,6 +65,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{ToolSpec, base_tool};
 use crate::enrich::{Enrichers, Listing};
+use crate::ownership::{Claim, Names, Refusal, plugin_spec};
 use crate::plugin::{BeforeCallDecision, Content, Hooks, Plugin, ProgressFn, ToolError, ToolResult};
 use crate::speculation::{self, Engine, Served};
 use crate::tools::NativeTools;
@@ -145,12 +151,6 @@ pub struct Options {
 /// A catalog that cannot be built.
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
-    #[error("tool `{name}` is provided by both {first} and {second}")]
-    Duplicate {
-        name: String,
-        first: String,
-        second: String,
-    },
     #[error("binding of `{tool}`: no base-catalog tool has that name")]
     UnknownCatalogTool { tool: String },
     #[error("binding of `{tool}`: `{backend}` is neither a loaded tool plugin nor an upstream server")]
@@ -165,16 +165,6 @@ enum Backend {
     Plugin(Arc<Plugin>, Hooks),
     /// The server and the tool's name there.
     Upstream(Arc<Upstream>, String),
-}
-
-impl Backend {
-    fn describe(&self) -> String {
-        match self {
-            Self::Native(_) => "the native tools".into(),
-            Self::Plugin(p, _) => format!("plugin `{}`", p.name),
-            Self::Upstream(u, _) => format!("upstream `{}`", u.config.name),
-        }
-    }
 }
 
 struct Bound {
@@ -218,6 +208,8 @@ struct Core {
     tools: HashMap<String, Bound>,
     models: Arc<ValueModels>,
     settings: speculation::Settings,
+    /// Tools left out because another source owns their name.
+    refused: Vec<Refusal>,
 }
 
 impl Toolhost {
@@ -250,6 +242,12 @@ impl Toolhost {
         self.shared.current().core.listing.clone()
     }
 
+    /// The tools left out of the catalog because another source owns their
+    /// name (see `ownership`), as of now.
+    pub fn refusals(&self) -> Vec<Refusal> {
+        self.shared.current().core.refused.clone()
+    }
+
     /// The layered value models of the listed tools, as of now.
     pub fn value_models(&self) -> Arc<ValueModels> {
         self.shared.current().core.models.clone()
@@ -257,8 +255,9 @@ impl Toolhost {
 
     /// Replace the plugins (a reloaded plugin directory) and rebuild the
     /// catalog with them. If the catalog does not build with them (a
-    /// `[bind]` to a tool plugin that is gone, two sources naming one
-    /// tool), the previous plugins and catalog stay, and the error says why.
+    /// `[bind]` to a tool plugin that is gone), the previous plugins and
+    /// catalog stay, and the error says why. Tools refused by the ownership
+    /// rule are logged and left out; the rest is served.
     pub async fn replace_plugins(&self, plugins: Vec<Arc<Plugin>>) -> Result<(), BuildError> {
         self.shared.rebuild(Some(plugins)).await
     }
@@ -407,6 +406,9 @@ impl Shared {
                 return Err(e);
             }
         };
+        for refusal in &next.core.refused {
+            tracing::error!("{refusal}");
+        }
         *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(next);
         self.rebuilt.send_modify(|n| *n += 1);
         if let Some(engine) = &previous.speculation {
@@ -447,7 +449,7 @@ impl Generation {
         options: &Options,
         previous: Option<&Engine<Core>>,
     ) -> Result<Self, BuildError> {
-        let specs = gather(sources)?;
+        let (specs, refused) = gather(sources)?;
         let enrichers = Enrichers::new(&sources.plugins);
         let only_specs: Vec<ToolSpec> = specs.iter().map(|(s, _)| s.clone()).collect();
         let listing = enrichers.list(&only_specs).await;
@@ -475,6 +477,7 @@ impl Generation {
             tools,
             models: Arc::new(models),
             settings: options.speculation.clone(),
+            refused,
         });
         let speculation = options.speculation.enabled.then(|| {
             Arc::new(match previous {
@@ -491,8 +494,12 @@ impl Generation {
     }
 }
 
-/// Every source's tools with their backends, checked for duplicates.
-fn gather(sources: &Sources) -> Result<Vec<(ToolSpec, Backend)>, BuildError> {
+/// Tools with the backend that serves each.
+type Specs = Vec<(ToolSpec, Backend)>;
+
+/// Every source's tools with their backends, each name given to one source
+/// by the ownership rule; the tools refused are returned beside them.
+fn gather(sources: &Sources) -> Result<(Specs, Vec<Refusal>), BuildError> {
     let mut specs: Vec<(ToolSpec, Backend)> = Vec::new();
     if let Some(native) = &sources.native {
         specs.extend(
@@ -502,25 +509,18 @@ fn gather(sources: &Sources) -> Result<Vec<(ToolSpec, Backend)>, BuildError> {
                 .map(|s| (s, Backend::Native(native.clone()))),
         );
     }
-    for plugin in sources.plugins.iter().filter(|p| p.worlds.tool) {
-        for t in &plugin.tools {
-            // A bound catalog tool of the same name takes this one's place.
-            if sources.bindings.get(&t.name) == Some(&plugin.name.to_string()) {
-                continue;
-            }
-            let spec = ToolSpec {
-                name: t.name.clone(),
-                description: t.description.clone(),
-                category: t.category.clone(),
-                // The loader checked the schema is a JSON object.
-                input_schema: serde_json::from_str(&t.parameters_schema).unwrap_or(Value::Null),
-            };
-            specs.push((spec, Backend::Plugin(plugin.clone(), t.hooks)));
-        }
+    // A bound catalog tool of a plugin's (or a server's) tool name takes
+    // that tool's place: the claim says `Bound` and the binding serves it.
+    let mut names = Names::new(&sources.bindings);
+    for (plugin, t) in names.plugin_tools(&sources.plugins) {
+        specs.push((plugin_spec(t), Backend::Plugin(plugin.clone(), t.hooks)));
     }
     for server in &sources.upstreams {
+        let (name, source) = (&server.config.name, format!("upstream `{}`", server.config.name));
         for (spec, remote) in server.specs() {
-            specs.push((spec, Backend::Upstream(server.clone(), remote)));
+            if names.claim(&spec.name, name, &source) == Claim::Serve {
+                specs.push((spec, Backend::Upstream(server.clone(), remote)));
+            }
         }
     }
     for (tool, backend) in &sources.bindings {
@@ -551,17 +551,7 @@ fn gather(sources: &Sources) -> Result<Vec<(ToolSpec, Backend)>, BuildError> {
         };
         specs.push((spec.clone(), bound));
     }
-    let mut seen: HashMap<&str, &Backend> = HashMap::new();
-    for (spec, backend) in &specs {
-        if let Some(first) = seen.insert(&spec.name, backend) {
-            return Err(BuildError::Duplicate {
-                name: spec.name.clone(),
-                first: first.describe(),
-                second: backend.describe(),
-            });
-        }
-    }
-    Ok(specs)
+    Ok((specs, names.into_refused()))
 }
 
 impl Core {

@@ -1,6 +1,9 @@
 //! Typed calls into a plugin's exports: the host types go in, the host types
-//! come out, and everything the guest returns is checked (sizes, JSON shape)
-//! before the rest of the host sees it.
+//! come out, and everything the guest returns is checked (sizes, counts,
+//! names, JSON shape; the caps are in `bounds`) before the rest of the host
+//! sees it. A tool definition outside the contract fails the plugin's load;
+//! an error text (a refusal, a block reason, a tool error) is cut to
+//! [`bounds::MAX_ERROR_TEXT`] or the plugin's output cap, whichever is less.
 //!
 //! Failure policy is not applied here: each method returns the plugin's
 //! failure as a [`PluginError`] and the caller (the enricher chain, the call
@@ -16,6 +19,7 @@ use super::bindings::{tool, value_model_types as wit};
 use super::host_api::{CallContext, ProgressFn};
 use super::instance::Instance;
 use super::{Plugin, PluginError};
+use crate::bounds::{self, shown};
 use crate::schema::{ArgsEdit, SchemaEdit, ToolSchema};
 use crate::value_model::{CostModel, FieldGroup, FollowUpLink, SideEffect, ValueClass, ValueModel};
 
@@ -63,6 +67,20 @@ impl Plugin {
         Ok(())
     }
 
+    /// An error text from the plugin, cut to the error cap.
+    fn error_text(&self, text: String) -> String {
+        bounds::cut(text, bounds::MAX_ERROR_TEXT.min(self.limits().max_output_bytes))
+    }
+
+    /// The plugin's own refusal, its text cut to the error cap.
+    fn rejected(&self, method: &'static str, message: String) -> PluginError {
+        PluginError::Rejected {
+            plugin: self.name.clone(),
+            method,
+            message: self.error_text(message),
+        }
+    }
+
     fn invalid(&self, method: &'static str, message: impl Into<String>) -> PluginError {
         PluginError::Invalid {
             plugin: self.name.clone(),
@@ -81,16 +99,25 @@ impl Plugin {
                 g.call_supported_categories(store).await
             })
             .await?;
-        let categories = answer.map_err(|message| PluginError::Rejected {
-            plugin: self.name.clone(),
-            method: M,
-            message,
-        })?;
+        let categories = answer.map_err(|message| self.rejected(M, message))?;
         self.cap(M, categories.iter().map(String::len).sum())?;
+        if categories.len() > bounds::MAX_CATEGORIES {
+            return Err(self.invalid(
+                M,
+                format!(
+                    "{} categories, more than {}",
+                    categories.len(),
+                    bounds::MAX_CATEGORIES
+                ),
+            ));
+        }
         if let Some(bad) = categories.iter().find(|c| !is_category(c)) {
             return Err(self.invalid(
                 M,
-                format!("`{bad}` is not a category (lower-case letters, digits and `_`)"),
+                format!(
+                    "{} is not a category (lower-case letters, digits and `_`)",
+                    shown(bad)
+                ),
             ));
         }
         Ok(categories)
@@ -126,25 +153,37 @@ impl Plugin {
         tool: &str,
         args: Map<String, Value>,
     ) -> Result<Map<String, Value>, PluginError> {
+        Ok(self
+            .transform_args_within(tool, args, bounds::MAX_ARGS_GROWTH)
+            .await?
+            .0)
+    }
+
+    /// [`Plugin::transform_args`] with `room` bytes the plugin may still
+    /// write into the arguments; returns the room left, for the next
+    /// enricher of the chain.
+    pub(crate) async fn transform_args_within(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+        room: usize,
+    ) -> Result<(Map<String, Value>, usize), PluginError> {
         const M: &str = "transform-args";
         self.require_enricher(M)?;
-        let cap = self.limits().max_output_bytes;
-        let (answer, args) = self
+        let lent = ArgsEdit::new(args, false, self.limits().max_output_bytes).within(room);
+        let (answer, edit) = self
             .instances
             .run(M, async |i: &mut Instance| {
-                i.lend_args(ArgsEdit::new(args, false, cap), async |i, lent| {
+                i.lend_args(lent, async |i, lent| {
                     let (g, store) = i.enricher();
                     g.call_transform_args(store, tool, lent).await
                 })
                 .await
             })
             .await?;
-        answer.map_err(|message| PluginError::Rejected {
-            plugin: self.name.clone(),
-            method: M,
-            message,
-        })?;
-        Ok(args)
+        answer.map_err(|message| self.rejected(M, message))?;
+        let room = edit.room();
+        Ok((edit.args, room))
     }
 
     pub async fn value_model(&self, tool: &str) -> Result<Option<ValueModel>, PluginError> {
@@ -250,18 +289,22 @@ impl Plugin {
                 g.call_list_tools(store).await
             })
             .await?;
-        let tools = answer.map_err(|message| PluginError::Rejected {
-            plugin: self.name.clone(),
-            method: M,
-            message,
-        })?;
-        self.cap(
-            M,
-            tools
-                .iter()
-                .map(|t| t.parameters_schema.len() + t.description.len())
-                .sum(),
-        )?;
+        let tools = answer.map_err(|message| self.rejected(M, message))?;
+        if tools.len() > bounds::MAX_TOOLS {
+            return Err(self.invalid(
+                M,
+                format!("{} tools, more than {}", tools.len(), bounds::MAX_TOOLS),
+            ));
+        }
+        // Each definition first, so the error names the field at fault.
+        let mut names = std::collections::HashSet::new();
+        for tool in &tools {
+            check_definition(tool).map_err(|e| self.invalid(M, e))?;
+            if !names.insert(tool.name.as_str()) {
+                return Err(self.invalid(M, format!("tool `{}` is listed twice", tool.name)));
+            }
+        }
+        self.cap(M, tools.iter().map(definition_size).sum())?;
         Ok(tools)
     }
 
@@ -273,7 +316,7 @@ impl Plugin {
         const M: &str = "prepare-arguments";
         self.require_tool(M)?;
         let cap = self.limits().max_output_bytes;
-        let (answer, args) = self
+        let (answer, edit) = self
             .instances
             .run(M, async |i: &mut Instance| {
                 i.lend_args(ArgsEdit::new(args, false, cap), async |i, lent| {
@@ -283,12 +326,8 @@ impl Plugin {
                 .await
             })
             .await?;
-        answer.map_err(|message| PluginError::Rejected {
-            plugin: self.name.clone(),
-            method: M,
-            message,
-        })?;
-        Ok(args)
+        answer.map_err(|message| self.rejected(M, message))?;
+        Ok(edit.args)
     }
 
     pub async fn before_call(
@@ -310,10 +349,10 @@ impl Plugin {
             })
             .await?
             .0;
-        if let BeforeCallDecision::Block(reason) = &decision {
-            self.cap(M, reason.len())?;
-        }
-        Ok(decision)
+        Ok(match decision {
+            BeforeCallDecision::Block(reason) => BeforeCallDecision::Block(self.error_text(reason)),
+            allow => allow,
+        })
     }
 
     /// Run a tool. The outer error is the plugin failing; the inner one is
@@ -346,10 +385,16 @@ impl Plugin {
                 Ok(answer)
             })
             .await?;
-        if let Ok(result) = &answer {
-            self.cap(M, result_size(result))?;
+        match answer {
+            Ok(result) => {
+                self.cap(M, result_size(&result))?;
+                Ok(Ok(result))
+            }
+            Err(ToolError::Failed(m)) => Ok(Err(ToolError::Failed(self.error_text(m)))),
+            Err(ToolError::NotFound(m)) => Ok(Err(ToolError::NotFound(self.error_text(m)))),
+            Err(ToolError::InvalidArgs(m)) => Ok(Err(ToolError::InvalidArgs(self.error_text(m)))),
+            Err(ToolError::Cancelled) => Ok(Err(ToolError::Cancelled)),
         }
-        Ok(answer)
     }
 
     pub async fn after_call(
@@ -413,6 +458,86 @@ impl Plugin {
         self.cap(M, text.as_ref().map_or(0, String::len))?;
         Ok(text)
     }
+}
+
+/// Every byte of a tool definition, for the plugin's output cap.
+fn definition_size(t: &ToolDefinition) -> usize {
+    t.name.len()
+        + t.label.len()
+        + t.description.len()
+        + t.parameters_schema.len()
+        + t.snippet.as_ref().map_or(0, String::len)
+        + t.guidelines.iter().map(String::len).sum::<usize>()
+        + t.category.as_ref().map_or(0, String::len)
+}
+
+/// A tool definition within the contract and the caps of `bounds`, or
+/// what is wrong with it.
+fn check_definition(t: &ToolDefinition) -> Result<(), String> {
+    if !bounds::is_tool_name(&t.name) {
+        return Err(format!(
+            "tool name {} is not 1 to {} characters of [A-Za-z0-9_-]",
+            shown(&t.name),
+            bounds::MAX_TOOL_NAME
+        ));
+    }
+    let name = &t.name;
+    let line = |what: &str, text: &str, max: usize| {
+        if text.len() > max {
+            Err(format!(
+                "tool `{name}`: its {what} has {} bytes, more than {max}",
+                text.len()
+            ))
+        } else if text.chars().any(bounds::is_control) {
+            Err(format!(
+                "tool `{name}`: its {what} {} has control characters",
+                shown(text)
+            ))
+        } else {
+            Ok(())
+        }
+    };
+    line("label", &t.label, bounds::MAX_LABEL)?;
+    if let Some(snippet) = &t.snippet {
+        line("snippet", snippet, bounds::MAX_PROMPT_LINE)?;
+    }
+    if t.guidelines.len() > bounds::MAX_GUIDELINES {
+        return Err(format!(
+            "tool `{name}`: {} guidelines, more than {}",
+            t.guidelines.len(),
+            bounds::MAX_GUIDELINES
+        ));
+    }
+    for guideline in &t.guidelines {
+        line("guideline", guideline, bounds::MAX_PROMPT_LINE)?;
+    }
+    if t.description.len() > bounds::MAX_DESCRIPTION {
+        return Err(format!(
+            "tool `{name}`: its description has {} bytes, more than {}",
+            t.description.len(),
+            bounds::MAX_DESCRIPTION
+        ));
+    }
+    if t.description
+        .chars()
+        .any(|c| bounds::is_control(c) && !matches!(c, '\n' | '\r' | '\t'))
+    {
+        return Err(format!("tool `{name}`: its description has control characters"));
+    }
+    if let Some(category) = t.category.as_deref().filter(|c| !is_category(c)) {
+        return Err(format!("tool `{name}`: {} is not a category", shown(category)));
+    }
+    if t.parameters_schema.len() > bounds::MAX_SCHEMA_BYTES {
+        return Err(format!(
+            "tool `{name}`: its schema has {} bytes, more than {}",
+            t.parameters_schema.len(),
+            bounds::MAX_SCHEMA_BYTES
+        ));
+    }
+    let schema = serde_json::from_str(&t.parameters_schema)
+        .map_err(|e| format!("tool `{name}`: its schema is not JSON: {e}"))?;
+    ToolSchema::new(String::new(), schema).map_err(|e| format!("tool `{name}`: {e}"))?;
+    Ok(())
 }
 
 fn is_category(c: &str) -> bool {
