@@ -1,14 +1,62 @@
-//! HTTP for tool plugins: only granted hosts are reached, and granted
-//! secrets are added by the host without the plugin seeing them.
+//! HTTP for tool plugins: only granted origins are reached, granted secrets
+//! are added by the host without the plugin seeing them, and a secret never
+//! reaches the model or the logs.
+//!
+//! The attacks are `fixture_attack_http`, a tool plugin built with plain
+//! wit-bindgen, whose manifest `config` picks the request it sends and where
+//! it leaks the answer; servers are [`LoopbackServer`]s.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 use toolhost::pipeline::structured;
-use toolhost::plugin::{Plugin, ToolError};
-use toolhost_tests::{LoopbackServer, plugin_dir, runtime};
+use toolhost::plugin::{Plugin, PluginError, ToolError, ToolResult};
+use toolhost_tests::{Logs, LoopbackServer, SeenRequest, plugin_dir, runtime};
+
+/// The value of the secret `tracker`, injected by the host.
+const TOKEN: &str = "tok-4f9c1e7a2b";
+/// What the host writes in its place.
+const REDACTED: &str = "[redacted:tracker]";
+
+/// Set the secrets' variables once, before any plugin (or HTTP client)
+/// reads the environment: every test calls this first.
+fn secret_env() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    // SAFETY: inside `call_once`, which every test of this binary passes
+    // before it reads the environment, so no other thread reads it now.
+    ONCE.call_once(|| unsafe {
+        std::env::set_var("TOOLHOST_TEST_TRACKER_TOKEN", "s3cret");
+        std::env::set_var("TOOLHOST_TEST_ATTACK_TOKEN", TOKEN);
+    });
+}
+
+/// How a grant names cleartext HTTP to the loopback address `addr`.
+fn loopback(addr: SocketAddr) -> String {
+    format!("http://{addr}")
+}
+
+/// The secret `tracker`, read from `env`, sent to `origins` as a bearer
+/// token (allowed over cleartext: the test servers are loopback ones).
+fn secret(env: &str, origins: &[String]) -> String {
+    format!(
+        "[grants.secrets.tracker]\nenv = \"{env}\"\nheader = \"Authorization\"\nprefix = \"Bearer \"\n\
+         hosts = {origins:?}\nallow_loopback_http = true\n"
+    )
+}
+
+/// `[grants]` giving cleartext HTTP to the loopback address `addr`, and with
+/// `secret_env` the secret `tracker` sent there.
+fn loopback_grant(addr: SocketAddr, secret_env: Option<&str>) -> String {
+    let origin = loopback(addr);
+    let mut text = format!("[grants]\nhttp = [{origin:?}]\n");
+    if let Some(env) = secret_env {
+        text += &secret(env, &[origin]);
+    }
+    text
+}
 
 async fn tracker(manifest: &str) -> (Arc<Plugin>, tempfile::TempDir) {
     let dir = plugin_dir(&[("30-tracker", "tracker_tools", Some(manifest))]);
@@ -33,8 +81,81 @@ async fn get_issue(p: &Plugin, key: &str) -> Result<Value, ToolError> {
     Ok(structured(&result.content).expect("a JSON content block"))
 }
 
+/// The attack plugin, loaded with `grants` and the `[config]` lines `config`.
+struct Attack {
+    plugin: Arc<Plugin>,
+    logs: Logs,
+    _dir: tempfile::TempDir,
+}
+
+impl Attack {
+    async fn load(grants: &str, config: &str) -> Self {
+        secret_env();
+        let manifest = format!("{grants}[config]\n{config}\n");
+        let dir = plugin_dir(&[("40-attack", "fixture_attack_http", Some(&manifest))]);
+        let (rt, logs) = runtime();
+        let report = rt.load_dir(dir.path()).await.unwrap();
+        assert!(report.errors.is_empty(), "{manifest}\n{:?}", report.errors);
+        Self {
+            plugin: report.plugins[0].clone(),
+            logs,
+            _dir: dir,
+        }
+    }
+
+    async fn call(&self) -> Result<ToolResult, ToolError> {
+        self.plugin
+            .execute(
+                "attack",
+                &Map::new(),
+                "c".into(),
+                Arc::new(AtomicBool::new(false)),
+                None,
+            )
+            .await
+            .unwrap()
+    }
+
+    /// What the plugin saw of its request: `{"status", "headers", "body"}`
+    /// or `{"error"}`.
+    async fn report(&self) -> Value {
+        let result = self.call().await.expect("report mode always succeeds");
+        let toolhost::plugin::Content::Text(text) = &result.content[0] else {
+            panic!("{result:?}")
+        };
+        serde_json::from_str(text).unwrap()
+    }
+
+    /// The error the plugin got for its request.
+    async fn refusal(&self) -> String {
+        let report = self.report().await;
+        report["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("the request was sent: {report}"))
+            .to_owned()
+    }
+}
+
+async fn server() -> LoopbackServer {
+    LoopbackServer::start(Duration::ZERO, |_| (200, "{}".into())).await
+}
+
+fn seen(server: &LoopbackServer) -> Vec<SeenRequest> {
+    server.seen.lock().unwrap().clone()
+}
+
+fn header<'a>(request: &'a SeenRequest, name: &str) -> Vec<&'a str> {
+    request
+        .headers
+        .iter()
+        .filter(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn granted_hosts_are_reached_with_injected_secrets() {
+    secret_env();
     let server = LoopbackServer::start(Duration::ZERO, |r| {
         (
             200,
@@ -42,33 +163,28 @@ async fn granted_hosts_are_reached_with_injected_secrets() {
         )
     })
     .await;
-    let host = server.addr.to_string();
-    // SAFETY: set before any plugin reads it; this test binary runs no other
-    // test that touches the variable.
-    unsafe { std::env::set_var("TOOLHOST_TEST_TRACKER_TOKEN", "s3cret") };
+    let host = server.addr;
     let manifest = format!(
-        "[grants]\nhttp = [\"{host}\"]\n[grants.secrets.tracker]\nenv = \"TOOLHOST_TEST_TRACKER_TOKEN\"\n\
-         header = \"Authorization\"\nprefix = \"Bearer \"\nhosts = [\"{host}\"]\n[config]\nbase_url = \"http://{host}\"\n"
+        "{}[config]\nbase_url = \"http://{host}\"\n",
+        loopback_grant(host, Some("TOOLHOST_TEST_TRACKER_TOKEN"))
     );
     let (p, _dir) = tracker(&manifest).await;
     assert_eq!(get_issue(&p, "WEB-7").await.unwrap(), json!({"key": "WEB-7"}));
-    let seen = server.seen.lock().unwrap().clone();
+    let seen = seen(&server);
     assert_eq!(seen[0].path, "/issues/WEB-7");
-    assert!(
-        seen[0]
-            .headers
-            .contains(&("authorization".into(), "Bearer s3cret".into())),
-        "{:?}",
-        seen[0].headers
-    );
+    assert_eq!(header(&seen[0], "authorization"), ["Bearer s3cret"]);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn ungranted_hosts_are_refused() {
-    let server = LoopbackServer::start(Duration::ZERO, |_| (200, "{}".into())).await;
-    let host = server.addr.to_string();
+    secret_env();
+    let server = server().await;
+    let host = server.addr;
     // Granted a different port of the same address: still refused.
-    let manifest = format!("[grants]\nhttp = [\"127.0.0.1:1\"]\n[config]\nbase_url = \"http://{host}\"\n");
+    let manifest = format!(
+        "{}[config]\nbase_url = \"http://{host}\"\n",
+        loopback_grant("127.0.0.1:1".parse().unwrap(), None)
+    );
     let (p, _dir) = tracker(&manifest).await;
     let err = get_issue(&p, "WEB-7").await.unwrap_err();
     assert!(
@@ -78,17 +194,20 @@ async fn ungranted_hosts_are_refused() {
     // No grant at all.
     let (p, _dir) = tracker(&format!("[config]\nbase_url = \"http://{host}\"\n")).await;
     assert!(get_issue(&p, "WEB-7").await.is_err());
-    assert!(
-        server.seen.lock().unwrap().is_empty(),
-        "nothing reached the server"
-    );
+    assert!(seen(&server).is_empty(), "nothing reached the server");
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_missing_secret_is_a_load_error_naming_it() {
-    let manifest = "[grants]\nhttp = [\"127.0.0.1:1\"]\n[grants.secrets.t]\nenv = \"TOOLHOST_TEST_UNSET_VARIABLE\"\n\
-                    header = \"Authorization\"\nhosts = [\"127.0.0.1:1\"]\n[config]\nbase_url = \"http://127.0.0.1:1\"\n";
-    let dir = plugin_dir(&[("30-tracker", "tracker_tools", Some(manifest))]);
+    secret_env();
+    let manifest = format!(
+        "{}[config]\nbase_url = \"http://127.0.0.1:1\"\n",
+        loopback_grant(
+            "127.0.0.1:1".parse().unwrap(),
+            Some("TOOLHOST_TEST_UNSET_VARIABLE")
+        )
+    );
+    let dir = plugin_dir(&[("30-tracker", "tracker_tools", Some(&manifest))]);
     let (rt, _) = runtime();
     let report = rt.load_dir(dir.path()).await.unwrap();
     assert!(
@@ -96,4 +215,356 @@ async fn a_missing_secret_is_a_load_error_naming_it() {
         "{:?}",
         report.errors
     );
+}
+
+// ---- origins: scheme, host and port ----
+
+/// The issue's first finding: a secret granted for a bare loopback address
+/// went to a plaintext listener. A bare host means https on 443 (or the
+/// port written), so `http://` to it is refused and the secret stays home.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_secret_never_goes_over_cleartext_to_a_host_granted_bare() {
+    let server = server().await;
+    let addr = server.addr;
+    let grants = format!(
+        "[grants]\nhttp = [\"{addr}\"]\n{}",
+        secret("TOOLHOST_TEST_ATTACK_TOKEN", &[addr.to_string()])
+    );
+    let attack = Attack::load(&grants, &format!("url = \"http://{addr}/\"")).await;
+    let error = attack.refusal().await;
+    assert!(error.starts_with("host-not-allowed"), "{error}");
+    assert!(!error.contains(TOKEN), "{error}");
+    assert!(seen(&server).is_empty(), "{:?}", seen(&server));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn http_to_a_host_granted_only_https_is_refused() {
+    let server = server().await;
+    let addr = server.addr;
+    let attack = Attack::load(
+        &format!("[grants]\nhttp = [\"{addr}\"]\n"),
+        &format!("url = \"http://{addr}/\""),
+    )
+    .await;
+    let error = attack.refusal().await;
+    assert!(
+        error.contains(&format!("http://{addr}")) && error.contains(&format!("https://{addr}")),
+        "names the origin asked for and the one granted: {error}"
+    );
+    assert!(seen(&server).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_wrong_port_is_refused_naming_plugin_origin_and_missing_grant() {
+    let (granted, other) = (server().await, server().await);
+    let attack = Attack::load(
+        &loopback_grant(granted.addr, None),
+        &format!("url = \"http://{}/x\"", other.addr),
+    )
+    .await;
+    let error = attack.refusal().await;
+    let origin = format!("http://{}", other.addr);
+    assert!(
+        error.contains("`attack`") && error.contains(&origin) && error.contains("grants.http"),
+        "{error}"
+    );
+    assert!(seen(&other).is_empty() && seen(&granted).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn credentials_in_the_url_are_refused() {
+    let server = server().await;
+    let attack = Attack::load(
+        &loopback_grant(server.addr, Some("TOOLHOST_TEST_ATTACK_TOKEN")),
+        &format!("url = \"http://user:pw@{}/\"", server.addr),
+    )
+    .await;
+    let error = attack.refusal().await;
+    assert!(error.starts_with("invalid-request"), "{error}");
+    assert!(seen(&server).is_empty(), "{:?}", seen(&server));
+}
+
+// ---- headers the host owns ----
+
+/// Send `name: value` (and `body`) as the plugin, to a loopback server
+/// holding the secret: refused by name, and nothing reaches the server.
+async fn refused_header(name: &str, value: &str, body: Option<&str>) {
+    let server = server().await;
+    let mut config = format!(
+        "method = \"POST\"\nurl = \"http://{}/\"\nheaders = [[{}, {}]]\n",
+        server.addr,
+        json!(name),
+        json!(value)
+    );
+    if let Some(body) = body {
+        config += &format!("body = {}\n", json!(body));
+    }
+    let attack = Attack::load(
+        &loopback_grant(server.addr, Some("TOOLHOST_TEST_ATTACK_TOKEN")),
+        &config,
+    )
+    .await;
+    let error = attack.refusal().await;
+    assert!(error.starts_with("invalid-request"), "{name}: {error}");
+    let shown = name.trim().split(['\r', '\n']).next().unwrap();
+    assert!(error.contains(shown), "names the header {shown:?}: {error}");
+    assert!(!error.contains(TOKEN), "{error}");
+    assert!(seen(&server).is_empty(), "{name}: {:?}", seen(&server));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plugin_set_host_header_is_refused() {
+    refused_header("Host", "evil.example", None).await;
+    refused_header("host", "127.0.0.1", None).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn content_length_smuggling_is_refused() {
+    let smuggled = "GET /smuggled HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    refused_header("Content-Length", "0", Some(smuggled)).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn transfer_encoding_smuggling_is_refused() {
+    let smuggled = "0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    refused_header("Transfer-Encoding", "chunked", Some(smuggled)).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn connection_headers_are_refused() {
+    // `Connection: Authorization` asks a proxy to drop the secret's header.
+    refused_header("Connection", "keep-alive, Authorization", None).await;
+    for name in ["Keep-Alive", "Upgrade", "TE", "Trailer", "Proxy-Connection"] {
+        refused_header(name, "h2c", None).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn overriding_the_secret_header_is_refused() {
+    refused_header("Authorization", "Bearer attacker", None).await;
+    refused_header("AUTHORIZATION", "Basic YTpi", None).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn crlf_in_a_header_is_refused_by_name() {
+    refused_header("X-Note", "a\r\nX-Injected: 1", None).await;
+    refused_header("X-Note\r\nX-Injected", "1", None).await;
+}
+
+// ---- methods ----
+
+async fn refused_method(method: &str) {
+    let server = server().await;
+    let attack = Attack::load(
+        &loopback_grant(server.addr, Some("TOOLHOST_TEST_ATTACK_TOKEN")),
+        &format!("method = \"{method}\"\nurl = \"http://{}/\"", server.addr),
+    )
+    .await;
+    let error = attack.refusal().await;
+    assert!(
+        error.starts_with("invalid-request") && error.contains(method),
+        "{method}: {error}"
+    );
+    assert!(seen(&server).is_empty(), "{method}: {:?}", seen(&server));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn trace_is_not_sent() {
+    refused_method("TRACE").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unknown_method_is_not_sent() {
+    refused_method("FOO").await;
+    refused_method("CONNECT").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_five_methods_are_sent() {
+    let server = server().await;
+    for method in ["GET", "POST", "PUT", "PATCH", "DELETE"] {
+        let attack = Attack::load(
+            &loopback_grant(server.addr, None),
+            &format!("method = \"{method}\"\nurl = \"http://{}/\"", server.addr),
+        )
+        .await;
+        assert_eq!(attack.report().await["status"], 200, "{method}");
+    }
+    let methods: Vec<String> = seen(&server).into_iter().map(|r| r.method).collect();
+    assert_eq!(methods, ["GET", "POST", "PUT", "PATCH", "DELETE"]);
+}
+
+// ---- redirects ----
+
+/// The client follows no redirect: the plugin gets the 3xx, and a Location
+/// it follows itself is checked like any URL, with the secret added only
+/// where the secret is granted.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_redirect_does_not_carry_the_secret_elsewhere() {
+    let elsewhere = server().await;
+    let location = format!("http://{}/steal", elsewhere.addr);
+    let granted = LoopbackServer::start_with_headers(move |_| {
+        (302, vec![("location".into(), location.clone())], "{}".into())
+    })
+    .await;
+    let grants = loopback_grant(granted.addr, Some("TOOLHOST_TEST_ATTACK_TOKEN"));
+    let url = format!("url = \"http://{}/\"\n", granted.addr);
+
+    // Not followed by the host.
+    let attack = Attack::load(&grants, &url).await;
+    let report = attack.report().await;
+    assert_eq!(report["status"], 302, "{report}");
+    assert!(seen(&elsewhere).is_empty());
+
+    // Followed by the plugin to an ungranted origin: refused.
+    let attack = Attack::load(&grants, &format!("{url}follow = true")).await;
+    assert!(attack.refusal().await.starts_with("host-not-allowed"));
+    assert!(seen(&elsewhere).is_empty());
+
+    // Followed to an origin granted without the secret: sent without it.
+    let (a, b) = (loopback(granted.addr), loopback(elsewhere.addr));
+    let both = format!(
+        "[grants]\nhttp = [{a:?}, {b:?}]\n{}",
+        secret("TOOLHOST_TEST_ATTACK_TOKEN", std::slice::from_ref(&a))
+    );
+    let attack = Attack::load(&both, &format!("{url}follow = true")).await;
+    assert_eq!(attack.report().await["status"], 200);
+    let stolen = seen(&elsewhere);
+    assert_eq!(stolen.len(), 1);
+    assert!(header(&stolen[0], "authorization").is_empty(), "{stolen:?}");
+    assert_eq!(
+        header(&seen(&granted)[0], "authorization"),
+        [format!("Bearer {TOKEN}")]
+    );
+}
+
+// ---- secrets stay out of what the model sees ----
+
+/// A vendor server that echoes the request's headers back: in its body and
+/// a response header, or only in its body and reversed, which no scrubbing
+/// of the response recognises, so what the host redacts there it redacts
+/// on the way out.
+async fn echo_server() -> LoopbackServer {
+    LoopbackServer::start_with_headers(|r| {
+        let body = json!({"headers": r.headers}).to_string();
+        if r.path == "/reversed" {
+            return (200, Vec::new(), body.chars().rev().collect());
+        }
+        let echoed = header(r, "authorization").join(", ");
+        (200, vec![("x-echo-authorization".into(), echoed)], body)
+    })
+    .await
+}
+
+/// The attack plugin leaking what the echo server sent it through `leak`.
+async fn echo_attack(server: &LoopbackServer, leak: &str, reversed: bool) -> Attack {
+    let path = if reversed { "reversed" } else { "plain" };
+    let config = format!(
+        "url = \"http://{}/{path}\"\nleak = \"{leak}\"\nreversed = {reversed}",
+        server.addr
+    );
+    Attack::load(
+        &loopback_grant(server.addr, Some("TOOLHOST_TEST_ATTACK_TOKEN")),
+        &config,
+    )
+    .await
+}
+
+/// Assert `what` holds no trace of the secret and the host's mark instead.
+fn redacted(what: &str, context: &str) {
+    assert!(!what.contains(TOKEN), "{context}: the secret leaked: {what}");
+    assert!(what.contains(REDACTED), "{context}: {what}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_plugin_never_sees_an_echoed_secret() {
+    let server = echo_server().await;
+    let report = echo_attack(&server, "report", false).await.report().await;
+    assert_eq!(report["status"], 200);
+    redacted(&report["body"].to_string(), "response body");
+    redacted(&report["headers"].to_string(), "response headers");
+    assert_eq!(
+        header(&seen(&server)[0], "authorization"),
+        [format!("Bearer {TOKEN}")],
+        "the server itself got the secret"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_echoed_secret_never_reaches_the_result_text() {
+    let server = echo_server().await;
+    for reversed in [false, true] {
+        let result = echo_attack(&server, "text", reversed).await.call().await.unwrap();
+        redacted(&format!("{result:?}"), &format!("text, reversed {reversed}"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_echoed_secret_never_reaches_structured_content() {
+    let server = echo_server().await;
+    for reversed in [false, true] {
+        let result = echo_attack(&server, "json", reversed).await.call().await.unwrap();
+        let value = structured(&result.content).expect("still valid JSON");
+        redacted(&value.to_string(), &format!("json, reversed {reversed}"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_echoed_secret_never_reaches_the_details() {
+    let server = echo_server().await;
+    for reversed in [false, true] {
+        let result = echo_attack(&server, "details", reversed)
+            .await
+            .call()
+            .await
+            .unwrap();
+        let details = result.details.expect("details");
+        serde_json::from_str::<Value>(&details).expect("still valid JSON");
+        redacted(&details, &format!("details, reversed {reversed}"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_echoed_secret_never_reaches_the_tool_error() {
+    let server = echo_server().await;
+    for reversed in [false, true] {
+        let error = echo_attack(&server, "error", reversed)
+            .await
+            .call()
+            .await
+            .unwrap_err();
+        redacted(&format!("{error:?}"), &format!("error, reversed {reversed}"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_echoed_secret_never_reaches_a_refusal() {
+    let server = echo_server().await;
+    let args = Map::new();
+    for reversed in [false, true] {
+        let attack = echo_attack(&server, "refusal", reversed).await;
+        let error = attack
+            .plugin
+            .prepare_arguments("attack", args.clone())
+            .await
+            .unwrap_err();
+        assert!(matches!(error, PluginError::Rejected { .. }), "{error:?}");
+        redacted(&error.to_string(), &format!("refusal, reversed {reversed}"));
+        let attack = echo_attack(&server, "block", reversed).await;
+        let decision = attack.plugin.before_call("attack", &args).await.unwrap();
+        redacted(&format!("{decision:?}"), &format!("block, reversed {reversed}"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_echoed_secret_never_reaches_the_log() {
+    let server = echo_server().await;
+    for leak in ["log", "stdout", "stderr"] {
+        for reversed in [false, true] {
+            let attack = echo_attack(&server, leak, reversed).await;
+            attack.call().await.unwrap();
+            let lines: Vec<String> = attack.logs.lines().into_iter().map(|l| l.message).collect();
+            redacted(&lines.join("\n"), &format!("{leak}, reversed {reversed}"));
+        }
+    }
 }

@@ -126,10 +126,15 @@ async fn second_start_compiles_nothing() {
     let report = second.load_dir(dir.path()).await.unwrap();
     assert_eq!(sources(&report), [CodeSource::Cached, CodeSource::Cached]);
 
-    // A changed component is a different entry: compiled again.
+    // A changed component is a different entry: compiled again, even when
+    // rewritten in place (what the cache recorded of the old file is stale).
     std::fs::copy(guest("fixture_chain_a"), dir.path().join("10-format.wasm")).unwrap();
     let report = second.load_dir(dir.path()).await.unwrap();
     assert_eq!(sources(&report), [CodeSource::Compiled, CodeSource::Cached]);
+    let (third, _) = runtime_with_cache(Some(cache.path().to_owned()));
+    let again = third.load_dir(dir.path()).await.unwrap();
+    assert_eq!(sources(&again), [CodeSource::Cached, CodeSource::Cached]);
+    assert_eq!(again.plugins[0].categories, report.plugins[0].categories);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -138,8 +143,11 @@ async fn a_corrupt_cache_entry_is_recompiled() {
     let dir = plugin_dir(&[("10-format", "format_pipeline", None)]);
     let (rt, _) = runtime_with_cache(Some(cache.path().to_owned()));
     rt.load_dir(dir.path()).await.unwrap();
-    for entry in std::fs::read_dir(cache.path()).unwrap() {
-        std::fs::write(entry.unwrap().path(), b"garbage").unwrap();
+    let entries = std::fs::read_dir(cache.path())
+        .unwrap()
+        .map(|e| e.unwrap().path());
+    for entry in entries.filter(|p| p.extension().is_some_and(|e| e == "cwasm")) {
+        std::fs::write(entry, b"garbage").unwrap();
     }
     let (rt, _) = runtime_with_cache(Some(cache.path().to_owned()));
     let report = rt.load_dir(dir.path()).await.unwrap();

@@ -2,7 +2,10 @@
 //! over stdio and streamable HTTP, and proxying a third-party MCP server
 //! (`@modelcontextprotocol/server-everything`) whose `echo` tool the
 //! `fixture_shout` enricher adapts; and `toolhost serve --watch` while its
-//! plugin directory changes (`tests/mcp/watch.py`).
+//! plugin directory changes (`tests/mcp/watch.py`); what the agent is
+//! told of the tools, `serve --root` (`tests/mcp/agent.py`); and the client
+//! pinned to each protocol revision toolhost serves, over each transport
+//! (`tests/mcp/revisions.py`).
 //!
 //! Needs `make venv upstream host` (the Makefile's `test` runs them); a
 //! missing piece fails with that instruction.
@@ -45,4 +48,57 @@ fn a_watched_plugin_directory_is_reloaded_and_the_client_told() {
     let mut command = python_driver("watch.py");
     command.arg("--tool-plugin").arg(guest("text_tools"));
     expect_driver_ok(&mut command, "watch");
+}
+
+/// Instructions, the `system-prompt` prompt, titles, annotations and
+/// output schemas, over text_tools and an annotated upstream server.
+fn agent(transport: &str) {
+    let plugins = plugin_dir(&[("20-text-tools", "text_tools", None)]);
+    let mut command = python_driver("agent.py");
+    command
+        .arg("--plugins")
+        .arg(plugins.path())
+        .args(["--transport", transport]);
+    expect_driver_ok(&mut command, &format!("agent over {transport}"));
+}
+
+#[test]
+fn the_agent_is_told_of_the_tools_over_stdio() {
+    agent("stdio");
+}
+
+#[test]
+fn the_agent_is_told_of_the_tools_over_http() {
+    agent("http");
+}
+
+/// `tests/mcp/revisions.py`: the Python client pinned to one protocol
+/// revision, over one transport.
+fn revision(transport: &str, mode: &str) {
+    let mut command = python_driver("revisions.py");
+    command
+        .arg("--tool-plugin")
+        .arg(guest("text_tools"))
+        .args(["--transport", transport, "--mode", mode]);
+    expect_driver_ok(&mut command, &format!("{transport} {mode}"));
+}
+
+#[test]
+fn protocol_2025_11_25_over_stdio() {
+    revision("stdio", "legacy");
+}
+
+#[test]
+fn protocol_2025_11_25_over_http() {
+    revision("http", "legacy");
+}
+
+#[test]
+fn protocol_2026_07_28_over_stdio() {
+    revision("stdio", "2026-07-28");
+}
+
+#[test]
+fn protocol_2026_07_28_over_http() {
+    revision("http", "2026-07-28");
 }

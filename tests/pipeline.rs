@@ -253,3 +253,34 @@ async fn an_upstream_that_never_answers_is_given_up_on() {
         "{message}"
     );
 }
+
+/// What a tool plugin's definition says reaches the listing and the
+/// library's system prompt: the label as the title, the snippet, the
+/// guidelines; a plugin reaches the network only with an `http` grant.
+#[tokio::test(flavor = "multi_thread")]
+async fn plugin_metadata_reaches_the_listing_and_the_system_prompt() {
+    let host = text_tools().await;
+    let listing = host.list_tools();
+    let word_count = listing.tools.iter().find(|t| t.name == "word_count").unwrap();
+    assert_eq!(word_count.meta.title.as_deref(), Some("Word count"));
+    assert_eq!(word_count.meta.annotations.open_world_hint, Some(false));
+    assert_eq!(
+        host.system_prompt(),
+        "Available tools:\n- word_count: count the words of a text\n\
+         - slow_count: Count from 1 to n, about 1 ms per step, reporting progress.\n\
+         - fail: Fail on purpose with the error kind given.\n\n\
+         Guidelines:\n- Use word_count instead of counting words yourself."
+    );
+
+    let granted = "[grants]\nhttp = [\"example.com\"]\n";
+    let host = host_with(&[("20-text-tools", "text_tools", Some(granted))], &[]).await;
+    let listing = host.list_tools();
+    assert!(
+        listing
+            .tools
+            .iter()
+            .all(|t| t.meta.annotations.open_world_hint == Some(true)),
+        "{:?}",
+        listing.tools.iter().map(|t| &t.meta).collect::<Vec<_>>()
+    );
+}

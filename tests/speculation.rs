@@ -186,7 +186,8 @@ impl Tracker {
     /// The tracker plugin granted this server, and the Jira enricher.
     async fn host(&self, speculation: Settings) -> (Toolhost, tempfile::TempDir) {
         let addr = self.server.addr;
-        let tracker = format!("[grants]\nhttp = [\"{addr}\"]\n[config]\nbase_url = \"http://{addr}\"\n");
+        let tracker =
+            format!("[grants]\nhttp = [\"http://{addr}\"]\n[config]\nbase_url = \"http://{addr}\"\n");
         let jira = "[config]\nhost = \"jira.test\"\n[[config.projects]]\nkey = \"WEB\"\n";
         let dir = plugin_dir(&[
             ("10-jira", "jira", Some(jira)),

@@ -23,7 +23,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::bounds;
-use crate::catalog::ToolSpec;
+use crate::catalog::{ToolMeta, ToolSpec};
 use crate::plugin::{Method, Plugin, PluginError, Policy};
 use crate::schema::{Change, ToolSchema};
 use crate::value_model::{Layer, ValueModel, ValueModels};
@@ -55,6 +55,9 @@ pub struct EnrichedTool {
     pub conflicts: Vec<Conflict>,
     /// Plugins whose enrichment of this tool failed and was skipped.
     pub skipped: Vec<String>,
+    /// From the tool's source, unchanged by enrichers.
+    #[serde(skip)]
+    pub meta: ToolMeta,
 }
 
 /// A tool left out of the list, and why.
@@ -137,6 +140,7 @@ impl Enrichers {
             changes,
             conflicts,
             skipped,
+            meta: tool.meta.clone(),
         })
     }
 

@@ -15,7 +15,9 @@
 //! - [`tools`]: the native tools (read, glob, grep, ls, web_fetch; write and
 //!   edit when the root is writable).
 //! - [`pipeline`]: the call pipeline and [`pipeline::Toolhost`], the library API.
+//! - [`prompt`]: the system-prompt sections of the listed tools.
 //! - [`mcp`]: the MCP server front.
+//! - [`render`]: terminal views of a call and its result (`toolhost call`).
 //! - [`setup`]: a [`pipeline::Toolhost`] built from the configuration.
 //! - [`watch`]: the plugin directory reloaded while serving (`serve --watch`).
 //! - [`config`]: the user's configuration file, `toolhost.toml`.
@@ -40,6 +42,8 @@ pub mod mcp;
 pub mod ownership;
 pub mod pipeline;
 pub mod plugin;
+pub mod prompt;
+pub mod render;
 pub mod scaffold;
 pub mod schema;
 pub mod setup;

@@ -1,5 +1,8 @@
-//! The MCP front (DESIGN decision 9), on the official Rust SDK (`rmcp`):
-//! `tools/list` is the enriched listing, `tools/call` runs the pipeline.
+//! The MCP front, on the official Rust SDK (`rmcp`): `tools/list` is the
+//! enriched listing (with each tool's title, output schema and
+//! annotations), `tools/call` runs the pipeline. The system-prompt sections
+//! of the tools are the initialize result's `instructions` and the
+//! `system-prompt` prompt.
 //!
 //! A client's `notifications/cancelled` cancels the call's token; progress
 //! a tool reports is sent as `notifications/progress` when the request
@@ -8,19 +11,30 @@
 //! Serves stdio ([`serve_stdio`]) and streamable HTTP at `/mcp`
 //! ([`serve_http`]). Owns the protocol mapping, not the pipeline.
 //!
-//! `tools/list_changed`: every client session that has sent `initialized`
-//! is remembered (one over stdio, one per HTTP session); each time the
-//! host rebuilds its catalog every session still open is sent the
-//! notification. Sessions that closed are forgotten then.
+//! Protocol revisions up to 2026-07-28 are served ([`revision`] says what
+//! differs). `tools/list_changed`: up to 2025-11-25, every client session
+//! that has sent `initialized` is remembered (one over stdio, one per HTTP
+//! session); each time the host rebuilds its catalog every session still
+//! open is sent the notification, and sessions that closed are forgotten
+//! then. A 2026-07-28 client has no session: it is told on the
+//! `subscriptions/listen` stream it opens.
 
+mod revision;
+
+use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
+use axum::serve::ListenerExt;
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, Prompt, PromptMessage, ProtocolVersion, Role,
+    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool, ToolAnnotations,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::transport::streamable_http_server::{
     StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
 };
@@ -28,8 +42,10 @@ use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
 use serde_json::Value;
 use tokio::sync::watch;
 
+use crate::enrich::EnrichedTool;
 use crate::pipeline::{CallContext, CallOutput, Toolhost, error_text};
 use crate::plugin::{Content, ToolError};
+use crate::prompt::PROMPT_NAME;
 
 /// The MCP server over one [`Toolhost`]; its clones (one per HTTP
 /// session) share the sessions told of catalog changes.
@@ -49,19 +65,45 @@ impl McpServer {
     }
 
     fn tools(&self) -> Vec<Tool> {
-        self.host
-            .list_tools()
-            .tools
-            .iter()
-            .map(|t| {
-                let schema = match t.schema.to_value() {
-                    Value::Object(map) => map,
-                    _ => serde_json::Map::new(),
-                };
-                Tool::new(t.name.clone(), t.schema.description().to_owned(), schema)
-            })
-            .collect()
+        self.host.list_tools().tools.iter().map(to_tool).collect()
     }
+
+    /// toolhost's own prompt: the system-prompt sections of its tools.
+    fn system_prompt(&self) -> Prompt {
+        let mut prompt = Prompt::new(
+            PROMPT_NAME,
+            Some("The tools available and the guidelines for them, for an agent's system prompt"),
+            None,
+        );
+        prompt.title = Some("toolhost system prompt".into());
+        prompt
+    }
+}
+
+/// An enriched tool as MCP lists it: title, output schema and annotations
+/// from its metadata.
+fn to_tool(t: &EnrichedTool) -> Tool {
+    let object = |value: Value| match value {
+        Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    };
+    let mut tool = Tool::new(
+        t.name.clone(),
+        t.schema.description().to_owned(),
+        object(t.schema.to_value()),
+    );
+    tool.title.clone_from(&t.meta.title);
+    tool.output_schema = t.meta.output_schema.clone().map(|s| Arc::new(object(s)));
+    let hints = t.meta.annotations;
+    if !hints.is_empty() {
+        let mut annotations = ToolAnnotations::default();
+        annotations.read_only_hint = hints.read_only_hint;
+        annotations.destructive_hint = hints.destructive_hint;
+        annotations.idempotent_hint = hints.idempotent_hint;
+        annotations.open_world_hint = hints.open_world_hint;
+        tool.annotations = Some(annotations);
+    }
+    tool
 }
 
 /// Send `tools/list_changed` to every open session on each rebuild.
@@ -91,21 +133,80 @@ impl ServerHandler for McpServer {
             .push(context.peer);
     }
 
+    /// The instructions are the system-prompt sections as of the session's
+    /// start; the `system-prompt` prompt is rebuilt on each request.
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
+            .enable_prompts()
             .build();
-        ServerConfig::new(capabilities)
-            .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
+        let config = ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")));
+        let instructions = self.host.system_prompt();
+        if instructions.is_empty() {
+            config
+        } else {
+            config.with_instructions(instructions)
+        }
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        Ok(ListPromptsResult::with_all_items(vec![self.system_prompt()]))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        if request.name != PROMPT_NAME {
+            return Err(McpError::invalid_params(
+                format!(
+                    "no prompt named `{}`: toolhost serves `{PROMPT_NAME}`",
+                    request.name
+                ),
+                None,
+            ));
+        }
+        let text = self.host.system_prompt();
+        let description = self.system_prompt().description.unwrap_or_default();
+        Ok(
+            GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
+                .with_description(description)
+                .into(),
+        )
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        revision::supported()
+    }
+
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        revision::accepted(requested)
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), McpError> {
+        revision::listen(self.host.subscribe(), subscription).await
+    }
+
+    /// The served tool, against whose input schema rmcp checks a 2026-07-28
+    /// HTTP request's `Mcp-Param-*` headers.
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools().into_iter().find(|t| t.name == name)
     }
 
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.tools()))
+        let all = ListToolsResult::with_all_items(self.tools());
+        Ok(revision::tools_list(all, context.protocol_version().as_ref()))
     }
 
     async fn call_tool(
@@ -165,7 +266,7 @@ fn to_mcp(output: CallOutput) -> CallToolResult {
             Content::Text(t) => Some(ContentBlock::text(t.clone())),
             // JSON blocks travel as structuredContent, not repeated as text.
             Content::Json(_) => None,
-            Content::Image(i) => Some(ContentBlock::image(base64(&i.data), i.mime_type.clone())),
+            Content::Image(i) => Some(ContentBlock::image(STANDARD.encode(&i.data), i.mime_type.clone())),
         })
         .collect();
     let mut result = if output.is_error {
@@ -175,24 +276,6 @@ fn to_mcp(output: CallOutput) -> CallToolResult {
     };
     result.structured_content = structured;
     result
-}
-
-/// Standard base64 with padding, for image blocks.
-fn base64(data: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
-    for chunk in data.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }
 
 /// Serve MCP on stdin and stdout until the client disconnects.
@@ -213,6 +296,14 @@ pub async fn serve_http(host: Arc<Toolhost>, addr: SocketAddr) -> anyhow::Result
     let router = axum::Router::new().nest_service("/mcp", service);
     let listener = tokio::net::TcpListener::bind(addr).await?;
     eprintln!("toolhost: serving MCP at http://{}/mcp", listener.local_addr()?);
+    // A response goes out in several writes (the SSE priming event, then
+    // the result): with Nagle's algorithm on, the second waits for the
+    // client's delayed ACK, about 40 ms on every call.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!("TCP_NODELAY not set on an accepted connection: {e}");
+        }
+    });
     axum::serve(listener, router)
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;
@@ -223,10 +314,21 @@ pub async fn serve_http(host: Arc<Toolhost>, addr: SocketAddr) -> anyhow::Result
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use crate::plugin::Image;
+
     #[test]
-    fn base64_matches_the_standard() {
-        assert_eq!(super::base64(b"Man"), "TWFu");
-        assert_eq!(super::base64(b"Ma"), "TWE=");
-        assert_eq!(super::base64(b"M"), "TQ==");
+    fn images_travel_as_standard_base64() {
+        let output = CallOutput {
+            content: vec![Content::Image(Image {
+                data: b"Ma".to_vec(),
+                mime_type: "image/png".into(),
+            })],
+            details: None,
+            is_error: false,
+        };
+        let block = serde_json::to_value(&to_mcp(output).content[0]).unwrap();
+        assert_eq!(block["data"], "TWE=");
+        assert_eq!(block["mimeType"], "image/png");
     }
 }

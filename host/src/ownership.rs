@@ -25,9 +25,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use serde::Serialize;
-use serde_json::Value;
 
-use crate::catalog::{ToolSpec, base_catalog, base_tool};
+use crate::catalog::{base_catalog, base_tool};
 use crate::plugin::{Plugin, ToolDefinition};
 use crate::tools::NATIVE_NAMES;
 
@@ -150,18 +149,7 @@ impl<'a> Names<'a> {
     }
 }
 
-/// A tool plugin's tool as a spec. The loader checked its schema.
-pub fn plugin_spec(tool: &ToolDefinition) -> ToolSpec {
-    ToolSpec {
-        name: tool.name.clone(),
-        description: tool.description.clone(),
-        category: tool.category.clone(),
-        input_schema: serde_json::from_str(&tool.parameters_schema).unwrap_or(Value::Null),
-    }
-}
-
-/// The refusals among `plugins` alone, as `toolhost plugins` and `toolhost
-/// tools` report them.
+/// The refusals among `plugins` alone, as `toolhost plugins` reports them.
 pub fn plugin_refusals(plugins: &[Arc<Plugin>], bindings: &BTreeMap<String, String>) -> Vec<Refusal> {
     let mut names = Names::new(bindings);
     names.plugin_tools(plugins);

@@ -116,6 +116,25 @@ impl LoopbackServer {
         delay: impl Fn(&SeenRequest) -> std::time::Duration + Send + Sync + 'static,
         handler: impl Fn(&SeenRequest) -> (u16, String) + Send + Sync + 'static,
     ) -> Self {
+        Self::serve(delay, move |r| {
+            let (status, body) = handler(r);
+            (status, Vec::new(), body)
+        })
+        .await
+    }
+
+    /// Like [`LoopbackServer::start`], answering with headers of the
+    /// handler's choice too: (status, headers, body).
+    pub async fn start_with_headers(
+        handler: impl Fn(&SeenRequest) -> (u16, Vec<(String, String)>, String) + Send + Sync + 'static,
+    ) -> Self {
+        Self::serve(|_| std::time::Duration::ZERO, handler).await
+    }
+
+    async fn serve(
+        delay: impl Fn(&SeenRequest) -> std::time::Duration + Send + Sync + 'static,
+        handler: impl Fn(&SeenRequest) -> (u16, Vec<(String, String)>, String) + Send + Sync + 'static,
+    ) -> Self {
         use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -165,9 +184,10 @@ impl LoopbackServer {
                         };
                         log.lock().unwrap().push(request.clone());
                         tokio::time::sleep(delay(&request)).await;
-                        let (status, body) = handler(&request);
+                        let (status, headers, body) = handler(&request);
+                        let headers: String = headers.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
                         let response = format!(
-                            "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                            "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n{headers}content-length: {}\r\n\r\n{body}",
                             body.len()
                         );
                         if reader.get_mut().write_all(response.as_bytes()).await.is_err() {

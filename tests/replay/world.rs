@@ -119,7 +119,8 @@ impl World {
             LoopbackServer::start_with_delays(move |r| http_latency(r, scale), move |r| answer(&state, r))
                 .await;
         let addr = server.addr;
-        let tracker = format!("[grants]\nhttp = [\"{addr}\"]\n[config]\nbase_url = \"http://{addr}\"\n");
+        let tracker =
+            format!("[grants]\nhttp = [\"http://{addr}\"]\n[config]\nbase_url = \"http://{addr}\"\n");
         let jira = format!("[config]\nhost = \"{JIRA_HOST}\"\n[[config.projects]]\nkey = \"S0\"\n");
         let plugins = plugin_dir(&[
             ("10-jira", "jira", Some(&jira)),

@@ -23,7 +23,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 
-use crate::catalog::ToolSpec;
+use crate::catalog::{Annotations, ToolMeta, ToolSpec};
 use crate::plugin::{Content, ToolError, ToolResult};
 
 /// One `[[upstream]]` table of `toolhost.toml`.
@@ -262,6 +262,7 @@ impl Upstream {
                     description: t.description.as_deref().unwrap_or_default().to_owned(),
                     category: self.config.category.clone(),
                     input_schema: Value::Object((*t.input_schema).clone()),
+                    meta: meta(t),
                 };
                 (spec, t.name.to_string())
             })
@@ -296,6 +297,23 @@ impl Upstream {
             content,
             details: None,
         })
+    }
+}
+
+/// What the server says of a tool besides its schema: title, output
+/// schema, and its hints (value models lay theirs over them).
+fn meta(tool: &Tool) -> ToolMeta {
+    let hints = tool.annotations.as_ref();
+    ToolMeta {
+        title: tool.title.clone().or_else(|| hints.and_then(|h| h.title.clone())),
+        output_schema: tool.output_schema.as_ref().map(|s| Value::Object((**s).clone())),
+        annotations: Annotations {
+            read_only_hint: hints.and_then(|h| h.read_only_hint),
+            destructive_hint: hints.and_then(|h| h.destructive_hint),
+            idempotent_hint: hints.and_then(|h| h.idempotent_hint),
+            open_world_hint: hints.and_then(|h| h.open_world_hint),
+        },
+        ..ToolMeta::default()
     }
 }
 

@@ -18,13 +18,14 @@ use wasmtime::component::Resource;
 use super::bindings::{tool, value_model_types as wit};
 use super::host_api::{CallContext, ProgressFn};
 use super::instance::Instance;
+use super::redact::Redactor;
 use super::{Plugin, PluginError};
 use crate::bounds::{self, shown};
 use crate::schema::{ArgsEdit, SchemaEdit, ToolSchema};
 use crate::value_model::{CostModel, FieldGroup, FollowUpLink, SideEffect, ValueClass, ValueModel};
 
 pub use tool::{
-    AfterCallOverride, BeforeCallDecision, Content, Hooks, RenderOptions, ToolDefinition, ToolError,
+    AfterCallOverride, BeforeCallDecision, Content, Hooks, Image, RenderOptions, ToolDefinition, ToolError,
     ToolResult,
 };
 
@@ -67,13 +68,28 @@ impl Plugin {
         Ok(())
     }
 
-    /// An error text from the plugin, cut to the error cap.
-    fn error_text(&self, text: String) -> String {
-        bounds::cut(text, bounds::MAX_ERROR_TEXT.min(self.limits().max_output_bytes))
+    /// An error text from the plugin: its secrets redacted, then cut to the
+    /// error cap (in that order, so no cut leaves part of a secret).
+    fn error_text(&self, text: &str) -> String {
+        bounds::cut(self.redactor().text(text).into_owned(), self.error_cap())
     }
 
-    /// The plugin's own refusal, its text cut to the error cap.
-    fn rejected(&self, method: &'static str, message: String) -> PluginError {
+    /// The longest error text this plugin may hand over.
+    fn error_cap(&self) -> usize {
+        bounds::MAX_ERROR_TEXT.min(self.limits().max_output_bytes)
+    }
+
+    fn invalid(&self, method: &'static str, message: impl Into<String>) -> PluginError {
+        PluginError::Invalid {
+            plugin: self.name.clone(),
+            method,
+            message: self.redactor().text(&message.into()).into_owned(),
+        }
+    }
+
+    /// The plugin's own refusal, with its secrets redacted, cut to the
+    /// error cap.
+    fn rejected(&self, method: &'static str, message: &str) -> PluginError {
         PluginError::Rejected {
             plugin: self.name.clone(),
             method,
@@ -81,12 +97,10 @@ impl Plugin {
         }
     }
 
-    fn invalid(&self, method: &'static str, message: impl Into<String>) -> PluginError {
-        PluginError::Invalid {
-            plugin: self.name.clone(),
-            method,
-            message: message.into(),
-        }
+    /// Replaces the plugin's secret values in all it hands over (results,
+    /// tool definitions, refusals, renderings); its log has its own pass.
+    fn redactor(&self) -> &Redactor {
+        self.instances.identity().http.redactor()
     }
 
     pub(super) async fn call_supported_categories(&self) -> Result<Vec<String>, PluginError> {
@@ -99,7 +113,7 @@ impl Plugin {
                 g.call_supported_categories(store).await
             })
             .await?;
-        let categories = answer.map_err(|message| self.rejected(M, message))?;
+        let categories = answer.map_err(|message| self.rejected(M, &message))?;
         self.cap(M, categories.iter().map(String::len).sum())?;
         if categories.len() > bounds::MAX_CATEGORIES {
             return Err(self.invalid(
@@ -181,7 +195,7 @@ impl Plugin {
                 .await
             })
             .await?;
-        answer.map_err(|message| self.rejected(M, message))?;
+        answer.map_err(|message| self.rejected(M, &message))?;
         let room = edit.room();
         Ok((edit.args, room))
     }
@@ -289,7 +303,7 @@ impl Plugin {
                 g.call_list_tools(store).await
             })
             .await?;
-        let tools = answer.map_err(|message| self.rejected(M, message))?;
+        let mut tools = answer.map_err(|message| self.rejected(M, &message))?;
         if tools.len() > bounds::MAX_TOOLS {
             return Err(self.invalid(
                 M,
@@ -305,6 +319,16 @@ impl Plugin {
             }
         }
         self.cap(M, tools.iter().map(definition_size).sum())?;
+        for t in &mut tools {
+            let r = self.redactor();
+            for text in [&mut t.label, &mut t.description, &mut t.parameters_schema]
+                .into_iter()
+                .chain(t.snippet.as_mut())
+                .chain(t.guidelines.iter_mut())
+            {
+                r.string(text);
+            }
+        }
         Ok(tools)
     }
 
@@ -326,7 +350,7 @@ impl Plugin {
                 .await
             })
             .await?;
-        answer.map_err(|message| self.rejected(M, message))?;
+        answer.map_err(|message| self.rejected(M, &message))?;
         Ok(edit.args)
     }
 
@@ -338,7 +362,7 @@ impl Plugin {
         const M: &str = "before-call";
         self.require_tool(M)?;
         let (args, cap) = (args.clone(), self.limits().max_output_bytes);
-        let decision = self
+        let mut decision = self
             .instances
             .run(M, async |i: &mut Instance| {
                 i.lend_args(ArgsEdit::new(args, true, cap), async |i, lent| {
@@ -349,10 +373,10 @@ impl Plugin {
             })
             .await?
             .0;
-        Ok(match decision {
-            BeforeCallDecision::Block(reason) => BeforeCallDecision::Block(self.error_text(reason)),
-            allow => allow,
-        })
+        if let BeforeCallDecision::Block(reason) = &mut decision {
+            *reason = self.error_text(reason);
+        }
+        Ok(decision)
     }
 
     /// Run a tool. The outer error is the plugin failing; the inner one is
@@ -368,7 +392,7 @@ impl Plugin {
         const M: &str = "execute";
         self.require_tool(M)?;
         let args = serde_json::to_string(args).expect("a JSON map always serialises");
-        let answer = self
+        let mut answer = self
             .instances
             .run(M, async |i: &mut Instance| {
                 let ctx = i.store.data_mut().table.push(CallContext {
@@ -385,16 +409,19 @@ impl Plugin {
                 Ok(answer)
             })
             .await?;
-        match answer {
+        match &mut answer {
             Ok(result) => {
-                self.cap(M, result_size(&result))?;
-                Ok(Ok(result))
+                self.redactor().result(result);
+                self.cap(M, result_size(result))?;
             }
-            Err(ToolError::Failed(m)) => Ok(Err(ToolError::Failed(self.error_text(m)))),
-            Err(ToolError::NotFound(m)) => Ok(Err(ToolError::NotFound(self.error_text(m)))),
-            Err(ToolError::InvalidArgs(m)) => Ok(Err(ToolError::InvalidArgs(self.error_text(m)))),
-            Err(ToolError::Cancelled) => Ok(Err(ToolError::Cancelled)),
+            Err(error) => {
+                self.redactor().tool_error(error);
+                if let ToolError::Failed(m) | ToolError::NotFound(m) | ToolError::InvalidArgs(m) = error {
+                    *m = bounds::cut(std::mem::take(m), self.error_cap());
+                }
+            }
         }
+        Ok(answer)
     }
 
     pub async fn after_call(
@@ -405,14 +432,20 @@ impl Plugin {
     ) -> Result<Option<AfterCallOverride>, PluginError> {
         const M: &str = "after-call";
         self.require_tool(M)?;
-        let answer = self
+        let mut answer = self
             .instances
             .run(M, async |i: &mut Instance| {
                 let (g, store) = i.tool();
                 g.call_after_call(store, tool, result, is_error).await
             })
             .await?;
-        if let Some(o) = &answer {
+        if let Some(o) = &mut answer {
+            if let Some(content) = &mut o.content {
+                self.redactor().content(content);
+            }
+            if let Some(details) = &mut o.details {
+                self.redactor().string(details);
+            }
             let size = o.content.as_ref().map(|c| content_size(c)).unwrap_or(0)
                 + o.details.as_ref().map_or(0, String::len);
             self.cap(M, size)?;
@@ -437,7 +470,7 @@ impl Plugin {
             })
             .await?;
         self.cap(M, text.as_ref().map_or(0, String::len))?;
-        Ok(text)
+        Ok(text.map(|t| self.redactor().text(&t).into_owned()))
     }
 
     pub async fn render_result(
@@ -456,7 +489,7 @@ impl Plugin {
             })
             .await?;
         self.cap(M, text.as_ref().map_or(0, String::len))?;
-        Ok(text)
+        Ok(text.map(|t| self.redactor().text(&t).into_owned()))
     }
 }
 

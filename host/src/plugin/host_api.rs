@@ -79,7 +79,7 @@ pub struct PluginIdentity {
 }
 
 /// Shared between a store's log streams and its `log()` import, so the
-/// per-call line cap covers all three.
+/// per-call line cap and the redaction of secrets cover all three.
 struct LogBudget {
     identity: Arc<PluginIdentity>,
     lines: std::sync::atomic::AtomicU32,
@@ -95,6 +95,8 @@ impl LogBudget {
             message =
                 format!("(log cap of {MAX_LOG_LINES_PER_CALL} lines per call reached; dropping the rest)");
         }
+        // Before the cut, so no part of a secret survives it.
+        self.identity.http.redactor().string(&mut message);
         (self.identity.log)(LogLine {
             plugin: self.identity.name.clone(),
             level,
@@ -450,7 +452,8 @@ impl types::HostCallContext for HostState {
         message: Option<String>,
     ) -> R<()> {
         self.charged(|h| {
-            let message = message.map(|m| cut(m, MAX_LOG_LINE));
+            let redactor = h.identity.http.redactor();
+            let message = message.map(|m| cut(redactor.text(&m).into_owned(), MAX_LOG_LINE));
             if let Some(report) = &h.table.get(&c)?.progress {
                 report(progress, total, message);
             }

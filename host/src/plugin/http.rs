@@ -1,63 +1,189 @@
-//! The host side of `toolhost:plugin/http`: outgoing requests limited to
-//! the hosts the user granted a plugin, with granted secrets added as
-//! headers by the host.
+//! The host side of `toolhost:plugin/http`: a plugin's requests go only to
+//! the origins (scheme, host and port) the user granted it, with one of the
+//! contract's five methods and headers that leave framing, routing and its
+//! secrets to the host; the host adds the granted secrets itself and
+//! scrubs their values out of every response before the plugin sees it.
+//!
+//! The host sets `Host`, `Content-Length`, `Transfer-Encoding`,
+//! `Connection` and the other hop-by-hop headers (`HOST_HEADERS`), and
+//! every header a secret goes in for the request's origin; a plugin that
+//! sets one is refused, as is a header name or value that does not parse
+//! (CR or LF in it), a URL with a user or password, and any method but
+//! `GET`, `POST`, `PUT`, `PATCH` and `DELETE`.
+//!
+//! Redirects are not followed: the plugin gets the 3xx, and a `Location`
+//! it fetches is checked like any URL, with a secret added only where that
+//! secret is granted, so a granted server cannot bounce a secret to
+//! another origin. Cleartext requests never go through a proxy (it would
+//! see the secret of a loopback grant in clear); https ones use the
+//! system's. Bodies are read up to the plugin's output cap.
 //!
 //! A plugin with no `grants.http` can still call `fetch`; every request is
-//! refused with `host-not-allowed`. Redirects are not followed (a granted
-//! host could otherwise bounce a request, and its secret headers, to an
-//! ungranted one). Bodies are read up to the plugin's output cap.
+//! refused with `host-not-allowed`. Every refusal names the plugin, the
+//! origin asked for and what its grants lack, never a secret's value.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use reqwest::Url;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use super::bindings::http::{HttpError, Request, Response};
 use super::manifest::Grants;
+use super::origin::Origin;
+use super::redact::Redactor;
+
+/// Headers only the host sets: routing, framing, and those a hop acts on.
+const HOST_HEADERS: [&str; 9] = [
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "upgrade",
+];
+
+/// The methods of the WIT's `request`.
+const METHODS: [&str; 5] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
+
+/// A secret resolved from the environment.
+struct Secret {
+    name: String,
+    header: HeaderName,
+    value: HeaderValue,
+    origins: Vec<Origin>,
+}
 
 /// What one plugin may reach, resolved at load.
 pub struct HttpGrant {
+    plugin: Arc<str>,
+    origins: Vec<Origin>,
+    /// The granted origins' hosts, each once.
     hosts: Vec<String>,
-    /// (header, value, hosts) for each secret whose variable is set.
-    secrets: Vec<(String, String, Vec<String>)>,
-    client: Option<reqwest::Client>,
+    secrets: Vec<Secret>,
+    redactor: Arc<Redactor>,
+    clients: Option<Clients>,
+}
+
+struct Clients {
+    /// https, through the system's proxy if one is set.
+    tls: reqwest::Client,
+    /// http, always direct.
+    cleartext: reqwest::Client,
 }
 
 impl HttpGrant {
-    pub fn none() -> Self {
-        Self {
+    /// Resolve `plugin`'s `grants`; secrets are read from the host's
+    /// environment now. A secret whose variable is unset or empty, or whose
+    /// header the host owns, is an error naming it (never its value).
+    pub fn new(plugin: Arc<str>, grants: &Grants) -> Result<Self, String> {
+        let mut grant = Self {
+            plugin,
+            origins: Vec::new(),
             hosts: Vec::new(),
             secrets: Vec::new(),
-            client: None,
-        }
-    }
-
-    /// Resolve `grants`; secrets are read from the host's environment now.
-    /// A secret whose variable is unset is an error naming it.
-    pub fn new(grants: &Grants) -> Result<Self, String> {
+            redactor: Arc::new(Redactor::none()),
+            clients: None,
+        };
         if grants.http.is_empty() {
-            return Ok(Self::none());
+            return Ok(grant);
         }
-        let mut secrets = Vec::new();
+        let mut values = Vec::new();
         for (name, s) in &grants.secrets {
+            let header = HeaderName::from_bytes(s.header.as_bytes())
+                .map_err(|_| format!("secret `{name}`: `{}` is not a header name", s.header))?;
+            if HOST_HEADERS.contains(&header.as_str()) {
+                return Err(format!("secret `{name}`: the host sets `{}` itself", s.header));
+            }
             let value = std::env::var(&s.env).map_err(|_| {
                 format!(
                     "secret `{name}` needs the environment variable {}, which is not set",
                     s.env
                 )
             })?;
-            secrets.push((s.header.clone(), format!("{}{value}", s.prefix), s.hosts.clone()));
+            if value.is_empty() {
+                return Err(format!(
+                    "secret `{name}`: the environment variable {} is empty",
+                    s.env
+                ));
+            }
+            let mut header_value = HeaderValue::from_str(&format!("{}{value}", s.prefix)).map_err(|_| {
+                format!(
+                    "secret `{name}`: the prefix and the value of {} do not make a header value \
+                     (visible ASCII and spaces only)",
+                    s.env
+                )
+            })?;
+            header_value.set_sensitive(true);
+            if let Some(other) = grant
+                .secrets
+                .iter()
+                .find(|o| o.header == header && o.origins.iter().any(|x| s.hosts.contains(x)))
+            {
+                return Err(format!(
+                    "secrets `{}` and `{name}` both set `{}` for the same origin",
+                    other.name, s.header
+                ));
+            }
+            values.push((name.clone(), value));
+            grant.secrets.push(Secret {
+                name: name.clone(),
+                header,
+                value: header_value,
+                origins: s.hosts.clone(),
+            });
         }
-        let client = crate::http_client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
-        Ok(Self {
-            hosts: grants.http.clone(),
-            secrets,
-            client: Some(client),
-        })
+        grant.redactor = Arc::new(Redactor::new(
+            values.iter().map(|(name, value)| (name.as_str(), value.as_str())),
+        ));
+        let build = |builder: reqwest::ClientBuilder| {
+            builder
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .map_err(|e| format!("cannot build the HTTP client: {e}"))
+        };
+        grant.clients = Some(Clients {
+            tls: build(crate::http_client::builder())?,
+            cleartext: build(crate::http_client::builder().no_proxy())?,
+        });
+        for origin in &grants.http {
+            if !grant.hosts.iter().any(|h| h == origin.host()) {
+                grant.hosts.push(origin.host().to_owned());
+            }
+        }
+        grant.origins = grants.http.clone();
+        Ok(grant)
     }
 
+    /// The host names (or addresses) of the granted origins, without scheme
+    /// or port, each once.
     pub fn hosts(&self) -> &[String] {
         &self.hosts
+    }
+
+    /// Replaces this plugin's secret values wherever they show up.
+    pub fn redactor(&self) -> &Arc<Redactor> {
+        &self.redactor
+    }
+
+    fn invalid(&self, message: std::fmt::Arguments<'_>) -> HttpError {
+        HttpError::InvalidRequest(format!("plugin `{}`: {message}", self.plugin))
+    }
+
+    fn not_granted(&self, origin: &Origin) -> HttpError {
+        let granted = if self.origins.is_empty() {
+            "its grants.http is empty".to_owned()
+        } else {
+            let list: Vec<String> = self.origins.iter().map(ToString::to_string).collect();
+            format!("its grants.http has {}", list.join(", "))
+        };
+        HttpError::HostNotAllowed(format!(
+            "plugin `{}` may not reach {origin}: {granted}; the user can add \"{origin}\" to it",
+            self.plugin
+        ))
     }
 
     pub async fn fetch(
@@ -66,35 +192,64 @@ impl HttpGrant {
         deadline: Duration,
         max_body: usize,
     ) -> Result<Response, HttpError> {
-        let url = reqwest::Url::parse(&req.url)
-            .map_err(|e| HttpError::InvalidRequest(format!("{}: {e}", req.url)))?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(HttpError::InvalidRequest(format!(
-                "unsupported scheme `{}`",
-                url.scheme()
+        let url = Url::parse(&req.url)
+            .map_err(|e| self.invalid(format_args!("`{}` is not a URL: {e}", req.url.escape_debug())))?;
+        let Some(origin) = Origin::of(&url) else {
+            return Err(self.invalid(format_args!("`{url}` is not an http or https URL with a host")));
+        };
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(self.invalid(format_args!(
+                "a URL to {origin} names a user or password: credentials are the host's to add"
             )));
         }
-        let authority = match (url.host_str(), url.port()) {
-            (Some(h), Some(p)) => format!("{h}:{p}"),
-            (Some(h), None) => h.to_owned(),
-            (None, _) => {
-                return Err(HttpError::InvalidRequest(format!("{} has no host", req.url)));
-            }
+        let (Some(clients), true) = (&self.clients, self.origins.contains(&origin)) else {
+            return Err(self.not_granted(&origin));
         };
-        let (Some(client), true) = (&self.client, self.hosts.contains(&authority)) else {
-            return Err(HttpError::HostNotAllowed(authority));
-        };
-        let method = reqwest::Method::from_bytes(req.method.as_bytes())
-            .map_err(|_| HttpError::InvalidRequest(format!("bad method `{}`", req.method)))?;
-        let mut builder = client.request(method, url).timeout(deadline);
+        if !METHODS.contains(&req.method.as_str()) {
+            return Err(self.invalid(format_args!(
+                "method `{}` is not sent: only {} are",
+                req.method.escape_debug(),
+                METHODS.join(", ")
+            )));
+        }
+        let method = reqwest::Method::from_bytes(req.method.as_bytes()).expect("one of the five");
+        let secrets: Vec<&Secret> = self
+            .secrets
+            .iter()
+            .filter(|s| s.origins.contains(&origin))
+            .collect();
+        let mut headers = HeaderMap::new();
         for (name, value) in &req.headers {
-            builder = builder.header(name, value);
-        }
-        for (header, value, hosts) in &self.secrets {
-            if hosts.contains(&authority) {
-                builder = builder.header(header, value);
+            let shown = name.escape_debug();
+            let header = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| self.invalid(format_args!("`{shown}` is not a header name")))?;
+            if HOST_HEADERS.contains(&header.as_str()) {
+                return Err(self.invalid(format_args!(
+                    "header `{shown}` is set by the host, not the plugin"
+                )));
             }
+            if let Some(s) = secrets.iter().find(|s| s.header == header) {
+                return Err(self.invalid(format_args!(
+                    "header `{shown}` carries the secret `{}` to {origin} and is set by the host",
+                    s.name
+                )));
+            }
+            let value = HeaderValue::from_bytes(value.as_bytes()).map_err(|_| {
+                self.invalid(format_args!(
+                    "the value of header `{shown}` holds a control character (CR, LF, NUL...)"
+                ))
+            })?;
+            headers.append(header, value);
         }
+        for s in secrets {
+            headers.insert(s.header.clone(), s.value.clone());
+        }
+        let client = if origin.is_cleartext() {
+            &clients.cleartext
+        } else {
+            &clients.tls
+        };
+        let mut builder = client.request(method, url).headers(headers).timeout(deadline);
         if let Some(body) = req.body {
             builder = builder.body(body);
         }
@@ -104,10 +259,8 @@ impl HttpGrant {
             .headers()
             .iter()
             .map(|(k, v)| {
-                (
-                    k.as_str().to_owned(),
-                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                )
+                let value = String::from_utf8_lossy(v.as_bytes());
+                (k.as_str().to_owned(), self.redactor.text(&value).into_owned())
             })
             .collect();
         let mut body = Vec::new();
@@ -117,6 +270,7 @@ impl HttpGrant {
             }
             body.extend_from_slice(&chunk);
         }
+        self.redactor.bytes(&mut body);
         Ok(Response {
             status,
             headers,

@@ -62,14 +62,27 @@ impl Runtime {
         let entries = std::fs::read_dir(dir)
             .map_err(|e| anyhow::anyhow!("cannot read the plugin directory {}: {e}", dir.display()))?;
         let mut candidates = Vec::new();
+        let mut report = LoadReport::default();
         for entry in entries {
             let path = entry?.path();
-            if path.extension().is_some_and(|e| e == "wasm") && path.is_file() {
-                let manifest = Manifest::read(&path.with_extension("toml"), self.settings_for(&path));
-                candidates.push(Candidate { path, manifest });
+            if path.extension().is_none_or(|e| e != "wasm") {
+                continue;
             }
+            // Named like a plugin but not one: said, as for any file that
+            // does not load, not skipped in silence.
+            if !path.is_file() {
+                let what = if path.is_dir() {
+                    "a directory"
+                } else {
+                    "not a regular file"
+                };
+                let message = format!("is {what}, not a plugin: a plugin is one .wasm file");
+                report.errors.push(LoadError { path, message });
+                continue;
+            }
+            let manifest = Manifest::read(&path.with_extension("toml"), self.settings_for(&path));
+            candidates.push(Candidate { path, manifest });
         }
-        let mut report = LoadReport::default();
         // A `[plugin.NAME]` that matches no file is most likely a typo, and
         // its settings (a grant, a limit) would silently not apply.
         for name in self.plugin_settings.keys() {
@@ -94,28 +107,25 @@ impl Runtime {
             key(a).cmp(&key(b))
         });
 
-        for candidate in candidates {
-            let path = candidate.path;
-            let manifest = match candidate.manifest {
-                Ok(m) if !m.enabled => {
-                    report.disabled.push(path);
-                    continue;
-                }
-                Ok(m) => m,
-                Err(message) => {
-                    report.errors.push(LoadError { path, message });
-                    continue;
-                }
+        // Loaded all at once (reading and compiling or mapping the code runs
+        // on blocking threads, one core each), registered in order.
+        let loads = candidates.into_iter().map(|candidate| async move {
+            let loaded = match candidate.manifest {
+                Ok(m) if !m.enabled => None,
+                Ok(m) => Some(self.load(&candidate.path, m).await),
+                Err(message) => Some(Err(message)),
             };
-            let name = plugin_name(&path);
-            if report.plugins.iter().any(|p| *p.name == *name) {
-                let message = format!("another file already loaded a plugin named `{name}`");
-                report.errors.push(LoadError { path, message });
-                continue;
-            }
-            match self.load(&path, manifest).await {
-                Ok(plugin) => report.plugins.push(Arc::new(plugin)),
-                Err(message) => report.errors.push(LoadError { path, message }),
+            (candidate.path, loaded)
+        });
+        for (path, loaded) in futures::future::join_all(loads).await {
+            match loaded {
+                None => report.disabled.push(path),
+                Some(Err(message)) => report.errors.push(LoadError { path, message }),
+                Some(Ok(plugin)) if report.plugins.iter().any(|p| p.name == plugin.name) => {
+                    let message = format!("another file already loaded a plugin named `{}`", plugin.name);
+                    report.errors.push(LoadError { path, message });
+                }
+                Some(Ok(plugin)) => report.plugins.push(Arc::new(plugin)),
             }
         }
         Ok(report)
@@ -142,18 +152,16 @@ impl Runtime {
 
     async fn load(&self, path: &Path, manifest: Manifest) -> Result<Plugin, String> {
         let start = Instant::now();
-        let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
-        check_header(&bytes)?;
+        let size = read_header(path)?;
         let limits = manifest
             .limits
-            .resolve(bytes.len())
+            .resolve(size)
             .map_err(|e| format!("manifest: {e}"))?;
 
-        // Compiling takes seconds for language runtimes: keep it off the
-        // async workers.
-        let (engine, cache, shared) = (self.engine.clone(), self.cache.clone(), Arc::new(bytes));
-        let bytes = shared.clone();
-        let loaded = tokio::task::spawn_blocking(move || cache.load(&engine, &shared))
+        // Reading and compiling take seconds for language runtimes: keep
+        // them off the async workers.
+        let (engine, cache, file) = (self.engine.clone(), self.cache.clone(), path.to_owned());
+        let loaded = tokio::task::spawn_blocking(move || cache.load_file(&engine, &file))
             .await
             .map_err(|e| format!("compilation crashed: {e}"))?
             .map_err(|e| format!("not a valid component: {e:#}"))?;
@@ -181,7 +189,7 @@ impl Runtime {
             .map_err(|e| format!("bad tool export: {e:#}"))?;
 
         let name = plugin_name(path);
-        let http = HttpGrant::new(&manifest.grants).map_err(|e| format!("manifest: {e}"))?;
+        let http = HttpGrant::new(name.clone(), &manifest.grants).map_err(|e| format!("manifest: {e}"))?;
         let identity = Arc::new(PluginIdentity {
             name: name.clone(),
             config_json: manifest.config_json(),
@@ -204,7 +212,7 @@ impl Runtime {
             worlds,
             categories: Vec::new(),
             tools: Vec::new(),
-            size_bytes: bytes.len(),
+            size_bytes: size,
             code_source: loaded.source,
             load_time: loaded.elapsed,
             imports,
@@ -236,6 +244,19 @@ fn plugin_name(path: &Path) -> Arc<str> {
         _ => &stem,
     };
     name.into()
+}
+
+/// Check the file's header (the rest is read only if its code is not
+/// cached) and return its size.
+fn read_header(path: &Path) -> Result<usize, String> {
+    use std::io::Read;
+    let cannot = |e: std::io::Error| format!("cannot read: {e}");
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let size = file.metadata().map_err(cannot)?.len();
+    let mut header = Vec::with_capacity(8);
+    file.take(8).read_to_end(&mut header).map_err(cannot)?;
+    check_header(&header)?;
+    Ok(usize::try_from(size).unwrap_or(usize::MAX))
 }
 
 fn check_header(bytes: &[u8]) -> Result<(), String> {

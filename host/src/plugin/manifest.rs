@@ -20,6 +20,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::engine::MAX_MEMORY_BYTES;
+use super::origin::Origin;
 
 /// Components larger than this are language runtimes (JavaScript, Python):
 /// they get more memory by default.
@@ -243,10 +244,10 @@ impl FailureSpec {
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Grants {
-    /// Hosts the plugin may reach through `toolhost:plugin/http`, exactly as
-    /// they appear in URLs (`api.github.com`, `localhost:8080`).
+    /// Origins the plugin may reach through `toolhost:plugin/http`:
+    /// `api.github.com` is https on 443; cleartext only as `http://...`.
     #[serde(default)]
-    pub http: Vec<String>,
+    pub http: Vec<Origin>,
     /// Secrets the host adds to requests, by name.
     #[serde(default)]
     pub secrets: BTreeMap<String, SecretGrant>,
@@ -264,8 +265,54 @@ pub struct SecretGrant {
     /// Prepended to the value, e.g. `"Bearer "`.
     #[serde(default)]
     pub prefix: String,
-    /// Hosts it is sent to; must be among the granted `http` hosts.
-    pub hosts: Vec<String>,
+    /// Origins it is sent to; each must be among the granted `http` ones.
+    pub hosts: Vec<Origin>,
+    /// Let `hosts` name `http://` origins on a loopback address (a local
+    /// test server or proxy). Without it a secret goes over https only,
+    /// and over cleartext to anything else never.
+    #[serde(default)]
+    pub allow_loopback_http: bool,
+}
+
+impl Grants {
+    /// A secret goes only to granted origins, and over cleartext only to a
+    /// loopback address whose secret says `allow_loopback_http`.
+    fn check(&self) -> Result<(), String> {
+        for (name, secret) in &self.secrets {
+            if name.is_empty()
+                || !name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            {
+                return Err(format!(
+                    "secret `{name}`: a secret's name is letters, digits, `-` and `_`"
+                ));
+            }
+            for origin in &secret.hosts {
+                if !self.http.contains(origin) {
+                    return Err(format!(
+                        "secret `{name}` is sent to `{origin}`, which is not in grants.http"
+                    ));
+                }
+                if !origin.is_cleartext() {
+                    continue;
+                }
+                if !origin.is_loopback() {
+                    return Err(format!(
+                        "secret `{name}` would go over cleartext to `{origin}`: a secret is sent \
+                         over http only to a loopback address (127.0.0.0/8, [::1])"
+                    ));
+                }
+                if !secret.allow_loopback_http {
+                    return Err(format!(
+                        "secret `{name}` would go over cleartext to `{origin}`: set \
+                         `allow_loopback_http = true` in [grants.secrets.{name}] to allow it"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Manifest {
@@ -288,13 +335,7 @@ impl Manifest {
                 .try_into()
                 .map_err(|e: toml::de::Error| format!("{source}: {}", e.message()))?;
         }
-        for (name, secret) in &manifest.grants.secrets {
-            if let Some(host) = secret.hosts.iter().find(|h| !manifest.grants.http.contains(h)) {
-                return Err(format!(
-                    "{source}: secret `{name}` is sent to `{host}`, which is not in grants.http"
-                ));
-            }
-        }
+        manifest.grants.check().map_err(|e| format!("{source}: {e}"))?;
         Ok(manifest)
     }
 
@@ -355,6 +396,41 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.contains("b.example"), "{err}");
+        // The same origin, written two ways.
+        parse(
+            "[grants]\nhttp = [\"https://a.example\"]\n[grants.secrets.t]\nenv = \"T\"\nheader = \"Authorization\"\nhosts = [\"a.example:443\"]\n",
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn secrets_go_over_cleartext_only_to_loopback_with_the_opt_in() {
+        let secret = |origin: &str, opt_in: bool| {
+            parse(&format!(
+                "[grants]\nhttp = [\"{origin}\"]\n[grants.secrets.t]\nenv = \"T\"\nheader = \"Authorization\"\n\
+                 hosts = [\"{origin}\"]\nallow_loopback_http = {opt_in}\n"
+            ))
+        };
+        let err = secret("http://127.0.0.1:8080", false).unwrap_err();
+        assert!(
+            err.contains("allow_loopback_http") && err.contains("http://127.0.0.1:8080"),
+            "{err}"
+        );
+        secret("http://127.0.0.1:8080", true).unwrap();
+        secret("http://[::1]:8080", true).unwrap();
+        for remote in ["http://example.com", "http://localhost:8080", "http://10.1.2.3"] {
+            let err = secret(remote, true).unwrap_err();
+            assert!(err.contains("loopback address"), "{err}");
+        }
+    }
+
+    #[test]
+    fn grants_are_origins() {
+        let err = parse("[grants]\nhttp = [\"*.github.com\"]\n").unwrap_err();
+        assert!(err.contains("wildcards") && err.contains("line 2"), "{err}");
+        let m = parse("[grants]\nhttp = [\"api.github.com\", \"http://127.0.0.1:9\"]\n").unwrap();
+        let origins: Vec<String> = m.grants.http.iter().map(ToString::to_string).collect();
+        assert_eq!(origins, ["https://api.github.com:443", "http://127.0.0.1:9"]);
     }
 
     #[test]

@@ -18,6 +18,8 @@ mod http;
 mod instance;
 mod loader;
 pub mod manifest;
+mod origin;
+mod redact;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -30,13 +32,14 @@ use wasmtime::component::Linker;
 
 pub use cache::CodeSource;
 pub use calls::{
-    AfterCallOverride, BeforeCallDecision, Content, Hooks, RenderOptions, ToolDefinition, ToolError,
+    AfterCallOverride, BeforeCallDecision, Content, Hooks, Image, RenderOptions, ToolDefinition, ToolError,
     ToolResult,
 };
 pub use health::Status;
 pub use host_api::{LogLevel, LogLine, LogSink, ProgressFn, tracing_sink};
 pub use loader::{LoadError, LoadReport};
 pub use manifest::{Limits, Manifest, Method, Policy};
+pub use origin::Origin;
 
 use host_api::HostState;
 use instance::Instances;
@@ -211,6 +214,8 @@ impl Plugin {
         self.categories.iter().any(|c| c == category)
     }
 
+    /// The host names (or addresses) of the origins the plugin may reach
+    /// over HTTP, without scheme or port, each once.
     pub fn http_hosts(&self) -> &[String] {
         self.instances.identity().http.hosts()
     }

@@ -1,0 +1,136 @@
+//! Secret values kept out of what a plugin hands on.
+//!
+//! The host injects a plugin's secrets into its requests; a server that
+//! echoes request headers hands them back. [`Redactor`] holds the values of
+//! one plugin's secrets and replaces each occurrence with
+//! `[redacted:NAME]`. It is applied once per boundary: to every response
+//! before the plugin sees it (`http`), and to what the plugin hands over,
+//! its results and refusals (`calls`) and its log lines (`host_api`), so a
+//! value the plugin came by some other way (a server that sends it back
+//! reversed or split) is caught on the way out. A secret written in the
+//! JSON text of a structured result is caught in its escaped form too.
+//!
+//! An encoding of the value (base64, hex) is not recognised: a plugin that
+//! never sees the value cannot encode it, and one that decodes it back is
+//! caught on the way out; only a server that sends the secret encoded to
+//! a plugin that passes it on encoded gets past, and that server is the
+//! one holding the secret anyway.
+
+use std::borrow::Cow;
+
+use aho_corasick::{AhoCorasick, MatchKind};
+
+use super::bindings::tool::{Content, ToolError, ToolResult};
+
+/// The secrets of one plugin, by value, and what replaces each.
+pub struct Redactor {
+    matcher: Option<AhoCorasick>,
+    /// By pattern index of `matcher`.
+    marks: Vec<String>,
+}
+
+impl Redactor {
+    /// Nothing to redact.
+    pub fn none() -> Self {
+        Self {
+            matcher: None,
+            marks: Vec::new(),
+        }
+    }
+
+    /// Redact each `(name, value)`; values must not be empty.
+    pub fn new<'a>(secrets: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        let (mut patterns, mut marks) = (Vec::new(), Vec::new());
+        for (name, value) in secrets {
+            debug_assert!(!value.is_empty(), "an empty secret would match everywhere");
+            let escaped = serde_json::to_string(value).expect("a string serialises");
+            let escaped = &escaped[1..escaped.len() - 1];
+            for form in [value, escaped] {
+                if !patterns.iter().any(|p: &String| p == form) {
+                    patterns.push(form.to_owned());
+                    marks.push(format!("[redacted:{name}]"));
+                }
+            }
+        }
+        if patterns.is_empty() {
+            return Self::none();
+        }
+        let matcher = AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(&patterns)
+            .expect("a few short literal patterns always build");
+        Self {
+            matcher: Some(matcher),
+            marks,
+        }
+    }
+
+    pub fn text<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        match &self.matcher {
+            Some(m) if m.is_match(text) => Cow::Owned(m.replace_all(text, self.marks.as_slice())),
+            _ => Cow::Borrowed(text),
+        }
+    }
+
+    pub fn string(&self, text: &mut String) {
+        if let Cow::Owned(clean) = self.text(text) {
+            *text = clean;
+        }
+    }
+
+    pub fn bytes(&self, bytes: &mut Vec<u8>) {
+        if let Some(m) = &self.matcher
+            && m.is_match(bytes.as_slice())
+        {
+            *bytes = m.replace_all_bytes(bytes, self.marks.as_slice());
+        }
+    }
+
+    pub fn content(&self, content: &mut [Content]) {
+        for block in content {
+            match block {
+                Content::Text(t) | Content::Json(t) => self.string(t),
+                Content::Image(i) => self.bytes(&mut i.data),
+            }
+        }
+    }
+
+    /// A tool's answer: its content and details, or its error message.
+    pub fn result(&self, result: &mut ToolResult) {
+        self.content(&mut result.content);
+        if let Some(details) = &mut result.details {
+            self.string(details);
+        }
+    }
+
+    pub fn tool_error(&self, error: &mut ToolError) {
+        match error {
+            ToolError::Failed(m) | ToolError::NotFound(m) | ToolError::InvalidArgs(m) => self.string(m),
+            ToolError::Cancelled => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_occurrence_of_every_form_is_replaced() {
+        let r = Redactor::new([("gh", "tok-1"), ("odd", "a\"b")]);
+        assert_eq!(r.text("x tok-1 y tok-1"), "x [redacted:gh] y [redacted:gh]");
+        assert_eq!(r.text(r#"{"v":"a\"b"}"#), r#"{"v":"[redacted:odd]"}"#);
+        assert_eq!(r.text("a\"b"), "[redacted:odd]");
+        let mut bytes = b"\x00tok-1\xff".to_vec();
+        r.bytes(&mut bytes);
+        assert_eq!(bytes, b"\x00[redacted:gh]\xff");
+        assert!(matches!(r.text("clean"), Cow::Borrowed(_)));
+        assert_eq!(Redactor::none().text("tok-1"), "tok-1");
+    }
+
+    #[test]
+    fn the_longest_secret_wins() {
+        let r = Redactor::new([("short", "abc"), ("long", "abcdef")]);
+        assert_eq!(r.text("abcdef abc"), "[redacted:long] [redacted:short]");
+    }
+}
