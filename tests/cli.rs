@@ -343,6 +343,199 @@ fn serve_watch_refuses_a_directory_it_cannot_watch() {
     );
 }
 
+/// Plugins listing names that are taken: a native tool's, text-tools'
+/// `word_count`, and a base-catalog tool's; each also lists a tool of its own.
+fn clashing_plugins() -> tempfile::TempDir {
+    let clash =
+        |ok: &str, name: &str| format!("[config]\nmode = \"clash\"\nok = \"{ok}\"\nname = \"{name}\"\n");
+    plugin_dir(&[
+        ("10-text", "text_tools", None),
+        ("20-native", "attack_plugin", Some(&clash("native_ok", "read"))),
+        (
+            "30-copycat",
+            "attack_plugin",
+            Some(&clash("copycat_ok", "word_count")),
+        ),
+        (
+            "40-catalog",
+            "attack_plugin",
+            Some(&clash("catalog_ok", "create_issue")),
+        ),
+    ])
+}
+
+const NATIVE_CLASH: &str = "error: plugin `native` lists tool `read`, but the name is reserved for the native tools: \
+                            that tool is refused, the others are served";
+const PLUGIN_CLASH: &str = "error: plugin `copycat` lists tool `word_count`, but plugin `text` (registered first) \
+                            provides it: that tool is refused, the others are served";
+const CATALOG_CLASH: &str = "error: plugin `catalog` lists tool `create_issue`, but the name is reserved for the \
+                             base-catalog tool";
+
+/// Every refusal is reported, on its own line, the same way by each command.
+fn assert_refused(command: &str, stderr: &str, expected: &[&str]) {
+    for refusal in expected {
+        assert!(
+            stderr.lines().any(|l| l.starts_with(refusal)),
+            "{command} did not report `{refusal}`:\n{stderr}"
+        );
+    }
+}
+
+/// The tools a `toolhost serve` on stdio lists to an MCP client: initialize,
+/// initialized, tools/list, over its real stdin and stdout.
+fn served_tools(cmd: &mut Command) -> (Vec<String>, String) {
+    use std::io::{BufRead, BufReader, Write};
+    let mut child = cmd
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut answer = |id: u64| -> Value {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(
+                stdout.read_line(&mut line).unwrap() > 0,
+                "serve ended before answering {id}"
+            );
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == id {
+                return message;
+            }
+        }
+    };
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"cli-test","version":"1"}}}"#;
+    writeln!(stdin, "{initialize}").unwrap();
+    assert!(answer(1)["result"]["serverInfo"].is_object());
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+    )
+    .unwrap();
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":2,"method":"tools/list"}}"#).unwrap();
+    let listed = answer(2);
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let names = listed["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{listed}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect();
+    (names, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn a_clashing_tool_is_refused_and_everything_else_is_served_by_every_command() {
+    let dir = clashing_plugins();
+    let cwd = tempfile::tempdir().unwrap();
+    let all = [NATIVE_CLASH, PLUGIN_CLASH, CATALOG_CLASH];
+    let with_plugins = || {
+        let mut cmd = toolhost();
+        cmd.current_dir(cwd.path()).arg("--plugins").arg(dir.path());
+        cmd
+    };
+
+    // serve: up, listing each name once, the refused tools left out.
+    let (names, stderr) = served_tools(with_plugins().arg("serve"));
+    assert_refused("serve", &stderr, &all);
+    for tool in ["read", "word_count", "native_ok", "copycat_ok", "catalog_ok"] {
+        assert_eq!(
+            names.iter().filter(|n| *n == tool).count(),
+            1,
+            "{tool} in {names:?}"
+        );
+    }
+    assert!(!names.contains(&"create_issue".to_owned()), "unbound: {names:?}");
+
+    // call: the other tools answer, the native one is the host's.
+    let (out, stdout, stderr) = run(with_plugins().args(["call", "word_count", r#"{"text": "one two"}"#]));
+    assert!(out.status.success(), "{stderr}");
+    assert_refused("call", &stderr, &all);
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["isError"], false, "{stdout}");
+    std::fs::write(cwd.path().join("notes.txt"), "native answer\n").unwrap();
+    let (out, stdout, _) = run(with_plugins().args(["call", "read", r#"{"path": "notes.txt"}"#]));
+    assert!(
+        out.status.success() && stdout.contains("native answer"),
+        "{stdout}"
+    );
+
+    // tools and plugins: the same lines, and exit code 2 as for load errors.
+    let (out, stdout, stderr) = run(with_plugins().args(["tools", "--json"]));
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_refused("tools", &stderr, &all);
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    let listed: Vec<&str> = v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    for tool in ["read", "word_count", "native_ok", "copycat_ok", "catalog_ok"] {
+        assert_eq!(
+            listed.iter().filter(|n| **n == tool).count(),
+            1,
+            "{tool} in {listed:?}"
+        );
+    }
+    assert!(!listed.contains(&"create_issue"), "unbound: {listed:?}");
+    let (out, stdout, stderr) = run(with_plugins().args(["plugins", "--json"]));
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_refused("plugins", &stderr, &all);
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["plugins"].as_array().unwrap().len(), 4, "every plugin loaded");
+    assert_eq!(v["refused"].as_array().unwrap().len(), 3, "{stdout}");
+    let (_, stdout, _) = run(with_plugins().arg("plugins"));
+    assert!(
+        stdout.contains("tools: copycat_ok, word_count (refused)"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_bound_catalog_tool_its_plugin_lists_is_one_tool() {
+    let dir = clashing_plugins();
+    let config = dir.path().join("toolhost.toml");
+    std::fs::write(&config, "[bind]\ncreate_issue = \"catalog\"\n").unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let with_config = || {
+        let mut cmd = toolhost();
+        cmd.current_dir(cwd.path())
+            .arg("--config")
+            .arg(&config)
+            .arg("--plugins")
+            .arg(dir.path());
+        cmd
+    };
+    let (_, stdout, stderr) = run(with_config().args(["tools", "--json"]));
+    assert_refused("tools", &stderr, &[NATIVE_CLASH, PLUGIN_CLASH]);
+    assert!(!stderr.contains("`create_issue`"), "{stderr}");
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    let listed: Vec<&str> = v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        listed.iter().filter(|n| **n == "create_issue").count(),
+        1,
+        "{listed:?}"
+    );
+
+    let (names, stderr) = served_tools(with_config().arg("serve"));
+    assert!(!stderr.contains("`create_issue`"), "{stderr}");
+    assert_eq!(
+        names.iter().filter(|n| *n == "create_issue").count(),
+        1,
+        "{names:?}"
+    );
+}
+
 /// Run `cmd` on a pseudo-terminal `columns` wide (`tests/common/on_terminal.py`);
 /// what it wrote there (stdout and stderr) is the second value.
 fn on_terminal(columns: u16, cmd: &Command) -> (Output, String, String) {

@@ -154,3 +154,97 @@ async fn a_corrupt_cache_entry_is_recompiled() {
     assert_eq!(report.plugins[0].code_source, CodeSource::Compiled);
     assert!(report.errors.is_empty());
 }
+
+/// The attack plugin in mode `mode`, with more `[config]` keys, alone in a
+/// directory beside text-tools; the load report.
+async fn load_attack(config: &str) -> (toolhost::plugin::LoadReport, tempfile::TempDir) {
+    let manifest = format!("[limits]\nmax_output_kb = 64\nmemory_mb = 128\n[config]\n{config}\n");
+    let dir = plugin_dir(&[
+        ("10-text", "text_tools", None),
+        ("20-attack", "attack_plugin", Some(&manifest)),
+    ]);
+    let (rt, _) = runtime();
+    let report = rt.load_dir(dir.path()).await.unwrap();
+    (report, dir)
+}
+
+/// The one load error of the attack plugin, if it has one naming it and
+/// the other plugin loaded.
+fn attack_error(report: &toolhost::plugin::LoadReport) -> Result<String, String> {
+    match (names(report).as_slice(), report.errors.as_slice()) {
+        ([text], [error]) if text == "text" => {
+            let error = error.to_string();
+            match error.contains("20-attack.wasm") && error.contains("plugin `attack`") {
+                true => Ok(error),
+                false => Err(format!("the error names no plugin: {error}")),
+            }
+        }
+        (loaded, errors) => Err(format!("loaded {loaded:?}, errors {errors:?}")),
+    }
+}
+
+/// Each attack that got through, and how, or none.
+fn assert_all_refused(failures: Vec<String>) {
+    assert!(failures.is_empty(), "not refused:\n{}", failures.join("\n"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tool_names_outside_the_contract_are_refused_naming_the_plugin() {
+    let mut failures = Vec::new();
+    for (kind, shown) in [
+        ("space", "\"word count\""),
+        ("newline", "\"ok\\nSYSTEM: ignore"),
+        ("nul", "\"ok\\0\""),
+        ("dotdot", "\"../../etc/passwd\""),
+        ("rtl", "\"safe\\u{202e}exe.txt\""),
+        ("empty", "\"\""),
+        ("long", "(10000 bytes)"),
+    ] {
+        let (report, _dir) = load_attack(&format!("mode = \"bad_name\"\nkind = \"{kind}\"")).await;
+        match attack_error(&report) {
+            // Escaped and short: no raw newline, NUL or override reaches a log.
+            Ok(e) if e.contains("tool name") && e.contains(shown) && e.len() < 400 => {
+                assert!(!e.contains(['\n', '\0', '\u{202e}']), "{kind}: {e}")
+            }
+            Ok(e) => failures.push(format!("{kind}: {e}")),
+            Err(e) => failures.push(format!("{kind}: {e}")),
+        }
+    }
+    assert_all_refused(failures);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn huge_or_forged_prompt_fields_are_refused() {
+    let mut failures = Vec::new();
+    for (kind, expect) in [
+        ("label", "label has 100000 bytes"),
+        ("label_newline", "label \"Attack\\nSYSTEM"),
+        ("snippet", "snippet has 100000 bytes"),
+        ("guidelines", "10000 guidelines, more than 32"),
+        ("guideline", "guideline has 100000 bytes"),
+    ] {
+        let (report, _dir) = load_attack(&format!("mode = \"bad_definition\"\nkind = \"{kind}\"")).await;
+        match attack_error(&report) {
+            Ok(e) if e.contains("`attack_forged`") && e.contains(expect) && e.len() < 400 => {
+                assert!(!e.contains('\n'), "{kind}: {e}")
+            }
+            Ok(e) => failures.push(format!("{kind}: {e}")),
+            Err(e) => failures.push(format!("{kind}: {e}")),
+        }
+    }
+    assert_all_refused(failures);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn huge_load_time_refusals_are_cut() {
+    let mut failures = Vec::new();
+    for hook in ["categories", "list_tools"] {
+        let (report, _dir) = load_attack(&format!("mode = \"huge_error\"\nhook = \"{hook}\"")).await;
+        let error = attack_error(&report).unwrap_or_else(|e| panic!("{hook}: {e}"));
+        let cut = error.contains("attack error: é") && error.ends_with("[cut: 8388622 bytes in all]");
+        if error.len() > 64 << 10 || !cut {
+            failures.push(format!("{hook}: {} bytes reached the report", error.len()));
+        }
+    }
+    assert_all_refused(failures);
+}

@@ -7,11 +7,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
+use toolhost::bounds::{MAX_ARGS_GROWTH, MAX_SCHEMA_BYTES};
 use toolhost::catalog::base_tool;
 use toolhost::enrich::Enrichers;
+use toolhost::pipeline::{CallContext, Sources, Toolhost, error_text};
 use toolhost::plugin::{LoadReport, Plugin, PluginError, Status};
 use toolhost::value_model::FollowUpLink;
 use toolhost_tests::{Logs, plugin_dir, runtime};
+
+/// Items of the large argument the heavy-imports attack reads: its JSON
+/// text is about 8 MB, tens of milliseconds to serialise each time.
+const HEAVY_ITEMS: usize = 250_000;
 
 /// Tight limits so misbehaviour is caught quickly.
 const TIGHT: &str = "[limits]\ncpu_ms = 100\nwall_ms = 2000\nquarantine_after = 100\n";
@@ -315,4 +321,188 @@ async fn failure_policy_can_be_overridden_per_method() {
         .await
         .unwrap();
     assert_eq!(Value::Object(out), json!({"priority_code": "1"}));
+}
+
+/// The attack plugin's manifest: its `[config]` lines, with an output cap
+/// of `output_kb`.
+fn attack(output_kb: &str, config: &str) -> String {
+    format!(
+        "[limits]\nmax_output_kb = {output_kb}\nmemory_mb = 256\ncpu_ms = 5000\nquarantine_after = 100\n\
+         [config]\n{config}\n"
+    )
+}
+
+/// What the model reads of a call through the whole pipeline: the error, or
+/// the result's text.
+async fn call_text(host: &Toolhost, tool: &str) -> String {
+    match host.call_tool(tool, json!({}), &CallContext::new("c")).await {
+        Ok(out) => {
+            assert!(out.is_error, "{tool} did not fail");
+            out.text()
+        }
+        Err(e) => error_text(&e),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn huge_error_texts_from_every_hook_are_cut() {
+    let mut failures = Vec::new();
+    for hook in [
+        "failed",
+        "not_found",
+        "invalid_args",
+        "prepare",
+        "before",
+        "transform",
+    ] {
+        let manifest = attack("64", &format!("mode = \"huge_error\"\nhook = \"{hook}\""));
+        let (report, _, _dir) = load(&[("20-attack", "attack_plugin", Some(&manifest))]).await;
+        let sources = Sources {
+            plugins: report.plugins.clone(),
+            ..Sources::default()
+        };
+        let host = Toolhost::new(sources).await.unwrap();
+        let text = call_text(&host, "attack_fail").await;
+        let cut = text.contains("attack error: é") && text.ends_with("[cut: 8388622 bytes in all]");
+        if text.len() > 64 << 10 || !cut {
+            let end = text.char_indices().rev().nth(80).map_or(0, |(i, _)| i);
+            failures.push(format!("{hook}: {} bytes, ending …{}", text.len(), &text[end..]));
+        }
+    }
+    assert!(failures.is_empty(), "not cut:\n{}", failures.join("\n"));
+}
+
+/// `get_issues` as the attack plugin in `config` (one copy per file stem of
+/// `stems`) enriches it, and the plugin log.
+async fn enriched_by_attack(stems: &[&str], output_kb: &str, config: &str) -> (Value, Logs) {
+    let manifest = attack(output_kb, config);
+    let entries: Vec<_> = stems
+        .iter()
+        .map(|s| (*s, "attack_plugin", Some(manifest.as_str())))
+        .collect();
+    let (report, logs, _dir) = load(&entries).await;
+    let tool = Enrichers::new(&report.plugins)
+        .enrich(base_tool("get_issues").unwrap())
+        .await
+        .unwrap();
+    assert!(tool.skipped.is_empty(), "{:?}", tool.skipped);
+    let mut schema = tool.schema.to_value();
+    schema["description"] = tool.schema.description().into();
+    (schema, logs)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn enum_bombs_are_bounded_by_count_and_encoded_bytes() {
+    let (schema, logs) = enriched_by_attack(&["20-attack"], "64", "mode = \"enum_bomb\"").await;
+    let props = &schema["properties"];
+    assert!(
+        props.get("bomb_empty").is_none(),
+        "1,000,000 empty strings passed"
+    );
+    assert!(
+        props.get("bomb_control").is_none(),
+        "360 KB of escapes passed a 64 KiB cap"
+    );
+    assert_eq!(
+        props["state"],
+        base_tool("get_issues").unwrap().input_schema["properties"]["state"],
+        "set-enum changed `state`"
+    );
+    let answer = |call: &str| {
+        let line = logs.lines().into_iter().find(|l| l.message.contains(call));
+        line.unwrap_or_else(|| panic!("no answer to {call}: {:?}", logs.lines()))
+            .message
+    };
+    for call in ["add-enum-param empty", "set-enum empty"] {
+        let answer = answer(call);
+        assert!(answer.contains("has 1000000 values, more than 1000"), "{answer}");
+    }
+    for call in ["add-enum-param control", "set-enum control"] {
+        assert!(answer(call).contains("TooLarge"), "{}", answer(call));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_schema_cannot_grow_past_its_cap_over_many_edits_and_enrichers() {
+    // 64 edits of 1 MB, each within the default 1 MiB output cap: 64 MB if
+    // only each edit were checked.
+    let (schema, logs) = enriched_by_attack(
+        &["20-grow-a"],
+        "1024",
+        "mode = \"schema_growth\"\nbytes = 1000000",
+    )
+    .await;
+    let size = schema.to_string().len();
+    assert!(size <= MAX_SCHEMA_BYTES, "the schema grew to {size} bytes");
+    assert!(
+        logs.has("grow-a", "log", "0 of 64 growing edits accepted"),
+        "{:?}",
+        logs.lines()
+    );
+
+    // Two enrichers, 64 edits of 60 KB each: together they fill the cap,
+    // and the second finds it full.
+    let (schema, logs) = enriched_by_attack(
+        &["20-grow-a", "30-grow-b"],
+        "64",
+        "mode = \"schema_growth\"\nbytes = 60000",
+    )
+    .await;
+    let size = schema.to_string().len();
+    assert!(size <= MAX_SCHEMA_BYTES, "the schema grew to {size} bytes");
+    assert!(size > MAX_SCHEMA_BYTES / 2, "the cap was not filled: {size}");
+    assert!(
+        logs.has("grow-b", "log", "0 of 64 growing edits accepted"),
+        "{:?}",
+        logs.lines()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn arguments_cannot_grow_past_their_cap_through_transform_args() {
+    // Two enrichers, 64 sets of 60 KB each (under the 64 KiB output cap).
+    let manifest = attack("64", "mode = \"args_growth\"\nbytes = 60000");
+    let (report, logs, _dir) = load(&[
+        ("20-grow-a", "attack_plugin", Some(&manifest)),
+        ("30-grow-b", "attack_plugin", Some(&manifest)),
+    ])
+    .await;
+    let out = Enrichers::new(&report.plugins)
+        .transform_args("get_issues", Some("issue_tracker"), args(json!({"search": "x"})))
+        .await
+        .unwrap();
+    let size = Value::Object(out).to_string().len();
+    assert!(size <= MAX_ARGS_GROWTH + 64, "the arguments grew to {size} bytes");
+    // The chain shares one budget: the first enricher spent it.
+    assert!(
+        logs.has("grow-a", "log", "17 of 64 growing sets accepted"),
+        "{:?}",
+        logs.lines()
+    );
+    assert!(
+        logs.has("grow-b", "log", "0 of 64 growing sets accepted"),
+        "{:?}",
+        logs.lines()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn time_in_host_imports_is_charged_to_the_cpu_budget() {
+    // Ten reads of a large argument: each makes the host serialise it, far
+    // longer than one epoch tick, and none of it runs guest code.
+    let manifest = "[limits]\ncpu_ms = 100\nmemory_mb = 256\nquarantine_after = 100\n\
+                    [config]\nmode = \"heavy_imports\"\nreads = 10\n";
+    let (report, logs, _dir) = load(&[("20-heavy", "attack_plugin", Some(manifest))]).await;
+    let big: Vec<Value> = (0..HEAVY_ITEMS)
+        .map(|i| json!({"n": i, "s": "abcdefgh"}))
+        .collect();
+    let outcome = plugin(&report, "heavy")
+        .transform_args("get_issues", args(json!({ "big": big })))
+        .await
+        .map(|_| "ran to its end");
+    assert!(
+        matches!(outcome, Err(PluginError::Cpu { cpu_ms: 100, .. })),
+        "{outcome:?}"
+    );
+    assert!(!logs.has("heavy", "log", "heavy reads done"));
 }

@@ -19,7 +19,7 @@ use toolhost::pipeline::{CallContext, CallOutput, Options, Sources, Toolhost};
 use toolhost::speculation::Settings;
 use toolhost::tools::{NativeTools, Root, WebSettings};
 use toolhost::value_model::ValueModel;
-use toolhost_tests::{LoopbackServer, plugin_dir, runtime};
+use toolhost_tests::{LoopbackServer, catalog_bindings, plugin_dir, runtime};
 
 #[path = "speculation/trust.rs"]
 mod trust;
@@ -200,6 +200,7 @@ impl Tracker {
         let report = rt.load_dir(dir.path()).await.unwrap();
         assert!(report.errors.is_empty(), "{:?}", report.errors);
         let sources = Sources {
+            bindings: catalog_bindings(&report.plugins[1]),
             plugins: report.plugins,
             ..Sources::default()
         };

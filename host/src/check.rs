@@ -409,20 +409,6 @@ async fn check_tools(plugin: &Plugin, f: &mut Findings) {
             Ok(_) => f.add(format!("schema {}", tool.name), Verdict::Pass, "valid", None),
             Err(e) => f.add(format!("schema {}", tool.name), Verdict::Fail, e, None),
         }
-        let valid_name = !tool.name.is_empty()
-            && tool.name.len() <= 64
-            && tool
-                .name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-        if !valid_name {
-            f.add(
-                format!("name {}", tool.name),
-                Verdict::Fail,
-                "tool names must be 1 to 64 of [A-Za-z0-9_-]",
-                None,
-            );
-        }
         if tool.hooks.contains(crate::plugin::Hooks::RENDER_CALL) {
             let start = Instant::now();
             match plugin.render_call(&tool.name, &json!({}), 80).await {

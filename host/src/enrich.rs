@@ -26,6 +26,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::bounds;
 use crate::catalog::{ToolMeta, ToolSpec, base_side_effect};
 use crate::plugin::{Method, Plugin, PluginError, Policy};
 use crate::schema::{Change, ToolSchema};
@@ -178,19 +179,23 @@ impl Enrichers {
         listing
     }
 
-    /// Run the transform-args chain for one call.
+    /// Run the transform-args chain for one call. The enrichers of the
+    /// chain share one budget of bytes to write into the arguments
+    /// ([`bounds::MAX_ARGS_GROWTH`]), so together they cannot grow them
+    /// past it.
     pub async fn transform_args(
         &self,
         tool: &str,
         category: Option<&str>,
         mut args: Map<String, Value>,
     ) -> Result<Map<String, Value>, PluginError> {
+        let mut room = bounds::MAX_ARGS_GROWTH;
         for plugin in self.for_category(category) {
             let open = plugin.policy(Method::TransformArgs) == Policy::Open;
             // Keep a copy only when a failure must be rolled back.
             let before = open.then(|| args.clone());
-            match plugin.transform_args(tool, args).await {
-                Ok(next) => args = next,
+            match plugin.transform_args_within(tool, args, room).await {
+                Ok((next, left)) => (args, room) = (next, left),
                 Err(e @ PluginError::Rejected { .. }) => return Err(e),
                 Err(e) => match before {
                     Some(before) => {

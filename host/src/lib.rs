@@ -2,6 +2,8 @@
 //! sandboxed WebAssembly components.
 //!
 //! - [`plugin`]: the WASM runtime: loading, sandboxing, calling plugins.
+//! - [`bounds`]: every cap on what a plugin hands the host, in one place.
+//! - [`ownership`]: who serves a tool name when sources clash.
 //! - [`schema`]: tool schemas and arguments as the host owns them, and the
 //!   checked edits plugins make.
 //! - [`enrich`]: the enricher chain (listing, provenance, argument transforms,
@@ -32,6 +34,7 @@
 
 pub mod atomic_file;
 pub mod auth;
+pub mod bounds;
 pub mod catalog;
 pub mod check;
 pub mod client_log;
@@ -42,6 +45,7 @@ pub mod expect;
 mod fuzzing;
 pub mod http_client;
 pub mod mcp;
+pub mod ownership;
 pub mod pipeline;
 pub mod plugin;
 pub mod prompt;

@@ -13,6 +13,7 @@ use toolhost::client_log::ClientLog;
 use toolhost::config::Config;
 use toolhost::enrich::{EnrichedTool, Enrichers, Listing, Owner};
 use toolhost::expect::Expectations;
+use toolhost::ownership::{self, Refusal};
 use toolhost::pipeline::Toolhost;
 use toolhost::plugin::{LoadReport, Runtime, RuntimeOptions, tracing_sink};
 use toolhost::setup;
@@ -198,8 +199,17 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                     LoadReport::default()
                 }
             };
-            print_plugins(plugin_dir.as_deref(), &report, json)?;
-            Ok(exit_for(&report.errors))
+            // Reported as `serve`, `call` and `tools` report them.
+            let refused = ownership::plugin_refusals(&report.plugins, &config.bind);
+            for refusal in &refused {
+                eprintln!("error: {refusal}");
+            }
+            print_plugins(plugin_dir.as_deref(), &report, &refused, json)?;
+            Ok(if refused.is_empty() {
+                exit_for(&report.errors)
+            } else {
+                exit_for(&refused)
+            })
         }
         Command::Tools { json, all, explain } => {
             let (host, errors) = setup::build(&runtime, &config, plugin_dir.as_deref()).await?;
@@ -238,7 +248,7 @@ fn exit_for<E>(errors: &[E]) -> ExitCode {
     }
 }
 
-fn print_plugins(dir: Option<&Path>, report: &LoadReport, as_json: bool) -> Result<()> {
+fn print_plugins(dir: Option<&Path>, report: &LoadReport, refused: &[Refusal], as_json: bool) -> Result<()> {
     let mut out = std::io::stdout().lock();
     if as_json {
         let plugins: Vec<_> = report
@@ -255,7 +265,7 @@ fn print_plugins(dir: Option<&Path>, report: &LoadReport, as_json: bool) -> Resu
             })
             .collect();
         let value = json!({"directory": dir, "plugins": plugins, "errors": report.errors,
-                           "disabled": report.disabled});
+                           "refused": refused, "disabled": report.disabled});
         writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
         return Ok(());
     }
@@ -280,15 +290,18 @@ fn print_plugins(dir: Option<&Path>, report: &LoadReport, as_json: bool) -> Resu
             writeln!(out, "    categories: {}", p.categories.join(", "))?;
         }
         if !p.tools.is_empty() {
-            writeln!(
-                out,
-                "    tools: {}",
-                p.tools
-                    .iter()
-                    .map(|t| t.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )?;
+            let source = format!("plugin `{}`", p.name);
+            let names: Vec<String> = p
+                .tools
+                .iter()
+                .map(
+                    |t| match refused.iter().any(|r| r.tool == t.name && r.source == source) {
+                        true => format!("{} (refused)", t.name),
+                        false => t.name.clone(),
+                    },
+                )
+                .collect();
+            writeln!(out, "    tools: {}", names.join(", "))?;
         }
         writeln!(
             out,

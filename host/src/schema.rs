@@ -7,11 +7,20 @@
 //! property schema is a JSON object; enums are non-empty), and the journal of
 //! who changed what. It does not own the WASM plumbing (see
 //! `plugin::host_api`) nor the order plugins run in (see `enrich`).
+//!
+//! Sizes are bounded three ways (values in `bounds`): each value a plugin
+//! sends, by its output cap; a tool's whole schema, by
+//! [`MAX_SCHEMA_BYTES`] over every edit of every enricher (each edit is
+//! measured against the schema as it stands, and one that would grow it
+//! past the cap is undone and refused); and what the plugins of one call
+//! write into its arguments, by the room an [`ArgsEdit`] is lent with.
 
 use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
+
+use crate::bounds::{MAX_ARGS_GROWTH, MAX_ENUM_VALUES, MAX_PROPERTIES, MAX_PROPERTY_NAME, MAX_SCHEMA_BYTES};
 
 /// Why an edit was refused. Mirrors the WIT `edit-error` variant.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -27,11 +36,6 @@ pub enum EditError {
     #[error("this handle is read-only")]
     ReadOnly,
 }
-
-/// Longest property name accepted; model APIs reject longer tool parameters.
-const MAX_NAME_LEN: usize = 64;
-/// Most properties a schema may have after a plugin's edits.
-const MAX_PROPERTIES: usize = 512;
 
 /// A tool's input schema: a JSON object with `type: object`, `properties`
 /// and `required`, plus the tool's description.
@@ -233,6 +237,25 @@ impl ToolSchema {
         Ok(())
     }
 
+    /// Put property `name` back as it was (`None`: absent), undoing an edit.
+    fn restore(&mut self, name: &str, old: Option<Value>) {
+        let props = self.properties_mut();
+        match old {
+            // An existing key keeps its place.
+            Some(value) => {
+                props.insert(name.to_owned(), value);
+            }
+            None => {
+                props.shift_remove(name);
+            }
+        }
+    }
+
+    /// The schema's size as JSON text, its description included.
+    pub fn encoded_len(&self) -> usize {
+        encoded_len(&self.object) + encoded_len(&self.description)
+    }
+
     fn property_object_mut(&mut self, name: &str) -> Result<&mut Map<String, Value>, EditError> {
         self.properties_mut()
             .get_mut(name)
@@ -253,7 +276,7 @@ impl ToolSchema {
 
 fn check_name(name: &str) -> Result<(), EditError> {
     let ok = !name.is_empty()
-        && name.len() <= MAX_NAME_LEN
+        && name.len() <= MAX_PROPERTY_NAME
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
@@ -261,7 +284,7 @@ fn check_name(name: &str) -> Result<(), EditError> {
         Ok(())
     } else {
         Err(EditError::InvalidSchema(format!(
-            "property name `{name}` must be 1 to {MAX_NAME_LEN} characters of [A-Za-z0-9_.-]"
+            "property name `{name}` must be 1 to {MAX_PROPERTY_NAME} characters of [A-Za-z0-9_.-]"
         )))
     }
 }
@@ -270,7 +293,35 @@ fn check_enum(name: &str, values: &[String]) -> Result<(), EditError> {
     if values.is_empty() {
         return Err(EditError::InvalidSchema(format!("enum for `{name}` is empty")));
     }
+    if values.len() > MAX_ENUM_VALUES {
+        return Err(EditError::InvalidSchema(format!(
+            "enum for `{name}` has {} values, more than {MAX_ENUM_VALUES}",
+            values.len()
+        )));
+    }
     Ok(())
+}
+
+/// The length of `value` as compact JSON, without building the text.
+fn encoded_len(value: &impl Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    serde_json::to_writer(&mut count, value).expect("a JSON value always serialises");
+    count.0
+}
+
+/// What one property adds to its schema's JSON text: `"name":value,`.
+fn entry_len(name: &str, value: &Value) -> usize {
+    encoded_len(&name) + 2 + encoded_len(value)
 }
 
 /// The checks a property schema must pass: an object whose `type` (if any)
@@ -335,16 +386,47 @@ pub struct SchemaEdit {
     pub changes: Vec<Change>,
     plugin: Arc<str>,
     max_value_bytes: usize,
+    /// The schema's encoded size, kept up to date by every edit.
+    size: usize,
 }
 
 impl SchemaEdit {
     pub fn new(schema: ToolSchema, plugin: Arc<str>, max_value_bytes: usize) -> Self {
+        let size = schema.encoded_len();
         Self {
             schema,
             changes: Vec::new(),
             plugin,
             max_value_bytes,
+            size,
         }
+    }
+
+    /// Apply `edit` to property `name` and account for its size: an edit
+    /// that grows the schema past [`MAX_SCHEMA_BYTES`] is undone and
+    /// refused (one that shrinks it is always let through).
+    fn grow<T>(
+        &mut self,
+        name: &str,
+        edit: impl FnOnce(&mut ToolSchema) -> Result<T, EditError>,
+    ) -> Result<T, EditError> {
+        let old = self.schema.property(name).cloned();
+        let before = old.as_ref().map_or(0, |v| entry_len(name, v));
+        let out = edit(&mut self.schema)?;
+        let after = self.schema.property(name).map_or(0, |v| entry_len(name, v));
+        let size = (self.size + after).saturating_sub(before);
+        if after > before && size > MAX_SCHEMA_BYTES {
+            self.schema.restore(name, old);
+            return Err(EditError::TooLarge(size as u64));
+        }
+        self.size = size;
+        Ok(out)
+    }
+
+    /// Values of an enum: bounded in count, then in encoded bytes.
+    fn check_enum_size(&self, name: &str, values: &[String]) -> Result<(), EditError> {
+        check_enum(name, values)?;
+        self.check_size(encoded_len(&values))
     }
 
     fn record(&mut self, property: Option<&str>, action: Action) {
@@ -365,6 +447,12 @@ impl SchemaEdit {
 
     pub fn set_tool_description(&mut self, description: String) -> Result<(), EditError> {
         self.check_size(description.len())?;
+        let size =
+            (self.size + encoded_len(&description)).saturating_sub(encoded_len(&self.schema.description));
+        if size > self.size && size > MAX_SCHEMA_BYTES {
+            return Err(EditError::TooLarge(size as u64));
+        }
+        self.size = size;
         self.schema.set_description(description);
         self.record(None, Action::SetDescription);
         Ok(())
@@ -373,7 +461,7 @@ impl SchemaEdit {
     pub fn set_property(&mut self, name: &str, schema_json: &str) -> Result<bool, EditError> {
         self.check_size(schema_json.len())?;
         let value = parse_json(schema_json)?;
-        let replaced = self.schema.set_property(name, value)?;
+        let replaced = self.grow(name, |s| s.set_property(name, value))?;
         self.record(
             Some(name),
             if replaced { Action::Replaced } else { Action::Added },
@@ -389,6 +477,11 @@ impl SchemaEdit {
                 existing.push(name.clone());
             }
         }
+        let freed: usize = existing
+            .iter()
+            .filter_map(|n| self.schema.property(n).map(|v| entry_len(n, v)))
+            .sum();
+        self.size = self.size.saturating_sub(freed);
         let removed = self.schema.remove_params(names);
         for name in existing {
             self.record(Some(&name), Action::Removed);
@@ -410,8 +503,8 @@ impl SchemaEdit {
     }
 
     pub fn set_enum(&mut self, name: &str, values: Vec<String>) -> Result<(), EditError> {
-        self.check_size(values.iter().map(String::len).sum())?;
-        self.schema.set_enum(name, values)?;
+        self.check_enum_size(name, &values)?;
+        self.grow(name, |s| s.set_enum(name, values))?;
         self.record(Some(name), Action::SetEnum);
         Ok(())
     }
@@ -422,23 +515,25 @@ impl SchemaEdit {
         description: String,
         values: Vec<String>,
     ) -> Result<(), EditError> {
-        self.check_size(description.len() + values.iter().map(String::len).sum::<usize>())?;
+        self.check_enum_size(name, &values)?;
+        self.check_size(description.len() + encoded_len(&values))?;
         let existed = self.schema.property(name).is_some();
-        self.schema.add_enum_param(name, description, values)?;
+        self.grow(name, |s| s.add_enum_param(name, description, values))?;
         self.record(Some(name), if existed { Action::Replaced } else { Action::Added });
         Ok(())
     }
 
     pub fn set_description(&mut self, name: &str, description: String) -> Result<(), EditError> {
         self.check_size(description.len())?;
-        self.schema.set_property_description(name, description)?;
+        self.grow(name, |s| s.set_property_description(name, description))?;
         self.record(Some(name), Action::SetDescription);
         Ok(())
     }
 
     pub fn set_default(&mut self, name: &str, value_json: &str) -> Result<(), EditError> {
         self.check_size(value_json.len())?;
-        self.schema.set_default(name, parse_json(value_json)?)?;
+        let value = parse_json(value_json)?;
+        self.grow(name, |s| s.set_default(name, value))?;
         self.record(Some(name), Action::SetDefault);
         Ok(())
     }
@@ -450,6 +545,9 @@ pub struct ArgsEdit {
     pub args: Map<String, Value>,
     read_only: bool,
     max_value_bytes: usize,
+    /// Bytes (keys and values) the plugin may still write: the arguments
+    /// never grow by more than this, however many `set`s it makes.
+    room: usize,
 }
 
 impl ArgsEdit {
@@ -458,7 +556,20 @@ impl ArgsEdit {
             args,
             read_only,
             max_value_bytes,
+            room: MAX_ARGS_GROWTH,
         }
+    }
+
+    /// The same, with only `room` bytes to write (what the plugins before
+    /// it in a chain left).
+    pub fn within(mut self, room: usize) -> Self {
+        self.room = room;
+        self
+    }
+
+    /// Bytes the plugin may still write.
+    pub fn room(&self) -> usize {
+        self.room
     }
 
     pub fn get(&self, key: &str) -> Option<String> {
@@ -475,6 +586,10 @@ impl ArgsEdit {
         if value_json.len() > self.max_value_bytes {
             return Err(EditError::TooLarge(value_json.len() as u64));
         }
+        let written = key.len() + value_json.len();
+        if written > self.room {
+            return Err(EditError::TooLarge(written as u64));
+        }
         // Length first: the key is hashed only when the object is full.
         if self.args.len() >= MAX_PROPERTIES && !self.args.contains_key(&key) {
             return Err(EditError::InvalidSchema(format!(
@@ -482,6 +597,7 @@ impl ArgsEdit {
             )));
         }
         self.args.insert(key, parse_json(value_json)?);
+        self.room -= written;
         Ok(())
     }
 

@@ -8,9 +8,10 @@
 //! directory is found (`./plugins`, else `build/plugins` of the source tree
 //! the binary was built in).
 //!
-//! A plugin that does not load and an upstream server that cannot be
-//! started or reached are reported by name and left out; the rest is
-//! served (a binding to what was left out is still an error).
+//! A plugin that does not load, an upstream server that cannot be started
+//! or reached, and a tool whose name another source owns (see `ownership`)
+//! are reported by name and left out; the rest is served (a binding to
+//! what was left out is still an error).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -82,5 +83,7 @@ pub async fn build(
         value_models: config.tools.clone(),
         speculation: config.speculation.clone(),
     };
-    Ok((Toolhost::with_options(sources, options).await?, errors))
+    let host = Toolhost::with_options(sources, options).await?;
+    errors.extend(host.refusals().iter().map(ToString::to_string));
+    Ok((host, errors))
 }

@@ -8,7 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use toolhost::plugin::{LogLine, Runtime, RuntimeOptions};
+use toolhost::catalog::base_tool;
+use toolhost::plugin::{LogLine, Plugin, Runtime, RuntimeOptions};
 
 pub mod load;
 
@@ -41,6 +42,17 @@ pub fn plugin_dir(entries: &[(&str, &str, Option<&str>)]) -> tempfile::TempDir {
         }
     }
     dir
+}
+
+/// `[bind]` of every base-catalog tool `plugin` lists to it: a catalog name
+/// is served only through a binding (see `toolhost::ownership`).
+pub fn catalog_bindings(plugin: &Plugin) -> std::collections::BTreeMap<String, String> {
+    plugin
+        .tools
+        .iter()
+        .filter(|t| base_tool(&t.name).is_some())
+        .map(|t| (t.name.clone(), plugin.name.to_string()))
+        .collect()
 }
 
 /// Plugin log lines captured by a test runtime.

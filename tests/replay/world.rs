@@ -22,7 +22,7 @@ use toolhost::pipeline::{Options, Sources, Toolhost};
 use toolhost::speculation::Settings;
 use toolhost::tools::{NativeTools, Root, WebSettings};
 use toolhost::value_model::ValueModel;
-use toolhost_tests::{LoopbackServer, SeenRequest, plugin_dir, runtime};
+use toolhost_tests::{LoopbackServer, SeenRequest, catalog_bindings, plugin_dir, runtime};
 
 /// Files per session, and words that several of them contain (grep
 /// patterns with three or more matching files).
@@ -151,8 +151,10 @@ impl World {
                 calls.fetch_add(1, Ordering::Relaxed);
                 native_latency(tool, args, scale)
             }));
+        let tracker = report.plugins.iter().find(|p| &*p.name == "tracker");
         let sources = Sources {
             native: Some(Arc::new(native)),
+            bindings: tracker.map(|p| catalog_bindings(p)).unwrap_or_default(),
             plugins: report.plugins,
             ..Sources::default()
         };

@@ -18,9 +18,14 @@
 //! is per catalog: the rebuilt one starts with an empty cache, and the
 //! old one's prefetches are cancelled and its results never served, so
 //! nothing computed against the old tool set reaches a call; what it
-//! learned (fan-out) and counted carries over. A rebuild that fails (two
-//! sources now name the same tool) keeps the previous catalog and logs
+//! learned (fan-out) and counted carries over. A rebuild that fails (a
+//! `[bind]` whose backend is gone) keeps the previous catalog and logs
 //! why. [`Toolhost::subscribe`] marks each rebuild for the MCP front.
+//!
+//! Two sources naming one tool never fail a build: the `ownership` rule
+//! gives the name to one (native and base-catalog names are reserved,
+//! otherwise the first registered wins) and the other's tool is refused,
+//! with a [`Refusal`] kept beside the catalog ([`Toolhost::refusals`]).
 //!
 //! A call runs: resolve → prepare-arguments (tool plugins) → coerce and
 //! validate against the enriched schema → before-call → the enrichers'
@@ -66,6 +71,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{Annotations, ToolMeta, ToolSpec, base_catalog, base_tool};
 use crate::enrich::{Enrichers, Hidden, Listing, Owner};
+use crate::ownership::{Claim, Names, Refusal};
 use crate::plugin::{
     BeforeCallDecision, Content, Hooks, Plugin, ProgressFn, ToolDefinition, ToolError, ToolResult,
 };
@@ -154,12 +160,6 @@ pub struct Options {
 /// A catalog that cannot be built.
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
-    #[error("tool `{name}` is provided by both {first} and {second}")]
-    Duplicate {
-        name: String,
-        first: String,
-        second: String,
-    },
     #[error("binding of `{tool}`: no base-catalog tool has that name")]
     UnknownCatalogTool { tool: String },
     #[error("binding of `{tool}`: `{backend}` is neither a loaded tool plugin nor an upstream server")]
@@ -174,16 +174,6 @@ enum Backend {
     Plugin(Arc<Plugin>, Hooks),
     /// The server and the tool's name there.
     Upstream(Arc<Upstream>, String),
-}
-
-impl Backend {
-    fn describe(&self) -> String {
-        match self {
-            Self::Native(_) => "the native tools".into(),
-            Self::Plugin(p, _) => format!("plugin `{}`", p.name),
-            Self::Upstream(u, _) => format!("upstream `{}`", u.config.name),
-        }
-    }
 }
 
 struct Bound {
@@ -229,6 +219,8 @@ struct Core {
     tools: HashMap<String, Bound>,
     models: Arc<ValueModels>,
     settings: speculation::Settings,
+    /// Tools left out because another source owns their name.
+    refused: Vec<Refusal>,
 }
 
 impl Toolhost {
@@ -263,6 +255,12 @@ impl Toolhost {
         self.shared.current().core.listing.clone()
     }
 
+    /// The tools left out of the catalog because another source owns their
+    /// name (see `ownership`), as of now.
+    pub fn refusals(&self) -> Vec<Refusal> {
+        self.shared.current().core.refused.clone()
+    }
+
     /// The loaded plugins the catalog was built from, as of now.
     pub async fn plugins(&self) -> Vec<Arc<Plugin>> {
         self.shared.sources.lock().await.plugins.clone()
@@ -275,8 +273,9 @@ impl Toolhost {
 
     /// Replace the plugins (a reloaded plugin directory) and rebuild the
     /// catalog with them. If the catalog does not build with them (a
-    /// `[bind]` to a tool plugin that is gone, two sources naming one
-    /// tool), the previous plugins and catalog stay, and the error says why.
+    /// `[bind]` to a tool plugin that is gone), the previous plugins and
+    /// catalog stay, and the error says why. Tools refused by the ownership
+    /// rule are logged and left out; the rest is served.
     pub async fn replace_plugins(&self, plugins: Vec<Arc<Plugin>>) -> Result<(), BuildError> {
         self.shared.rebuild(Some(plugins)).await
     }
@@ -448,6 +447,9 @@ impl Shared {
                 return Err(e);
             }
         };
+        for refusal in &next.core.refused {
+            tracing::error!("{refusal}");
+        }
         *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(next);
         self.rebuilt.send_modify(|n| *n += 1);
         if let Some(engine) = &previous.speculation {
@@ -488,7 +490,7 @@ impl Generation {
         options: &Options,
         previous: Option<&Engine<Core>>,
     ) -> Result<Self, BuildError> {
-        let specs = gather(sources)?;
+        let (specs, refused) = gather(sources)?;
         let enrichers = Enrichers::new(&sources.plugins);
         let only_specs: Vec<ToolSpec> = specs.iter().map(|(s, ..)| s.clone()).collect();
         let mut listing = enrichers.list(&only_specs).await;
@@ -526,6 +528,7 @@ impl Generation {
             tools,
             models: Arc::new(models),
             settings: options.speculation.clone(),
+            refused,
         });
         let speculation = options.speculation.enabled.then(|| {
             Arc::new(match previous {
@@ -585,10 +588,15 @@ fn plugin_meta(plugin: &Plugin, definition: Option<&ToolDefinition>) -> ToolMeta
     meta
 }
 
-/// Every source's tools with their backends and owners, checked for
-/// duplicates. A base-catalog tool is the host's, whatever backend serves it.
-fn gather(sources: &Sources) -> Result<Vec<(ToolSpec, Backend, Owner)>, BuildError> {
-    let mut specs: Vec<(ToolSpec, Backend, Owner)> = Vec::new();
+/// Tools with the backend that serves each and the owner whose word sets
+/// its side effect.
+type Specs = Vec<(ToolSpec, Backend, Owner)>;
+
+/// Every source's tools with their backends and owners, each name given to
+/// one source by the ownership rule; the tools refused are returned beside
+/// them. A base-catalog tool is the host's, whatever backend serves it.
+fn gather(sources: &Sources) -> Result<(Specs, Vec<Refusal>), BuildError> {
+    let mut specs: Specs = Vec::new();
     if let Some(native) = &sources.native {
         specs.extend(
             native
@@ -597,33 +605,33 @@ fn gather(sources: &Sources) -> Result<Vec<(ToolSpec, Backend, Owner)>, BuildErr
                 .map(|s| (s, Backend::Native(native.clone()), Owner::Host)),
         );
     }
-    for plugin in sources.plugins.iter().filter(|p| p.worlds.tool) {
-        for t in &plugin.tools {
-            // A bound catalog tool of the same name takes this one's place.
-            if sources.bindings.get(&t.name) == Some(&plugin.name.to_string()) {
-                continue;
-            }
-            let spec = ToolSpec {
-                name: t.name.clone(),
-                description: t.description.clone(),
-                category: t.category.clone(),
-                // The loader checked the schema is a JSON object.
-                input_schema: serde_json::from_str(&t.parameters_schema).unwrap_or(Value::Null),
-                meta: plugin_meta(plugin, Some(t)),
-            };
-            specs.push((
-                spec,
-                Backend::Plugin(plugin.clone(), t.hooks),
-                Owner::Plugin(plugin.clone()),
-            ));
-        }
+    // A bound catalog tool of a plugin's (or a server's) tool name takes
+    // that tool's place: the claim says `Bound` and the binding serves it.
+    let mut names = Names::new(&sources.bindings);
+    for (plugin, t) in names.plugin_tools(&sources.plugins) {
+        let spec = ToolSpec {
+            name: t.name.clone(),
+            description: t.description.clone(),
+            category: t.category.clone(),
+            // The loader checked the schema is a JSON object.
+            input_schema: serde_json::from_str(&t.parameters_schema).unwrap_or(Value::Null),
+            meta: plugin_meta(plugin, Some(t)),
+        };
+        specs.push((
+            spec,
+            Backend::Plugin(plugin.clone(), t.hooks),
+            Owner::Plugin(plugin.clone()),
+        ));
     }
     for server in &sources.upstreams {
+        let (name, source) = (&server.config.name, format!("upstream `{}`", server.config.name));
         for (spec, remote) in server.specs() {
-            let trusted = server.config.trust_annotations;
-            let annotated = trusted.then(|| ValueModel::from_annotations(&spec.meta.annotations));
-            let owner = Owner::Upstream(server.config.name.clone(), annotated.flatten());
-            specs.push((spec, Backend::Upstream(server.clone(), remote), owner));
+            if names.claim(&spec.name, name, &source) == Claim::Serve {
+                let trusted = server.config.trust_annotations;
+                let annotated = trusted.then(|| ValueModel::from_annotations(&spec.meta.annotations));
+                let owner = Owner::Upstream(server.config.name.clone(), annotated.flatten());
+                specs.push((spec, Backend::Upstream(server.clone(), remote), owner));
+            }
         }
     }
     for (tool, backend) in &sources.bindings {
@@ -651,17 +659,7 @@ fn gather(sources: &Sources) -> Result<Vec<(ToolSpec, Backend, Owner)>, BuildErr
         };
         specs.push((ToolSpec { meta, ..spec.clone() }, bound, Owner::Host));
     }
-    let mut seen: HashMap<&str, &Backend> = HashMap::new();
-    for (spec, backend, _) in &specs {
-        if let Some(first) = seen.insert(&spec.name, backend) {
-            return Err(BuildError::Duplicate {
-                name: spec.name.clone(),
-                first: first.describe(),
-                second: backend.describe(),
-            });
-        }
-    }
-    Ok(specs)
+    Ok((specs, names.into_refused()))
 }
 
 impl Core {

@@ -1,6 +1,9 @@
 //! Typed calls into a plugin's exports: the host types go in, the host types
-//! come out, and everything the guest returns is checked (sizes, JSON shape)
-//! before the rest of the host sees it.
+//! come out, and everything the guest returns is checked (sizes, counts,
+//! names, JSON shape; the caps are in `bounds`) before the rest of the host
+//! sees it. A tool definition outside the contract fails the plugin's load;
+//! an error text (a refusal, a block reason, a tool error) is cut to
+//! [`bounds::MAX_ERROR_TEXT`] or the plugin's output cap, whichever is less.
 //!
 //! Failure policy is not applied here: each method returns the plugin's
 //! failure as a [`PluginError`] and the caller (the enricher chain, the call
@@ -17,6 +20,7 @@ use super::host_api::{CallContext, ProgressFn};
 use super::instance::Instance;
 use super::redact::Redactor;
 use super::{Plugin, PluginError};
+use crate::bounds::{self, shown};
 use crate::schema::{ArgsEdit, SchemaEdit, ToolSchema};
 use crate::value_model::{CostModel, FieldGroup, FollowUpLink, SideEffect, ValueClass, ValueModel};
 
@@ -64,6 +68,17 @@ impl Plugin {
         Ok(())
     }
 
+    /// An error text from the plugin: its secrets redacted, then cut to the
+    /// error cap (in that order, so no cut leaves part of a secret).
+    fn error_text(&self, text: &str) -> String {
+        bounds::cut(self.redactor().text(text).into_owned(), self.error_cap())
+    }
+
+    /// The longest error text this plugin may hand over.
+    fn error_cap(&self) -> usize {
+        bounds::MAX_ERROR_TEXT.min(self.limits().max_output_bytes)
+    }
+
     fn invalid(&self, method: &'static str, message: impl Into<String>) -> PluginError {
         PluginError::Invalid {
             plugin: self.name.clone(),
@@ -72,12 +87,13 @@ impl Plugin {
         }
     }
 
-    /// The plugin's own refusal, with its secrets redacted.
+    /// The plugin's own refusal, with its secrets redacted, cut to the
+    /// error cap.
     fn rejected(&self, method: &'static str, message: &str) -> PluginError {
         PluginError::Rejected {
             plugin: self.name.clone(),
             method,
-            message: self.redactor().text(message).into_owned(),
+            message: self.error_text(message),
         }
     }
 
@@ -99,10 +115,23 @@ impl Plugin {
             .await?;
         let categories = answer.map_err(|message| self.rejected(M, &message))?;
         self.cap(M, categories.iter().map(String::len).sum())?;
+        if categories.len() > bounds::MAX_CATEGORIES {
+            return Err(self.invalid(
+                M,
+                format!(
+                    "{} categories, more than {}",
+                    categories.len(),
+                    bounds::MAX_CATEGORIES
+                ),
+            ));
+        }
         if let Some(bad) = categories.iter().find(|c| !is_category(c)) {
             return Err(self.invalid(
                 M,
-                format!("`{bad}` is not a category (lower-case letters, digits and `_`)"),
+                format!(
+                    "{} is not a category (lower-case letters, digits and `_`)",
+                    shown(bad)
+                ),
             ));
         }
         Ok(categories)
@@ -138,13 +167,28 @@ impl Plugin {
         tool: &str,
         args: Map<String, Value>,
     ) -> Result<Map<String, Value>, PluginError> {
+        Ok(self
+            .transform_args_within(tool, args, bounds::MAX_ARGS_GROWTH)
+            .await?
+            .0)
+    }
+
+    /// [`Plugin::transform_args`] with `room` bytes the plugin may still
+    /// write into the arguments; returns the room left, for the next
+    /// enricher of the chain.
+    pub(crate) async fn transform_args_within(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+        room: usize,
+    ) -> Result<(Map<String, Value>, usize), PluginError> {
         const M: &str = "transform-args";
         self.require_enricher(M)?;
-        let cap = self.limits().max_output_bytes;
-        let (answer, args) = self
+        let lent = ArgsEdit::new(args, false, self.limits().max_output_bytes).within(room);
+        let (answer, edit) = self
             .instances
             .run(M, async |i: &mut Instance| {
-                i.lend_args(ArgsEdit::new(args, false, cap), async |i, lent| {
+                i.lend_args(lent, async |i, lent| {
                     let (g, store) = i.enricher();
                     g.call_transform_args(store, tool, lent).await
                 })
@@ -152,7 +196,8 @@ impl Plugin {
             })
             .await?;
         answer.map_err(|message| self.rejected(M, &message))?;
-        Ok(args)
+        let room = edit.room();
+        Ok((edit.args, room))
     }
 
     pub async fn value_model(&self, tool: &str) -> Result<Option<ValueModel>, PluginError> {
@@ -259,6 +304,21 @@ impl Plugin {
             })
             .await?;
         let mut tools = answer.map_err(|message| self.rejected(M, &message))?;
+        if tools.len() > bounds::MAX_TOOLS {
+            return Err(self.invalid(
+                M,
+                format!("{} tools, more than {}", tools.len(), bounds::MAX_TOOLS),
+            ));
+        }
+        // Each definition first, so the error names the field at fault.
+        let mut names = std::collections::HashSet::new();
+        for tool in &tools {
+            check_definition(tool).map_err(|e| self.invalid(M, e))?;
+            if !names.insert(tool.name.as_str()) {
+                return Err(self.invalid(M, format!("tool `{}` is listed twice", tool.name)));
+            }
+        }
+        self.cap(M, tools.iter().map(definition_size).sum())?;
         for t in &mut tools {
             let r = self.redactor();
             for text in [&mut t.label, &mut t.description, &mut t.parameters_schema]
@@ -269,13 +329,6 @@ impl Plugin {
                 r.string(text);
             }
         }
-        self.cap(
-            M,
-            tools
-                .iter()
-                .map(|t| t.parameters_schema.len() + t.description.len())
-                .sum(),
-        )?;
         Ok(tools)
     }
 
@@ -287,7 +340,7 @@ impl Plugin {
         const M: &str = "prepare-arguments";
         self.require_tool(M)?;
         let cap = self.limits().max_output_bytes;
-        let (answer, args) = self
+        let (answer, edit) = self
             .instances
             .run(M, async |i: &mut Instance| {
                 i.lend_args(ArgsEdit::new(args, false, cap), async |i, lent| {
@@ -298,7 +351,7 @@ impl Plugin {
             })
             .await?;
         answer.map_err(|message| self.rejected(M, &message))?;
-        Ok(args)
+        Ok(edit.args)
     }
 
     pub async fn before_call(
@@ -321,8 +374,7 @@ impl Plugin {
             .await?
             .0;
         if let BeforeCallDecision::Block(reason) = &mut decision {
-            self.redactor().string(reason);
-            self.cap(M, reason.len())?;
+            *reason = self.error_text(reason);
         }
         Ok(decision)
     }
@@ -362,7 +414,12 @@ impl Plugin {
                 self.redactor().result(result);
                 self.cap(M, result_size(result))?;
             }
-            Err(error) => self.redactor().tool_error(error),
+            Err(error) => {
+                self.redactor().tool_error(error);
+                if let ToolError::Failed(m) | ToolError::NotFound(m) | ToolError::InvalidArgs(m) = error {
+                    *m = bounds::cut(std::mem::take(m), self.error_cap());
+                }
+            }
         }
         Ok(answer)
     }
@@ -434,6 +491,86 @@ impl Plugin {
         self.cap(M, text.as_ref().map_or(0, String::len))?;
         Ok(text.map(|t| self.redactor().text(&t).into_owned()))
     }
+}
+
+/// Every byte of a tool definition, for the plugin's output cap.
+fn definition_size(t: &ToolDefinition) -> usize {
+    t.name.len()
+        + t.label.len()
+        + t.description.len()
+        + t.parameters_schema.len()
+        + t.snippet.as_ref().map_or(0, String::len)
+        + t.guidelines.iter().map(String::len).sum::<usize>()
+        + t.category.as_ref().map_or(0, String::len)
+}
+
+/// A tool definition within the contract and the caps of `bounds`, or
+/// what is wrong with it.
+fn check_definition(t: &ToolDefinition) -> Result<(), String> {
+    if !bounds::is_tool_name(&t.name) {
+        return Err(format!(
+            "tool name {} is not 1 to {} characters of [A-Za-z0-9_-]",
+            shown(&t.name),
+            bounds::MAX_TOOL_NAME
+        ));
+    }
+    let name = &t.name;
+    let line = |what: &str, text: &str, max: usize| {
+        if text.len() > max {
+            Err(format!(
+                "tool `{name}`: its {what} has {} bytes, more than {max}",
+                text.len()
+            ))
+        } else if text.chars().any(bounds::is_control) {
+            Err(format!(
+                "tool `{name}`: its {what} {} has control characters",
+                shown(text)
+            ))
+        } else {
+            Ok(())
+        }
+    };
+    line("label", &t.label, bounds::MAX_LABEL)?;
+    if let Some(snippet) = &t.snippet {
+        line("snippet", snippet, bounds::MAX_PROMPT_LINE)?;
+    }
+    if t.guidelines.len() > bounds::MAX_GUIDELINES {
+        return Err(format!(
+            "tool `{name}`: {} guidelines, more than {}",
+            t.guidelines.len(),
+            bounds::MAX_GUIDELINES
+        ));
+    }
+    for guideline in &t.guidelines {
+        line("guideline", guideline, bounds::MAX_PROMPT_LINE)?;
+    }
+    if t.description.len() > bounds::MAX_DESCRIPTION {
+        return Err(format!(
+            "tool `{name}`: its description has {} bytes, more than {}",
+            t.description.len(),
+            bounds::MAX_DESCRIPTION
+        ));
+    }
+    if t.description
+        .chars()
+        .any(|c| bounds::is_control(c) && !matches!(c, '\n' | '\r' | '\t'))
+    {
+        return Err(format!("tool `{name}`: its description has control characters"));
+    }
+    if let Some(category) = t.category.as_deref().filter(|c| !is_category(c)) {
+        return Err(format!("tool `{name}`: {} is not a category", shown(category)));
+    }
+    if t.parameters_schema.len() > bounds::MAX_SCHEMA_BYTES {
+        return Err(format!(
+            "tool `{name}`: its schema has {} bytes, more than {}",
+            t.parameters_schema.len(),
+            bounds::MAX_SCHEMA_BYTES
+        ));
+    }
+    let schema = serde_json::from_str(&t.parameters_schema)
+        .map_err(|e| format!("tool `{name}`: its schema is not JSON: {e}"))?;
+    ToolSchema::new(String::new(), schema).map_err(|e| format!("tool `{name}`: {e}"))?;
+    Ok(())
 }
 
 fn is_category(c: &str) -> bool {

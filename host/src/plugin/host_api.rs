@@ -4,12 +4,22 @@
 //! handles and of `toolhost:plugin/http`.
 //!
 //! Every value a plugin hands the host is size-checked here; logging is
-//! capped per call so a chatty or hostile plugin cannot flood the host log.
+//! capped per call so a chatty or hostile plugin cannot flood the host log
+//! (the caps are in `bounds`).
+//!
+//! Time spent inside the host's own imports (the schema, argument, call
+//! context, log and config functions) is charged to the call's CPU budget:
+//! the epoch ticks only count while guest code runs, and an import that
+//! takes 100 ms would otherwise cost one tick. Each import measures its
+//! wall time and spends the budget's ticks for it, trapping the call once
+//! they are spent. `http.fetch` is not charged: it waits on the network,
+//! bounded by the wall clock, like the WASI waits.
 
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use tokio::io::AsyncWrite;
 use wasmtime::component::{Resource, ResourceTable};
@@ -18,13 +28,10 @@ use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::{host, http, types, value_model_types};
+use super::engine::TICK;
 use super::manifest::Limits;
+use crate::bounds::{MAX_LOG_LINE, MAX_LOG_LINES_PER_CALL, cut};
 use crate::schema::{ArgsEdit, EditError, SchemaEdit};
-
-/// Longest log line kept; longer ones are cut.
-const MAX_LOG_LINE: usize = 4096;
-/// Log lines a plugin may write per call before the rest are dropped.
-const MAX_LOG_LINES_PER_CALL: u32 = 200;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -90,19 +97,11 @@ impl LogBudget {
         }
         // Before the cut, so no part of a secret survives it.
         self.identity.http.redactor().string(&mut message);
-        if message.len() > MAX_LOG_LINE {
-            let cut = (0..=MAX_LOG_LINE)
-                .rev()
-                .find(|i| message.is_char_boundary(*i))
-                .unwrap_or(0);
-            message.truncate(cut);
-            message.push('…');
-        }
         (self.identity.log)(LogLine {
             plugin: self.identity.name.clone(),
             level,
             stream,
-            message,
+            message: cut(message, MAX_LOG_LINE),
         });
     }
 }
@@ -118,6 +117,8 @@ pub struct HostState {
     cpu_ticks: u64,
     /// Epoch ticks the current call may still run for.
     cpu_ticks_left: u64,
+    /// Time spent in imports during this call not yet charged (under a tick).
+    import_time: Duration,
 }
 
 impl HostState {
@@ -149,7 +150,7 @@ impl HostState {
             .memories(8)
             .trap_on_grow_failure(true)
             .build();
-        let tick = super::engine::TICK.as_micros().max(1);
+        let tick = TICK.as_micros().max(1);
         let cpu_ticks = (identity.limits.cpu.as_micros() / tick).max(1) as u64;
         Self {
             table: ResourceTable::new(),
@@ -159,13 +160,34 @@ impl HostState {
             log,
             cpu_ticks,
             cpu_ticks_left: 0,
+            import_time: Duration::ZERO,
         }
     }
 
     /// Arm the CPU budget and log cap for one call.
     pub fn begin_call(&mut self) {
         self.cpu_ticks_left = self.cpu_ticks;
+        self.import_time = Duration::ZERO;
         self.log.lines.store(0, Ordering::Relaxed);
+    }
+
+    /// Run one import and charge its wall time to the call's CPU budget:
+    /// a whole tick for each tick's worth of time, the rest carried over.
+    /// Traps (as [`CpuExhausted`]) once the budget is spent.
+    fn charged<T>(&mut self, import: impl FnOnce(&mut Self) -> R<T>) -> R<T> {
+        let start = Instant::now();
+        let out = import(self)?;
+        self.import_time += start.elapsed();
+        let ticks = (self.import_time.as_nanos() / TICK.as_nanos()) as u64;
+        if ticks > 0 {
+            self.import_time -= TICK * ticks as u32;
+            if ticks > self.cpu_ticks_left {
+                self.cpu_ticks_left = 0;
+                return Err(wasmtime::Error::msg(CpuExhausted));
+            }
+            self.cpu_ticks_left -= ticks;
+        }
+        Ok(out)
     }
 
     /// Called by wasmtime each tick the guest is running: yield to the
@@ -315,39 +337,39 @@ impl types::Host for HostState {}
 
 impl types::HostToolSchema for HostState {
     fn description(&mut self, s: Resource<SchemaEdit>) -> R<String> {
-        Ok(self.schema(&s)?.schema.description().to_owned())
+        self.charged(|h| Ok(h.schema(&s)?.schema.description().to_owned()))
     }
 
     fn set_tool_description(&mut self, s: Resource<SchemaEdit>, description: String) -> Edit<()> {
-        edit(self.schema(&s)?.set_tool_description(description))
+        self.charged(|h| edit(h.schema(&s)?.set_tool_description(description)))
     }
 
     fn property_names(&mut self, s: Resource<SchemaEdit>) -> R<Vec<String>> {
-        Ok(self.schema(&s)?.schema.property_names())
+        self.charged(|h| Ok(h.schema(&s)?.schema.property_names()))
     }
 
     fn get_property(&mut self, s: Resource<SchemaEdit>, name: String) -> R<Option<String>> {
-        Ok(self.schema(&s)?.schema.property(&name).map(|v| v.to_string()))
+        self.charged(|h| Ok(h.schema(&s)?.schema.property(&name).map(|v| v.to_string())))
     }
 
     fn set_property(&mut self, s: Resource<SchemaEdit>, name: String, schema: String) -> Edit<bool> {
-        edit(self.schema(&s)?.set_property(&name, &schema))
+        self.charged(|h| edit(h.schema(&s)?.set_property(&name, &schema)))
     }
 
     fn remove_params(&mut self, s: Resource<SchemaEdit>, names: Vec<String>) -> R<u32> {
-        Ok(self.schema(&s)?.remove_params(&names))
+        self.charged(|h| Ok(h.schema(&s)?.remove_params(&names)))
     }
 
     fn required(&mut self, s: Resource<SchemaEdit>) -> R<Vec<String>> {
-        Ok(self.schema(&s)?.schema.required())
+        self.charged(|h| Ok(h.schema(&s)?.schema.required()))
     }
 
     fn set_required(&mut self, s: Resource<SchemaEdit>, name: String, required: bool) -> Edit<()> {
-        edit(self.schema(&s)?.set_required(&name, required))
+        self.charged(|h| edit(h.schema(&s)?.set_required(&name, required)))
     }
 
     fn set_enum(&mut self, s: Resource<SchemaEdit>, name: String, values: Vec<String>) -> Edit<()> {
-        edit(self.schema(&s)?.set_enum(&name, values))
+        self.charged(|h| edit(h.schema(&s)?.set_enum(&name, values)))
     }
 
     fn add_enum_param(
@@ -357,22 +379,24 @@ impl types::HostToolSchema for HostState {
         description: String,
         values: Vec<String>,
     ) -> Edit<()> {
-        edit(self.schema(&s)?.add_enum_param(&name, description, values))
+        self.charged(|h| edit(h.schema(&s)?.add_enum_param(&name, description, values)))
     }
 
     fn set_description(&mut self, s: Resource<SchemaEdit>, name: String, description: String) -> Edit<()> {
-        edit(self.schema(&s)?.set_description(&name, description))
+        self.charged(|h| edit(h.schema(&s)?.set_description(&name, description)))
     }
 
     fn set_default(&mut self, s: Resource<SchemaEdit>, name: String, value: String) -> Edit<()> {
-        edit(self.schema(&s)?.set_default(&name, &value))
+        self.charged(|h| edit(h.schema(&s)?.set_default(&name, &value)))
     }
 
     fn to_json(&mut self, s: Resource<SchemaEdit>) -> R<String> {
-        let edit = self.schema(&s)?;
-        let mut value = edit.schema.to_value();
-        value["description"] = edit.schema.description().into();
-        Ok(value.to_string())
+        self.charged(|h| {
+            let edit = h.schema(&s)?;
+            let mut value = edit.schema.to_value();
+            value["description"] = edit.schema.description().into();
+            Ok(value.to_string())
+        })
     }
 
     fn drop(&mut self, s: Resource<SchemaEdit>) -> R<()> {
@@ -384,25 +408,25 @@ impl types::HostToolSchema for HostState {
 
 impl types::HostToolArgs for HostState {
     fn keys(&mut self, a: Resource<ArgsEdit>) -> R<Vec<String>> {
-        Ok(self.args(&a)?.args.keys().cloned().collect())
+        self.charged(|h| Ok(h.args(&a)?.args.keys().cloned().collect()))
     }
 
     fn get(&mut self, a: Resource<ArgsEdit>, key: String) -> R<Option<String>> {
-        Ok(self.args(&a)?.get(&key))
+        self.charged(|h| Ok(h.args(&a)?.get(&key)))
     }
 
     fn set(&mut self, a: Resource<ArgsEdit>, key: String, value: String) -> Edit<()> {
-        // The size cap is the handle's own (`ArgsEdit` was lent with the
-        // plugin's output limit), checked there.
-        edit(self.args(&a)?.set(key, &value))
+        // The size caps are the handle's own (`ArgsEdit` was lent with the
+        // plugin's output limit and the room left to write), checked there.
+        self.charged(|h| edit(h.args(&a)?.set(key, &value)))
     }
 
     fn remove(&mut self, a: Resource<ArgsEdit>, key: String) -> Edit<Option<String>> {
-        edit(self.args(&a)?.remove(&key))
+        self.charged(|h| edit(h.args(&a)?.remove(&key)))
     }
 
     fn to_json(&mut self, a: Resource<ArgsEdit>) -> R<String> {
-        Ok(serde_json::to_string(&self.args(&a)?.args)?)
+        self.charged(|h| Ok(serde_json::to_string(&h.args(&a)?.args)?))
     }
 
     fn drop(&mut self, a: Resource<ArgsEdit>) -> R<()> {
@@ -413,11 +437,11 @@ impl types::HostToolArgs for HostState {
 
 impl types::HostCallContext for HostState {
     fn call_id(&mut self, c: Resource<CallContext>) -> R<String> {
-        Ok(self.table.get(&c)?.call_id.clone())
+        self.charged(|h| Ok(h.table.get(&c)?.call_id.clone()))
     }
 
     fn is_cancelled(&mut self, c: Resource<CallContext>) -> R<bool> {
-        Ok(self.table.get(&c)?.cancelled.load(Ordering::Relaxed))
+        self.charged(|h| Ok(h.table.get(&c)?.cancelled.load(Ordering::Relaxed)))
     }
 
     fn report_progress(
@@ -427,20 +451,14 @@ impl types::HostCallContext for HostState {
         total: Option<f64>,
         message: Option<String>,
     ) -> R<()> {
-        let cap = MAX_LOG_LINE;
-        let redactor = self.identity.http.redactor().clone();
-        let message = message.map(|m| {
-            let m = redactor.text(&m).into_owned();
-            if m.len() > cap {
-                m.chars().take(cap).collect()
-            } else {
-                m
+        self.charged(|h| {
+            let redactor = h.identity.http.redactor();
+            let message = message.map(|m| cut(redactor.text(&m).into_owned(), MAX_LOG_LINE));
+            if let Some(report) = &h.table.get(&c)?.progress {
+                report(progress, total, message);
             }
-        });
-        if let Some(report) = &self.table.get(&c)?.progress {
-            report(progress, total, message);
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     fn drop(&mut self, c: Resource<CallContext>) -> R<()> {
@@ -458,12 +476,14 @@ impl host::Host for HostState {
             host::LogLevel::Warn => LogLevel::Warn,
             host::LogLevel::Error => LogLevel::Error,
         };
-        self.log.emit(level, "log", message);
-        Ok(())
+        self.charged(|h| {
+            h.log.emit(level, "log", message);
+            Ok(())
+        })
     }
 
     fn config(&mut self) -> R<String> {
-        Ok(self.identity.config_json.clone())
+        self.charged(|h| Ok(h.identity.config_json.clone()))
     }
 }
 

@@ -16,6 +16,7 @@
 //! - the CPU budget by epoch interruption: at each tick the guest is running,
 //!   the store's deadline callback (`HostState::on_epoch`) yields to the
 //!   executor, and traps with `CpuExhausted` once the call's ticks are spent;
+//!   time in the host's own imports spends the same ticks (`host_api`);
 //! - the wall-clock deadline by a timer around the call
 //!   ([`deadline::within`]), armed only if the call waits (a yield at a tick,
 //!   an async import); a call cut off is dropped with its instance.
@@ -40,7 +41,6 @@
 use std::pin::pin;
 use std::sync::{Arc, Mutex};
 
-use serde_json::{Map, Value};
 use wasmtime::component::{InstancePre, Resource};
 use wasmtime::{Engine, Store};
 
@@ -84,15 +84,15 @@ impl Instance {
     }
 
     /// Lend `args` to the guest as a borrowed `tool-args` handle for the
-    /// length of `call`, then take the (possibly edited) object back.
+    /// length of `call`, then take the (possibly edited) handle back.
     pub async fn lend_args<T>(
         &mut self,
         args: ArgsEdit,
         call: impl AsyncFnOnce(&mut Instance, Resource<ArgsEdit>) -> wasmtime::Result<T>,
-    ) -> wasmtime::Result<(T, Map<String, Value>)> {
+    ) -> wasmtime::Result<(T, ArgsEdit)> {
         let handle = self.store.data_mut().table.push(args)?;
         let answer = call(self, Resource::new_borrow(handle.rep())).await?;
-        Ok((answer, self.store.data_mut().table.delete(handle)?.args))
+        Ok((answer, self.store.data_mut().table.delete(handle)?))
     }
 }
 

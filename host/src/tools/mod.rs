@@ -26,6 +26,10 @@ pub use crate::plugin::{Content, ToolError, ToolResult};
 pub use root::Root;
 pub use web::WebSettings;
 
+/// Every native tool's name, served or not (`write` and `edit` only with a
+/// writable root): reserved for the host (see `ownership`).
+pub const NATIVE_NAMES: [&str; 7] = ["read", "glob", "grep", "ls", "web_fetch", "write", "edit"];
+
 /// The native tools, bound to one root and one web policy.
 pub struct NativeTools {
     root: Root,

@@ -1,0 +1,200 @@
+//! Who serves a tool name: the rule that settles a clash between sources,
+//! so that one plugin (or upstream server) listing a name that is taken
+//! never stops the host.
+//!
+//! - The native tools' names (`read`, `glob`, `grep`, `ls`, `web_fetch`,
+//!   `write`, `edit`) are reserved for the host, whether or not the native
+//!   tools are served or writable: turning a setting on never changes who
+//!   serves a name.
+//! - Base-catalog names are reserved for the catalog. Such a tool is served
+//!   only through `[bind]`, with the catalog's schema; the backend it is
+//!   bound to (a tool plugin or an upstream server) may list a tool of that
+//!   name, which is then that catalog tool's implementation (one tool, the
+//!   catalog's schema, the plugin's hooks). Any other source listing it is
+//!   refused.
+//! - Any other name goes to the first source registered: plugins in
+//!   registration order, then upstream servers in configuration order.
+//!
+//! A refused tool is left out with a [`Refusal`] naming both sides; the
+//! source's other tools are served. `toolhost serve`, `call`, `tools` and
+//! `plugins` report refusals the same way, as errors beside the load errors.
+//! This module owns the rule; the tools' sources and backends are the
+//! pipeline's.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::catalog::{base_catalog, base_tool};
+use crate::plugin::{Plugin, ToolDefinition};
+use crate::tools::NATIVE_NAMES;
+
+/// A tool left out because its name is another source's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Refusal {
+    pub tool: String,
+    /// The source that listed it: `plugin `x`` or `upstream `y``.
+    pub source: String,
+    /// Who the name belongs to, and why.
+    pub owner: String,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} lists tool `{}`, but {}: that tool is refused, the others are served",
+            self.source, self.tool, self.owner
+        )
+    }
+}
+
+/// What [`Names::claim`] decided for one listed tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claim {
+    /// The source serves the tool under its own definition.
+    Serve,
+    /// The name is a catalog tool bound to this source: the catalog's entry
+    /// stands for it.
+    Bound,
+    /// Refused; the refusal is recorded.
+    Refused,
+}
+
+/// The names taken so far, claimed in registration order.
+pub struct Names<'a> {
+    bindings: &'a BTreeMap<String, String>,
+    /// Name → who has it, as a refusal states it.
+    taken: HashMap<String, String>,
+    refused: Vec<Refusal>,
+}
+
+impl<'a> Names<'a> {
+    /// The reserved names, with `bindings` (catalog tool → backend name).
+    pub fn new(bindings: &'a BTreeMap<String, String>) -> Self {
+        let mut taken = HashMap::new();
+        for name in NATIVE_NAMES {
+            taken.insert(
+                name.to_owned(),
+                "the name is reserved for the native tools".to_owned(),
+            );
+        }
+        for tool in base_catalog() {
+            let owner = match bindings.get(&tool.name) {
+                Some(backend) => {
+                    format!("the name is the base-catalog tool's, bound to `{backend}` by `[bind]`")
+                }
+                None => format!(
+                    "the name is reserved for the base-catalog tool (serve this one with \
+                     `[bind] {} = \"<source name>\"`)",
+                    tool.name
+                ),
+            };
+            taken.insert(tool.name.clone(), owner);
+        }
+        Self {
+            bindings,
+            taken,
+            refused: Vec::new(),
+        }
+    }
+
+    /// Claim `tool` for the source named `name` (`source` as a refusal
+    /// states it, for example "plugin `x`").
+    pub fn claim(&mut self, tool: &str, name: &str, source: &str) -> Claim {
+        if base_tool(tool).is_some() && self.bindings.get(tool).map(String::as_str) == Some(name) {
+            return Claim::Bound;
+        }
+        match self.taken.get(tool) {
+            Some(owner) => {
+                self.refused.push(Refusal {
+                    tool: tool.to_owned(),
+                    source: source.to_owned(),
+                    owner: owner.clone(),
+                });
+                Claim::Refused
+            }
+            None => {
+                self.taken.insert(
+                    tool.to_owned(),
+                    format!("{source} (registered first) provides it"),
+                );
+                Claim::Serve
+            }
+        }
+    }
+
+    /// The tool plugins' tools that are served under their own definition,
+    /// in registration order.
+    pub fn plugin_tools<'p>(
+        &mut self,
+        plugins: &'p [Arc<Plugin>],
+    ) -> Vec<(&'p Arc<Plugin>, &'p ToolDefinition)> {
+        let mut served = Vec::new();
+        for plugin in plugins.iter().filter(|p| p.worlds.tool) {
+            let source = format!("plugin `{}`", plugin.name);
+            for tool in &plugin.tools {
+                if self.claim(&tool.name, &plugin.name, &source) == Claim::Serve {
+                    served.push((plugin, tool));
+                }
+            }
+        }
+        served
+    }
+
+    /// What was refused, in the order claimed.
+    pub fn into_refused(self) -> Vec<Refusal> {
+        self.refused
+    }
+}
+
+/// The refusals among `plugins` alone, as `toolhost plugins` reports them.
+pub fn plugin_refusals(plugins: &[Arc<Plugin>], bindings: &BTreeMap<String, String>) -> Vec<Refusal> {
+    let mut names = Names::new(bindings);
+    names.plugin_tools(plugins);
+    names.into_refused()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reserved_names_are_refused_and_the_first_plugin_wins() {
+        let bindings = BTreeMap::from([("create_issue".to_owned(), "tracker".to_owned())]);
+        let mut names = Names::new(&bindings);
+        assert_eq!(names.claim("read", "x", "plugin `x`"), Claim::Refused);
+        assert_eq!(names.claim("write", "x", "plugin `x`"), Claim::Refused);
+        assert_eq!(names.claim("get_issue", "x", "plugin `x`"), Claim::Refused);
+        assert_eq!(names.claim("create_issue", "x", "plugin `x`"), Claim::Refused);
+        assert_eq!(
+            names.claim("create_issue", "tracker", "plugin `tracker`"),
+            Claim::Bound
+        );
+        assert_eq!(names.claim("word_count", "text", "plugin `text`"), Claim::Serve);
+        assert_eq!(names.claim("word_count", "x", "plugin `x`"), Claim::Refused);
+        let refused = names.into_refused();
+        assert_eq!(refused.len(), 5);
+        let clash = refused[4].to_string();
+        assert!(
+            clash.contains("plugin `x` lists tool `word_count`")
+                && clash.contains("plugin `text` (registered first)"),
+            "{clash}"
+        );
+        assert!(refused[0].to_string().contains("native tools"));
+        assert!(refused[2].to_string().contains("[bind] get_issue"));
+        assert!(refused[3].to_string().contains("bound to `tracker`"));
+    }
+
+    #[test]
+    fn every_native_tool_name_is_reserved() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = crate::tools::Root::new(dir.path()).unwrap();
+        let native = crate::tools::NativeTools::new(root, Default::default())
+            .unwrap()
+            .writable(true);
+        let served: Vec<String> = native.specs().into_iter().map(|s| s.name).collect();
+        assert_eq!(served, NATIVE_NAMES);
+    }
+}
