@@ -6,8 +6,8 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use toolhost::pipeline::structured;
-use toolhost::plugin::{Plugin, ToolError};
+use toolhost::output::ToolError;
+use toolhost::plugin::Plugin;
 use toolhost_tests::{LoopbackServer, plugin_dir, runtime};
 
 async fn tracker(manifest: &str) -> (Arc<Plugin>, tempfile::TempDir) {
@@ -30,7 +30,7 @@ async fn get_issue(p: &Plugin, key: &str) -> Result<Value, ToolError> {
         )
         .await
         .unwrap()?;
-    Ok(structured(&result.content).expect("a JSON content block"))
+    Ok(result.structured().expect("a structured result"))
 }
 
 #[tokio::test(flavor = "multi_thread")]

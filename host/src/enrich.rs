@@ -22,7 +22,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::catalog::ToolSpec;
+use crate::catalog::{ToolFields, ToolSpec};
 use crate::plugin::{Method, Plugin, PluginError, Policy};
 use crate::schema::{Change, ToolSchema};
 use crate::value_model::{Layer, ValueModel, ValueModels};
@@ -49,6 +49,9 @@ pub struct EnrichedTool {
     pub category: Option<String>,
     #[serde(skip)]
     pub schema: ToolSchema,
+    /// The MCP fields enrichers do not change, as the tool's source gave them.
+    #[serde(skip)]
+    pub fields: Arc<ToolFields>,
     /// Every change, in order, with the plugin that made it.
     pub changes: Vec<Change>,
     pub conflicts: Vec<Conflict>,
@@ -133,6 +136,7 @@ impl Enrichers {
             name: tool.name.clone(),
             category: tool.category.clone(),
             schema,
+            fields: tool.fields.clone(),
             changes,
             conflicts,
             skipped,

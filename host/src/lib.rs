@@ -12,8 +12,12 @@
 //!   cache, dispatcher, engine).
 //! - [`tools`]: the native tools (read, glob, grep, ls, web_fetch; write and
 //!   edit when the root is writable).
+//! - [`output`]: tool results as the host owns them (every MCP content
+//!   kind), and their conversions to and from rmcp's.
 //! - [`pipeline`]: the call pipeline and [`pipeline::Toolhost`], the library API.
 //! - [`mcp`]: the MCP server front.
+//! - [`gateway`]: upstream servers' prompts, resources, completions and
+//!   instructions, routed for the MCP front.
 //! - [`setup`]: a [`pipeline::Toolhost`] built from the configuration.
 //! - [`watch`]: the plugin directory reloaded while serving (`serve --watch`).
 //! - [`config`]: the user's configuration file, `toolhost.toml`.
@@ -32,8 +36,10 @@ pub mod check;
 pub mod config;
 pub mod enrich;
 pub mod expect;
+pub mod gateway;
 pub mod http_client;
 pub mod mcp;
+pub mod output;
 pub mod pipeline;
 pub mod plugin;
 pub mod scaffold;

@@ -216,6 +216,7 @@ fn all_tools(plugins: &[Arc<Plugin>]) -> Vec<ToolSpec> {
                 description: t.description.clone(),
                 category: t.category.clone(),
                 input_schema: serde_json::from_str(&t.parameters_schema).unwrap_or_else(|_| json!({})),
+                fields: Default::default(),
             });
         }
     }

@@ -12,13 +12,28 @@
 //! is remembered (one over stdio, one per HTTP session); each time the
 //! host rebuilds its catalog every session still open is sent the
 //! notification. Sessions that closed are forgotten then.
+//!
+//! Upstream servers pass through whole: tools with every field, results
+//! with every content kind (`output::mcp` maps them), and their prompts,
+//! resources, templates, completions and instructions (routed by
+//! `gateway`). Prompt and resource list changes go to every open session;
+//! a resource update goes to the sessions subscribed to it: a URI's first
+//! subscriber forwards the subscription upstream, and it is withdrawn when
+//! its last subscriber unsubscribes or an update finds every subscribed
+//! session closed.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    ContentBlock, ErrorCode, GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, PromptsCapability, ReadResourceRequestParams, ReadResourceResponse,
+    ResourceUpdatedNotificationParam, ResourcesCapability, ServerCapabilities, ServerConfig,
+    SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::{
@@ -26,26 +41,60 @@ use rmcp::transport::streamable_http_server::{
 };
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
 use serde_json::Value;
-use tokio::sync::watch;
+use tokio::sync::{broadcast, watch};
 
-use crate::pipeline::{CallContext, CallOutput, Toolhost, error_text};
-use crate::plugin::{Content, ToolError};
+use crate::gateway::{GatewayError, Notice, merge_instructions};
+use crate::output::{ToolError, mcp};
+use crate::pipeline::{CallContext, Toolhost, error_text};
+
+type SessionList = Mutex<Vec<Peer<RoleServer>>>;
+type Sessions = Arc<SessionList>;
+/// URI → the sessions subscribed to it, by session number.
+type SubscriptionMap = Mutex<HashMap<String, HashMap<u64, Peer<RoleServer>>>>;
+type Subscriptions = Arc<SubscriptionMap>;
 
 /// The MCP server over one [`Toolhost`]; its clones (one per HTTP
-/// session) share the sessions told of catalog changes.
-#[derive(Clone)]
+/// session, [`McpServer::session`]) share the sessions told of changes.
 pub struct McpServer {
     host: Arc<Toolhost>,
-    sessions: Arc<Mutex<Vec<Peer<RoleServer>>>>,
+    sessions: Sessions,
+    subscriptions: Subscriptions,
+    /// This session's number, for its resource subscriptions.
+    session: u64,
+    next_session: Arc<AtomicU64>,
 }
 
 impl McpServer {
-    /// Must run inside a Tokio runtime: it starts the task that tells the
-    /// sessions of catalog changes, which ends with the last clone.
+    /// Must run inside a Tokio runtime: it starts the tasks that tell the
+    /// sessions of changes, which end with the last clone.
     pub fn new(host: Arc<Toolhost>) -> Self {
-        let sessions: Arc<Mutex<Vec<Peer<RoleServer>>>> = Arc::default();
+        let sessions: Sessions = Arc::default();
+        let subscriptions: Subscriptions = Arc::default();
         tokio::spawn(announce(host.subscribe(), Arc::downgrade(&sessions)));
-        Self { host, sessions }
+        tokio::spawn(relay(
+            host.gateway().notices(),
+            Arc::downgrade(&host),
+            Arc::downgrade(&sessions),
+            Arc::downgrade(&subscriptions),
+        ));
+        Self {
+            host,
+            sessions,
+            subscriptions,
+            session: 0,
+            next_session: Arc::new(AtomicU64::new(1)),
+        }
+    }
+
+    /// The server for one more client session, sharing everything else.
+    pub fn session(&self) -> Self {
+        Self {
+            host: self.host.clone(),
+            sessions: self.sessions.clone(),
+            subscriptions: self.subscriptions.clone(),
+            session: self.next_session.fetch_add(1, Ordering::Relaxed),
+            next_session: self.next_session.clone(),
+        }
     }
 
     fn tools(&self) -> Vec<Tool> {
@@ -58,14 +107,100 @@ impl McpServer {
                     Value::Object(map) => map,
                     _ => serde_json::Map::new(),
                 };
-                Tool::new(t.name.clone(), t.schema.description().to_owned(), schema)
+                let mut tool = Tool::new(t.name.clone(), t.schema.description().to_owned(), schema);
+                mcp::tool_fields_to_mcp(&t.fields, &mut tool);
+                tool
             })
             .collect()
+    }
+
+    /// The instructions served in `initialize`: toolhost's own, then each
+    /// upstream server's.
+    pub fn instructions(&self) -> Option<String> {
+        merge_instructions(None, &self.host.gateway().instructions())
+    }
+}
+
+/// A request the gateway could not serve, as a protocol error.
+fn gateway_error(e: GatewayError) -> McpError {
+    let code = match e {
+        GatewayError::UnknownPrompt(_) | GatewayError::UnknownResource(_) => ErrorCode::INVALID_PARAMS,
+        GatewayError::NoSubscriptions(_) | GatewayError::Unsupported(_) => ErrorCode::METHOD_NOT_FOUND,
+        GatewayError::Upstream(_) => ErrorCode::INTERNAL_ERROR,
+    };
+    McpError::new(code, e.to_string(), None)
+}
+
+/// Tell the sessions of the gateway's changes: list changes to every open
+/// session, a resource update to those subscribed to it. A URI whose
+/// subscribers have all gone is unsubscribed upstream.
+async fn relay(
+    mut notices: broadcast::Receiver<Notice>,
+    host: Weak<Toolhost>,
+    sessions: Weak<SessionList>,
+    subscriptions: Weak<SubscriptionMap>,
+) {
+    loop {
+        let notice = match notices.recv().await {
+            Ok(notice) => notice,
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                tracing::warn!("{n} upstream notices dropped: clients were too slow");
+                continue;
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+        let (Some(sessions), Some(subscriptions)) = (sessions.upgrade(), subscriptions.upgrade()) else {
+            return;
+        };
+        let open = |all: &SessionList| {
+            let mut all = all.lock().unwrap_or_else(PoisonError::into_inner);
+            all.retain(|peer| !peer.is_transport_closed());
+            all.clone()
+        };
+        match notice {
+            Notice::PromptsChanged => {
+                for peer in open(&sessions) {
+                    let _ = peer.notify_prompt_list_changed().await;
+                }
+            }
+            Notice::ResourcesChanged => {
+                for peer in open(&sessions) {
+                    let _ = peer.notify_resource_list_changed().await;
+                }
+            }
+            Notice::ResourceUpdated(uri) => {
+                let (subscribed, abandoned) = {
+                    let mut all = subscriptions.lock().unwrap_or_else(PoisonError::into_inner);
+                    match all.get_mut(&uri) {
+                        Some(peers) => {
+                            peers.retain(|_, peer| !peer.is_transport_closed());
+                            let subscribed: Vec<_> = peers.values().cloned().collect();
+                            if subscribed.is_empty() {
+                                all.remove(&uri);
+                            }
+                            (subscribed.clone(), subscribed.is_empty())
+                        }
+                        None => (Vec::new(), false),
+                    }
+                };
+                for peer in subscribed {
+                    let _ = peer
+                        .notify_resource_updated(ResourceUpdatedNotificationParam::new(uri.clone()))
+                        .await;
+                }
+                if abandoned
+                    && let Some(host) = host.upgrade()
+                    && let Err(e) = host.gateway().unsubscribe(&uri).await
+                {
+                    tracing::debug!("{uri}: not unsubscribed: {e}");
+                }
+            }
+        }
     }
 }
 
 /// Send `tools/list_changed` to every open session on each rebuild.
-async fn announce(mut rebuilt: watch::Receiver<u64>, sessions: Weak<Mutex<Vec<Peer<RoleServer>>>>) {
+async fn announce(mut rebuilt: watch::Receiver<u64>, sessions: Weak<SessionList>) {
     while rebuilt.changed().await.is_ok() {
         let Some(sessions) = sessions.upgrade() else {
             return;
@@ -92,12 +227,153 @@ impl ServerHandler for McpServer {
     }
 
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder()
+        let gateway = self.host.gateway();
+        let mut capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
             .build();
-        ServerConfig::new(capabilities)
-            .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
+        if gateway.has_prompts() {
+            let mut prompts = PromptsCapability::default();
+            prompts.list_changed = Some(true);
+            capabilities.prompts = Some(prompts);
+        }
+        if gateway.has_resources() {
+            let mut resources = ResourcesCapability::default();
+            resources.list_changed = Some(true);
+            resources.subscribe = gateway.has_subscriptions().then_some(true);
+            capabilities.resources = Some(resources);
+        }
+        if gateway.has_completions() {
+            capabilities.completions = Some(serde_json::Map::new());
+        }
+        let mut config = ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")));
+        config.instructions = self.instructions();
+        config
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        Ok(ListPromptsResult::with_all_items(
+            self.host.gateway().list_prompts(),
+        ))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let result = self
+            .host
+            .gateway()
+            .get_prompt(request)
+            .await
+            .map_err(gateway_error)?;
+        Ok(result.into())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        Ok(ListResourcesResult::with_all_items(
+            self.host.gateway().list_resources(),
+        ))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Ok(ListResourceTemplatesResult::with_all_items(
+            self.host.gateway().list_resource_templates(),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let result = self
+            .host
+            .gateway()
+            .read_resource(request)
+            .await
+            .map_err(gateway_error)?;
+        Ok(result.into())
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        self.host.gateway().complete(request).await.map_err(gateway_error)
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let uri = request.uri;
+        let first = {
+            let mut all = self.subscriptions.lock().unwrap_or_else(PoisonError::into_inner);
+            let peers = all.entry(uri.clone()).or_default();
+            peers.retain(|_, peer| !peer.is_transport_closed());
+            let first = peers.is_empty();
+            peers.insert(self.session, context.peer);
+            first
+        };
+        if first && let Err(e) = self.host.gateway().subscribe(&uri).await {
+            let mut all = self.subscriptions.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(peers) = all.get_mut(&uri) {
+                peers.remove(&self.session);
+                if peers.is_empty() {
+                    all.remove(&uri);
+                }
+            }
+            return Err(gateway_error(e));
+        }
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let uri = request.uri;
+        let last = {
+            let mut all = self.subscriptions.lock().unwrap_or_else(PoisonError::into_inner);
+            match all.get_mut(&uri) {
+                Some(peers) => {
+                    peers.remove(&self.session);
+                    peers.retain(|_, peer| !peer.is_transport_closed());
+                    let last = peers.is_empty();
+                    if last {
+                        all.remove(&uri);
+                    }
+                    last
+                }
+                None => false,
+            }
+        };
+        if last {
+            self.host
+                .gateway()
+                .unsubscribe(&uri)
+                .await
+                .map_err(gateway_error)?;
+        }
+        Ok(())
     }
 
     async fn list_tools(
@@ -144,7 +420,7 @@ impl ServerHandler for McpServer {
             let _ = forwarder.await;
         }
         let result = match outcome {
-            Ok(output) => to_mcp(output),
+            Ok(output) => mcp::to_mcp(output),
             Err(e) => {
                 if matches!(e, ToolError::Cancelled) {
                     tracing::info!("call {}: {} cancelled", context.id, request.name);
@@ -154,45 +430,6 @@ impl ServerHandler for McpServer {
         };
         Ok(result.into())
     }
-}
-
-fn to_mcp(output: CallOutput) -> CallToolResult {
-    let structured = output.structured();
-    let content: Vec<ContentBlock> = output
-        .content
-        .iter()
-        .filter_map(|c| match c {
-            Content::Text(t) => Some(ContentBlock::text(t.clone())),
-            // JSON blocks travel as structuredContent, not repeated as text.
-            Content::Json(_) => None,
-            Content::Image(i) => Some(ContentBlock::image(base64(&i.data), i.mime_type.clone())),
-        })
-        .collect();
-    let mut result = if output.is_error {
-        CallToolResult::error(content)
-    } else {
-        CallToolResult::success(content)
-    };
-    result.structured_content = structured;
-    result
-}
-
-/// Standard base64 with padding, for image blocks.
-fn base64(data: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
-    for chunk in data.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }
 
 /// Serve MCP on stdin and stdout until the client disconnects.
@@ -206,7 +443,7 @@ pub async fn serve_stdio(host: Arc<Toolhost>) -> anyhow::Result<()> {
 pub async fn serve_http(host: Arc<Toolhost>, addr: SocketAddr) -> anyhow::Result<()> {
     let server = McpServer::new(host);
     let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
+        move || Ok(server.session()),
         Arc::new(LocalSessionManager::default()),
         StreamableHttpServerConfig::default(),
     );
@@ -219,14 +456,4 @@ pub async fn serve_http(host: Arc<Toolhost>, addr: SocketAddr) -> anyhow::Result
         })
         .await?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn base64_matches_the_standard() {
-        assert_eq!(super::base64(b"Man"), "TWFu");
-        assert_eq!(super::base64(b"Ma"), "TWE=");
-        assert_eq!(super::base64(b"M"), "TQ==");
-    }
 }

@@ -6,11 +6,18 @@
 //! data so enrichers adapt one shared shape per tool. This module owns the
 //! [`ToolSpec`] type and the embedded base catalog; it does not decide which
 //! tools are served (that needs a backend bound to each).
+//!
+//! A spec also carries the MCP fields enrichers never see ([`ToolFields`]:
+//! title, annotations, output schema, icons, `_meta`), served as the tool's
+//! source gave them: enrichers change only the input schema and the
+//! description.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
+
+use crate::output::{Icon, Meta};
 
 /// A tool before enrichment.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -21,6 +28,30 @@ pub struct ToolSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub category: Option<String>,
     pub input_schema: Value,
+    /// Not part of the base catalog's data: set by the tool's source.
+    #[serde(skip)]
+    pub fields: Arc<ToolFields>,
+}
+
+/// What an MCP tool listing carries besides the name, description and
+/// input schema.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolFields {
+    pub title: Option<String>,
+    pub annotations: Option<ToolAnnotations>,
+    pub output_schema: Option<Map<String, Value>>,
+    pub icons: Option<Vec<Icon>>,
+    pub meta: Option<Meta>,
+}
+
+/// MCP tool annotations: hints on how a tool behaves.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolAnnotations {
+    pub title: Option<String>,
+    pub read_only_hint: Option<bool>,
+    pub destructive_hint: Option<bool>,
+    pub idempotent_hint: Option<bool>,
+    pub open_world_hint: Option<bool>,
 }
 
 /// The generic provider tools, parsed once from the embedded data.

@@ -18,6 +18,7 @@ mod http;
 mod instance;
 mod loader;
 pub mod manifest;
+mod results;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -29,10 +30,7 @@ use wasmtime::Engine;
 use wasmtime::component::Linker;
 
 pub use cache::CodeSource;
-pub use calls::{
-    AfterCallOverride, BeforeCallDecision, Content, Hooks, RenderOptions, ToolDefinition, ToolError,
-    ToolResult,
-};
+pub use calls::{AfterCallOverride, BeforeCallDecision, Hooks, RenderOptions, ToolDefinition};
 pub use health::Status;
 pub use host_api::{LogLevel, LogLine, LogSink, ProgressFn, tracing_sink};
 pub use loader::{LoadError, LoadReport};

@@ -2,14 +2,14 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Root, ToolError, ToolResult, opt_str, opt_usize, result, str_arg};
+use super::{CallOutput, Root, ToolError, opt_str, opt_usize, result, str_arg};
 
 /// Lines returned when the call gives no limit.
 const DEFAULT_LINES: usize = 2000;
 /// Files larger than this are refused; read them with grep instead.
 const MAX_FILE_BYTES: u64 = 16 << 20;
 
-pub fn read(root: &Root, args: &Map<String, Value>) -> Result<ToolResult, ToolError> {
+pub fn read(root: &Root, args: &Map<String, Value>) -> Result<CallOutput, ToolError> {
     let given = str_arg(args, "path")?;
     let path = root.resolve(given)?;
     let meta = std::fs::metadata(&path).map_err(|e| ToolError::Failed(format!("{given}: {e}")))?;
@@ -54,7 +54,7 @@ pub fn read(root: &Root, args: &Map<String, Value>) -> Result<ToolResult, ToolEr
     ))
 }
 
-pub fn ls(root: &Root, args: &Map<String, Value>) -> Result<ToolResult, ToolError> {
+pub fn ls(root: &Root, args: &Map<String, Value>) -> Result<CallOutput, ToolError> {
     let given = opt_str(args, "path").unwrap_or("");
     let dir = root.resolve(given)?;
     let read = std::fs::read_dir(&dir).map_err(|e| ToolError::Failed(format!("{given}: {e}")))?;

@@ -9,7 +9,7 @@ use grep_searcher::{BinaryDetection, SearcherBuilder};
 use ignore::WalkBuilder;
 use serde_json::{Map, Value, json};
 
-use super::{Root, ToolError, ToolResult, opt_str, opt_usize, result, str_arg};
+use super::{CallOutput, Root, ToolError, opt_str, opt_usize, result, str_arg};
 
 const MAX_PATHS: usize = 1000;
 const DEFAULT_MATCHES: usize = 200;
@@ -37,7 +37,7 @@ fn walk(root: &Root, start: &std::path::Path) -> impl Iterator<Item = (std::path
         })
 }
 
-pub fn glob(root: &Root, args: &Map<String, Value>) -> Result<ToolResult, ToolError> {
+pub fn glob(root: &Root, args: &Map<String, Value>) -> Result<CallOutput, ToolError> {
     let pattern = matcher("pattern", str_arg(args, "pattern")?)?;
     let start = root.resolve(opt_str(args, "path").unwrap_or(""))?;
     let mut paths = Vec::new();
@@ -63,7 +63,7 @@ pub fn glob(root: &Root, args: &Map<String, Value>) -> Result<ToolResult, ToolEr
     Ok(result(text, json!({"paths": paths, "truncated": truncated})))
 }
 
-pub fn grep(root: &Root, args: &Map<String, Value>) -> Result<ToolResult, ToolError> {
+pub fn grep(root: &Root, args: &Map<String, Value>) -> Result<CallOutput, ToolError> {
     let pattern = str_arg(args, "pattern")?;
     let regex = RegexMatcherBuilder::new()
         .case_insensitive(args.get("ignore_case").and_then(Value::as_bool) == Some(true))
