@@ -8,7 +8,9 @@ PLUGIN_DIR  := build/plugins
 TOOLHOST    := target/release/toolhost
 
 # The plugins bundled in the default plugin directory, in registration order.
-BUNDLED := format_pipeline:10-format-pipeline text_tools:20-text-tools
+# Only what a user wants served: test fixtures (text_tools' `fail` and
+# `slow_count` among them) stay in guest-plugins/target, where tests take them.
+BUNDLED := format_pipeline:10-format-pipeline
 
 .PHONY: all run setup plugins host test lint bench clean toolchains lang-plugins
 
@@ -23,6 +25,7 @@ setup:
 plugins: setup
 	cd guest-plugins && $(CARGO) build --release --target $(WASM_TARGET) --locked
 	@mkdir -p $(PLUGIN_DIR)
+	@rm -f $(PLUGIN_DIR)/*.wasm
 	@for entry in $(BUNDLED); do \
 		crate=$${entry%%:*}; file=$${entry##*:}; \
 		cp $(GUEST_OUT)/$$crate.wasm $(PLUGIN_DIR)/$$file.wasm; \
@@ -46,11 +49,12 @@ lint:
 	cd guest-plugins && $(CARGO) fmt --all -- --check
 	cd guest-plugins && $(CARGO) clippy --release --locked --target $(WASM_TARGET) -- -D warnings
 
-bench: host plugins lang-plugins
+bench: host plugins lang-plugins upstream
 	$(CARGO) bench --locked -p toolhost --bench plugins
 	$(CARGO) bench --locked -p toolhost --bench pipeline
 	$(CARGO) bench --locked -p toolhost --bench languages
 	$(CARGO) run --release --locked -p toolhost-tests --bin replay
+	$(CARGO) run --release --locked -p toolhost-tests --bin front
 
 ## ---------------------------------------------------------------------------
 ## Plugins in other languages (issue #6): JavaScript, Python, C, Go beside

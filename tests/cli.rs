@@ -60,12 +60,18 @@ fn tools_explain_shows_provenance_and_conflicts() {
         ("10-a", "fixture_chain_a", None),
         ("20-b", "fixture_chain_b", None),
     ]);
+    // Not served (nothing is bound to it), but what the enrichers make of
+    // it is still shown, after why.
     let (out, stdout, stderr) =
         run(toolhost()
             .arg("--plugins")
             .arg(dir.path())
             .args(["tools", "--explain", "create_issue"]));
     assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.starts_with("create_issue: not served: a base-catalog tool with no backend"),
+        "{stdout}"
+    );
     assert!(
         stdout.contains("conflict: priority changed by a then b (last wins)"),
         "{stdout}"
@@ -83,23 +89,127 @@ fn tools_explain_shows_provenance_and_conflicts() {
         .args(["tools", "--json"]));
     assert!(out.status.success());
     let v: Value = serde_json::from_str(&stdout).unwrap();
-    let names: Vec<&str> = v["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    assert_eq!(names(&v["tools"]), NATIVE, "only what serve serves");
+    let hidden = names(&v["hidden"]);
     assert!(
-        names.contains(&"create_issue") && !names.contains(&"get_merge_request"),
-        "only claimed categories"
+        hidden.contains(&"create_issue") && hidden.contains(&"get_merge_request"),
+        "{hidden:?}"
     );
 
-    let (out, _, stderr) =
+    let (out, stdout, stderr) =
         run(toolhost()
             .arg("--plugins")
             .arg(dir.path())
             .args(["tools", "--explain", "get_merge_request"]));
-    assert!(!out.status.success() && stderr.contains("not listed"), "{stderr}");
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.starts_with("get_merge_request: not served"), "{stdout}");
+    let (out, _, stderr) =
+        run(toolhost()
+            .arg("--plugins")
+            .arg(dir.path())
+            .args(["tools", "--explain", "no_such_tool"]));
+    assert!(
+        !out.status.success() && stderr.contains("`no_such_tool` is unknown"),
+        "{stderr}"
+    );
+}
+
+/// The native tools `serve` offers with no configuration.
+const NATIVE: [&str; 5] = ["read", "glob", "grep", "ls", "web_fetch"];
+
+/// The `name` of each entry of a JSON list.
+fn names(list: &Value) -> Vec<&str> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect()
+}
+
+/// `toolhost tools` lists what `serve` serves: the native tools and the
+/// tool plugins' tools, not base-catalog tools with no backend; those are
+/// shown, with why, under `--all`.
+#[test]
+fn tools_lists_what_serve_serves() {
+    let dir = plugin_dir(&[("10-a", "fixture_chain_a", None), ("20-text", "text_tools", None)]);
+    let (out, stdout, stderr) = run(toolhost()
+        .arg("--plugins")
+        .arg(dir.path())
+        .args(["tools", "--json"]));
+    assert!(out.status.success(), "{stderr}");
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    let mut expected = NATIVE.to_vec();
+    expected.extend(["word_count", "slow_count", "fail"]);
+    assert_eq!(names(&v["tools"]), expected);
+
+    let (out, stdout, _) = run(toolhost().arg("--plugins").arg(dir.path()).arg("tools"));
+    assert!(out.status.success());
+    assert!(!stdout.contains("get_issues"), "{stdout}");
+    assert!(stdout.contains("--all shows why"), "{stdout}");
+    let (out, stdout, _) = run(toolhost()
+        .arg("--plugins")
+        .arg(dir.path())
+        .args(["tools", "--all"]));
+    assert!(out.status.success());
+    assert!(
+        stdout.contains("hidden: get_issues: a base-catalog tool with no backend")
+            && stdout.contains("`[bind] get_issues = \"NAME\"`"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("hidden: get_merge_request: a base-catalog tool with no backend"),
+        "{stdout}"
+    );
+}
+
+/// With no --plugins and no configuration, `plugins` and `tools` take the
+/// directory `serve` takes: ./plugins, else build/plugins of the tree the
+/// binary was built in.
+#[test]
+fn plugins_and_tools_find_the_plugin_directory_as_serve_does() {
+    let top = tempfile::tempdir().unwrap();
+    let (out, stdout, stderr) = run(toolhost().current_dir(top.path()).args(["plugins", "--json"]));
+    assert!(out.status.success(), "{stderr}");
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    let bundled = std::path::Path::new(v["directory"].as_str().unwrap());
+    assert!(bundled.ends_with("build/plugins"), "{stdout}");
+    assert_eq!(
+        names(&v["plugins"]),
+        ["format-pipeline"],
+        "the bundle holds no test fixture"
+    );
+
+    let local = top.path().join("plugins");
+    std::fs::create_dir(&local).unwrap();
+    std::fs::copy(guest("text_tools"), local.join("20-text.wasm")).unwrap();
+    let (out, stdout, stderr) = run(toolhost().current_dir(top.path()).args(["plugins", "--json"]));
+    assert!(out.status.success(), "{stderr}");
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["directory"], "plugins");
+    assert_eq!(names(&v["plugins"]), ["text"]);
+    let (out, stdout, stderr) = run(toolhost().current_dir(top.path()).args(["tools", "--json"]));
+    assert!(out.status.success(), "{stderr}");
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    assert!(names(&v["tools"]).contains(&"word_count"), "{stdout}");
+}
+
+/// A directory named like a plugin is reported like a file that does not
+/// load; the others load.
+#[test]
+fn a_directory_named_like_a_plugin_is_reported() {
+    let dir = plugin_dir(&[("20-text", "text_tools", None)]);
+    std::fs::create_dir(dir.path().join("10-x.wasm")).unwrap();
+    let (out, stdout, stderr) = run(toolhost()
+        .arg("--plugins")
+        .arg(dir.path())
+        .args(["plugins", "--json"]));
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("10-x.wasm: is a directory, not a plugin"),
+        "{stderr}"
+    );
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(names(&v["plugins"]), ["text"]);
 }
 
 #[test]
@@ -144,7 +254,10 @@ fn toolhost_toml_settings_layer_over_the_sidecar() {
         ("20-b", "fixture_chain_b", None),
         ("30-jira", "jira", Some(sidecar)),
         ("40-format", "format_pipeline", None),
+        ("50-text", "text_tools", None),
     ]);
+    // Base-catalog tools are served only with a backend bound to them.
+    let bind = "[bind]\ncreate_issue = \"text\"\nget_issues = \"text\"\n";
     let config = dir.path().join("toolhost.toml");
     // `toolhost --config … --plugins … ARGS` with `toml` as the file.
     let with_config = |toml: &str, args: &[&str]| {
@@ -157,7 +270,7 @@ fn toolhost_toml_settings_layer_over_the_sidecar() {
             .args(args))
     };
     let tools = |toml: &str| {
-        let (out, stdout, stderr) = with_config(toml, &["tools", "--json"]);
+        let (out, stdout, stderr) = with_config(&format!("{bind}{toml}"), &["tools", "--json"]);
         assert!(out.status.success(), "{stderr}");
         let v: Value = serde_json::from_str(&stdout).unwrap();
         let props = |tool: &str| {
@@ -226,4 +339,78 @@ fn serve_watch_refuses_a_directory_it_cannot_watch() {
         stderr.contains("cannot watch the plugin directory") && stderr.contains("no-such-plugins"),
         "{stderr}"
     );
+}
+
+/// Run `cmd` on a pseudo-terminal `columns` wide (`tests/common/on_terminal.py`);
+/// what it wrote there (stdout and stderr) is the second value.
+fn on_terminal(columns: u16, cmd: &Command) -> (Output, String, String) {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("common/on_terminal.py");
+    let mut python = Command::new("python3");
+    python
+        .arg(script)
+        .arg(columns.to_string())
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(value) => python.env(key, value),
+            None => python.env_remove(key),
+        };
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        python.current_dir(dir);
+    }
+    run(&mut python)
+}
+
+/// `toolhost call` on a terminal shows the call and its result as the
+/// tool plugin renders them, cut to the terminal's width, or plainly; with
+/// --json, or when stdout is not a terminal, the JSON result.
+#[test]
+fn call_on_a_terminal_renders_the_call_and_its_result() {
+    let dir = plugin_dir(&[("20-text", "text_tools", None)]);
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("a.txt"), "hello from a\n").unwrap();
+    let call = |args: &[&str]| {
+        let mut cmd = toolhost();
+        cmd.arg("--plugins")
+            .arg(dir.path())
+            .arg("--root")
+            .arg(root.path())
+            .arg("call")
+            .args(args);
+        cmd
+    };
+
+    let (out, shown, _) = on_terminal(80, &call(&["word_count", r#"{"text": "one two three"}"#]));
+    assert!(out.status.success(), "{shown}");
+    let lines: Vec<&str> = shown.lines().collect();
+    assert_eq!(lines, ["word_count(one two three)", "3 words"], "{shown}");
+
+    // The plugin's call view is 33 columns: cut to the terminal's 20.
+    let long = r#"{"text": "a text far longer than twenty characters"}"#;
+    let (out, shown, _) = on_terminal(20, &call(&["word_count", long]));
+    assert!(out.status.success(), "{shown}");
+    assert_eq!(shown.lines().next(), Some("word_count(a text f…"), "{shown}");
+
+    // No renderer: the call as given, the result's text.
+    let (out, shown, _) = on_terminal(80, &call(&["read", r#"{"path": "a.txt"}"#]));
+    assert!(out.status.success(), "{shown}");
+    assert!(
+        shown.starts_with("read {\"path\":\"a.txt\"}\n") && shown.contains("hello from a"),
+        "{shown}"
+    );
+    let (out, shown, _) = on_terminal(80, &call(&["fail", r#"{"kind": "failed"}"#]));
+    assert!(out.status.success(), "{shown}");
+    assert!(shown.contains("\nerror: fail: asked to fail"), "{shown}");
+
+    // --json on the terminal, and a pipe without it: JSON.
+    let (out, shown, _) = on_terminal(80, &call(&["--json", "word_count", r#"{"text": "a b"}"#]));
+    assert!(out.status.success(), "{shown}");
+    let v: Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(v["structured"]["words"], 2);
+    let (out, stdout, stderr) = run(&mut call(&["word_count", r#"{"text": "a b"}"#]));
+    assert!(out.status.success(), "{stderr}");
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["content"], "2 words");
 }

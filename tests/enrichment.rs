@@ -29,7 +29,7 @@ async fn tools_are_listed_only_for_claimed_categories() {
         description: "Read a file".into(),
         category: None,
         input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
-        fields: Default::default(),
+        ..ToolSpec::default()
     };
     let mut tools = base_catalog().to_vec();
     tools.push(uncategorised);
@@ -94,7 +94,7 @@ async fn format_pipeline_renames_on_collision() {
             "format": {"type": "string", "description": "the backend's own"},
             "_format": {"type": "string"}
         }}),
-        fields: Default::default(),
+        ..ToolSpec::default()
     };
     let enriched = format.enrich(&tool).await.unwrap();
     assert_eq!(

@@ -141,7 +141,7 @@ fn sixty_tools() -> Vec<ToolSpec> {
             description: "A local tool".into(),
             category: None,
             input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
-            fields: Default::default(),
+            ..ToolSpec::default()
         });
         i += 1;
     }

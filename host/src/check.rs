@@ -216,7 +216,7 @@ fn sample_tools(plugin: &Plugin) -> Vec<ToolSpec> {
             description: "A sample tool".into(),
             category: Some(c.clone()),
             input_schema: json!({"type": "object", "properties": {"query": {"type": "string"}}}),
-            fields: Default::default(),
+            ..ToolSpec::default()
         })
         .collect()
 }

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::catalog::{ToolFields, ToolSpec};
+use crate::catalog::{ToolMeta, ToolSpec};
 use crate::plugin::{Method, Plugin, PluginError, Policy};
 use crate::schema::{Change, ToolSchema};
 use crate::value_model::{Layer, ValueModel, ValueModels};
@@ -49,14 +49,14 @@ pub struct EnrichedTool {
     pub category: Option<String>,
     #[serde(skip)]
     pub schema: ToolSchema,
-    /// The MCP fields enrichers do not change, as the tool's source gave them.
-    #[serde(skip)]
-    pub fields: Arc<ToolFields>,
     /// Every change, in order, with the plugin that made it.
     pub changes: Vec<Change>,
     pub conflicts: Vec<Conflict>,
     /// Plugins whose enrichment of this tool failed and was skipped.
     pub skipped: Vec<String>,
+    /// From the tool's source, unchanged by enrichers.
+    #[serde(skip)]
+    pub meta: ToolMeta,
 }
 
 /// A tool left out of the list, and why.
@@ -136,10 +136,10 @@ impl Enrichers {
             name: tool.name.clone(),
             category: tool.category.clone(),
             schema,
-            fields: tool.fields.clone(),
             changes,
             conflicts,
             skipped,
+            meta: tool.meta.clone(),
         })
     }
 

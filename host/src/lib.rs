@@ -15,9 +15,11 @@
 //! - [`output`]: tool results as the host owns them (every MCP content
 //!   kind), and their conversions to and from rmcp's.
 //! - [`pipeline`]: the call pipeline and [`pipeline::Toolhost`], the library API.
+//! - [`prompt`]: the system-prompt sections of the listed tools.
 //! - [`mcp`]: the MCP server front.
 //! - [`gateway`]: upstream servers' prompts, resources, completions and
 //!   instructions, routed for the MCP front.
+//! - [`render`]: terminal views of a call and its result (`toolhost call`).
 //! - [`setup`]: a [`pipeline::Toolhost`] built from the configuration.
 //! - [`watch`]: the plugin directory reloaded while serving (`serve --watch`).
 //! - [`config`]: the user's configuration file, `toolhost.toml`.
@@ -42,6 +44,8 @@ pub mod mcp;
 pub mod output;
 pub mod pipeline;
 pub mod plugin;
+pub mod prompt;
+pub mod render;
 pub mod scaffold;
 pub mod schema;
 pub mod setup;

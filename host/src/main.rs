@@ -3,18 +3,19 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use serde_json::json;
-use toolhost::catalog::{ToolSpec, base_catalog};
+use toolhost::catalog::base_tool;
 use toolhost::check::{self, Verdict};
 use toolhost::config::Config;
-use toolhost::enrich::{Enrichers, Listing};
+use toolhost::enrich::{EnrichedTool, Enrichers, Listing};
 use toolhost::expect::Expectations;
-use toolhost::plugin::{LoadReport, Plugin, Runtime, RuntimeOptions};
+use toolhost::pipeline::Toolhost;
+use toolhost::plugin::{LoadReport, Runtime, RuntimeOptions};
 use toolhost::setup;
+use toolhost::value_model::{Layer, ValueModel};
 
 mod serve;
 
@@ -28,9 +29,14 @@ struct Cli {
     /// Configuration file (default: ./toolhost.toml if present).
     #[arg(long, global = true)]
     config: Option<PathBuf>,
-    /// Plugin directory (default: from the configuration, else ./plugins).
+    /// Plugin directory (default: from the configuration, else ./plugins,
+    /// else the bundled build/plugins).
     #[arg(long, global = true, env = "TOOLHOST_PLUGINS")]
     plugins: Option<PathBuf>,
+    /// The directory read, glob, grep and ls are confined to (default:
+    /// `root` of the configuration, else the working directory).
+    #[arg(long, global = true, value_name = "DIR")]
+    root: Option<PathBuf>,
     /// Compile plugins without the on-disk code cache.
     #[arg(long, global = true)]
     no_cache: bool,
@@ -48,11 +54,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// List the tools as enriched by the loaded plugins.
+    /// List the tools `serve` serves, as enriched by the loaded plugins.
     Tools {
         #[arg(long)]
         json: bool,
-        /// Show which plugin changed what in one tool's schema.
+        /// Also list the tools known but not served, with why.
+        #[arg(long)]
+        all: bool,
+        /// Show which plugin changed what in one tool's schema, or why it
+        /// is not served.
         #[arg(long, value_name = "NAME")]
         explain: Option<String>,
     },
@@ -89,12 +99,17 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Run one tool call through the pipeline and print the result as JSON.
+    /// Run one tool call through the pipeline. On a terminal, print the
+    /// call and its result as the tool renders them (or plainly); else, or
+    /// with --json, print the result as JSON.
     Call {
         tool: String,
         /// The arguments, a JSON object.
         #[arg(default_value = "{}")]
         args: String,
+        /// Print JSON even on a terminal.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -128,33 +143,24 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<ExitCode> {
-    let config = Config::discover(cli.config.as_deref())?;
+    let mut config = Config::discover(cli.config.as_deref())?;
+    if let Some(root) = cli.root {
+        config.root = Some(root);
+    }
     let cache_dir = if cli.no_cache { None } else { config.cache_dir() };
     let runtime = Runtime::new(RuntimeOptions {
         cache_dir,
         plugin_settings: config.plugin_settings(),
         ..RuntimeOptions::default()
     })?;
-    let plugin_dir = cli
-        .plugins
-        .clone()
-        .or(config.plugins.clone())
-        .unwrap_or_else(|| PathBuf::from("plugins"));
+    let plugin_dir = setup::plugin_dir(cli.plugins.as_deref(), &config);
     match cli.command {
         Command::Check { file, json, expect } => check_cmd(&runtime, &file, json, expect.as_deref()).await,
         Command::Serve { http, watch } => {
-            let plugins = cli
-                .plugins
-                .or(config.plugins.clone())
-                .or_else(setup::default_plugin_dir);
-            serve::serve(&runtime, &config, plugins.as_deref(), http, watch).await
+            serve::serve(&runtime, &config, plugin_dir.as_deref(), http, watch).await
         }
-        Command::Call { tool, args } => {
-            let plugins = cli
-                .plugins
-                .or(config.plugins.clone())
-                .or_else(setup::default_plugin_dir);
-            serve::call(&runtime, &config, plugins.as_deref(), &tool, &args).await
+        Command::Call { tool, args, json } => {
+            serve::call(&runtime, &config, plugin_dir.as_deref(), &tool, &args, json).await
         }
         Command::Stats { json } => serve::stats(&config, json),
         Command::New { name, lang, dir } => {
@@ -163,26 +169,31 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Plugins { json } => {
-            let report = load(&runtime, &plugin_dir).await?;
-            print_plugins(&report, json)?;
-            Ok(exit_for(&report))
-        }
-        Command::Tools { json, explain } => {
-            let report = load(&runtime, &plugin_dir).await?;
-            let enrichers = Enrichers::new(&report.plugins);
-            let tools = all_tools(&report.plugins);
-            let listing = enrichers.list(&tools).await;
-            match explain {
-                Some(name) => {
-                    let mut models = enrichers
-                        .value_models(tools.iter().filter(|t| t.name == name))
-                        .await;
-                    config.apply_value_models(&mut models)?;
-                    explain_tool(&listing, &models, &name)?;
+            let report = match &plugin_dir {
+                Some(dir) => load(&runtime, dir).await?,
+                None => {
+                    eprintln!(
+                        "no plugin directory: pass --plugins DIR, set `plugins` in toolhost.toml or create ./plugins"
+                    );
+                    LoadReport::default()
                 }
-                None => print_tools(&listing, json)?,
+            };
+            print_plugins(plugin_dir.as_deref(), &report, json)?;
+            Ok(exit_for(&report.errors))
+        }
+        Command::Tools { json, all, explain } => {
+            let (host, errors) = setup::build(&runtime, &config, plugin_dir.as_deref()).await?;
+            for error in &errors {
+                eprintln!("error: {error}");
             }
-            Ok(exit_for(&report))
+            let listing = host.list_tools();
+            let shown = match explain {
+                Some(name) => explain_cmd(&host, &config, &listing, &name).await,
+                None => print_tools(&listing, json, all),
+            };
+            host.shutdown().await;
+            shown?;
+            Ok(exit_for(&errors))
         }
     }
 }
@@ -198,32 +209,16 @@ async fn load(runtime: &Runtime, dir: &Path) -> Result<LoadReport> {
     Ok(report)
 }
 
-fn exit_for(report: &LoadReport) -> ExitCode {
-    if report.errors.is_empty() {
+/// Exit status 2 when something could not be loaded or reached.
+fn exit_for<E>(errors: &[E]) -> ExitCode {
+    if errors.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(2)
     }
 }
 
-/// The base catalog plus every tool plugin's tools.
-fn all_tools(plugins: &[Arc<Plugin>]) -> Vec<ToolSpec> {
-    let mut tools = base_catalog().to_vec();
-    for plugin in plugins {
-        for t in &plugin.tools {
-            tools.push(ToolSpec {
-                name: t.name.clone(),
-                description: t.description.clone(),
-                category: t.category.clone(),
-                input_schema: serde_json::from_str(&t.parameters_schema).unwrap_or_else(|_| json!({})),
-                fields: Default::default(),
-            });
-        }
-    }
-    tools
-}
-
-fn print_plugins(report: &LoadReport, as_json: bool) -> Result<()> {
+fn print_plugins(dir: Option<&Path>, report: &LoadReport, as_json: bool) -> Result<()> {
     let mut out = std::io::stdout().lock();
     if as_json {
         let plugins: Vec<_> = report
@@ -239,9 +234,13 @@ fn print_plugins(report: &LoadReport, as_json: bool) -> Result<()> {
                 })
             })
             .collect();
-        let value = json!({"plugins": plugins, "errors": report.errors, "disabled": report.disabled});
+        let value = json!({"directory": dir, "plugins": plugins, "errors": report.errors,
+                           "disabled": report.disabled});
         writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
         return Ok(());
+    }
+    if let Some(dir) = dir {
+        writeln!(out, "plugins in {}:", dir.display())?;
     }
     if report.plugins.is_empty() {
         writeln!(out, "no plugins loaded")?;
@@ -290,16 +289,17 @@ fn print_plugins(report: &LoadReport, as_json: bool) -> Result<()> {
     Ok(())
 }
 
-fn print_tools(listing: &Listing, as_json: bool) -> Result<()> {
+fn print_tools(listing: &Listing, as_json: bool, all: bool) -> Result<()> {
     let mut out = std::io::stdout().lock();
     if as_json {
         let tools: Vec<_> = listing
             .tools
             .iter()
             .map(|t| {
-                json!({"name": t.name, "description": t.schema.description(), "category": t.category,
-                       "inputSchema": t.schema.to_value(), "changes": t.changes.len(),
-                       "conflicts": t.conflicts})
+                json!({"name": t.name, "title": t.meta.title, "description": t.schema.description(),
+                       "category": t.category, "inputSchema": t.schema.to_value(),
+                       "outputSchema": t.meta.output_schema, "annotations": t.meta.annotations,
+                       "changes": t.changes.len(), "conflicts": t.conflicts})
             })
             .collect();
         writeln!(
@@ -325,23 +325,52 @@ fn print_tools(listing: &Listing, as_json: bool) -> Result<()> {
             note
         )?;
     }
-    for h in &listing.hidden {
-        writeln!(out, "hidden: {}: {}", h.name, h.reason)?;
+    if all {
+        for h in &listing.hidden {
+            writeln!(out, "hidden: {}: {}", h.name, h.reason)?;
+        }
     }
-    writeln!(out, "{} tools", listing.tools.len())?;
+    match listing.hidden.len() {
+        0 => writeln!(out, "{} tools", listing.tools.len())?,
+        n if all => writeln!(out, "{} tools, {n} hidden", listing.tools.len())?,
+        n => writeln!(out, "{} tools ({n} hidden: --all shows why)", listing.tools.len())?,
+    }
     Ok(())
 }
 
-fn explain_tool(listing: &Listing, models: &toolhost::value_model::ValueModels, name: &str) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    let Some(tool) = listing.tools.iter().find(|t| t.name == name) else {
-        match listing.hidden.iter().find(|h| h.name == name) {
-            Some(h) => anyhow::bail!("tool `{name}` is hidden: {}", h.reason),
-            None => anyhow::bail!(
-                "tool `{name}` is not listed (unknown, or no loaded enricher claims its category)"
-            ),
-        }
+/// `tools --explain NAME`: a served tool's provenance and value model; for
+/// one not served, why, and (a base-catalog tool) what the loaded
+/// enrichers would make of it.
+async fn explain_cmd(host: &Toolhost, config: &Config, listing: &Listing, name: &str) -> Result<()> {
+    if let Some(tool) = listing.tools.iter().find(|t| t.name == name) {
+        let models = host.value_models();
+        return explain_tool(tool, models.get(name).map(|m| (m, models.layers(name))));
+    }
+    let Some(hidden) = listing.hidden.iter().find(|h| h.name == name) else {
+        anyhow::bail!(
+            "tool `{name}` is unknown: no source provides it and the base catalog has none of that name"
+        );
     };
+    println!("{name}: not served: {}", hidden.reason);
+    let Some(spec) = base_tool(name) else {
+        return Ok(());
+    };
+    let enrichers = Enrichers::new(&host.plugins().await);
+    match enrichers.enrich(spec).await {
+        Ok(tool) => {
+            let mut models = enrichers.value_models([spec]).await;
+            config.apply_value_models(&mut models)?;
+            explain_tool(&tool, models.get(name).map(|m| (m, models.layers(name))))
+        }
+        Err(reason) => {
+            println!("its enrichment fails: {reason}");
+            Ok(())
+        }
+    }
+}
+
+fn explain_tool(tool: &EnrichedTool, model: Option<(&ValueModel, &[Layer])>) -> Result<()> {
+    let mut out = std::io::stdout().lock();
     writeln!(
         out,
         "{} ({})",
@@ -383,8 +412,8 @@ fn explain_tool(listing: &Listing, models: &toolhost::value_model::ValueModels, 
         "schema:\n{}",
         serde_json::to_string_pretty(&tool.schema.to_value())?
     )?;
-    if let Some(model) = models.get(name) {
-        let layers: Vec<String> = models.layers(name).iter().map(|l| format!("{l:?}")).collect();
+    if let Some((model, layers)) = model {
+        let layers: Vec<String> = layers.iter().map(|l| format!("{l:?}")).collect();
         writeln!(
             out,
             "value model ({}):\n{}",

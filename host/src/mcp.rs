@@ -1,5 +1,9 @@
-//! The MCP front (DESIGN decision 9), on the official Rust SDK (`rmcp`):
-//! `tools/list` is the enriched listing, `tools/call` runs the pipeline.
+//! The MCP front, on the official Rust SDK (`rmcp`): `tools/list` is the
+//! enriched listing (with each tool's title, output schema and
+//! annotations), `tools/call` runs the pipeline. The system-prompt sections
+//! of the tools are the initialize result's `instructions` and the
+//! `system-prompt` prompt, beside the upstream servers' instructions and
+//! prompts.
 //!
 //! A client's `notifications/cancelled` cancels the call's token; progress
 //! a tool reports is sent as `notifications/progress` when the request
@@ -29,11 +33,11 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
-    ContentBlock, ErrorCode, GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, PromptsCapability, ReadResourceRequestParams, ReadResourceResponse,
-    ResourceUpdatedNotificationParam, ResourcesCapability, ServerCapabilities, ServerConfig,
-    SubscribeRequestParams, Tool, UnsubscribeRequestParams,
+    ContentBlock, ErrorCode, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, Prompt, PromptMessage, PromptsCapability,
+    ReadResourceRequestParams, ReadResourceResponse, ResourceUpdatedNotificationParam, ResourcesCapability,
+    Role, ServerCapabilities, ServerConfig, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::{
@@ -43,9 +47,11 @@ use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 
+use crate::enrich::EnrichedTool;
 use crate::gateway::{GatewayError, Notice, merge_instructions};
 use crate::output::{ToolError, mcp};
 use crate::pipeline::{CallContext, Toolhost, error_text};
+use crate::prompt::PROMPT_NAME;
 
 type SessionList = Mutex<Vec<Peer<RoleServer>>>;
 type Sessions = Arc<SessionList>;
@@ -98,26 +104,27 @@ impl McpServer {
     }
 
     fn tools(&self) -> Vec<Tool> {
-        self.host
-            .list_tools()
-            .tools
-            .iter()
-            .map(|t| {
-                let schema = match t.schema.to_value() {
-                    Value::Object(map) => map,
-                    _ => serde_json::Map::new(),
-                };
-                let mut tool = Tool::new(t.name.clone(), t.schema.description().to_owned(), schema);
-                mcp::tool_fields_to_mcp(&t.fields, &mut tool);
-                tool
-            })
-            .collect()
+        self.host.list_tools().tools.iter().map(to_tool).collect()
     }
 
-    /// The instructions served in `initialize`: toolhost's own, then each
-    /// upstream server's.
+    /// toolhost's own prompt: the system-prompt sections of its tools.
+    fn system_prompt(&self) -> Prompt {
+        let mut prompt = Prompt::new(
+            PROMPT_NAME,
+            Some("The tools available and the guidelines for them, for an agent's system prompt"),
+            None,
+        );
+        prompt.title = Some("toolhost system prompt".into());
+        prompt
+    }
+
+    /// The instructions served in `initialize`: toolhost's system-prompt
+    /// sections, then each upstream server's instructions.
     pub fn instructions(&self) -> Option<String> {
-        merge_instructions(None, &self.host.gateway().instructions())
+        merge_instructions(
+            Some(&self.host.system_prompt()),
+            &self.host.gateway().instructions(),
+        )
     }
 }
 
@@ -129,6 +136,22 @@ fn gateway_error(e: GatewayError) -> McpError {
         GatewayError::Upstream(_) => ErrorCode::INTERNAL_ERROR,
     };
     McpError::new(code, e.to_string(), None)
+}
+
+/// An enriched tool as MCP lists it: title, output schema, annotations,
+/// icons and `_meta` from its metadata.
+fn to_tool(t: &EnrichedTool) -> Tool {
+    let object = |value: Value| match value {
+        Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    };
+    let mut tool = Tool::new(
+        t.name.clone(),
+        t.schema.description().to_owned(),
+        object(t.schema.to_value()),
+    );
+    mcp::set_tool_meta(&t.meta, &mut tool);
+    tool
 }
 
 /// Tell the sessions of the gateway's changes: list changes to every open
@@ -226,11 +249,14 @@ impl ServerHandler for McpServer {
             .push(context.peer);
     }
 
+    /// The instructions are the system-prompt sections as of the session's
+    /// start; the `system-prompt` prompt is rebuilt on each request.
     fn get_info(&self) -> ServerConfig {
         let gateway = self.host.gateway();
         let mut capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
+            .enable_prompts()
             .build();
         if gateway.has_prompts() {
             let mut prompts = PromptsCapability::default();
@@ -257,9 +283,9 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        Ok(ListPromptsResult::with_all_items(
-            self.host.gateway().list_prompts(),
-        ))
+        let mut prompts = vec![self.system_prompt()];
+        prompts.extend(self.host.gateway().list_prompts());
+        Ok(ListPromptsResult::with_all_items(prompts))
     }
 
     async fn get_prompt(
@@ -267,13 +293,26 @@ impl ServerHandler for McpServer {
         request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        let result = self
-            .host
-            .gateway()
-            .get_prompt(request)
-            .await
-            .map_err(gateway_error)?;
-        Ok(result.into())
+        if request.name != PROMPT_NAME {
+            let name = request.name.clone();
+            return match self.host.gateway().get_prompt(request).await {
+                Ok(result) => Ok(result.into()),
+                Err(GatewayError::UnknownPrompt(_)) => Err(McpError::invalid_params(
+                    format!(
+                        "no prompt named `{name}`: toolhost serves `{PROMPT_NAME}` and its upstreams' prompts"
+                    ),
+                    None,
+                )),
+                Err(e) => Err(gateway_error(e)),
+            };
+        }
+        let text = self.host.system_prompt();
+        let description = self.system_prompt().description.unwrap_or_default();
+        Ok(
+            GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
+                .with_description(description)
+                .into(),
+        )
     }
 
     async fn list_resources(

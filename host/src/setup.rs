@@ -22,6 +22,17 @@ use crate::pipeline::{Options, Sources, Toolhost, Upstream};
 use crate::plugin::{LoadReport, Runtime};
 use crate::tools::{NativeTools, Root};
 
+/// The plugin directory every command uses: the one named on the command
+/// line, else the configuration's `plugins`, else [`default_plugin_dir`].
+/// A directory that is named must exist (loading it says so); only the
+/// default is looked for.
+pub fn plugin_dir(named: Option<&Path>, config: &Config) -> Option<PathBuf> {
+    named
+        .map(Path::to_owned)
+        .or_else(|| config.plugins.clone())
+        .or_else(default_plugin_dir)
+}
+
 /// The plugin directory to use when neither the command line nor the
 /// configuration names one, if any exists.
 pub fn default_plugin_dir() -> Option<PathBuf> {

@@ -14,6 +14,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::catalog::Annotations;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SideEffect {
@@ -156,6 +158,25 @@ impl ValueModel {
     /// reference, `speculate = true` can never turn it on for a mutating tool.
     pub fn is_speculatable(&self) -> bool {
         self.side_effect().is_speculatable() && self.speculate != Some(false)
+    }
+
+    /// Lay the MCP hints this model's side effect says over `hints`: pure
+    /// and read-only tools are read-only, pure ones idempotent too, mutating
+    /// ones destructive. An unset or indeterminate side effect says nothing.
+    pub fn annotate(&self, hints: &mut Annotations) {
+        let (read_only, destructive, idempotent) = match self.side_effect {
+            Some(SideEffect::Pure) => (true, None, Some(true)),
+            Some(SideEffect::ReadOnly) => (true, None, None),
+            Some(SideEffect::MutatesLocal | SideEffect::MutatesExternal) => (false, Some(true), None),
+            Some(SideEffect::Indeterminate) | None => return,
+        };
+        hints.read_only_hint = Some(read_only);
+        if destructive.is_some() {
+            hints.destructive_hint = destructive;
+        }
+        if idempotent.is_some() {
+            hints.idempotent_hint = idempotent;
+        }
     }
 
     /// The user asked to speculate a tool that must never be: a configuration
@@ -365,6 +386,40 @@ mod tests {
             ..ValueModel::default()
         };
         assert!(!unknown.is_speculatable());
+    }
+
+    #[test]
+    fn side_effects_become_mcp_hints() {
+        let hints = |effect| {
+            let mut h = Annotations {
+                open_world_hint: Some(false),
+                ..Annotations::default()
+            };
+            let model = ValueModel {
+                side_effect: effect,
+                ..ValueModel::default()
+            };
+            model.annotate(&mut h);
+            (
+                h.read_only_hint,
+                h.destructive_hint,
+                h.idempotent_hint,
+                h.open_world_hint,
+            )
+        };
+        assert_eq!(
+            hints(Some(SideEffect::Pure)),
+            (Some(true), None, Some(true), Some(false))
+        );
+        assert_eq!(
+            hints(Some(SideEffect::ReadOnly)),
+            (Some(true), None, None, Some(false))
+        );
+        assert_eq!(
+            hints(Some(SideEffect::MutatesExternal)),
+            (Some(false), Some(true), None, Some(false))
+        );
+        assert_eq!(hints(None), (None, None, None, Some(false)));
     }
 
     #[test]

@@ -10,15 +10,11 @@ check that fails.
 
 import argparse
 import os
-import re
-import subprocess
 import tempfile
 
 import anyio
-from mcp import ClientSession, StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
 
-from driver import check, read, run, text, wait_until
+from driver import check, connect, read, run, text, wait_until
 
 
 async def exercise(session, log_path, upstream):
@@ -132,25 +128,8 @@ async def main():
     top, root = workspace()
     common = ["-v", "--no-cache", "--config", config(top, args), "--plugins", args.plugins, "serve"]
     log_path = os.path.join(top, "server.log")
-    with open(log_path, "w") as log:
-        if args.transport == "stdio":
-            params = StdioServerParameters(command=args.toolhost, args=common, cwd=top)
-            async with stdio_client(params, errlog=log) as (read, write):
-                async with ClientSession(read, write) as session:
-                    await exercise(session, log_path, args.upstream)
-        else:
-            server = subprocess.Popen([args.toolhost, *common, "--http", "127.0.0.1:0"], cwd=top, stderr=log)
-            try:
-                with anyio.fail_after(120):
-                    while not (m := re.search(r"serving MCP at (\S+)", open(log_path).read())):
-                        check(server.poll() is None, "the server exited: " + open(log_path).read())
-                        await anyio.sleep(0.05)
-                async with streamable_http_client(m.group(1)) as streams:
-                    async with ClientSession(streams[0], streams[1]) as session:
-                        await exercise(session, log_path, args.upstream)
-            finally:
-                server.terminate()
-                server.wait()
+    async with connect(args.toolhost, common, args.transport, top, log_path) as client:
+        await exercise(client, log_path, args.upstream)
     print(f"ok: {args.transport}" + (" with upstream" if args.upstream else ""))
 
 

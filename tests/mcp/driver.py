@@ -1,13 +1,19 @@
 """What the Python MCP drivers under tests/mcp/ share: checks that fail
 with a message, waiting on a condition (not a clock), the text of a tool
 result, a recorder of server notifications, a model as the JSON it came
-from, and the `__main__` wrapper that turns a failed check into a message
+from, a client session with `toolhost serve` over stdio or streamable
+HTTP, and the `__main__` wrapper that turns a failed check into a message
 and exit status 1."""
 
+import re
+import subprocess
 import sys
+from contextlib import asynccontextmanager
 
 import anyio
 import mcp.types as types
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 
 def check(ok, what):
@@ -51,6 +57,32 @@ def wire(model):
     """A protocol object as the JSON it travels as (unset fields left out),
     for comparing what two servers sent field by field."""
     return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+@asynccontextmanager
+async def connect(toolhost, argv, transport, cwd, log_path):
+    """A client session (not yet initialised) with `toolhost ARGV`, which
+    ends in `serve`: over stdio, or over streamable HTTP on a free loopback
+    port. The server's stderr goes to `log_path`."""
+    with open(log_path, "w") as log:
+        if transport == "stdio":
+            params = StdioServerParameters(command=toolhost, args=argv, cwd=cwd)
+            async with stdio_client(params, errlog=log) as (read_stream, write_stream):
+                async with ClientSession(read_stream, write_stream) as client:
+                    yield client
+            return
+        server = subprocess.Popen([toolhost, *argv, "--http", "127.0.0.1:0"], cwd=cwd, stderr=log)
+        try:
+            with anyio.fail_after(120):
+                while not (m := re.search(r"serving MCP at (\S+)", read(log_path))):
+                    check(server.poll() is None, "the server exited: " + read(log_path))
+                    await anyio.sleep(0.05)
+            async with streamable_http_client(m.group(1)) as streams:
+                async with ClientSession(streams[0], streams[1]) as client:
+                    yield client
+        finally:
+            server.terminate()
+            server.wait()
 
 
 def run(main):

@@ -1,15 +1,16 @@
 //! The host's result and tool types to and from rmcp's: the MCP front
-//! serves with [`to_mcp`] and [`tool_fields_to_mcp`], the upstream client
-//! reads with [`from_mcp`] and [`tool_fields_from_mcp`]. Field for field,
+//! serves with [`to_mcp`] and [`set_tool_meta`], the upstream client
+//! reads with [`from_mcp`] and [`tool_meta_from_mcp`]. Field for field,
 //! so a result or tool passed through comes out as it went in.
 
 use rmcp::model as m;
+use serde_json::Value;
 
 use super::{
     Annotations, Block, Body, CallOutput, Embedded, Icon, Media, Meta, ResourceContents, ResourceLink, Role,
     Text, Theme,
 };
-use crate::catalog::{ToolAnnotations, ToolFields};
+use crate::catalog::{Annotations as ToolAnnotations, ToolMeta};
 
 /// A result as an MCP `CallToolResult` (plugins' `details` stay behind).
 pub fn to_mcp(output: CallOutput) -> m::CallToolResult {
@@ -234,43 +235,51 @@ fn icon_from(i: m::Icon) -> Icon {
     }
 }
 
-/// Set the fields of `tool` beyond its name, description and input schema.
-pub fn tool_fields_to_mcp(fields: &ToolFields, tool: &mut m::Tool) {
-    tool.title = fields.title.clone();
-    tool.output_schema = fields.output_schema.clone().map(std::sync::Arc::new);
-    tool.annotations = fields.annotations.as_ref().map(|a| {
+/// Set `tool`'s fields beyond its name, description and input schema.
+pub fn set_tool_meta(meta: &ToolMeta, tool: &mut m::Tool) {
+    tool.title.clone_from(&meta.title);
+    tool.output_schema = meta
+        .output_schema
+        .as_ref()
+        .and_then(|s| s.as_object().cloned())
+        .map(std::sync::Arc::new);
+    let hints = &meta.annotations;
+    tool.annotations = (!hints.is_empty()).then(|| {
         let mut out = m::ToolAnnotations::new();
-        out.title = a.title.clone();
-        out.read_only_hint = a.read_only_hint;
-        out.destructive_hint = a.destructive_hint;
-        out.idempotent_hint = a.idempotent_hint;
-        out.open_world_hint = a.open_world_hint;
+        out.title.clone_from(&hints.title);
+        out.read_only_hint = hints.read_only_hint;
+        out.destructive_hint = hints.destructive_hint;
+        out.idempotent_hint = hints.idempotent_hint;
+        out.open_world_hint = hints.open_world_hint;
         out
     });
-    tool.icons = fields
+    tool.icons = meta
         .icons
         .as_ref()
         .map(|icons| icons.iter().cloned().map(icon_to).collect());
-    tool.meta = fields.meta.clone().map(m::MetaObject);
+    tool.meta = meta.wire_meta.clone().map(m::MetaObject);
 }
 
-/// The fields of an MCP tool beyond its name, description and input schema.
-pub fn tool_fields_from_mcp(tool: &m::Tool) -> ToolFields {
-    ToolFields {
+/// What an MCP tool says of itself beyond its name, description and input
+/// schema, as it said it.
+pub fn tool_meta_from_mcp(tool: &m::Tool) -> ToolMeta {
+    let hints = tool.annotations.as_ref();
+    ToolMeta {
         title: tool.title.clone(),
-        annotations: tool.annotations.as_ref().map(|a| ToolAnnotations {
-            title: a.title.clone(),
-            read_only_hint: a.read_only_hint,
-            destructive_hint: a.destructive_hint,
-            idempotent_hint: a.idempotent_hint,
-            open_world_hint: a.open_world_hint,
-        }),
-        output_schema: tool.output_schema.as_deref().cloned(),
+        output_schema: tool.output_schema.as_ref().map(|s| Value::Object((**s).clone())),
+        annotations: ToolAnnotations {
+            title: hints.and_then(|h| h.title.clone()),
+            read_only_hint: hints.and_then(|h| h.read_only_hint),
+            destructive_hint: hints.and_then(|h| h.destructive_hint),
+            idempotent_hint: hints.and_then(|h| h.idempotent_hint),
+            open_world_hint: hints.and_then(|h| h.open_world_hint),
+        },
         icons: tool
             .icons
             .as_ref()
             .map(|icons| icons.iter().cloned().map(icon_from).collect()),
-        meta: tool.meta.as_ref().map(|m| m.0.clone()),
+        wire_meta: tool.meta.as_ref().map(|m| m.0.clone()),
+        ..ToolMeta::default()
     }
 }
 
@@ -327,7 +336,7 @@ mod tests {
         }))
         .unwrap();
         let mut through = m::Tool::new("t", "d", original.input_schema.clone());
-        tool_fields_to_mcp(&tool_fields_from_mcp(&original), &mut through);
+        set_tool_meta(&tool_meta_from_mcp(&original), &mut through);
         assert_eq!(
             serde_json::to_value(&through).unwrap(),
             serde_json::to_value(&original).unwrap()

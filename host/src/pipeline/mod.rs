@@ -1,4 +1,4 @@
-//! The call pipeline (DESIGN decision 7) and [`Toolhost`], the library API
+//! The call pipeline and [`Toolhost`], the library API
 //! over it.
 //!
 //! Tools come from four sources merged into one catalog, each tool with an
@@ -39,6 +39,12 @@
 //! invalidates before and after it runs. A served result still goes through
 //! after-call, so the agent sees what a direct call would have given.
 //!
+//! A successful result of a tool that declares an output schema (native
+//! tools, upstream tools whose server gives one) is checked against it
+//! after after-call: one that does not match, or has no structured block,
+//! becomes an error result naming the fields, since an MCP client rejects
+//! it anyway.
+//!
 //! A base-catalog tool bound to a tool plugin that also lists a tool of that
 //! name is served with the catalog's schema and the plugin's hooks (one
 //! tool, not a duplicate).
@@ -58,11 +64,12 @@ use serde_json::{Map, Value};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::catalog::{ToolSpec, base_tool};
-use crate::enrich::{Enrichers, Listing};
+use crate::catalog::{Annotations, ToolMeta, ToolSpec, base_catalog, base_tool};
+use crate::enrich::{Enrichers, Hidden, Listing};
 use crate::gateway::Gateway;
 pub use crate::output::{CallOutput, ToolError};
-use crate::plugin::{BeforeCallDecision, Hooks, Plugin, ProgressFn};
+use crate::plugin::{BeforeCallDecision, Hooks, Plugin, ProgressFn, ToolDefinition};
+use crate::prompt::SystemPrompt;
 use crate::speculation::{self, Engine, Served};
 use crate::tools::NativeTools;
 use crate::value_model::{UnsafeSpeculation, ValueModel, ValueModels};
@@ -149,6 +156,8 @@ struct Bound {
     category: Option<String>,
     /// The enriched input schema arguments are validated against.
     schema: Value,
+    /// What a successful call's structured result is checked against.
+    output_schema: Option<Value>,
     backend: Backend,
 }
 
@@ -225,9 +234,16 @@ impl Toolhost {
         &self.gateway
     }
 
-    /// The enriched tool list (and the tools hidden, with why), as of now.
+    /// The enriched tool list, as of now, and every tool known but not
+    /// served with why (hidden by a failed enrichment, a category no
+    /// enricher claims, a base-catalog tool with no backend).
     pub fn list_tools(&self) -> Arc<Listing> {
         self.shared.current().core.listing.clone()
+    }
+
+    /// The loaded plugins the catalog was built from, as of now.
+    pub async fn plugins(&self) -> Vec<Arc<Plugin>> {
+        self.shared.sources.lock().await.plugins.clone()
     }
 
     /// The layered value models of the listed tools, as of now.
@@ -336,7 +352,32 @@ impl Toolhost {
                 Err(e) => tracing::warn!(tool = name, "after-call skipped: {e}"),
             }
         }
+        if !result.is_error
+            && let Some(schema) = &bound.output_schema
+            && let Err(message) = validate::check_output(name, schema, result.structured_content.as_ref())
+        {
+            tracing::warn!(tool = name, "{message}");
+            result = CallOutput {
+                details: result.details,
+                ..CallOutput::error(message)
+            };
+        }
         Ok(result)
+    }
+
+    /// The tool plugin serving `name`, if one does and implements `hook`
+    /// for it (the renderers: `render-call`, `render-result`).
+    pub fn renderer(&self, name: &str, hook: Hooks) -> Option<Arc<Plugin>> {
+        match &self.shared.current().core.tools.get(name)?.backend {
+            Backend::Plugin(plugin, hooks) if hooks.contains(hook) => Some(plugin.clone()),
+            _ => None,
+        }
+    }
+
+    /// The system-prompt sections ("Available tools", "Guidelines") of the
+    /// listed tools, as of now: toolhost's part of an agent's system prompt.
+    pub fn system_prompt(&self) -> String {
+        SystemPrompt::new(&self.list_tools().tools).render()
     }
 }
 
@@ -417,7 +458,8 @@ impl Generation {
         let specs = gather(sources)?;
         let enrichers = Enrichers::new(&sources.plugins);
         let only_specs: Vec<ToolSpec> = specs.iter().map(|(s, _)| s.clone()).collect();
-        let listing = enrichers.list(&only_specs).await;
+        let mut listing = enrichers.list(&only_specs).await;
+        listing.hidden.extend(unserved(&only_specs, &enrichers));
         let mut backends: HashMap<String, (ToolSpec, Backend)> =
             specs.into_iter().map(|(s, b)| (s.name.clone(), (s, b))).collect();
         let mut listed = Vec::new();
@@ -429,6 +471,7 @@ impl Generation {
             let bound = Bound {
                 category: spec.category.clone(),
                 schema: t.schema.to_value(),
+                output_schema: spec.meta.output_schema.clone(),
                 backend,
             };
             listed.push(spec);
@@ -436,6 +479,12 @@ impl Generation {
         }
         let mut models = enrichers.value_models(&listed).await;
         models.apply_overrides(&options.value_models)?;
+        // The hints the value models give, over the source's own.
+        for tool in &mut listing.tools {
+            if let Some(model) = models.get(&tool.name) {
+                model.annotate(&mut tool.meta.annotations);
+            }
+        }
         let core = Arc::new(Core {
             enrichers: enrichers.clone(),
             listing: Arc::new(listing),
@@ -456,6 +505,49 @@ impl Generation {
         });
         Ok(Self { core, speculation })
     }
+}
+
+/// The tools known but not served, with why: a categorised tool no
+/// enricher claims, a base-catalog tool with no backend bound to it. (A
+/// tool whose closed enrichment failed is hidden by the enrichers.)
+fn unserved(specs: &[ToolSpec], enrichers: &Enrichers) -> Vec<Hidden> {
+    let unclaimed = specs.iter().filter(|s| !enrichers.lists(s)).map(|s| Hidden {
+        name: s.name.clone(),
+        reason: format!(
+            "no loaded enricher claims its category `{}`",
+            s.category.as_deref().unwrap_or_default()
+        ),
+    });
+    let unbound = base_catalog()
+        .iter()
+        .filter(|t| !specs.iter().any(|s| s.name == t.name))
+        .map(|t| Hidden {
+            name: t.name.clone(),
+            reason: format!(
+                "a base-catalog tool with no backend: bind it to an upstream server or a tool plugin with `[bind] {} = \"NAME\"`",
+                t.name
+            ),
+        });
+    unclaimed.chain(unbound).collect()
+}
+
+/// What a tool plugin says of a tool it serves beside its schema: the
+/// definition's label, snippet and guidelines (if it defines the tool),
+/// and whether it can reach the network (only through its HTTP grant).
+fn plugin_meta(plugin: &Plugin, definition: Option<&ToolDefinition>) -> ToolMeta {
+    let mut meta = ToolMeta {
+        annotations: Annotations {
+            open_world_hint: Some(!plugin.http_hosts().is_empty()),
+            ..Annotations::default()
+        },
+        ..ToolMeta::default()
+    };
+    if let Some(t) = definition {
+        meta.title = Some(t.label.trim().to_owned()).filter(|l| !l.is_empty());
+        meta.snippet.clone_from(&t.snippet);
+        meta.guidelines.clone_from(&t.guidelines);
+    }
+    meta
 }
 
 /// Every source's tools with their backends, checked for duplicates.
@@ -481,7 +573,7 @@ fn gather(sources: &Sources) -> Result<Vec<(ToolSpec, Backend)>, BuildError> {
                 category: t.category.clone(),
                 // The loader checked the schema is a JSON object.
                 input_schema: serde_json::from_str(&t.parameters_schema).unwrap_or(Value::Null),
-                fields: Default::default(),
+                meta: plugin_meta(plugin, Some(t)),
             };
             specs.push((spec, Backend::Plugin(plugin.clone(), t.hooks)));
         }
@@ -497,19 +589,16 @@ fn gather(sources: &Sources) -> Result<Vec<(ToolSpec, Backend)>, BuildError> {
             .plugins
             .iter()
             .find(|p| p.worlds.tool && &*p.name == backend.as_str());
-        let bound = match (
+        let (bound, meta) = match (
             plugin,
             sources.upstreams.iter().find(|u| &u.config.name == backend),
         ) {
             (Some(p), _) => {
-                let hooks = p
-                    .tools
-                    .iter()
-                    .find(|t| &t.name == tool)
-                    .map_or(Hooks::empty(), |t| t.hooks);
-                Backend::Plugin(p.clone(), hooks)
+                let definition = p.tools.iter().find(|t| &t.name == tool);
+                let hooks = definition.map_or(Hooks::empty(), |t| t.hooks);
+                (Backend::Plugin(p.clone(), hooks), plugin_meta(p, definition))
             }
-            (None, Some(u)) => Backend::Upstream(u.clone(), tool.clone()),
+            (None, Some(u)) => (Backend::Upstream(u.clone(), tool.clone()), ToolMeta::default()),
             (None, None) => {
                 return Err(BuildError::UnknownBackend {
                     tool: tool.clone(),
@@ -517,7 +606,7 @@ fn gather(sources: &Sources) -> Result<Vec<(ToolSpec, Backend)>, BuildError> {
                 });
             }
         };
-        specs.push((spec.clone(), bound));
+        specs.push((ToolSpec { meta, ..spec.clone() }, bound));
     }
     let mut seen: HashMap<&str, &Backend> = HashMap::new();
     for (spec, backend) in &specs {

@@ -457,7 +457,7 @@ impl Upstream {
                     description: t.description.as_deref().unwrap_or_default().to_owned(),
                     category: self.config.category.clone(),
                     input_schema: Value::Object((*t.input_schema).clone()),
-                    fields: Arc::new(mcp::tool_fields_from_mcp(t)),
+                    meta: mcp::tool_meta_from_mcp(t),
                 };
                 (spec, t.name.to_string())
             })

@@ -9,6 +9,9 @@
 //! `additionalProperties: false`, `items`, `enum`, `const`, `minimum`,
 //! `maximum`, `minLength`, `maxLength`, `minItems`, `maxItems`. Keywords
 //! outside it are accepted unchecked: the backend still validates.
+//!
+//! A tool's structured result is checked against its output schema with
+//! the same subset, without coercion ([`check_output`]).
 
 use serde_json::{Map, Value};
 
@@ -29,6 +32,31 @@ pub fn check(tool: &str, schema: &Value, args: &mut Map<String, Value>) -> Resul
     let shown = serde_json::to_string_pretty(&received).unwrap_or_default();
     Err(format!(
         "Validation failed for tool \"{tool}\":\n{list}\nReceived arguments:\n{shown}"
+    ))
+}
+
+/// Check a structured result against the tool's output schema; `Err` names
+/// every failing field.
+pub fn check_output(tool: &str, schema: &Value, structured: Option<&Value>) -> Result<(), String> {
+    let Some(value) = structured else {
+        return Err(format!(
+            "tool \"{tool}\" returned no structured result, though it declares an output schema"
+        ));
+    };
+    let mut errors = Vec::new();
+    validate(schema, value, "", &mut errors);
+    if errors.is_empty() {
+        return Ok(());
+    }
+    let list: String = errors
+        .iter()
+        .map(|(field, message)| {
+            let field = if field.is_empty() { "(the result)" } else { field };
+            format!("\n  - {field}: {message}")
+        })
+        .collect();
+    Err(format!(
+        "tool \"{tool}\" returned a structured result that does not match its output schema:{list}"
     ))
 }
 
@@ -258,6 +286,24 @@ mod tests {
         )
         .unwrap();
         assert_eq!(out, json!({"s": "42", "i": 7, "b": true, "a": [1, 2]}));
+    }
+
+    #[test]
+    fn outputs_are_checked_without_coercion() {
+        let schema = json!({"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}});
+        assert!(check_output("t", &schema, Some(&json!({"n": 3}))).is_ok());
+        let err = check_output("t", &schema, Some(&json!({"n": "3"}))).unwrap_err();
+        assert!(
+            err.contains("does not match its output schema") && err.contains("- n: expected integer"),
+            "{err}"
+        );
+        let err = check_output("t", &schema, Some(&json!([1]))).unwrap_err();
+        assert!(err.contains("(the result): expected object"), "{err}");
+        assert!(
+            check_output("t", &schema, None)
+                .unwrap_err()
+                .contains("no structured result")
+        );
     }
 
     #[test]

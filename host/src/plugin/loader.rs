@@ -62,14 +62,27 @@ impl Runtime {
         let entries = std::fs::read_dir(dir)
             .map_err(|e| anyhow::anyhow!("cannot read the plugin directory {}: {e}", dir.display()))?;
         let mut candidates = Vec::new();
+        let mut report = LoadReport::default();
         for entry in entries {
             let path = entry?.path();
-            if path.extension().is_some_and(|e| e == "wasm") && path.is_file() {
-                let manifest = Manifest::read(&path.with_extension("toml"), self.settings_for(&path));
-                candidates.push(Candidate { path, manifest });
+            if path.extension().is_none_or(|e| e != "wasm") {
+                continue;
             }
+            // Named like a plugin but not one: said, as for any file that
+            // does not load, not skipped in silence.
+            if !path.is_file() {
+                let what = if path.is_dir() {
+                    "a directory"
+                } else {
+                    "not a regular file"
+                };
+                let message = format!("is {what}, not a plugin: a plugin is one .wasm file");
+                report.errors.push(LoadError { path, message });
+                continue;
+            }
+            let manifest = Manifest::read(&path.with_extension("toml"), self.settings_for(&path));
+            candidates.push(Candidate { path, manifest });
         }
-        let mut report = LoadReport::default();
         // A `[plugin.NAME]` that matches no file is most likely a typo, and
         // its settings (a grant, a limit) would silently not apply.
         for name in self.plugin_settings.keys() {

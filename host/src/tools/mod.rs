@@ -20,7 +20,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{Map, Value, json};
 
-use crate::catalog::ToolSpec;
+use crate::catalog::{Annotations, ToolMeta, ToolSpec};
 use crate::output::{Block, CallOutput, ToolError};
 pub use root::Root;
 pub use web::WebSettings;
@@ -76,14 +76,25 @@ impl NativeTools {
         &self.root
     }
 
-    /// The tools' specs, uncategorised (always listed).
+    /// The tools' specs, uncategorised (always listed), each with its
+    /// title, output schema (the JSON block it returns) and whether it
+    /// reaches the network.
     pub fn specs(&self) -> Vec<ToolSpec> {
         let spec = |name: &str, description: &str, schema: Value| ToolSpec {
             name: name.into(),
             description: description.into(),
             category: None,
             input_schema: schema,
-            fields: Default::default(),
+            meta: ToolMeta {
+                title: Some(title(name)),
+                guidelines: guidelines(name),
+                output_schema: Some(output_schema(name)),
+                annotations: Annotations {
+                    open_world_hint: Some(name == "web_fetch"),
+                    ..Annotations::default()
+                },
+                ..ToolMeta::default()
+            },
         };
         let mut specs = vec![
             spec(
@@ -197,6 +208,63 @@ impl NativeTools {
         })
         .await
         .unwrap_or_else(|e| Err(ToolError::Failed(format!("native tool panicked: {e}"))))
+    }
+}
+
+/// A native tool's title, for user interfaces.
+fn title(name: &str) -> String {
+    match name {
+        "read" => "Read file",
+        "glob" => "Find files",
+        "grep" => "Search file contents",
+        "ls" => "List directory",
+        "web_fetch" => "Fetch web page",
+        "write" => "Write file",
+        "edit" => "Edit file",
+        other => other,
+    }
+    .to_owned()
+}
+
+/// The system-prompt guidelines of native tool `name`.
+fn guidelines(name: &str) -> Vec<String> {
+    let bullets: &[&str] = match name {
+        "grep" => &["Use grep or glob to find code before reading whole files or directories."],
+        "edit" => &["Read a file before you edit it: `old_string` must match its text exactly."],
+        _ => &[],
+    };
+    bullets.iter().map(|&b| b.to_owned()).collect()
+}
+
+/// The JSON Schema of the structured block native tool `name` returns
+/// (one place with the tools' `json!` results, kept in step by the
+/// pipeline, which checks every result against it).
+fn output_schema(name: &str) -> Value {
+    let string = json!({"type": "string"});
+    let integer = json!({"type": "integer", "minimum": 0});
+    let boolean = json!({"type": "boolean"});
+    let object = |properties: Value| {
+        let required: Vec<&String> = properties
+            .as_object()
+            .map(|p| p.keys().collect())
+            .unwrap_or_default();
+        json!({"type": "object", "properties": properties, "required": required})
+    };
+    match name {
+        "read" => object(json!({"path": string, "content": string, "total_lines": integer,
+            "lines": {"type": "array", "items": integer, "minItems": 2, "maxItems": 2}})),
+        "ls" => object(
+            json!({"path": string, "entries": {"type": "array", "items": object(json!({
+            "name": string, "type": {"type": "string", "enum": ["file", "dir", "symlink"]}, "size": integer}))}}),
+        ),
+        "glob" => object(json!({"paths": {"type": "array", "items": string}, "truncated": boolean})),
+        "grep" => object(json!({"matches": {"type": "array", "items": object(json!({
+            "path": string, "line": integer, "text": string}))}, "truncated": boolean})),
+        "web_fetch" => object(json!({"url": string, "status": integer, "content_type": string,
+            "content": string, "truncated": boolean})),
+        "write" => object(json!({"path": string, "bytes": integer, "created": boolean})),
+        "edit" => object(json!({"path": string, "replacements": integer})),
+        _ => json!({"type": "object"}),
     }
 }
 

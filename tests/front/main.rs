@@ -1,0 +1,495 @@
+//! The MCP front bench, in one run: a direct in-process
+//! `Toolhost::call_tool`, then the same cheap native call (`read` of a small
+//! file) through `toolhost serve` over stdio and over streamable HTTP (real
+//! transports, rmcp's client), one call after another and many at once; the
+//! cost of proxying an upstream server (`server-everything`'s `echo`, direct
+//! and through toolhost); and the time from process start to the first
+//! `tools/list` answer with eleven cached plugins (nine Rust, one JavaScript,
+//! one Python). Each figure is printed beside its target.
+//!
+//! Needs `make host plugins lang-plugins upstream`.
+//! `cargo run --release -p toolhost-tests --bin front -- --help`
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{RoleClient, RunningService, ServiceExt};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use serde::Serialize;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use toolhost::config::Config;
+use toolhost::pipeline::CallContext;
+use toolhost::plugin::{Runtime, RuntimeOptions};
+use toolhost_tests::{everything_server, guest, reference};
+
+#[derive(Parser)]
+#[command(about = "Latency and throughput of toolhost's MCP front")]
+struct Args {
+    /// Calls per sequential measurement.
+    #[arg(long, default_value_t = 2000)]
+    calls: usize,
+    /// Calls in flight at once on one session.
+    #[arg(long, default_value_t = 16)]
+    in_flight: usize,
+    /// Concurrent HTTP sessions, each calling one call after another.
+    #[arg(long, default_value_t = 64)]
+    sessions: usize,
+    /// Calls per session in the many-sessions measurement.
+    #[arg(long, default_value_t = 100)]
+    calls_per_session: usize,
+    /// Process starts timed to the first `tools/list` answer.
+    #[arg(long, default_value_t = 10)]
+    starts: usize,
+    /// Print the figures as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+type Client = RunningService<RoleClient, ()>;
+
+/// Latencies of one measurement, in microseconds.
+#[derive(Serialize)]
+struct Figures {
+    name: String,
+    calls: usize,
+    p50_us: f64,
+    p99_us: f64,
+    calls_per_s: f64,
+}
+
+impl Figures {
+    fn new(name: &str, mut samples: Vec<Duration>, wall: Duration) -> Self {
+        samples.sort();
+        let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize].as_secs_f64() * 1e6;
+        Self {
+            name: name.to_owned(),
+            calls: samples.len(),
+            p50_us: at(0.50),
+            p99_us: at(0.99),
+            calls_per_s: samples.len() as f64 / wall.as_secs_f64(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Target {
+    what: &'static str,
+    measured: f64,
+    unit: &'static str,
+    bound: &'static str,
+    limit: f64,
+    met: bool,
+}
+
+fn at_most(what: &'static str, measured: f64, unit: &'static str, limit: f64) -> Target {
+    Target {
+        what,
+        measured,
+        unit,
+        bound: "<=",
+        limit,
+        met: measured <= limit,
+    }
+}
+
+fn at_least(what: &'static str, measured: f64, unit: &'static str, limit: f64) -> Target {
+    Target {
+        what,
+        measured,
+        unit,
+        bound: ">=",
+        limit,
+        met: measured >= limit,
+    }
+}
+
+fn toolhost_bin() -> Result<PathBuf> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/toolhost");
+    if !path.is_file() {
+        bail!("{} is missing: run `make host` first", path.display());
+    }
+    Ok(path)
+}
+
+/// A tool root with one small file, and a configuration serving it.
+struct Workspace {
+    dir: tempfile::TempDir,
+}
+
+impl Workspace {
+    fn new(extra: &str) -> Result<Self> {
+        let dir = tempfile::tempdir()?;
+        std::fs::create_dir(dir.path().join("root"))?;
+        std::fs::create_dir(dir.path().join("plugins"))?;
+        std::fs::write(dir.path().join("root/small.txt"), "one\ntwo\nthree\n")?;
+        std::fs::write(
+            dir.path().join("toolhost.toml"),
+            format!("root = \"root\"\nplugins = \"plugins\"\ncache = \"cache\"\n{extra}"),
+        )?;
+        Ok(Self { dir })
+    }
+
+    fn config(&self) -> PathBuf {
+        self.dir.path().join("toolhost.toml")
+    }
+
+    fn command(&self) -> Result<tokio::process::Command> {
+        let mut command = tokio::process::Command::new(toolhost_bin()?);
+        command.arg("--config").arg(self.config()).arg("serve");
+        Ok(command)
+    }
+
+    async fn stdio(&self) -> Result<Client> {
+        let transport = TokioChildProcess::builder(self.command()?)
+            .stderr(Stdio::null())
+            .spawn()?
+            .0;
+        Ok(().serve(transport).await?)
+    }
+
+    /// Start `toolhost serve --http` and return it with its endpoint.
+    async fn http_server(&self) -> Result<(tokio::process::Child, String)> {
+        let mut command = self.command()?;
+        command
+            .args(["--http", "127.0.0.1:0"])
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = command.spawn()?;
+        let mut lines = BufReader::new(child.stderr.take().context("stderr")?).lines();
+        while let Some(line) = lines.next_line().await? {
+            if let Some(url) = line.strip_prefix("toolhost: serving MCP at ") {
+                let url = url.to_owned();
+                // Keep draining stderr, so the server never blocks on it.
+                tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+                return Ok((child, url));
+            }
+        }
+        bail!("the HTTP server exited before serving")
+    }
+}
+
+async fn http_client(url: &str) -> Result<Client> {
+    let http = toolhost::http_client::builder().build()?;
+    let transport =
+        StreamableHttpClientTransport::with_client(http, StreamableHttpClientTransportConfig::with_uri(url));
+    Ok(().serve(transport).await?)
+}
+
+fn read_call() -> CallToolRequestParams {
+    let args = json!({"path": "small.txt"});
+    CallToolRequestParams::new("read").with_arguments(args.as_object().cloned().unwrap_or_default())
+}
+
+async fn call(client: &Client, params: CallToolRequestParams) -> Result<Duration> {
+    let start = Instant::now();
+    let result = client.peer().call_tool(params).await?;
+    let took = start.elapsed();
+    if result.is_error == Some(true) {
+        bail!("the call failed: {:?}", result.content);
+    }
+    Ok(took)
+}
+
+/// `n` calls, one after another.
+async fn sequential(
+    name: &str,
+    client: &Client,
+    params: &CallToolRequestParams,
+    n: usize,
+) -> Result<Figures> {
+    // Warm the connection and the caches first.
+    for _ in 0..n / 10 {
+        call(client, params.clone()).await?;
+    }
+    let start = Instant::now();
+    let mut samples = Vec::with_capacity(n);
+    for _ in 0..n {
+        samples.push(call(client, params.clone()).await?);
+    }
+    Ok(Figures::new(name, samples, start.elapsed()))
+}
+
+/// `n` calls on one session, `in_flight` at a time.
+async fn concurrent(name: &str, client: &Client, n: usize, in_flight: usize) -> Result<Figures> {
+    let per_lane = n.div_ceil(in_flight);
+    let start = Instant::now();
+    let lanes = (0..in_flight).map(|_| async move {
+        let mut samples = Vec::with_capacity(per_lane);
+        for _ in 0..per_lane {
+            samples.push(call(client, read_call()).await?);
+        }
+        anyhow::Ok(samples)
+    });
+    let samples = futures::future::try_join_all(lanes).await?.concat();
+    Ok(Figures::new(name, samples, start.elapsed()))
+}
+
+/// `sessions` HTTP sessions at once, each making `calls` calls in turn.
+async fn many_sessions(url: &str, sessions: usize, calls: usize) -> Result<Figures> {
+    let mut clients = Vec::new();
+    for _ in 0..sessions {
+        clients.push(http_client(url).await?);
+    }
+    let start = Instant::now();
+    let lanes = clients.iter().map(|client| async move {
+        let mut samples = Vec::with_capacity(calls);
+        for _ in 0..calls {
+            samples.push(call(client, read_call()).await?);
+        }
+        anyhow::Ok(samples)
+    });
+    let samples = futures::future::try_join_all(lanes).await?.concat();
+    let figures = Figures::new(&format!("http, {sessions} sessions"), samples, start.elapsed());
+    for client in clients {
+        client.cancel().await?;
+    }
+    Ok(figures)
+}
+
+async fn direct(workspace: &Workspace, n: usize) -> Result<Figures> {
+    let config = Config::read(&workspace.config())?;
+    let runtime = Runtime::new(RuntimeOptions::default())?;
+    let (host, errors) = toolhost::setup::build(&runtime, &config, None).await?;
+    if !errors.is_empty() {
+        bail!("{errors:?}");
+    }
+    let one = || async {
+        let start = Instant::now();
+        let out = host
+            .call_tool("read", json!({"path": "small.txt"}), &CallContext::new("bench"))
+            .await
+            .map_err(|e| anyhow::anyhow!("{}", toolhost::pipeline::error_text(&e)))?;
+        let took = start.elapsed();
+        if out.is_error {
+            bail!("read failed: {}", out.text());
+        }
+        anyhow::Ok(took)
+    };
+    for _ in 0..n / 10 {
+        one().await?;
+    }
+    let start = Instant::now();
+    let mut samples = Vec::with_capacity(n);
+    for _ in 0..n {
+        samples.push(one().await?);
+    }
+    host.shutdown().await;
+    Ok(Figures::new(
+        "direct Toolhost::call_tool",
+        samples,
+        start.elapsed(),
+    ))
+}
+
+/// `echo` of server-everything, called directly and through toolhost.
+async fn upstream(n: usize) -> Result<(Figures, Figures)> {
+    let server = everything_server();
+    let mut node = tokio::process::Command::new("node");
+    node.arg(&server).arg("stdio");
+    let transport = TokioChildProcess::builder(node).stderr(Stdio::null()).spawn()?.0;
+    let everything = ().serve(transport).await?;
+    let echo = |name: &'static str| {
+        CallToolRequestParams::new(name)
+            .with_arguments(json!({"message": "hi"}).as_object().cloned().unwrap_or_default())
+    };
+    let direct = sequential("upstream echo, direct (stdio)", &everything, &echo("echo"), n).await?;
+    everything.cancel().await?;
+
+    let workspace = Workspace::new(&format!(
+        "[speculation]\nenabled = false\n[[upstream]]\nname = \"everything\"\ncommand = \"node\"\nargs = [{}, \"stdio\"]\nprefix = \"ev_\"\n",
+        Value::String(server.display().to_string())
+    ))?;
+    let client = workspace.stdio().await?;
+    let through = sequential(
+        "upstream echo, through toolhost (stdio)",
+        &client,
+        &echo("ev_echo"),
+        n,
+    )
+    .await?;
+    client.cancel().await?;
+    Ok((direct, through))
+}
+
+/// The eleven plugins of the start-up measurement, in a directory.
+fn eleven_plugins(dir: &Path) -> Result<()> {
+    let rust = [
+        ("10-format-pipeline", "format_pipeline", None),
+        ("15-text-tools", "text_tools", None),
+        ("20-github", "github", None),
+        (
+            "25-gitlab",
+            "gitlab",
+            Some("[config]\nhost = \"gitlab.example.com\"\n"),
+        ),
+        (
+            "30-jira",
+            "jira",
+            Some("[config]\nhost = \"acme.atlassian.net\"\n[[config.projects]]\nkey = \"WEB\"\n"),
+        ),
+        ("35-clickup", "clickup", None),
+        ("40-confluence", "confluence", None),
+        ("45-fireflies", "fireflies", None),
+        ("50-linear", "linear", None),
+    ];
+    for (stem, crate_name, manifest) in rust {
+        std::fs::copy(guest(crate_name), dir.join(format!("{stem}.wasm")))?;
+        if let Some(text) = manifest {
+            std::fs::write(dir.join(format!("{stem}.toml")), text)?;
+        }
+    }
+    for lang in ["js", "py"] {
+        let wasm = reference(lang);
+        std::fs::copy(&wasm, dir.join(format!("60-reference-{lang}.wasm")))?;
+        std::fs::copy(
+            wasm.with_extension("toml"),
+            dir.join(format!("60-reference-{lang}.toml")),
+        )?;
+    }
+    Ok(())
+}
+
+/// From spawning `toolhost serve` (stdio) to the first `tools/list` answer.
+async fn start_up(starts: usize) -> Result<Figures> {
+    let workspace = Workspace::new("")?;
+    eleven_plugins(&workspace.dir.path().join("plugins"))?;
+    let once = || async {
+        let start = Instant::now();
+        let client = workspace.stdio().await?;
+        let tools = client.peer().list_tools(None).await?;
+        let took = start.elapsed();
+        client.cancel().await?;
+        if tools.tools.len() < 6 {
+            bail!("only {} tools listed", tools.tools.len());
+        }
+        anyhow::Ok(took)
+    };
+    // The first start compiles into the workspace's code cache.
+    once().await?;
+    let start = Instant::now();
+    let mut samples = Vec::with_capacity(starts);
+    for _ in 0..starts {
+        samples.push(once().await?);
+    }
+    Ok(Figures::new(
+        "start to first tools/list, 11 cached plugins",
+        samples,
+        start.elapsed(),
+    ))
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let args = Args::parse();
+    let workspace = Workspace::new("[speculation]\nenabled = false\n")?;
+    let mut figures = Vec::new();
+
+    let direct = direct(&workspace, args.calls).await?;
+    let stdio = workspace.stdio().await?;
+    let stdio_seq = sequential("stdio, sequential", &stdio, &read_call(), args.calls).await?;
+    let stdio_conc = concurrent(
+        &format!("stdio, {} in flight", args.in_flight),
+        &stdio,
+        args.calls,
+        args.in_flight,
+    )
+    .await?;
+    stdio.cancel().await?;
+
+    let (_server, url) = workspace.http_server().await?;
+    let http = http_client(&url).await?;
+    let http_seq = sequential("http, sequential", &http, &read_call(), args.calls).await?;
+    let http_conc = concurrent(
+        &format!("http, one session, {} in flight", args.in_flight),
+        &http,
+        args.calls,
+        args.in_flight,
+    )
+    .await?;
+    http.cancel().await?;
+    let sessions = many_sessions(&url, args.sessions, args.calls_per_session).await?;
+
+    let (echo_direct, echo_through) = upstream(args.calls / 2).await?;
+    let start = start_up(args.starts).await?;
+
+    let targets = vec![
+        at_most(
+            "HTTP p50 / stdio p50",
+            http_seq.p50_us / stdio_seq.p50_us,
+            "x",
+            2.0,
+        ),
+        at_least(
+            "calls/s over HTTP at many sessions",
+            sessions.calls_per_s,
+            "calls/s",
+            5000.0,
+        ),
+        at_most(
+            "p50 added by proxying an upstream",
+            echo_through.p50_us - echo_direct.p50_us,
+            "µs",
+            100.0,
+        ),
+        at_most(
+            "start to first tools/list (p50)",
+            start.p50_us / 1000.0,
+            "ms",
+            50.0,
+        ),
+    ];
+    let base = direct.p50_us;
+    figures.extend([
+        direct,
+        stdio_seq,
+        stdio_conc,
+        http_seq,
+        http_conc,
+        sessions,
+        echo_direct,
+        echo_through,
+        start,
+    ]);
+
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({"figures": figures, "targets": targets}))?
+        );
+        return Ok(());
+    }
+    println!(
+        "{:<48} {:>7} {:>11} {:>11} {:>10} {:>9}",
+        "measurement", "calls", "p50 µs", "p99 µs", "calls/s", "p50/direct"
+    );
+    for f in &figures {
+        println!(
+            "{:<48} {:>7} {:>11.1} {:>11.1} {:>10.0} {:>9.1}x",
+            f.name,
+            f.calls,
+            f.p50_us,
+            f.p99_us,
+            f.calls_per_s,
+            f.p50_us / base
+        );
+    }
+    println!();
+    for t in &targets {
+        println!(
+            "{:<40} {:>10.2} {:<8} target {} {:<8} {}",
+            t.what,
+            t.measured,
+            t.unit,
+            t.bound,
+            t.limit,
+            if t.met { "met" } else { "MISSED" }
+        );
+    }
+    Ok(())
+}
