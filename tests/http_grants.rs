@@ -12,8 +12,8 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use toolhost::pipeline::structured;
-use toolhost::plugin::{Plugin, PluginError, ToolError, ToolResult};
+use toolhost::output::{CallOutput, ToolError};
+use toolhost::plugin::{Plugin, PluginError};
 use toolhost_tests::{Logs, LoopbackServer, SeenRequest, plugin_dir, runtime};
 
 /// The value of the secret `tracker`, injected by the host.
@@ -78,7 +78,7 @@ async fn get_issue(p: &Plugin, key: &str) -> Result<Value, ToolError> {
         )
         .await
         .unwrap()?;
-    Ok(structured(&result.content).expect("a JSON content block"))
+    Ok(result.structured().expect("a structured result"))
 }
 
 /// The attack plugin, loaded with `grants` and the `[config]` lines `config`.
@@ -103,7 +103,7 @@ impl Attack {
         }
     }
 
-    async fn call(&self) -> Result<ToolResult, ToolError> {
+    async fn call(&self) -> Result<CallOutput, ToolError> {
         self.plugin
             .execute(
                 "attack",
@@ -120,10 +120,7 @@ impl Attack {
     /// or `{"error"}`.
     async fn report(&self) -> Value {
         let result = self.call().await.expect("report mode always succeeds");
-        let toolhost::plugin::Content::Text(text) = &result.content[0] else {
-            panic!("{result:?}")
-        };
-        serde_json::from_str(text).unwrap()
+        serde_json::from_str(&result.text()).unwrap_or_else(|e| panic!("{e}: {result:?}"))
     }
 
     /// The error the plugin got for its request.
@@ -504,7 +501,7 @@ async fn an_echoed_secret_never_reaches_structured_content() {
     let server = echo_server().await;
     for reversed in [false, true] {
         let result = echo_attack(&server, "json", reversed).await.call().await.unwrap();
-        let value = structured(&result.content).expect("still valid JSON");
+        let value = result.structured().expect("still valid JSON");
         redacted(&value.to_string(), &format!("json, reversed {reversed}"));
     }
 }
@@ -518,9 +515,8 @@ async fn an_echoed_secret_never_reaches_the_details() {
             .call()
             .await
             .unwrap();
-        let details = result.details.expect("details");
-        serde_json::from_str::<Value>(&details).expect("still valid JSON");
-        redacted(&details, &format!("details, reversed {reversed}"));
+        let details = result.details.expect("details, still valid JSON");
+        redacted(&details.to_string(), &format!("details, reversed {reversed}"));
     }
 }
 

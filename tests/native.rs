@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
+use toolhost::output::ToolError;
 use toolhost::pipeline::{CallContext, CallOutput, Sources, Toolhost};
-use toolhost::plugin::ToolError;
 use toolhost::tools::{NativeTools, Root, WebSettings};
 
 struct Fixture {

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
+use toolhost::output::ToolError;
 use toolhost::pipeline::{CallContext, CallOutput, Sources, Toolhost};
-use toolhost::plugin::ToolError;
 use toolhost_tests::{plugin_dir, runtime};
 
 async fn host_with(entries: &[(&str, &str, Option<&str>)], bindings: &[(&str, &str)]) -> Toolhost {

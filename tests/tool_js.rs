@@ -7,8 +7,8 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
-use toolhost::pipeline::structured;
-use toolhost::plugin::{BeforeCallDecision, Content, Hooks, RenderOptions, ToolError, ToolResult};
+use toolhost::output::{Block, CallOutput, ToolError};
+use toolhost::plugin::{BeforeCallDecision, Hooks, RenderOptions};
 use toolhost_tests::{lang_plugin, runtime};
 
 fn obj(v: Value) -> Map<String, Value> {
@@ -18,8 +18,8 @@ fn obj(v: Value) -> Map<String, Value> {
     }
 }
 
-fn stats(result: &ToolResult) -> Value {
-    structured(&result.content).expect("a JSON content block")
+fn stats(result: &CallOutput) -> Value {
+    result.structured().expect("a structured result")
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -87,8 +87,8 @@ async fn the_javascript_tool_plugin_serves_every_hook() {
         stats(&result),
         json!({"words": 7, "chars": 27, "lines": 2, "top": [{"word": "the", "count": 3}, {"word": "and", "count": 1}]})
     );
-    assert!(matches!(&result.content[0], Content::Text(t) if t == "7 words, 27 characters, 2 lines"));
-    assert_eq!(result.details.as_deref(), Some(r#"{"callId":"call-7"}"#));
+    assert!(matches!(&result.content[0], Block::Text(t) if t.text == "7 words, 27 characters, 2 lines"));
+    assert_eq!(result.details, Some(json!({"callId": "call-7"})));
     assert_eq!(
         *progress.lock().unwrap(),
         [(0.0, Some(1.0), Some("counting".into())), (1.0, Some(1.0), None)]

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Map, Value, json};
 use toolhost::catalog::base_tool;
 use toolhost::enrich::Enrichers;
-use toolhost::pipeline::{structured, text_of};
-use toolhost::plugin::{BeforeCallDecision, Content, Hooks, Plugin, RenderOptions, ToolError};
+use toolhost::output::{Block, ToolError};
+use toolhost::plugin::{BeforeCallDecision, Hooks, Plugin, RenderOptions};
 use toolhost_tests::{plugin_dir, runtime};
 
 async fn load(entries: &[(&str, &str, Option<&str>)]) -> (Vec<Arc<Plugin>>, tempfile::TempDir) {
@@ -66,18 +66,12 @@ async fn text_tools_exercise_every_hook() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(text_of(&result.content), "3 words");
-    assert_eq!(
-        structured(&result.content),
-        Some(json!({"words": 3, "unique": 2}))
-    );
+    assert_eq!(result.text(), "3 words");
+    assert_eq!(result.structured(), Some(json!({"words": 3, "unique": 2})));
 
     // after-call overrides details.
     let over = p.after_call("word_count", &result, false).await.unwrap().unwrap();
-    assert_eq!(
-        serde_json::from_str::<Value>(over.details.as_deref().unwrap()).unwrap(),
-        json!({"chars": 5, "checked": true})
-    );
+    assert_eq!(over.details.unwrap(), json!({"chars": 5, "checked": true}));
     assert!(over.content.is_none() && over.is_error.is_none());
 
     // Renderers return terminal text.
@@ -215,5 +209,5 @@ async fn a_full_plugin_is_both_an_enricher_and_a_tool_plugin() {
         .await
         .unwrap()
         .unwrap();
-    assert!(matches!(&pong.content[0], Content::Text(t) if t == "pong"));
+    assert!(matches!(&pong.content[0], Block::Text(t) if t.text == "pong"));
 }

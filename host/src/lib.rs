@@ -14,11 +14,15 @@
 //!   cache, dispatcher, engine).
 //! - [`tools`]: the native tools (read, glob, grep, ls, web_fetch; write and
 //!   edit when the root is writable).
+//! - [`output`]: tool results as the host owns them (every MCP content
+//!   kind), and their conversions to and from rmcp's.
 //! - [`pipeline`]: the call pipeline and [`pipeline::Toolhost`], the library API.
 //! - [`prompt`]: the system-prompt sections of the listed tools.
 //! - [`mcp`]: the MCP server front.
 //! - [`auth`]: who may call the MCP endpoint over HTTP (bearer token, OAuth).
 //! - [`client_log`]: plugin and upstream log lines sent to MCP clients.
+//! - [`gateway`]: upstream servers' prompts, resources, completions and
+//!   instructions, routed for the MCP front.
 //! - [`render`]: terminal views of a call and its result (`toolhost call`).
 //! - [`setup`]: a [`pipeline::Toolhost`] built from the configuration.
 //! - [`watch`]: the plugin directory reloaded while serving (`serve --watch`).
@@ -43,8 +47,10 @@ pub mod enrich;
 pub mod expect;
 #[cfg(test)]
 mod fuzzing;
+pub mod gateway;
 pub mod http_client;
 pub mod mcp;
+pub mod output;
 pub mod ownership;
 pub mod pipeline;
 pub mod plugin;

@@ -2,7 +2,8 @@
 //! enriched listing (with each tool's title, output schema and
 //! annotations), `tools/call` runs the pipeline. The system-prompt sections
 //! of the tools are the initialize result's `instructions` and the
-//! `system-prompt` prompt.
+//! `system-prompt` prompt, beside the upstream servers' instructions and
+//! prompts.
 //!
 //! A client's `notifications/cancelled` cancels the call's token; progress
 //! a tool reports is sent as `notifications/progress` when the request
@@ -19,6 +20,15 @@
 //! then. A 2026-07-28 client has no session: it is told on the
 //! `subscriptions/listen` stream it opens.
 //!
+//! Upstream servers pass through whole: tools with every field, results
+//! with every content kind (`output::mcp` maps them), and their prompts,
+//! resources, templates, completions and instructions (routed by
+//! `gateway`). Prompt and resource list changes go to every open session;
+//! a resource update goes to the sessions subscribed to it: a URI's first
+//! subscriber forwards the subscription upstream, and it is withdrawn when
+//! its last subscriber unsubscribes or an update finds every subscribed
+//! session closed.
+//!
 //! Logging: each session is sent the plugin and upstream log lines of a
 //! [`ClientLog`] at the level it set with `logging/setLevel` (see
 //! `crate::client_log`). Over HTTP, requests pass `crate::auth` first.
@@ -26,62 +36,89 @@
 mod revision;
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use axum::serve::ListenerExt;
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
-    GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, Prompt, PromptMessage, ProtocolVersion, Role,
-    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    ContentBlock, ErrorCode, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, Prompt, PromptMessage, PromptsCapability,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ResourceUpdatedNotificationParam,
+    ResourcesCapability, Role, ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter,
+    Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::transport::streamable_http_server::{StreamableHttpService, session::local::LocalSessionManager};
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
 use serde_json::Value;
-use tokio::sync::watch;
+use tokio::sync::{broadcast, watch};
 
 use crate::auth::HttpAccess;
 use crate::client_log::{ClientLog, SessionLog};
 use crate::enrich::EnrichedTool;
-use crate::pipeline::{CallContext, CallOutput, Toolhost, error_text};
-use crate::plugin::{Content, ToolError};
+use crate::gateway::{GatewayError, Notice, merge_instructions};
+use crate::output::{ToolError, mcp};
+use crate::pipeline::{CallContext, Toolhost, error_text};
 use crate::prompt::PROMPT_NAME;
 
+type SessionList = Mutex<Vec<Peer<RoleServer>>>;
+type Sessions = Arc<SessionList>;
+/// URI → the sessions subscribed to it, by session number.
+type SubscriptionMap = Mutex<HashMap<String, HashMap<u64, Peer<RoleServer>>>>;
+type Subscriptions = Arc<SubscriptionMap>;
+
 /// The MCP server over one [`Toolhost`]; its copies (one per HTTP
-/// session, [`McpServer::for_session`]) share the sessions told of catalog
-/// changes, each with its own log level.
+/// session, [`McpServer::session`]) share the sessions told of changes,
+/// each with its own log level.
 pub struct McpServer {
     host: Arc<Toolhost>,
-    sessions: Arc<Mutex<Vec<Peer<RoleServer>>>>,
+    sessions: Sessions,
+    subscriptions: Subscriptions,
+    /// This session's number, for its resource subscriptions.
+    session: u64,
+    next_session: Arc<AtomicU64>,
     log: ClientLog,
     session_log: SessionLog,
 }
 
 impl McpServer {
-    /// Must run inside a Tokio runtime: it starts the task that tells the
-    /// sessions of catalog changes, which ends with the last copy. Clients
-    /// are sent the lines of `log`.
+    /// Must run inside a Tokio runtime: it starts the tasks that tell the
+    /// sessions of changes, which end with the last copy. Clients are sent
+    /// the lines of `log`.
     pub fn new(host: Arc<Toolhost>, log: ClientLog) -> Self {
-        let sessions: Arc<Mutex<Vec<Peer<RoleServer>>>> = Arc::default();
+        let sessions: Sessions = Arc::default();
+        let subscriptions: Subscriptions = Arc::default();
         tokio::spawn(announce(host.subscribe(), Arc::downgrade(&sessions)));
+        tokio::spawn(relay(
+            host.gateway().notices(),
+            Arc::downgrade(&host),
+            Arc::downgrade(&sessions),
+            Arc::downgrade(&subscriptions),
+        ));
         let session_log = log.session();
         Self {
             host,
             sessions,
+            subscriptions,
+            session: 0,
+            next_session: Arc::new(AtomicU64::new(1)),
             log,
             session_log,
         }
     }
 
-    /// A copy for one more client session.
-    pub fn for_session(&self) -> Self {
+    /// The server for one more client session, sharing everything else.
+    pub fn session(&self) -> Self {
         Self {
             host: self.host.clone(),
             sessions: self.sessions.clone(),
+            subscriptions: self.subscriptions.clone(),
+            session: self.next_session.fetch_add(1, Ordering::Relaxed),
+            next_session: self.next_session.clone(),
             log: self.log.clone(),
             session_log: self.log.session(),
         }
@@ -101,10 +138,29 @@ impl McpServer {
         prompt.title = Some("toolhost system prompt".into());
         prompt
     }
+
+    /// The instructions served in `initialize`: toolhost's system-prompt
+    /// sections, then each upstream server's instructions.
+    pub fn instructions(&self) -> Option<String> {
+        merge_instructions(
+            Some(&self.host.system_prompt()),
+            &self.host.gateway().instructions(),
+        )
+    }
 }
 
-/// An enriched tool as MCP lists it: title, output schema and annotations
-/// from its metadata.
+/// A request the gateway could not serve, as a protocol error.
+fn gateway_error(e: GatewayError) -> McpError {
+    let code = match e {
+        GatewayError::UnknownPrompt(_) | GatewayError::UnknownResource(_) => ErrorCode::INVALID_PARAMS,
+        GatewayError::NoSubscriptions(_) | GatewayError::Unsupported(_) => ErrorCode::METHOD_NOT_FOUND,
+        GatewayError::Upstream(_) => ErrorCode::INTERNAL_ERROR,
+    };
+    McpError::new(code, e.to_string(), None)
+}
+
+/// An enriched tool as MCP lists it: title, output schema, annotations,
+/// icons and `_meta` from its metadata.
 fn to_tool(t: &EnrichedTool) -> Tool {
     let object = |value: Value| match value {
         Value::Object(map) => map,
@@ -115,22 +171,80 @@ fn to_tool(t: &EnrichedTool) -> Tool {
         t.schema.description().to_owned(),
         object(t.schema.to_value()),
     );
-    tool.title.clone_from(&t.meta.title);
-    tool.output_schema = t.meta.output_schema.clone().map(|s| Arc::new(object(s)));
-    let hints = t.meta.annotations;
-    if !hints.is_empty() {
-        let mut annotations = ToolAnnotations::default();
-        annotations.read_only_hint = hints.read_only_hint;
-        annotations.destructive_hint = hints.destructive_hint;
-        annotations.idempotent_hint = hints.idempotent_hint;
-        annotations.open_world_hint = hints.open_world_hint;
-        tool.annotations = Some(annotations);
-    }
+    mcp::set_tool_meta(&t.meta, &mut tool);
     tool
 }
 
+/// Tell the sessions of the gateway's changes: list changes to every open
+/// session, a resource update to those subscribed to it. A URI whose
+/// subscribers have all gone is unsubscribed upstream.
+async fn relay(
+    mut notices: broadcast::Receiver<Notice>,
+    host: Weak<Toolhost>,
+    sessions: Weak<SessionList>,
+    subscriptions: Weak<SubscriptionMap>,
+) {
+    loop {
+        let notice = match notices.recv().await {
+            Ok(notice) => notice,
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                tracing::warn!("{n} upstream notices dropped: clients were too slow");
+                continue;
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+        let (Some(sessions), Some(subscriptions)) = (sessions.upgrade(), subscriptions.upgrade()) else {
+            return;
+        };
+        let open = |all: &SessionList| {
+            let mut all = all.lock().unwrap_or_else(PoisonError::into_inner);
+            all.retain(|peer| !peer.is_transport_closed());
+            all.clone()
+        };
+        match notice {
+            Notice::PromptsChanged => {
+                for peer in open(&sessions) {
+                    let _ = peer.notify_prompt_list_changed().await;
+                }
+            }
+            Notice::ResourcesChanged => {
+                for peer in open(&sessions) {
+                    let _ = peer.notify_resource_list_changed().await;
+                }
+            }
+            Notice::ResourceUpdated(uri) => {
+                let (subscribed, abandoned) = {
+                    let mut all = subscriptions.lock().unwrap_or_else(PoisonError::into_inner);
+                    match all.get_mut(&uri) {
+                        Some(peers) => {
+                            peers.retain(|_, peer| !peer.is_transport_closed());
+                            let subscribed: Vec<_> = peers.values().cloned().collect();
+                            if subscribed.is_empty() {
+                                all.remove(&uri);
+                            }
+                            (subscribed.clone(), subscribed.is_empty())
+                        }
+                        None => (Vec::new(), false),
+                    }
+                };
+                for peer in subscribed {
+                    let _ = peer
+                        .notify_resource_updated(ResourceUpdatedNotificationParam::new(uri.clone()))
+                        .await;
+                }
+                if abandoned
+                    && let Some(host) = host.upgrade()
+                    && let Err(e) = host.gateway().unsubscribe(&uri).await
+                {
+                    tracing::debug!("{uri}: not unsubscribed: {e}");
+                }
+            }
+        }
+    }
+}
+
 /// Send `tools/list_changed` to every open session on each rebuild.
-async fn announce(mut rebuilt: watch::Receiver<u64>, sessions: Weak<Mutex<Vec<Peer<RoleServer>>>>) {
+async fn announce(mut rebuilt: watch::Receiver<u64>, sessions: Weak<SessionList>) {
     while rebuilt.changed().await.is_ok() {
         let Some(sessions) = sessions.upgrade() else {
             return;
@@ -161,20 +275,31 @@ impl ServerHandler for McpServer {
     /// start; the `system-prompt` prompt is rebuilt on each request.
     #[allow(deprecated)] // rmcp marks MCP logging deprecated (SEP-2577); clients still use it.
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder()
+        let gateway = self.host.gateway();
+        let mut capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
             .enable_prompts()
             .enable_logging()
             .build();
-        let config = ServerConfig::new(capabilities)
-            .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")));
-        let instructions = self.host.system_prompt();
-        if instructions.is_empty() {
-            config
-        } else {
-            config.with_instructions(instructions)
+        if gateway.has_prompts() {
+            let mut prompts = PromptsCapability::default();
+            prompts.list_changed = Some(true);
+            capabilities.prompts = Some(prompts);
         }
+        if gateway.has_resources() {
+            let mut resources = ResourcesCapability::default();
+            resources.list_changed = Some(true);
+            resources.subscribe = gateway.has_subscriptions().then_some(true);
+            capabilities.resources = Some(resources);
+        }
+        if gateway.has_completions() {
+            capabilities.completions = Some(serde_json::Map::new());
+        }
+        let mut config = ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")));
+        config.instructions = self.instructions();
+        config
     }
 
     async fn list_prompts(
@@ -182,7 +307,9 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        Ok(ListPromptsResult::with_all_items(vec![self.system_prompt()]))
+        let mut prompts = vec![self.system_prompt()];
+        prompts.extend(self.host.gateway().list_prompts());
+        Ok(ListPromptsResult::with_all_items(prompts))
     }
 
     async fn get_prompt(
@@ -191,13 +318,17 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
         if request.name != PROMPT_NAME {
-            return Err(McpError::invalid_params(
-                format!(
-                    "no prompt named `{}`: toolhost serves `{PROMPT_NAME}`",
-                    request.name
-                ),
-                None,
-            ));
+            let name = request.name.clone();
+            return match self.host.gateway().get_prompt(request).await {
+                Ok(result) => Ok(result.into()),
+                Err(GatewayError::UnknownPrompt(_)) => Err(McpError::invalid_params(
+                    format!(
+                        "no prompt named `{name}`: toolhost serves `{PROMPT_NAME}` and its upstreams' prompts"
+                    ),
+                    None,
+                )),
+                Err(e) => Err(gateway_error(e)),
+            };
         }
         let text = self.host.system_prompt();
         let description = self.system_prompt().description.unwrap_or_default();
@@ -233,6 +364,106 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         self.session_log.set_level(request.level);
+        Ok(())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        Ok(ListResourcesResult::with_all_items(
+            self.host.gateway().list_resources(),
+        ))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Ok(ListResourceTemplatesResult::with_all_items(
+            self.host.gateway().list_resource_templates(),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let result = self
+            .host
+            .gateway()
+            .read_resource(request)
+            .await
+            .map_err(gateway_error)?;
+        Ok(result.into())
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        self.host.gateway().complete(request).await.map_err(gateway_error)
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let uri = request.uri;
+        let first = {
+            let mut all = self.subscriptions.lock().unwrap_or_else(PoisonError::into_inner);
+            let peers = all.entry(uri.clone()).or_default();
+            peers.retain(|_, peer| !peer.is_transport_closed());
+            let first = peers.is_empty();
+            peers.insert(self.session, context.peer);
+            first
+        };
+        if first && let Err(e) = self.host.gateway().subscribe(&uri).await {
+            let mut all = self.subscriptions.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(peers) = all.get_mut(&uri) {
+                peers.remove(&self.session);
+                if peers.is_empty() {
+                    all.remove(&uri);
+                }
+            }
+            return Err(gateway_error(e));
+        }
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let uri = request.uri;
+        let last = {
+            let mut all = self.subscriptions.lock().unwrap_or_else(PoisonError::into_inner);
+            match all.get_mut(&uri) {
+                Some(peers) => {
+                    peers.remove(&self.session);
+                    peers.retain(|_, peer| !peer.is_transport_closed());
+                    let last = peers.is_empty();
+                    if last {
+                        all.remove(&uri);
+                    }
+                    last
+                }
+                None => false,
+            }
+        };
+        if last {
+            self.host
+                .gateway()
+                .unsubscribe(&uri)
+                .await
+                .map_err(gateway_error)?;
+        }
         Ok(())
     }
 
@@ -281,7 +512,7 @@ impl ServerHandler for McpServer {
             let _ = forwarder.await;
         }
         let result = match outcome {
-            Ok(output) => to_mcp(output),
+            Ok(output) => mcp::to_mcp(output),
             Err(e) => {
                 if matches!(e, ToolError::Cancelled) {
                     tracing::info!("call {}: {} cancelled", context.id, request.name);
@@ -291,27 +522,6 @@ impl ServerHandler for McpServer {
         };
         Ok(result.into())
     }
-}
-
-fn to_mcp(output: CallOutput) -> CallToolResult {
-    let structured = output.structured();
-    let content: Vec<ContentBlock> = output
-        .content
-        .iter()
-        .filter_map(|c| match c {
-            Content::Text(t) => Some(ContentBlock::text(t.clone())),
-            // JSON blocks travel as structuredContent, not repeated as text.
-            Content::Json(_) => None,
-            Content::Image(i) => Some(ContentBlock::image(STANDARD.encode(&i.data), i.mime_type.clone())),
-        })
-        .collect();
-    let mut result = if output.is_error {
-        CallToolResult::error(content)
-    } else {
-        CallToolResult::success(content)
-    };
-    result.structured_content = structured;
-    result
 }
 
 /// Serve MCP on stdin and stdout until the client disconnects.
@@ -331,7 +541,7 @@ pub async fn serve_http(
 ) -> anyhow::Result<()> {
     let server = McpServer::new(host, log);
     let service = StreamableHttpService::new(
-        move || Ok(server.for_session()),
+        move || Ok(server.session()),
         Arc::new(LocalSessionManager::default()),
         access.service_config(),
     );
@@ -352,27 +562,6 @@ pub async fn serve_http(
         })
         .await?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::plugin::Image;
-
-    #[test]
-    fn images_travel_as_standard_base64() {
-        let output = CallOutput {
-            content: vec![Content::Image(Image {
-                data: b"Ma".to_vec(),
-                mime_type: "image/png".into(),
-            })],
-            details: None,
-            is_error: false,
-        };
-        let block = serde_json::to_value(&to_mcp(output).content[0]).unwrap();
-        assert_eq!(block["data"], "TWE=");
-        assert_eq!(block["mimeType"], "image/png");
-    }
 }
 
 #[cfg(test)]

@@ -10,8 +10,9 @@
 
 use serde_json::Value;
 
+use crate::output::{Block, Body};
 use crate::pipeline::{CallOutput, Toolhost};
-use crate::plugin::{Content, Hooks, RenderOptions, ToolResult};
+use crate::plugin::{Hooks, RenderOptions};
 
 /// The call about to run: `render-call`'s text, else `tool {args}`.
 pub async fn call_view(host: &Toolhost, tool: &str, args: &Value, width: u32) -> String {
@@ -28,10 +29,6 @@ pub async fn call_view(host: &Toolhost, tool: &str, args: &Value, width: u32) ->
 /// Its result: `render-result`'s text, else the plain default.
 pub async fn result_view(host: &Toolhost, tool: &str, output: &CallOutput, width: u32) -> String {
     if let Some(plugin) = host.renderer(tool, Hooks::RENDER_RESULT) {
-        let result = ToolResult {
-            content: output.content.clone(),
-            details: output.details.as_ref().map(Value::to_string),
-        };
         let options = RenderOptions {
             // One call asked for on the command line: its whole result.
             expanded: true,
@@ -39,7 +36,7 @@ pub async fn result_view(host: &Toolhost, tool: &str, output: &CallOutput, width
             is_error: output.is_error,
             width,
         };
-        match plugin.render_result(tool, &result, options).await {
+        match plugin.render_result(tool, output, options).await {
             Ok(Some(text)) => return fit(&text, width),
             Ok(None) => {}
             Err(e) => tracing::warn!(tool, "render-result skipped: {e}"),
@@ -48,24 +45,27 @@ pub async fn result_view(host: &Toolhost, tool: &str, output: &CallOutput, width
     plain_result(output)
 }
 
-/// The text blocks; a JSON block only when there is no text; images by
-/// type and size. An error is marked as one.
+/// The text blocks; the structured result only when there is no text;
+/// other blocks by kind, type and size or URI. An error is marked as one.
 fn plain_result(output: &CallOutput) -> String {
-    let has_text = output.content.iter().any(|c| matches!(c, Content::Text(_)));
-    let blocks: Vec<String> = output
+    let has_text = output.content.iter().any(|b| matches!(b, Block::Text(_)));
+    let mut blocks: Vec<String> = output
         .content
         .iter()
-        .filter_map(|c| match c {
-            Content::Text(t) => Some(t.clone()),
-            Content::Json(j) if !has_text => Some(
-                serde_json::from_str::<Value>(j)
-                    .and_then(|v| serde_json::to_string_pretty(&v))
-                    .unwrap_or_else(|_| j.clone()),
-            ),
-            Content::Json(_) => None,
-            Content::Image(i) => Some(format!("[image: {}, {} bytes]", i.mime_type, i.data.len())),
+        .map(|b| match b {
+            Block::Text(t) => t.text.clone(),
+            Block::Image(m) => format!("[image: {}, {} bytes of base64]", m.mime_type, m.data.len()),
+            Block::Audio(m) => format!("[audio: {}, {} bytes of base64]", m.mime_type, m.data.len()),
+            Block::ResourceLink(l) => format!("[resource link: {}]", l.uri),
+            Block::Resource(e) => match &e.resource.body {
+                Body::Text(text) => text.clone(),
+                Body::Blob(_) => format!("[resource: {}]", e.resource.uri),
+            },
         })
         .collect();
+    if !has_text && let Some(structured) = &output.structured_content {
+        blocks.push(serde_json::to_string_pretty(structured).unwrap_or_default());
+    }
     let text = clean(&blocks.join("\n"));
     if output.is_error {
         format!("error: {text}")
@@ -118,19 +118,11 @@ mod tests {
 
     #[test]
     fn the_plain_result_is_the_text_else_the_json() {
-        let out = |content, is_error| CallOutput {
-            content,
-            details: None,
-            is_error,
-        };
-        let text = out(
-            vec![Content::Text("a\tb".into()), Content::Json("{}".into())],
-            false,
-        );
+        let text = CallOutput::new(vec![Block::text("a\tb")]).with_structured(serde_json::json!({}));
         assert_eq!(plain_result(&text), "a    b");
-        let json = out(vec![Content::Json(r#"{"n":1}"#.into())], false);
+        let json = CallOutput::new(vec![]).with_structured(serde_json::json!({"n": 1}));
         assert_eq!(plain_result(&json), "{\n  \"n\": 1\n}");
-        let failed = out(vec![Content::Text("no such file".into())], true);
+        let failed = CallOutput::error("no such file");
         assert_eq!(plain_result(&failed), "error: no such file");
     }
 }

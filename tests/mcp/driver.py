@@ -1,8 +1,9 @@
 """What the Python MCP drivers under tests/mcp/ share: checks that fail
 with a message, waiting on a condition (not a clock), the text of a tool
-result, a recorder of tools/list_changed, a client session with `toolhost
-serve` over stdio or streamable HTTP, and the `__main__` wrapper that
-turns a failed check into a message and exit status 1."""
+result, a recorder of server notifications, a model as the JSON it came
+from, a client session with `toolhost serve` over stdio or streamable
+HTTP, and the `__main__` wrapper that turns a failed check into a message
+and exit status 1."""
 
 import re
 import subprocess
@@ -39,15 +40,23 @@ async def wait_until(condition, what):
     raise AssertionError(f"never happened: {what}")
 
 
-def recorder():
-    """A message handler and the tools/list_changed notifications it saw."""
-    changed = []
+def recorder(*kinds):
+    """A message handler and the notifications of `kinds` it saw (by
+    default tools/list_changed)."""
+    kinds = kinds or (types.ToolListChangedNotification,)
+    seen = []
 
     async def on_message(message):
-        if isinstance(message, types.ToolListChangedNotification):
-            changed.append(message)
+        if isinstance(message, kinds):
+            seen.append(message)
 
-    return on_message, changed
+    return on_message, seen
+
+
+def wire(model):
+    """A protocol object as the JSON it travels as (unset fields left out),
+    for comparing what two servers sent field by field."""
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 @asynccontextmanager

@@ -1,7 +1,8 @@
 //! The tools the host knows before any plugin runs: each a name, a
 //! description, an optional category and an input schema, and what the
 //! agent is told of it besides ([`ToolMeta`]: title, prompt snippet and
-//! guidelines, output schema, annotations).
+//! guidelines, output schema, annotations, icons, `_meta`). An upstream
+//! server's tool keeps these as the server listed them.
 //!
 //! The base catalog (`base.json`) holds the generic tools of the provider
 //! categories (issue tracker, git repository, knowledge base, ...), kept as
@@ -14,6 +15,7 @@ use std::sync::OnceLock;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::output::{Icon, Meta};
 use crate::value_model::SideEffect;
 
 /// A tool before enrichment.
@@ -50,12 +52,21 @@ pub struct ToolMeta {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
     pub annotations: Annotations,
+    /// Icons a client may show (MCP `icons`).
+    #[serde(skip)]
+    pub icons: Option<Vec<Icon>>,
+    /// The tool's MCP `_meta`, as its source gave it.
+    #[serde(skip)]
+    pub wire_meta: Option<Meta>,
 }
 
 /// MCP's behaviour hints for a tool (`ToolAnnotations`); unset is unknown.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Annotations {
+    /// A display name within the hints (an upstream server may set it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub read_only_hint: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -71,15 +71,15 @@ use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{Annotations, ToolMeta, ToolSpec, base_catalog, base_tool};
 use crate::enrich::{Enrichers, Hidden, Listing, Owner};
+use crate::gateway::Gateway;
+pub use crate::output::{CallOutput, ToolError};
 use crate::ownership::{Claim, Names, Refusal};
-use crate::plugin::{
-    BeforeCallDecision, Content, Hooks, Plugin, ProgressFn, ToolDefinition, ToolError, ToolResult,
-};
+use crate::plugin::{BeforeCallDecision, Hooks, Plugin, ProgressFn, ToolDefinition};
 use crate::prompt::SystemPrompt;
 use crate::speculation::{self, Engine, Served};
 use crate::tools::NativeTools;
 use crate::value_model::{UnsafeSpeculation, ValueModel, ValueModels};
-pub use upstream::{Transport, Upstream, UpstreamConfig, UpstreamError};
+pub use upstream::{Event, Transport, Upstream, UpstreamConfig, UpstreamError};
 
 /// One call's identity, cancellation and progress sink.
 #[derive(Clone)]
@@ -102,40 +102,6 @@ impl CallContext {
         self.progress = Some(progress);
         self
     }
-}
-
-/// What a call that got as far as execution returned.
-#[derive(Debug, Clone)]
-pub struct CallOutput {
-    /// For the model.
-    pub content: Vec<Content>,
-    /// For user interfaces and logs only.
-    pub details: Option<Value>,
-    pub is_error: bool,
-}
-
-impl CallOutput {
-    /// The text blocks, joined by newlines.
-    pub fn text(&self) -> String {
-        text_of(&self.content)
-    }
-
-    /// The first JSON block, parsed.
-    pub fn structured(&self) -> Option<Value> {
-        structured(&self.content)
-    }
-}
-
-/// The text blocks of a result, joined by newlines.
-pub fn text_of(content: &[Content]) -> String {
-    content
-        .iter()
-        .filter_map(|c| match c {
-            Content::Text(t) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// Where the tools come from.
@@ -191,6 +157,8 @@ pub struct Toolhost {
     /// One task per upstream server, rebuilding the catalog when the
     /// server's tool list changes.
     followers: Vec<tokio::task::JoinHandle<()>>,
+    /// The upstream servers' prompts, resources and instructions.
+    gateway: Gateway,
 }
 
 /// What the followers share with the `Toolhost`.
@@ -235,6 +203,7 @@ impl Toolhost {
     pub async fn with_options(sources: Sources, options: Options) -> Result<Self, BuildError> {
         let generation = Generation::build(&sources, &options, None).await?;
         let upstreams = sources.upstreams.clone();
+        let gateway = Gateway::new(upstreams.clone());
         let shared = Arc::new(Shared {
             sources: tokio::sync::Mutex::new(sources),
             options,
@@ -245,7 +214,16 @@ impl Toolhost {
             .into_iter()
             .map(|server| tokio::spawn(follow(Arc::downgrade(&shared), server)))
             .collect();
-        Ok(Self { shared, followers })
+        Ok(Self {
+            shared,
+            followers,
+            gateway,
+        })
+    }
+
+    /// The upstream servers' features besides tools.
+    pub fn gateway(&self) -> &Gateway {
+        &self.gateway
     }
 
     /// The enriched tool list, as of now, and every tool known but not
@@ -335,66 +313,55 @@ impl Toolhost {
             },
             None => Served::Run,
         };
-        let (mut result, mut is_error) = match served {
-            Served::Prefetched(prefetched) => (prefetched.result, false),
+        let mut result = match served {
+            Served::Prefetched(prefetched) => prefetched.result,
             Served::Run => match execute(&bound.backend, name, args, ctx).await {
-                Ok(result) => (result, false),
+                Ok(result) => result,
                 Err(ToolError::Cancelled) => return Err(ToolError::Cancelled),
-                Err(e) => (
-                    ToolResult {
-                        content: vec![Content::Text(error_text(&e))],
-                        details: None,
-                    },
-                    true,
-                ),
+                Err(e) => CallOutput::error(error_text(&e)),
             },
         };
         if let Some(engine) = engine {
             engine.invalidate_for(name);
-            // Parse the result only if there is something to plan from it.
-            if !is_error
+            if !result.is_error
                 && engine.follows_up(name)
-                && let Some(structured) = structured(&result.content)
+                && let Some(structured) = &result.structured_content
             {
-                engine.plan_after(name, structured);
+                engine.plan_after(name, structured.clone());
             }
         }
         if let Backend::Plugin(plugin, hooks) = &bound.backend
             && hooks.contains(Hooks::AFTER_CALL)
         {
-            match plugin.after_call(name, &result, is_error).await {
+            match plugin.after_call(name, &result, result.is_error).await {
                 Ok(Some(over)) => {
                     // Each field set replaces the old one whole (no merge).
-                    if let Some(content) = over.content {
+                    if let Some((content, structured)) = over.content {
                         result.content = content;
+                        result.structured_content = structured;
                     }
                     if let Some(details) = over.details {
                         result.details = Some(details);
                     }
                     if let Some(flag) = over.is_error {
-                        is_error = flag;
+                        result.is_error = flag;
                     }
                 }
                 Ok(None) => {}
                 Err(e) => tracing::warn!(tool = name, "after-call skipped: {e}"),
             }
         }
-        if !is_error
+        if !result.is_error
             && let Some(schema) = &bound.output_schema
-            && let Err(message) = validate::check_output(name, schema, structured(&result.content).as_ref())
+            && let Err(message) = validate::check_output(name, schema, result.structured_content.as_ref())
         {
             tracing::warn!(tool = name, "{message}");
-            result.content = vec![Content::Text(message)];
-            is_error = true;
+            result = CallOutput {
+                details: result.details,
+                ..CallOutput::error(message)
+            };
         }
-        Ok(CallOutput {
-            details: result
-                .details
-                .as_deref()
-                .and_then(|d| serde_json::from_str(d).ok()),
-            content: result.content,
-            is_error,
-        })
+        Ok(result)
     }
 
     /// The tool plugin serving `name`, if one does and implements `hook`
@@ -715,20 +682,9 @@ impl Core {
     }
 }
 
-/// The first JSON block of a result, parsed.
-pub fn structured(content: &[Content]) -> Option<Value> {
-    content.iter().find_map(|c| match c {
-        Content::Json(j) => serde_json::from_str(j).ok(),
-        _ => None,
-    })
-}
-
 /// A tool error as the model reads it.
 pub fn error_text(e: &ToolError) -> String {
-    match e {
-        ToolError::Failed(m) | ToolError::NotFound(m) | ToolError::InvalidArgs(m) => m.clone(),
-        ToolError::Cancelled => "the call was cancelled".into(),
-    }
+    e.to_string()
 }
 
 async fn execute(
@@ -736,7 +692,7 @@ async fn execute(
     name: &str,
     args: Map<String, Value>,
     ctx: &CallContext,
-) -> Result<ToolResult, ToolError> {
+) -> Result<CallOutput, ToolError> {
     match backend {
         Backend::Native(native) => {
             tokio::select! {

@@ -19,7 +19,7 @@
 use serde_json::{Map, Value};
 
 use super::{Backend, CallContext, Core, execute};
-use crate::plugin::{Content, ToolResult};
+use crate::output::CallOutput;
 use crate::speculation::Target;
 use crate::speculation::engine::BoxFuture;
 use crate::speculation::planner::DeclineReason;
@@ -29,7 +29,7 @@ use crate::tools::{NativeTools, Stamp};
 /// A prefetched result, as the cache keeps it.
 #[derive(Clone)]
 pub(super) struct Prefetch {
-    pub result: ToolResult,
+    pub result: CallOutput,
     stamp: Option<Stamp>,
 }
 
@@ -63,21 +63,16 @@ impl Target for Core {
             let result = execute(&bound.backend, &tool, args, &ctx)
                 .await
                 .map_err(|e| super::error_text(&e))?;
+            // An upstream's error result is not worth serving again.
+            if result.is_error {
+                return Err(result.text());
+            }
             Ok(Prefetch { result, stamp })
         })
     }
 
     fn size(output: &Prefetch) -> usize {
-        let content: usize = output
-            .result
-            .content
-            .iter()
-            .map(|c| match c {
-                Content::Text(t) | Content::Json(t) => t.len(),
-                Content::Image(i) => i.data.len(),
-            })
-            .sum();
-        content + output.result.details.as_ref().map_or(0, String::len)
+        output.result.size()
     }
 
     fn category(&self, tool: &str) -> Option<String> {

@@ -2,32 +2,45 @@
 //! HTTP (a URL), whose tools join the catalog (optionally renamed with a
 //! prefix, under the category configured for the server) and whose calls
 //! the pipeline forwards. Owns the client connection and the server's
-//! current tool list; not the pipeline's hooks.
+//! current lists: tools (with every MCP field: title, annotations, output
+//! schema, icons, `_meta`), prompts, resources and resource templates. Not
+//! the pipeline's hooks, nor how prompts and resources are served (that is
+//! `gateway`).
 //!
 //! A server's `notifications/tools/list_changed` is only recorded here
 //! ([`Upstream::subscribe`]); whoever serves the catalog re-lists the tools
-//! ([`Upstream::refresh`]) and rebuilds. Over HTTP, redirects are not
-//! followed: the configured headers (credentials, typically) go to the
-//! configured origin only. The server's log lines (`notifications/message`)
-//! go to the log sink given at connect, the header values redacted.
+//! ([`Upstream::refresh`]) and rebuilds. Its prompt and resource list
+//! changes and resource updates are passed on as [`Event`]s
+//! ([`Upstream::events`]). Results pass through whole: every content block
+//! with its annotations, the structured content and `_meta` as the server
+//! sent them, and an error result stays a result (`is_error`). Over HTTP,
+//! redirects are not followed: the configured headers (credentials,
+//! typically) go to the configured origin only. The server's log lines
+//! (`notifications/message`) go to the log sink given at connect, the
+//! header values redacted.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use rmcp::ClientHandler;
-use rmcp::model::{CallToolRequestParams, ContentBlock, Tool};
-use rmcp::service::{NotificationContext, RoleClient, RunningService, ServiceExt};
+use rmcp::model::{
+    CallToolRequestParams, CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult,
+    Prompt, ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate,
+    ResourceUpdatedNotificationParam, ServerPeerInfo, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
+};
+use rmcp::service::{NotificationContext, RoleClient, RunningService, ServiceError, ServiceExt};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde::Deserialize;
 use serde_json::{Map, Value};
-use tokio::sync::watch;
+use tokio::sync::{broadcast, watch};
 
-use crate::catalog::{Annotations, ToolMeta, ToolSpec};
+use crate::catalog::ToolSpec;
 use crate::client_log;
+use crate::output::{CallOutput, ToolError, mcp};
 use crate::plugin::redact::Redactor;
-use crate::plugin::{Content, LogLine, LogSink, ToolError, ToolResult};
+use crate::plugin::{LogLine, LogSink};
 
 /// One `[[upstream]]` table of `toolhost.toml`.
 #[derive(Debug, Clone, Deserialize)]
@@ -156,11 +169,21 @@ pub struct UpstreamError {
     pub message: String,
 }
 
+/// What a server said besides its tool list changing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    PromptsChanged,
+    ResourcesChanged,
+    /// A resource a subscription was forwarded for changed.
+    ResourceUpdated(String),
+}
+
 /// The client side of the session: records the server's list changes and
 /// passes its log lines on, with the configured header values redacted
 /// (a server may echo the credentials it was sent).
 struct Listener {
     changed: watch::Sender<u64>,
+    events: broadcast::Sender<Event>,
     name: Arc<str>,
     log: LogSink,
     redactor: Redactor,
@@ -192,15 +215,39 @@ impl ClientHandler for Listener {
             message: self.redactor.text(&text).into_owned(),
         });
     }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.events.send(Event::PromptsChanged);
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.events.send(Event::ResourcesChanged);
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.events.send(Event::ResourceUpdated(params.uri));
+    }
 }
 
-/// A connected upstream server and the tools it listed last.
+/// A connected upstream server and what it listed last.
 pub struct Upstream {
     pub config: UpstreamConfig,
     client: RunningService<RoleClient, Listener>,
     tools: RwLock<Arc<Vec<Tool>>>,
+    prompts: RwLock<Arc<Vec<Prompt>>>,
+    resources: RwLock<Arc<Vec<Resource>>>,
+    templates: RwLock<Arc<Vec<ResourceTemplate>>>,
     changed: watch::Receiver<u64>,
+    events: broadcast::Sender<Event>,
 }
+
+/// Events a server may send faster than they are handled before the
+/// oldest are dropped (a list change is re-listed whole anyway).
+const EVENT_BACKLOG: usize = 64;
 
 impl Upstream {
     /// Start or reach the server, initialise the session and list its tools.
@@ -237,8 +284,10 @@ impl Upstream {
                 .collect(),
             Transport::Stdio { .. } => Vec::new(),
         };
+        let (events, _) = broadcast::channel(EVENT_BACKLOG);
         let listener = Listener {
             changed: changed_tx,
+            events: events.clone(),
             name: config.name.as_str().into(),
             log,
             redactor: Redactor::new(secrets.iter().map(|(n, v)| (n.as_str(), v.as_str()))),
@@ -278,12 +327,158 @@ impl Upstream {
             .list_all_tools()
             .await
             .map_err(|e| fail(format!("tools/list: {}", chain(&e))))?;
-        Ok(Arc::new(Self {
+        let server = Arc::new(Self {
             config,
             client,
             tools: RwLock::new(Arc::new(tools)),
+            prompts: RwLock::default(),
+            resources: RwLock::default(),
+            templates: RwLock::default(),
             changed,
-        }))
+            events,
+        });
+        // Its tools are served even if its other lists fail.
+        for listed in [server.refresh_prompts().await, server.refresh_resources().await] {
+            if let Err(e) = listed {
+                tracing::warn!("{e}");
+            }
+        }
+        Ok(server)
+    }
+
+    /// What the server said of itself when the session started.
+    pub fn info(&self) -> Option<Arc<ServerPeerInfo>> {
+        self.client.peer().peer_info()
+    }
+
+    /// The server's instructions for the model, if it gave any.
+    pub fn instructions(&self) -> Option<String> {
+        self.info()?.instructions.clone().filter(|i| !i.trim().is_empty())
+    }
+
+    /// The server's prompt list changes, resource list changes and
+    /// resource updates, from now on.
+    pub fn events(&self) -> broadcast::Receiver<Event> {
+        self.events.subscribe()
+    }
+
+    fn error(&self, what: &str, e: &ServiceError) -> UpstreamError {
+        UpstreamError {
+            name: self.config.name.clone(),
+            message: format!("{what}: {}", chain(e)),
+        }
+    }
+
+    /// List the server's prompts again (none if it has no prompts).
+    pub async fn refresh_prompts(&self) -> Result<(), UpstreamError> {
+        if self.info().is_none_or(|i| i.capabilities.prompts.is_none()) {
+            return Ok(());
+        }
+        let prompts = self
+            .client
+            .peer()
+            .list_all_prompts()
+            .await
+            .map_err(|e| self.error("prompts/list", &e))?;
+        *self.prompts.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(prompts);
+        Ok(())
+    }
+
+    /// List the server's resources and resource templates again.
+    pub async fn refresh_resources(&self) -> Result<(), UpstreamError> {
+        if self.info().is_none_or(|i| i.capabilities.resources.is_none()) {
+            return Ok(());
+        }
+        let peer = self.client.peer();
+        let resources = peer
+            .list_all_resources()
+            .await
+            .map_err(|e| self.error("resources/list", &e))?;
+        let templates = peer
+            .list_all_resource_templates()
+            .await
+            .map_err(|e| self.error("resources/templates/list", &e))?;
+        *self.resources.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(resources);
+        *self.templates.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(templates);
+        Ok(())
+    }
+
+    /// The prompts as the server listed them last (names unprefixed).
+    pub fn prompts(&self) -> Arc<Vec<Prompt>> {
+        self.prompts
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    pub fn resources(&self) -> Arc<Vec<Resource>> {
+        self.resources
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    pub fn resource_templates(&self) -> Arc<Vec<ResourceTemplate>> {
+        self.templates
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// `prompts/get` of the server's own prompt name.
+    pub async fn get_prompt(&self, params: GetPromptRequestParams) -> Result<GetPromptResult, UpstreamError> {
+        self.client
+            .peer()
+            .get_prompt(params)
+            .await
+            .map_err(|e| self.error("prompts/get", &e))
+    }
+
+    pub async fn read_resource(
+        &self,
+        params: ReadResourceRequestParams,
+    ) -> Result<ReadResourceResult, UpstreamError> {
+        self.client
+            .peer()
+            .read_resource(params)
+            .await
+            .map_err(|e| self.error("resources/read", &e))
+    }
+
+    pub async fn complete(&self, params: CompleteRequestParams) -> Result<CompleteResult, UpstreamError> {
+        self.client
+            .peer()
+            .complete(params)
+            .await
+            .map_err(|e| self.error("completion/complete", &e))
+    }
+
+    /// Whether the server takes resource subscriptions.
+    pub fn takes_subscriptions(&self) -> bool {
+        self.info()
+            .and_then(|i| i.capabilities.resources.as_ref()?.subscribe)
+            .unwrap_or(false)
+    }
+
+    /// Forward `resources/subscribe`; its updates arrive as
+    /// [`Event::ResourceUpdated`]. (rmcp marks the 2025-11-25
+    /// subscriptions legacy; they are what these servers speak.)
+    #[allow(deprecated)]
+    pub async fn subscribe_resource(&self, uri: &str) -> Result<(), UpstreamError> {
+        self.client
+            .peer()
+            .subscribe(SubscribeRequestParams::new(uri))
+            .await
+            .map_err(|e| self.error("resources/subscribe", &e))
+    }
+
+    #[allow(deprecated)]
+    pub async fn unsubscribe_resource(&self, uri: &str) -> Result<(), UpstreamError> {
+        self.client
+            .peer()
+            .unsubscribe(UnsubscribeRequestParams::new(uri))
+            .await
+            .map_err(|e| self.error("resources/unsubscribe", &e))
     }
 
     /// Changes whenever the server says its tool list changed; closed when
@@ -318,7 +513,7 @@ impl Upstream {
                     description: t.description.as_deref().unwrap_or_default().to_owned(),
                     category: self.config.category.clone(),
                     input_schema: Value::Object((*t.input_schema).clone()),
-                    meta: meta(t),
+                    meta: mcp::tool_meta_from_mcp(t),
                 };
                 (spec, t.name.to_string())
             })
@@ -326,7 +521,7 @@ impl Upstream {
     }
 
     /// Forward a call. Dropping the future cancels the request upstream.
-    pub async fn call(&self, remote: &str, args: Map<String, Value>) -> Result<ToolResult, ToolError> {
+    pub async fn call(&self, remote: &str, args: Map<String, Value>) -> Result<CallOutput, ToolError> {
         let mut params = CallToolRequestParams::new(remote.to_owned());
         params.arguments = Some(args);
         let answer = self
@@ -335,41 +530,7 @@ impl Upstream {
             .call_tool(params)
             .await
             .map_err(|e| ToolError::Failed(format!("upstream `{}`: {}", self.config.name, chain(&e))))?;
-        let mut content: Vec<Content> = answer
-            .content
-            .iter()
-            .map(|block| match block {
-                ContentBlock::Text(t) => Content::Text(t.text.clone()),
-                other => Content::Json(serde_json::to_string(other).unwrap_or_default()),
-            })
-            .collect();
-        if let Some(structured) = answer.structured_content {
-            content.push(Content::Json(structured.to_string()));
-        }
-        if answer.is_error == Some(true) {
-            return Err(ToolError::Failed(super::text_of(&content)));
-        }
-        Ok(ToolResult {
-            content,
-            details: None,
-        })
-    }
-}
-
-/// What the server says of a tool besides its schema: title, output
-/// schema, and its hints (value models lay theirs over them).
-fn meta(tool: &Tool) -> ToolMeta {
-    let hints = tool.annotations.as_ref();
-    ToolMeta {
-        title: tool.title.clone().or_else(|| hints.and_then(|h| h.title.clone())),
-        output_schema: tool.output_schema.as_ref().map(|s| Value::Object((**s).clone())),
-        annotations: Annotations {
-            read_only_hint: hints.and_then(|h| h.read_only_hint),
-            destructive_hint: hints.and_then(|h| h.destructive_hint),
-            idempotent_hint: hints.and_then(|h| h.idempotent_hint),
-            open_world_hint: hints.and_then(|h| h.open_world_hint),
-        },
-        ..ToolMeta::default()
+        Ok(mcp::from_mcp(answer))
     }
 }
 

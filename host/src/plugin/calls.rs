@@ -24,10 +24,21 @@ use crate::bounds::{self, shown};
 use crate::schema::{ArgsEdit, SchemaEdit, ToolSchema};
 use crate::value_model::{CostModel, FieldGroup, FollowUpLink, SideEffect, ValueClass, ValueModel};
 
-pub use tool::{
-    AfterCallOverride, BeforeCallDecision, Content, Hooks, Image, RenderOptions, ToolDefinition, ToolError,
-    ToolResult,
-};
+use super::results::{content_from_wit, to_wit};
+use crate::output::{Block, CallOutput, ToolError};
+pub use tool::{BeforeCallDecision, Hooks, RenderOptions, ToolDefinition};
+use tool::{Content, ToolResult};
+
+/// What an after-call hook replaces; each field set replaces the old one
+/// whole, unset fields are kept.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AfterCallOverride {
+    /// New content and structured result (a plugin's content list holds
+    /// both).
+    pub content: Option<(Vec<Block>, Option<Value>)>,
+    pub details: Option<Value>,
+    pub is_error: Option<bool>,
+}
 
 impl Plugin {
     fn require_enricher(&self, method: &'static str) -> Result<(), PluginError> {
@@ -388,7 +399,7 @@ impl Plugin {
         call_id: String,
         cancelled: Arc<AtomicBool>,
         progress: Option<ProgressFn>,
-    ) -> Result<Result<ToolResult, ToolError>, PluginError> {
+    ) -> Result<Result<CallOutput, ToolError>, PluginError> {
         const M: &str = "execute";
         self.require_tool(M)?;
         let args = serde_json::to_string(args).expect("a JSON map always serialises");
@@ -416,22 +427,26 @@ impl Plugin {
             }
             Err(error) => {
                 self.redactor().tool_error(error);
-                if let ToolError::Failed(m) | ToolError::NotFound(m) | ToolError::InvalidArgs(m) = error {
+                if let tool::ToolError::Failed(m)
+                | tool::ToolError::NotFound(m)
+                | tool::ToolError::InvalidArgs(m) = error
+                {
                     *m = bounds::cut(std::mem::take(m), self.error_cap());
                 }
             }
         }
-        Ok(answer)
+        Ok(answer.map(CallOutput::from).map_err(ToolError::from))
     }
 
     pub async fn after_call(
         &self,
         tool: &str,
-        result: &ToolResult,
+        result: &CallOutput,
         is_error: bool,
     ) -> Result<Option<AfterCallOverride>, PluginError> {
         const M: &str = "after-call";
         self.require_tool(M)?;
+        let result = &to_wit(result);
         let mut answer = self
             .instances
             .run(M, async |i: &mut Instance| {
@@ -450,7 +465,11 @@ impl Plugin {
                 + o.details.as_ref().map_or(0, String::len);
             self.cap(M, size)?;
         }
-        Ok(answer)
+        Ok(answer.map(|o| AfterCallOverride {
+            content: o.content.map(content_from_wit),
+            details: o.details.as_deref().and_then(|d| serde_json::from_str(d).ok()),
+            is_error: o.is_error,
+        }))
     }
 
     pub async fn render_call(
@@ -476,11 +495,12 @@ impl Plugin {
     pub async fn render_result(
         &self,
         tool: &str,
-        result: &ToolResult,
+        result: &CallOutput,
         options: RenderOptions,
     ) -> Result<Option<String>, PluginError> {
         const M: &str = "render-result";
         self.require_tool(M)?;
+        let result = &to_wit(result);
         let text = self
             .instances
             .run(M, async |i: &mut Instance| {

@@ -20,6 +20,7 @@ mod loader;
 pub mod manifest;
 mod origin;
 pub(crate) mod redact;
+mod results;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -31,10 +32,7 @@ use wasmtime::Engine;
 use wasmtime::component::Linker;
 
 pub use cache::CodeSource;
-pub use calls::{
-    AfterCallOverride, BeforeCallDecision, Content, Hooks, Image, RenderOptions, ToolDefinition, ToolError,
-    ToolResult,
-};
+pub use calls::{AfterCallOverride, BeforeCallDecision, Hooks, RenderOptions, ToolDefinition};
 pub use health::Status;
 pub use host_api::{LogLevel, LogLine, LogSink, ProgressFn, tracing_sink};
 pub use loader::{LoadError, LoadReport};

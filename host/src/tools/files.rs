@@ -4,14 +4,14 @@ use std::io::Read;
 
 use serde_json::{Map, Value, json};
 
-use super::{Root, ToolError, ToolResult, opt_str, opt_usize, result, str_arg};
+use super::{CallOutput, Root, ToolError, opt_str, opt_usize, result, str_arg};
 
 /// Lines returned when the call gives no limit.
 const DEFAULT_LINES: usize = 2000;
 /// Files larger than this are refused; read them with grep instead.
 const MAX_FILE_BYTES: u64 = 16 << 20;
 
-pub fn read(root: &Root, args: &Map<String, Value>) -> Result<ToolResult, ToolError> {
+pub fn read(root: &Root, args: &Map<String, Value>) -> Result<CallOutput, ToolError> {
     let given = str_arg(args, "path")?;
     let (mut file, rel) = root.open_file(given)?;
     let meta = file
@@ -63,7 +63,7 @@ pub fn read(root: &Root, args: &Map<String, Value>) -> Result<ToolResult, ToolEr
     ))
 }
 
-pub fn ls(root: &Root, args: &Map<String, Value>) -> Result<ToolResult, ToolError> {
+pub fn ls(root: &Root, args: &Map<String, Value>) -> Result<CallOutput, ToolError> {
     let given = opt_str(args, "path").unwrap_or("");
     let (dir, rel) = root.open_dir(given)?;
     let read = dir

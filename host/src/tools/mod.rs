@@ -2,8 +2,8 @@
 //! to a [`Root`]), `web_fetch` (GET of a text page from allowed hosts), and
 //! when the configuration makes the root writable, `write` and `edit`.
 //!
-//! Each tool returns text for the model and the same facts as a JSON
-//! content block (`glob` → `{"paths": [...]}`, `grep` → `{"matches":
+//! Each tool returns text for the model and the same facts as its
+//! structured result (`glob` → `{"paths": [...]}`, `grep` → `{"matches":
 //! [{"path", "line", "text"}]}`, `read` → `{"path", "content", "lines":
 //! [start, end], "total_lines"}`). Argument names match the value models in
 //! `value_model.rs` (`path`, `pattern`, `url`). This module owns the tools'
@@ -22,7 +22,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::{Map, Value, json};
 
 use crate::catalog::{Annotations, ToolMeta, ToolSpec};
-pub use crate::plugin::{Content, ToolError, ToolResult};
+use crate::output::{Block, CallOutput, ToolError};
 pub use root::Root;
 pub use web::WebSettings;
 
@@ -190,7 +190,7 @@ impl NativeTools {
     }
 
     /// Run native tool `name` with validated arguments.
-    pub async fn execute(&self, name: &str, args: &Map<String, Value>) -> Result<ToolResult, ToolError> {
+    pub async fn execute(&self, name: &str, args: &Map<String, Value>) -> Result<CallOutput, ToolError> {
         if let Some(latency) = &self.latency {
             tokio::time::sleep(latency(name, args)).await;
         }
@@ -273,11 +273,8 @@ fn output_schema(name: &str) -> Value {
 }
 
 /// A result with text for the model and the structured facts.
-fn result(text: String, structured: Value) -> ToolResult {
-    ToolResult {
-        content: vec![Content::Text(text), Content::Json(structured.to_string())],
-        details: None,
-    }
+fn result(text: String, structured: Value) -> CallOutput {
+    CallOutput::new(vec![Block::text(text)]).with_structured(structured)
 }
 
 fn str_arg<'a>(args: &'a Map<String, Value>, key: &str) -> Result<&'a str, ToolError> {

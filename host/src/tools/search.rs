@@ -15,7 +15,7 @@ use grep_searcher::sinks::UTF8;
 use grep_searcher::{BinaryDetection, SearcherBuilder};
 use serde_json::{Map, Value, json};
 
-use super::{Root, ToolError, ToolResult, opt_str, opt_usize, result, str_arg, walk};
+use super::{CallOutput, Root, ToolError, opt_str, opt_usize, result, str_arg, walk};
 
 const MAX_PATHS: usize = 1000;
 const DEFAULT_MATCHES: usize = 200;
@@ -63,7 +63,7 @@ fn open_nofollow(dir: &Dir, name: &OsStr) -> Option<File> {
     file.metadata().ok()?.is_file().then_some(file)
 }
 
-pub fn glob(root: &Root, args: &Map<String, Value>) -> Result<ToolResult, ToolError> {
+pub fn glob(root: &Root, args: &Map<String, Value>) -> Result<CallOutput, ToolError> {
     let pattern = matcher("pattern", str_arg(args, "pattern")?)?;
     let given = opt_str(args, "path").unwrap_or("");
     let (start, rel) = root.open_dir(given)?;
@@ -96,7 +96,7 @@ pub fn glob(root: &Root, args: &Map<String, Value>) -> Result<ToolResult, ToolEr
     Ok(result(text, json!({"paths": paths, "truncated": truncated})))
 }
 
-pub fn grep(root: &Root, args: &Map<String, Value>) -> Result<ToolResult, ToolError> {
+pub fn grep(root: &Root, args: &Map<String, Value>) -> Result<CallOutput, ToolError> {
     let pattern = str_arg(args, "pattern")?;
     let regex = RegexMatcherBuilder::new()
         .case_insensitive(args.get("ignore_case").and_then(Value::as_bool) == Some(true))

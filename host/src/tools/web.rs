@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{ToolError, ToolResult, result};
+use super::{CallOutput, ToolError, result};
 
 /// What `web_fetch` may reach (the `[web]` table of `toolhost.toml`).
 #[derive(Debug, Clone, Deserialize)]
@@ -67,7 +67,7 @@ impl Fetcher {
         Ok(Self { settings, client })
     }
 
-    pub async fn fetch(&self, url: &str) -> Result<ToolResult, ToolError> {
+    pub async fn fetch(&self, url: &str) -> Result<CallOutput, ToolError> {
         let parsed =
             reqwest::Url::parse(url).map_err(|e| ToolError::InvalidArgs(format!("url: `{url}`: {e}")))?;
         if !matches!(parsed.scheme(), "http" | "https") {

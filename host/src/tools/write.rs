@@ -5,9 +5,9 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Root, ToolError, ToolResult, result, str_arg};
+use super::{CallOutput, Root, ToolError, result, str_arg};
 
-pub fn write(root: &Root, args: &Map<String, Value>) -> Result<ToolResult, ToolError> {
+pub fn write(root: &Root, args: &Map<String, Value>) -> Result<CallOutput, ToolError> {
     let given = str_arg(args, "path")?;
     let content = str_arg(args, "content")?;
     let written = root.write(given, content.as_bytes())?;
@@ -21,7 +21,7 @@ pub fn write(root: &Root, args: &Map<String, Value>) -> Result<ToolResult, ToolE
 
 /// Replace the one occurrence of `old_string` with `new_string` (every one
 /// with `replace_all`); refused if it is missing, or ambiguous.
-pub fn edit(root: &Root, args: &Map<String, Value>) -> Result<ToolResult, ToolError> {
+pub fn edit(root: &Root, args: &Map<String, Value>) -> Result<CallOutput, ToolError> {
     let given = str_arg(args, "path")?;
     let old = str_arg(args, "old_string")?;
     let new = str_arg(args, "new_string")?;

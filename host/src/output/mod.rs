@@ -1,0 +1,220 @@
+//! Tool results as the host owns them: what native tools, tool plugins and
+//! upstream MCP servers return, what the pipeline, the speculation cache
+//! and after-call hooks pass along, and what the MCP front serves.
+//!
+//! A result carries every MCP content kind (text, image, audio,
+//! resource link, embedded resource), each with its annotations and
+//! `_meta`, and the tool's `structuredContent` exactly as the tool sent it:
+//! nothing is folded into another field, so a gateway passes an upstream
+//! server's answer through whole. Binary data (images, audio, blobs) stays
+//! in the base64 text MCP carries, so it is never decoded and re-encoded
+//! on the way through.
+//!
+//! Conversions: from the plugins' WIT results in `plugin` (their content is
+//! text, images and JSON), to and from rmcp's types in [`mcp`]. Not here:
+//! what produces or serves results.
+
+pub mod mcp;
+
+use serde_json::{Map, Value};
+
+/// An MCP `_meta` object.
+pub type Meta = Map<String, Value>;
+
+/// What a call that got as far as execution returned.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CallOutput {
+    /// For the model, in order.
+    pub content: Vec<Block>,
+    /// The tool's structured result, as the tool sent it.
+    pub structured_content: Option<Value>,
+    /// The result's own `_meta`.
+    pub meta: Option<Meta>,
+    /// For user interfaces and logs only (plugins' `details`); never served
+    /// to the model.
+    pub details: Option<Value>,
+    pub is_error: bool,
+}
+
+impl CallOutput {
+    /// A result of `content` blocks.
+    pub fn new(content: Vec<Block>) -> Self {
+        Self {
+            content,
+            ..Self::default()
+        }
+    }
+
+    /// A failed execution as the model reads it: one text block.
+    pub fn error(text: impl Into<String>) -> Self {
+        Self {
+            is_error: true,
+            ..Self::new(vec![Block::text(text)])
+        }
+    }
+
+    pub fn with_structured(mut self, structured: Value) -> Self {
+        self.structured_content = Some(structured);
+        self
+    }
+
+    /// The text blocks, joined by newlines.
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|b| match b {
+                Block::Text(t) => Some(t.text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// The structured result, if the tool sent one.
+    pub fn structured(&self) -> Option<Value> {
+        self.structured_content.clone()
+    }
+
+    /// Roughly how many bytes the result holds, for size caps and caches.
+    pub fn size(&self) -> usize {
+        let json = |v: &Value| v.to_string().len();
+        let meta = serde_json::to_string(&self.meta).map_or(0, |m| m.len());
+        self.content.iter().map(Block::size).sum::<usize>()
+            + self.structured_content.as_ref().map_or(0, json)
+            + self.details.as_ref().map_or(0, json)
+            + meta
+    }
+}
+
+/// A call that did not produce a result.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolError {
+    #[error("{0}")]
+    Failed(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    InvalidArgs(String),
+    #[error("the call was cancelled")]
+    Cancelled,
+}
+
+/// One MCP content block.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Block {
+    Text(Text),
+    Image(Media),
+    Audio(Media),
+    ResourceLink(ResourceLink),
+    Resource(Embedded),
+}
+
+impl Block {
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::Text(Text {
+            text: text.into(),
+            annotations: None,
+            meta: None,
+        })
+    }
+
+    fn size(&self) -> usize {
+        match self {
+            Self::Text(t) => t.text.len(),
+            Self::Image(m) | Self::Audio(m) => m.data.len() + m.mime_type.len(),
+            Self::ResourceLink(l) => {
+                l.uri.len() + l.name.len() + l.description.as_ref().map_or(0, String::len)
+            }
+            Self::Resource(e) => {
+                e.resource.uri.len()
+                    + match &e.resource.body {
+                        Body::Text(t) | Body::Blob(t) => t.len(),
+                    }
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Text {
+    pub text: String,
+    pub annotations: Option<Annotations>,
+    pub meta: Option<Meta>,
+}
+
+/// An image or audio clip.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Media {
+    /// Base64 (standard alphabet, padded), as MCP carries it.
+    pub data: String,
+    pub mime_type: String,
+    pub annotations: Option<Annotations>,
+    pub meta: Option<Meta>,
+}
+
+/// A resource the client may read (`resource_link`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResourceLink {
+    pub uri: String,
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub mime_type: Option<String>,
+    pub size: Option<u64>,
+    pub icons: Option<Vec<Icon>>,
+    pub annotations: Option<Annotations>,
+    pub meta: Option<Meta>,
+}
+
+/// A resource's contents embedded in a result (`resource`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Embedded {
+    pub resource: ResourceContents,
+    pub annotations: Option<Annotations>,
+    pub meta: Option<Meta>,
+}
+
+/// The contents of one resource.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResourceContents {
+    pub uri: String,
+    pub mime_type: Option<String>,
+    pub body: Body,
+    pub meta: Option<Meta>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Body {
+    Text(String),
+    /// Base64, as MCP carries it.
+    Blob(String),
+}
+
+/// Hints on how a client uses a block.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Annotations {
+    pub audience: Option<Vec<Role>>,
+    pub priority: Option<f32>,
+    pub last_modified: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+/// An icon a client may show (for a resource link, a tool).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Icon {
+    pub src: String,
+    pub mime_type: Option<String>,
+    pub sizes: Option<Vec<String>>,
+    pub theme: Option<Theme>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Theme {
+    Light,
+    Dark,
+}

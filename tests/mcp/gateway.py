@@ -1,0 +1,355 @@
+"""toolhost as a gateway: what an MCP client sees of an upstream server
+through `toolhost serve` (stdio) against what it sees connected to the
+server directly, field by field, the prefix aside. Each scenario opens
+both sessions, to `@modelcontextprotocol/server-everything` (or, for what
+it does not send, tests/mcp/content_server.py):
+
+- `tools`: every field of every tool (title, annotations, outputSchema,
+  icons, _meta, the input schema and description).
+- `text`, `image`, `annotations`, `resource-links` (two of them),
+  `embedded-resource` (text and blob), `structured`, `audio`: a call
+  returning that content, compared whole.
+- `prompts`: prompts/list and prompts/get of each prompt.
+- `resources`: resources/list, and resources/read of listed and of
+  template-made URIs; `templates`: resources/templates/list.
+- `completions`: of a prompt argument (with context) and of a template's.
+- `subscriptions`: resources/subscribe and an update relayed, then
+  resources/unsubscribe withdrawn upstream.
+- `resources-changed`, `prompts-changed`: list changes reach the client
+  and the next list has the new entry.
+- `instructions`: the server's instructions under its name.
+
+Run by tests/mcp_upstreams.rs; exits non-zero with a message on the first
+check that fails.
+"""
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import tempfile
+
+import mcp.types as types
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from driver import check, read, recorder, run, wait_until, wire
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+NOTICES = (
+    types.ToolListChangedNotification,
+    types.PromptListChangedNotification,
+    types.ResourceListChangedNotification,
+    types.ResourceUpdatedNotification,
+)
+
+
+class Pair:
+    """One session to the server, one to toolhost serving it."""
+
+    def __init__(self, prefix, direct, via, direct_seen, via_seen, direct_init, via_init):
+        self.prefix = prefix
+        self.direct, self.via = direct, via
+        self.direct_seen, self.via_seen = direct_seen, via_seen
+        self.direct_init, self.via_init = direct_init, via_init
+
+    async def same(self, what, ask):
+        """`ask(session, prefix)` of both gives the same answer. Some of
+        server-everything's answers hold the time of day to the second, so
+        a mismatch is asked again, a bounded number of times."""
+        for _ in range(3):
+            direct = wire(await ask(self.direct, ""))
+            via = wire(await ask(self.via, self.prefix))
+            if direct == via:
+                return via
+        raise AssertionError(f"{what}:\n  direct:         {direct}\n  through toolhost: {via}")
+
+
+@contextlib.asynccontextmanager
+async def pair(top, toolhost_bin, name, prefix, command, args):
+    os.makedirs(os.path.join(top, "root"), exist_ok=True)
+    os.makedirs(os.path.join(top, "plugins"), exist_ok=True)
+    config = os.path.join(top, "toolhost.toml")
+    with open(config, "w") as f:
+        f.write(
+            'root = "root"\n[[upstream]]\n'
+            f"name = {json.dumps(name)}\nprefix = {json.dumps(prefix)}\n"
+            f"command = {json.dumps(command)}\nargs = {json.dumps(args)}\n"
+        )
+    toolhost = [
+        "-v", "--no-cache", "--config", config, "--plugins", os.path.join(top, "plugins"), "serve",
+    ]  # fmt: skip
+    on_direct, direct_seen = recorder(*NOTICES)
+    on_via, via_seen = recorder(*NOTICES)
+    with open(os.path.join(top, "direct.log"), "w") as direct_log, open(os.path.join(top, "toolhost.log"), "w") as log:
+        async with contextlib.AsyncExitStack() as stack:
+            d_read, d_write = await stack.enter_async_context(
+                stdio_client(StdioServerParameters(command=command, args=args), errlog=direct_log)
+            )
+            v_read, v_write = await stack.enter_async_context(
+                stdio_client(StdioServerParameters(command=toolhost_bin, args=toolhost, cwd=top), errlog=log)
+            )
+            direct = await stack.enter_async_context(ClientSession(d_read, d_write, message_handler=on_direct))
+            via = await stack.enter_async_context(ClientSession(v_read, v_write, message_handler=on_via))
+            yield Pair(prefix, direct, via, direct_seen, via_seen, await direct.initialize(), await via.initialize())
+
+
+def everything(top, args):
+    return pair(top, args.toolhost, "everything", "ev_", "node", [args.everything, "stdio"])
+
+
+def content(top, args):
+    return pair(top, args.toolhost, "content", "ct_", sys.executable, [os.path.join(HERE, "content_server.py")])
+
+
+def kinds(result):
+    return [block["type"] for block in result["content"]]
+
+
+async def tools(p):
+    direct = {t.name: wire(t) for t in (await p.direct.list_tools()).tools}
+    via = {t.name: wire(t) for t in (await p.via.list_tools()).tools if t.name.startswith(p.prefix)}
+    own = {name[len(p.prefix) :] for name in via}
+    unconditional = {
+        "echo", "get-annotated-message", "get-env", "get-resource-links", "get-resource-reference",
+        "get-structured-content", "get-sum", "get-tiny-image", "gzip-file-as-resource",
+        "toggle-simulated-logging", "toggle-subscriber-updates", "trigger-long-running-operation",
+    }  # fmt: skip
+    check(unconditional <= own, f"tools missing through toolhost: {sorted(unconditional - own)}")
+    check(own <= set(direct), f"tools the server does not list: {sorted(own - set(direct))}")
+    for name, tool in via.items():
+        expected = dict(direct[name[len(p.prefix) :]], name=name)
+        # rmcp 3.11 models MCP 2026-07-28, which removed `execution`: it
+        # cannot pass through (README, "Upstream servers").
+        expected.pop("execution", None)
+        check(tool == expected, f"{name}:\n  direct:           {expected}\n  through toolhost: {tool}")
+    served = via[p.prefix + "get-structured-content"]
+    check(
+        {"title", "annotations", "outputSchema"} <= set(served),
+        f"the fields are not served: {served}",
+    )
+
+
+def call(name, arguments):
+    return lambda session, prefix: session.call_tool(prefix + name, arguments)
+
+
+async def text(p):
+    r = await p.same("echo", call("echo", {"message": "through toolhost"}))
+    check(kinds(r) == ["text"] and r["content"][0]["text"] == "Echo: through toolhost", f"echo: {r}")
+
+
+async def image(p):
+    r = await p.same("get-tiny-image", call("get-tiny-image", {}))
+    check("image" in kinds(r), f"no image: {kinds(r)}")
+
+
+async def annotations(p):
+    for message in ["success", "error", "debug"]:
+        r = await p.same(message, call("get-annotated-message", {"messageType": message, "includeImage": True}))
+        check(kinds(r) == ["text", "image"], f"{message}: {kinds(r)}")
+        check(all("annotations" in block for block in r["content"]), f"annotations lost: {r}")
+
+
+async def resource_links(p):
+    r = await p.same("get-resource-links", call("get-resource-links", {"count": 2}))
+    links = [b for b in r["content"] if b["type"] == "resource_link"]
+    check(len(links) == 2 and links[0]["uri"] != links[1]["uri"], f"links: {links}")
+    check("structuredContent" not in r, f"links moved into structuredContent: {r}")
+
+
+async def embedded_resource(p):
+    for kind, body in [("Text", "text"), ("Blob", "blob")]:
+        r = await p.same(kind, call("get-resource-reference", {"resourceType": kind, "resourceId": 2}))
+        embedded = [b for b in r["content"] if b["type"] == "resource"]
+        check(len(embedded) == 1 and body in embedded[0]["resource"], f"{kind}: {r}")
+
+
+async def structured(p):
+    r = await p.same("get-structured-content", call("get-structured-content", {"location": "Chicago"}))
+    check(r.get("structuredContent", {}).get("temperature") == 36, f"structuredContent: {r}")
+    check(kinds(r) == ["text"], f"content: {kinds(r)}")
+
+
+async def audio(p):
+    r = await p.same("audio", call("audio", {}))
+    check(kinds(r) == ["text", "audio"], f"content: {kinds(r)}")
+    clip = r["content"][1]
+    check("annotations" in clip and "_meta" in clip, f"audio block: {clip}")
+
+
+async def prompts(p):
+    async def listed(session, prefix):
+        return (await session.list_prompts()).prompts
+
+    direct = {x.name: wire(x) for x in await listed(p.direct, "")}
+    # toolhost's own `system-prompt` is listed beside the server's.
+    via = {x.name: wire(x) for x in await listed(p.via, "") if x.name.startswith(p.prefix)}
+    check(
+        via == {p.prefix + name: dict(prompt, name=p.prefix + name) for name, prompt in direct.items()},
+        f"prompts:\n  direct:           {direct}\n  through toolhost: {via}",
+    )
+    gets = [
+        ("simple-prompt", None),
+        ("args-prompt", {"city": "Lyon", "state": "Rhone"}),
+        ("completable-prompt", {"department": "Sales", "name": "Eve"}),
+        ("resource-prompt", {"resourceType": "Blob", "resourceId": "2"}),
+    ]
+    for name, arguments in gets:
+        r = await p.same(name, lambda s, prefix, n=name, a=arguments: s.get_prompt(prefix + n, a))
+        check(r["messages"], f"{name}: no messages")
+    check(
+        await fails(p.via.get_prompt("simple-prompt")),
+        "a prompt is served without its prefix",
+    )
+
+
+async def fails(request):
+    try:
+        await request
+    except Exception:  # noqa: BLE001 - any protocol error is the refusal
+        return True
+    return False
+
+
+async def resources(p):
+    listed = await p.same("resources/list", lambda s, _: s.list_resources())
+    uris = [r["uri"] for r in listed["resources"]]
+    check(len(uris) >= 2, f"resources: {uris}")
+    for uri in [*uris[:2], "demo://resource/dynamic/text/3", "demo://resource/dynamic/blob/4"]:
+        r = await p.same(uri, lambda s, _, u=uri: s.read_resource(u))
+        check(r["contents"] and r["contents"][0]["uri"] == uri, f"{uri}: {r}")
+
+
+async def templates(p):
+    r = await p.same("resources/templates/list", lambda s, _: s.list_resource_templates())
+    check(len(r["resourceTemplates"]) == 2, f"templates: {r}")
+
+
+async def completions(p):
+    def prompt(value, context=None):
+        return lambda s, prefix: s.complete(
+            types.PromptReference(type="ref/prompt", name=prefix + "completable-prompt"),
+            {"name": "name" if context else "department", "value": value},
+            context,
+        )
+
+    r = await p.same("department", prompt("S"))
+    check(r["completion"]["values"] == ["Sales", "Support"], f"department: {r}")
+    r = await p.same("name", prompt("", {"department": "Engineering"}))
+    check(r["completion"]["values"] == ["Alice", "Bob", "Charlie"], f"name: {r}")
+    template = types.ResourceTemplateReference(type="ref/resource", uri="demo://resource/dynamic/text/{resourceId}")
+    r = await p.same("resourceId", lambda s, _: s.complete(template, {"name": "resourceId", "value": "7"}))
+    check(r["completion"]["values"] == ["7"], f"resourceId: {r}")
+
+
+def updates(seen, uri):
+    return sum(1 for n in seen if isinstance(n, types.ResourceUpdatedNotification) and str(n.params.uri) == uri)
+
+
+async def subscriptions(p):
+    one, two = "demo://resource/dynamic/text/1", "demo://resource/dynamic/text/2"
+    for session, prefix, seen in [(p.direct, "", p.direct_seen), (p.via, p.prefix, p.via_seen)]:
+        await session.subscribe_resource(one)
+        await session.subscribe_resource(two)
+        # The server sends an update for each subscribed URI at once, then
+        # every 5 s, while its updates are toggled on.
+        r = await session.call_tool(prefix + "toggle-subscriber-updates", {})
+        check(not r.is_error, f"toggle: {r}")
+        await wait_until(lambda s=seen: updates(s, one) and updates(s, two), "updates of both resources")
+    via = [wire(n) for n in p.via_seen if isinstance(n, types.ResourceUpdatedNotification)][:2]
+    direct = [wire(n) for n in p.direct_seen if isinstance(n, types.ResourceUpdatedNotification)][:2]
+    check(via == direct, f"updates:\n  direct:           {direct}\n  through toolhost: {via}")
+
+    # Unsubscribed, `one` gets no more updates: toggled off and on, the
+    # server updates what is still subscribed, in subscription order, so
+    # once `two`'s update is in, `one`'s would have come before it.
+    await p.via.unsubscribe_resource(one)
+    before_one, before_two = updates(p.via_seen, one), updates(p.via_seen, two)
+    for _ in range(2):
+        await p.via.call_tool(p.prefix + "toggle-subscriber-updates", {})
+    await wait_until(lambda: updates(p.via_seen, two) > before_two, "an update of the resource still subscribed")
+    check(updates(p.via_seen, one) == before_one, "updates still relayed after resources/unsubscribe")
+
+
+async def resources_changed(p):
+    made = {"name": "hello.txt.gz", "data": "data:text/plain;base64,aGVsbG8K", "outputType": "resourceLink"}
+    r = await p.same("gzip-file-as-resource", call("gzip-file-as-resource", made))
+    check(kinds(r) == ["resource_link"], f"content: {kinds(r)}")
+    link = r["content"][0]["uri"]
+    changed = (types.ResourceListChangedNotification,)
+    await wait_until(lambda: any(isinstance(n, changed) for n in p.via_seen), "resources/list_changed from toolhost")
+    listed = await p.same("resources/list", lambda s, _: s.list_resources())
+    check(link in [x["uri"] for x in listed["resources"]], f"{link} not listed: {listed}")
+    read = await p.same(link, lambda s, _: s.read_resource(link))
+    check(read["contents"][0].get("blob"), f"{link}: {read}")
+
+
+async def prompts_changed(p):
+    for session, prefix in [(p.direct, ""), (p.via, p.prefix)]:
+        r = await session.call_tool(prefix + "add_prompt", {"name": "wave"})
+        check(not r.is_error, f"add_prompt: {r}")
+    changed = (types.PromptListChangedNotification,)
+    await wait_until(lambda: any(isinstance(n, changed) for n in p.via_seen), "prompts/list_changed from toolhost")
+    names = [x.name for x in (await p.via.list_prompts()).prompts if x.name != "system-prompt"]
+    check(names == [p.prefix + "wave"], f"prompts after: {names}")
+    r = await p.same("wave", lambda s, prefix: s.get_prompt(prefix + "wave"))
+    check("wave says hello" in json.dumps(r), f"wave: {r}")
+
+
+async def instructions(p):
+    own = p.direct_init.instructions
+    check(own and own.strip(), "the server gave no instructions")
+    served = p.via_init.instructions or ""
+    expected = f"## everything\n\nIts tool and prompt names carry the prefix `{p.prefix}` here.\n\n{own.strip()}"
+    check(expected in served, f"instructions through toolhost:\n{served}")
+    capabilities = p.via_init.capabilities
+    check(
+        capabilities.prompts and capabilities.resources and capabilities.resources.subscribe,
+        f"capabilities: {capabilities}",
+    )
+    check(capabilities.completions is not None, f"completions not announced: {capabilities}")
+
+
+SCENARIOS = {
+    "tools": (everything, tools),
+    "text": (everything, text),
+    "image": (everything, image),
+    "annotations": (everything, annotations),
+    "resource-links": (everything, resource_links),
+    "embedded-resource": (everything, embedded_resource),
+    "structured": (everything, structured),
+    "audio": (content, audio),
+    "prompts": (everything, prompts),
+    "resources": (everything, resources),
+    "templates": (everything, templates),
+    "completions": (everything, completions),
+    "subscriptions": (everything, subscriptions),
+    "resources-changed": (everything, resources_changed),
+    "prompts-changed": (content, prompts_changed),
+    "instructions": (everything, instructions),
+}
+
+
+async def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--toolhost", required=True)
+    parser.add_argument("--scenario", choices=sorted(SCENARIOS), required=True)
+    parser.add_argument("--everything", help="server-everything's dist/index.js")
+    args = parser.parse_args()
+    top = tempfile.mkdtemp(prefix="toolhost-gateway-")
+    server, scenario = SCENARIOS[args.scenario]
+    try:
+        async with server(top, args) as p:
+            await scenario(p)
+    except AssertionError:
+        log = os.path.join(top, "toolhost.log")
+        if os.path.exists(log):
+            print(f"toolhost log:\n{read(log)}", file=sys.stderr)
+        raise
+    print(f"ok: {args.scenario}")
+
+
+if __name__ == "__main__":
+    run(main)
