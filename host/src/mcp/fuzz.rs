@@ -143,7 +143,7 @@ impl Session {
         .await
         .unwrap();
         let (client, server) = tokio::io::duplex(1 << 16);
-        let mcp = McpServer::new(Arc::new(host));
+        let mcp = McpServer::new(Arc::new(host), Default::default());
         tokio::spawn(async move {
             if let Ok(running) = mcp.serve(server).await {
                 let _ = running.waiting().await;
