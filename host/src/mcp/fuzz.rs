@@ -187,8 +187,12 @@ impl Session {
             if message.get("jsonrpc") != Some(&json!("2.0")) {
                 return Err(format!("the server wrote a non-JSON-RPC line: {line}"));
             }
-            let Some(id) = message.get("id") else {
-                continue; // a notification (progress, list changed)
+            // rmcp writes its `Invalid Request` answer with no `id` at all
+            // where JSON-RPC says `"id": null`: counted as the null id.
+            let id = match message.get("id") {
+                Some(id) => id,
+                None if message.get("error").is_some() => &Value::Null,
+                None => continue, // a notification (progress, list changed)
             };
             if message.get("result").is_none() == message.get("error").is_none() {
                 return Err(format!("a response needs a result or an error: {line}"));
