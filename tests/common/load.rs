@@ -281,7 +281,7 @@ fn judge(n: u64, trap_every: u64, answer: Result<rmcp::model::CallToolResult, St
         Err(e) => return Outcome::Unanswered(format!("call {n}: {e}")),
     };
     let (is_error, text) = (result.is_error == Some(true), text(&result));
-    if n % trap_every == 0 {
+    if n.is_multiple_of(trap_every) {
         if is_error && text.contains("plugin `trap-every` trapped in execute") {
             Outcome::Trapped
         } else {
