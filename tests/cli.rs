@@ -419,13 +419,11 @@ fn served_tools(cmd: &mut Command) -> (Vec<String>, String) {
     let listed = answer(2);
     drop(stdin);
     let out = child.wait_with_output().unwrap();
-    let names = listed["result"]["tools"]
-        .as_array()
-        .unwrap_or_else(|| panic!("{listed}"))
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_owned())
+    let served = names(&listed["result"]["tools"])
+        .into_iter()
+        .map(str::to_owned)
         .collect();
-    (names, String::from_utf8_lossy(&out.stderr).into_owned())
+    (served, String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
 #[test]
@@ -440,16 +438,19 @@ fn a_clashing_tool_is_refused_and_everything_else_is_served_by_every_command() {
     };
 
     // serve: up, listing each name once, the refused tools left out.
-    let (names, stderr) = served_tools(with_plugins().arg("serve"));
+    let (served, stderr) = served_tools(with_plugins().arg("serve"));
     assert_refused("serve", &stderr, &all);
     for tool in ["read", "word_count", "native_ok", "copycat_ok", "catalog_ok"] {
         assert_eq!(
-            names.iter().filter(|n| *n == tool).count(),
+            served.iter().filter(|n| *n == tool).count(),
             1,
-            "{tool} in {names:?}"
+            "{tool} in {served:?}"
         );
     }
-    assert!(!names.contains(&"create_issue".to_owned()), "unbound: {names:?}");
+    assert!(
+        !served.contains(&"create_issue".to_owned()),
+        "unbound: {served:?}"
+    );
 
     // call: the other tools answer, the native one is the host's.
     let (out, stdout, stderr) = run(with_plugins().args(["call", "word_count", r#"{"text": "one two"}"#]));
@@ -469,12 +470,7 @@ fn a_clashing_tool_is_refused_and_everything_else_is_served_by_every_command() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert_refused("tools", &stderr, &all);
     let v: Value = serde_json::from_str(&stdout).unwrap();
-    let listed: Vec<&str> = v["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let listed = names(&v["tools"]);
     for tool in ["read", "word_count", "native_ok", "copycat_ok", "catalog_ok"] {
         assert_eq!(
             listed.iter().filter(|n| **n == tool).count(),
@@ -515,12 +511,7 @@ fn a_bound_catalog_tool_its_plugin_lists_is_one_tool() {
     assert_refused("tools", &stderr, &[NATIVE_CLASH, PLUGIN_CLASH]);
     assert!(!stderr.contains("`create_issue`"), "{stderr}");
     let v: Value = serde_json::from_str(&stdout).unwrap();
-    let listed: Vec<&str> = v["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let listed = names(&v["tools"]);
     assert_eq!(
         listed.iter().filter(|n| **n == "create_issue").count(),
         1,

@@ -30,15 +30,7 @@ async fn fixture(web: WebSettings) -> Fixture {
     std::fs::write(r.join("ignored.txt"), "needle\n").unwrap();
     std::os::unix::fs::symlink(outside.path(), r.join("outdir")).unwrap();
     std::os::unix::fs::symlink(outside.path().join("secret.txt"), r.join("outfile.txt")).unwrap();
-    let native = NativeTools::new(Root::new(r).unwrap(), web)
-        .unwrap()
-        .writable(true);
-    let host = Toolhost::new(Sources {
-        native: Some(Arc::new(native)),
-        ..Sources::default()
-    })
-    .await
-    .unwrap();
+    let host = writable_host(r, web).await;
     Fixture {
         _outside: outside,
         root,
@@ -350,15 +342,7 @@ async fn a_directory_swapped_for_a_symlink_never_leads_outside() {
     std::fs::create_dir(r.join("sub")).unwrap();
     std::fs::write(r.join("sub/marker.txt"), "inside\n").unwrap();
     std::fs::write(r.join("sub/keep.txt"), "inside keep\n").unwrap();
-    let native = NativeTools::new(Root::new(&r).unwrap(), WebSettings::default())
-        .unwrap()
-        .writable(true);
-    let host = Toolhost::new(Sources {
-        native: Some(Arc::new(native)),
-        ..Sources::default()
-    })
-    .await
-    .unwrap();
+    let host = writable_host(&r, WebSettings::default()).await;
 
     // `sub` and `sub.link` (a symlink out) trade places atomically, so
     // `sub` always exists: as the directory or as the way out.
@@ -436,4 +420,17 @@ async fn a_directory_swapped_for_a_symlink_never_leads_outside() {
         std::fs::read_to_string(r.join("sub/new.txt")).unwrap(),
         "written\n"
     );
+}
+
+/// A host serving the native tools, `write` and `edit` included, on `root`.
+async fn writable_host(root: &std::path::Path, web: WebSettings) -> Toolhost {
+    let native = NativeTools::new(Root::new(root).unwrap(), web)
+        .unwrap()
+        .writable(true);
+    Toolhost::new(Sources {
+        native: Some(Arc::new(native)),
+        ..Sources::default()
+    })
+    .await
+    .unwrap()
 }
