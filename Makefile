@@ -41,6 +41,7 @@ run: host plugins
 	$(TOOLHOST) --plugins $(PLUGIN_DIR) tools
 
 test: host plugins lang-plugins venv upstream
+	cd guest-plugins && $(CARGO) test --release --locked -p provider-kit
 	$(CARGO) test --release --locked --workspace
 
 lint:

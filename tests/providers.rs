@@ -17,6 +17,9 @@ use toolhost::schema::ToolSchema;
 use toolhost::value_model::{SideEffect, ValueClass};
 use toolhost_tests::{plugin_dir, runtime};
 
+#[path = "providers/end_to_end.rs"]
+mod end_to_end;
+
 const JIRA: &str = r#"
 [config]
 host = "acme.atlassian.net"

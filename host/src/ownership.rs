@@ -7,11 +7,16 @@
 //!   tools are served or writable: turning a setting on never changes who
 //!   serves a name.
 //! - Base-catalog names are reserved for the catalog. Such a tool is served
-//!   only through `[bind]`, with the catalog's schema; the backend it is
-//!   bound to (a tool plugin or an upstream server) may list a tool of that
+//!   only by the backend it is bound to, with the catalog's schema; that
+//!   backend (a tool plugin or an upstream server) may list a tool of that
 //!   name, which is then that catalog tool's implementation (one tool, the
 //!   catalog's schema, the plugin's hooks). Any other source listing it is
-//!   refused.
+//!   refused. A binding comes from `[bind]`, or else from a vendor's full
+//!   plugin: the first plugin registered that both claims the tool's
+//!   category and lists the tool implements it, so a provider's one `.wasm`
+//!   dropped into the directory serves its tools with no `[bind]` at all.
+//!   `[bind]` always wins, and is how a user picks between two vendors of
+//!   one category.
 //! - Any other name goes to the first source registered: plugins in
 //!   registration order, then upstream servers in configuration order.
 //!
@@ -62,17 +67,57 @@ pub enum Claim {
     Refused,
 }
 
+/// Who implements a base-catalog tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binding {
+    /// A tool plugin's or an upstream server's name.
+    pub backend: String,
+    /// Chosen by `[bind]` rather than by a full plugin claiming the tool.
+    pub explicit: bool,
+}
+
+/// The base-catalog bindings in force: `explicit` (`[bind]`, catalog tool →
+/// backend name), then, for each catalog tool still unbound, the first
+/// plugin (registration order) that claims its category and lists it.
+pub fn bindings(explicit: &BTreeMap<String, String>, plugins: &[Arc<Plugin>]) -> BTreeMap<String, Binding> {
+    let mut bound: BTreeMap<String, Binding> = explicit
+        .iter()
+        .map(|(tool, backend)| {
+            let binding = Binding {
+                backend: backend.clone(),
+                explicit: true,
+            };
+            (tool.clone(), binding)
+        })
+        .collect();
+    for plugin in plugins.iter().filter(|p| p.worlds.tool && p.worlds.enricher) {
+        for tool in &plugin.tools {
+            let claimed = base_tool(&tool.name)
+                .and_then(|t| t.category.as_deref())
+                .is_some_and(|c| plugin.claims(c));
+            if claimed && !bound.contains_key(&tool.name) {
+                let binding = Binding {
+                    backend: plugin.name.to_string(),
+                    explicit: false,
+                };
+                bound.insert(tool.name.clone(), binding);
+            }
+        }
+    }
+    bound
+}
+
 /// The names taken so far, claimed in registration order.
 pub struct Names<'a> {
-    bindings: &'a BTreeMap<String, String>,
+    bindings: &'a BTreeMap<String, Binding>,
     /// Name → who has it, as a refusal states it.
     taken: HashMap<String, String>,
     refused: Vec<Refusal>,
 }
 
 impl<'a> Names<'a> {
-    /// The reserved names, with `bindings` (catalog tool → backend name).
-    pub fn new(bindings: &'a BTreeMap<String, String>) -> Self {
+    /// The reserved names, with the [`bindings`] in force.
+    pub fn new(bindings: &'a BTreeMap<String, Binding>) -> Self {
         let mut taken = HashMap::new();
         for name in NATIVE_NAMES {
             taken.insert(
@@ -82,9 +127,15 @@ impl<'a> Names<'a> {
         }
         for tool in base_catalog() {
             let owner = match bindings.get(&tool.name) {
-                Some(backend) => {
-                    format!("the name is the base-catalog tool's, bound to `{backend}` by `[bind]`")
-                }
+                Some(Binding {
+                    backend,
+                    explicit: true,
+                }) => format!("the name is the base-catalog tool's, bound to `{backend}` by `[bind]`"),
+                Some(Binding { backend, .. }) => format!(
+                    "the name is the base-catalog tool's, implemented by plugin `{backend}` \
+                     (registered first; choose another with `[bind] {} = \"<source name>\"`)",
+                    tool.name
+                ),
                 None => format!(
                     "the name is reserved for the base-catalog tool (serve this one with \
                      `[bind] {} = \"<source name>\"`)",
@@ -103,7 +154,7 @@ impl<'a> Names<'a> {
     /// Claim `tool` for the source named `name` (`source` as a refusal
     /// states it, for example "plugin `x`").
     pub fn claim(&mut self, tool: &str, name: &str, source: &str) -> Claim {
-        if base_tool(tool).is_some() && self.bindings.get(tool).map(String::as_str) == Some(name) {
+        if base_tool(tool).is_some() && self.bindings.get(tool).is_some_and(|b| b.backend == name) {
             return Claim::Bound;
         }
         match self.taken.get(tool) {
@@ -149,9 +200,11 @@ impl<'a> Names<'a> {
     }
 }
 
-/// The refusals among `plugins` alone, as `toolhost plugins` reports them.
-pub fn plugin_refusals(plugins: &[Arc<Plugin>], bindings: &BTreeMap<String, String>) -> Vec<Refusal> {
-    let mut names = Names::new(bindings);
+/// The refusals among `plugins` alone, as `toolhost plugins` reports them
+/// (`explicit` is `[bind]`).
+pub fn plugin_refusals(plugins: &[Arc<Plugin>], explicit: &BTreeMap<String, String>) -> Vec<Refusal> {
+    let bindings = bindings(explicit, plugins);
+    let mut names = Names::new(&bindings);
     names.plugin_tools(plugins);
     names.into_refused()
 }
@@ -162,7 +215,8 @@ mod tests {
 
     #[test]
     fn reserved_names_are_refused_and_the_first_plugin_wins() {
-        let bindings = BTreeMap::from([("create_issue".to_owned(), "tracker".to_owned())]);
+        let explicit = BTreeMap::from([("create_issue".to_owned(), "tracker".to_owned())]);
+        let bindings = bindings(&explicit, &[]);
         let mut names = Names::new(&bindings);
         assert_eq!(names.claim("read", "x", "plugin `x`"), Claim::Refused);
         assert_eq!(names.claim("write", "x", "plugin `x`"), Claim::Refused);

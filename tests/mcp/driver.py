@@ -5,6 +5,7 @@ from, a client session with `toolhost serve` over stdio or streamable
 HTTP, and the `__main__` wrapper that turns a failed check into a message
 and exit status 1."""
 
+import os
 import re
 import subprocess
 import sys
@@ -60,18 +61,21 @@ def wire(model):
 
 
 @asynccontextmanager
-async def connect(toolhost, argv, transport, cwd, log_path):
+async def connect(toolhost, argv, transport, cwd, log_path, env=None):
     """A client session (not yet initialised) with `toolhost ARGV`, which
     ends in `serve`: over stdio, or over streamable HTTP on a free loopback
-    port. The server's stderr goes to `log_path`."""
+    port. The server's stderr goes to `log_path`; `env` is added to its
+    environment (the SDK passes a stdio server only a few variables)."""
     with open(log_path, "w") as log:
         if transport == "stdio":
-            params = StdioServerParameters(command=toolhost, args=argv, cwd=cwd)
+            full_env = {**os.environ, **env} if env else None
+            params = StdioServerParameters(command=toolhost, args=argv, cwd=cwd, env=full_env)
             async with stdio_client(params, errlog=log) as (read_stream, write_stream):
                 async with ClientSession(read_stream, write_stream) as client:
                     yield client
             return
-        server = subprocess.Popen([toolhost, *argv, "--http", "127.0.0.1:0"], cwd=cwd, stderr=log)
+        server = subprocess.Popen([toolhost, *argv, "--http", "127.0.0.1:0"], cwd=cwd, stderr=log,
+                                  env={**os.environ, **(env or {})})
         try:
             with anyio.fail_after(120):
                 while not (m := re.search(r"serving MCP at (\S+)", read(log_path))):

@@ -9,18 +9,58 @@
 //! - Follow-ups project the real argument of the follow-up tools, `key`
 //!   (`pr#12`, `#42`), unlike the reference which projected
 //!   `pull_request_number` into tools that take `key`.
-//! - Every call goes to `api.github.com`.
+//! - Every call goes to the configured API (`base_url`, by default
+//!   `https://api.github.com`), whose host is the rate-limit host.
+//!
+//! The same component runs the tools (`tools`): one `.wasm` does
+//! everything. Config: `owner` and `repo` (required), `base_url` (GitHub
+//! Enterprise: `https://HOST/api/v3`).
 
+mod tools;
+
+use provider_kit::api::{self, Api};
 use provider_kit::{field, git_host, is_write, items, project, write_model};
 use toolhost_sdk::{Args, Enricher, FollowUpLink, Plugin, Schema, Value, ValueModel, json};
 
-const HOST: &str = "api.github.com";
+const PUBLIC_API: &str = "https://api.github.com";
 
-struct GitHub;
+struct GitHub {
+    api: Api,
+    /// `owner/repo`, as paths and summaries spell it.
+    repo: String,
+    /// The API's host, for per-host prefetch caps.
+    host: String,
+}
 
 impl Plugin for GitHub {
-    fn new(_config: &Value) -> Result<Self, String> {
-        Ok(GitHub)
+    fn new(config: &Value) -> Result<Self, String> {
+        let base = api::base_url("GitHub", config, PUBLIC_API)?;
+        let part = |name: &str| {
+            config
+                .get(name)
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty() && !s.contains('/'))
+                .map(str::to_owned)
+                .ok_or_else(|| {
+                    format!("GitHub: config `{name}` is required (the repository is `owner/repo`)")
+                })
+        };
+        let repo = format!("{}/{}", part("owner")?, part("repo")?);
+        Ok(GitHub {
+            host: api::host_of(&base),
+            api: Api {
+                provider: "GitHub",
+                base,
+                secret: "github",
+                needs: "a token with the `repo` scope (or a fine-grained token with Issues, Pull requests \
+                        and Actions access to the repository)",
+                headers: vec![
+                    ("accept".into(), "application/vnd.github+json".into()),
+                    ("x-github-api-version".into(), "2022-11-28".into()),
+                ],
+            },
+            repo,
+        })
     }
 }
 
@@ -55,7 +95,7 @@ impl Enricher for GitHub {
 
     fn value_model(&self, tool: &str) -> Option<ValueModel> {
         let link = |to: &str, p: f32| FollowUpLink::new(to, p).projecting("key", "key");
-        let read = || ValueModel::read_only().rate_limit_host(HOST);
+        let read = || ValueModel::read_only().rate_limit_host(&self.host);
         let model = match tool {
             "get_merge_requests" => read()
                 .supporting()
@@ -81,7 +121,10 @@ impl Enricher for GitHub {
                 .typical_kb(1.0)
                 .follow_up(link("get_issue_comments", 0.50)),
             "get_issue_comments" => read().critical().typical_kb(2.5).max_kb(20.0),
-            t if is_write(t) => write_model().supporting().typical_kb(0.8).rate_limit_host(HOST),
+            t if is_write(t) => write_model()
+                .supporting()
+                .typical_kb(0.8)
+                .rate_limit_host(&self.host),
             _ => return None,
         };
         Some(model)
@@ -113,8 +156,8 @@ impl Enricher for GitHub {
     }
 
     fn rate_limit_host(&self, _tool: &str, _args: &Args<'_>) -> Option<String> {
-        Some(HOST.into())
+        Some(self.host.clone())
     }
 }
 
-toolhost_sdk::export_enricher!(GitHub);
+toolhost_sdk::export_plugin!(GitHub);

@@ -6,6 +6,8 @@
 //! It owns no provider knowledge: each enricher says which fields to read
 //! and how to spell a key.
 
+pub mod api;
+
 use toolhost_sdk::{Value, ValueModel, json};
 
 /// Most follow-up calls projected from one result (top 3 covers most cited

@@ -73,7 +73,7 @@ use crate::catalog::{Annotations, ToolMeta, ToolSpec, base_catalog, base_tool};
 use crate::enrich::{Enrichers, Hidden, Listing, Owner};
 use crate::gateway::Gateway;
 pub use crate::output::{CallOutput, ToolError};
-use crate::ownership::{Claim, Names, Refusal};
+use crate::ownership::{self, Binding, Claim, Names, Refusal};
 use crate::plugin::{BeforeCallDecision, Hooks, Plugin, ProgressFn, ToolDefinition};
 use crate::prompt::SystemPrompt;
 use crate::speculation::{self, Engine, Served};
@@ -111,7 +111,9 @@ pub struct Sources {
     /// Loaded plugins in registration order: enrichers and tool plugins.
     pub plugins: Vec<Arc<Plugin>>,
     pub upstreams: Vec<Arc<Upstream>>,
-    /// Base-catalog tool name → backend name (a tool plugin or an upstream).
+    /// `[bind]`: base-catalog tool name → backend name (a tool plugin or an
+    /// upstream). Full plugins bind the catalog tools they list on top of
+    /// these (`ownership::bindings`).
     pub bindings: BTreeMap<String, String>,
 }
 
@@ -574,7 +576,8 @@ fn gather(sources: &Sources) -> Result<(Specs, Vec<Refusal>), BuildError> {
     }
     // A bound catalog tool of a plugin's (or a server's) tool name takes
     // that tool's place: the claim says `Bound` and the binding serves it.
-    let mut names = Names::new(&sources.bindings);
+    let bindings = ownership::bindings(&sources.bindings, &sources.plugins);
+    let mut names = Names::new(&bindings);
     for (plugin, t) in names.plugin_tools(&sources.plugins) {
         let spec = ToolSpec {
             name: t.name.clone(),
@@ -601,7 +604,7 @@ fn gather(sources: &Sources) -> Result<(Specs, Vec<Refusal>), BuildError> {
             }
         }
     }
-    for (tool, backend) in &sources.bindings {
+    for (tool, Binding { backend, .. }) in &bindings {
         let spec = base_tool(tool).ok_or_else(|| BuildError::UnknownCatalogTool { tool: tool.clone() })?;
         let plugin = sources
             .plugins

@@ -119,6 +119,8 @@ pub struct HostState {
     cpu_ticks_left: u64,
     /// Time spent in imports during this call not yet charged (under a tick).
     import_time: Duration,
+    /// When the current call began: its wall-clock budget counts from here.
+    call_started: Instant,
 }
 
 impl HostState {
@@ -161,11 +163,13 @@ impl HostState {
             cpu_ticks,
             cpu_ticks_left: 0,
             import_time: Duration::ZERO,
+            call_started: Instant::now(),
         }
     }
 
     /// Arm the CPU budget and log cap for one call.
     pub fn begin_call(&mut self) {
+        self.call_started = Instant::now();
         self.cpu_ticks_left = self.cpu_ticks;
         self.import_time = Duration::ZERO;
         self.log.lines.store(0, Ordering::Relaxed);
@@ -493,6 +497,8 @@ impl http::Host for HostState {
     async fn fetch(&mut self, req: http::Request) -> R<Result<http::Response, http::HttpError>> {
         let grant = self.identity.http.clone();
         let limits = &self.identity.limits;
-        Ok(grant.fetch(req, limits.wall, limits.max_output_bytes).await)
+        Ok(grant
+            .fetch(req, self.call_started, limits.wall, limits.max_output_bytes)
+            .await)
     }
 }

@@ -11,6 +11,9 @@
 //! (CR or LF in it), a URL with a user or password, and any method but
 //! `GET`, `POST`, `PUT`, `PATCH` and `DELETE`.
 //!
+//! A rate-limited response (429, GitHub's 403 rate limits) is retried after
+//! the wait it asks for when that fits in the call's budget (`rate_limit`).
+//!
 //! Redirects are not followed: the plugin gets the 3xx, and a `Location`
 //! it fetches is checked like any URL, with a secret added only where that
 //! secret is granted, so a granted server cannot bounce a secret to
@@ -23,7 +26,7 @@
 //! origin asked for and what its grants lack, never a secret's value.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime};
 
 use reqwest::Url;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
@@ -31,6 +34,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use super::bindings::http::{HttpError, Request, Response};
 use super::manifest::Grants;
 use super::origin::Origin;
+use super::rate_limit;
 use super::redact::Redactor;
 
 /// Headers only the host sets: routing, framing, and those a hop acts on.
@@ -45,6 +49,9 @@ const HOST_HEADERS: [&str; 9] = [
     "trailer",
     "upgrade",
 ];
+
+/// Time left for the provider to answer a retried request.
+const RETRY_MARGIN: Duration = Duration::from_millis(250);
 
 /// The methods of the WIT's `request`.
 const METHODS: [&str; 5] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
@@ -186,10 +193,14 @@ impl HttpGrant {
         ))
     }
 
+    /// Send `req` for a plugin call that started at `started` and may run
+    /// for `wall`: the request, and its retries after a rate limit
+    /// (`rate_limit`), get what is left of that budget.
     pub async fn fetch(
         &self,
         req: Request,
-        deadline: Duration,
+        started: Instant,
+        wall: Duration,
         max_body: usize,
     ) -> Result<Response, HttpError> {
         let url = Url::parse(&req.url)
@@ -249,13 +260,36 @@ impl HttpGrant {
         } else {
             &clients.tls
         };
-        let mut builder = client.request(method, url).headers(headers).timeout(deadline);
-        if let Some(body) = req.body {
-            builder = builder.body(body);
-        }
-        let mut response = builder.send().await.map_err(transport)?;
+        let mut retries = 0;
+        let (mut response, rate_limit_wait) = loop {
+            let left = wall.saturating_sub(started.elapsed());
+            let mut builder = client
+                .request(method.clone(), url.clone())
+                .headers(headers.clone())
+                .timeout(left);
+            if let Some(body) = &req.body {
+                builder = builder.body(body.clone());
+            }
+            let response = builder.send().await.map_err(transport)?;
+            let header = |name: &str| {
+                let value = response.headers().get(name)?;
+                Some(String::from_utf8_lossy(value.as_bytes()).into_owned())
+            };
+            let Some(wait) = rate_limit::wait(response.status().as_u16(), header, SystemTime::now()) else {
+                break (response, None);
+            };
+            // Retry only if the wait and another answer fit in the budget.
+            let left = wall.saturating_sub(started.elapsed());
+            if retries == rate_limit::MAX_RETRIES || wait + RETRY_MARGIN >= left {
+                break (response, Some(wait));
+            }
+            retries += 1;
+            tracing::debug!(plugin = %self.plugin, %origin, wait_ms = wait.as_millis() as u64, "rate limited, retrying");
+            drop(response);
+            tokio::time::sleep(wait).await;
+        };
         let status = response.status().as_u16();
-        let headers = response
+        let mut headers: Vec<(String, String)> = response
             .headers()
             .iter()
             .map(|(k, v)| {
@@ -263,6 +297,9 @@ impl HttpGrant {
                 (k.as_str().to_owned(), self.redactor.text(&value).into_owned())
             })
             .collect();
+        if let Some(wait) = rate_limit_wait {
+            headers.push((rate_limit::NOT_RETRIED.to_owned(), wait.as_secs().to_string()));
+        }
         let mut body = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(transport)? {
             if body.len() + chunk.len() > max_body {

@@ -19,6 +19,7 @@ mod instance;
 mod loader;
 pub mod manifest;
 mod origin;
+mod rate_limit;
 pub(crate) mod redact;
 mod results;
 

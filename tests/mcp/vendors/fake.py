@@ -1,0 +1,246 @@
+"""What the loopback fakes of the providers' APIs share, and the harness that
+drives a provider's plugin through `toolhost serve` against its fake.
+
+A fake is a `Fake` with routes: `(METHOD, path regex) -> handler`, each
+handler given the `Seen` request and the regex's groups, answering
+`(status, body[, headers])`. It follows the provider's documented shapes;
+every request is recorded, so a test asserts the exact method, path, query,
+body and the auth header the host injected. It can answer the next N
+requests of a route with a rate limit, and delay every answer (a latency
+model for the speculation replay).
+
+`provider_session` writes a plugin directory with the provider's `.wasm`
+and a `toolhost.toml` granting the fake's origin and the token secret,
+then opens an MCP session with `toolhost serve` over stdio.
+"""
+
+import json
+import os
+import re
+import sys
+import tempfile
+import threading
+import time
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qsl, urlsplit
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from driver import check, connect, text  # noqa: E402
+
+TOKEN = "tok-3f9a1c77e2b54d08"
+
+
+@dataclass
+class Seen:
+    method: str
+    path: str
+    query: dict
+    headers: dict
+    body: object
+    raw: bytes = b""
+
+    def json(self):
+        return self.body
+
+
+@dataclass
+class Route:
+    method: str
+    pattern: re.Pattern
+    handler: object
+    limited: int = 0
+    retry_after: str = "1"
+
+
+class Fake:
+    """A provider's API on a free loopback port, recording every request."""
+
+    def __init__(self, name, delay_s=0.0):
+        self.name = name
+        self.delay_s = delay_s
+        self.routes = []
+        self.seen = []
+        self.lock = threading.Lock()
+
+    def route(self, method, pattern):
+        def register(handler):
+            self.routes.append(Route(method, re.compile(f"^{pattern}$"), handler))
+            return handler
+
+        return register
+
+    def rate_limit(self, method, pattern, times, retry_after="1"):
+        """Answer the next `times` requests to this route 429."""
+        for r in self.routes:
+            if r.method == method and r.pattern.pattern == f"^{pattern}$":
+                r.limited, r.retry_after = times, retry_after
+                return
+        raise AssertionError(f"no route {method} {pattern}")
+
+    def requests(self, method=None, path=None):
+        with self.lock:
+            return [s for s in self.seen if (method is None or s.method == method) and (path is None or s.path == path)]
+
+    def clear(self):
+        with self.lock:
+            self.seen.clear()
+
+    def last(self):
+        with self.lock:
+            check(self.seen, f"{self.name}: no request was made")
+            return self.seen[-1]
+
+    def expect(self, method, path, query=None, body=None, auth=None):
+        """The last request was exactly this one; returns it."""
+        seen = self.last()
+        check(
+            (seen.method, seen.path) == (method, path),
+            f"{self.name}: expected {method} {path}, got {seen.method} {seen.path}",
+        )
+        if query is not None:
+            check(seen.query == query, f"{self.name}: {method} {path} query {seen.query} != {query}")
+        if body is not None:
+            check(seen.body == body, f"{self.name}: {method} {path} body {seen.body} != {body}")
+        check(
+            seen.headers.get("authorization") == (auth if auth is not None else f"Bearer {TOKEN}"),
+            f"{self.name}: {method} {path} authorization header was {seen.headers.get('authorization')!r}",
+        )
+        return seen
+
+    def start(self):
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def handle_one(self):
+                url = urlsplit(self.path)
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    body = json.loads(raw) if raw else None
+                except ValueError:
+                    body = raw.decode("utf-8", "replace")
+                seen = Seen(
+                    self.command,
+                    url.path,
+                    dict(parse_qsl(url.query, keep_blank_values=True)),
+                    {k.lower(): v for k, v in self.headers.items()},
+                    body,
+                    raw,
+                )
+                with fake.lock:
+                    fake.seen.append(seen)
+                if fake.delay_s:
+                    time.sleep(fake.delay_s)
+                status, payload, headers = 404, {"message": "Not Found"}, {}
+                for r in fake.routes:
+                    m = r.pattern.match(url.path)
+                    if r.method == self.command and m:
+                        if r.limited:
+                            r.limited -= 1
+                            status, payload = 429, {"message": "API rate limit exceeded"}
+                            headers = {"retry-after": r.retry_after}
+                        else:
+                            answer = r.handler(seen, *m.groups())
+                            status, payload = answer[0], answer[1]
+                            headers = answer[2] if len(answer) > 2 else {}
+                        break
+                data = payload if isinstance(payload, bytes) else (
+                    payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
+                )
+                self.send_response(status)
+                ctype = "text/plain" if isinstance(payload, (str, bytes)) else "application/json"
+                self.send_header("content-type", headers.pop("content-type", ctype))
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = handle_one
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        return self
+
+    def stop(self):
+        self.server.shutdown()
+
+
+def toml_value(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return str(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {toml_value(x)}" for k, x in v.items()) + " }"
+    raise TypeError(v)
+
+
+@asynccontextmanager
+async def provider_session(toolhost, wasm, name, fake, config, header="Authorization", prefix="Bearer ",
+                           extra_toml="", transport="stdio"):
+    """An initialised MCP session with `toolhost serve`, serving the plugin
+    `wasm` as NAME with `config` (plus `base_url` = the fake) and the token
+    granted as secret NAME for the fake's origin, in `header` after
+    `prefix`."""
+    work = tempfile.mkdtemp(prefix=f"toolhost-{name}-")
+    plugins = os.path.join(work, "plugins")
+    os.makedirs(plugins)
+    os.symlink(wasm, os.path.join(plugins, f"{name}.wasm"))
+    lines = [f"[plugin.{name}.config]", f"base_url = {toml_value(fake.url)}"]
+    lines += [f"{k} = {toml_value(v)}" for k, v in config.items()]
+    lines += [
+        f"[plugin.{name}.grants]",
+        f"http = [{toml_value(fake.url)}]",
+        f"[plugin.{name}.grants.secrets.{name}]",
+        f'env = "{name.upper()}_TOKEN"',
+        f"header = {toml_value(header)}",
+        f"prefix = {toml_value(prefix)}",
+        f"hosts = [{toml_value(fake.url)}]",
+        "allow_loopback_http = true",
+        extra_toml,
+    ]
+    with open(os.path.join(work, "toolhost.toml"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    log_path = os.path.join(work, "serve.log")
+    argv = ["--config", os.path.join(work, "toolhost.toml"), "--plugins", plugins, "serve"]
+    env = {f"{name.upper()}_TOKEN": TOKEN}
+    async with connect(toolhost, argv, transport, work, log_path, env) as client:
+        await client.initialize()
+        client.log_path = log_path
+        yield client
+
+
+def structured(result):
+    """The JSON block of a tool result (the plugin's structured value)."""
+    if result.structured_content is not None:
+        return result.structured_content
+    for c in result.content:
+        if getattr(c, "type", "") == "text":
+            try:
+                return json.loads(c.text)
+            except ValueError:
+                continue
+    raise AssertionError(f"no structured value in {result}")
+
+
+async def call(client, tool, args, error=False):
+    """Call `tool`; check it failed or not as expected; returns the result."""
+    result = await client.call_tool(tool, args)
+    check(bool(result.is_error) == error, f"{tool}({args}): isError={result.is_error}: {text(result)}")
+    check(TOKEN not in text(result), f"{tool}: the token leaked into the result")
+    return result

@@ -1,0 +1,15 @@
+//! Each provider's plugin end to end: `toolhost serve` with the provider's
+//! one `.wasm` (enricher and tools in the `full-plugin` world), driven by
+//! the Python MCP client against a loopback fake of the provider's API
+//! (`tests/mcp/vendors/`). The fake checks every request exactly (method,
+//! path, query, body, the token the host injected); the client checks every
+//! result and error, the rate-limit retries, and prefetch on the real chains.
+
+use toolhost_tests::{expect_driver_ok, guest, python_driver};
+
+/// Run `tests/mcp/vendors/NAME.py` against the built `CRATE.wasm`.
+fn provider(name: &str, crate_name: &str) {
+    let mut command = python_driver(&format!("vendors/{name}.py"));
+    command.arg("--plugin").arg(guest(crate_name));
+    expect_driver_ok(&mut command, name);
+}
