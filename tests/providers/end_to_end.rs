@@ -13,3 +13,8 @@ fn provider(name: &str, crate_name: &str) {
     command.arg("--plugin").arg(guest(crate_name));
     expect_driver_ok(&mut command, name);
 }
+
+#[test]
+fn github() {
+    provider("github", "github");
+}
