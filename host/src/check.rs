@@ -126,7 +126,7 @@ pub async fn check(
 
 /// Imports every plugin may have without a grant: the contract's own
 /// interfaces, and WASI interfaces the sandbox serves with no authority in
-/// them (no preopens, no environment, empty stdin; DESIGN decision 3).
+/// them (no preopens, no environment, empty stdin).
 const UNGRANTED: [&str; 8] = [
     "toolhost:plugin/host@",
     "toolhost:plugin/types@",

@@ -1,4 +1,4 @@
-//! The enricher chain, with the seed's semantics made explicit.
+//! The enricher chain, with its rules made explicit.
 //!
 //! - A tool with a category is listed only if some loaded enricher claims
 //!   that category; a tool without one is always listed.
@@ -7,7 +7,7 @@
 //!   output.
 //! - Every schema change is recorded with the plugin that made it; a
 //!   property changed by two plugins is reported as a conflict (the later
-//!   one wins, as in the seed, but no longer silently).
+//!   one wins, and the conflict is shown).
 //! - Failures follow each plugin's policy: by default a failed
 //!   `enrich-schema` is skipped and its changes rolled back (open), and a
 //!   failed `transform-args` rejects the call naming the plugin (closed). A

@@ -1,5 +1,5 @@
 //! The system-prompt sections toolhost gives an agent about its tools, as
-//! the seed's agents build them: "Available tools", one line a listed tool
+//! coding agents build them: "Available tools", one line a listed tool
 //! (its snippet, else its name and the first line of its description), and
 //! "Guidelines", every tool's bullets, each once, in listing order.
 //!

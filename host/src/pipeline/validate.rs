@@ -1,5 +1,5 @@
 //! Coercion and validation of a call's arguments against the tool's
-//! enriched JSON Schema, with rab's coercions and pi's error format.
+//! enriched JSON Schema, with lenient coercions and errors a model can act on.
 //!
 //! Coercion fixes what models commonly get almost right: `42` or `true`
 //! where a string is wanted, `"42"` where a number is wanted, `"true"` for a
@@ -88,7 +88,7 @@ fn coerce_object(schema: &Value, args: &mut Map<String, Value>) {
     }
 }
 
-/// rab's coercions, applied only when the value's type is not allowed.
+/// Coercions, applied only when the value's type is not allowed.
 fn coerce(schema: &Value, value: &mut Value) {
     let allowed = types(schema);
     if allowed.is_empty() || allowed.iter().any(|t| type_matches(t, value)) {

@@ -28,13 +28,13 @@ pub const HEAVY_COMPONENT_BYTES: usize = 4 << 20;
 
 /// Calls an instance serves, by default, before it is replaced.
 ///
-/// Measured here (`make bench`, session 3): remapping two keys of a 1 KB
+/// Measured with `cargo bench -p toolhost --bench plugins`: remapping two keys of a 1 KB
 /// argument object through a Rust guest costs about 8 µs on a reused
 /// instance and about 63 µs on a fresh instance per call (instantiation,
 /// first-touch page faults, and teardown); a tools/list of 60 tools through
-/// four plugins makes 240 calls. (DESIGN.md expected two handle calls to
-/// cost under 1 µs; with wasmtime 48 each import costs about 1.2 µs, and
-/// entering the guest about 1.5 µs beyond the native baseline.) A fresh instance per call is therefore not the default:
+/// four plugins makes 240 calls. With wasmtime 48 each import costs about
+/// 1.2 µs, and entering the guest about 1.5 µs beyond the native baseline.
+/// A fresh instance per call is therefore not the default:
 /// instances are reused, one per concurrent call, and replaced after this
 /// many calls or at once after any trap or timeout. State a plugin keeps
 /// between calls stays within that plugin. `instances = "fresh"` in a
@@ -199,7 +199,9 @@ pub enum Policy {
     Closed,
 }
 
-/// Per-method failure policy; DESIGN decision 4 gives the defaults.
+/// Per-method failure policy. By default adapting a listing or planning a
+/// prefetch fails open (skipped, rolled back) and changing a call's
+/// arguments fails closed (the call errors, naming the plugin).
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct FailureSpec {

@@ -1,5 +1,7 @@
 //! The WebAssembly plugin runtime: loading components from a directory and
-//! calling them inside the sandbox of DESIGN decisions 3 and 4.
+//! calling them inside a sandbox with no ambient authority (no files,
+//! environment, sockets or arguments) where every call is bounded in memory,
+//! CPU, wall-clock time and output size.
 //!
 //! [`Runtime`] owns the engine, the linker of host imports, the compiled-code
 //! cache and the log sink. [`Plugin`] is one loaded component: its manifest,
