@@ -20,6 +20,9 @@ use toolhost_tests::{plugin_dir, runtime};
 #[path = "providers/end_to_end.rs"]
 mod end_to_end;
 
+const GITHUB: &str =
+    "[config]\nowner = \"acme\"\nrepo = \"widgets\"\n[grants]\nhttp = [\"api.github.com\"]\n";
+
 const JIRA: &str = r#"
 [config]
 host = "acme.atlassian.net"
@@ -123,7 +126,7 @@ async fn assert_projections_name_real_arguments(p: &Plugin, e: &Enrichers) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn github() {
-    let (p, e, _dir) = provider("github", None).await;
+    let (p, e, _dir) = provider("github", Some(GITHUB)).await;
     let create = enrich(&e, "create_issue").await;
     for gone in [
         "priority",
@@ -699,7 +702,7 @@ async fn linear() {
 async fn check_passes_for_every_provider() {
     let (rt, _) = runtime();
     for (name, manifest) in [
-        ("github", None),
+        ("github", Some(GITHUB)),
         ("gitlab", None),
         ("jira", Some(JIRA)),
         ("clickup", Some(CLICKUP)),
@@ -759,7 +762,7 @@ fn provenance(tools: &[EnrichedTool]) -> Value {
 async fn all_providers_with_format_pipeline_match_the_reviewed_snapshot() {
     let dir = plugin_dir(&[
         ("10-format-pipeline", "format_pipeline", None),
-        ("20-github", "github", None),
+        ("20-github", "github", Some(GITHUB)),
         (
             "30-gitlab",
             "gitlab",

@@ -322,7 +322,11 @@ fn eleven_plugins(dir: &Path) -> Result<()> {
     let rust = [
         ("10-format-pipeline", "format_pipeline", None),
         ("15-text-tools", "text_tools", None),
-        ("20-github", "github", None),
+        (
+            "20-github",
+            "github",
+            Some("[config]\nowner = \"acme\"\nrepo = \"widgets\"\n"),
+        ),
         (
             "25-gitlab",
             "gitlab",
