@@ -34,6 +34,7 @@
 //! `crate::client_log`). Over HTTP, requests pass `crate::auth` first.
 
 mod revision;
+mod stdio;
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -526,7 +527,7 @@ impl ServerHandler for McpServer {
 
 /// Serve MCP on stdin and stdout until the client disconnects.
 pub async fn serve_stdio(host: Arc<Toolhost>, log: ClientLog) -> anyhow::Result<()> {
-    let running = McpServer::new(host, log).serve(rmcp::transport::stdio()).await?;
+    let running = McpServer::new(host, log).serve(stdio::streams()).await?;
     running.waiting().await?;
     Ok(())
 }

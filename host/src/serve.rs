@@ -38,7 +38,17 @@ pub async fn serve(
     // Refuse an unprotected address before loading anything.
     let access = match front.http {
         Some(addr) => Some((addr, HttpAccess::new(&config.auth, addr, front.insecure).await?)),
-        None => None,
+        None => {
+            // The client that started this process owns its stdio: there is
+            // nobody else to authorise. Say so rather than look protected.
+            let auth = &config.auth;
+            if auth.bearer_token_env.is_some() || auth.bearer_token_file.is_some() || auth.oauth.is_some() {
+                tracing::warn!(
+                    "[auth] applies to `serve --http` only: over stdio the client that started toolhost is the only one"
+                );
+            }
+            None
+        }
     };
     // Watch before loading, so a change made while loading is not missed.
     let watch = match (watch, plugins) {
