@@ -1,0 +1,60 @@
+//! The trace replay of public agent trajectories (`replay --traces`): every
+//! committed trace parses and is cited, the replay applies the agent's
+//! edits between calls, and with speculation on no answer is stale, on real
+//! sessions whose reads follow listings and whose files change under them.
+//! The task trees come from `make replay-trees`.
+
+use toolhost_tests::traces::{Replay, Step, Trace, replay, traces_dir, trees_dir};
+
+fn all() -> Vec<Trace> {
+    Trace::load_all(&traces_dir()).expect("every committed trace parses")
+}
+
+#[test]
+fn every_trace_parses_and_is_cited() {
+    let traces = all();
+    assert!(traces.len() >= 2, "traces: {}", traces.len());
+    let sources = std::fs::read_to_string(traces_dir().join("SOURCES.md")).expect("SOURCES.md");
+    for t in &traces {
+        assert!(t.calls() > 0, "{}: no call", t.id);
+        assert_eq!(t.verified.matched, t.verified.checked, "{}: observations the tree contradicts", t.id);
+        for cited in [&t.id, &t.source.repository, &t.source.commit, &t.source.model] {
+            assert!(sources.contains(cited.as_str()), "{}: SOURCES.md does not cite {cited}", t.id);
+        }
+        let raw = traces_dir().join("raw").join(format!("{}.json", t.id));
+        assert!(raw.is_file(), "{}: no transcription {}", t.id, raw.display());
+    }
+}
+
+#[test]
+fn a_malformed_step_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.json");
+    let source = r#"{"repository":"r","path":"p","commit":"c","agent":"a","model":"m","task":"t"}"#;
+    let body = format!(
+        r#"{{"id":"bad","source":{source},"tree":"t","verified":{{"checked":0,"matched":0}},"skipped":{{}},"steps":[{{"tool":"read","args":{{"path":"x"}}}},{{"tool":"write","args":{{}}}}]}}"#
+    );
+    std::fs::write(&path, body).unwrap();
+    let err = format!("{:#}", Trace::load(&path).unwrap_err());
+    assert!(err.contains("bad.json: step 1") && err.contains("`write`"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replayed_sessions_get_no_stale_answer() {
+    let traces = all();
+    for id in ["django__django-11099", "pydicom__pydicom-1458"] {
+        let trace = traces.iter().find(|t| t.id == id).expect(id);
+        let edits = trace.steps.iter().filter(|s| !matches!(s, Step::Call { .. })).count() as u64;
+        let how = Replay {
+            speculate: true,
+            scale: 0.05,
+            seed: 1,
+        };
+        let got = replay(trace, &trees_dir(), how).await.expect("replay");
+        assert_eq!(got.calls, trace.calls() as u64, "{id}");
+        assert_eq!(got.edits, edits, "{id}");
+        assert_eq!(got.stale, 0, "{id}: stale answers: {got:?}");
+        assert!(got.reads > 0 && got.backend_calls > 0, "{id}: {got:?}");
+        assert!(got.host.is_some(), "{id}: speculation was on");
+    }
+}
