@@ -201,9 +201,9 @@ replay-trees: $(REPLAY_STAMP)
 $(REPLAY_STAMP): $(REPLAY_SDISTS) $(REPLAY_WHEELS) $(VENV_STAMP)
 	@rm -rf $(REPLAY_TREES) build/replay/dist
 	@mkdir -p $(REPLAY_TREES) build/replay/dist
-	$(VENV)/bin/pip download --quiet --disable-pip-version-check --no-deps --no-binary :all: \
+	$(PYTHON) -m pip download --quiet --disable-pip-version-check --no-deps --no-binary :all: \
 		--require-hashes -r $(REPLAY_SDISTS) -d build/replay/dist
-	$(VENV)/bin/pip download --quiet --disable-pip-version-check --no-deps --only-binary :all: \
+	$(PYTHON) -m pip download --quiet --disable-pip-version-check --no-deps --only-binary :all: \
 		--require-hashes -r $(REPLAY_WHEELS) -d build/replay/dist
 	@for f in build/replay/dist/*.tar.gz; do tar -xzf $$f -C $(REPLAY_TREES); done
 	@for f in build/replay/dist/*.whl; do \

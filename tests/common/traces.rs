@@ -73,11 +73,22 @@ pub struct Trace {
 /// One step of the agent: a tool call, or a change its shell made to a file.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Step {
-    Call { tool: String, args: Map<String, Value> },
+    Call {
+        tool: String,
+        args: Map<String, Value>,
+    },
     /// Line hunks (first line, lines removed, new text), last first.
-    Edit { path: String, hunks: Vec<(usize, usize, String)> },
-    Write { path: String, content: String },
-    Delete { path: String },
+    Edit {
+        path: String,
+        hunks: Vec<(usize, usize, String)>,
+    },
+    Write {
+        path: String,
+        content: String,
+    },
+    Delete {
+        path: String,
+    },
 }
 
 #[derive(Deserialize)]
@@ -128,7 +139,10 @@ impl Trace {
     }
 
     pub fn calls(&self) -> usize {
-        self.steps.iter().filter(|s| matches!(s, Step::Call { .. })).count()
+        self.steps
+            .iter()
+            .filter(|s| matches!(s, Step::Call { .. }))
+            .count()
     }
 }
 
@@ -176,7 +190,9 @@ fn step(s: &Map<String, Value>) -> Result<Step> {
     }
     if s.contains_key("delete") {
         only(&["delete"])?;
-        return Ok(Step::Delete { path: text("delete")? });
+        return Ok(Step::Delete {
+            path: text("delete")?,
+        });
     }
     bail!("neither a call (`tool`) nor an edit, write or delete")
 }
@@ -211,18 +227,32 @@ pub struct Figures {
     pub host: Option<Snapshot>,
 }
 
-/// Replay `trace` once against a fresh copy of its tree below `trees`.
-pub async fn replay(trace: &Trace, trees: &Path, how: Replay) -> Result<Figures> {
-    let source = trees.join(&trace.tree);
-    if !source.is_dir() {
-        bail!(
-            "{}: the tree {} is missing: run `make replay-trees` first",
-            trace.id,
-            source.display()
-        );
+/// A fresh copy of a trace's task tree, to replay the trace on once.
+pub struct Workspace {
+    dir: tempfile::TempDir,
+}
+
+impl Workspace {
+    /// Copy the tree of `trace` below `trees` (so that no session pays for
+    /// another's copying while it runs).
+    pub fn new(trace: &Trace, trees: &Path) -> Result<Self> {
+        let source = trees.join(&trace.tree);
+        if !source.is_dir() {
+            bail!(
+                "{}: the tree {} is missing: run `make replay-trees` first",
+                trace.id,
+                source.display()
+            );
+        }
+        let dir = tempfile::tempdir()?;
+        copy_tree(&source, dir.path()).with_context(|| format!("copying {}", source.display()))?;
+        Ok(Self { dir })
     }
-    let work = tempfile::tempdir()?;
-    copy_tree(&source, work.path()).with_context(|| format!("copying {}", source.display()))?;
+}
+
+/// Replay `trace` once in `work`, which it changes as the agent did.
+pub async fn replay(trace: &Trace, work: Workspace, how: Replay) -> Result<Figures> {
+    let work = work.dir;
     let backend_calls = Arc::new(AtomicU64::new(0));
     let (counter, scale) = (backend_calls.clone(), how.scale);
     let native = NativeTools::new(Root::new(work.path())?, WebSettings::default())?.with_latency(Arc::new(
@@ -379,9 +409,15 @@ fn apply(root: &Path, edit: &Step) -> Result<()> {
             for (first, removed, new) in hunks {
                 let start = first.saturating_sub(1);
                 if start + removed > lines.len() {
-                    bail!("hunk at line {first} removing {removed} is past the end ({} lines)", lines.len());
+                    bail!(
+                        "hunk at line {first} removing {removed} is past the end ({} lines)",
+                        lines.len()
+                    );
                 }
-                lines.splice(start..start + removed, new.split_inclusive('\n').map(str::to_owned));
+                lines.splice(
+                    start..start + removed,
+                    new.split_inclusive('\n').map(str::to_owned),
+                );
             }
             std::fs::write(file, lines.concat())?;
         }

@@ -4,6 +4,11 @@
 //! figures: predictable reads served from prefetch, wasted prefetches, extra
 //! backend calls, stale answers and tool wait.
 //!
+//! Each trace runs on the PyPI release of its task's package nearest to the
+//! task's commit, not on the commit itself (no repository host is reachable
+//! here): tests/replay/traces/SOURCES.md says which release, how the agent's
+//! observations were checked against it, and where they differ.
+//!
 //! Wasted prefetches are counted from the backend, not from the host's own
 //! counters: a run that served no real call is wasted whether it expired,
 //! was evicted or was still cached when the session ended. With speculation
@@ -14,7 +19,7 @@ use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 use serde::Serialize;
-use toolhost_tests::traces::{Figures, Replay, Trace, replay, traces_dir, trees_dir};
+use toolhost_tests::traces::{Figures, Replay, Trace, Workspace, replay, traces_dir, trees_dir};
 
 pub struct Options {
     pub only: Option<String>,
@@ -91,7 +96,11 @@ pub async fn run(options: &Options) -> Result<()> {
             scale: options.scale,
             seed: options.seed.wrapping_add(n as u64),
         };
-        let sessions = traces.iter().enumerate().map(|(n, t)| replay(t, &trees, how(n)));
+        let mut sessions = Vec::new();
+        for (n, t) in traces.iter().enumerate() {
+            let work = Workspace::new(t, &trees)?;
+            sessions.push(replay(t, work, how(n)));
+        }
         runs.push(futures::future::try_join_all(sessions).await?);
     }
     let on = runs.pop().unwrap_or_default();
@@ -153,7 +162,18 @@ fn totals(sessions: &[Session]) -> Totals {
 fn print(sessions: &[Session], t: &Totals) {
     println!(
         "{:<26} {:<18} {:>5} {:>5} {:>5} {:>7} {:>7} {:>7} {:>6} {:>6} {:>7} {:>7}",
-        "trace", "model", "calls", "reads", "pred", "served", "backend", "+calls", "wasted", "stale", "wait", "wait on"
+        "trace",
+        "model",
+        "calls",
+        "reads",
+        "pred",
+        "served",
+        "backend",
+        "+calls",
+        "wasted",
+        "stale",
+        "wait",
+        "wait on"
     );
     for s in sessions {
         let (_, wasted) = prefetches(&s.off, &s.on);
@@ -166,7 +186,10 @@ fn print(sessions: &[Session], t: &Totals) {
             s.on.predictable,
             format!("{}/{}", s.on.served_predictable, s.on.served),
             s.on.backend_calls,
-            pct(s.on.backend_calls as f64 - s.off.backend_calls as f64, s.off.backend_calls as f64),
+            pct(
+                s.on.backend_calls as f64 - s.off.backend_calls as f64,
+                s.off.backend_calls as f64
+            ),
             wasted,
             s.off.stale + s.on.stale,
             s.off.waited_ms / 1000.0,

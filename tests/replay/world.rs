@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use toolhost::pipeline::{Options, Sources, Toolhost};
 use toolhost::speculation::Settings;
 use toolhost::tools::{NativeTools, Root, WebSettings};

@@ -37,7 +37,7 @@ output line naming a file; "saw_lines": line N of the open file; "saw_at":
 line N of a named file) is checked against the tree as it stands at that
 step, edits applied; mismatches are listed in the trace.
 
-    python3 tests/replay/traces/convert.py [--trees build/replay/trees]
+    python3 tests/replay/traces/convert.py [--trees build/replay/trees] [--check]
 """
 
 import argparse
@@ -518,7 +518,9 @@ class Converter:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--trees", default=os.path.join(HERE, "..", "..", "..", "build", "replay", "trees"))
+    ap.add_argument("--check", action="store_true", help="convert, and fail if a committed trace differs")
     args = ap.parse_args()
+    stale = []
     raw_dir = os.path.join(HERE, "raw")
     for name in sorted(os.listdir(raw_dir)):
         if not name.endswith(".json"):
@@ -530,15 +532,23 @@ def main():
         if not os.path.isdir(root):
             sys.exit(f"{name}: no tree {root}: run `make replay-trees` first")
         trace = Converter(raw, Tree(root)).run()
-        with open(os.path.join(HERE, name), "w") as f:
-            json.dump(trace, f, indent=None, separators=(",", ":"))
-            f.write("\n")
+        text = json.dumps(trace, indent=None, separators=(",", ":")) + "\n"
+        out = os.path.join(HERE, name)
+        if args.check:
+            committed = open(out).read() if os.path.exists(out) else None
+            if committed != text:
+                stale.append(name)
+        else:
+            with open(out, "w") as f:
+                f.write(text)
         v = trace["verified"]
         calls = sum(1 for s in trace["steps"] if "tool" in s)
         print(f"{raw['id']}: {calls} calls, {len(trace['steps']) - calls} edits, "
               f"observations {v['matched']}/{v['checked']} matched the tree")
         for m in v["mismatches"]:
             print(f"  mismatch: {m}")
+    if stale:
+        sys.exit(f"not what convert.py makes of raw/ now: {', '.join(stale)}")
 
 
 if __name__ == "__main__":
