@@ -221,7 +221,13 @@ pub struct Figures {
     pub backend_calls: u64,
     /// Answers that differed from a direct execution at that moment.
     pub stale: u64,
+    /// Time the agent waited on its calls, measured (CPU time of greps and
+    /// walks included, so it varies with the machine's load).
     pub waited_ms: f64,
+    /// The same by the latency model alone: a call that ran costs its
+    /// modelled latency, one served from the cache nothing, one that joined
+    /// a prefetch in flight what it waited (at most its latency).
+    pub modelled_wait_ms: f64,
     pub edits: u64,
     /// The host's own counters at the end of the session.
     pub host: Option<Snapshot>,
@@ -294,14 +300,26 @@ pub async fn replay(trace: &Trace, work: Workspace, how: Replay) -> Result<Figur
         // The agent thinks between calls (the model's turn).
         let think = 300 + rng.u64(0..1200);
         tokio::time::sleep(Duration::from_secs_f64(think as f64 * how.scale / 1000.0)).await;
-        let served_before = served(&host);
+        let (hits, joins) = served(&host);
         let started = Instant::now();
         let answer = match host.call_tool(tool, Value::Object(args.clone()), &ctx).await {
             Ok(out) => out,
             Err(e) => CallOutput::error(error_text(&e)),
         };
-        figures.waited_ms += started.elapsed().as_secs_f64() * 1000.0;
-        let was_served = served(&host) > served_before;
+        let waited = started.elapsed();
+        figures.waited_ms += waited.as_secs_f64() * 1000.0;
+        let (hit, joined) = {
+            let (h, j) = served(&host);
+            (h > hits, j > joins)
+        };
+        let was_served = hit || joined;
+        let latency = native_latency(tool, args, how.scale);
+        figures.modelled_wait_ms += 1000.0
+            * match (hit, joined) {
+                (true, _) => 0.0,
+                (false, true) => waited.min(latency).as_secs_f64(),
+                (false, false) => latency.as_secs_f64(),
+            };
         let truth = match direct.execute(tool, args).await {
             Ok(out) => out,
             Err(e) => CallOutput::error(error_text(&e)),
@@ -331,8 +349,9 @@ pub async fn replay(trace: &Trace, work: Workspace, how: Replay) -> Result<Figur
     Ok(figures)
 }
 
-fn served(host: &Toolhost) -> u64 {
-    host.stats().map_or(0, |s| s.hits + s.joins)
+/// Real calls answered so far from the cache, and by joining a prefetch.
+fn served(host: &Toolhost) -> (u64, u64) {
+    host.stats().map_or((0, 0), |s| (s.hits, s.joins))
 }
 
 /// Whether the host's answer is what a direct execution answers.
