@@ -98,6 +98,7 @@ async fn replayed_sessions_get_no_stale_answer() {
             speculate: true,
             scale: 0.05,
             seed: 1,
+            whole_reads: false,
         };
         let work = Workspace::new(trace, &trees_dir()).expect("the task tree (make replay-trees)");
         let got = replay(trace, work, how).await.expect("replay");

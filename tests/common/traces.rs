@@ -204,6 +204,9 @@ pub struct Replay {
     /// Multiplies every latency and think time.
     pub scale: f64,
     pub seed: u64,
+    /// Make every read whole-file (drop its offset and limit): what a cache
+    /// serving any slice of a file it holds could at best achieve.
+    pub whole_reads: bool,
 }
 
 /// What one replayed session did and met.
@@ -290,7 +293,14 @@ pub async fn replay(trace: &Trace, work: Workspace, how: Replay) -> Result<Figur
     let ctx = CallContext::new("trace-replay");
     for step in &trace.steps {
         let (tool, args) = match step {
-            Step::Call { tool, args } => (tool, args),
+            Step::Call { tool, args } => {
+                let mut args = args.clone();
+                if how.whole_reads && tool == "read" {
+                    args.remove("offset");
+                    args.remove("limit");
+                }
+                (tool, args)
+            }
             edit => {
                 apply(work.path(), edit).with_context(|| format!("{}: applying {edit:?}", trace.id))?;
                 figures.edits += 1;
@@ -313,14 +323,14 @@ pub async fn replay(trace: &Trace, work: Workspace, how: Replay) -> Result<Figur
             (h > hits, j > joins)
         };
         let was_served = hit || joined;
-        let latency = native_latency(tool, args, how.scale);
+        let latency = native_latency(tool, &args, how.scale);
         figures.modelled_wait_ms += 1000.0
             * match (hit, joined) {
                 (true, _) => 0.0,
                 (false, true) => waited.min(latency).as_secs_f64(),
                 (false, false) => latency.as_secs_f64(),
             };
-        let truth = match direct.execute(tool, args).await {
+        let truth = match direct.execute(tool, &args).await {
             Ok(out) => out,
             Err(e) => CallOutput::error(error_text(&e)),
         };

@@ -54,6 +54,10 @@ struct Args {
     /// With --traces: where the task trees are (default build/replay/trees).
     #[arg(long, requires = "traces")]
     trees: Option<PathBuf>,
+    /// With --traces: make every read whole-file, the most a cache serving
+    /// slices of the files it holds could be offered.
+    #[arg(long, requires = "traces")]
+    whole_reads: bool,
 }
 
 #[derive(Serialize)]
@@ -178,6 +182,7 @@ async fn main() -> Result<()> {
             trees: args.trees,
             scale: args.scale,
             seed: args.seed,
+            whole_reads: args.whole_reads,
             json: args.json,
         })
         .await;

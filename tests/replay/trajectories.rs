@@ -30,6 +30,7 @@ pub struct Options {
     pub trees: Option<PathBuf>,
     pub scale: f64,
     pub seed: u64,
+    pub whole_reads: bool,
     pub json: bool,
 }
 
@@ -102,6 +103,7 @@ pub async fn run(options: &Options) -> Result<()> {
             speculate,
             scale: options.scale,
             seed: options.seed.wrapping_add(n as u64),
+            whole_reads: options.whole_reads,
         };
         let mut sessions = Vec::new();
         for (n, t) in traces.iter().enumerate() {
