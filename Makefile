@@ -40,7 +40,7 @@ run: host plugins
 	$(TOOLHOST) --plugins $(PLUGIN_DIR) plugins
 	$(TOOLHOST) --plugins $(PLUGIN_DIR) tools
 
-test: host plugins lang-plugins venv upstream
+test: host plugins lang-plugins venv upstream replay-trees
 	cd guest-plugins && $(CARGO) test --release --locked -p provider-kit
 	$(CARGO) test --release --locked --workspace
 
@@ -50,11 +50,12 @@ lint:
 	cd guest-plugins && $(CARGO) fmt --all -- --check
 	cd guest-plugins && $(CARGO) clippy --release --locked --target $(WASM_TARGET) -- -D warnings
 
-bench: host plugins lang-plugins upstream
+bench: host plugins lang-plugins upstream replay-trees
 	$(CARGO) bench --locked -p toolhost --bench plugins
 	$(CARGO) bench --locked -p toolhost --bench pipeline
 	$(CARGO) bench --locked -p toolhost --bench languages
 	$(CARGO) run --release --locked -p toolhost-tests --bin replay
+	$(CARGO) run --release --locked -p toolhost-tests --bin replay -- --traces
 	$(CARGO) run --release --locked -p toolhost-tests --bin front
 	$(CARGO) run --release --locked -p toolhost-tests --bin load
 
@@ -184,3 +185,32 @@ upstream: tests/upstream/node_modules/.installed
 
 .PHONY: venv upstream toolchains lang-plugins
 # --- end MCP front ---
+
+## ---------------------------------------------------------------------------
+## The trace replay (`replay --traces`): the task repositories of the public
+## agent trajectories in tests/replay/traces, as PyPI source distributions
+## (wheels.txt: wheels) pinned by version and sha256 in tests/replay/traces/sdists.txt, unpacked
+## into build/replay/trees/NAME-VERSION. The only network the bench needs.
+## ---------------------------------------------------------------------------
+REPLAY_SDISTS := tests/replay/traces/sdists.txt
+REPLAY_WHEELS := tests/replay/traces/wheels.txt
+REPLAY_TREES  := build/replay/trees
+REPLAY_STAMP  := $(REPLAY_TREES)/.unpacked
+
+replay-trees: $(REPLAY_STAMP)
+
+$(REPLAY_STAMP): $(REPLAY_SDISTS) $(REPLAY_WHEELS) $(VENV_STAMP)
+	@rm -rf $(REPLAY_TREES) build/replay/dist
+	@mkdir -p $(REPLAY_TREES) build/replay/dist
+	$(PYTHON) -m pip download --quiet --disable-pip-version-check --no-deps --no-binary :all: \
+		--require-hashes -r $(REPLAY_SDISTS) -d build/replay/dist
+	$(PYTHON) -m pip download --quiet --disable-pip-version-check --no-deps --only-binary :all: \
+		--require-hashes -r $(REPLAY_WHEELS) -d build/replay/dist
+	@for f in build/replay/dist/*.tar.gz; do tar -xzf $$f -C $(REPLAY_TREES); done
+	@for f in build/replay/dist/*.whl; do \
+		name=$$(basename $$f | cut -d- -f1-2); \
+		$(VENV)/bin/python -m zipfile -e $$f $(REPLAY_TREES)/$$name; \
+	done
+	@touch $@
+
+.PHONY: replay-trees

@@ -11,7 +11,9 @@ use std::sync::{Arc, Mutex};
 use toolhost::catalog::base_tool;
 use toolhost::plugin::{LogLine, Plugin, Runtime, RuntimeOptions};
 
+pub mod backend;
 pub mod load;
+pub mod traces;
 
 /// The directory holding the built guest components.
 pub fn guest_dir() -> PathBuf {

@@ -6,10 +6,16 @@
 //! time agents waited on tools, how many calls reached a backend, what
 //! speculation served, and how many results were stale (must be none).
 //!
+//! With `--traces`, it replays public agent trajectories instead (see
+//! `trajectories` and tests/replay/traces/SOURCES.md).
+//!
 //! `cargo run --release -p toolhost-tests --bin replay -- --help`
 
 mod agent;
+mod trajectories;
 mod world;
+
+use std::path::PathBuf;
 
 use std::time::Instant;
 
@@ -38,6 +44,20 @@ struct Args {
     /// Print the figures as JSON.
     #[arg(long)]
     json: bool,
+    /// Replay the public agent trajectories of tests/replay/traces instead
+    /// of generated sessions (`make replay-trees` fetches their trees).
+    #[arg(long)]
+    traces: bool,
+    /// With --traces: only the traces whose name contains this.
+    #[arg(long, requires = "traces")]
+    only: Option<String>,
+    /// With --traces: where the task trees are (default build/replay/trees).
+    #[arg(long, requires = "traces")]
+    trees: Option<PathBuf>,
+    /// With --traces: make every read whole-file, the most a cache serving
+    /// slices of the files it holds could be offered.
+    #[arg(long, requires = "traces")]
+    whole_reads: bool,
 }
 
 #[derive(Serialize)]
@@ -156,6 +176,17 @@ fn print(runs: &[Run]) {
 #[tokio::main]
 async fn main() -> Result<()> {
     let args = Args::parse();
+    if args.traces {
+        return trajectories::run(&trajectories::Options {
+            only: args.only,
+            trees: args.trees,
+            scale: args.scale,
+            seed: args.seed,
+            whole_reads: args.whole_reads,
+            json: args.json,
+        })
+        .await;
+    }
     let mut runs = Vec::new();
     for mix in [CORPUS, CHAIN_HEAVY] {
         for speculate in [false, true] {

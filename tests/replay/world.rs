@@ -10,18 +10,18 @@
 //! same call costs the same with speculation off and on.
 
 use std::collections::BTreeMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use toolhost::pipeline::{Options, Sources, Toolhost};
 use toolhost::speculation::Settings;
 use toolhost::tools::{NativeTools, Root, WebSettings};
 use toolhost::value_model::ValueModel;
+use toolhost_tests::backend::{backdate, latency, native_latency};
 use toolhost_tests::{LoopbackServer, SeenRequest, catalog_bindings, plugin_dir, runtime};
 
 /// Files per session, and words that several of them contain (grep
@@ -52,14 +52,6 @@ pub struct World {
     plugin_files: PathBuf,
 }
 
-/// `lo..hi` ms scaled, picked by a hash of `what`.
-fn latency(what: &impl Hash, lo: u64, hi: u64, scale: f64) -> Duration {
-    let mut h = DefaultHasher::new();
-    what.hash(&mut h);
-    let ms = lo + h.finish() % (hi - lo + 1);
-    Duration::from_secs_f64(ms as f64 * scale / 1000.0)
-}
-
 fn http_latency(r: &SeenRequest, scale: f64) -> Duration {
     let path = r.path.split('?').next().unwrap_or_default();
     let (lo, hi) = match (r.method.as_str(), path) {
@@ -70,16 +62,6 @@ fn http_latency(r: &SeenRequest, scale: f64) -> Duration {
         _ => (100, 250),
     };
     latency(&(r.method.as_str(), r.path.as_str()), lo, hi, scale)
-}
-
-fn native_latency(tool: &str, args: &Map<String, Value>, scale: f64) -> Duration {
-    let (lo, hi) = match tool {
-        "grep" => (150, 400),
-        "glob" => (80, 200),
-        "read" => (50, 150),
-        _ => (50, 120),
-    };
-    latency(&(tool, Value::Object(args.clone()).to_string()), lo, hi, scale)
 }
 
 impl World {
@@ -223,11 +205,7 @@ impl World {
 /// A file whose stamp the host can trust (not modified a moment ago).
 fn write_old(path: &Path, body: &str) -> Result<()> {
     std::fs::write(path, body)?;
-    let hour_ago = SystemTime::now() - Duration::from_secs(3600);
-    std::fs::File::options()
-        .write(true)
-        .open(path)?
-        .set_modified(hour_ago)?;
+    backdate(path)?;
     Ok(())
 }
 
