@@ -585,7 +585,14 @@ async fn confluence_and_fireflies() {
         .unwrap()
         .unwrap();
     assert_eq!(update.side_effect(), SideEffect::MutatesExternal);
-    assert_eq!(update.invalidates.unwrap(), ["get_knowledge_base_page"]);
+    assert_eq!(
+        update.invalidates.unwrap(),
+        [
+            "get_knowledge_base_page",
+            "list_knowledge_base_pages",
+            "search_knowledge_base"
+        ]
+    );
     let link = search.follow_ups.unwrap()[0].clone();
     let projected = p
         .project_args(
