@@ -58,7 +58,7 @@ fn cursor_of(next: &str) -> Option<String> {
     query
         .split('&')
         .find_map(|pair| pair.strip_prefix("cursor="))
-        .map(|c| decode(c))
+        .map(decode)
 }
 
 /// Undo percent-encoding (the cursor is sent again through [`encode`]).
