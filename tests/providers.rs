@@ -288,7 +288,7 @@ async fn gitlab() {
 #[tokio::test(flavor = "multi_thread")]
 async fn jira_schema() {
     let (p, e, _dir) = provider("jira", Some(JIRA)).await;
-    assert_eq!(p.categories, ["issue_tracker", "jira_structure"]);
+    assert_eq!(p.categories, ["issue_tracker", "epics", "jira_structure"]);
     let create = enrich(&e, "create_issue").await;
     let prop = |name: &str| {
         create
@@ -436,7 +436,7 @@ async fn jira_single_project_and_bad_config() {
     let (p, e, _dir) = provider("jira", Some(single)).await;
     assert_eq!(
         p.categories,
-        ["issue_tracker"],
+        ["issue_tracker", "epics"],
         "no structures: the structure tools stay hidden"
     );
     assert!(!props(&enrich(&e, "create_issue").await).contains(&"projectId".to_owned()));

@@ -20,6 +20,7 @@
 use std::collections::BTreeMap;
 
 mod agile;
+mod epics;
 mod tools;
 
 use provider_kit::api::{self, Api};
@@ -329,7 +330,7 @@ fn provider_value(field: &CustomField, value: Value) -> Result<Value, String> {
 
 impl Enricher for Jira {
     fn supported_categories(&self) -> Vec<String> {
-        let mut categories = vec!["issue_tracker".to_owned()];
+        let mut categories = vec!["issue_tracker".to_owned(), "epics".to_owned()];
         if !self.config.structures.is_empty() {
             categories.push("jira_structure".into());
         }
@@ -337,6 +338,10 @@ impl Enricher for Jira {
     }
 
     fn enrich_schema(&self, tool: &str, schema: &mut Schema<'_>) {
+        if tool.ends_with("_epic") || tool == "get_epics" {
+            // Epics are plain issues in Jira: their tools take the catalog's shape.
+            return;
+        }
         if schema.has_property("structureId") {
             let _ = schema.set_description("structureId", &self.structure_description());
         } else {
@@ -406,6 +411,13 @@ impl Enricher for Jira {
             "link_issues" | "unlink_issues" => write(&["get_issue_relations", "get_issue"]),
             "assign_to_sprint" => write(&["get_issues", "get_issue", "get_board_sprints"]),
             "upsert_project_version" => write(&["list_project_versions"]),
+            "get_epics" => read()
+                .supporting()
+                .typical_kb(3.0)
+                .follow_up(link("get_epic", 0.50)),
+            "get_epic" => read().critical(),
+            "create_epic" => write(&["get_epics", "get_issues"]),
+            "update_epic" => write(&["get_epics", "get_epic", "get_issues", "get_issue"]),
             "delete_asset" => write(&["get_assets", "get_issue"]),
             t if is_write(t) => write(&[]),
             _ => return None,
@@ -420,6 +432,9 @@ impl Enricher for Jira {
                 }))
             }
             ("get_issue", "get_issue_comments") => Some(vec![json!({"key": field(prev_result, "key")?})]),
+            ("get_epics", "get_epic") => Some(project(items(prev_result, &["epics"]), "key", |i| {
+                field(i, "key")
+            })),
             _ => None,
         }
     }

@@ -7,7 +7,7 @@
 //! Descriptions and comments are written as ADF from the model's Markdown
 //! and read back as plain text. `offset`/`limit` map onto `startAt` and
 //! `maxResults`, or onto `nextPageToken` pages for search (which has no
-//! `startAt`). Not listed: `download_asset` and `upload_asset` (binary
+//! `startAt`). Epics are issues of type Epic (`epics`). Not listed: `download_asset` and `upload_asset` (binary
 //! bodies and multipart uploads, which the JSON client does not carry).
 
 use provider_kit::api::{Api, Reply, catalog_tool, encode, optional, required, result, uint, with_query};
@@ -44,6 +44,10 @@ impl Tools for Jira {
             tool("assign_to_sprint", "Move issues into a sprint."),
             tool("upsert_project_version", "Create a project version, or update the one of that name."),
             tool("delete_asset", "Delete an attachment."),
+            catalog_tool("get_epics", "epics", "The project's epics (issues of type Epic)."),
+            catalog_tool("get_epic", "epics", "One epic, with the issues under it."),
+            catalog_tool("create_epic", "epics", "Create an epic (an issue of type Epic)."),
+            catalog_tool("update_epic", "epics", "Edit an epic; `status` moves it by a transition."),
         ]
     }
 
@@ -74,6 +78,10 @@ impl Tools for Jira {
             "unlink_issues" => call.unlink_issues(&args),
             "upsert_project_version" => call.upsert_project_version(&args),
             "delete_asset" => call.delete_asset(&args),
+            "get_epics" => call.get_epics(&args),
+            "get_epic" => call.get_epic(&args),
+            "create_epic" => call.create_epic(&args),
+            "update_epic" => call.update_epic(&args),
             other => Err(ToolError::NotFound(format!("Jira has no tool `{other}`"))),
         }
     }
@@ -87,7 +95,7 @@ pub(crate) struct Call<'a> {
 }
 
 /// A JQL string literal.
-fn quoted(s: &str) -> String {
+pub(crate) fn quoted(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
@@ -168,7 +176,7 @@ impl Call<'_> {
     }
 
     /// An issue as the tools return it.
-    fn issue(&self, i: &Value) -> Value {
+    pub fn issue(&self, i: &Value) -> Value {
         let f = &i["fields"];
         let key = i["key"].as_str().unwrap_or("");
         json!({
@@ -268,16 +276,24 @@ impl Call<'_> {
 
     fn get_issue(&self, args: &Value) -> Result<ToolResult, ToolError> {
         let key = issue_key(self.tool, args, "key")?;
-        let mut fields = format!("{LIST_FIELDS},description");
         let comments = args["includeComments"].as_bool() == Some(true);
         let relations = args["includeRelations"].as_bool() == Some(true);
+        let value = self.issue_detail(&key, comments, relations)?;
+        let summary = format!("{key} {} ({})", value["title"].as_str().unwrap_or(""), value["status"]);
+        Ok(result(summary, value))
+    }
+
+    /// An issue with its description as text, and its comments or
+    /// relations when asked.
+    pub fn issue_detail(&self, key: &str, comments: bool, relations: bool) -> Result<Value, ToolError> {
+        let mut fields = format!("{LIST_FIELDS},description");
         if comments {
             fields.push_str(",comment");
         }
         if relations {
             fields.push_str(",subtasks,issuelinks");
         }
-        let path = with_query(&format!("/rest/api/3/issue/{}", encode(&key)), &[("fields", fields)]);
+        let path = with_query(&format!("/rest/api/3/issue/{}", encode(key)), &[("fields", fields)]);
         let body = self.get(&path)?.body;
         let mut value = self.issue(&body);
         value["description"] = json!(adf_text(&body["fields"]["description"]));
@@ -290,8 +306,7 @@ impl Call<'_> {
         if relations {
             value["relations"] = relations_of(&body);
         }
-        let summary = format!("{key} {} ({})", value["title"].as_str().unwrap_or(""), value["status"]);
-        Ok(result(summary, value))
+        Ok(value)
     }
 
     fn get_issue_comments(&self, args: &Value) -> Result<ToolResult, ToolError> {
@@ -507,7 +522,7 @@ impl Call<'_> {
         Ok(chosen["to"]["name"].as_str().unwrap_or("").to_owned())
     }
 
-    fn create_issue(&self, args: &Value) -> Result<ToolResult, ToolError> {
+    pub fn create_issue(&self, args: &Value) -> Result<ToolResult, ToolError> {
         required(args, "title")?;
         let project = self.project_key(args, "projectId");
         let mut fields = self.fields(args);
@@ -528,7 +543,7 @@ impl Call<'_> {
         ))
     }
 
-    fn update_issue(&self, args: &Value) -> Result<ToolResult, ToolError> {
+    pub fn update_issue(&self, args: &Value) -> Result<ToolResult, ToolError> {
         let key = issue_key(self.tool, args, "key")?;
         if optional(args, "projectId").is_some() {
             return Err(ToolError::InvalidArgs(format!(

@@ -51,7 +51,8 @@ async def reads(client, fake):
     wanted = {"get_issues", "get_issue", "get_issue_comments", "get_issue_relations", "get_available_statuses",
               "get_users", "get_custom_fields", "get_board_sprints", "list_project_versions", "get_assets",
               "create_issue", "update_issue", "add_issue_comment", "link_issues", "unlink_issues",
-              "assign_to_sprint", "upsert_project_version", "delete_asset"}
+              "assign_to_sprint", "upsert_project_version", "delete_asset",
+              "get_epics", "get_epic", "create_epic", "update_epic"}
     check(wanted <= names, f"served: {sorted(names)}")
     check(not names & {"download_asset", "upload_asset", "get_structures"}, f"not Jira's: {sorted(names)}")
 
@@ -150,6 +151,23 @@ async def reads(client, fake):
     check(structured(result)["assets"][0]["filename"] == "trace.log", structured(result))
 
 
+    # Epics: issues of type Epic; an epic's issues name it as their parent.
+    result = await call(client, "get_epics", {})
+    expect(fake, "GET", "/rest/api/3/search/jql", query={
+        "jql": 'project = "WEB" AND issuetype = Epic AND statusCategory != Done ORDER BY updated DESC',
+        "maxResults": "20", "fields": FIELDS})
+    check([e["key"] for e in structured(result)["epics"]] == ["WEB-100"], structured(result))
+    result = await call(client, "get_epics", {"state": "all", "search": "launch", "limit": 5})
+    check([e["key"] for e in structured(result)["epics"]] == ["WEB-101", "WEB-100"], structured(result))
+    result = await call(client, "get_epic", {"key": "WEB-100"})
+    expect(fake, "GET", "/rest/api/3/search/jql",
+           query={"jql": 'parent = "WEB-100" ORDER BY created ASC', "maxResults": "50", "fields": FIELDS})
+    epic = structured(result)
+    check(epic["title"] == "Q4 launch" and [i["key"] for i in epic["issues"]] == ["WEB-5", "WEB-10"], epic)
+    result = await call(client, "get_epic", {"key": "WEB-3"}, error=True)
+    check("WEB-3 is a Story, not an epic" in text(result), text(result))
+
+
 async def writes(client, fake):
     # create_issue: ADF description, the enricher's cf_team as the option id,
     # then a transition to the status asked for.
@@ -211,6 +229,17 @@ async def writes(client, fake):
     expect(fake, "POST", "/rest/api/3/version", body={"description": "Next", "name": "2.0", "projectId": 10000})
     check(structured(result)["name"] == "2.0" and "created version 2.0" in text(result), text(result))
 
+    result = await call(client, "create_epic", {"title": "Q1 launch", "description": "Ship it", "labels": ["q1"]})
+    expect(fake, "POST", "/rest/api/3/issue", body={"fields": {
+        "summary": "Q1 launch", "labels": ["q1"], "issuetype": {"name": "Epic"}, "project": {"key": "WEB"},
+        "description": {"type": "doc", "version": 1, "content": [
+            {"type": "paragraph", "content": [{"type": "text", "text": "Ship it"}]}]}}})
+    check(structured(result)["key"] == "WEB-27", structured(result))
+    result = await call(client, "update_epic", {"key": "WEB-100", "status": "In Progress"})
+    expect(fake, "POST", "/rest/api/3/issue/WEB-100/transitions", body={"transition": {"id": "12"}})
+    result = await call(client, "update_epic", {"key": "WEB-100", "goalId": "g-1"}, error=True)
+    check("Jira has no goals" in text(result), text(result))
+
     result = await call(client, "delete_asset", {"key": "WEB-1", "asset_id": "30001"})
     expect(fake, "DELETE", "/rest/api/3/attachment/30001")
     result = await call(client, "delete_asset", {"key": "WEB-1", "asset_id": "30001"}, error=True)
@@ -246,7 +275,13 @@ async def prefetch(client, fake):
     for key in ("WEB-24", "WEB-23", "WEB-22"):
         await until(lambda: fake.requests("GET", f"/rest/api/3/issue/{key}"), f"get_issue {key} prefetched")
         await until(lambda: fake.requests("GET", f"/rest/api/3/issue/{key}/comment"), f"comments of {key} prefetched")
+    await call(client, "get_epics", {})
+    await until(lambda: fake.requests("GET", "/rest/api/3/issue/WEB-100"), "get_epic WEB-100 prefetched")
+    await until(lambda: len(fake.requests("GET", "/rest/api/3/search/jql")) == 3, "its issues searched ahead")
     before = len(fake.requests())
+    result = await call(client, "get_epic", {"key": "WEB-100"})
+    check([i["key"] for i in structured(result)["issues"]] == ["WEB-5", "WEB-10"], structured(result))
+    check(len(fake.requests()) == before, f"epic served from the prefetch: {fake.requests()[before:]}")
     result = await call(client, "get_issue", {"key": "WEB-24"})
     check(structured(result)["title"] == "Issue 24", structured(result))
     result = await call(client, "get_issue_comments", {"key": "WEB-24"})

@@ -78,6 +78,17 @@ def jira(delay_s=0.0):
         comments[key] = [{"id": str(20000 + n * 10 + c), "author": BOB, "body": adf(f"Comment {c} on {key}"),
                           "created": "2026-11-20T10:00:00.000+0000", "updated": "2026-11-20T10:00:00.000+0000"}
                          for c in range(3)]
+    for n, status, title in ((100, "To Do", "Q4 launch"), (101, "Done", "Q3 launch")):
+        key = f"{PROJECT}-{n}"
+        issues[key] = {"id": str(10000 + n), "key": key, "fields": {
+            **issues["WEB-1"]["fields"], "summary": title, "description": adf(f"Epic {title}"),
+            "status": {"name": status, "id": STATUS_IDS[status], "statusCategory": {"key": CATEGORIES[status]}},
+            "issuetype": {"name": "Epic"}, "labels": [], "assignee": None, "parent": None,
+            "created": "2026-10-01T10:00:00.000+0000", "updated": f"2026-10-{n - 90:02d}T10:00:00.000+0000"}}
+        comments[key] = []
+    for child in ("WEB-5", "WEB-10"):
+        issues[child]["fields"]["parent"] = {"key": "WEB-100", "fields": {"summary": "Q4 launch",
+                                                                          "status": {"name": "To Do"}}}
     issues["WEB-2"]["fields"]["parent"] = {"key": "WEB-1", "fields": {"summary": "Issue 1", "status": {"name": "In Progress"}}}
     issues["WEB-1"]["fields"]["subtasks"] = [{"key": "WEB-2", "fields": {"summary": "Issue 2", "status": {"name": "To Do"}}}]
     issues["WEB-1"]["fields"]["attachment"] = [
@@ -157,6 +168,10 @@ def jira(delay_s=0.0):
             return lambda i: (i["fields"]["assignee"] or {}).get("accountId") == m[1]
         if m := re.fullmatch(rf"text ~ {q}", clause):
             return lambda i: m[1].lower() in i["fields"]["summary"].lower()
+        if m := re.fullmatch(rf"summary ~ {q}", clause):
+            return lambda i: m[1].lower() in i["fields"]["summary"].lower()
+        if m := re.fullmatch(rf"parent = {q}", clause):
+            return lambda i: (i["fields"].get("parent") or {}).get("key") == m[1]
         if m := re.fullmatch(r"issuetype = (\w+)", clause):
             return lambda i: i["fields"]["issuetype"]["name"] == m[1]
         return None
@@ -218,7 +233,7 @@ def jira(delay_s=0.0):
             return errors(400, summary="You must specify a summary of the issue.")
         if fields.get("priority", {}).get("name") not in (None, "Highest", "High", "Medium", "Low", "Lowest"):
             return errors(400, priority="Specify the Priority (name) in the string format")
-        n = len(issues) + 1
+        n = 26 + len(created)
         key = f"{PROJECT}-{n}"
         issue = {"id": str(10000 + n), "key": key, "fields": {
             **fields, "status": {"name": "To Do", "statusCategory": {"key": "new"}},
