@@ -47,6 +47,9 @@ custom_fields = [
   { id = "customfield_900", name = "Team", type = "text" },
   { id = "customfield_901", name = "Epic Link", type = "text" },
 ]
+
+[grants]
+http = ["acme.atlassian.net"]
 "#;
 
 const CLICKUP: &str = r#"
@@ -710,7 +713,12 @@ async fn check_passes_for_every_provider() {
         ("gitlab", None),
         ("jira", Some(JIRA)),
         ("clickup", Some(CLICKUP)),
-        ("confluence", None),
+        (
+            "confluence",
+            Some(
+                "[config]\nbase_url = \"https://acme.atlassian.net\"\n[grants]\nhttp = [\"acme.atlassian.net\"]\n",
+            ),
+        ),
         ("fireflies", None),
         ("linear", None),
     ] {

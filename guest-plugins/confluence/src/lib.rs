@@ -28,7 +28,9 @@ impl Plugin for Confluence {
             .as_object()
             .and_then(|c| c.keys().find(|k| k.as_str() != "base_url"))
         {
-            return Err(format!("Confluence: unknown config key `{unknown}` (it takes `base_url`)"));
+            return Err(format!(
+                "Confluence: unknown config key `{unknown}` (it takes `base_url`)"
+            ));
         }
         let base = match config.get("base_url") {
             Some(_) => Some(api::base_url("Confluence", config, "")?),

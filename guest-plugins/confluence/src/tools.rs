@@ -18,12 +18,30 @@ impl Tools for Confluence {
     fn tools(&self) -> Vec<ToolDefinition> {
         let tool = |name, what| catalog_tool(name, "knowledge_base", what);
         vec![
-            tool("get_knowledge_base_spaces", "The Confluence spaces the token's user can see."),
-            tool("list_knowledge_base_pages", "The pages of a space, by space key; `cursor` pages on."),
-            tool("get_knowledge_base_page", "One page by id, with its body in storage format (XHTML)."),
-            tool("search_knowledge_base", "Search pages by text (CQL), optionally in one space."),
-            tool("create_knowledge_base_page", "Create a page (Markdown, written in storage format)."),
-            tool("update_knowledge_base_page", "Replace a page's body (and title); bumps its version."),
+            tool(
+                "get_knowledge_base_spaces",
+                "The Confluence spaces the token's user can see.",
+            ),
+            tool(
+                "list_knowledge_base_pages",
+                "The pages of a space, by space key; `cursor` pages on.",
+            ),
+            tool(
+                "get_knowledge_base_page",
+                "One page by id, with its body in storage format (XHTML).",
+            ),
+            tool(
+                "search_knowledge_base",
+                "Search pages by text (CQL), optionally in one space.",
+            ),
+            tool(
+                "create_knowledge_base_page",
+                "Create a page (Markdown, written in storage format).",
+            ),
+            tool(
+                "update_knowledge_base_page",
+                "Replace a page's body (and title); bumps its version.",
+            ),
         ]
     }
 
@@ -116,39 +134,63 @@ impl Call<'_> {
         body["results"][0]["id"]
             .as_str()
             .map(str::to_owned)
-            .ok_or_else(|| ToolError::NotFound(format!("Confluence {}: no space with key `{key}`", self.tool)))
+            .ok_or_else(|| {
+                ToolError::NotFound(format!("Confluence {}: no space with key `{key}`", self.tool))
+            })
     }
 
     fn spaces(&self, args: &Value) -> Result<ToolResult, ToolError> {
         let limit = uint(args, "limit", 50)?.clamp(1, 250);
-        let reply = self.api.get(self.tool, &with_query("/wiki/api/v2/spaces", &[("limit", limit.to_string())]))?;
+        let reply = self.api.get(
+            self.tool,
+            &with_query("/wiki/api/v2/spaces", &[("limit", limit.to_string())]),
+        )?;
         let spaces: Vec<Value> = reply.body["results"]
             .as_array()
             .into_iter()
             .flatten()
-            .map(|s| json!({"id": s["id"], "key": s["key"], "name": s["name"], "type": s["type"],
-                            "homepageId": s["homepageId"], "url": self.web_url(&s["_links"])}))
+            .map(|s| {
+                json!({"id": s["id"], "key": s["key"], "name": s["name"], "type": s["type"],
+                            "homepageId": s["homepageId"], "url": self.web_url(&s["_links"])})
+            })
             .collect();
         let more = Self::next_cursor(&reply).is_some();
-        Ok(result(format!("{} space(s)", spaces.len()), json!({"spaces": spaces, "has_more": more})))
+        Ok(result(
+            format!("{} space(s)", spaces.len()),
+            json!({"spaces": spaces, "has_more": more}),
+        ))
     }
 
     fn pages(&self, args: &Value) -> Result<ToolResult, ToolError> {
         let key = required(args, "spaceKey")?;
         let id = self.space_id(&key)?;
         let limit = uint(args, "limit", 25)?.clamp(1, 250);
-        let query = [("limit", limit.to_string()), ("cursor", optional(args, "cursor").unwrap_or_default())];
+        let query = [
+            ("limit", limit.to_string()),
+            ("cursor", optional(args, "cursor").unwrap_or_default()),
+        ];
         let path = with_query(&format!("/wiki/api/v2/spaces/{}/pages", encode(&id)), &query);
         let reply = self.api.get(self.tool, &path)?;
-        let pages: Vec<Value> =
-            reply.body["results"].as_array().into_iter().flatten().map(|p| self.page_brief(p)).collect();
+        let pages: Vec<Value> = reply.body["results"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|p| self.page_brief(p))
+            .collect();
         let cursor = Self::next_cursor(&reply);
         let summary = format!(
             "{} page(s) in {key}{}",
             pages.len(),
-            if cursor.is_some() { " (more: pass `cursor`)" } else { "" }
+            if cursor.is_some() {
+                " (more: pass `cursor`)"
+            } else {
+                ""
+            }
         );
-        Ok(result(summary, json!({"spaceKey": key, "pages": pages, "cursor": cursor})))
+        Ok(result(
+            summary,
+            json!({"spaceKey": key, "pages": pages, "cursor": cursor}),
+        ))
     }
 
     fn get_page(&self, id: &str) -> Result<Value, ToolError> {
@@ -161,7 +203,11 @@ impl Call<'_> {
         let p = self.get_page(&id)?;
         let mut value = self.page_brief(&p);
         value["body"] = p["body"]["storage"]["value"].clone();
-        let summary = format!("page {id}: {} (version {})", p["title"].as_str().unwrap_or(""), value["version"]);
+        let summary = format!(
+            "page {id}: {} (version {})",
+            p["title"].as_str().unwrap_or(""),
+            value["version"]
+        );
         Ok(result(summary, value))
     }
 
@@ -172,7 +218,10 @@ impl Call<'_> {
             cql.push_str(&format!(" AND space = {}", quoted(&space)));
         }
         let limit = uint(args, "limit", 20)?.clamp(1, 100);
-        let path = with_query("/wiki/rest/api/search", &[("cql", cql.clone()), ("limit", limit.to_string())]);
+        let path = with_query(
+            "/wiki/rest/api/search",
+            &[("cql", cql.clone()), ("limit", limit.to_string())],
+        );
         let body = self.api.get(self.tool, &path)?.body;
         let results: Vec<Value> = body["results"]
             .as_array()
@@ -186,7 +235,10 @@ impl Call<'_> {
             })
             .collect();
         let summary = format!("{} page(s) match `{text}`", results.len());
-        Ok(result(summary, json!({"cql": cql, "results": results, "total": body["totalSize"]})))
+        Ok(result(
+            summary,
+            json!({"cql": cql, "results": results, "total": body["totalSize"]}),
+        ))
     }
 
     fn create(&self, args: &Value) -> Result<ToolResult, ToolError> {
@@ -199,9 +251,18 @@ impl Call<'_> {
         if let Some(parent) = optional(args, "parentId") {
             body["parentId"] = json!(parent);
         }
-        let made = self.api.send(self.tool, "POST", "/wiki/api/v2/pages", Some(&body))?.body;
+        let made = self
+            .api
+            .send(self.tool, "POST", "/wiki/api/v2/pages", Some(&body))?
+            .body;
         let value = self.page_brief(&made);
-        Ok(result(format!("created page {} in {key}: {title}", made["id"].as_str().unwrap_or("")), value))
+        Ok(result(
+            format!(
+                "created page {} in {key}: {title}",
+                made["id"].as_str().unwrap_or("")
+            ),
+            value,
+        ))
     }
 
     fn update(&self, args: &Value) -> Result<ToolResult, ToolError> {
@@ -215,7 +276,10 @@ impl Call<'_> {
             (t, v) => {
                 let p = self.get_page(&id)?;
                 let stored = p["version"]["number"].as_u64().unwrap_or(1);
-                (t.unwrap_or_else(|| p["title"].as_str().unwrap_or("").to_owned()), if v > 0 { v } else { stored })
+                (
+                    t.unwrap_or_else(|| p["title"].as_str().unwrap_or("").to_owned()),
+                    if v > 0 { v } else { stored },
+                )
             }
         };
         let body = json!({"id": id, "status": "current", "title": title,
@@ -224,6 +288,9 @@ impl Call<'_> {
         let path = format!("/wiki/api/v2/pages/{}", encode(&id));
         let saved = self.api.send(self.tool, "PUT", &path, Some(&body))?.body;
         let value = self.page_brief(&saved);
-        Ok(result(format!("updated page {id}: {title} (version {})", current + 1), value))
+        Ok(result(
+            format!("updated page {id}: {title} (version {})", current + 1),
+            value,
+        ))
     }
 }

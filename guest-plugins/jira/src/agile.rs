@@ -16,7 +16,10 @@ impl Call<'_> {
         }
         let project = self.default_project();
         let path = with_query("/rest/agile/1.0/board", &[("projectKeyOrId", project.clone())]);
-        let boards = self.get(&path)?.body["values"].as_array().cloned().unwrap_or_default();
+        let boards = self.get(&path)?.body["values"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         let scrum = boards.iter().find(|b| b["type"] == "scrum");
         scrum
             .or(boards.first())
@@ -27,25 +30,41 @@ impl Call<'_> {
     pub fn get_board_sprints(&self, args: &Value) -> Result<ToolResult, ToolError> {
         let board = self.board(args)?;
         let state = optional(args, "state").unwrap_or_else(|| "active".into());
-        let query = if state == "all" { vec![] } else { vec![("state", state.clone())] };
+        let query = if state == "all" {
+            vec![]
+        } else {
+            vec![("state", state.clone())]
+        };
         let limit = uint(args, "limit", 20)?.clamp(1, 100);
         let path = format!("/rest/agile/1.0/board/{}/sprint", encode(&board));
         let (found, more) = self.paged(&path, &query, "values", 0, limit)?;
         let sprints: Vec<Value> = found
             .iter()
-            .map(|s| json!({"id": s["id"], "name": s["name"], "state": s["state"], "goal": s["goal"],
-                            "startDate": s["startDate"], "endDate": s["endDate"]}))
+            .map(|s| {
+                json!({"id": s["id"], "name": s["name"], "state": s["state"], "goal": s["goal"],
+                            "startDate": s["startDate"], "endDate": s["endDate"]})
+            })
             .collect();
         let summary = format!("{} {state} sprint(s) on board {board}", sprints.len());
-        Ok(result(summary, json!({"boardId": board, "sprints": sprints, "has_more": more})))
+        Ok(result(
+            summary,
+            json!({"boardId": board, "sprints": sprints, "has_more": more}),
+        ))
     }
 
     pub fn assign_to_sprint(&self, args: &Value) -> Result<ToolResult, ToolError> {
         let sprint = optional(args, "sprintId")
             .ok_or_else(|| ToolError::InvalidArgs("`sprintId` is required".into()))?;
-        let listed = args.get("keys").and_then(Value::as_array).cloned().unwrap_or_default();
+        let listed = args
+            .get("keys")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         if listed.is_empty() {
-            return Err(ToolError::InvalidArgs(format!("Jira {}: `keys` must name at least one issue", self.tool)));
+            return Err(ToolError::InvalidArgs(format!(
+                "Jira {}: `keys` must name at least one issue",
+                self.tool
+            )));
         }
         let keys = listed
             .iter()

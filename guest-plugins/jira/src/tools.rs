@@ -20,34 +20,78 @@ use crate::Jira;
 const MAX_PAGE: u64 = 100;
 
 /// The fields a listed issue carries.
-const LIST_FIELDS: &str = "summary,status,priority,issuetype,assignee,reporter,labels,components,project,parent,created,updated";
+const LIST_FIELDS: &str =
+    "summary,status,priority,issuetype,assignee,reporter,labels,components,project,parent,created,updated";
 
 impl Tools for Jira {
     fn tools(&self) -> Vec<ToolDefinition> {
         let tool = |name, what| catalog_tool(name, "issue_tracker", what);
         vec![
-            tool("get_issues", "Search issues with JQL (built from the filters, or `nativeQuery`)."),
-            tool("get_issue", "One issue by key (`WEB-12`), with its description as text."),
+            tool(
+                "get_issues",
+                "Search issues with JQL (built from the filters, or `nativeQuery`).",
+            ),
+            tool(
+                "get_issue",
+                "One issue by key (`WEB-12`), with its description as text.",
+            ),
             tool("get_issue_comments", "The comments of an issue, oldest first."),
-            tool("get_issue_relations", "An issue's parent, subtasks and issue links."),
-            tool("get_available_statuses", "The workflow statuses of the project, per issue type."),
-            tool("get_users", "Users: by account id, by search, or assignable in a project."),
-            tool("get_custom_fields", "Custom fields of the site, or of one issue type's create screen."),
-            tool("get_board_sprints", "The sprints of a board (by default the project's first board)."),
+            tool(
+                "get_issue_relations",
+                "An issue's parent, subtasks and issue links.",
+            ),
+            tool(
+                "get_available_statuses",
+                "The workflow statuses of the project, per issue type.",
+            ),
+            tool(
+                "get_users",
+                "Users: by account id, by search, or assignable in a project.",
+            ),
+            tool(
+                "get_custom_fields",
+                "Custom fields of the site, or of one issue type's create screen.",
+            ),
+            tool(
+                "get_board_sprints",
+                "The sprints of a board (by default the project's first board).",
+            ),
             tool("list_project_versions", "The versions (releases) of a project."),
             tool("get_assets", "The attachments of an issue."),
-            tool("create_issue", "Create an issue (description in Markdown, written as ADF)."),
-            tool("update_issue", "Edit an issue's fields; `status` or `state` moves it by a transition."),
-            tool("add_issue_comment", "Comment on an issue (Markdown, written as ADF)."),
-            tool("link_issues", "Link two issues: `source_key` is the outward issue (`A blocks B`)."),
-            tool("unlink_issues", "Remove the links between two issues (of one type, or all)."),
+            tool(
+                "create_issue",
+                "Create an issue (description in Markdown, written as ADF).",
+            ),
+            tool(
+                "update_issue",
+                "Edit an issue's fields; `status` or `state` moves it by a transition.",
+            ),
+            tool(
+                "add_issue_comment",
+                "Comment on an issue (Markdown, written as ADF).",
+            ),
+            tool(
+                "link_issues",
+                "Link two issues: `source_key` is the outward issue (`A blocks B`).",
+            ),
+            tool(
+                "unlink_issues",
+                "Remove the links between two issues (of one type, or all).",
+            ),
             tool("assign_to_sprint", "Move issues into a sprint."),
-            tool("upsert_project_version", "Create a project version, or update the one of that name."),
+            tool(
+                "upsert_project_version",
+                "Create a project version, or update the one of that name.",
+            ),
             tool("delete_asset", "Delete an attachment."),
             catalog_tool("get_epics", "epics", "The project's epics (issues of type Epic)."),
             catalog_tool("get_epic", "epics", "One epic, with the issues under it."),
             catalog_tool("create_epic", "epics", "Create an epic (an issue of type Epic)."),
-            catalog_tool("update_epic", "epics", "Edit an epic; `status` moves it by a transition."),
+            catalog_tool(
+                "update_epic",
+                "epics",
+                "Edit an epic; `status` moves it by a transition.",
+            ),
         ]
     }
 
@@ -58,7 +102,11 @@ impl Tools for Jira {
                  to run the tools"
             ))
         })?;
-        let call = Call { jira: self, api, tool };
+        let call = Call {
+            jira: self,
+            api,
+            tool,
+        };
         match tool {
             "get_issues" => call.get_issues(&args),
             "get_issue" => call.get_issue(&args),
@@ -205,7 +253,10 @@ impl Call<'_> {
         if let Some(native) = optional(args, "nativeQuery") {
             return native;
         }
-        let mut clauses = vec![format!("project = {}", quoted(&self.project_key(args, "projectKey")))];
+        let mut clauses = vec![format!(
+            "project = {}",
+            quoted(&self.project_key(args, "projectKey"))
+        )];
         match optional(args, "state").as_deref() {
             Some("all") => {}
             Some("closed") => clauses.push("statusCategory = Done".into()),
@@ -271,7 +322,10 @@ impl Call<'_> {
             issues.len(),
             if more { " (more: raise offset)" } else { "" }
         );
-        Ok(result(summary, json!({"issues": issues, "jql": jql, "has_more": more})))
+        Ok(result(
+            summary,
+            json!({"issues": issues, "jql": jql, "has_more": more}),
+        ))
     }
 
     fn get_issue(&self, args: &Value) -> Result<ToolResult, ToolError> {
@@ -279,7 +333,11 @@ impl Call<'_> {
         let comments = args["includeComments"].as_bool() == Some(true);
         let relations = args["includeRelations"].as_bool() == Some(true);
         let value = self.issue_detail(&key, comments, relations)?;
-        let summary = format!("{key} {} ({})", value["title"].as_str().unwrap_or(""), value["status"]);
+        let summary = format!(
+            "{key} {} ({})",
+            value["title"].as_str().unwrap_or(""),
+            value["status"]
+        );
         Ok(result(summary, value))
     }
 
@@ -293,15 +351,20 @@ impl Call<'_> {
         if relations {
             fields.push_str(",subtasks,issuelinks");
         }
-        let path = with_query(&format!("/rest/api/3/issue/{}", encode(key)), &[("fields", fields)]);
+        let path = with_query(
+            &format!("/rest/api/3/issue/{}", encode(key)),
+            &[("fields", fields)],
+        );
         let body = self.get(&path)?.body;
         let mut value = self.issue(&body);
         value["description"] = json!(adf_text(&body["fields"]["description"]));
         if comments {
-            value["comments"] = json!(body["fields"]["comment"]["comments"]
-                .as_array()
-                .map(|l| l.iter().map(comment).collect::<Vec<_>>())
-                .unwrap_or_default());
+            value["comments"] = json!(
+                body["fields"]["comment"]["comments"]
+                    .as_array()
+                    .map(|l| l.iter().map(comment).collect::<Vec<_>>())
+                    .unwrap_or_default()
+            );
         }
         if relations {
             value["relations"] = relations_of(&body);
@@ -316,12 +379,18 @@ impl Call<'_> {
         let (found, more) = self.paged(&path, &[], "comments", uint(args, "offset", 0)?, limit)?;
         let comments: Vec<Value> = found.iter().map(comment).collect();
         let summary = format!("{} comment(s) on {key}", comments.len());
-        Ok(result(summary, json!({"key": key, "comments": comments, "has_more": more})))
+        Ok(result(
+            summary,
+            json!({"key": key, "comments": comments, "has_more": more}),
+        ))
     }
 
     fn get_issue_relations(&self, args: &Value) -> Result<ToolResult, ToolError> {
         let key = issue_key(self.tool, args, "key")?;
-        let path = format!("/rest/api/3/issue/{}?fields=parent,subtasks,issuelinks", encode(&key));
+        let path = format!(
+            "/rest/api/3/issue/{}?fields=parent,subtasks,issuelinks",
+            encode(&key)
+        );
         let body = self.get(&path)?.body;
         let mut value = relations_of(&body);
         value["key"] = json!(key);
@@ -335,12 +404,17 @@ impl Call<'_> {
 
     fn get_available_statuses(&self) -> Result<ToolResult, ToolError> {
         let project = self.default_project();
-        let body = self.get(&format!("/rest/api/3/project/{}/statuses", encode(&project)))?.body;
+        let body = self
+            .get(&format!("/rest/api/3/project/{}/statuses", encode(&project)))?
+            .body;
         let mut statuses: Vec<Value> = Vec::new();
         for kind in body.as_array().into_iter().flatten() {
             for s in kind["statuses"].as_array().into_iter().flatten() {
                 match statuses.iter_mut().find(|x| x["id"] == s["id"]) {
-                    Some(known) => known["issueTypes"].as_array_mut().into_iter().for_each(|l| l.push(kind["name"].clone())),
+                    Some(known) => known["issueTypes"]
+                        .as_array_mut()
+                        .into_iter()
+                        .for_each(|l| l.push(kind["name"].clone())),
                     None => statuses.push(json!({
                         "id": s["id"], "name": s["name"], "category": s["statusCategory"]["key"],
                         "issueTypes": [kind["name"]],
@@ -356,12 +430,16 @@ impl Call<'_> {
         let limit = uint(args, "limit", 50)?.clamp(1, 1000).to_string();
         let search = optional(args, "search").unwrap_or_default();
         let users = if let Some(id) = optional(args, "userId") {
-            vec![self.get(&with_query("/rest/api/3/user", &[("accountId", id)]))?.body]
+            vec![
+                self.get(&with_query("/rest/api/3/user", &[("accountId", id)]))?
+                    .body,
+            ]
         } else {
             let path = match optional(args, "projectKey") {
-                None if !search.is_empty() => {
-                    with_query("/rest/api/3/user/search", &[("query", search), ("maxResults", limit)])
-                }
+                None if !search.is_empty() => with_query(
+                    "/rest/api/3/user/search",
+                    &[("query", search), ("maxResults", limit)],
+                ),
                 project => with_query(
                     "/rest/api/3/user/assignable/search",
                     &[
@@ -377,7 +455,10 @@ impl Call<'_> {
             .iter()
             .map(|u| json!({"id": u["accountId"], "name": u["displayName"], "email": u["emailAddress"], "active": u["active"]}))
             .collect();
-        Ok(result(format!("{} user(s)", users.len()), json!({"users": users})))
+        Ok(result(
+            format!("{} user(s)", users.len()),
+            json!({"users": users}),
+        ))
     }
 
     fn get_custom_fields(&self, args: &Value) -> Result<ToolResult, ToolError> {
@@ -403,7 +484,12 @@ impl Call<'_> {
                 let (found, _) = self.paged(&format!("{base}/{}", encode(&id)), &[], "fields", 0, 500)?;
                 found
                     .iter()
-                    .filter(|f| f["fieldId"].as_str().is_some_and(|i| i.starts_with("customfield_")) && wanted(&f["name"]))
+                    .filter(|f| {
+                        f["fieldId"]
+                            .as_str()
+                            .is_some_and(|i| i.starts_with("customfield_"))
+                            && wanted(&f["name"])
+                    })
                     .map(|f| {
                         let options = names(&f["allowedValues"], "value");
                         json!({"id": f["fieldId"], "name": f["name"], "type": f["schema"]["type"],
@@ -421,7 +507,10 @@ impl Call<'_> {
                 .map(|f| json!({"id": f["id"], "name": f["name"], "type": f["schema"]["type"]}))
                 .collect(),
         };
-        Ok(result(format!("{} custom field(s)", fields.len()), json!({"fields": fields})))
+        Ok(result(
+            format!("{} custom field(s)", fields.len()),
+            json!({"fields": fields}),
+        ))
     }
 
     fn list_project_versions(&self, args: &Value) -> Result<ToolResult, ToolError> {
@@ -440,7 +529,10 @@ impl Call<'_> {
         let (found, more) = self.paged(&path, &[("status", status.join(","))], "values", 0, limit)?;
         let versions: Vec<Value> = found.iter().map(version).collect();
         let summary = format!("{} version(s) of {project}", versions.len());
-        Ok(result(summary, json!({"project": project, "versions": versions, "has_more": more})))
+        Ok(result(
+            summary,
+            json!({"project": project, "versions": versions, "has_more": more}),
+        ))
     }
 
     fn get_assets(&self, args: &Value) -> Result<ToolResult, ToolError> {
@@ -451,15 +543,22 @@ impl Call<'_> {
             )));
         }
         let key = issue_key(self.tool, args, "key")?;
-        let body = self.get(&format!("/rest/api/3/issue/{}?fields=attachment", encode(&key)))?.body;
+        let body = self
+            .get(&format!("/rest/api/3/issue/{}?fields=attachment", encode(&key)))?
+            .body;
         let assets: Vec<Value> = body["fields"]["attachment"]
             .as_array()
             .into_iter()
             .flatten()
-            .map(|a| json!({"id": a["id"], "filename": a["filename"], "size": a["size"], "mimeType": a["mimeType"],
-                            "author": a["author"]["displayName"], "created": a["created"]}))
+            .map(|a| {
+                json!({"id": a["id"], "filename": a["filename"], "size": a["size"], "mimeType": a["mimeType"],
+                            "author": a["author"]["displayName"], "created": a["created"]})
+            })
             .collect();
-        Ok(result(format!("{} attachment(s) on {key}", assets.len()), json!({"key": key, "assets": assets})))
+        Ok(result(
+            format!("{} attachment(s) on {key}", assets.len()),
+            json!({"key": key, "assets": assets}),
+        ))
     }
 
     /// The `fields` of a create or edit: what the arguments set.
@@ -479,7 +578,10 @@ impl Call<'_> {
         }
         if let Some(who) = strings(args, "assignees") {
             // Jira issues have one assignee; an empty list unassigns.
-            fields.insert("assignee".into(), who.first().map_or(Value::Null, |id| json!({"accountId": id})));
+            fields.insert(
+                "assignee".into(),
+                who.first().map_or(Value::Null, |id| json!({"accountId": id})),
+            );
         }
         if let Some(parent) = optional(args, "parentId") {
             fields.insert("parent".into(), json!({"key": parent}));
@@ -505,12 +607,17 @@ impl Call<'_> {
         let transitions = body["transitions"].as_array().cloned().unwrap_or_default();
         let category = |t: &Value| t["to"]["statusCategory"]["key"].as_str().unwrap_or("").to_owned();
         let chosen = transitions.iter().find(|t| match (status, state) {
-            (Some(s), _) => [&t["to"]["name"], &t["name"]].iter().any(|n| n.as_str().is_some_and(|n| n.eq_ignore_ascii_case(s))),
+            (Some(s), _) => [&t["to"]["name"], &t["name"]]
+                .iter()
+                .any(|n| n.as_str().is_some_and(|n| n.eq_ignore_ascii_case(s))),
             (None, Some("closed")) => category(t) == "done",
             _ => category(t) != "done",
         });
         let Some(chosen) = chosen else {
-            let reachable: Vec<&str> = transitions.iter().filter_map(|t| t["to"]["name"].as_str()).collect();
+            let reachable: Vec<&str> = transitions
+                .iter()
+                .filter_map(|t| t["to"]["name"].as_str())
+                .collect();
             return Err(ToolError::InvalidArgs(format!(
                 "Jira {}: {key} cannot move to `{}` from its current status; it can move to: {}",
                 self.tool,
@@ -530,7 +637,9 @@ impl Call<'_> {
         if fields.get("issuetype").is_none() {
             fields["issuetype"] = json!({"name": "Task"});
         }
-        let created = self.send("POST", "/rest/api/3/issue", &json!({"fields": fields}))?.body;
+        let created = self
+            .send("POST", "/rest/api/3/issue", &json!({"fields": fields}))?
+            .body;
         let key = created["key"].as_str().unwrap_or("").to_owned();
         let status = match optional(args, "status") {
             Some(s) => Some(self.transition(&key, Some(&s), None)?),
@@ -555,7 +664,11 @@ impl Call<'_> {
         let fields = self.fields(args);
         let edited = fields.as_object().is_some_and(|f| !f.is_empty());
         if edited {
-            self.send("PUT", &format!("/rest/api/3/issue/{}", encode(&key)), &json!({"fields": fields}))?;
+            self.send(
+                "PUT",
+                &format!("/rest/api/3/issue/{}", encode(&key)),
+                &json!({"fields": fields}),
+            )?;
         }
         let (status, state) = (optional(args, "status"), optional(args, "state"));
         let moved = if status.is_some() || state.is_some() {
@@ -564,14 +677,23 @@ impl Call<'_> {
             None
         };
         if !edited && moved.is_none() {
-            return Err(ToolError::InvalidArgs(format!("Jira {}: nothing to change on {key}", self.tool)));
+            return Err(ToolError::InvalidArgs(format!(
+                "Jira {}: nothing to change on {key}",
+                self.tool
+            )));
         }
-        let changed: Vec<String> = fields.as_object().map(|f| f.keys().cloned().collect()).unwrap_or_default();
+        let changed: Vec<String> = fields
+            .as_object()
+            .map(|f| f.keys().cloned().collect())
+            .unwrap_or_default();
         let summary = match &moved {
             Some(to) => format!("updated {key}; now {to}"),
             None => format!("updated {key} ({})", changed.join(", ")),
         };
-        Ok(result(summary, json!({"key": key, "updated": changed, "status": moved})))
+        Ok(result(
+            summary,
+            json!({"key": key, "updated": changed, "status": moved}),
+        ))
     }
 
     fn add_issue_comment(&self, args: &Value) -> Result<ToolResult, ToolError> {
@@ -579,14 +701,22 @@ impl Call<'_> {
         let body = to_adf(&required(args, "body")?);
         let path = format!("/rest/api/3/issue/{}/comment", encode(&key));
         let made = self.send("POST", &path, &json!({"body": body}))?.body;
-        Ok(result(format!("commented on {key}"), json!({"key": key, "comment": comment(&made)})))
+        Ok(result(
+            format!("commented on {key}"),
+            json!({"key": key, "comment": comment(&made)}),
+        ))
     }
 
     /// A link type's name: the configured one it spells, or Jira's default
     /// name for the catalog's words (`blocks`, `relates_to`, `duplicates`).
     fn link_type(&self, given: &str) -> String {
         let plain = |s: &str| s.to_lowercase().replace(['_', ' '], "");
-        let configured = self.jira.config.link_types.iter().find(|t| plain(t) == plain(given));
+        let configured = self
+            .jira
+            .config
+            .link_types
+            .iter()
+            .find(|t| plain(t) == plain(given));
         if let Some(t) = configured {
             return t.clone();
         }
@@ -600,10 +730,14 @@ impl Call<'_> {
     }
 
     fn link_issues(&self, args: &Value) -> Result<ToolResult, ToolError> {
-        let (source, target) = (issue_key(self.tool, args, "source_key")?, issue_key(self.tool, args, "target_key")?);
+        let (source, target) = (
+            issue_key(self.tool, args, "source_key")?,
+            issue_key(self.tool, args, "target_key")?,
+        );
         let kind = self.link_type(&required(args, "link_type")?);
         // The source is the link's outward ("from") issue: `source blocks target`.
-        let body = json!({"type": {"name": kind}, "outwardIssue": {"key": source}, "inwardIssue": {"key": target}});
+        let body =
+            json!({"type": {"name": kind}, "outwardIssue": {"key": source}, "inwardIssue": {"key": target}});
         self.send("POST", "/rest/api/3/issueLink", &body)?;
         Ok(result(
             format!("linked {source} → {target} ({kind})"),
@@ -612,17 +746,31 @@ impl Call<'_> {
     }
 
     fn unlink_issues(&self, args: &Value) -> Result<ToolResult, ToolError> {
-        let (source, target) = (issue_key(self.tool, args, "source_key")?, issue_key(self.tool, args, "target_key")?);
+        let (source, target) = (
+            issue_key(self.tool, args, "source_key")?,
+            issue_key(self.tool, args, "target_key")?,
+        );
         let kind = optional(args, "link_type").map(|t| self.link_type(&t));
-        let body = self.get(&format!("/rest/api/3/issue/{}?fields=issuelinks", encode(&source)))?.body;
+        let body = self
+            .get(&format!(
+                "/rest/api/3/issue/{}?fields=issuelinks",
+                encode(&source)
+            ))?
+            .body;
         let links: Vec<String> = body["fields"]["issuelinks"]
             .as_array()
             .into_iter()
             .flatten()
             .filter(|l| {
-                let other = l["outwardIssue"]["key"].as_str().or(l["inwardIssue"]["key"].as_str());
+                let other = l["outwardIssue"]["key"]
+                    .as_str()
+                    .or(l["inwardIssue"]["key"].as_str());
                 other == Some(target.as_str())
-                    && kind.as_ref().is_none_or(|k| l["type"]["name"].as_str().is_some_and(|n| n.eq_ignore_ascii_case(k)))
+                    && kind.as_ref().is_none_or(|k| {
+                        l["type"]["name"]
+                            .as_str()
+                            .is_some_and(|n| n.eq_ignore_ascii_case(k))
+                    })
             })
             .filter_map(|l| l["id"].as_str().map(str::to_owned))
             .collect();
@@ -634,7 +782,12 @@ impl Call<'_> {
             )));
         }
         for id in &links {
-            self.api.send(self.tool, "DELETE", &format!("/rest/api/3/issueLink/{}", encode(id)), None)?;
+            self.api.send(
+                self.tool,
+                "DELETE",
+                &format!("/rest/api/3/issueLink/{}", encode(id)),
+                None,
+            )?;
         }
         Ok(result(
             format!("removed {} link(s) between {source} and {target}", links.len()),
@@ -656,7 +809,9 @@ impl Call<'_> {
                 body.insert(flag.into(), json!(v));
             }
         }
-        let versions = self.get(&format!("/rest/api/3/project/{}/versions", encode(&project)))?.body;
+        let versions = self
+            .get(&format!("/rest/api/3/project/{}/versions", encode(&project)))?
+            .body;
         let existing = versions
             .as_array()
             .into_iter()
@@ -664,23 +819,50 @@ impl Call<'_> {
             .find(|v| v["name"].as_str() == Some(name.as_str()))
             .and_then(|v| v["id"].as_str().map(str::to_owned));
         let (verb, saved) = match existing {
-            Some(id) => ("updated", self.send("PUT", &format!("/rest/api/3/version/{}", encode(&id)), &Value::Object(body))?),
+            Some(id) => (
+                "updated",
+                self.send(
+                    "PUT",
+                    &format!("/rest/api/3/version/{}", encode(&id)),
+                    &Value::Object(body),
+                )?,
+            ),
             None => {
-                let id = self.get(&format!("/rest/api/3/project/{}", encode(&project)))?.body["id"].clone();
-                let project_id = id.as_str().and_then(|s| s.parse::<u64>().ok()).map_or(id, |n| json!(n));
+                let id = self
+                    .get(&format!("/rest/api/3/project/{}", encode(&project)))?
+                    .body["id"]
+                    .clone();
+                let project_id = id
+                    .as_str()
+                    .and_then(|s| s.parse::<u64>().ok())
+                    .map_or(id, |n| json!(n));
                 body.insert("name".into(), json!(name));
                 body.insert("projectId".into(), project_id);
-                ("created", self.send("POST", "/rest/api/3/version", &Value::Object(body))?)
+                (
+                    "created",
+                    self.send("POST", "/rest/api/3/version", &Value::Object(body))?,
+                )
             }
         };
-        Ok(result(format!("{verb} version {name} of {project}"), version(&saved.body)))
+        Ok(result(
+            format!("{verb} version {name} of {project}"),
+            version(&saved.body),
+        ))
     }
 
     fn delete_asset(&self, args: &Value) -> Result<ToolResult, ToolError> {
         let key = issue_key(self.tool, args, "key")?;
         let id = required(args, "asset_id")?;
-        self.api.send(self.tool, "DELETE", &format!("/rest/api/3/attachment/{}", encode(&id)), None)?;
-        Ok(result(format!("deleted attachment {id} of {key}"), json!({"key": key, "asset_id": id})))
+        self.api.send(
+            self.tool,
+            "DELETE",
+            &format!("/rest/api/3/attachment/{}", encode(&id)),
+            None,
+        )?;
+        Ok(result(
+            format!("deleted attachment {id} of {key}"),
+            json!({"key": key, "asset_id": id}),
+        ))
     }
 }
 
@@ -702,7 +884,12 @@ fn version(v: &Value) -> Value {
 fn relations_of(body: &Value) -> Value {
     let f = &body["fields"];
     let brief = |i: &Value| json!({"key": i["key"], "title": i["fields"]["summary"], "status": i["fields"]["status"]["name"]});
-    let subtasks: Vec<Value> = f["subtasks"].as_array().into_iter().flatten().map(brief).collect();
+    let subtasks: Vec<Value> = f["subtasks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(brief)
+        .collect();
     let links: Vec<Value> = f["issuelinks"]
         .as_array()
         .into_iter()
@@ -722,6 +909,10 @@ fn relations_of(body: &Value) -> Value {
             linked
         })
         .collect();
-    let parent = if f["parent"].is_object() { brief(&f["parent"]) } else { Value::Null };
+    let parent = if f["parent"].is_object() {
+        brief(&f["parent"])
+    } else {
+        Value::Null
+    };
     json!({"parent": parent, "subtasks": subtasks, "links": links})
 }

@@ -425,7 +425,9 @@ mod tests {
             "Entity not found"
         );
         assert_eq!(
-            provider_message(r#"{"errors":[{"status":404,"title":"Not Found","detail":"Page 9 does not exist"}]}"#),
+            provider_message(
+                r#"{"errors":[{"status":404,"title":"Not Found","detail":"Page 9 does not exist"}]}"#
+            ),
             "Not Found: Page 9 does not exist"
         );
         assert_eq!(provider_message("plain text"), "plain text");

@@ -145,11 +145,18 @@ fn write_adf(node: &Value, out: &mut String) {
             if kind == "listItem" {
                 out.push_str("- ");
             }
-            for child in node.get("content").and_then(Value::as_array).into_iter().flatten() {
+            for child in node
+                .get("content")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
                 write_adf(child, out);
             }
-            if matches!(kind, "paragraph" | "heading" | "codeBlock" | "blockquote" | "rule")
-                && !out.ends_with('\n')
+            if matches!(
+                kind,
+                "paragraph" | "heading" | "codeBlock" | "blockquote" | "rule"
+            ) && !out.ends_with('\n')
             {
                 out.push('\n');
             }
@@ -203,7 +210,10 @@ mod tests {
                 Block::Code("let x = 1;".into()),
             ]
         );
-        assert_eq!(blocks("#hashtag"), vec![Block::Paragraph(vec!["#hashtag".into()])]);
+        assert_eq!(
+            blocks("#hashtag"),
+            vec![Block::Paragraph(vec!["#hashtag".into()])]
+        );
     }
 
     #[test]
