@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 
 mod agile;
 mod epics;
+mod structure;
 mod tools;
 
 use provider_kit::api::{self, Api};
@@ -416,6 +417,7 @@ impl Enricher for Jira {
                 .typical_kb(3.0)
                 .follow_up(link("get_epic", 0.50)),
             "get_epic" => read().critical(),
+            "get_structure_forest" => read().critical().typical_kb(6.0),
             "create_epic" => write(&["get_epics", "get_issues"]),
             "update_epic" => write(&["get_epics", "get_epic", "get_issues", "get_issue"]),
             "delete_asset" => write(&["get_assets", "get_issue"]),

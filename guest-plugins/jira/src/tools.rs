@@ -26,7 +26,14 @@ const LIST_FIELDS: &str =
 impl Tools for Jira {
     fn tools(&self) -> Vec<ToolDefinition> {
         let tool = |name, what| catalog_tool(name, "issue_tracker", what);
-        vec![
+        let structures = (!self.config.structures.is_empty()).then(|| {
+            catalog_tool(
+                "get_structure_forest",
+                "jira_structure",
+                "The rows of a structure (Structure app), with their issues by key.",
+            )
+        });
+        let mut tools = vec![
             tool(
                 "get_issues",
                 "Search issues with JQL (built from the filters, or `nativeQuery`).",
@@ -92,7 +99,9 @@ impl Tools for Jira {
                 "epics",
                 "Edit an epic; `status` moves it by a transition.",
             ),
-        ]
+        ];
+        tools.extend(structures);
+        tools
     }
 
     fn execute(&self, tool: &str, args: Value, _ctx: &CallContext<'_>) -> Result<ToolResult, ToolError> {
@@ -130,6 +139,7 @@ impl Tools for Jira {
             "get_epic" => call.get_epic(&args),
             "create_epic" => call.create_epic(&args),
             "update_epic" => call.update_epic(&args),
+            "get_structure_forest" => call.get_structure_forest(&args),
             other => Err(ToolError::NotFound(format!("Jira has no tool `{other}`"))),
         }
     }

@@ -24,6 +24,7 @@ opts = parser.parse_args()
 CONFIG = {
     "priorities": ["Highest", "High", "Medium", "Low", "Lowest"],
     "link_types": ["Blocks", "Relates"],
+    "structures": [{"id": 12, "name": "Roadmap"}],
     "projects": [{"key": "WEB", "issue_types": [{"name": "Story"}, {"name": "Bug"}, {"name": "Task"}],
                   "custom_fields": [{"id": "customfield_200", "name": "Team", "type": "select",
                                      "options": [{"id": "1", "name": "Red"}, {"id": "2", "name": "Blue"}]}]}],
@@ -52,9 +53,10 @@ async def reads(client, fake):
               "get_users", "get_custom_fields", "get_board_sprints", "list_project_versions", "get_assets",
               "create_issue", "update_issue", "add_issue_comment", "link_issues", "unlink_issues",
               "assign_to_sprint", "upsert_project_version", "delete_asset",
-              "get_epics", "get_epic", "create_epic", "update_epic"}
+              "get_epics", "get_epic", "create_epic", "update_epic", "get_structure_forest"}
     check(wanted <= names, f"served: {sorted(names)}")
-    check(not names & {"download_asset", "upload_asset", "get_structures"}, f"not Jira's: {sorted(names)}")
+    check(not names & {"download_asset", "upload_asset", "get_structures", "add_structure_rows"},
+          f"not run by this plugin: {sorted(names)}")
 
     # get_issues: JQL from the filters; offset/limit onto nextPageToken pages.
     result = await call(client, "get_issues", {"limit": 3})
@@ -166,6 +168,25 @@ async def reads(client, fake):
     check(epic["title"] == "Q4 launch" and [i["key"] for i in epic["issues"]] == ["WEB-5", "WEB-10"], epic)
     result = await call(client, "get_epic", {"key": "WEB-3"}, error=True)
     check("WEB-3 is a Story, not an epic" in text(result), text(result))
+
+
+    # Structure (configured): the forest formula, its issues by one JQL search.
+    fake.clear()
+    result = await call(client, "get_structure_forest", {"structureId": 12, "offset": 1, "limit": 3})
+    forest = fake.requests("GET", "/rest/structure/2.0/forest/latest")
+    check(len(forest) == 1 and forest[0].query == {"s": '{"structureId":12}'}, forest)
+    expect(fake, "GET", "/rest/api/3/search/jql", query={"jql": "id in (10002, 10003)", "maxResults": "2",
+                                                         "fields": FIELDS})
+    value = structured(result)
+    check(value["forestVersion"] == 7 and value["total"] == 4 and value["has_more"] is False, value)
+    check(value["rows"] == [
+        {"rowId": 501, "depth": 1, "issueId": 10002, "key": "WEB-2", "title": "Issue 2", "status": "To Do"},
+        {"rowId": 502, "depth": 1, "itemType": "com.almworks.jira.structure:type-folder", "itemId": "240"},
+        {"rowId": 503, "depth": 0, "issueId": 10003, "key": "WEB-3", "title": "Issue 3", "status": "In Progress"},
+    ], value["rows"])
+    result = await call(client, "get_structure_forest", {"structureId": 99}, error=True)
+    check("Jira get_structure_forest: not found" in text(result) and "Structure 99 does not exist" in text(result),
+          text(result))
 
 
 async def writes(client, fake):

@@ -13,10 +13,13 @@ project WEB, following their documented shapes:
   `isLast`);
 - errors as Jira writes them: `{"errorMessages": [...], "errors": {...}}`;
   401 when the token is revoked (`fake.revoked = True`), 403 on editing
-  WEB-20 (its security level hides it from the token's user).
+  WEB-20 (its security level hides it from the token's user);
+- the Structure app's forest (`/rest/structure/2.0/forest/latest?s=spec`)
+  for structure 12, as a formula of `rowId:depth:item[:semantic]`.
 """
 
 import base64
+import json
 
 from fake import TOKEN, Fake
 
@@ -168,6 +171,8 @@ def jira(delay_s=0.0):
             return lambda i: (i["fields"]["assignee"] or {}).get("accountId") == m[1]
         if m := re.fullmatch(rf"text ~ {q}", clause):
             return lambda i: m[1].lower() in i["fields"]["summary"].lower()
+        if m := re.fullmatch(r"id in \(([\d, ]+)\)", clause):
+            return lambda i: i["id"] in {x.strip() for x in m[1].split(",")}
         if m := re.fullmatch(rf"summary ~ {q}", clause):
             return lambda i: m[1].lower() in i["fields"]["summary"].lower()
         if m := re.fullmatch(rf"parent = {q}", clause):
@@ -415,6 +420,18 @@ def jira(delay_s=0.0):
             return errors(400, "Issues must exist and be at most 50.")
         sprint_issues.setdefault(int(sprint), []).extend(keys)
         return 204, b""
+
+    @route("GET", "/rest/structure/2.0/forest/latest")
+    def forest(seen):
+        try:
+            spec = json.loads(seen.query.get("s", ""))
+        except ValueError:
+            return 400, {"message": "Cannot parse forest specification"}
+        if spec != {"structureId": 12}:
+            return 404, {"message": f"Structure {spec.get('structureId')} does not exist or is not accessible"}
+        return 200, {"spec": spec, "formula": "500:0:10001,501:1:10002,502:1:5/240,503:0:10003:3",
+                     "itemTypes": {"5": "com.almworks.jira.structure:type-folder"},
+                     "version": {"signature": -1659607419, "version": 7}}
 
     fake.issues, fake.comments, fake.links, fake.versions, fake.sprint_issues = issues, comments, links, versions, sprint_issues
     fake.created = created
