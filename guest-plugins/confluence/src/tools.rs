@@ -294,3 +294,18 @@ impl Call<'_> {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_come_from_next_links() {
+        assert_eq!(
+            cursor_of("/wiki/api/v2/spaces/1/pages?limit=5&cursor=bmV4dDo1%3D%3D").as_deref(),
+            Some("bmV4dDo1==")
+        );
+        assert_eq!(cursor_of("/wiki/api/v2/pages?limit=5"), None);
+        assert_eq!(decode("a%2"), "a%2");
+    }
+}
