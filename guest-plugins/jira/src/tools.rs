@@ -310,6 +310,9 @@ impl Call<'_> {
             ];
             let page = self.get(&with_query("/rest/api/3/search/jql", &query))?.body;
             let issues = page["issues"].as_array().cloned().unwrap_or_default();
+            // An empty page ends the walk even with a token: a site that
+            // keeps answering one must not hold the call until its deadline.
+            let empty = issues.is_empty();
             let dropped = skip.min(issues.len());
             skip -= dropped;
             let mut rest = issues.into_iter().skip(dropped);
@@ -317,7 +320,7 @@ impl Call<'_> {
             let next = page["nextPageToken"].as_str().filter(|t| !t.is_empty());
             let more_here = rest.next().is_some();
             match next {
-                Some(t) if found.len() < limit as usize && !more_here => token = t.to_owned(),
+                Some(t) if found.len() < limit as usize && !more_here && !empty => token = t.to_owned(),
                 next => return Ok((found, more_here || next.is_some())),
             }
         }
