@@ -12,6 +12,7 @@
 
 use provider_kit::api::{Api, Reply, catalog_tool, encode, optional, required, result, uint, with_query};
 use provider_kit::markdown::{adf_text, to_adf};
+use toolhost_sdk::serde_json::Map;
 use toolhost_sdk::{CallContext, ToolDefinition, ToolError, ToolResult, Tools, Value, json};
 
 use crate::Jira;
@@ -576,7 +577,7 @@ impl Call<'_> {
 
     /// The `fields` of a create or edit: what the arguments set.
     fn fields(&self, args: &Value) -> Value {
-        let mut fields = serde_json_map();
+        let mut fields = Map::new();
         if let Some(title) = optional(args, "title") {
             fields.insert("summary".into(), json!(title));
         }
@@ -811,7 +812,7 @@ impl Call<'_> {
     fn upsert_project_version(&self, args: &Value) -> Result<ToolResult, ToolError> {
         let project = self.project_key(args, "projectKey");
         let name = required(args, "name")?;
-        let mut body = serde_json_map();
+        let mut body = Map::new();
         for field in ["description", "startDate", "releaseDate"] {
             if let Some(v) = optional(args, field) {
                 body.insert(field.into(), json!(v));
@@ -877,10 +878,6 @@ impl Call<'_> {
             json!({"key": key, "asset_id": id}),
         ))
     }
-}
-
-fn serde_json_map() -> toolhost_sdk::serde_json::Map<String, Value> {
-    toolhost_sdk::serde_json::Map::new()
 }
 
 fn comment(c: &Value) -> Value {
