@@ -50,6 +50,9 @@ custom_fields = [
   { id = "customfield_900", name = "Team", type = "text" },
   { id = "customfield_901", name = "Epic Link", type = "text" },
 ]
+
+[grants]
+http = ["acme.atlassian.net"]
 "#;
 
 const CLICKUP: &str = r#"
@@ -291,7 +294,7 @@ async fn gitlab() {
 #[tokio::test(flavor = "multi_thread")]
 async fn jira_schema() {
     let (p, e, _dir) = provider("jira", Some(JIRA)).await;
-    assert_eq!(p.categories, ["issue_tracker", "jira_structure"]);
+    assert_eq!(p.categories, ["issue_tracker", "epics", "jira_structure"]);
     let create = enrich(&e, "create_issue").await;
     let prop = |name: &str| {
         create
@@ -439,7 +442,7 @@ async fn jira_single_project_and_bad_config() {
     let (p, e, _dir) = provider("jira", Some(single)).await;
     assert_eq!(
         p.categories,
-        ["issue_tracker"],
+        ["issue_tracker", "epics"],
         "no structures: the structure tools stay hidden"
     );
     assert!(!props(&enrich(&e, "create_issue").await).contains(&"projectId".to_owned()));
@@ -588,7 +591,14 @@ async fn confluence_and_fireflies() {
         .unwrap()
         .unwrap();
     assert_eq!(update.side_effect(), SideEffect::MutatesExternal);
-    assert_eq!(update.invalidates.unwrap(), ["get_knowledge_base_page"]);
+    assert_eq!(
+        update.invalidates.unwrap(),
+        [
+            "get_knowledge_base_page",
+            "list_knowledge_base_pages",
+            "search_knowledge_base"
+        ]
+    );
     let link = search.follow_ups.unwrap()[0].clone();
     let projected = p
         .project_args(
@@ -706,7 +716,12 @@ async fn check_passes_for_every_provider() {
         ("gitlab", None),
         ("jira", Some(JIRA)),
         ("clickup", Some(CLICKUP)),
-        ("confluence", None),
+        (
+            "confluence",
+            Some(
+                "[config]\nbase_url = \"https://acme.atlassian.net\"\n[grants]\nhttp = [\"acme.atlassian.net\"]\n",
+            ),
+        ),
         ("fireflies", None),
         ("linear", None),
     ] {

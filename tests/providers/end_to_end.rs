@@ -18,3 +18,13 @@ fn provider(name: &str, crate_name: &str) {
 fn github() {
     provider("github", "github");
 }
+
+#[test]
+fn jira() {
+    provider("jira", "jira");
+}
+
+#[test]
+fn confluence() {
+    provider("confluence", "confluence");
+}

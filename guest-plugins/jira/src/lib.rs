@@ -19,6 +19,12 @@
 
 use std::collections::BTreeMap;
 
+mod agile;
+mod epics;
+mod structure;
+mod tools;
+
+use provider_kit::api::{self, Api};
 use provider_kit::{field, is_write, items, project, write_model};
 use serde::Deserialize;
 use toolhost_sdk::{
@@ -30,6 +36,8 @@ use toolhost_sdk::{
 struct Config {
     #[serde(default)]
     host: Option<String>,
+    #[serde(default)]
+    base_url: Option<Value>,
     projects: Vec<Project>,
     #[serde(default)]
     priorities: Vec<String>,
@@ -107,6 +115,11 @@ const PRIORITY_ALIASES: [(&str, &str); 4] = [
 
 struct Jira {
     config: Config,
+    /// The site's API; `None` when neither `base_url` nor `host` is set (the
+    /// enricher still works, the tools say what is missing).
+    api: Option<Api>,
+    /// The site's host, for per-host prefetch caps.
+    host: Option<String>,
 }
 
 impl Plugin for Jira {
@@ -124,7 +137,29 @@ impl Plugin for Jira {
                 ));
             }
         }
-        Ok(Jira { config })
+        let base = match (&config.base_url, &config.host) {
+            (Some(url), _) => Some(api::base_url("Jira", &json!({"base_url": url}), "")?),
+            (None, Some(host)) => Some(format!("https://{host}")),
+            (None, None) => None,
+        };
+        let host = base.as_deref().map(api::host_of);
+        if let (Some(named), Some(site)) = (&config.host, &host)
+            && !named.eq_ignore_ascii_case(site)
+        {
+            return Err(format!(
+                "config: `host` ({named}) is not the host of `base_url` ({site}); leave `host` out"
+            ));
+        }
+        let api = base.map(|base| Api {
+            provider: "Jira",
+            base,
+            secret: "jira",
+            needs: "an API token of a user who may browse (and, to write, edit) the project: \
+                    the secret holds base64(email:api_token) after the `Basic ` prefix (Cloud), or a \
+                    personal access token after `Bearer ` (Data Center)",
+            headers: vec![("accept".into(), "application/json".into())],
+        });
+        Ok(Jira { config, api, host })
     }
 }
 
@@ -296,7 +331,7 @@ fn provider_value(field: &CustomField, value: Value) -> Result<Value, String> {
 
 impl Enricher for Jira {
     fn supported_categories(&self) -> Vec<String> {
-        let mut categories = vec!["issue_tracker".to_owned()];
+        let mut categories = vec!["issue_tracker".to_owned(), "epics".to_owned()];
         if !self.config.structures.is_empty() {
             categories.push("jira_structure".into());
         }
@@ -304,6 +339,10 @@ impl Enricher for Jira {
     }
 
     fn enrich_schema(&self, tool: &str, schema: &mut Schema<'_>) {
+        if tool.ends_with("_epic") || tool == "get_epics" {
+            // Epics are plain issues in Jira: their tools take the catalog's shape.
+            return;
+        }
         if schema.has_property("structureId") {
             let _ = schema.set_description("structureId", &self.structure_description());
         } else {
@@ -341,7 +380,14 @@ impl Enricher for Jira {
     fn value_model(&self, tool: &str) -> Option<ValueModel> {
         let read = || {
             let model = ValueModel::read_only();
-            match &self.config.host {
+            match &self.host {
+                Some(h) => model.rate_limit_host(h.clone()),
+                None => model,
+            }
+        };
+        let write = |stale: &[&str]| {
+            let model = stale.iter().fold(write_model(), |m, t| m.invalidates(*t));
+            match &self.host {
                 Some(h) => model.rate_limit_host(h.clone()),
                 None => model,
             }
@@ -357,7 +403,25 @@ impl Enricher for Jira {
                 .follow_up(link("get_issue_comments", 0.45)),
             "get_issue" => read().critical().follow_up(link("get_issue_comments", 0.50)),
             "get_issue_comments" => read().critical(),
-            t if is_write(t) => write_model(),
+            "get_issue_relations" | "get_assets" => read().critical(),
+            "get_available_statuses" | "get_custom_fields" | "get_users" => read().supporting().ttl_s(300),
+            "get_board_sprints" | "list_project_versions" => read().supporting().ttl_s(60),
+            "create_issue" => write(&["get_issues", "get_issue_relations"]),
+            "update_issue" => write(&["get_issues", "get_issue"]),
+            "add_issue_comment" => write(&["get_issue_comments", "get_issue"]),
+            "link_issues" | "unlink_issues" => write(&["get_issue_relations", "get_issue"]),
+            "assign_to_sprint" => write(&["get_issues", "get_issue", "get_board_sprints"]),
+            "upsert_project_version" => write(&["list_project_versions"]),
+            "get_epics" => read()
+                .supporting()
+                .typical_kb(3.0)
+                .follow_up(link("get_epic", 0.50)),
+            "get_epic" => read().critical(),
+            "get_structure_forest" => read().critical().typical_kb(6.0),
+            "create_epic" => write(&["get_epics", "get_issues"]),
+            "update_epic" => write(&["get_epics", "get_epic", "get_issues", "get_issue"]),
+            "delete_asset" => write(&["get_assets", "get_issue"]),
+            t if is_write(t) => write(&[]),
             _ => return None,
         })
     }
@@ -370,13 +434,16 @@ impl Enricher for Jira {
                 }))
             }
             ("get_issue", "get_issue_comments") => Some(vec![json!({"key": field(prev_result, "key")?})]),
+            ("get_epics", "get_epic") => Some(project(items(prev_result, &["epics"]), "key", |i| {
+                field(i, "key")
+            })),
             _ => None,
         }
     }
 
     fn rate_limit_host(&self, _tool: &str, _args: &Args<'_>) -> Option<String> {
-        self.config.host.clone()
+        self.host.clone()
     }
 }
 
-toolhost_sdk::export_enricher!(Jira);
+toolhost_sdk::export_plugin!(Jira);

@@ -256,11 +256,18 @@ pub fn provider_message(text: &str) -> String {
         Some(Value::Array(list)) => parts.extend(list.iter().map(|e| {
             match e {
                 Value::String(s) => s.clone(),
-                other => other
-                    .get("message")
-                    .or_else(|| other.get("title"))
-                    .and_then(Value::as_str)
-                    .map_or_else(|| other.to_string(), str::to_owned),
+                other => {
+                    let said = other
+                        .get("message")
+                        .or_else(|| other.get("title"))
+                        .and_then(Value::as_str)
+                        .map_or_else(|| other.to_string(), str::to_owned);
+                    // Confluence v2 puts the specifics in `detail`.
+                    match other.get("detail").and_then(Value::as_str) {
+                        Some(detail) if !detail.is_empty() => format!("{said}: {detail}"),
+                        _ => said,
+                    }
+                }
             }
         })),
         _ => {}
@@ -416,6 +423,12 @@ mod tests {
         assert_eq!(
             provider_message(r#"{"errors":[{"message":"Entity not found"}]}"#),
             "Entity not found"
+        );
+        assert_eq!(
+            provider_message(
+                r#"{"errors":[{"status":404,"title":"Not Found","detail":"Page 9 does not exist"}]}"#
+            ),
+            "Not Found: Page 9 does not exist"
         );
         assert_eq!(provider_message("plain text"), "plain text");
         assert!(provider_message(&"x".repeat(2000)).len() < 600);
