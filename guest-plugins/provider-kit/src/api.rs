@@ -22,6 +22,9 @@ use toolhost_sdk::{ToolDefinition, ToolError, ToolResult, Value, json, serde_jso
 /// What the host adds to a rate-limited response it did not retry.
 const NOT_RETRIED: &str = "toolhost-rate-limit-wait-s";
 
+/// Redirects a GET follows.
+const MAX_REDIRECTS: usize = 3;
+
 /// Longest provider message quoted in an error.
 const MAX_MESSAGE: usize = 500;
 
@@ -112,6 +115,19 @@ pub fn encode(s: &str) -> String {
     out
 }
 
+/// A `Location` against the URL that answered it: absolute, or a path on
+/// the same origin.
+fn resolve(from: &str, location: &str) -> String {
+    if location.starts_with("https://") || location.starts_with("http://") {
+        return location.to_owned();
+    }
+    let scheme_end = from.find("://").map_or(0, |i| i + 3);
+    let origin_end = from[scheme_end..]
+        .find('/')
+        .map_or(from.len(), |i| scheme_end + i);
+    format!("{}/{}", &from[..origin_end], location.trim_start_matches('/'))
+}
+
 /// `path?k=v&...` with the values encoded; pairs with an empty value are
 /// left out.
 pub fn with_query(path: &str, query: &[(&str, String)]) -> String {
@@ -167,8 +183,25 @@ impl Api {
                 .header("content-type", "application/json")
                 .body(body.to_string().into_bytes());
         }
-        let response = http::fetch(&request).map_err(|e| self.transport(tool, &e))?;
-        self.check(tool, method, url, response)
+        let mut response = http::fetch(&request).map_err(|e| self.transport(tool, &e))?;
+        // GETs follow redirects (GitHub answers job logs with a 302 to
+        // signed storage): the host checks each target against the grants
+        // and adds a secret only where it is granted.
+        let mut url = url.to_owned();
+        for _ in 0..MAX_REDIRECTS {
+            let location = match (method, response.status) {
+                ("GET", 301..=303 | 307 | 308) => response.header("location").map(str::to_owned),
+                _ => None,
+            };
+            let Some(location) = location else { break };
+            url = resolve(&url, &location);
+            let mut again = Request::new("GET", &url);
+            for (name, value) in &self.headers {
+                again = again.header(name, value);
+            }
+            response = http::fetch(&again).map_err(|e| self.transport(tool, &e))?;
+        }
+        self.check(tool, method, &url, response)
     }
 
     fn transport(&self, tool: &str, error: &HttpError) -> ToolError {
@@ -356,6 +389,35 @@ pub fn required(args: &Value, name: &str) -> Result<String, ToolError> {
     }
 }
 
+/// An optional list of strings (`labels`, `assignees`); `None` when absent,
+/// so "not given" and "set to none" (`[]`) stay apart.
+pub fn strings(args: &Value, name: &str) -> Result<Option<Vec<String>>, ToolError> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(list)) => list
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| ToolError::InvalidArgs(format!("`{name}` must be a list of strings")))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some),
+        Some(_) => Err(ToolError::InvalidArgs(format!(
+            "`{name}` must be a list of strings"
+        ))),
+    }
+}
+
+/// An optional boolean argument.
+pub fn flag(args: &Value, name: &str) -> Result<Option<bool>, ToolError> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(_) => Err(ToolError::InvalidArgs(format!("`{name}` must be true or false"))),
+    }
+}
+
 /// An optional string argument (numbers spelled as strings).
 pub fn optional(args: &Value, name: &str) -> Option<String> {
     match args.get(name)? {
@@ -435,6 +497,8 @@ mod tests {
             "/issues?state=open&q=a%20b"
         );
         assert_eq!(host_of("https://API.github.com/repos"), "api.github.com");
+        assert_eq!(resolve("http://h:1/a/b?c", "/logs/2"), "http://h:1/logs/2");
+        assert_eq!(resolve("http://h:1/a", "https://blob/x"), "https://blob/x");
         assert_eq!(host_of("http://127.0.0.1:8080/api"), "127.0.0.1");
         assert_eq!(host_of("http://[::1]:80/"), "::1");
         assert_eq!(uint(&json!({"limit": 5}), "limit", 30).unwrap(), 5);

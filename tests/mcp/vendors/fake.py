@@ -53,6 +53,8 @@ class Route:
     handler: object
     limited: int = 0
     retry_after: str = "1"
+    limit_status: int = 429
+    limit_message: str = "API rate limit exceeded"
 
 
 class Fake:
@@ -72,11 +74,12 @@ class Fake:
 
         return register
 
-    def rate_limit(self, method, pattern, times, retry_after="1"):
-        """Answer the next `times` requests to this route 429."""
+    def rate_limit(self, method, pattern, times, retry_after="1", status=429, message="API rate limit exceeded"):
+        """Answer the next `times` requests to this route `status` (429, or
+        403 for GitHub's secondary rate limit) with `Retry-After`."""
         for r in self.routes:
             if r.method == method and r.pattern.pattern == f"^{pattern}$":
-                r.limited, r.retry_after = times, retry_after
+                r.limited, r.retry_after, r.limit_status, r.limit_message = times, retry_after, status, message
                 return
         raise AssertionError(f"no route {method} {pattern}")
 
@@ -145,7 +148,7 @@ class Fake:
                     if r.method == self.command and m:
                         if r.limited:
                             r.limited -= 1
-                            status, payload = 429, {"message": "API rate limit exceeded"}
+                            status, payload = r.limit_status, {"message": r.limit_message}
                             headers = {"retry-after": r.retry_after}
                         else:
                             answer = r.handler(seen, *m.groups())
