@@ -50,13 +50,14 @@ lint:
 	cd guest-plugins && $(CARGO) fmt --all -- --check
 	cd guest-plugins && $(CARGO) clippy --release --locked --target $(WASM_TARGET) -- -D warnings
 
-bench: host plugins lang-plugins upstream
+bench: host plugins lang-plugins upstream venv
 	$(CARGO) bench --locked -p toolhost --bench plugins
 	$(CARGO) bench --locked -p toolhost --bench pipeline
 	$(CARGO) bench --locked -p toolhost --bench languages
 	$(CARGO) run --release --locked -p toolhost-tests --bin replay
 	$(CARGO) run --release --locked -p toolhost-tests --bin front
 	$(CARGO) run --release --locked -p toolhost-tests --bin load
+	$(PYTHON) tests/mcp/vendors/replay.py --toolhost $(abspath $(TOOLHOST)) --plugin $(abspath $(GUEST_OUT))/github.wasm
 
 ## ---------------------------------------------------------------------------
 ## Plugins in other languages (issue #6): JavaScript, Python, C, Go beside

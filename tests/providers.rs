@@ -49,6 +49,10 @@ custom_fields = [
 ]
 "#;
 
+/// GitHub's plugin runs its tools too: it needs the repository and its API.
+const GITHUB: &str =
+    "[config]\nowner = \"acme\"\nrepo = \"widgets\"\n[grants]\nhttp = [\"https://api.github.com\"]\n";
+
 const CLICKUP: &str = r#"
 [config]
 statuses = ["to do", "in progress", "done"]
@@ -123,7 +127,7 @@ async fn assert_projections_name_real_arguments(p: &Plugin, e: &Enrichers) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn github() {
-    let (p, e, _dir) = provider("github", None).await;
+    let (p, e, _dir) = provider("github", Some(GITHUB)).await;
     let create = enrich(&e, "create_issue").await;
     for gone in [
         "priority",
@@ -699,7 +703,7 @@ async fn linear() {
 async fn check_passes_for_every_provider() {
     let (rt, _) = runtime();
     for (name, manifest) in [
-        ("github", None),
+        ("github", Some(GITHUB)),
         ("gitlab", None),
         ("jira", Some(JIRA)),
         ("clickup", Some(CLICKUP)),
@@ -759,7 +763,7 @@ fn provenance(tools: &[EnrichedTool]) -> Value {
 async fn all_providers_with_format_pipeline_match_the_reviewed_snapshot() {
     let dir = plugin_dir(&[
         ("10-format-pipeline", "format_pipeline", None),
-        ("20-github", "github", None),
+        ("20-github", "github", Some(GITHUB)),
         (
             "30-gitlab",
             "gitlab",

@@ -30,9 +30,19 @@ fn comment(c: &Value) -> Value {
            "url": c["html_url"]})
 }
 
-/// The body of an issue create or update: only the fields given.
-fn issue_fields(args: &Value) -> Result<Value, ToolError> {
+/// The body of an issue create or update: only the fields given. GitHub
+/// issues have a state, not a workflow status: `status` may only name one.
+fn issue_fields(tool: &str, args: &Value) -> Result<Value, ToolError> {
     let mut body = json!({});
+    match optional(args, "status").as_deref() {
+        None => {}
+        Some(s @ ("open" | "closed")) => body["state"] = json!(s),
+        Some(other) => {
+            return Err(ToolError::InvalidArgs(format!(
+                "GitHub {tool}: issues have no workflow status `{other}`, only the state `open` or `closed`"
+            )));
+        }
+    }
     for (arg, field) in [("title", "title"), ("description", "body"), ("state", "state")] {
         if let Some(v) = optional(args, arg) {
             body[field] = json!(v);
@@ -50,7 +60,10 @@ impl GitHub {
     pub fn get_issues(&self, args: &Value) -> Result<ToolResult, ToolError> {
         let tool = "get_issues";
         let labels = strings(args, "labels")?.unwrap_or_default();
-        let state = optional(args, "state").unwrap_or_else(|| "open".into());
+        let state = match issue_fields(tool, args)?.get("state") {
+            Some(status) => status.as_str().unwrap_or("open").to_owned(),
+            None => optional(args, "state").unwrap_or_else(|| "open".into()),
+        };
         let sort = optional(args, "sort").map_or("updated".into(), |s| s.trim_end_matches("_at").to_owned());
         let order = optional(args, "sort_order").unwrap_or_else(|| "desc".into());
         let assignee = optional(args, "assignee");
@@ -175,7 +188,7 @@ impl GitHub {
     pub fn create_issue(&self, args: &Value) -> Result<ToolResult, ToolError> {
         let tool = "create_issue";
         required(args, "title")?;
-        let body = issue_fields(args)?;
+        let body = issue_fields(tool, args)?;
         let reply = self
             .api
             .send(tool, "POST", &format!("/repos/{}/issues", self.repo), Some(&body))?;
@@ -185,7 +198,7 @@ impl GitHub {
     pub fn update_issue(&self, args: &Value) -> Result<ToolResult, ToolError> {
         let tool = "update_issue";
         let n = number(tool, &required(args, "key")?)?;
-        let body = issue_fields(args)?;
+        let body = issue_fields(tool, args)?;
         if body.as_object().is_some_and(|b| b.is_empty()) {
             return Err(ToolError::InvalidArgs(
                 "GitHub update_issue: nothing to change (give title, description, state, labels or assignees)"

@@ -80,17 +80,6 @@ impl Enricher for GitHub {
             return;
         }
         git_host::remove_tracker_fields(tool, schema);
-        // What GitHub's REST API cannot do: issues have a state, not a
-        // workflow status; relations are not served; a pull request's draft
-        // state changes only through GraphQL; users are not per project.
-        let unsupported: &[&str] = match tool {
-            "get_issues" | "create_issue" | "update_issue" => &["status"],
-            "get_issue" => &["includeRelations"],
-            "update_merge_request" => &["draft"],
-            "get_users" => &["projectKey"],
-            _ => &[],
-        };
-        schema.remove_params(unsupported);
     }
 
     fn transform_args(&self, tool: &str, args: &mut Args<'_>) -> Result<(), String> {

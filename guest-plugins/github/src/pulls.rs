@@ -259,6 +259,12 @@ impl GitHub {
                 fields[field] = json!(v);
             }
         }
+        if flag(args, "draft")?.is_some() {
+            // Only GitHub's GraphQL API changes a pull request's draft state.
+            return Err(ToolError::InvalidArgs(format!(
+                "GitHub {tool}: GitHub's REST API cannot change draft state; mark pr#{n} ready or draft on GitHub"
+            )));
+        }
         let labels = strings(args, "labels")?;
         let reviewers = strings(args, "reviewers")?;
         if fields.as_object().is_some_and(|f| f.is_empty()) && labels.is_none() && reviewers.is_none() {

@@ -115,6 +115,12 @@ async def issues(client, fake):
     check((structured(result)["state"], structured(result)["labels"]) == ("closed", []), structured(result))
     result = await call(client, "update_issue", {"key": "#48"}, error=True)
     check("nothing to change" in text(result), text(result))
+    # A workflow status may only name a state.
+    result = await call(client, "update_issue", {"key": "#48", "status": "open"})
+    fake.expect("PATCH", f"{REPO_PATH}/issues/48", body={"state": "open"})
+    result = await call(client, "update_issue", {"key": "#48", "status": "in review"}, error=True)
+    check("no workflow status `in review`" in text(result), text(result))
+    await call(client, "update_issue", {"key": "#48", "state": "closed"})
 
     result = await call(client, "add_issue_comment", {"key": "#48", "body": "Fixed in pr#7"})
     fake.expect("POST", f"{REPO_PATH}/issues/48/comments", body={"body": "Fixed in pr#7"})
@@ -204,6 +210,8 @@ async def pulls(client, fake):
                                             "base": "develop"}),
     ], fake.requests())
     value = structured(result)
+    result = await call(client, "update_merge_request", {"key": "pr#49", "draft": False}, error=True)
+    check("cannot change draft state" in text(result), text(result))
     check((value["title"], value["state"], value["target_branch"], value["labels"], value["reviewers"]) ==
           ("Parse empty input safely", "closed", "develop", ["bug", "parser"], ["hubot"]), value)
 
