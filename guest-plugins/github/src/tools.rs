@@ -7,7 +7,7 @@
 //! Not served (GitHub's REST API has no such thing): relations, custom
 //! fields, sprints, versions, attachments, issue links.
 
-use provider_kit::api::{Window, catalog_tool, uint, with_query};
+use provider_kit::api::{Listing, catalog_tool, uint};
 use toolhost_sdk::{CallContext, ToolDefinition, ToolError, ToolResult, Tools, Value};
 
 use crate::GitHub;
@@ -115,10 +115,9 @@ pub fn names(value: &Value, list: &str, field: &str) -> Vec<Value> {
 }
 
 impl GitHub {
-    /// Items `[offset, offset+limit)` of a page-numbered list at `path`
-    /// (with its query), kept by `keep`, following `Link` headers; and
-    /// whether more remain. The items are the answer itself, or its
-    /// `field` (the search API's `items`).
+    /// Items `[offset, offset+limit)` of a list at `path` (with its
+    /// query), the answer itself or its `field`, kept by `keep`; and
+    /// whether more remain.
     pub fn list(
         &self,
         tool: &str,
@@ -128,40 +127,15 @@ impl GitHub {
         (offset, limit): (u64, u64),
         keep: impl Fn(&Value) -> bool,
     ) -> Result<(Vec<Value>, bool), ToolError> {
-        let window = Window::new(offset, limit, MAX_PER_PAGE);
-        let mut query = query.to_vec();
-        query.push(("per_page", window.per_page.to_string()));
-        query.push(("page", window.first_page.to_string()));
-        let mut reply = self.api.get(tool, &with_query(path, &query))?;
-        let mut items: Vec<Value> = Vec::new();
-        let mut skip = window.skip;
-        loop {
-            let body = match field {
-                Some(f) => reply.body.get(f).cloned().unwrap_or_default(),
-                None => reply.body.clone(),
-            };
-            for item in body
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|i| keep(i))
-            {
-                if skip > 0 {
-                    skip -= 1;
-                } else if items.len() < window.take {
-                    items.push(item);
-                } else {
-                    return Ok((items, true));
-                }
-            }
-            match reply.next_link() {
-                Some(next) if items.len() < window.take => {
-                    reply = self.api.fetch(tool, "GET", &next, None)?
-                }
-                next => return Ok((items, next.is_some())),
-            }
-        }
+        let listing = Listing {
+            path,
+            query,
+            field,
+            offset,
+            limit,
+            max_per_page: MAX_PER_PAGE,
+        };
+        self.api.list(tool, &listing, keep)
     }
 
     /// Every item of a list (up to [`MAX_PAGES`] full pages).

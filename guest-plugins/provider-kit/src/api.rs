@@ -69,6 +69,22 @@ impl Reply {
     }
 }
 
+/// A page-numbered list request: which items, how many a page, which to
+/// keep.
+pub struct Listing<'a> {
+    /// The path with its fixed query (`per_page` and `page` are added).
+    pub path: &'a str,
+    pub query: &'a [(&'a str, String)],
+    /// Where the items are in each page: the answer itself (`None`) or
+    /// one of its fields (a search API's `items`).
+    pub field: Option<&'a str>,
+    /// Items `[offset, offset+limit)`, counted after `keep`.
+    pub offset: u64,
+    pub limit: u64,
+    /// The provider's largest page.
+    pub max_per_page: u64,
+}
+
 /// The base URL in `config` (`base_url`), else `default`: an http(s) URL.
 pub fn base_url(provider: &str, config: &Value, default: &str) -> Result<String, String> {
     let url = match config.get("base_url") {
@@ -164,6 +180,46 @@ impl Api {
             format!("{}{path}", self.base)
         };
         self.fetch(tool, method, &url, body)
+    }
+
+    /// The items a [`Listing`] asks for, kept by `keep`, following `Link:
+    /// rel="next"` headers (GitHub, GitLab); and whether more remain.
+    pub fn list(
+        &self,
+        tool: &str,
+        listing: &Listing<'_>,
+        keep: impl Fn(&Value) -> bool,
+    ) -> Result<(Vec<Value>, bool), ToolError> {
+        let window = Window::new(listing.offset, listing.limit, listing.max_per_page);
+        let mut query = listing.query.to_vec();
+        query.push(("per_page", window.per_page.to_string()));
+        query.push(("page", window.first_page.to_string()));
+        let mut reply = self.get(tool, &with_query(listing.path, &query))?;
+        let mut items: Vec<Value> = Vec::new();
+        let mut skip = window.skip;
+        loop {
+            let body = match listing.field {
+                Some(f) => reply.body.get(f).cloned().unwrap_or_default(),
+                None => std::mem::take(&mut reply.body),
+            };
+            let page = match body {
+                Value::Array(page) => page,
+                _ => Vec::new(),
+            };
+            for item in page.into_iter().filter(|i| keep(i)) {
+                if skip > 0 {
+                    skip -= 1;
+                } else if items.len() < window.take {
+                    items.push(item);
+                } else {
+                    return Ok((items, true));
+                }
+            }
+            match reply.next_link() {
+                Some(next) if items.len() < window.take => reply = self.fetch(tool, "GET", &next, None)?,
+                next => return Ok((items, next.is_some())),
+            }
+        }
     }
 
     /// A request to an absolute URL (a `Link` header's next page).
