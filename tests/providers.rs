@@ -53,6 +53,9 @@ custom_fields = [
 const GITHUB: &str =
     "[config]\nowner = \"acme\"\nrepo = \"widgets\"\n[grants]\nhttp = [\"https://api.github.com\"]\n";
 
+/// GitLab's plugin runs its tools too: its project and its API.
+const GITLAB: &str = "[config]\nproject = \"acme/widgets\"\n[grants]\nhttp = [\"https://gitlab.com\"]\n";
+
 const CLICKUP: &str = r#"
 [config]
 statuses = ["to do", "in progress", "done"]
@@ -704,7 +707,7 @@ async fn check_passes_for_every_provider() {
     let (rt, _) = runtime();
     for (name, manifest) in [
         ("github", Some(GITHUB)),
-        ("gitlab", None),
+        ("gitlab", Some(GITLAB)),
         ("jira", Some(JIRA)),
         ("clickup", Some(CLICKUP)),
         ("confluence", None),

@@ -28,3 +28,8 @@ fn github_replay() {
     command.arg("--plugin").arg(guest("github")).arg("--check");
     expect_driver_ok(&mut command, "replay");
 }
+
+#[test]
+fn gitlab() {
+    provider("gitlab", "gitlab");
+}

@@ -96,8 +96,9 @@ class Fake:
             check(self.seen, f"{self.name}: no request was made")
             return self.seen[-1]
 
-    def expect(self, method, path, query=None, body=None, auth=None):
-        """The last request was exactly this one; returns it."""
+    def expect(self, method, path, query=None, body=None, auth=None, auth_header="authorization"):
+        """The last request was exactly this one, its token in `auth_header`
+        (`auth`, by default `Bearer TOKEN`); returns it."""
         seen = self.last()
         check(
             (seen.method, seen.path) == (method, path),
@@ -108,8 +109,8 @@ class Fake:
         if body is not None:
             check(seen.body == body, f"{self.name}: {method} {path} body {seen.body} != {body}")
         check(
-            seen.headers.get("authorization") == (auth if auth is not None else f"Bearer {TOKEN}"),
-            f"{self.name}: {method} {path} authorization header was {seen.headers.get('authorization')!r}",
+            seen.headers.get(auth_header) == (auth if auth is not None else f"Bearer {TOKEN}"),
+            f"{self.name}: {method} {path} {auth_header} header was {seen.headers.get(auth_header)!r}",
         )
         return seen
 
