@@ -4,8 +4,8 @@
 //!
 //! Served: issues (list, read, notes, create, update, comment), merge
 //! requests (list, read, discussions, diffs, comment), pipelines, job logs
-//! and running jobs. Not yet served: users, statuses, relations, merge
-//! request create/update, attachments.
+//! and running jobs, users, merge request create and update. Not yet
+//! served: statuses, relations, attachments.
 
 use provider_kit::api::{Listing, catalog_tool, encode, flag, optional, required, result, strings, uint};
 use provider_kit::logs::{LogView, error_lines};
@@ -25,6 +25,8 @@ pub fn stale_after(write: &str) -> &'static [&'static str] {
         "update_issue" => &["get_issue", "get_issues"],
         "add_issue_comment" => &["get_issue_comments", "get_issue", "get_issues"],
         "create_merge_request_comment" => &["get_merge_request_discussions"],
+        "create_merge_request" => &["get_merge_requests"],
+        "update_merge_request" => &["get_merge_request", "get_merge_requests"],
         "run_pipeline_job" => &["get_pipeline", "get_job_logs"],
         _ => &[],
     }
@@ -50,7 +52,13 @@ impl Tools for GitLab {
                 "Change an issue's title, description, state or labels.",
             ),
             issue("add_issue_comment", "Comment on an issue."),
+            issue("get_users", "Search users, or list the project's members."),
             git("get_merge_requests", "List the project's merge requests."),
+            git("create_merge_request", "Open a merge request."),
+            git(
+                "update_merge_request",
+                "Change a merge request's title, description, state, target, draft state, labels or reviewers.",
+            ),
             git("get_merge_request", "One merge request, by key (`mr#12`)."),
             git(
                 "get_merge_request_discussions",
@@ -88,7 +96,9 @@ impl Tools for GitLab {
             "create_issue" => self.write_issue(&p, tool, args),
             "update_issue" => self.write_issue(&p, tool, args),
             "add_issue_comment" => self.add_issue_comment(&p, args),
+            "get_users" => self.get_users(&p, args),
             "get_merge_requests" => self.get_merge_requests(&p, args),
+            "create_merge_request" | "update_merge_request" => self.write_merge_request(&p, tool, args),
             "get_merge_request" => self.get_merge_request(&p, args),
             "get_merge_request_discussions" => self.get_discussions(&p, args),
             "get_merge_request_diffs" => self.get_diffs(&p, args),
@@ -310,6 +320,109 @@ impl GitLab {
             if more { " (more: raise offset)" } else { "" }
         );
         Ok(result(summary, json!({"merge_requests": mrs, "has_more": more})))
+    }
+
+    fn get_users(&self, p: &str, args: &Value) -> Result<ToolResult, ToolError> {
+        let tool = "get_users";
+        let user = |u: &Value| json!({"id": u["id"], "username": u["username"], "name": u["name"]});
+        let users: Vec<Value> = if let Some(id) = optional(args, "userId") {
+            vec![user(
+                &self.api.get(tool, &format!("/users/{}", encode(&id)))?.body,
+            )]
+        } else {
+            let (path, query) = match optional(args, "search") {
+                Some(text) => ("/users".to_owned(), vec![("search", text)]),
+                None => (format!("{p}/members/all"), Vec::new()),
+            };
+            self.list(tool, &path, &query, args, 50)?
+                .0
+                .iter()
+                .map(user)
+                .collect()
+        };
+        Ok(result(
+            format!("{} user(s)", users.len()),
+            json!({"users": users}),
+        ))
+    }
+
+    /// The ids of users named by username (GitLab's writes take ids).
+    fn user_ids(&self, tool: &str, names: &[String]) -> Result<Vec<Value>, ToolError> {
+        names
+            .iter()
+            .map(|name| {
+                let found = self.api.get(tool, &format!("/users?username={}", encode(name)))?;
+                found.body.get(0).map(|u| u["id"].clone()).ok_or_else(|| {
+                    ToolError::InvalidArgs(format!("GitLab {tool}: no user with username `{name}`"))
+                })
+            })
+            .collect()
+    }
+
+    fn write_merge_request(&self, p: &str, tool: &str, args: &Value) -> Result<ToolResult, ToolError> {
+        let creating = tool == "create_merge_request";
+        let mut body = json!({});
+        for (arg, field) in [
+            ("title", "title"),
+            ("description", "description"),
+            ("source_branch", "source_branch"),
+            ("target_branch", "target_branch"),
+        ] {
+            if let Some(v) = optional(args, arg) {
+                body[field] = json!(v);
+            }
+        }
+        if let Some(labels) = strings(args, "labels")? {
+            body["labels"] = json!(labels.join(","));
+        }
+        for (arg, field) in [("reviewers", "reviewer_ids"), ("assignees", "assignee_ids")] {
+            if let Some(names) = strings(args, arg)? {
+                body[field] = json!(self.user_ids(tool, &names)?);
+            }
+        }
+        let path = if creating {
+            for arg in ["title", "source_branch", "target_branch"] {
+                required(args, arg)?;
+            }
+            format!("{p}/merge_requests")
+        } else {
+            format!("{p}/merge_requests/{}", iid(tool, args)?)
+        };
+        match optional(args, "state").as_deref() {
+            Some("closed") if !creating => body["state_event"] = json!("close"),
+            Some("open") if !creating => body["state_event"] = json!("reopen"),
+            _ => {}
+        }
+        // Draft is a title prefix in GitLab's API.
+        if let Some(draft) = flag(args, "draft")? {
+            let title = match body["title"].as_str() {
+                Some(t) => t.to_owned(),
+                None if creating => String::new(),
+                None => self.api.get(tool, &path)?.body["title"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            };
+            let bare = title.strip_prefix("Draft: ").unwrap_or(&title);
+            body["title"] = json!(if draft {
+                format!("Draft: {bare}")
+            } else {
+                bare.to_owned()
+            });
+        }
+        if body.as_object().is_some_and(|b| b.is_empty()) {
+            return Err(ToolError::InvalidArgs(format!(
+                "GitLab {tool}: nothing to change"
+            )));
+        }
+        let reply = self
+            .api
+            .send(tool, if creating { "POST" } else { "PUT" }, &path, Some(&body))?;
+        let what = if creating { "opened" } else { "updated" };
+        Ok(result(
+            format!("{what} mr#{}: {}", reply.body["iid"], reply.body["web_url"]),
+            merge_request(&reply.body),
+        ))
     }
 
     fn get_merge_request(&self, p: &str, args: &Value) -> Result<ToolResult, ToolError> {

@@ -23,7 +23,7 @@ opts = parser.parse_args()
 P = f"/projects/{ENCODED}"
 AUTH = {"auth": TOKEN, "auth_header": "private-token"}
 SESSION = {"header": "PRIVATE-TOKEN", "prefix": ""}
-TOOLS = {"get_issues", "get_issue", "get_issue_comments", "create_issue", "update_issue", "add_issue_comment",
+TOOLS = {"get_users", "create_merge_request", "update_merge_request", "get_issues", "get_issue", "get_issue_comments", "create_issue", "update_issue", "add_issue_comment",
          "get_merge_requests", "get_merge_request", "get_merge_request_discussions", "get_merge_request_diffs",
          "create_merge_request_comment", "get_pipeline", "get_job_logs", "run_pipeline_job"}
 
@@ -83,6 +83,42 @@ async def tools(client, fake):
     fake.expect("GET", f"{P}/merge_requests/2/diffs", query={"per_page": "100", "page": "1"}, **AUTH)
     check([(f["path"], f["status"]) for f in structured(result)["files"]] == [("src/lib.rs", "modified"),
                                                                               ("NOTES.md", "added")], structured(result))
+
+    result = await call(client, "get_users", {"search": "car"})
+    fake.expect("GET", "/users", query={"search": "car", "per_page": "50", "page": "1"}, **AUTH)
+    check([u["username"] for u in structured(result)["users"]] == ["carol"], structured(result))
+    result = await call(client, "get_users", {})
+    fake.expect("GET", f"{P}/members/all", query={"per_page": "50", "page": "1"}, **AUTH)
+    check(len(structured(result)["users"]) == 2, structured(result))
+    uid = structured(result)["users"][0]["id"]
+    result = await call(client, "get_users", {"userId": str(uid)})
+    fake.expect("GET", f"/users/{uid}", query={}, **AUTH)
+
+    fake.clear()
+    result = await call(client, "create_merge_request", {"title": "Fix flake", "source_branch": "fix-flake",
+                                                         "target_branch": "main", "draft": True,
+                                                         "labels": ["ci"], "reviewers": ["carol"]})
+    check([(s.method, s.path, s.query) for s in fake.requests()] == [
+        ("GET", "/users", {"username": "carol"}), ("POST", f"{P}/merge_requests", {})], fake.requests())
+    carol = fake.requests()[0]
+    fake.expect("POST", f"{P}/merge_requests", body={
+        "title": "Draft: Fix flake", "source_branch": "fix-flake", "target_branch": "main", "labels": "ci",
+        "reviewer_ids": [sum(map(ord, "carol"))]}, **AUTH)
+    check(carol.headers.get("private-token") == TOKEN, carol)
+    value = structured(result)
+    check((value["key"], value["draft"], value["reviewers"]) == ("mr#4", True, ["carol"]), value)
+    result = await call(client, "create_merge_request", {"title": "Again", "source_branch": "feature-2",
+                                                         "target_branch": "main"}, error=True)
+    check("invalid arguments (409)" in text(result) and "Another open merge request" in text(result), text(result))
+    fake.clear()
+    result = await call(client, "update_merge_request", {"key": "mr#4", "draft": False, "state": "closed",
+                                                         "target_branch": "develop"})
+    check([(s.method, s.path) for s in fake.requests()] == [("GET", f"{P}/merge_requests/4"),
+                                                            ("PUT", f"{P}/merge_requests/4")], fake.requests())
+    fake.expect("PUT", f"{P}/merge_requests/4", body={"target_branch": "develop", "state_event": "close",
+                                                      "title": "Fix flake"}, **AUTH)
+    value = structured(result)
+    check((value["draft"], value["state"], value["target_branch"]) == (False, "closed", "develop"), value)
 
     fake.clear()
     result = await call(client, "create_merge_request_comment", {"key": "mr#2", "body": "Why?",

@@ -166,6 +166,53 @@ def gitlab(delay_s=0.0):
                 found = [m for m in found if (m[field]["username"] if field == "author" else m[field]) == q[arg]]
         return page(seen, found)
 
+    people = {a["id"]: a for a in map(author, ("alice", "bob", "carol"))}
+
+    @route("GET", "/users")
+    def list_users(seen):
+        found = [u for u in people.values()
+                 if seen.query.get("username", u["username"]) == u["username"]
+                 and seen.query.get("search", "") in u["username"]]
+        return page(seen, found)
+
+    @route("GET", "/users/(\\d+)")
+    def get_user(seen, uid):
+        return (200, people[int(uid)]) if int(uid) in people else not_found()
+
+    @route("GET", f"{base}/members/all")
+    def members(seen):
+        return page(seen, [people[a["id"]] for a in map(author, ("alice", "bob"))])
+
+    def apply(mr, body):
+        for k in ("title", "description", "target_branch", "source_branch"):
+            if k in body:
+                mr[k] = body[k]
+        mr["draft"] = mr["title"].startswith("Draft: ")
+        if "labels" in body:
+            mr["labels"] = [l for l in body["labels"].split(",") if l]
+        if "reviewer_ids" in body:
+            mr["reviewers"] = [people[i] for i in body["reviewer_ids"]]
+        if "state_event" in body:
+            mr["state"] = {"close": "closed", "reopen": "opened"}[body["state_event"]]
+        mr["updated_at"] = now()
+        return mr
+
+    @route("POST", f"{base}/merge_requests")
+    def create_mr(seen):
+        body = seen.body or {}
+        if any(m["source_branch"] == body.get("source_branch") and m["state"] == "opened" for m in mrs.values()):
+            return 409, {"message": ["Another open merge request already exists for this source branch: !2"]}
+        n = max(mrs) + 1
+        mrs[n] = apply({"id": 600 + n, "iid": n, "state": "opened", "author": author("bob"), "sha": HEAD_SHA,
+                        "labels": [], "reviewers": [], "web_url": f"https://gitlab.com/{PROJECT}/-/merge_requests/{n}",
+                        "created_at": now(), "diff_refs": None}, body)
+        discussions[n], diffs[n] = [], []
+        return 201, mrs[n]
+
+    @route("PUT", f"{base}/merge_requests/(\\d+)")
+    def update_mr(seen, n):
+        return (200, apply(mrs[int(n)], seen.body or {})) if int(n) in mrs else not_found()
+
     @route("GET", f"{base}/merge_requests/(\\d+)")
     def get_mr(seen, n):
         return (200, mrs[int(n)]) if int(n) in mrs else not_found()
