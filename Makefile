@@ -50,7 +50,7 @@ lint:
 	cd guest-plugins && $(CARGO) fmt --all -- --check
 	cd guest-plugins && $(CARGO) clippy --release --locked --target $(WASM_TARGET) -- -D warnings
 
-bench: host plugins lang-plugins upstream replay-trees
+bench: host plugins lang-plugins upstream venv replay-trees
 	$(CARGO) bench --locked -p toolhost --bench plugins
 	$(CARGO) bench --locked -p toolhost --bench pipeline
 	$(CARGO) bench --locked -p toolhost --bench languages
@@ -58,6 +58,7 @@ bench: host plugins lang-plugins upstream replay-trees
 	$(CARGO) run --release --locked -p toolhost-tests --bin replay -- --traces
 	$(CARGO) run --release --locked -p toolhost-tests --bin front
 	$(CARGO) run --release --locked -p toolhost-tests --bin load
+	$(PYTHON) tests/mcp/vendors/replay.py --toolhost $(abspath $(TOOLHOST)) --plugin $(abspath $(GUEST_OUT))/github.wasm
 
 ## ---------------------------------------------------------------------------
 ## Plugins in other languages (issue #6): JavaScript, Python, C, Go beside

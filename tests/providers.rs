@@ -20,9 +20,6 @@ use toolhost_tests::{plugin_dir, runtime};
 #[path = "providers/end_to_end.rs"]
 mod end_to_end;
 
-const GITHUB: &str =
-    "[config]\nowner = \"acme\"\nrepo = \"widgets\"\n[grants]\nhttp = [\"api.github.com\"]\n";
-
 const JIRA: &str = r#"
 [config]
 host = "acme.atlassian.net"
@@ -54,6 +51,13 @@ custom_fields = [
 [grants]
 http = ["acme.atlassian.net"]
 "#;
+
+/// GitHub's plugin runs its tools too: it needs the repository and its API.
+const GITHUB: &str =
+    "[config]\nowner = \"acme\"\nrepo = \"widgets\"\n[grants]\nhttp = [\"https://api.github.com\"]\n";
+
+/// GitLab's plugin runs its tools too: its project and its API.
+const GITLAB: &str = "[config]\nproject = \"acme/widgets\"\n[grants]\nhttp = [\"https://gitlab.com\"]\n";
 
 const CLICKUP: &str = r#"
 [config]
@@ -713,7 +717,7 @@ async fn check_passes_for_every_provider() {
     let (rt, _) = runtime();
     for (name, manifest) in [
         ("github", Some(GITHUB)),
-        ("gitlab", None),
+        ("gitlab", Some(GITLAB)),
         ("jira", Some(JIRA)),
         ("clickup", Some(CLICKUP)),
         (

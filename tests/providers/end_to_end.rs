@@ -28,3 +28,18 @@ fn jira() {
 fn confluence() {
     provider("confluence", "confluence");
 }
+
+/// The replayed GitHub session (`replay.py`, the bench's figures) with
+/// speculation off and on: no answer is stale after a write, no write is
+/// prefetched. It times nothing; `make bench` prints the times.
+#[test]
+fn github_replay() {
+    let mut command = python_driver("vendors/replay.py");
+    command.arg("--plugin").arg(guest("github")).arg("--check");
+    expect_driver_ok(&mut command, "replay");
+}
+
+#[test]
+fn gitlab() {
+    provider("gitlab", "gitlab");
+}

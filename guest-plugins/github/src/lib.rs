@@ -16,6 +16,9 @@
 //! everything. Config: `owner` and `repo` (required), `base_url` (GitHub
 //! Enterprise: `https://HOST/api/v3`).
 
+mod actions;
+mod issues;
+mod pulls;
 mod tools;
 
 use provider_kit::api::{self, Api};
@@ -115,13 +118,16 @@ impl Enricher for GitHub {
             "get_issues" => read()
                 .supporting()
                 .typical_kb(3.5)
+                .follow_up(link("get_issue", 0.55))
                 .follow_up(link("get_issue_comments", 0.45)),
             "get_issue" => read()
                 .critical()
                 .typical_kb(1.0)
                 .follow_up(link("get_issue_comments", 0.50)),
             "get_issue_comments" => read().critical().typical_kb(2.5).max_kb(20.0),
-            t if is_write(t) => write_model()
+            t if is_write(t) => stale_after(t)
+                .iter()
+                .fold(write_model(), |m, read| m.invalidates(*read))
                 .supporting()
                 .typical_kb(0.8)
                 .rate_limit_host(&self.host),
@@ -157,6 +163,21 @@ impl Enricher for GitHub {
 
     fn rate_limit_host(&self, _tool: &str, _args: &Args<'_>) -> Option<String> {
         Some(self.host.clone())
+    }
+}
+
+/// The reads a write makes stale. A pull request is an issue too, so its
+/// general comments are issue comments.
+fn stale_after(write: &str) -> &'static [&'static str] {
+    match write {
+        "create_issue" => &["get_issues"],
+        "update_issue" => &["get_issue", "get_issues"],
+        "add_issue_comment" => &["get_issue_comments", "get_issue", "get_issues"],
+        "create_merge_request" => &["get_merge_requests", "get_issues"],
+        "update_merge_request" => &["get_merge_request", "get_merge_requests"],
+        "create_merge_request_comment" => &["get_merge_request_discussions", "get_issue_comments"],
+        "run_pipeline_job" => &["get_pipeline", "get_job_logs"],
+        _ => &[],
     }
 }
 

@@ -1,26 +1,70 @@
 //! The GitHub tools: base-catalog tools run against GitHub's REST API (v3)
 //! for the configured repository. Keys are `#42` for issues and `pr#12` for
 //! pull requests (merge requests in the catalog's words); a bare number is
-//! accepted too.
+//! accepted too. This module lists the tools, dispatches calls and owns
+//! GitHub's pagination; `issues`, `pulls` and `actions` own the calls.
+//!
+//! Not served (GitHub's REST API has no such thing): relations, custom
+//! fields, sprints, versions, attachments, issue links.
 
-use provider_kit::api::{Window, catalog_tool, optional, required, result, uint, with_query};
-use toolhost_sdk::{CallContext, ToolDefinition, ToolError, ToolResult, Tools, Value, json};
+use provider_kit::api::{Listing, catalog_tool, uint};
+use toolhost_sdk::{CallContext, ToolDefinition, ToolError, ToolResult, Tools, Value};
 
 use crate::GitHub;
 
 /// GitHub's largest page.
-const MAX_PER_PAGE: u64 = 100;
+pub const MAX_PER_PAGE: u64 = 100;
+/// Pages one call reads when it needs a whole list (discussions, files):
+/// GitHub lists at most 3000 files of a pull request.
+const MAX_PAGES: usize = 30;
 
 impl Tools for GitHub {
     fn tools(&self) -> Vec<ToolDefinition> {
         let issue = |name, what| catalog_tool(name, "issue_tracker", what);
+        let git = |name, what| catalog_tool(name, "git_repository", what);
         vec![
             issue(
                 "get_issues",
-                "List the repository's issues (pull requests left out).",
+                "List the repository's issues (pull requests left out); `search` uses GitHub's issue search.",
             ),
             issue("get_issue", "One issue, by key (`#42`)."),
             issue("get_issue_comments", "The comments of an issue."),
+            issue("get_available_statuses", "GitHub issues are open or closed."),
+            issue(
+                "get_users",
+                "Search GitHub users, or list the repository's assignable users.",
+            ),
+            issue("create_issue", "Open an issue in the repository."),
+            issue(
+                "update_issue",
+                "Change an issue's title, body, state, labels or assignees.",
+            ),
+            issue("add_issue_comment", "Comment on an issue."),
+            git("get_merge_requests", "List the repository's pull requests."),
+            git("get_merge_request", "One pull request, by key (`pr#12`)."),
+            git(
+                "get_merge_request_discussions",
+                "A pull request's conversation: comments, reviews and review threads on diff lines.",
+            ),
+            git(
+                "get_merge_request_diffs",
+                "The files a pull request changes, with their patches.",
+            ),
+            git(
+                "get_pipeline",
+                "The GitHub Actions workflow runs of a branch's or pull request's head commit, with jobs.",
+            ),
+            git("get_job_logs", "A GitHub Actions job's log."),
+            git("create_merge_request", "Open a pull request."),
+            git(
+                "create_merge_request_comment",
+                "Comment on a pull request: on a diff line, as a reply to a review thread, or in its conversation.",
+            ),
+            git(
+                "update_merge_request",
+                "Change a pull request's title, body, state, base, labels or reviewers.",
+            ),
+            git("run_pipeline_job", "Re-run a GitHub Actions job."),
         ]
     }
 
@@ -29,139 +73,79 @@ impl Tools for GitHub {
             "get_issues" => self.get_issues(&args),
             "get_issue" => self.get_issue(&args),
             "get_issue_comments" => self.get_issue_comments(&args),
+            "get_available_statuses" => Ok(self.get_available_statuses()),
+            "get_users" => self.get_users(&args),
+            "create_issue" => self.create_issue(&args),
+            "update_issue" => self.update_issue(&args),
+            "add_issue_comment" => self.add_issue_comment(&args),
+            "get_merge_requests" => self.get_merge_requests(&args),
+            "get_merge_request" => self.get_merge_request(&args),
+            "get_merge_request_discussions" => self.get_merge_request_discussions(&args),
+            "get_merge_request_diffs" => self.get_merge_request_diffs(&args),
+            "create_merge_request" => self.create_merge_request(&args),
+            "update_merge_request" => self.update_merge_request(&args),
+            "create_merge_request_comment" => self.create_merge_request_comment(&args),
+            "get_pipeline" => self.get_pipeline(&args),
+            "get_job_logs" => self.get_job_logs(&args),
+            "run_pipeline_job" => self.run_pipeline_job(&args),
             other => Err(ToolError::NotFound(format!("GitHub has no tool `{other}`"))),
         }
     }
 }
 
 /// The number in a key: `#42`, `pr#12`, `42`.
-fn number(tool: &str, key: &str) -> Result<u64, ToolError> {
+pub fn number(tool: &str, key: &str) -> Result<u64, ToolError> {
     key.rsplit('#')
         .next()
         .and_then(|n| n.trim().parse().ok())
         .ok_or_else(|| {
-            ToolError::InvalidArgs(format!("GitHub {tool}: `key` must be like `#42`, not `{key}`"))
+            ToolError::InvalidArgs(format!(
+                "GitHub {tool}: `key` must be like `#42` or `pr#12`, not `{key}`"
+            ))
         })
 }
 
-/// An issue as the tools return it.
-fn issue(i: &Value) -> Value {
-    let names = |list: &str, field: &str| -> Vec<Value> {
-        i.get(list)
-            .and_then(Value::as_array)
-            .map(|l| l.iter().filter_map(|x| x.get(field).cloned()).collect())
-            .unwrap_or_default()
-    };
-    json!({
-        "key": format!("#{}", i["number"]),
-        "number": i["number"],
-        "title": i["title"],
-        "state": i["state"],
-        "labels": names("labels", "name"),
-        "assignees": names("assignees", "login"),
-        "author": i["user"]["login"],
-        "comments": i["comments"],
-        "url": i["html_url"],
-        "created_at": i["created_at"],
-        "updated_at": i["updated_at"],
-    })
+/// The `login`s of a list of users (or the `name`s of labels).
+pub fn names(value: &Value, list: &str, field: &str) -> Vec<Value> {
+    value
+        .get(list)
+        .and_then(Value::as_array)
+        .map(|l| l.iter().filter_map(|x| x.get(field).cloned()).collect())
+        .unwrap_or_default()
 }
 
 impl GitHub {
-    /// Items `[offset, offset+limit)` of a page-numbered list at `path`
-    /// (with its query), kept by `keep`, following `Link` headers; and
+    /// Items `[offset, offset+limit)` of a list at `path` (with its
+    /// query), the answer itself or its `field`, kept by `keep`; and
     /// whether more remain.
-    fn list(
+    pub fn list(
         &self,
         tool: &str,
         path: &str,
         query: &[(&str, String)],
-        args: &Value,
+        field: Option<&str>,
+        (offset, limit): (u64, u64),
         keep: impl Fn(&Value) -> bool,
     ) -> Result<(Vec<Value>, bool), ToolError> {
-        let window = Window::new(uint(args, "offset", 0)?, uint(args, "limit", 30)?, MAX_PER_PAGE);
-        let mut query = query.to_vec();
-        query.push(("per_page", window.per_page.to_string()));
-        query.push(("page", window.first_page.to_string()));
-        let mut reply = self.api.get(tool, &with_query(path, &query))?;
-        let mut items: Vec<Value> = Vec::new();
-        let mut skip = window.skip;
-        loop {
-            let page = reply.body.as_array().cloned().unwrap_or_default();
-            for item in page.into_iter().filter(|i| keep(i)) {
-                if skip > 0 {
-                    skip -= 1;
-                } else if items.len() < window.take {
-                    items.push(item);
-                } else {
-                    return Ok((items, true));
-                }
-            }
-            match reply.next_link() {
-                Some(next) if items.len() < window.take => {
-                    reply = self.api.fetch(tool, "GET", &next, None)?
-                }
-                next => return Ok((items, next.is_some())),
-            }
-        }
+        let listing = Listing {
+            path,
+            query,
+            field,
+            offset,
+            limit,
+            max_per_page: MAX_PER_PAGE,
+        };
+        self.api.list(tool, &listing, keep)
     }
 
-    fn get_issues(&self, args: &Value) -> Result<ToolResult, ToolError> {
-        let tool = "get_issues";
-        let labels = args
-            .get("labels")
-            .and_then(Value::as_array)
-            .map(|l| l.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(","))
-            .unwrap_or_default();
-        let state = optional(args, "state").unwrap_or_else(|| "open".into());
-        let sort = optional(args, "sort").map(|s| s.trim_end_matches("_at").to_owned());
-        let query = [
-            ("state", state.clone()),
-            ("labels", labels),
-            ("assignee", optional(args, "assignee").unwrap_or_default()),
-            ("sort", sort.unwrap_or_default()),
-            ("direction", optional(args, "sort_order").unwrap_or_default()),
-        ];
-        let path = format!("/repos/{}/issues", self.repo);
-        // The issues endpoint lists pull requests too; they are not issues.
-        let (found, more) = self.list(tool, &path, &query, args, |i| i.get("pull_request").is_none())?;
-        let issues: Vec<Value> = found.iter().map(issue).collect();
-        let summary = format!(
-            "{} {state} issue(s) in {}{}",
-            issues.len(),
-            self.repo,
-            if more { " (more: raise offset)" } else { "" }
-        );
-        Ok(result(summary, json!({"issues": issues, "has_more": more})))
+    /// Every item of a list (up to [`MAX_PAGES`] full pages).
+    pub fn all(&self, tool: &str, path: &str) -> Result<Vec<Value>, ToolError> {
+        let limit = MAX_PER_PAGE * MAX_PAGES as u64;
+        Ok(self.list(tool, path, &[], None, (0, limit), |_| true)?.0)
     }
 
-    fn get_issue(&self, args: &Value) -> Result<ToolResult, ToolError> {
-        let tool = "get_issue";
-        let n = number(tool, &required(args, "key")?)?;
-        let reply = self.api.get(tool, &format!("/repos/{}/issues/{n}", self.repo))?;
-        let mut value = issue(&reply.body);
-        value["body"] = reply.body["body"].clone();
-        let summary = format!(
-            "#{n} {} ({})",
-            reply.body["title"].as_str().unwrap_or(""),
-            value["state"]
-        );
-        Ok(result(summary, value))
-    }
-
-    fn get_issue_comments(&self, args: &Value) -> Result<ToolResult, ToolError> {
-        let tool = "get_issue_comments";
-        let n = number(tool, &required(args, "key")?)?;
-        let path = format!("/repos/{}/issues/{n}/comments", self.repo);
-        let (found, more) = self.list(tool, &path, &[], args, |_| true)?;
-        let comments: Vec<Value> = found
-            .iter()
-            .map(|c| json!({"id": c["id"], "author": c["user"]["login"], "body": c["body"], "created_at": c["created_at"]}))
-            .collect();
-        let summary = format!("{} comment(s) on #{n}", comments.len());
-        Ok(result(
-            summary,
-            json!({"key": format!("#{n}"), "comments": comments, "has_more": more}),
-        ))
+    /// `offset` and `limit` of a list call.
+    pub fn window(args: &Value, default_limit: u64) -> Result<(u64, u64), ToolError> {
+        Ok((uint(args, "offset", 0)?, uint(args, "limit", default_limit)?))
     }
 }

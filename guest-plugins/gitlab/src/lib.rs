@@ -7,13 +7,25 @@
 //!   the argument the follow-up tools take; the reference projected a bare
 //!   `iid` into `key`.
 //! - GitLab is often self-hosted: the rate-limit host is the `host` of the
-//!   plugin's config (`host = "gitlab.example.com"`), none if unset.
+//!   plugin's config (`host = "gitlab.example.com"`), else the host of
+//!   `base_url` (by default `https://gitlab.com/api/v4`).
+//!
+//! The same component runs the tools (`tools`). Config: `project` (id or
+//! `group/name` path; required by the tools), `base_url`.
 
+mod tools;
+
+use provider_kit::api::{self, Api};
 use provider_kit::{field, git_host, is_write, items, project, write_model};
 use toolhost_sdk::{Args, Enricher, FollowUpLink, Plugin, Schema, Value, ValueModel, json};
 
+const PUBLIC_API: &str = "https://gitlab.com/api/v4";
+
 struct GitLab {
     host: Option<String>,
+    api: Api,
+    /// The project's id or path, as configured (`None`: the tools refuse).
+    project: Option<String>,
 }
 
 impl Plugin for GitLab {
@@ -27,7 +39,28 @@ impl Plugin for GitLab {
                 ));
             }
         };
-        Ok(GitLab { host })
+        let base = api::base_url("GitLab", config, PUBLIC_API)?;
+        let project = match config.get("project") {
+            None => None,
+            Some(Value::String(p)) if !p.is_empty() => Some(p.clone()),
+            Some(Value::Number(n)) => Some(n.to_string()),
+            Some(other) => {
+                return Err(format!(
+                    "GitLab: config `project` must be a project id or path such as \"group/name\", not {other}"
+                ));
+            }
+        };
+        Ok(GitLab {
+            host: host.or_else(|| Some(api::host_of(&base))),
+            api: Api {
+                provider: "GitLab",
+                base,
+                secret: "gitlab",
+                needs: "a personal access token with the `api` scope (`read_api` for reads only)",
+                headers: vec![("accept".into(), "application/json".into())],
+            },
+            project,
+        })
     }
 }
 
@@ -75,10 +108,20 @@ impl Enricher for GitLab {
             "get_issues" => self
                 .read()
                 .supporting()
-                .follow_up(link("get_issue_comments", 0.48)),
+                .follow_up(link("get_issue_comments", 0.48))
+                .follow_up(link("get_issue", 0.55)),
             "get_issue" => self.read().critical().follow_up(link("get_issue_comments", 0.50)),
             "get_issue_comments" => self.read().critical().typical_kb(2.5).max_kb(20.0),
-            t if is_write(t) => write_model().supporting(),
+            t if is_write(t) => {
+                let model = tools::stale_after(t)
+                    .iter()
+                    .fold(write_model(), |m, read| m.invalidates(*read))
+                    .supporting();
+                match &self.host {
+                    Some(h) => model.rate_limit_host(h.clone()),
+                    None => model,
+                }
+            }
             _ => return None,
         };
         Some(model)
@@ -110,4 +153,4 @@ impl Enricher for GitLab {
     }
 }
 
-toolhost_sdk::export_enricher!(GitLab);
+toolhost_sdk::export_plugin!(GitLab);

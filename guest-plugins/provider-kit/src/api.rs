@@ -22,6 +22,9 @@ use toolhost_sdk::{ToolDefinition, ToolError, ToolResult, Value, json, serde_jso
 /// What the host adds to a rate-limited response it did not retry.
 const NOT_RETRIED: &str = "toolhost-rate-limit-wait-s";
 
+/// Redirects a GET follows.
+const MAX_REDIRECTS: usize = 3;
+
 /// Longest provider message quoted in an error.
 const MAX_MESSAGE: usize = 500;
 
@@ -64,6 +67,22 @@ impl Reply {
     pub fn next_link(&self) -> Option<String> {
         next_link(self.header("link")?)
     }
+}
+
+/// A page-numbered list request: which items, how many a page, which to
+/// keep.
+pub struct Listing<'a> {
+    /// The path with its fixed query (`per_page` and `page` are added).
+    pub path: &'a str,
+    pub query: &'a [(&'a str, String)],
+    /// Where the items are in each page: the answer itself (`None`) or
+    /// one of its fields (a search API's `items`).
+    pub field: Option<&'a str>,
+    /// Items `[offset, offset+limit)`, counted after `keep`.
+    pub offset: u64,
+    pub limit: u64,
+    /// The provider's largest page.
+    pub max_per_page: u64,
 }
 
 /// The base URL in `config` (`base_url`), else `default`: an http(s) URL.
@@ -112,6 +131,19 @@ pub fn encode(s: &str) -> String {
     out
 }
 
+/// A `Location` against the URL that answered it: absolute, or a path on
+/// the same origin.
+fn resolve(from: &str, location: &str) -> String {
+    if location.starts_with("https://") || location.starts_with("http://") {
+        return location.to_owned();
+    }
+    let scheme_end = from.find("://").map_or(0, |i| i + 3);
+    let origin_end = from[scheme_end..]
+        .find('/')
+        .map_or(from.len(), |i| scheme_end + i);
+    format!("{}/{}", &from[..origin_end], location.trim_start_matches('/'))
+}
+
 /// `path?k=v&...` with the values encoded; pairs with an empty value are
 /// left out.
 pub fn with_query(path: &str, query: &[(&str, String)]) -> String {
@@ -150,6 +182,46 @@ impl Api {
         self.fetch(tool, method, &url, body)
     }
 
+    /// The items a [`Listing`] asks for, kept by `keep`, following `Link:
+    /// rel="next"` headers (GitHub, GitLab); and whether more remain.
+    pub fn list(
+        &self,
+        tool: &str,
+        listing: &Listing<'_>,
+        keep: impl Fn(&Value) -> bool,
+    ) -> Result<(Vec<Value>, bool), ToolError> {
+        let window = Window::new(listing.offset, listing.limit, listing.max_per_page);
+        let mut query = listing.query.to_vec();
+        query.push(("per_page", window.per_page.to_string()));
+        query.push(("page", window.first_page.to_string()));
+        let mut reply = self.get(tool, &with_query(listing.path, &query))?;
+        let mut items: Vec<Value> = Vec::new();
+        let mut skip = window.skip;
+        loop {
+            let body = match listing.field {
+                Some(f) => reply.body.get(f).cloned().unwrap_or_default(),
+                None => std::mem::take(&mut reply.body),
+            };
+            let page = match body {
+                Value::Array(page) => page,
+                _ => Vec::new(),
+            };
+            for item in page.into_iter().filter(|i| keep(i)) {
+                if skip > 0 {
+                    skip -= 1;
+                } else if items.len() < window.take {
+                    items.push(item);
+                } else {
+                    return Ok((items, true));
+                }
+            }
+            match reply.next_link() {
+                Some(next) if items.len() < window.take => reply = self.fetch(tool, "GET", &next, None)?,
+                next => return Ok((items, next.is_some())),
+            }
+        }
+    }
+
     /// A request to an absolute URL (a `Link` header's next page).
     pub fn fetch(
         &self,
@@ -167,8 +239,25 @@ impl Api {
                 .header("content-type", "application/json")
                 .body(body.to_string().into_bytes());
         }
-        let response = http::fetch(&request).map_err(|e| self.transport(tool, &e))?;
-        self.check(tool, method, url, response)
+        let mut response = http::fetch(&request).map_err(|e| self.transport(tool, &e))?;
+        // GETs follow redirects (GitHub answers job logs with a 302 to
+        // signed storage): the host checks each target against the grants
+        // and adds a secret only where it is granted.
+        let mut url = url.to_owned();
+        for _ in 0..MAX_REDIRECTS {
+            let location = match (method, response.status) {
+                ("GET", 301..=303 | 307 | 308) => response.header("location").map(str::to_owned),
+                _ => None,
+            };
+            let Some(location) = location else { break };
+            url = resolve(&url, &location);
+            let mut again = Request::new("GET", &url);
+            for (name, value) in &self.headers {
+                again = again.header(name, value);
+            }
+            response = http::fetch(&again).map_err(|e| self.transport(tool, &e))?;
+        }
+        self.check(tool, method, &url, response)
     }
 
     fn transport(&self, tool: &str, error: &HttpError) -> ToolError {
@@ -363,6 +452,35 @@ pub fn required(args: &Value, name: &str) -> Result<String, ToolError> {
     }
 }
 
+/// An optional list of strings (`labels`, `assignees`); `None` when absent,
+/// so "not given" and "set to none" (`[]`) stay apart.
+pub fn strings(args: &Value, name: &str) -> Result<Option<Vec<String>>, ToolError> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(list)) => list
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| ToolError::InvalidArgs(format!("`{name}` must be a list of strings")))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some),
+        Some(_) => Err(ToolError::InvalidArgs(format!(
+            "`{name}` must be a list of strings"
+        ))),
+    }
+}
+
+/// An optional boolean argument.
+pub fn flag(args: &Value, name: &str) -> Result<Option<bool>, ToolError> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(_) => Err(ToolError::InvalidArgs(format!("`{name}` must be true or false"))),
+    }
+}
+
 /// An optional string argument (numbers spelled as strings).
 pub fn optional(args: &Value, name: &str) -> Option<String> {
     match args.get(name)? {
@@ -448,6 +566,8 @@ mod tests {
             "/issues?state=open&q=a%20b"
         );
         assert_eq!(host_of("https://API.github.com/repos"), "api.github.com");
+        assert_eq!(resolve("http://h:1/a/b?c", "/logs/2"), "http://h:1/logs/2");
+        assert_eq!(resolve("http://h:1/a", "https://blob/x"), "https://blob/x");
         assert_eq!(host_of("http://127.0.0.1:8080/api"), "127.0.0.1");
         assert_eq!(host_of("http://[::1]:80/"), "::1");
         assert_eq!(uint(&json!({"limit": 5}), "limit", 30).unwrap(), 5);

@@ -53,6 +53,8 @@ class Route:
     handler: object
     limited: int = 0
     retry_after: str = "1"
+    limit_status: int = 429
+    limit_message: str = "API rate limit exceeded"
 
 
 class Fake:
@@ -72,11 +74,12 @@ class Fake:
 
         return register
 
-    def rate_limit(self, method, pattern, times, retry_after="1"):
-        """Answer the next `times` requests to this route 429."""
+    def rate_limit(self, method, pattern, times, retry_after="1", status=429, message="API rate limit exceeded"):
+        """Answer the next `times` requests to this route `status` (429, or
+        403 for GitHub's secondary rate limit) with `Retry-After`."""
         for r in self.routes:
             if r.method == method and r.pattern.pattern == f"^{pattern}$":
-                r.limited, r.retry_after = times, retry_after
+                r.limited, r.retry_after, r.limit_status, r.limit_message = times, retry_after, status, message
                 return
         raise AssertionError(f"no route {method} {pattern}")
 
@@ -93,8 +96,9 @@ class Fake:
             check(self.seen, f"{self.name}: no request was made")
             return self.seen[-1]
 
-    def expect(self, method, path, query=None, body=None, auth=None):
-        """The last request was exactly this one; returns it."""
+    def expect(self, method, path, query=None, body=None, auth=None, auth_header="authorization"):
+        """The last request was exactly this one, its token in `auth_header`
+        (`auth`, by default `Bearer TOKEN`); returns it."""
         seen = self.last()
         check(
             (seen.method, seen.path) == (method, path),
@@ -105,8 +109,8 @@ class Fake:
         if body is not None:
             check(seen.body == body, f"{self.name}: {method} {path} body {seen.body} != {body}")
         check(
-            seen.headers.get("authorization") == (auth if auth is not None else f"Bearer {TOKEN}"),
-            f"{self.name}: {method} {path} authorization header was {seen.headers.get('authorization')!r}",
+            seen.headers.get(auth_header) == (auth if auth is not None else f"Bearer {TOKEN}"),
+            f"{self.name}: {method} {path} {auth_header} header was {seen.headers.get(auth_header)!r}",
         )
         return seen
 
@@ -145,7 +149,7 @@ class Fake:
                     if r.method == self.command and m:
                         if r.limited:
                             r.limited -= 1
-                            status, payload = 429, {"message": "API rate limit exceeded"}
+                            status, payload = r.limit_status, {"message": r.limit_message}
                             headers = {"retry-after": r.retry_after}
                         else:
                             answer = r.handler(seen, *m.groups())

@@ -1,0 +1,236 @@
+"""GitLab end to end: `toolhost serve` with gitlab.wasm alone against the
+loopback fake of GitLab's API v4 (gitlab_fake.py), the token injected as
+`PRIVATE-TOKEN`, through the Python MCP client: every tool the plugin
+serves with its exact request, the errors (401 naming the secret, 404,
+400 with GitLab's message), a 429 retried and one too long; then, with
+speculation on, list issues → issue → comments and merge requests →
+discussions and diffs prefetched, never a write, no stale read after one.
+
+    gitlab.py --toolhost PATH --plugin gitlab.wasm
+"""
+
+import argparse
+
+from fake import TOKEN, call, check, provider_session, structured, text
+from driver import run, wait_until  # noqa: I001 (fake puts tests/mcp on the path)
+from gitlab_fake import ENCODED, HEAD_SHA, PROJECT, gitlab
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--toolhost", required=True)
+parser.add_argument("--plugin", required=True)
+opts = parser.parse_args()
+
+P = f"/projects/{ENCODED}"
+AUTH = {"auth": TOKEN, "auth_header": "private-token"}
+SESSION = {"header": "PRIVATE-TOKEN", "prefix": ""}
+TOOLS = {"get_users", "create_merge_request", "update_merge_request", "get_issues", "get_issue", "get_issue_comments", "create_issue", "update_issue", "add_issue_comment",
+         "get_merge_requests", "get_merge_request", "get_merge_request_discussions", "get_merge_request_diffs",
+         "create_merge_request_comment", "get_pipeline", "get_job_logs", "run_pipeline_job"}
+
+
+async def tools(client, fake):
+    result = await call(client, "get_issues", {"limit": 2, "labels": ["bug"]})
+    fake.expect("GET", f"{P}/issues", query={"state": "opened", "labels": "bug", "order_by": "updated_at",
+                                            "sort": "desc", "per_page": "2", "page": "1"}, **AUTH)
+    check([i["key"] for i in structured(result)["issues"]] == ["#7", "#5"], structured(result))
+    check(structured(result)["has_more"], "a Link to the next page")
+    result = await call(client, "get_issues", {"state": "all", "search": "issue 3", "assignee": "alice",
+                                               "sort": "created_at", "sort_order": "asc"})
+    fake.expect("GET", f"{P}/issues", query={"state": "all", "assignee_username": "alice", "search": "issue 3",
+                                            "order_by": "created_at", "sort": "asc", "per_page": "20", "page": "1"},
+                **AUTH)
+    result = await call(client, "get_issue", {"key": "#3"})
+    fake.expect("GET", f"{P}/issues/3", query={}, **AUTH)
+    check((structured(result)["state"], structured(result)["description"]) == ("closed", "About 3"),
+          structured(result))
+    result = await call(client, "get_issue", {"key": "#99"}, error=True)
+    check("GitLab get_issue: not found" in text(result) and "404 Not found" in text(result), text(result))
+    result = await call(client, "get_issue_comments", {"key": "#3"})
+    fake.expect("GET", f"{P}/issues/3/notes", query={"sort": "asc", "order_by": "created_at", "per_page": "50",
+                                                    "page": "1"}, **AUTH)
+    check([c["body"] for c in structured(result)["comments"]] == ["Seen on 3"], "system notes left out")
+
+    result = await call(client, "create_issue", {"title": "Flaky test", "description": "Fails 1 in 10",
+                                                 "labels": ["bug", "ci"]})
+    fake.expect("POST", f"{P}/issues", body={"title": "Flaky test", "description": "Fails 1 in 10",
+                                            "labels": "bug,ci"}, **AUTH)
+    check(structured(result)["key"] == "#8", structured(result))
+    result = await call(client, "update_issue", {"key": "#8", "state": "closed", "labels": []})
+    fake.expect("PUT", f"{P}/issues/8", body={"labels": "", "state_event": "close"}, **AUTH)
+    check((structured(result)["state"], structured(result)["labels"]) == ("closed", []), structured(result))
+    result = await call(client, "add_issue_comment", {"key": "#8", "body": "Quarantined"})
+    fake.expect("POST", f"{P}/issues/8/notes", body={"body": "Quarantined"}, **AUTH)
+
+    result = await call(client, "get_merge_requests", {})
+    fake.expect("GET", f"{P}/merge_requests", query={"state": "opened", "per_page": "20", "page": "1"}, **AUTH)
+    check([m["key"] for m in structured(result)["merge_requests"]] == ["mr#3", "mr#2"], structured(result))
+    result = await call(client, "get_merge_requests", {"state": "merged", "author": "alice",
+                                                       "source_branch": "feature-1", "target_branch": "main"})
+    fake.expect("GET", f"{P}/merge_requests", query={"state": "merged", "author_username": "alice",
+                                                     "source_branch": "feature-1", "target_branch": "main",
+                                                     "per_page": "20", "page": "1"}, **AUTH)
+    check([m["key"] for m in structured(result)["merge_requests"]] == ["mr#1"], structured(result))
+    result = await call(client, "get_merge_request", {"key": "mr#2"})
+    fake.expect("GET", f"{P}/merge_requests/2", query={}, **AUTH)
+    check((structured(result)["head_sha"], structured(result)["reviewers"]) == (HEAD_SHA, ["bob"]),
+          structured(result))
+    result = await call(client, "get_merge_request_discussions", {"key": "mr#2"})
+    fake.expect("GET", f"{P}/merge_requests/2/discussions", query={"per_page": "20", "page": "1"}, **AUTH)
+    found = structured(result)["discussions"]
+    check([(d["path"], d["new_line"], len(d["notes"])) for d in found] == [("src/lib.rs", 12, 2), (None, None, 1)],
+          found)
+    result = await call(client, "get_merge_request_diffs", {"key": "mr#2"})
+    fake.expect("GET", f"{P}/merge_requests/2/diffs", query={"per_page": "100", "page": "1"}, **AUTH)
+    check([(f["path"], f["status"]) for f in structured(result)["files"]] == [("src/lib.rs", "modified"),
+                                                                              ("NOTES.md", "added")], structured(result))
+
+    result = await call(client, "get_users", {"search": "car"})
+    fake.expect("GET", "/users", query={"search": "car", "per_page": "50", "page": "1"}, **AUTH)
+    check([u["username"] for u in structured(result)["users"]] == ["carol"], structured(result))
+    result = await call(client, "get_users", {})
+    fake.expect("GET", f"{P}/members/all", query={"per_page": "50", "page": "1"}, **AUTH)
+    check(len(structured(result)["users"]) == 2, structured(result))
+    uid = structured(result)["users"][0]["id"]
+    result = await call(client, "get_users", {"userId": str(uid)})
+    fake.expect("GET", f"/users/{uid}", query={}, **AUTH)
+
+    fake.clear()
+    result = await call(client, "create_merge_request", {"title": "Fix flake", "source_branch": "fix-flake",
+                                                         "target_branch": "main", "draft": True,
+                                                         "labels": ["ci"], "reviewers": ["carol"]})
+    check([(s.method, s.path, s.query) for s in fake.requests()] == [
+        ("GET", "/users", {"username": "carol"}), ("POST", f"{P}/merge_requests", {})], fake.requests())
+    carol = fake.requests()[0]
+    fake.expect("POST", f"{P}/merge_requests", body={
+        "title": "Draft: Fix flake", "source_branch": "fix-flake", "target_branch": "main", "labels": "ci",
+        "reviewer_ids": [sum(map(ord, "carol"))]}, **AUTH)
+    check(carol.headers.get("private-token") == TOKEN, carol)
+    value = structured(result)
+    check((value["key"], value["draft"], value["reviewers"]) == ("mr#4", True, ["carol"]), value)
+    result = await call(client, "create_merge_request", {"title": "Again", "source_branch": "feature-2",
+                                                         "target_branch": "main"}, error=True)
+    check("invalid arguments (409)" in text(result) and "Another open merge request" in text(result), text(result))
+    fake.clear()
+    result = await call(client, "update_merge_request", {"key": "mr#4", "draft": False, "state": "closed",
+                                                         "target_branch": "develop"})
+    check([(s.method, s.path) for s in fake.requests()] == [("GET", f"{P}/merge_requests/4"),
+                                                            ("PUT", f"{P}/merge_requests/4")], fake.requests())
+    fake.expect("PUT", f"{P}/merge_requests/4", body={"target_branch": "develop", "state_event": "close",
+                                                      "title": "Fix flake"}, **AUTH)
+    value = structured(result)
+    check((value["draft"], value["state"], value["target_branch"]) == (False, "closed", "develop"), value)
+
+    fake.clear()
+    result = await call(client, "create_merge_request_comment", {"key": "mr#2", "body": "Why?",
+                                                                 "file_path": "src/lib.rs", "line": 11,
+                                                                 "line_type": "old"})
+    check([(s.method, s.path) for s in fake.requests()] == [("GET", f"{P}/merge_requests/2"),
+                                                            ("POST", f"{P}/merge_requests/2/discussions")],
+          fake.requests())
+    fake.expect("POST", f"{P}/merge_requests/2/discussions", body={"body": "Why?", "position": {
+        "position_type": "text", "base_sha": "b" * 40, "start_sha": "s" * 40, "head_sha": HEAD_SHA,
+        "new_path": "src/lib.rs", "old_path": "src/lib.rs", "old_line": 11}}, **AUTH)
+    check(structured(result)["kind"] == "inline" and len(structured(result)["discussion_id"]) == 40,
+          structured(result))
+    did = found[0]["id"]
+    result = await call(client, "create_merge_request_comment", {"key": "mr#2", "body": "Thanks",
+                                                                 "discussion_id": did})
+    fake.expect("POST", f"{P}/merge_requests/2/discussions/{did}/notes", body={"body": "Thanks"}, **AUTH)
+    result = await call(client, "create_merge_request_comment", {"key": "mr#2", "body": "Merging"})
+    fake.expect("POST", f"{P}/merge_requests/2/notes", body={"body": "Merging"}, **AUTH)
+    result = await call(client, "create_merge_request_comment", {"key": "mr#2", "body": "x",
+                                                                 "file_path": "nope.rs", "line": 1}, error=True)
+    check("invalid arguments (400)" in text(result) and "must be a valid line code" in text(result), text(result))
+
+    fake.clear()
+    result = await call(client, "get_pipeline", {"mrKey": "mr#2"})
+    check([(s.path, s.query) for s in fake.requests()] == [
+        (f"{P}/merge_requests/2/pipelines", {"per_page": "1"}),
+        (f"{P}/pipelines/51/jobs", {"per_page": "100"}),
+        (f"{P}/jobs/7001/trace", {}),
+    ], [(s.path, s.query) for s in fake.requests()])
+    value = structured(result)
+    check(value["status"] == "failed" and [j["id"] for j in value["jobs"]] == ["7001", "7002"], value)
+    check(any("exit code 101" in l for l in value["jobs"][0]["error_lines"]), value)
+    result = await call(client, "get_pipeline", {"branch": "main", "includeFailedLogs": False})
+    check(fake.requests()[-2].query == {"per_page": "1", "order_by": "id", "sort": "desc", "ref": "main"},
+          fake.requests()[-2])
+    check(structured(result)["status"] == "success", structured(result))
+
+    result = await call(client, "get_job_logs", {"jobId": "7001", "pattern": "failed", "context": 0})
+    fake.expect("GET", f"{P}/jobs/7001/trace", query={}, **AUTH)
+    check([l["n"] for l in structured(result)["lines"]] == [4, 5, 6], structured(result))
+    result = await call(client, "run_pipeline_job", {"jobId": "7002"})
+    fake.expect("POST", f"{P}/jobs/7002/play", **AUTH)
+    check(structured(result)["action"] == "play", structured(result))
+    result = await call(client, "run_pipeline_job", {"jobId": "7001"})
+    fake.expect("POST", f"{P}/jobs/7001/retry", **AUTH)
+    check((structured(result)["jobId"], structured(result)["action"]) == ("7101", "retry"), structured(result))
+
+
+async def errors(client, fake):
+    route = f"{P}/issues/(\\d+)"
+    fake.clear()
+    fake.rate_limit("GET", route, times=1, retry_after="1")
+    await call(client, "get_issue", {"key": "#2"})
+    check(len(fake.requests("GET", f"{P}/issues/2")) == 2, "429 then a retry")
+    fake.rate_limit("GET", route, times=1, retry_after="3600")
+    result = await call(client, "get_issue", {"key": "#2"}, error=True)
+    check("rate limited (429)" in text(result) and "3600 s" in text(result), text(result))
+
+
+async def prefetch(client, fake):
+    fake.clear()
+    result = await call(client, "get_issues", {"limit": 2})
+    keys = [i["key"] for i in structured(result)["issues"]]
+    ahead = [f"{P}/issues/{k[1:]}{tail}" for k in keys for tail in ("", "/notes")]
+    await wait_until(lambda: all(fake.requests("GET", p) for p in ahead), f"prefetched {ahead}")
+    fake.clear()
+    await call(client, "get_issue", {"key": keys[0]})
+    await call(client, "get_issue_comments", {"key": keys[0]})
+    check(not fake.requests(), f"answered ahead of time, yet the fake saw {fake.requests()}")
+    await call(client, "add_issue_comment", {"key": keys[0], "body": "Also on 17.5"})
+    result = await call(client, "get_issue_comments", {"key": keys[0]})
+    check(structured(result)["comments"][-1]["body"] == "Also on 17.5", "fresh after the write")
+
+    fake.clear()
+    await call(client, "get_merge_requests", {})
+    ahead = [f"{P}/merge_requests/{n}/{what}" for n in (3, 2) for what in ("discussions", "diffs")]
+    await wait_until(lambda: all(fake.requests("GET", p) for p in ahead), f"prefetched {ahead}")
+    fake.clear()
+    result = await call(client, "get_merge_request_discussions", {"key": "mr#2"})
+    before = len(structured(result)["discussions"])
+    await call(client, "get_merge_request_diffs", {"key": "mr#2"})
+    check(not fake.requests(), f"answered ahead of time, yet the fake saw {fake.requests()}")
+    await call(client, "create_merge_request_comment", {"key": "mr#2", "body": "Rebased"})
+    result = await call(client, "get_merge_request_discussions", {"key": "mr#2"})
+    check(len(structured(result)["discussions"]) == before + 1, "the new note is read, not a stale list")
+    writes = [(s.method, s.path) for s in fake.requests() if s.method != "GET"]
+    check(writes == [("POST", f"{P}/merge_requests/2/notes")], f"only the write asked for: {writes}")
+
+
+async def main():
+    fake = gitlab()
+    async with provider_session(opts.toolhost, opts.plugin, "gitlab", fake, {"project": PROJECT},
+                                **SESSION) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        check(TOOLS <= names, f"served: {sorted(names)}")
+        await tools(client, fake)
+        await errors(client, fake)
+    fake.stop()
+    # A wrong token: GitLab's 401, naming the secret.
+    fake = gitlab()
+    async with provider_session(opts.toolhost, opts.plugin, "gitlab", fake, {"project": PROJECT},
+                                header="PRIVATE-TOKEN", prefix="x") as client:
+        result = await call(client, "get_issues", {}, error=True)
+        check("401 Unauthorized" in text(result) and "secret `gitlab`" in text(result), text(result))
+    fake.stop()
+    fake = gitlab()
+    async with provider_session(opts.toolhost, opts.plugin, "gitlab", fake, {"project": PROJECT},
+                                extra_toml='[speculation]\nhosts = ["127.0.0.1"]', **SESSION) as client:
+        await prefetch(client, fake)
+    fake.stop()
+    print("ok: gitlab")
+
+
+run(main)

@@ -1,0 +1,301 @@
+"""A loopback fake of GitLab's REST API v4 (https://docs.gitlab.com/api/),
+for one project addressed by its URL-encoded path (`acme%2Fwidgets`),
+following its documented shapes: issues (`iid`, `state` `opened`/`closed`,
+labels as strings, `user_notes_count`), notes (system notes among them),
+merge requests, discussions (`individual_note`, notes with `position`),
+diffs, pipelines, jobs, job traces (plain text), play and retry; `Link`
+header pagination (`per_page`, `page`); the token in `PRIVATE-TOKEN`
+(401 `{"message": "401 Unauthorized"}` without it); 404
+`{"message": "404 Not found"}`; 400 `{"message": {...}}` or `{"error":
+...}` for bad parameters. Writes change what later reads answer."""
+
+from fake import TOKEN, Fake
+
+PROJECT = "acme/widgets"
+ENCODED = "acme%2Fwidgets"
+HEAD_SHA = "a91957a858320c0e17f3a0eca7cfacbff50ea29a"
+TRACE = "\n".join(["$ cargo test", "running 3 tests", "test a ... ok", "test b ... FAILED",
+                   "error: test failed, to rerun pass `--lib`", "ERROR: Job failed: exit code 101"])
+
+
+def author(name):
+    return {"id": sum(map(ord, name)), "username": name, "name": name.title()}
+
+
+def gitlab(delay_s=0.0):
+    fake = Fake("GitLab", delay_s)
+    fake.clock = 0
+
+    def now():
+        fake.clock += 1
+        return f"2026-11-10T10:00:{fake.clock:02d}.000Z"
+
+    issues = {n: {"id": 700 + n, "iid": n, "title": f"Issue {n}", "description": f"About {n}",
+                  "state": "opened" if n != 3 else "closed", "labels": ["bug"] if n % 2 else [],
+                  "assignees": [author("alice")] if n == 5 else [], "author": author("bob"),
+                  "user_notes_count": 1, "web_url": f"https://gitlab.com/{PROJECT}/-/issues/{n}",
+                  "created_at": "2026-11-01T10:00:00.000Z", "updated_at": f"2026-11-02T10:00:{n:02d}.000Z"}
+              for n in range(1, 8)}
+    notes = {n: [{"id": 900 + n, "body": "changed the description", "system": True, "author": author("bob"),
+                  "created_at": "2026-11-03T10:00:00.000Z"},
+                 {"id": 950 + n, "body": f"Seen on {n}", "system": False, "author": author("alice"),
+                  "created_at": "2026-11-03T11:00:00.000Z"}] for n in issues}
+    mrs = {n: {"id": 600 + n, "iid": n, "title": f"MR {n}", "description": f"Changes {n}", "state": state,
+               "draft": False, "author": author("alice"), "source_branch": f"feature-{n}", "target_branch": "main",
+               "sha": HEAD_SHA, "labels": [], "reviewers": [author("bob")],
+               "web_url": f"https://gitlab.com/{PROJECT}/-/merge_requests/{n}",
+               "created_at": "2026-11-01T10:00:00.000Z", "updated_at": "2026-11-02T10:00:00.000Z",
+               "diff_refs": {"base_sha": "b" * 40, "start_sha": "s" * 40, "head_sha": HEAD_SHA}}
+           for n, state in [(1, "merged"), (2, "opened"), (3, "opened")]}
+    discussions = {n: [] for n in mrs}
+    discussions[2] = [
+        {"id": "6a9c1750b37d513a43987b574953fceb50b03ce7", "individual_note": False, "notes": [
+            {"id": 1201, "body": "Off by one?", "author": author("bob"), "created_at": "2026-11-04T09:00:00.000Z",
+             "system": False, "resolved": False, "position": {"new_path": "src/lib.rs", "old_path": "src/lib.rs",
+                                                              "new_line": 12, "old_line": None}},
+            {"id": 1202, "body": "Fixed.", "author": author("alice"), "created_at": "2026-11-04T09:10:00.000Z",
+             "system": False, "resolved": False}]},
+        {"id": "87805b7c09016a7058e91bdbe7b29d1f284a39e6", "individual_note": True, "notes": [
+            {"id": 1203, "body": "LGTM", "author": author("carol"), "created_at": "2026-11-04T10:00:00.000Z",
+             "system": False}]},
+    ]
+    diffs = {n: [] for n in mrs}
+    diffs[2] = [{"old_path": "src/lib.rs", "new_path": "src/lib.rs", "diff": "@@ -10,3 +10,3 @@\n-a\n+b\n",
+                 "new_file": False, "renamed_file": False, "deleted_file": False},
+                {"old_path": "NOTES.md", "new_path": "NOTES.md", "diff": "@@ -0,0 +1 @@\n+hi\n",
+                 "new_file": True, "renamed_file": False, "deleted_file": False}]
+    pipelines = [{"id": 51, "status": "failed", "ref": "feature-2", "sha": HEAD_SHA, "web_url": "https://g/p/51",
+                  "mr": 2},
+                 {"id": 50, "status": "success", "ref": "main", "sha": "c" * 40, "web_url": "https://g/p/50",
+                  "mr": None}]
+    jobs = {51: [{"id": 7001, "name": "test", "stage": "test", "status": "failed", "web_url": "https://g/j/7001"},
+                 {"id": 7002, "name": "deploy", "stage": "deploy", "status": "manual", "web_url": "https://g/j/7002"}],
+            50: [{"id": 7000, "name": "test", "stage": "test", "status": "success", "web_url": "https://g/j/7000"}]}
+    traces = {7000: "ok", 7001: TRACE, 7002: ""}
+    base = f"/projects/{ENCODED}"
+
+    def route(method, pattern):
+        def register(handler):
+            def checked(seen, *groups):
+                if seen.headers.get("private-token") != TOKEN:
+                    return 401, {"message": "401 Unauthorized"}
+                return handler(seen, *groups)
+            return fake.route(method, pattern)(checked)
+        return register
+
+    def not_found(what="Not found"):
+        return 404, {"message": f"404 {what}"}
+
+    def page(seen, items):
+        per_page, page_no = int(seen.query.get("per_page", 20)), int(seen.query.get("page", 1))
+        start = (page_no - 1) * per_page
+        headers = {"x-total": str(len(items))}
+        if start + per_page < len(items):
+            query = "&".join(f"{k}={v}" for k, v in {**seen.query, "page": page_no + 1}.items())
+            headers["link"] = f'<{fake.url}{seen.path}?{query}>; rel="next"'
+        return 200, items[start:start + per_page], headers
+
+    @route("GET", f"{base}/issues")
+    def list_issues(seen):
+        q = seen.query
+        if q.get("order_by") not in ("created_at", "updated_at"):
+            return 400, {"error": "order_by does not have a valid value"}
+        found = [i for i in issues.values() if q.get("state", "all") in ("all", i["state"])]
+        if q.get("labels"):
+            found = [i for i in found if set(q["labels"].split(",")) <= set(i["labels"])]
+        if q.get("assignee_username"):
+            found = [i for i in found if q["assignee_username"] in {a["username"] for a in i["assignees"]}]
+        if q.get("search"):
+            found = [i for i in found if q["search"].lower() in (i["title"] + i["description"]).lower()]
+        found.sort(key=lambda i: i[q["order_by"]], reverse=q.get("sort", "desc") == "desc")
+        return page(seen, found)
+
+    @route("GET", f"{base}/issues/(\\d+)")
+    def get_issue(seen, n):
+        return (200, issues[int(n)]) if int(n) in issues else not_found()
+
+    @route("POST", f"{base}/issues")
+    def create_issue(seen):
+        body = seen.body or {}
+        if not body.get("title"):
+            return 400, {"message": {"title": ["can't be blank"]}}
+        n = max(issues) + 1
+        issues[n] = {"id": 700 + n, "iid": n, "title": body["title"], "description": body.get("description"),
+                     "state": "opened", "labels": [l for l in body.get("labels", "").split(",") if l],
+                     "assignees": [], "author": author("bob"), "user_notes_count": 0,
+                     "web_url": f"https://gitlab.com/{PROJECT}/-/issues/{n}", "created_at": now(), "updated_at": now()}
+        notes[n] = []
+        return 201, issues[n]
+
+    @route("PUT", f"{base}/issues/(\\d+)")
+    def update_issue(seen, n):
+        if int(n) not in issues:
+            return not_found()
+        issue, body = issues[int(n)], seen.body or {}
+        for k in ("title", "description"):
+            if k in body:
+                issue[k] = body[k]
+        if "labels" in body:
+            issue["labels"] = [l for l in body["labels"].split(",") if l]
+        if "state_event" in body:
+            issue["state"] = {"close": "closed", "reopen": "opened"}[body["state_event"]]
+        issue["updated_at"] = now()
+        return 200, issue
+
+    @route("GET", f"{base}/issues/(\\d+)/notes")
+    def list_notes(seen, n):
+        return page(seen, notes[int(n)]) if int(n) in issues else not_found()
+
+    @route("POST", f"{base}/issues/(\\d+)/notes")
+    def add_note(seen, n):
+        if int(n) not in issues:
+            return not_found()
+        note = {"id": 3000 + len(fake.seen), "body": seen.body["body"], "system": False, "author": author("bob"),
+                "created_at": now()}
+        notes[int(n)].append(note)
+        issues[int(n)]["user_notes_count"] += 1
+        return 201, note
+
+    @route("GET", f"{base}/merge_requests")
+    def list_mrs(seen):
+        q = seen.query
+        found = [m for m in sorted(mrs.values(), key=lambda m: -m["iid"]) if q.get("state", "all") in ("all", m["state"])]
+        for arg, field in (("author_username", "author"), ("source_branch", "source_branch"),
+                           ("target_branch", "target_branch")):
+            if q.get(arg):
+                found = [m for m in found if (m[field]["username"] if field == "author" else m[field]) == q[arg]]
+        return page(seen, found)
+
+    people = {a["id"]: a for a in map(author, ("alice", "bob", "carol"))}
+
+    @route("GET", "/users")
+    def list_users(seen):
+        found = [u for u in people.values()
+                 if seen.query.get("username", u["username"]) == u["username"]
+                 and seen.query.get("search", "") in u["username"]]
+        return page(seen, found)
+
+    @route("GET", "/users/(\\d+)")
+    def get_user(seen, uid):
+        return (200, people[int(uid)]) if int(uid) in people else not_found()
+
+    @route("GET", f"{base}/members/all")
+    def members(seen):
+        return page(seen, [people[a["id"]] for a in map(author, ("alice", "bob"))])
+
+    def apply(mr, body):
+        for k in ("title", "description", "target_branch", "source_branch"):
+            if k in body:
+                mr[k] = body[k]
+        mr["draft"] = mr["title"].startswith("Draft: ")
+        if "labels" in body:
+            mr["labels"] = [l for l in body["labels"].split(",") if l]
+        if "reviewer_ids" in body:
+            mr["reviewers"] = [people[i] for i in body["reviewer_ids"]]
+        if "state_event" in body:
+            mr["state"] = {"close": "closed", "reopen": "opened"}[body["state_event"]]
+        mr["updated_at"] = now()
+        return mr
+
+    @route("POST", f"{base}/merge_requests")
+    def create_mr(seen):
+        body = seen.body or {}
+        if any(m["source_branch"] == body.get("source_branch") and m["state"] == "opened" for m in mrs.values()):
+            return 409, {"message": ["Another open merge request already exists for this source branch: !2"]}
+        n = max(mrs) + 1
+        mrs[n] = apply({"id": 600 + n, "iid": n, "state": "opened", "author": author("bob"), "sha": HEAD_SHA,
+                        "labels": [], "reviewers": [], "web_url": f"https://gitlab.com/{PROJECT}/-/merge_requests/{n}",
+                        "created_at": now(), "diff_refs": None}, body)
+        discussions[n], diffs[n] = [], []
+        return 201, mrs[n]
+
+    @route("PUT", f"{base}/merge_requests/(\\d+)")
+    def update_mr(seen, n):
+        return (200, apply(mrs[int(n)], seen.body or {})) if int(n) in mrs else not_found()
+
+    @route("GET", f"{base}/merge_requests/(\\d+)")
+    def get_mr(seen, n):
+        return (200, mrs[int(n)]) if int(n) in mrs else not_found()
+
+    @route("GET", f"{base}/merge_requests/(\\d+)/discussions")
+    def list_discussions(seen, n):
+        return page(seen, discussions[int(n)]) if int(n) in mrs else not_found()
+
+    @route("POST", f"{base}/merge_requests/(\\d+)/discussions")
+    def start_discussion(seen, n):
+        body = seen.body
+        position = body["position"]
+        if position["new_path"] not in {d["new_path"] for d in diffs[int(n)]}:
+            return 400, {"message": "400 Bad request - Note {:line_code=>[\"can't be blank\", \"must be a valid line code\"]}"}
+        d = {"id": f"{len(fake.seen):040x}", "individual_note": False, "notes": [
+            {"id": 4000 + len(fake.seen), "body": body["body"], "author": author("bob"), "created_at": now(),
+             "system": False, "resolved": False, "position": position}]}
+        discussions[int(n)].append(d)
+        return 201, d
+
+    @route("POST", f"{base}/merge_requests/(\\d+)/discussions/([0-9a-f]+)/notes")
+    def reply(seen, n, did):
+        d = next((d for d in discussions.get(int(n), []) if d["id"] == did), None)
+        if d is None:
+            return not_found("Discussion Not Found")
+        note = {"id": 4500 + len(fake.seen), "body": seen.body["body"], "author": author("bob"), "created_at": now(),
+                "system": False}
+        d["notes"].append(note)
+        return 201, note
+
+    @route("POST", f"{base}/merge_requests/(\\d+)/notes")
+    def mr_note(seen, n):
+        note = {"id": 4800 + len(fake.seen), "body": seen.body["body"], "author": author("bob"), "created_at": now(),
+                "system": False}
+        discussions[int(n)].append({"id": f"{note['id']:040x}", "individual_note": True, "notes": [note]})
+        return 201, note
+
+    @route("GET", f"{base}/merge_requests/(\\d+)/diffs")
+    def list_diffs(seen, n):
+        return page(seen, diffs[int(n)]) if int(n) in mrs else not_found()
+
+    @route("GET", f"{base}/merge_requests/(\\d+)/pipelines")
+    def mr_pipelines(seen, n):
+        return page(seen, [p for p in pipelines if p["mr"] == int(n)])
+
+    @route("GET", f"{base}/pipelines")
+    def list_pipelines(seen):
+        return page(seen, [p for p in pipelines if seen.query.get("ref") in (None, p["ref"])])
+
+    @route("GET", f"{base}/pipelines/(\\d+)/jobs")
+    def list_jobs(seen, pid):
+        return page(seen, jobs[int(pid)]) if int(pid) in jobs else not_found()
+
+    @route("GET", f"{base}/jobs/(\\d+)/trace")
+    def trace(seen, job):
+        return (200, traces[int(job)]) if int(job) in traces else not_found()
+
+    def find_job(job):
+        return next((j for js in jobs.values() for j in js if j["id"] == int(job)), None)
+
+    @route("GET", f"{base}/jobs/(\\d+)")
+    def get_job(seen, job):
+        j = find_job(job)
+        return (200, j) if j else not_found()
+
+    @route("POST", f"{base}/jobs/(\\d+)/play")
+    def play(seen, job):
+        j = find_job(job)
+        if j["status"] != "manual":
+            return 400, {"message": "400 Unplayable Job"}
+        j["status"] = "pending"
+        return 200, j
+
+    @route("POST", f"{base}/jobs/(\\d+)/retry")
+    def retry(seen, job):
+        j = find_job(job)
+        new = {**j, "id": j["id"] + 100, "status": "pending"}
+        for js in jobs.values():
+            if j in js:
+                js.append(new)
+        traces[new["id"]] = ""
+        return 201, new
+
+    fake.issues, fake.notes, fake.mrs, fake.discussions, fake.diffs = issues, notes, mrs, discussions, diffs
+    fake.jobs = jobs
+    return fake.start()
