@@ -6,6 +6,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 use toolhost_tests::{guest, plugin_dir};
 
+#[path = "http_auth.rs"]
 mod http_auth;
 
 /// The release binary beside this test (`make test` builds it first).
