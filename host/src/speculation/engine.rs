@@ -764,6 +764,9 @@ mod tests {
     #[tokio::test]
     async fn every_prefetch_never_served_is_wasted_by_the_end_of_the_session() {
         let files = Arc::new(Files::default());
+        for path in ["a.rs", "b.rs", "c.rs", "d.rs"] {
+            files.content.lock().unwrap().insert(path.into(), path.into());
+        }
         let hold = Arc::new(Notify::new());
         let e = engine(files.clone(), Some(60));
         glob(&e, &["a.rs", "b.rs", "c.rs"]).await;

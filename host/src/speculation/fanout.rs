@@ -228,7 +228,7 @@ mod tests {
     fn one_unused_offer_does_not_turn_a_rank_off_but_a_run_of_them_does() {
         let fan = FanOut::default();
         fan.offer(key("a"), origin(0), MINUTE);
-        assert!((mean(&fan, &origin(0), 0.32) - 1.6 / 6.0).abs() < 1e-9);
+        assert!((mean(&fan, &origin(0), 0.32) - 1.6 / 6.0).abs() < 1e-6);
         assert!(fan.likely(&origin(0), 0.32, 0.3), "one miss is not evidence enough");
         for i in 0..5 {
             fan.offer(key(&format!("m{i}")), origin(0), MINUTE);

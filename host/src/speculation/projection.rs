@@ -67,18 +67,19 @@ fn windows(result: &Value, arg: &str) -> Vec<Map<String, Value>> {
         if out.len() == MAX_PER_LINK {
             break;
         }
-        let (Some(path), Some(line)) = (m.get("path").and_then(Value::as_str), m.get("line").and_then(Value::as_u64))
-        else {
+        let Some(path) = m.get("path").and_then(Value::as_str) else {
             continue;
         };
         if path.is_empty() || out.iter().any(|o| o[arg] == path) {
             continue;
         }
-        out.push(Map::from_iter([
-            (arg.to_owned(), Value::from(path)),
-            ("offset".to_owned(), Value::from(line.saturating_sub(WINDOW_BEFORE).max(1))),
-            ("limit".to_owned(), Value::from(WINDOW)),
-        ]));
+        let mut read = Map::from_iter([(arg.to_owned(), Value::from(path))]);
+        // A match without its line is read from the top.
+        if let Some(line) = m.get("line").and_then(Value::as_u64) {
+            read.insert("offset".into(), line.saturating_sub(WINDOW_BEFORE).max(1).into());
+            read.insert("limit".into(), WINDOW.into());
+        }
+        out.push(read);
     }
     out
 }
