@@ -7,8 +7,11 @@
 //! each candidate is judged on its own estimated probability of being
 //! called, per (tool that ran, follow-up tool, rank of the candidate).
 //!
-//! The estimate is a Beta posterior: the link's declared probability is
-//! worth [`PRIOR_WEIGHT`] pseudo-observations (`a = W × prior`,
+//! The estimate is a Beta posterior. Its prior is the link's declared
+//! probability shared out over the ranks, `prior / (rank + 1)`: a link's
+//! probability is that of *a* follow-up, and agents open the first of a
+//! list's results far more often than the later ones. It is worth
+//! [`PRIOR_WEIGHT`] pseudo-observations (`a = W × prior`,
 //! `b = W × (1 − prior)`), and each candidate offered adds one observation,
 //! used or not. A candidate is dispatched while its rank *could* still be
 //! worth it: while the posterior mean plus one standard deviation reaches
@@ -94,7 +97,7 @@ impl FanOut {
     pub fn likely(&self, origin: &Origin, prior: f32, floor: f32) -> bool {
         let inner = self.lock();
         let (offered, used) = inner.counts.get(origin).map_or((0, 0), |c| (c.offered, c.used));
-        let posterior = Posterior::new(offered, used, prior);
+        let posterior = Posterior::new(offered, used, prior, origin.rank);
         posterior.mean + posterior.deviation >= f64::from(floor)
     }
 
@@ -154,7 +157,7 @@ impl FanOut {
                 rank: o.rank,
                 offered: c.offered,
                 used: c.used,
-                estimate: Posterior::new(c.offered, c.used, prior(&o.from, &o.to)).mean,
+                estimate: Posterior::new(c.offered, c.used, prior(&o.from, &o.to), o.rank).mean,
             })
             .collect()
     }
@@ -167,8 +170,8 @@ struct Posterior {
 }
 
 impl Posterior {
-    fn new(offered: u64, used: u64, prior: f32) -> Self {
-        let prior = f64::from(prior).clamp(0.0, 1.0);
+    fn new(offered: u64, used: u64, prior: f32, rank: usize) -> Self {
+        let prior = f64::from(prior).clamp(0.0, 1.0) / (rank as f64 + 1.0);
         let used = used.min(offered) as f64;
         let a = used + PRIOR_WEIGHT * prior;
         let b = (offered as f64 - used) + PRIOR_WEIGHT * (1.0 - prior);
@@ -203,13 +206,17 @@ mod tests {
     fn mean(fan: &FanOut, origin: &Origin, prior: f32) -> f64 {
         let inner = fan.lock();
         let (offered, used) = inner.counts.get(origin).map_or((0, 0), |c| (c.offered, c.used));
-        Posterior::new(offered, used, prior).mean
+        Posterior::new(offered, used, prior, origin.rank).mean
     }
 
     #[test]
     fn unused_ranks_fall_under_the_floor_and_used_ones_stay() {
         let fan = FanOut::default();
-        assert!((mean(&fan, &origin(2), 0.35) - 0.35).abs() < 1e-6, "the prior alone");
+        assert!((mean(&fan, &origin(0), 0.35) - 0.35).abs() < 1e-6, "the prior alone");
+        assert!(
+            (mean(&fan, &origin(2), 0.35) - 0.35 / 3.0).abs() < 1e-6,
+            "shared out over the ranks"
+        );
         for i in 0..10 {
             fan.offer(key(&format!("a{i}")), origin(0), MINUTE);
             fan.offer(key(&format!("c{i}")), origin(2), MINUTE);
@@ -237,8 +244,8 @@ mod tests {
         // And the doubt shrinks with evidence: a rank called at 0.25 over
         // many offers falls under a floor of 0.3 that a few offers at that
         // rate would not have.
-        let few = Posterior::new(8, 2, 0.32);
-        let many = Posterior::new(400, 100, 0.32);
+        let few = Posterior::new(8, 2, 0.32, 0);
+        let many = Posterior::new(400, 100, 0.32, 0);
         assert!(few.mean + few.deviation >= 0.3);
         assert!(many.mean + many.deviation < 0.3);
     }
