@@ -178,23 +178,35 @@ async fn spellings_of_one_path_share_its_prefetch_and_none_leaves_the_root() {
     call(&host, "grep", json!({"pattern": "needle"})).await;
     host.settle().await;
     let absolute = dir.path().canonicalize().unwrap().join("a.rs");
-    for (n, path) in ["./a.rs", "a.rs", ".//a.rs", "b/../a.rs", absolute.to_str().unwrap()]
-        .into_iter()
-        .enumerate()
+    for (n, path) in [
+        "./a.rs",
+        "a.rs",
+        ".//a.rs",
+        "b/../a.rs",
+        absolute.to_str().unwrap(),
+    ]
+    .into_iter()
+    .enumerate()
     {
         let read = call(&host, "read", json!({"path": path})).await;
         assert_eq!(read.structured().unwrap()["content"], "fn needle() {}", "{path}");
         assert_eq!(host.stats().unwrap().hits, n as u64 + 1, "{path} was not served");
     }
     let escape = call(&host, "read", json!({"path": "../a.rs"})).await;
-    assert!(escape.is_error && escape.text().contains("outside the tool root"), "{}", escape.text());
+    assert!(
+        escape.is_error && escape.text().contains("outside the tool root"),
+        "{}",
+        escape.text()
+    );
     assert_eq!(host.stats().unwrap().dispatched, 1);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn grep_matches_and_ls_entries_are_read_ahead_and_their_slices_served() {
     let dir = files();
-    let long: String = (1..=300).map(|n| format!("line {n}{}\n", if n == 150 { " needle" } else { "" })).collect();
+    let long: String = (1..=300)
+        .map(|n| format!("line {n}{}\n", if n == 150 { " needle" } else { "" }))
+        .collect();
     std::fs::create_dir(dir.path().join("lib")).unwrap();
     old_file(&dir.path().join("lib"), "long.rs", &long);
     let host = native_host(dir.path(), Settings::default()).await;
@@ -202,7 +214,12 @@ async fn grep_matches_and_ls_entries_are_read_ahead_and_their_slices_served() {
     host.settle().await;
     // The slice an agent asks around the match, and one the window left out.
     for (n, (offset, limit)) in [(140, 20), (280, 50)].into_iter().enumerate() {
-        let read = call(&host, "read", json!({"path": "lib/long.rs", "offset": offset, "limit": limit})).await;
+        let read = call(
+            &host,
+            "read",
+            json!({"path": "lib/long.rs", "offset": offset, "limit": limit}),
+        )
+        .await;
         let got = read.structured().unwrap();
         assert_eq!(got["total_lines"], 300);
         assert_eq!(got["lines"], json!([offset, (offset + limit - 1).min(300)]));
@@ -211,13 +228,24 @@ async fn grep_matches_and_ls_entries_are_read_ahead_and_their_slices_served() {
     call(&host, "ls", json!({})).await;
     host.settle().await;
     let stats = host.stats().unwrap();
-    assert_eq!(stats.dispatched, 3, "long.rs, then a.rs and b.rs from the listing");
+    assert_eq!(
+        stats.dispatched, 3,
+        "long.rs, then a.rs and b.rs from the listing"
+    );
     let read = call(&host, "read", json!({"path": "b.rs", "offset": 1})).await;
     assert_eq!(read.structured().unwrap()["content"], "fn other() {}");
     let stats = host.stats().unwrap();
     assert_eq!(stats.hits, 3);
-    let ls_rank = stats.ranks.iter().find(|r| r.from == "ls" && r.rank == 1).unwrap();
-    assert_eq!((ls_rank.offered, ls_rank.used), (1, 1), "the slice read credited its offer");
+    let ls_rank = stats
+        .ranks
+        .iter()
+        .find(|r| r.from == "ls" && r.rank == 1)
+        .unwrap();
+    assert_eq!(
+        (ls_rank.offered, ls_rank.used),
+        (1, 1),
+        "the slice read credited its offer"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -228,7 +256,10 @@ async fn prefetches_never_read_are_wasted_when_the_session_ends() {
     host.settle().await;
     call(&host, "read", json!({"path": "a.rs"})).await;
     let during = host.stats().unwrap();
-    assert_eq!((during.dispatched, during.hits, during.wasted, during.unserved), (2, 1, 0, 1));
+    assert_eq!(
+        (during.dispatched, during.hits, during.wasted, during.unserved),
+        (2, 1, 0, 1)
+    );
     host.shutdown().await;
     let after = host.stats().unwrap();
     assert_eq!((after.wasted, after.unserved), (1, 0), "b.rs was never read");

@@ -38,7 +38,7 @@ use crate::tools::{FileText, NativeTools};
 pub(super) enum Prefetch {
     /// A native read's whole file, which answers any slice of it.
     File(Arc<FileText>),
-    Result(CallOutput),
+    Result(Arc<CallOutput>),
 }
 
 impl Target for Core {
@@ -78,7 +78,7 @@ impl Target for Core {
             if result.is_error {
                 return Err(result.text());
             }
-            Ok(Prefetch::Result(result))
+            Ok(Prefetch::Result(Arc::new(result)))
         })
     }
 
@@ -92,9 +92,10 @@ impl Target for Core {
     fn answer(&self, _tool: &str, args: &Map<String, Value>, cached: &Prefetch) -> CallOutput {
         match cached {
             // As the pipeline turns a failed execution into a result.
-            Prefetch::File(file) => NativeTools::slice(file, args)
-                .unwrap_or_else(|e| CallOutput::error(super::error_text(&e))),
-            Prefetch::Result(result) => result.clone(),
+            Prefetch::File(file) => {
+                NativeTools::slice(file, args).unwrap_or_else(|e| CallOutput::error(super::error_text(&e)))
+            }
+            Prefetch::Result(result) => CallOutput::clone(result),
         }
     }
 
@@ -205,7 +206,13 @@ mod tests {
 
     /// One path, spelled as agents spell it.
     fn spelling() -> impl Strategy<Value = &'static str> {
-        prop::sample::select(vec!["src/f.txt", "./src/f.txt", "src//f.txt", "src/./f.txt", "src/../src/f.txt"])
+        prop::sample::select(vec![
+            "src/f.txt",
+            "./src/f.txt",
+            "src//f.txt",
+            "src/./f.txt",
+            "src/../src/f.txt",
+        ])
     }
 
     proptest! {

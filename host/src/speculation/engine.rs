@@ -735,18 +735,29 @@ mod tests {
     }
 
     fn slice(path: &str, offset: u64) -> Map<String, Value> {
-        json!({"path": path, "offset": offset}).as_object().unwrap().clone()
+        json!({"path": path, "offset": offset})
+            .as_object()
+            .unwrap()
+            .clone()
     }
 
     #[tokio::test]
     async fn a_slice_is_answered_from_the_whole_prefetch_and_credits_its_rank() {
         let files = Arc::new(Files::default());
-        files.content.lock().unwrap().insert("a.rs".into(), "0123456".into());
+        files
+            .content
+            .lock()
+            .unwrap()
+            .insert("a.rs".into(), "0123456".into());
         let e = engine(files.clone(), Some(60));
         glob(&e, &["a.rs"]).await;
         assert!(matches!(e.serve("read", &slice("a.rs", 4)).await, Served::Prefetched(s) if s == "456"));
         assert!(matches!(e.serve("read", &args("a.rs")).await, Served::Prefetched(s) if s == "0123456"));
-        assert_eq!(files.executions.load(Ordering::SeqCst), 1, "one prefetch served both");
+        assert_eq!(
+            files.executions.load(Ordering::SeqCst),
+            1,
+            "one prefetch served both"
+        );
         let ranks = e.stats().ranks;
         assert_eq!((ranks[0].offered, ranks[0].used), (1, 1), "{ranks:?}");
     }
@@ -771,7 +782,10 @@ mod tests {
         let e = engine(files.clone(), Some(60));
         // The third result's share of the prior is under the floor: a and b.
         glob(&e, &["a.rs", "b.rs", "c.rs"]).await;
-        assert!(matches!(e.serve("read", &args("a.rs")).await, Served::Prefetched(_)));
+        assert!(matches!(
+            e.serve("read", &args("a.rs")).await,
+            Served::Prefetched(_)
+        ));
         // One more, still running when the session ends.
         *files.hold.lock().unwrap() = Some(hold.clone());
         e.after_call("glob", &json!({"paths": ["d.rs"]}), &[]).await;

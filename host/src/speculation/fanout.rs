@@ -212,7 +212,10 @@ mod tests {
     #[test]
     fn unused_ranks_fall_under_the_floor_and_used_ones_stay() {
         let fan = FanOut::default();
-        assert!((mean(&fan, &origin(0), 0.35) - 0.35).abs() < 1e-6, "the prior alone");
+        assert!(
+            (mean(&fan, &origin(0), 0.35) - 0.35).abs() < 1e-6,
+            "the prior alone"
+        );
         assert!(
             (mean(&fan, &origin(2), 0.35) - 0.35 / 3.0).abs() < 1e-6,
             "shared out over the ranks"
@@ -236,7 +239,10 @@ mod tests {
         let fan = FanOut::default();
         fan.offer(key("a"), origin(0), MINUTE);
         assert!((mean(&fan, &origin(0), 0.32) - 1.6 / 6.0).abs() < 1e-6);
-        assert!(fan.likely(&origin(0), 0.32, 0.3), "one miss is not evidence enough");
+        assert!(
+            fan.likely(&origin(0), 0.32, 0.3),
+            "one miss is not evidence enough"
+        );
         for i in 0..5 {
             fan.offer(key(&format!("m{i}")), origin(0), MINUTE);
         }

@@ -63,7 +63,12 @@ pub fn project(prev_tool: &str, result: &Value, link: &FollowUpLink) -> Vec<Map<
 /// A read of each file grep matched, around its first matching line.
 fn windows(result: &Value, arg: &str) -> Vec<Map<String, Value>> {
     let mut out: Vec<Map<String, Value>> = Vec::new();
-    for m in result.get("matches").and_then(Value::as_array).into_iter().flatten() {
+    for m in result
+        .get("matches")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         if out.len() == MAX_PER_LINK {
             break;
         }
