@@ -137,6 +137,61 @@ async fn glob_grep_and_ls_see_the_root_only() {
     );
 }
 
+fn paths(found: &Value, key: &str) -> Vec<String> {
+    let items = found[key].as_array().unwrap().iter();
+    let mut paths: Vec<String> = items
+        .map(|v| v.get("path").unwrap_or(v).as_str().unwrap().to_owned())
+        .collect();
+    paths.dedup();
+    paths
+}
+
+#[tokio::test]
+async fn grep_and_glob_read_a_pattern_alike_relative_to_path() {
+    let f = fixture(WebSettings::default()).await;
+    let src = f.root.path().join("src");
+    std::fs::create_dir_all(src.join("x/deep")).unwrap();
+    for file in ["x/a.py", "x/deep/b.py", "c.py"] {
+        std::fs::write(src.join(file), "needle = 1\n").unwrap();
+    }
+    for (path, pattern) in [
+        ("src", "x/*.py"),
+        ("src", "*.py"),
+        ("./src/x", "*.py"),
+        ("src", "x/**/b.py"),
+        ("", "src/x/*.py"),
+    ] {
+        let listed = ok(&f.host, "glob", json!({"pattern": pattern, "path": path})).await;
+        let found = ok(
+            &f.host,
+            "grep",
+            json!({"pattern": "needle", "glob": pattern, "path": path}),
+        )
+        .await;
+        assert_eq!(
+            paths(&found, "matches"),
+            paths(&listed, "paths"),
+            "{path} {pattern}"
+        );
+        assert!(!paths(&listed, "paths").is_empty(), "{path} {pattern}");
+    }
+    let found = ok(
+        &f.host,
+        "grep",
+        json!({"pattern": "needle", "path": "src", "glob": "x/*.py"}),
+    )
+    .await;
+    assert_eq!(paths(&found, "matches"), ["src/x/a.py", "src/x/deep/b.py"]);
+    // A file searched alone is matched by its own name.
+    let found = ok(
+        &f.host,
+        "grep",
+        json!({"pattern": "needle", "path": "src/c.py", "glob": "c.py"}),
+    )
+    .await;
+    assert_eq!(paths(&found, "matches"), ["src/c.py"]);
+}
+
 #[tokio::test]
 async fn every_escape_from_the_root_is_refused() {
     let f = fixture(WebSettings::default()).await;

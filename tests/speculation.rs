@@ -116,6 +116,155 @@ async fn a_change_behind_the_hosts_back_is_seen() {
     assert_eq!((stats.hits, stats.stale), (0, 1));
 }
 
+/// Replace `path`'s bytes with `content` (of the same length), then give it
+/// back its access and modification times, as `cp -p`, `rsync -t` or
+/// `touch -r` do: in place, or as a new file renamed over it.
+fn edit_keeping_times(path: &Path, content: &str, in_place: bool) {
+    let before = std::fs::metadata(path).unwrap();
+    assert_eq!(before.len(), content.len() as u64, "a same-length edit");
+    if in_place {
+        std::fs::write(path, content).unwrap();
+    } else {
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, content).unwrap();
+        std::fs::rename(&tmp, path).unwrap();
+    }
+    let stamp = |t: SystemTime| {
+        let since = t.duration_since(SystemTime::UNIX_EPOCH).unwrap();
+        rustix::fs::Timespec {
+            tv_sec: since.as_secs() as i64,
+            tv_nsec: since.subsec_nanos().into(),
+        }
+    };
+    let times = rustix::fs::Timestamps {
+        last_access: stamp(before.accessed().unwrap()),
+        last_modification: stamp(before.modified().unwrap()),
+    };
+    rustix::fs::utimensat(rustix::fs::CWD, path, &times, rustix::fs::AtFlags::empty()).unwrap();
+    let after = std::fs::metadata(path).unwrap();
+    assert_eq!(
+        (after.len(), after.modified().unwrap()),
+        (before.len(), before.modified().unwrap()),
+        "length and mtime are as they were"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_edit_that_restores_the_mtime_is_never_served_stale() {
+    for (in_place, settled) in [(true, false), (true, true), (false, false), (false, true)] {
+        let dir = files();
+        if settled {
+            // Past the window in which a ctime may be shared by a later
+            // write: the stamp alone is trusted, without a digest.
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        let host = native_host(dir.path(), Settings::default()).await;
+        call(&host, "grep", json!({"pattern": "needle"})).await;
+        host.settle().await;
+        assert_eq!(host.stats().unwrap().dispatched, 1);
+        edit_keeping_times(&dir.path().join("a.rs"), "fn NEEDLE() {}\n", in_place);
+        let read = call(&host, "read", json!({"path": "a.rs"})).await;
+        let case = format!("in place {in_place}, settled {settled}");
+        assert_eq!(read.structured().unwrap()["content"], "fn NEEDLE() {}", "{case}");
+        let stats = host.stats().unwrap();
+        assert_eq!((stats.hits, stats.stale), (0, 1), "{case}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn spellings_of_one_path_share_its_prefetch_and_none_leaves_the_root() {
+    let dir = files();
+    let host = native_host(dir.path(), Settings::default()).await;
+    call(&host, "grep", json!({"pattern": "needle"})).await;
+    host.settle().await;
+    let absolute = dir.path().canonicalize().unwrap().join("a.rs");
+    for (n, path) in [
+        "./a.rs",
+        "a.rs",
+        ".//a.rs",
+        "b/../a.rs",
+        absolute.to_str().unwrap(),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let read = call(&host, "read", json!({"path": path})).await;
+        assert_eq!(read.structured().unwrap()["content"], "fn needle() {}", "{path}");
+        assert_eq!(host.stats().unwrap().hits, n as u64 + 1, "{path} was not served");
+    }
+    let escape = call(&host, "read", json!({"path": "../a.rs"})).await;
+    assert!(
+        escape.is_error && escape.text().contains("outside the tool root"),
+        "{}",
+        escape.text()
+    );
+    assert_eq!(host.stats().unwrap().dispatched, 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn grep_matches_and_ls_entries_are_read_ahead_and_their_slices_served() {
+    let dir = files();
+    let long: String = (1..=300)
+        .map(|n| format!("line {n}{}\n", if n == 150 { " needle" } else { "" }))
+        .collect();
+    std::fs::create_dir(dir.path().join("lib")).unwrap();
+    old_file(&dir.path().join("lib"), "long.rs", &long);
+    let host = native_host(dir.path(), Settings::default()).await;
+    call(&host, "grep", json!({"pattern": "needle", "path": "lib"})).await;
+    host.settle().await;
+    // The slice an agent asks around the match, and one the window left out.
+    for (n, (offset, limit)) in [(140, 20), (280, 50)].into_iter().enumerate() {
+        let read = call(
+            &host,
+            "read",
+            json!({"path": "lib/long.rs", "offset": offset, "limit": limit}),
+        )
+        .await;
+        let got = read.structured().unwrap();
+        assert_eq!(got["total_lines"], 300);
+        assert_eq!(got["lines"], json!([offset, (offset + limit - 1).min(300)]));
+        assert_eq!(host.stats().unwrap().hits, n as u64 + 1);
+    }
+    call(&host, "ls", json!({})).await;
+    host.settle().await;
+    let stats = host.stats().unwrap();
+    assert_eq!(
+        stats.dispatched, 3,
+        "long.rs, then a.rs and b.rs from the listing"
+    );
+    let read = call(&host, "read", json!({"path": "b.rs", "offset": 1})).await;
+    assert_eq!(read.structured().unwrap()["content"], "fn other() {}");
+    let stats = host.stats().unwrap();
+    assert_eq!(stats.hits, 3);
+    let ls_rank = stats
+        .ranks
+        .iter()
+        .find(|r| r.from == "ls" && r.rank == 1)
+        .unwrap();
+    assert_eq!(
+        (ls_rank.offered, ls_rank.used),
+        (1, 1),
+        "the slice read credited its offer"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn prefetches_never_read_are_wasted_when_the_session_ends() {
+    let dir = files();
+    let host = native_host(dir.path(), Settings::default()).await;
+    call(&host, "grep", json!({"pattern": "fn"})).await;
+    host.settle().await;
+    call(&host, "read", json!({"path": "a.rs"})).await;
+    let during = host.stats().unwrap();
+    assert_eq!(
+        (during.dispatched, during.hits, during.wasted, during.unserved),
+        (2, 1, 0, 1)
+    );
+    host.shutdown().await;
+    let after = host.stats().unwrap();
+    assert_eq!((after.wasted, after.unserved), (1, 0), "b.rs was never read");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn native_speculation_can_be_switched_off() {
     let dir = files();
@@ -420,6 +569,14 @@ fn serve_over_stdio_then_stats_reports_the_hit() {
         json!({"name": "read", "arguments": {"path": "a.rs"}}),
     );
     assert_eq!(read["result"]["structuredContent"]["content"], "fn needle() {}");
+    // b.rs is prefetched and never read: wasted when the server stops.
+    let grep = request(
+        4,
+        "tools/call",
+        json!({"name": "grep", "arguments": {"pattern": "other"}}),
+    );
+    assert_eq!(grep["result"]["isError"], json!(false), "{grep}");
+    std::thread::sleep(Duration::from_millis(500));
     drop(stdin);
     let out = server.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -439,7 +596,9 @@ fn serve_over_stdio_then_stats_reports_the_hit() {
     );
     let recorded: Value = serde_json::from_slice(&stats.stdout).unwrap();
     assert_eq!(recorded["stats"]["hits"], 1, "{recorded}");
-    assert_eq!(recorded["stats"]["dispatched"], 1);
+    assert_eq!(recorded["stats"]["dispatched"], 2);
+    assert_eq!(recorded["stats"]["wasted"], 1);
+    assert_eq!(recorded["stats"]["unserved"], 0);
     let human = Command::new(toolhost_bin())
         .args(["--config"])
         .arg(&config)
@@ -447,7 +606,7 @@ fn serve_over_stdio_then_stats_reports_the_hit() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&human.stdout);
-    assert!(text.contains("grep -> read #1: 1, 1"), "{text}");
+    assert!(text.contains("grep -> read #1: 2, 1"), "{text}");
 }
 
 #[test]

@@ -454,7 +454,8 @@ pub fn builtin(tool: &str) -> Option<ValueModel> {
 }
 
 /// Built-in models for the host's native tools, from the reference's corpus
-/// of 3,185 sessions: glob → read 0.32, grep → read 0.35, read is pure.
+/// of 3,185 sessions: glob → read 0.32, grep → read 0.35, read is pure
+/// (ls → read, which it does not give, as glob's).
 /// Writes invalidate what they can change.
 fn builtin_models() -> Vec<(String, ValueModel)> {
     let link = |tool: &str, probability: f32, projection: &str, arg: &str| FollowUpLink {
@@ -498,7 +499,17 @@ fn builtin_models() -> Vec<(String, ValueModel)> {
                 vec![link("read", 0.35, "path", "path")],
             ),
         ),
-        ("ls".into(), model(Supporting, ReadOnly, 1.0, Some(60), vec![])),
+        // A listing is a glob of one directory: glob's chance of a read.
+        (
+            "ls".into(),
+            model(
+                Supporting,
+                ReadOnly,
+                1.0,
+                Some(60),
+                vec![link("read", 0.32, "path", "path")],
+            ),
+        ),
         (
             "web_search".into(),
             model(

@@ -316,7 +316,7 @@ impl Toolhost {
             None => Served::Run,
         };
         let mut result = match served {
-            Served::Prefetched(prefetched) => prefetched.result,
+            Served::Prefetched(answer) => answer,
             Served::Run => match execute(&bound.backend, name, args, ctx).await {
                 Ok(result) => result,
                 Err(ToolError::Cancelled) => return Err(ToolError::Cancelled),

@@ -11,12 +11,19 @@
 //! it is believed only if the plugin is granted that host or the user's
 //! `[tools.X]` names it, else the call is not made ahead of time and the
 //! refusal is logged.
-//! A native `read` carries the stamp of its file, taken before reading, and
-//! is served only while the file still has that stamp, so a change made
-//! behind the host's back (by the agent's own editor) is always seen, and a
-//! write through the host need not drop the other files' reads.
+//! A native `read` is prefetched whole (cached under its normalised path
+//! alone), and every slice a real read asks of it is answered from that by
+//! the same code a direct read runs, so it is the same answer, line numbers,
+//! continuation hint and total included. It is served only while the file
+//! is still the one read (`tools::fresh`: inode, ctime and the rest of its
+//! stamp, or the content's digest), so a change made behind the host's back
+//! (by the agent's own editor, even one that restores the mtime) is always
+//! seen, and a write through the host need not drop the other files' reads.
+//! The other native tools are cached under their path normalised too.
 
 use serde_json::{Map, Value};
+
+use std::sync::Arc;
 
 use super::{Backend, CallContext, Core, execute};
 use crate::output::CallOutput;
@@ -24,17 +31,19 @@ use crate::speculation::Target;
 use crate::speculation::engine::BoxFuture;
 use crate::speculation::planner::DeclineReason;
 use crate::speculation::settings::hostname;
-use crate::tools::{NativeTools, Stamp};
+use crate::tools::{FileText, NativeTools};
 
 /// A prefetched result, as the cache keeps it.
 #[derive(Clone)]
-pub(super) struct Prefetch {
-    pub result: CallOutput,
-    stamp: Option<Stamp>,
+pub(super) enum Prefetch {
+    /// A native read's whole file, which answers any slice of it.
+    File(Arc<FileText>),
+    Result(Arc<CallOutput>),
 }
 
 impl Target for Core {
     type Output = Prefetch;
+    type Answer = CallOutput;
 
     fn prepare(
         &self,
@@ -55,10 +64,12 @@ impl Target for Core {
                 .tools
                 .get(&tool)
                 .ok_or_else(|| format!("Tool {tool} not found"))?;
-            let stamp = match &bound.backend {
-                Backend::Native(native) => native.stamp(&tool, &args),
-                _ => None,
-            };
+            if let Backend::Native(native) = &bound.backend
+                && tool == "read"
+            {
+                let file = native.load(&args).await.map_err(|e| super::error_text(&e))?;
+                return Ok(Prefetch::File(Arc::new(file)));
+            }
             let ctx = CallContext::new(format!("prefetch-{tool}"));
             let result = execute(&bound.backend, &tool, args, &ctx)
                 .await
@@ -67,12 +78,32 @@ impl Target for Core {
             if result.is_error {
                 return Err(result.text());
             }
-            Ok(Prefetch { result, stamp })
+            Ok(Prefetch::Result(Arc::new(result)))
         })
     }
 
+    fn cache_args(&self, tool: &str, args: &Map<String, Value>) -> Map<String, Value> {
+        match self.tools.get(tool).map(|b| &b.backend) {
+            Some(Backend::Native(native)) => native.cache_args(tool, args),
+            _ => args.clone(),
+        }
+    }
+
+    fn answer(&self, _tool: &str, args: &Map<String, Value>, cached: &Prefetch) -> CallOutput {
+        match cached {
+            // As the pipeline turns a failed execution into a result.
+            Prefetch::File(file) => {
+                NativeTools::slice(file, args).unwrap_or_else(|e| CallOutput::error(super::error_text(&e)))
+            }
+            Prefetch::Result(result) => CallOutput::clone(result),
+        }
+    }
+
     fn size(output: &Prefetch) -> usize {
-        output.result.size()
+        match output {
+            Prefetch::File(file) => file.size(),
+            Prefetch::Result(result) => result.size(),
+        }
     }
 
     fn category(&self, tool: &str) -> Option<String> {
@@ -105,12 +136,11 @@ impl Target for Core {
         }
     }
 
-    fn is_current(&self, tool: &str, args: &Map<String, Value>, output: &Prefetch) -> bool {
-        match self.tools.get(tool).map(|b| &b.backend) {
-            Some(Backend::Native(native)) if tool == "read" => {
-                output.stamp.is_some() && native.stamp(tool, args) == output.stamp
-            }
-            _ => true,
+    fn is_current(&self, tool: &str, _args: &Map<String, Value>, output: &Prefetch) -> bool {
+        match (self.tools.get(tool).map(|b| &b.backend), output) {
+            (Some(Backend::Native(native)), Prefetch::File(file)) => native.is_current(file),
+            (_, Prefetch::File(_)) => false,
+            (_, Prefetch::Result(_)) => true,
         }
     }
 
@@ -132,4 +162,96 @@ impl Target for Core {
 fn granted(grants: &[String], host: &str) -> bool {
     let host = hostname(host);
     grants.iter().any(|g| hostname(g) == host)
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    use super::*;
+    use crate::pipeline::{Options, Sources, Toolhost};
+    use crate::speculation::Settings;
+    use crate::tools::{Root, WebSettings};
+
+    async fn host(root: &std::path::Path, speculation: Settings) -> Toolhost {
+        let native = NativeTools::new(Root::new(root).unwrap(), WebSettings::default()).unwrap();
+        let sources = Sources {
+            native: Some(Arc::new(native)),
+            ..Sources::default()
+        };
+        let options = Options {
+            speculation,
+            ..Options::default()
+        };
+        Toolhost::with_options(sources, options).await.unwrap()
+    }
+
+    async fn call(host: &Toolhost, tool: &str, args: Value) -> CallOutput {
+        host.call_tool(tool, args, &CallContext::new("t")).await.unwrap()
+    }
+
+    /// Lines of a file: empty ones, long ones, a carriage return, non-ASCII.
+    fn text() -> impl Strategy<Value = String> {
+        let line = prop_oneof![
+            Just(String::new()),
+            "[a-z ]{1,12}",
+            Just("x".repeat(300)),
+            Just("tab\tand CR\r".to_owned()),
+            Just("é ü 名".to_owned()),
+        ];
+        (prop::collection::vec(line, 0..40), any::<bool>())
+            .prop_map(|(lines, trailing)| lines.join("\n") + if trailing { "\n" } else { "" })
+    }
+
+    /// One path, spelled as agents spell it.
+    fn spelling() -> impl Strategy<Value = &'static str> {
+        prop::sample::select(vec![
+            "src/f.txt",
+            "./src/f.txt",
+            "src//f.txt",
+            "src/./f.txt",
+            "src/../src/f.txt",
+        ])
+    }
+
+    proptest! {
+        #![proptest_config(crate::fuzzing::config(48))]
+
+        /// Any slice of a prefetched file, asked under any spelling of its
+        /// path, is served from the prefetch and is, byte for byte, what a
+        /// direct read answers: content, line numbers, continuation hint,
+        /// total, and the error for an offset past the end.
+        #[test]
+        fn every_slice_served_from_a_prefetched_file_is_the_direct_read(
+            text in text(),
+            slices in prop::collection::vec((spelling(), prop::option::of(0u64..45), prop::option::of(1u64..45)), 1..6),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::create_dir(dir.path().join("src")).unwrap();
+            std::fs::write(dir.path().join("src/f.txt"), &text).unwrap();
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(async {
+                let on = host(dir.path(), Settings::default()).await;
+                let off = host(dir.path(), Settings::off()).await;
+                call(&on, "glob", json!({"pattern": "**/*.txt"})).await;
+                on.settle().await;
+                prop_assert_eq!(on.stats().unwrap().dispatched, 1);
+                for (n, (path, offset, limit)) in slices.into_iter().enumerate() {
+                    let mut args = json!({"path": path});
+                    if let Some(offset) = offset {
+                        args["offset"] = offset.max(1).into();
+                    }
+                    if let Some(limit) = limit {
+                        args["limit"] = limit.into();
+                    }
+                    let served = call(&on, "read", args.clone()).await;
+                    prop_assert_eq!(on.stats().unwrap().hits, n as u64 + 1, "{} was not served", args);
+                    let direct = call(&off, "read", args.clone()).await;
+                    prop_assert_eq!(served, direct, "{}", args);
+                }
+                Ok::<(), TestCaseError>(())
+            })?;
+        }
+    }
 }

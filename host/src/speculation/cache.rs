@@ -15,10 +15,18 @@
 //!   discarded when it lands, and calls that joined it run for real, so the
 //!   write's effect is always seen.
 //!
-//! Entries dropped unused (expired or evicted) are counted as wasted.
+//! Every prefetch dispatched ends served or wasted: an entry dropped
+//! without ever being served (expired, evicted, invalidated, or still held
+//! when the session ends, [`SpecCache::flush`]) is counted as wasted, and so
+//! is a dispatched prefetch that never stored its result (it failed, timed
+//! out, was cancelled or invalidated while running). The count goes to a
+//! counter the caller gives, so it survives the cache. An entry found
+//! stale is neither: the metrics count it as stale.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -99,12 +107,13 @@ struct Inner<V> {
     generations: HashMap<String, u64>,
     bytes: usize,
     clock: u64,
-    wasted: u64,
+    wasted: Arc<AtomicU64>,
 }
 
 pub struct SpecCache<V> {
     inner: Mutex<Inner<V>>,
     max_bytes: usize,
+    wasted: Arc<AtomicU64>,
 }
 
 /// What a real call finds.
@@ -135,25 +144,46 @@ impl<V: Clone> Join<V> {
 }
 
 /// The right to fill one key, held by the prefetch that runs for it. If it
-/// is dropped without [`SpecCache::complete`], joined calls run for real.
+/// is dropped without [`SpecCache::complete`] storing its result, joined
+/// calls run for real, and once [armed](Ticket::arm) (its prefetch was
+/// dispatched) it counts as wasted.
 pub struct Ticket<V> {
     key: Key,
     generation: u64,
     tx: watch::Sender<Option<Prefetched<V>>>,
+    armed: bool,
+    wasted: Arc<AtomicU64>,
+}
+
+impl<V> Ticket<V> {
+    /// Its prefetch is dispatched: from now on it is served or wasted.
+    pub fn arm(&mut self) {
+        self.armed = true;
+    }
+}
+
+impl<V> Drop for Ticket<V> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.wasted.fetch_add(1, Ordering::Relaxed);
+        }
+    }
 }
 
 impl<V: Clone> SpecCache<V> {
-    pub fn new(max_bytes: usize) -> Self {
+    /// A cache of `max_bytes` that counts what it wastes into `wasted`.
+    pub fn new(max_bytes: usize, wasted: Arc<AtomicU64>) -> Self {
         let inner = Inner {
             slots: HashMap::new(),
             generations: HashMap::new(),
             bytes: 0,
             clock: 0,
-            wasted: 0,
+            wasted: wasted.clone(),
         };
         Self {
             inner: Mutex::new(inner),
             max_bytes,
+            wasted,
         }
     }
 
@@ -196,12 +226,18 @@ impl<V: Clone> SpecCache<V> {
         let generation = inner.generations.get(&key.tool).copied().unwrap_or(0);
         let (tx, rx) = watch::channel(None);
         inner.slots.insert(key.clone(), Slot::InFlight { rx });
-        Some(Ticket { key, generation, tx })
+        Some(Ticket {
+            key,
+            generation,
+            tx,
+            armed: false,
+            wasted: self.wasted.clone(),
+        })
     }
 
     /// Store a prefetch's result for `ttl`. A result for a tool invalidated
     /// since the prefetch began is discarded.
-    pub fn complete(&self, ticket: Ticket<V>, item: Prefetched<V>, bytes: usize, ttl: Duration) {
+    pub fn complete(&self, mut ticket: Ticket<V>, item: Prefetched<V>, bytes: usize, ttl: Duration) {
         let mut inner = self.lock();
         let current = inner.generations.get(&ticket.key.tool).copied().unwrap_or(0);
         let mine = ticket.tx.subscribe();
@@ -213,6 +249,8 @@ impl<V: Clone> SpecCache<V> {
             }
             return; // dropping the ticket releases joined calls to run for real
         }
+        // Stored: the entry is now what is served or wasted.
+        ticket.armed = false;
         inner.slots.remove(&ticket.key);
         inner.clock += 1;
         let last_use = inner.clock;
@@ -273,9 +311,29 @@ impl<V: Clone> SpecCache<V> {
         }
     }
 
-    /// Entries dropped without ever being served.
-    pub fn wasted(&self) -> u64 {
-        self.lock().wasted
+    /// The session ends: drop every entry, counting those never served as
+    /// wasted. Prefetches still running are not waited for (their tickets
+    /// count themselves when they are dropped) and store nothing after this.
+    pub fn flush(&self) {
+        let mut inner = self.lock();
+        let keys: Vec<Key> = inner.slots.keys().cloned().collect();
+        for key in &keys {
+            inner.remove(key);
+        }
+        // A prefetch in flight finds its slot gone and stores nothing.
+        inner.slots.clear();
+    }
+
+    /// Prefetches not served yet, held or still running: wasted unless a
+    /// call comes for them in time.
+    pub fn unserved(&self) -> u64 {
+        let inner = self.lock();
+        let unserved = |slot: &&Slot<V>| match slot {
+            Slot::Ready { used, .. } => !used,
+            // Unless its prefetch gave up (its ticket counted itself).
+            Slot::InFlight { rx } => rx.has_changed().is_ok(),
+        };
+        inner.slots.values().filter(unserved).count() as u64
     }
 
     pub fn bytes(&self) -> usize {
@@ -298,7 +356,7 @@ impl<V> Inner<V> {
         if let Some(Slot::Ready { bytes, used, .. }) = self.slots.remove(key) {
             self.bytes -= bytes;
             if !used {
-                self.wasted += 1;
+                self.wasted.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
@@ -332,6 +390,16 @@ mod tests {
         Key::new(tool, args.as_object().unwrap())
     }
 
+    /// A cache and its wasted counter.
+    fn cache(max_bytes: usize) -> (SpecCache<String>, Arc<AtomicU64>) {
+        let wasted = Arc::new(AtomicU64::new(0));
+        (SpecCache::new(max_bytes, wasted.clone()), wasted)
+    }
+
+    fn wasted(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::Relaxed)
+    }
+
     fn item(v: &str) -> Prefetched<String> {
         Prefetched {
             value: v.to_owned(),
@@ -351,7 +419,7 @@ mod tests {
 
     #[test]
     fn ttl_is_enforced() {
-        let cache = SpecCache::new(1 << 20);
+        let (cache, counter) = cache(1 << 20);
         let k = key("read", json!({"path": "a"}));
         let t = cache.begin(k.clone()).unwrap();
         cache.complete(t, item("body"), 4, Duration::ZERO);
@@ -359,7 +427,7 @@ mod tests {
             matches!(cache.lookup(&k), Lookup::Miss),
             "an expired entry is never served"
         );
-        assert_eq!(cache.wasted(), 1);
+        assert_eq!(wasted(&counter), 1);
 
         let t = cache.begin(k.clone()).unwrap();
         cache.complete(t, item("body"), 4, Duration::from_secs(60));
@@ -369,7 +437,7 @@ mod tests {
 
     #[test]
     fn bounded_in_bytes_least_recently_used_first() {
-        let cache = SpecCache::new(10);
+        let (cache, counter) = cache(10);
         let (a, b, c) = (
             key("t", json!({"k": "a"})),
             key("t", json!({"k": "b"})),
@@ -388,12 +456,12 @@ mod tests {
         );
         assert!(matches!(cache.lookup(&a), Lookup::Hit(_)));
         assert_eq!(cache.bytes(), 8);
-        assert_eq!(cache.wasted(), 1);
+        assert_eq!(wasted(&counter), 1);
     }
 
     #[tokio::test]
     async fn a_real_call_joins_the_prefetch_in_flight() {
-        let cache = std::sync::Arc::new(SpecCache::new(1 << 20));
+        let cache = Arc::new(cache(1 << 20).0);
         let k = key("get_issue", json!({"key": "A-1"}));
         let ticket = cache.begin(k.clone()).unwrap();
         let Lookup::Pending(join) = cache.lookup(&k) else {
@@ -406,9 +474,10 @@ mod tests {
 
     #[tokio::test]
     async fn invalidation_discards_a_prefetch_in_flight_and_releases_joiners() {
-        let cache = SpecCache::new(1 << 20);
+        let (cache, counter) = cache(1 << 20);
         let k = key("read", json!({"path": "a"}));
-        let ticket = cache.begin(k.clone()).unwrap();
+        let mut ticket = cache.begin(k.clone()).unwrap();
+        ticket.arm();
         let Lookup::Pending(join) = cache.lookup(&k) else {
             panic!("expected a join")
         };
@@ -416,11 +485,12 @@ mod tests {
         cache.complete(ticket, item("stale"), 5, Duration::from_secs(60));
         assert!(join.wait().await.is_none(), "the joined call must run for real");
         assert!(matches!(cache.lookup(&k), Lookup::Miss));
+        assert_eq!(wasted(&counter), 1, "the discarded prefetch was wasted");
     }
 
     #[tokio::test]
     async fn a_dropped_ticket_releases_joiners() {
-        let cache = SpecCache::<String>::new(1 << 20);
+        let (cache, counter) = cache(1 << 20);
         let k = key("read", json!({"path": "a"}));
         let ticket = cache.begin(k.clone()).unwrap();
         let Lookup::Pending(join) = cache.lookup(&k) else {
@@ -428,6 +498,35 @@ mod tests {
         };
         drop(ticket);
         assert!(join.wait().await.is_none());
-        assert!(cache.begin(k).is_some(), "the key can be prefetched again");
+        assert_eq!(wasted(&counter), 0, "never dispatched, so not wasted");
+        let mut ticket = cache.begin(k).unwrap();
+        ticket.arm();
+        drop(ticket);
+        assert_eq!(wasted(&counter), 1, "dispatched and failed: wasted");
+    }
+
+    #[test]
+    fn the_end_of_the_session_counts_every_unserved_prefetch_as_wasted() {
+        let (cache, counter) = cache(1 << 20);
+        let (used, unused, running) = (
+            key("read", json!({"path": "used"})),
+            key("read", json!({"path": "unused"})),
+            key("read", json!({"path": "running"})),
+        );
+        for k in [&used, &unused] {
+            let mut t = cache.begin(k.clone()).unwrap();
+            t.arm();
+            cache.complete(t, item("x"), 1, Duration::from_secs(60));
+        }
+        assert!(matches!(cache.lookup(&used), Lookup::Hit(_)));
+        let mut in_flight = cache.begin(running.clone()).unwrap();
+        in_flight.arm();
+        assert_eq!((cache.unserved(), wasted(&counter)), (2, 0));
+        cache.flush();
+        assert_eq!(wasted(&counter), 1, "the unused entry");
+        cache.complete(in_flight, item("late"), 1, Duration::from_secs(60));
+        assert_eq!(wasted(&counter), 2, "the prefetch that landed after the end");
+        assert!(matches!(cache.lookup(&running), Lookup::Miss));
+        assert_eq!((cache.unserved(), cache.bytes()), (0, 0));
     }
 }

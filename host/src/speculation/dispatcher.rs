@@ -33,6 +33,12 @@ pub struct Dispatcher {
     tasks: Mutex<JoinSet<()>>,
 }
 
+/// A place within the caps, held until the prefetch that runs in it ends.
+pub struct Reserved {
+    _permit: OwnedSemaphorePermit,
+    _slot: Option<HostSlot>,
+}
+
 /// Releases a host slot when the prefetch ends, however it ends.
 struct HostSlot {
     hosts: Arc<Mutex<HashMap<String, usize>>>,
@@ -64,13 +70,10 @@ impl Dispatcher {
         }
     }
 
-    /// Start `prefetch` now, or say why not. It is dropped (cancelled) at
-    /// its timeout or on shutdown.
-    pub fn dispatch(
-        &self,
-        host: Option<&str>,
-        prefetch: impl Future<Output = ()> + Send + 'static,
-    ) -> Result<(), Refused> {
+    /// Reserve a place for one prefetch (against `host`, if it has one)
+    /// within the caps, or say why not. The place is given back when the
+    /// reservation, or the prefetch [spawned](Dispatcher::spawn) on it, ends.
+    pub fn reserve(&self, host: Option<&str>) -> Result<Reserved, Refused> {
         if self.cancel.is_cancelled() {
             return Err(Refused::ShutDown);
         }
@@ -94,18 +97,26 @@ impl Dispatcher {
             }
             None => None,
         };
+        Ok(Reserved {
+            _permit: permit,
+            _slot: slot,
+        })
+    }
+
+    /// Run `prefetch` in its reserved place. It is dropped (cancelled) at
+    /// its timeout or on shutdown.
+    pub fn spawn(&self, reserved: Reserved, prefetch: impl Future<Output = ()> + Send + 'static) {
         let (cancel, timeout) = (self.cancel.clone(), self.timeout);
         let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
         // Reap finished tasks so the set does not grow with history.
         while tasks.try_join_next().is_some() {}
         tasks.spawn(async move {
-            let _held = (permit, slot);
+            let _held = reserved;
             tokio::select! {
                 _ = cancel.cancelled() => {}
                 _ = tokio::time::timeout(timeout, prefetch) => {}
             }
         });
-        Ok(())
     }
 
     /// Prefetches running now.
@@ -126,6 +137,19 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
+
+    impl Dispatcher {
+        /// Reserve and spawn at once.
+        fn dispatch(
+            &self,
+            host: Option<&str>,
+            prefetch: impl Future<Output = ()> + Send + 'static,
+        ) -> Result<(), Refused> {
+            let reserved = self.reserve(host)?;
+            self.spawn(reserved, prefetch);
+            Ok(())
+        }
+    }
 
     /// 50 candidates over 3 hosts with a global cap of 6 and 2 per host:
     /// never more than the caps in flight, and the caps free up after.

@@ -14,6 +14,12 @@
 //! on for its tool and host and its learned probability (`fanout`) reaches
 //! the floor.
 //!
+//! Calls are cached and looked up under their target's cache arguments
+//! ([`Target::cache_args`]), and a call served gets the target's answer
+//! from the entry ([`Target::answer`]): so a slice of a file is answered
+//! from the whole file prefetched, and a real call whose arguments map to a
+//! candidate offered credits that candidate's rank, whatever slice it asked.
+//!
 //! Invalidation: a call to a tool that may change anything drops the cached
 //! results of the tools its value model `invalidates`; one that names none
 //! drops those of its whole category, or everything if it has none (an
@@ -47,6 +53,8 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub trait Target: Send + Sync + 'static {
     /// A call's result as cached.
     type Output: Clone + Send + Sync + 'static;
+    /// What a call served from the cache gets.
+    type Answer: Send + 'static;
 
     /// Run a call up to execution (prepare, validate, before-call,
     /// transform); the final arguments, or why it may not run.
@@ -56,8 +64,18 @@ pub trait Target: Send + Sync + 'static {
         args: Map<String, Value>,
     ) -> BoxFuture<'_, Result<Map<String, Value>, String>>;
 
-    /// Execute a prepared call.
+    /// Execute a prepared call, for the cache: what is cached under its
+    /// [`Target::cache_args`].
     fn execute(&self, tool: String, args: Map<String, Value>) -> BoxFuture<'_, Result<Self::Output, String>>;
+
+    /// The arguments a prepared call's result is cached under: calls with
+    /// the same are answered from one entry (their spellings of one path, or
+    /// slices of one file, whose whole is what is cached).
+    fn cache_args(&self, tool: &str, args: &Map<String, Value>) -> Map<String, Value>;
+
+    /// The answer to a call from the entry cached under its cache
+    /// arguments, exactly as running the call would answer it.
+    fn answer(&self, tool: &str, args: &Map<String, Value>, cached: &Self::Output) -> Self::Answer;
 
     /// Bytes the output holds, for the cache bound.
     fn size(output: &Self::Output) -> usize;
@@ -93,8 +111,6 @@ pub struct Engine<T: Target> {
     dispatcher: Dispatcher,
     fanout: Arc<FanOut>,
     metrics: Arc<Metrics>,
-    /// Prefetches wasted in the caches of the engines this one renewed.
-    wasted_before: u64,
     /// Follow-ups being planned in the background.
     planning: Arc<AtomicUsize>,
 }
@@ -127,7 +143,8 @@ struct Candidate {
 impl<T: Target> Engine<T> {
     pub fn new(target: Arc<T>, models: Arc<ValueModels>, enrichers: Enrichers, settings: Settings) -> Self {
         let dispatcher = Dispatcher::new(settings.max_in_flight, settings.per_host, settings.timeout());
-        let cache = Arc::new(SpecCache::new(settings.cache_bytes()));
+        let metrics = Arc::new(Metrics::default());
+        let cache = Arc::new(SpecCache::new(settings.cache_bytes(), metrics.wasted_counter()));
         Self {
             target,
             models,
@@ -136,16 +153,16 @@ impl<T: Target> Engine<T> {
             cache,
             dispatcher,
             fanout: Arc::default(),
-            metrics: Arc::default(),
-            wasted_before: 0,
+            metrics,
             planning: Arc::default(),
         }
     }
 
     /// An engine for a rebuilt catalog: what was learned (fan-out) and
     /// counted carries over; the cache does not, nor do this engine's
-    /// prefetches in flight (shut it down), so no result computed for the
-    /// old catalog is served from the new one.
+    /// prefetches in flight (shut it down, which counts what it never served
+    /// as wasted), so no result computed for the old catalog is served from
+    /// the new one.
     pub fn renew(&self, target: Arc<T>, models: Arc<ValueModels>) -> Self {
         let settings = self.settings.clone();
         Self {
@@ -153,22 +170,24 @@ impl<T: Target> Engine<T> {
             models,
             enrichers: self.enrichers.clone(),
             dispatcher: Dispatcher::new(settings.max_in_flight, settings.per_host, settings.timeout()),
-            cache: Arc::new(SpecCache::new(settings.cache_bytes())),
+            cache: Arc::new(SpecCache::new(
+                settings.cache_bytes(),
+                self.metrics.wasted_counter(),
+            )),
             settings,
             fanout: self.fanout.clone(),
             metrics: self.metrics.clone(),
-            wasted_before: self.wasted_before + self.cache.wasted(),
             planning: Arc::default(),
         }
     }
 
-    /// Before a real call executes: its prefetched result, if any. Only
-    /// tools that may be speculated are ever looked up.
-    pub async fn serve(&self, tool: &str, args: &Map<String, Value>) -> Served<T::Output> {
+    /// Before a real call executes: its answer from a prefetch, if any.
+    /// Only tools that may be speculated are ever looked up.
+    pub async fn serve(&self, tool: &str, args: &Map<String, Value>) -> Served<T::Answer> {
         if !self.models.get(tool).is_some_and(|m| m.is_speculatable()) {
             return Served::Run;
         }
-        let key = Key::new(tool, args);
+        let key = Key::new(tool, &self.target.cache_args(tool, args));
         self.fanout.called(&key);
         let found = match self.cache.lookup(&key) {
             Lookup::Hit(p) => Some((p, None)),
@@ -190,7 +209,7 @@ impl<T: Target> Engine<T> {
             None => self.metrics.hit(p.took),
             Some(waited) => self.metrics.join(p.took.saturating_sub(waited)),
         }
-        Served::Prefetched(p.value)
+        Served::Prefetched(self.target.answer(tool, args, &p.value))
     }
 
     /// Drop what a call to `tool` makes stale, if it may change anything.
@@ -308,21 +327,33 @@ impl<T: Target> Engine<T> {
                 return;
             }
         };
-        let key = Key::new(&c.tool, &args);
+        let key = Key::new(&c.tool, &self.target.cache_args(&c.tool, &args));
         let ttl = self
             .models
             .get(&c.tool)
             .and_then(|m| m.cost.freshness_ttl_s)
             .map_or(self.settings.default_ttl(), |s| Duration::from_secs(s.into()));
-        let likely = self.fanout.estimate(&c.origin, c.prior) >= f64::from(self.settings.probability_floor);
+        let likely = self
+            .fanout
+            .likely(&c.origin, c.prior, self.settings.probability_floor);
         self.fanout.offer(key.clone(), c.origin, ttl);
         if !likely {
             self.metrics.declined(DeclineReason::Unlikely);
             return;
         }
-        let Some(ticket) = self.cache.begin(key) else {
+        let Some(mut ticket) = self.cache.begin(key) else {
             return;
         };
+        let reserved = match self.dispatcher.reserve(host.as_deref()) {
+            Ok(reserved) => reserved,
+            Err(Refused::ShutDown) => return,
+            Err(_) => {
+                self.metrics.declined(DeclineReason::Capped);
+                return;
+            }
+        };
+        ticket.arm();
+        self.metrics.dispatched();
         let (target, cache, tool) = (self.target.clone(), self.cache.clone(), c.tool);
         let prefetch = async move {
             let start = Instant::now();
@@ -339,11 +370,7 @@ impl<T: Target> Engine<T> {
                 );
             }
         };
-        match self.dispatcher.dispatch(host.as_deref(), prefetch) {
-            Ok(()) => self.metrics.dispatched(),
-            Err(Refused::ShutDown) => {}
-            Err(_) => self.metrics.declined(DeclineReason::Capped),
-        }
+        self.dispatcher.spawn(reserved, prefetch);
     }
 
     pub fn stats(&self) -> Snapshot {
@@ -356,16 +383,18 @@ impl<T: Target> Engine<T> {
                 .map_or(0.5, |l| l.probability)
         };
         self.metrics
-            .snapshot(self.wasted_before + self.cache.wasted(), self.fanout.table(prior))
+            .snapshot(self.cache.unserved(), self.fanout.table(prior))
     }
 
     pub fn in_flight(&self) -> usize {
         self.dispatcher.in_flight()
     }
 
-    /// Cancel every prefetch.
+    /// The session ends: cancel every prefetch, and count every one never
+    /// served (running or held) as wasted.
     pub async fn shutdown(&self) {
         self.dispatcher.shutdown().await;
+        self.cache.flush();
     }
 }
 
@@ -392,6 +421,7 @@ mod tests {
 
     impl Target for Files {
         type Output = String;
+        type Answer = String;
 
         fn prepare(
             &self,
@@ -425,6 +455,18 @@ mod tests {
                 assert_eq!(tool, "read");
                 Ok(seen)
             })
+        }
+
+        fn cache_args(&self, _tool: &str, args: &Map<String, Value>) -> Map<String, Value> {
+            // A slice of a file is answered from the whole file.
+            Map::from_iter([("path".to_owned(), args["path"].clone())])
+        }
+
+        fn answer(&self, _tool: &str, args: &Map<String, Value>, cached: &String) -> String {
+            match args.get("offset").and_then(Value::as_u64) {
+                Some(offset) => cached.chars().skip(offset as usize).collect(),
+                None => cached.clone(),
+            }
         }
 
         fn size(output: &String) -> usize {
@@ -690,6 +732,74 @@ mod tests {
         let before = files.executions.load(Ordering::SeqCst);
         grep(&e, &["y-a", "y-b"]).await;
         assert_eq!(files.executions.load(Ordering::SeqCst) - before, 2);
+    }
+
+    fn slice(path: &str, offset: u64) -> Map<String, Value> {
+        json!({"path": path, "offset": offset})
+            .as_object()
+            .unwrap()
+            .clone()
+    }
+
+    #[tokio::test]
+    async fn a_slice_is_answered_from_the_whole_prefetch_and_credits_its_rank() {
+        let files = Arc::new(Files::default());
+        files
+            .content
+            .lock()
+            .unwrap()
+            .insert("a.rs".into(), "0123456".into());
+        let e = engine(files.clone(), Some(60));
+        glob(&e, &["a.rs"]).await;
+        assert!(matches!(e.serve("read", &slice("a.rs", 4)).await, Served::Prefetched(s) if s == "456"));
+        assert!(matches!(e.serve("read", &args("a.rs")).await, Served::Prefetched(s) if s == "0123456"));
+        assert_eq!(
+            files.executions.load(Ordering::SeqCst),
+            1,
+            "one prefetch served both"
+        );
+        let ranks = e.stats().ranks;
+        assert_eq!((ranks[0].offered, ranks[0].used), (1, 1), "{ranks:?}");
+    }
+
+    #[tokio::test]
+    async fn one_unused_offer_does_not_turn_a_rank_off() {
+        let files = Arc::new(Files::default());
+        let e = engine(files.clone(), Some(60));
+        glob(&e, &["never-read.rs"]).await;
+        glob(&e, &["next.rs"]).await;
+        assert_eq!(files.executions.load(Ordering::SeqCst), 2);
+        assert_eq!(e.stats().declined.get("unlikely"), None);
+    }
+
+    #[tokio::test]
+    async fn every_prefetch_never_served_is_wasted_by_the_end_of_the_session() {
+        let files = Arc::new(Files::default());
+        for path in ["a.rs", "b.rs", "c.rs", "d.rs"] {
+            files.content.lock().unwrap().insert(path.into(), path.into());
+        }
+        let hold = Arc::new(Notify::new());
+        let e = engine(files.clone(), Some(60));
+        // The third result's share of the prior is under the floor: a and b.
+        glob(&e, &["a.rs", "b.rs", "c.rs"]).await;
+        assert!(matches!(
+            e.serve("read", &args("a.rs")).await,
+            Served::Prefetched(_)
+        ));
+        // One more, still running when the session ends.
+        *files.hold.lock().unwrap() = Some(hold.clone());
+        e.after_call("glob", &json!({"paths": ["d.rs"]}), &[]).await;
+        let during = e.stats();
+        assert_eq!(
+            (during.dispatched, during.hits, during.wasted, during.unserved),
+            (3, 1, 0, 2)
+        );
+        e.shutdown().await;
+        let after = e.stats();
+        assert_eq!((after.wasted, after.unserved), (2, 0), "b held and d running");
+        // A renewed engine carries the count on.
+        let renewed = e.renew(files.clone(), e.models.clone());
+        assert_eq!(renewed.stats().wasted, 2);
     }
 
     #[tokio::test]

@@ -5,11 +5,22 @@
 //! results cover most cited follow-ups), but the agent usually reads one of
 //! them: prefetching all three triples the backend calls for one hit. So
 //! each candidate is judged on its own estimated probability of being
-//! called, per (tool that ran, follow-up tool, rank of the candidate), and
-//! dispatched only when that estimate reaches the planner's floor:
+//! called, per (tool that ran, follow-up tool, rank of the candidate).
 //!
-//! `estimate = (used + W × prior) / (offered + W)`, with the link's declared
-//! probability as the prior and `W` = [`PRIOR_WEIGHT`] pseudo-observations.
+//! The estimate is a Beta posterior. Its prior is the link's declared
+//! probability shared out over the ranks, `prior / (rank + 1)`: a link's
+//! probability is that of *a* follow-up, and agents open the first of a
+//! list's results far more often than the later ones. It is worth
+//! [`PRIOR_WEIGHT`] pseudo-observations (`a = W × prior`,
+//! `b = W × (1 − prior)`), and each candidate offered adds one observation,
+//! used or not. A candidate is dispatched while its rank *could* still be
+//! worth it: while the posterior mean plus one standard deviation reaches
+//! the planner's floor. The deviation shrinks as observations grow, so the
+//! benefit of the doubt the prior gives decays with evidence instead of
+//! being spent at the first miss: a link declared at 0.32 over a floor of
+//! 0.3 survives one unused offer (mean 0.27, but ± 0.17) and a run of them
+//! turns it off, while a rank the agent opens about as often as the floor
+//! stays on.
 //!
 //! Every candidate offered is remembered until its TTL ends, dispatched or
 //! not, so a real call that matches a candidate that was *not* dispatched
@@ -81,11 +92,13 @@ impl FanOut {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The estimated probability that a candidate of `origin` is called.
-    pub fn estimate(&self, origin: &Origin, prior: f32) -> f64 {
+    /// Whether a candidate of `origin` is still worth dispatching at
+    /// `floor` (see the module doc).
+    pub fn likely(&self, origin: &Origin, prior: f32, floor: f32) -> bool {
         let inner = self.lock();
         let (offered, used) = inner.counts.get(origin).map_or((0, 0), |c| (c.offered, c.used));
-        estimate(offered, used, prior)
+        let posterior = Posterior::new(offered, used, prior, origin.rank);
+        posterior.mean + posterior.deviation >= f64::from(floor)
     }
 
     /// Remember that `key` was offered by `origin` (dispatched or not),
@@ -144,14 +157,30 @@ impl FanOut {
                 rank: o.rank,
                 offered: c.offered,
                 used: c.used,
-                estimate: estimate(c.offered, c.used, prior(&o.from, &o.to)),
+                estimate: Posterior::new(c.offered, c.used, prior(&o.from, &o.to), o.rank).mean,
             })
             .collect()
     }
 }
 
-fn estimate(offered: u64, used: u64, prior: f32) -> f64 {
-    (used as f64 + PRIOR_WEIGHT * f64::from(prior)) / (offered as f64 + PRIOR_WEIGHT)
+/// The Beta posterior of a rank's probability of being called.
+struct Posterior {
+    mean: f64,
+    deviation: f64,
+}
+
+impl Posterior {
+    fn new(offered: u64, used: u64, prior: f32, rank: usize) -> Self {
+        let prior = f64::from(prior).clamp(0.0, 1.0) / (rank as f64 + 1.0);
+        let used = used.min(offered) as f64;
+        let a = used + PRIOR_WEIGHT * prior;
+        let b = (offered as f64 - used) + PRIOR_WEIGHT * (1.0 - prior);
+        let n = a + b;
+        Self {
+            mean: a / n,
+            deviation: (a * b / (n * n * (n + 1.0))).sqrt(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -174,20 +203,57 @@ mod tests {
 
     const MINUTE: Duration = Duration::from_secs(60);
 
+    fn mean(fan: &FanOut, origin: &Origin, prior: f32) -> f64 {
+        let inner = fan.lock();
+        let (offered, used) = inner.counts.get(origin).map_or((0, 0), |c| (c.offered, c.used));
+        Posterior::new(offered, used, prior, origin.rank).mean
+    }
+
     #[test]
     fn unused_ranks_fall_under_the_floor_and_used_ones_stay() {
         let fan = FanOut::default();
         assert!(
-            (fan.estimate(&origin(2), 0.35) - 0.35).abs() < 1e-6,
+            (mean(&fan, &origin(0), 0.35) - 0.35).abs() < 1e-6,
             "the prior alone"
+        );
+        assert!(
+            (mean(&fan, &origin(2), 0.35) - 0.35 / 3.0).abs() < 1e-6,
+            "shared out over the ranks"
         );
         for i in 0..10 {
             fan.offer(key(&format!("a{i}")), origin(0), MINUTE);
             fan.offer(key(&format!("c{i}")), origin(2), MINUTE);
             fan.called(&key(&format!("a{i}")));
         }
-        assert!(fan.estimate(&origin(0), 0.35) > 0.7);
-        assert!(fan.estimate(&origin(2), 0.35) < 0.15);
+        assert!(mean(&fan, &origin(0), 0.35) > 0.7);
+        assert!(mean(&fan, &origin(2), 0.35) < 0.15);
+        assert!(fan.likely(&origin(0), 0.35, 0.3));
+        assert!(!fan.likely(&origin(2), 0.35, 0.3));
+    }
+
+    /// The case that made a flip of the old estimate: glob → read is
+    /// declared at 0.32 over a floor of 0.3, and the mean after one unused
+    /// offer, (0 + 5 × 0.32) / 6 = 0.27, is under it.
+    #[test]
+    fn one_unused_offer_does_not_turn_a_rank_off_but_a_run_of_them_does() {
+        let fan = FanOut::default();
+        fan.offer(key("a"), origin(0), MINUTE);
+        assert!((mean(&fan, &origin(0), 0.32) - 1.6 / 6.0).abs() < 1e-6);
+        assert!(
+            fan.likely(&origin(0), 0.32, 0.3),
+            "one miss is not evidence enough"
+        );
+        for i in 0..5 {
+            fan.offer(key(&format!("m{i}")), origin(0), MINUTE);
+        }
+        assert!(!fan.likely(&origin(0), 0.32, 0.3), "six misses in a row are");
+        // And the doubt shrinks with evidence: a rank called at 0.25 over
+        // many offers falls under a floor of 0.3 that a few offers at that
+        // rate would not have.
+        let few = Posterior::new(8, 2, 0.32, 0);
+        let many = Posterior::new(400, 100, 0.32, 0);
+        assert!(few.mean + few.deviation >= 0.3);
+        assert!(many.mean + many.deviation < 0.3);
     }
 
     #[test]

@@ -1,12 +1,13 @@
 //! Counters of what speculation did, for `toolhost stats` and the server's
 //! logs: prefetches dispatched, real calls served from the cache (hits) or
-//! by joining a prefetch in flight (joins), prefetches wasted (expired or
-//! evicted unused), results not served because they were stale, declines
-//! by reason, the time hits and joins saved, and the learned fan-out.
+//! by joining a prefetch in flight (joins), prefetches wasted (never served:
+//! see `cache`), those not served yet, results not served because they
+//! were stale, declines by reason, the time hits and joins saved, and the
+//! learned fan-out.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -21,6 +22,8 @@ pub struct Metrics {
     joins: AtomicU64,
     saved_us: AtomicU64,
     stale: AtomicU64,
+    /// Shared with the caches, which count what they waste.
+    wasted: Arc<AtomicU64>,
     declined: Mutex<BTreeMap<DeclineReason, u64>>,
 }
 
@@ -30,7 +33,14 @@ pub struct Snapshot {
     pub dispatched: u64,
     pub hits: u64,
     pub joins: u64,
+    /// Prefetches never served: dropped unused (expired, evicted,
+    /// invalidated, or held when the session ended) or that stored nothing.
     pub wasted: u64,
+    /// Prefetches held or running that nothing has used yet: wasted unless
+    /// a call comes for them before they expire or the session ends (0
+    /// once it has ended).
+    #[serde(default)]
+    pub unserved: u64,
     /// Cached results not served because their source had changed.
     pub stale: u64,
     pub declined: BTreeMap<String, u64>,
@@ -69,6 +79,11 @@ impl Metrics {
             .fetch_add(saved.as_micros() as u64, Ordering::Relaxed);
     }
 
+    /// The counter the caches count their waste into.
+    pub fn wasted_counter(&self) -> Arc<AtomicU64> {
+        self.wasted.clone()
+    }
+
     pub fn stale(&self) {
         self.stale.fetch_add(1, Ordering::Relaxed);
     }
@@ -82,13 +97,14 @@ impl Metrics {
             .or_default() += 1;
     }
 
-    pub fn snapshot(&self, wasted: u64, ranks: Vec<RankStats>) -> Snapshot {
+    pub fn snapshot(&self, unserved: u64, ranks: Vec<RankStats>) -> Snapshot {
         let declined = self.declined.lock().unwrap_or_else(|p| p.into_inner());
         Snapshot {
             dispatched: self.dispatched.load(Ordering::Relaxed),
             hits: self.hits.load(Ordering::Relaxed),
             joins: self.joins.load(Ordering::Relaxed),
-            wasted,
+            wasted: self.wasted.load(Ordering::Relaxed),
+            unserved,
             stale: self.stale.load(Ordering::Relaxed),
             declined: declined
                 .iter()

@@ -3,8 +3,9 @@
 //!
 //! Enrichers' `project-args` come first (the engine asks them in
 //! registration order; the first that answers wins). Then the built-in
-//! projections for the native tools' results (glob's `paths`, grep's
-//! `matches`, a search's `results`), then the generic one: every value found
+//! projections for the native tools' results (glob's `paths`; grep's
+//! `matches`, each file read around its first matching line; ls's files; a
+//! search's `results`), then the generic one: every value found
 //! under the link's `projection` key, anywhere in the result, becomes
 //! `{projection_arg: value}`. Unlike the reference, projections read
 //! structured results, never formatted text.
@@ -15,6 +16,10 @@ use crate::value_model::FollowUpLink;
 
 /// Most calls projected from one link.
 pub const MAX_PER_LINK: usize = 3;
+/// A read after a grep asks for this many lines, from this many before the
+/// match: agents mostly read a slice around the line a grep showed them.
+const WINDOW: u64 = 60;
+const WINDOW_BEFORE: u64 = 20;
 
 /// Argument objects for `link` from `prev_tool`'s structured `result`.
 pub fn project(prev_tool: &str, result: &Value, link: &FollowUpLink) -> Vec<Map<String, Value>> {
@@ -24,11 +29,9 @@ pub fn project(prev_tool: &str, result: &Value, link: &FollowUpLink) -> Vec<Map<
     let asks = |field: &str| link.projection.as_deref().is_none_or(|f| f == field);
     let values: Vec<Value> = match (prev_tool, arg) {
         ("glob", Some(_)) if asks("path") => strings(result.get("paths")),
-        ("grep", Some(_)) if asks("path") => result
-            .get("matches")
-            .and_then(Value::as_array)
-            .map(|m| m.iter().filter_map(|m| m.get("path").cloned()).collect())
-            .unwrap_or_default(),
+        ("grep", Some(arg)) if asks("path") && link.tool == "read" => return windows(result, arg),
+        ("grep", Some(_)) if asks("path") => strings_at(result.get("matches"), "path"),
+        ("ls", Some(_)) if asks("path") => listed_files(result),
         // Only the top result: a search's later results are rarely opened.
         ("web_search", Some(_)) if asks("url") => strings_at(result.get("results"), "url")
             .into_iter()
@@ -55,6 +58,53 @@ pub fn project(prev_tool: &str, result: &Value, link: &FollowUpLink) -> Vec<Map<
         }
     }
     out
+}
+
+/// A read of each file grep matched, around its first matching line.
+fn windows(result: &Value, arg: &str) -> Vec<Map<String, Value>> {
+    let mut out: Vec<Map<String, Value>> = Vec::new();
+    for m in result
+        .get("matches")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if out.len() == MAX_PER_LINK {
+            break;
+        }
+        let Some(path) = m.get("path").and_then(Value::as_str) else {
+            continue;
+        };
+        if path.is_empty() || out.iter().any(|o| o[arg] == path) {
+            continue;
+        }
+        let mut read = Map::from_iter([(arg.to_owned(), Value::from(path))]);
+        // A match without its line is read from the top.
+        if let Some(line) = m.get("line").and_then(Value::as_u64) {
+            read.insert("offset".into(), line.saturating_sub(WINDOW_BEFORE).max(1).into());
+            read.insert("limit".into(), WINDOW.into());
+        }
+        out.push(read);
+    }
+    out
+}
+
+/// The files an `ls` listed, as paths relative to the root; hidden ones
+/// are left out, as the walks of glob and grep leave them.
+fn listed_files(result: &Value) -> Vec<Value> {
+    let dir = result.get("path").and_then(Value::as_str).unwrap_or(".");
+    let entries = result.get("entries").and_then(Value::as_array);
+    entries
+        .into_iter()
+        .flatten()
+        .filter(|e| e.get("type").and_then(Value::as_str) == Some("file"))
+        .filter_map(|e| e.get("name").and_then(Value::as_str))
+        .filter(|name| !name.starts_with('.'))
+        .map(|name| match dir {
+            "." | "" => Value::from(name),
+            dir => Value::from(format!("{}/{name}", dir.trim_end_matches('/'))),
+        })
+        .collect()
 }
 
 fn strings(v: Option<&Value>) -> Vec<Value> {
@@ -116,6 +166,43 @@ mod tests {
         assert_eq!(
             values(&project("grep", &grep, &link("read", "path", "path")), "path"),
             [json!("x.rs"), json!("y.rs")]
+        );
+        // Another follow-up of grep gets the paths alone.
+        assert_eq!(
+            project("grep", &grep, &link("open", "path", "file")),
+            [json!({"file": "x.rs"}), json!({"file": "y.rs"})].map(|v| v.as_object().unwrap().clone())
+        );
+    }
+
+    #[test]
+    fn grep_reads_are_windows_around_the_first_match() {
+        let grep = json!({"matches": [{"path": "x.rs", "line": 100}, {"path": "x.rs", "line": 300}, {"path": "y.rs", "line": 2}]});
+        assert_eq!(
+            project("grep", &grep, &link("read", "path", "path")),
+            [
+                json!({"path": "x.rs", "offset": 80, "limit": 60}),
+                json!({"path": "y.rs", "offset": 1, "limit": 60})
+            ]
+            .map(|v| v.as_object().unwrap().clone())
+        );
+    }
+
+    #[test]
+    fn ls_projects_its_visible_files_below_its_directory() {
+        let ls = json!({"path": "src", "entries": [
+            {"name": ".hidden", "type": "file", "size": 1},
+            {"name": "a.py", "type": "file", "size": 1},
+            {"name": "pkg", "type": "dir", "size": 0},
+            {"name": "z.py", "type": "file", "size": 1}
+        ]});
+        assert_eq!(
+            values(&project("ls", &ls, &link("read", "path", "path")), "path"),
+            [json!("src/a.py"), json!("src/z.py")]
+        );
+        let root = json!({"path": ".", "entries": [{"name": "README.md", "type": "file", "size": 1}]});
+        assert_eq!(
+            values(&project("ls", &root, &link("read", "path", "path")), "path"),
+            [json!("README.md")]
         );
     }
 

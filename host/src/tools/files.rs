@@ -1,9 +1,13 @@
-//! `read` and `ls`: one file's lines, one directory's entries.
+//! `read` and `ls`: one file's lines, one directory's entries. A read
+//! loads its file whole ([`FileText`]) and answers the slice asked for, so a
+//! cached file answers every slice of it as a direct read does.
 
 use std::io::Read;
+use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
 
+use super::fresh::Seen;
 use super::{CallOutput, Root, ToolError, opt_str, opt_usize, result, str_arg};
 
 /// Lines returned when the call gives no limit.
@@ -11,8 +15,34 @@ const DEFAULT_LINES: usize = 2000;
 /// Files larger than this are refused; read them with grep instead.
 const MAX_FILE_BYTES: u64 = 16 << 20;
 
+/// A whole text file as `read` loaded it: any slice of it is answered from
+/// here exactly as a direct `read` of that slice would be.
+#[derive(Debug, Clone)]
+pub struct FileText {
+    /// Its path relative to the root.
+    rel: PathBuf,
+    text: String,
+    seen: Seen,
+}
+
+impl FileText {
+    /// Bytes held, for a cache's bound.
+    pub fn size(&self) -> usize {
+        self.text.len()
+    }
+
+    /// Whether the file on disk is still the one loaded.
+    pub fn is_current(&self, root: &Root) -> bool {
+        self.seen.still(root, &self.rel)
+    }
+}
+
 pub fn read(root: &Root, args: &Map<String, Value>) -> Result<CallOutput, ToolError> {
-    let given = str_arg(args, "path")?;
+    slice(&load(root, str_arg(args, "path")?)?, args)
+}
+
+/// The whole of the text file `given` names.
+pub fn load(root: &Root, given: &str) -> Result<FileText, ToolError> {
     let (mut file, rel) = root.open_file(given)?;
     let meta = file
         .metadata()
@@ -36,8 +66,19 @@ pub fn read(root: &Root, args: &Map<String, Value>) -> Result<CallOutput, ToolEr
     if bytes.contains(&0) {
         return Err(ToolError::Failed(format!("{given}: a binary file, not text")));
     }
-    let text = String::from_utf8_lossy(&bytes);
-    let lines: Vec<&str> = text.lines().collect();
+    let seen = Seen::new(&meta, &bytes);
+    Ok(FileText {
+        rel,
+        text: String::from_utf8_lossy(&bytes).into_owned(),
+        seen,
+    })
+}
+
+/// The lines of `file` a `read` call with `args` asks for, as that call
+/// answers (messages name the path as the call gave it).
+pub fn slice(file: &FileText, args: &Map<String, Value>) -> Result<CallOutput, ToolError> {
+    let given = str_arg(args, "path")?;
+    let lines: Vec<&str> = file.text.lines().collect();
     let total = lines.len();
     let offset = opt_usize(args, "offset").unwrap_or(1).max(1);
     let limit = opt_usize(args, "limit").unwrap_or(DEFAULT_LINES).max(1);
@@ -49,7 +90,7 @@ pub fn read(root: &Root, args: &Map<String, Value>) -> Result<CallOutput, ToolEr
     let start = offset - 1;
     let end = start.saturating_add(limit).min(total);
     let content = lines[start..end].join("\n");
-    let shown = Root::display(&rel);
+    let shown = Root::display(&file.rel);
     let mut text_out = content.clone();
     if end < total {
         text_out.push_str(&format!(

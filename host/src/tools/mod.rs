@@ -11,18 +11,20 @@
 //! cancellation belong to the call pipeline.
 
 mod files;
+mod fresh;
 mod root;
 mod search;
 mod walk;
 mod web;
 mod write;
 
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
 use crate::catalog::{Annotations, ToolMeta, ToolSpec};
 use crate::output::{Block, CallOutput, ToolError};
+pub use files::FileText;
 pub use root::Root;
 pub use web::WebSettings;
 
@@ -41,19 +43,6 @@ pub struct NativeTools {
 /// A delay added before each call of a tool; models a slow or remote file
 /// system (the speculation replay bench uses it).
 pub type Latency = std::sync::Arc<dyn Fn(&str, &Map<String, Value>) -> Duration + Send + Sync>;
-
-/// What a file looked like when a result was read from it: a cached read
-/// is current while the file still looks the same.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stamp {
-    len: u64,
-    modified: SystemTime,
-}
-
-/// A file modified this recently may be modified again within the same
-/// timestamp tick, unseen: its reads are never taken as current (git's
-/// "racily clean" rule).
-const RACY: Duration = Duration::from_millis(100);
 
 impl NativeTools {
     pub fn new(root: Root, web: WebSettings) -> anyhow::Result<Self> {
@@ -125,7 +114,7 @@ impl NativeTools {
                 json!({"type": "object", "properties": {
                     "pattern": {"type": "string", "description": "Regular expression (Rust regex syntax)."},
                     "path": {"type": "string", "description": "File or directory to search (default: the tool root)."},
-                    "glob": {"type": "string", "description": "Only search files whose path matches this glob."},
+                    "glob": {"type": "string", "description": "Only search files whose path relative to `path` matches this glob (as glob's `pattern`)."},
                     "ignore_case": {"type": "boolean", "description": "Match case-insensitively."},
                     "limit": {"type": "integer", "minimum": 1, "description": "Most matches to return (default 200)."}
                 }, "required": ["pattern"], "additionalProperties": false}),
@@ -174,19 +163,49 @@ impl NativeTools {
         matches!(name, "read" | "glob" | "grep" | "ls")
     }
 
-    /// The stamp of the file a `read` call names, if it has one now and was
-    /// not modified too recently to be trusted.
-    pub fn stamp(&self, name: &str, args: &Map<String, Value>) -> Option<Stamp> {
-        if name != "read" {
-            return None;
+    /// The arguments a call of local tool `name` is cached under: its
+    /// path made relative to the root (`./src//a.py` and `src/./a.py` are
+    /// `src/a.py`; none is the root, `.`), and for `read` the path alone,
+    /// since a read's whole file is cached ([`NativeTools::load`]) and any
+    /// slice answered from it ([`NativeTools::slice`]). A path that leaves
+    /// the root is kept as given: such a call fails, cached or not.
+    pub fn cache_args(&self, name: &str, args: &Map<String, Value>) -> Map<String, Value> {
+        if !Self::is_local(name) {
+            return args.clone();
         }
-        let meta = self.root.metadata(opt_str(args, "path")?).ok()?;
-        let modified = meta.modified().ok()?.into_std();
-        let age = SystemTime::now().duration_since(modified).unwrap_or_default();
-        (age >= RACY).then_some(Stamp {
-            len: meta.len(),
-            modified,
-        })
+        let given = opt_str(args, "path").unwrap_or("");
+        let Ok(rel) = self.root.relative(given) else {
+            return args.clone();
+        };
+        let path = Value::String(Root::display(&rel));
+        if name == "read" {
+            return Map::from_iter([("path".to_owned(), path)]);
+        }
+        let mut args = args.clone();
+        args.insert("path".into(), path);
+        args
+    }
+
+    /// The whole file a `read` call names, loaded after the call's latency.
+    pub async fn load(&self, args: &Map<String, Value>) -> Result<FileText, ToolError> {
+        if let Some(latency) = &self.latency {
+            tokio::time::sleep(latency("read", args)).await;
+        }
+        let root = self.root.clone();
+        let given = str_arg(args, "path")?.to_owned();
+        tokio::task::spawn_blocking(move || files::load(&root, &given))
+            .await
+            .unwrap_or_else(|e| Err(ToolError::Failed(format!("native tool panicked: {e}"))))
+    }
+
+    /// What a `read` call with `args` answers, from its file loaded whole.
+    pub fn slice(file: &FileText, args: &Map<String, Value>) -> Result<CallOutput, ToolError> {
+        files::slice(file, args)
+    }
+
+    /// Whether `file` is still what is on disk (see `fresh`).
+    pub fn is_current(&self, file: &FileText) -> bool {
+        file.is_current(&self.root)
     }
 
     /// Run native tool `name` with validated arguments.

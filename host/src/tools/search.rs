@@ -1,7 +1,9 @@
 //! `glob` and `grep`, on the ripgrep crates: walks (`walk`) honour
 //! `.gitignore` and skip hidden files (as ripgrep does), never follow
 //! symlinks, open every file through the root's directory handles, and stop
-//! at a cap so one call cannot flood the model.
+//! at a cap so one call cannot flood the model. `glob`'s `pattern` and
+//! grep's `glob` are one kind of pattern: matched against each file's path
+//! relative to the call's `path` (a file's own name when `path` is a file).
 
 use std::ffi::OsStr;
 use std::ops::ControlFlow;
@@ -29,16 +31,18 @@ fn matcher(field: &str, pattern: &str) -> Result<GlobMatcher, ToolError> {
 }
 
 /// Visit the regular files `given` names (a directory's, below it, or
-/// the one file) as (an open file, its path relative to the root), until
-/// `visit` breaks.
+/// the one file) as (an open file, its path relative to the root, its path
+/// relative to `given`'s directory), until `visit` breaks. Globs match the
+/// last, so `glob` and grep's `glob` read a pattern alike.
 fn each_file(
     root: &Root,
     given: &str,
-    mut visit: impl FnMut(File, &Path) -> ControlFlow<()>,
+    mut visit: impl FnMut(File, &Path, &Path) -> ControlFlow<()>,
 ) -> Result<(), ToolError> {
     if !root.metadata(given)?.is_dir() {
         let (file, rel) = root.open_file(given)?;
-        let _ = visit(file, &rel);
+        let name = rel.file_name().map_or(rel.as_path(), Path::new);
+        let _ = visit(file, &rel, name);
         return Ok(());
     }
     let (start, rel) = root.open_dir(given)?;
@@ -47,7 +51,7 @@ fn each_file(
         &start,
         &rel,
         &mut |dir: &Dir, name: &OsStr, path: &Path| match open_nofollow(dir, name) {
-            Some(file) => visit(file, path),
+            Some(file) => visit(file, path, path.strip_prefix(&rel).unwrap_or(path)),
             None => ControlFlow::Continue(()),
         },
     );
@@ -111,11 +115,11 @@ pub fn grep(root: &Root, args: &Map<String, Value>) -> Result<CallOutput, ToolEr
     let mut matches: Vec<Value> = Vec::new();
     let mut text = String::new();
     let mut truncated = false;
-    each_file(root, opt_str(args, "path").unwrap_or(""), |file, path| {
-        let shown = Root::display(path);
-        if only.as_ref().is_some_and(|g| !g.is_match(&shown)) {
+    each_file(root, opt_str(args, "path").unwrap_or(""), |file, path, below| {
+        if only.as_ref().is_some_and(|g| !g.is_match(below)) {
             return ControlFlow::Continue(());
         }
+        let shown = Root::display(path);
         let mut found = Vec::new();
         let sink = UTF8(|line, content: &str| {
             found.push((line, content.trim_end_matches(['\n', '\r']).to_owned()));
