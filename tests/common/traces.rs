@@ -353,8 +353,9 @@ pub async fn replay(trace: &Trace, work: Workspace, how: Replay) -> Result<Figur
         }
     }
     host.settle().await;
-    figures.host = host.stats();
+    // After shutdown, so that prefetches never served count as wasted.
     host.shutdown().await;
+    figures.host = host.stats();
     figures.backend_calls = backend_calls.load(Ordering::Relaxed);
     Ok(figures)
 }

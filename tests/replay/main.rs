@@ -102,6 +102,8 @@ async fn run(args: &Args, mix: Mix, speculate: bool) -> Result<Run> {
     let mut stats: Option<Snapshot> = None;
     for host in &hosts {
         host.settle().await;
+        // After shutdown, so that prefetches never served count as wasted.
+        host.shutdown().await;
         if let Some(s) = host.stats() {
             let total = stats.get_or_insert_with(Snapshot::default);
             total.dispatched += s.dispatched;
@@ -114,7 +116,6 @@ async fn run(args: &Args, mix: Mix, speculate: bool) -> Result<Run> {
                 *total.declined.entry(reason).or_default() += n;
             }
         }
-        host.shutdown().await;
     }
     Ok(Run {
         mix: mix.name,
