@@ -7,6 +7,7 @@
 //! and how to spell a key.
 
 pub mod api;
+pub mod graphql;
 
 use toolhost_sdk::{Value, ValueModel, json};
 
