@@ -18,3 +18,8 @@ fn provider(name: &str, crate_name: &str) {
 fn github() {
     provider("github", "github");
 }
+
+#[test]
+fn linear() {
+    provider("linear", "linear");
+}

@@ -18,8 +18,8 @@ const MAX_PAGE: u64 = 250;
 /// Most items a list walks past for an offset, so a huge offset is an
 /// error rather than a hundred requests.
 const MAX_OFFSET: u64 = 2_500;
-/// Most comments read to sort an issue's thread oldest first.
-const MAX_COMMENTS: usize = 500;
+/// Most comments read (one page) to sort an issue's thread oldest first.
+const MAX_COMMENTS: usize = 250;
 
 /// The fields of an issue every tool returns.
 const ISSUE: &str = "id identifier title priority priorityLabel estimate url createdAt updatedAt \

@@ -40,7 +40,7 @@ impl Api {
                 } else {
                     0
                 });
-            let said = provider_message(&text);
+            let said = messages(errors).unwrap_or_else(|| provider_message(&text));
             if status == 0 {
                 return Err(ToolError::Failed(format!("{} {tool}: {said}", self.provider)));
             }
@@ -58,6 +58,26 @@ impl Api {
             ))),
         }
     }
+}
+
+/// What the errors say: each `message`, with Linear's
+/// `extensions.userPresentableMessage` when it adds something. Bounded.
+fn messages(errors: &[Value]) -> Option<String> {
+    let said: Vec<String> = errors
+        .iter()
+        .filter_map(|e| {
+            let message = e.get("message").and_then(Value::as_str)?;
+            let detail = e
+                .pointer("/extensions/userPresentableMessage")
+                .and_then(Value::as_str)
+                .filter(|d| *d != message);
+            Some(match detail {
+                Some(d) => format!("{message} ({d})"),
+                None => message.to_owned(),
+            })
+        })
+        .collect();
+    (!said.is_empty()).then(|| provider_message(&json!({"message": said.join("; ")}).to_string()))
 }
 
 /// The HTTP-like status one GraphQL error stands for, if it says.
