@@ -23,3 +23,8 @@ fn github() {
 fn linear() {
     provider("linear", "linear");
 }
+
+#[test]
+fn fireflies() {
+    provider("fireflies", "fireflies");
+}
