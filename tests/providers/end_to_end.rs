@@ -28,3 +28,8 @@ fn linear() {
 fn fireflies() {
     provider("fireflies", "fireflies");
 }
+
+#[test]
+fn clickup() {
+    provider("clickup", "clickup");
+}

@@ -117,7 +117,8 @@ async def prefetch(client, fake):
     meeting = sorted(fetched())[0]
     fake.clear()
     result = await call(client, "get_meeting_transcript", {"meeting_id": meeting})
-    check(fake.requests() == [] and structured(result)["meeting_id"] == meeting, "served from the prefetch")
+    # Other listed meetings' prefetches may still arrive: only this one counts.
+    check(meeting not in fetched() and structured(result)["meeting_id"] == meeting, "served from the prefetch")
 
 
 async def main():
