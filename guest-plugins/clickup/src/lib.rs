@@ -238,6 +238,7 @@ impl Enricher for ClickUp {
             "create_issue" => write(&["get_issues"]),
             "update_issue" => write(&["get_issues", "get_issue"]),
             "add_issue_comment" => write(&["get_issue_comments"]),
+            "link_issues" | "unlink_issues" => write(&["get_issue_relations", "get_issue"]),
             t if is_write(t) => write_model().rate_limit_host(&self.host),
             t if t.starts_with("get_") => read(),
             _ => return None,

@@ -42,6 +42,18 @@ impl Tools for ClickUp {
                 "Update a ClickUp task; only the fields given change.",
             ),
             t("add_issue_comment", "Comment on a ClickUp task."),
+            t(
+                "get_issue_relations",
+                "A ClickUp task's parent, subtasks, links and dependencies.",
+            ),
+            t(
+                "link_issues",
+                "Link two ClickUp tasks (relates_to) or add a dependency (blocks, blocked_by).",
+            ),
+            t(
+                "unlink_issues",
+                "Remove the links and dependencies between two ClickUp tasks.",
+            ),
         ]
     }
 
@@ -56,6 +68,9 @@ impl Tools for ClickUp {
             "create_issue" => self.create_issue(&args),
             "update_issue" => self.update_issue(&args),
             "add_issue_comment" => self.add_issue_comment(&args),
+            "get_issue_relations" => self.get_issue_relations(&args),
+            "link_issues" => self.link_issues(&args),
+            "unlink_issues" => self.unlink_issues(&args),
             other => Err(ToolError::NotFound(format!("ClickUp has no tool `{other}`"))),
         }
     }
@@ -521,6 +536,124 @@ impl ClickUp {
         Ok(result(
             format!("Commented on {key}"),
             json!({"key": key, "id": reply.body["id"], "body": body, "created_at": reply.body["date"]}),
+        ))
+    }
+
+    /// The relations of task `key`: links (`relates_to`) and dependencies
+    /// (`blocks` / `blocked_by`, from this task's side).
+    fn relations(&self, tool: &str, key: &str) -> Result<Value, ToolError> {
+        let t = self
+            .api
+            .get(tool, &format!("/task/{}?include_subtasks=true", encode(key)))?
+            .body;
+        let id = |v: &Value| v.as_str().map(str::to_owned);
+        let mut links: Vec<Value> = Vec::new();
+        for l in t["linked_tasks"].as_array().into_iter().flatten() {
+            let other = if id(&l["task_id"]).as_deref() == Some(key) {
+                &l["link_id"]
+            } else {
+                &l["task_id"]
+            };
+            links.push(json!({"type": "relates_to", "key": other}));
+        }
+        for d in t["dependencies"].as_array().into_iter().flatten() {
+            // `task_id` waits on `depends_on`.
+            let (kind, other) = if id(&d["task_id"]).as_deref() == Some(key) {
+                ("blocked_by", &d["depends_on"])
+            } else {
+                ("blocks", &d["task_id"])
+            };
+            links.push(json!({"type": kind, "key": other}));
+        }
+        let subtasks: Vec<Value> = t["subtasks"]
+            .as_array()
+            .map(|l| {
+                l.iter()
+                    .map(|s| json!({"key": s["id"], "title": s["name"]}))
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(json!({"key": key, "parent": t["parent"], "subtasks": subtasks, "links": links}))
+    }
+
+    fn get_issue_relations(&self, args: &Value) -> Result<ToolResult, ToolError> {
+        let key = required(args, "key")?;
+        let value = self.relations("get_issue_relations", &key)?;
+        let summary = format!(
+            "{key}: {} subtask(s), {} link(s)",
+            value["subtasks"].as_array().map_or(0, Vec::len),
+            value["links"].as_array().map_or(0, Vec::len)
+        );
+        Ok(result(summary, value))
+    }
+
+    fn link_issues(&self, args: &Value) -> Result<ToolResult, ToolError> {
+        let tool = "link_issues";
+        let (source, target) = (required(args, "source_key")?, required(args, "target_key")?);
+        let kind = required(args, "link_type")?;
+        let path = format!("/task/{}", encode(&source));
+        match kind.as_str() {
+            "relates_to" => self
+                .api
+                .send(tool, "POST", &format!("{path}/link/{}", encode(&target)), None)?,
+            "blocks" => self.api.send(
+                tool,
+                "POST",
+                &format!("{path}/dependency"),
+                Some(&json!({"dependency_of": target})),
+            )?,
+            "blocked_by" => self.api.send(
+                tool,
+                "POST",
+                &format!("{path}/dependency"),
+                Some(&json!({"depends_on": target})),
+            )?,
+            other => {
+                return Err(ToolError::InvalidArgs(format!(
+                    "ClickUp {tool}: `link_type` is blocks, blocked_by or relates_to, not `{other}` \
+                     (make a subtask with create_issue's `parentId`)"
+                )));
+            }
+        };
+        Ok(result(
+            format!("{source} {kind} {target}"),
+            json!({"source_key": source, "target_key": target, "type": kind}),
+        ))
+    }
+
+    fn unlink_issues(&self, args: &Value) -> Result<ToolResult, ToolError> {
+        let tool = "unlink_issues";
+        let (source, target) = (required(args, "source_key")?, required(args, "target_key")?);
+        let only = optional(args, "link_type");
+        let relations = self.relations(tool, &source)?;
+        let found: Vec<String> = relations["links"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|l| l["key"].as_str() == Some(target.as_str()))
+            .filter_map(|l| l["type"].as_str().map(str::to_owned))
+            .filter(|t| only.as_deref().is_none_or(|o| o == t))
+            .collect();
+        if found.is_empty() {
+            return Err(ToolError::NotFound(format!(
+                "ClickUp {tool}: {source} has no link to {target}"
+            )));
+        }
+        let path = format!("/task/{}", encode(&source));
+        for kind in &found {
+            let url = match kind.as_str() {
+                "relates_to" => format!("{path}/link/{}", encode(&target)),
+                "blocks" => with_query(
+                    &format!("{path}/dependency"),
+                    &[("dependency_of", target.clone())],
+                ),
+                _ => with_query(&format!("{path}/dependency"), &[("depends_on", target.clone())]),
+            };
+            self.api.send(tool, "DELETE", &url, None)?;
+        }
+        Ok(result(
+            format!("Removed {} link(s) between {source} and {target}", found.len()),
+            json!({"source_key": source, "target_key": target, "removed": found}),
         ))
     }
 }

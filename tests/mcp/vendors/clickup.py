@@ -46,7 +46,8 @@ def asked(fake):
 async def tools(client, fake):
     names = {t.name for t in (await client.list_tools()).tools}
     want = {"get_issues", "get_issue", "get_issue_comments", "get_available_statuses", "get_users",
-            "get_custom_fields", "create_issue", "update_issue", "add_issue_comment"}
+            "get_custom_fields", "create_issue", "update_issue", "add_issue_comment", "get_issue_relations",
+            "link_issues", "unlink_issues"}
     check(want <= names, f"served: {sorted(names)}")
 
     result = await call(client, "get_issues", {"limit": 5})
@@ -123,6 +124,29 @@ async def tools(client, fake):
     result = await call(client, "add_issue_comment", {"key": "86a003", "body": "LGTM"})
     expect(fake, "POST", "/task/86a003/comment", body={"comment_text": "LGTM", "notify_all": False})
     check(structured(result)["id"] == "86a003-c2", structured(result))
+
+    # Relations: links and dependencies, from each side.
+    result = await call(client, "get_issue_relations", {"key": "86a020"})
+    expect(fake, "GET", "/task/86a020", query={"include_subtasks": "true"})
+    check(structured(result)["links"] == [{"type": "relates_to", "key": "86a022"}, {"type": "blocked_by", "key": "86a021"}],
+          structured(result))
+    result = await call(client, "get_issue_relations", {"key": "86a021"})
+    check(structured(result)["links"] == [{"type": "blocks", "key": "86a020"}], structured(result))
+    await call(client, "link_issues", {"source_key": "86a030", "target_key": "86a031", "link_type": "blocks"})
+    expect(fake, "POST", "/task/86a030/dependency", body={"dependency_of": "86a031"})
+    await call(client, "link_issues", {"source_key": "86a030", "target_key": "86a032", "link_type": "relates_to"})
+    expect(fake, "POST", "/task/86a030/link/86a032")
+    result = await call(client, "get_issue_relations", {"key": "86a031"})
+    check(structured(result)["links"] == [{"type": "blocked_by", "key": "86a030"}], structured(result))
+    result = await call(client, "link_issues", {"source_key": "86a030", "target_key": "86a033", "link_type": "subtask"},
+                        error=True)
+    check("ClickUp link_issues: `link_type` is blocks" in text(result), text(result))
+    await call(client, "unlink_issues", {"source_key": "86a030", "target_key": "86a031"})
+    expect(fake, "DELETE", "/task/86a030/dependency", query={"dependency_of": "86a031"})
+    await call(client, "unlink_issues", {"source_key": "86a020", "target_key": "86a022", "link_type": "relates_to"})
+    expect(fake, "DELETE", "/task/86a020/link/86a022")
+    result = await call(client, "unlink_issues", {"source_key": "86a020", "target_key": "86a022"}, error=True)
+    check("has no link to 86a022" in text(result), text(result))
 
     fake.clear()
     fake.rate_limit("GET", "/task/(\\w+)", times=1, retry_after="1")

@@ -27,10 +27,15 @@ def clickup(delay_s=0.0):
                       "tags": [{"name": "bug"}] if n % 3 == 0 else [], "assignees": [MEMBERS[n % 2]],
                       "parent": None, "points": None, "url": f"https://app.clickup.com/t/{tid}",
                       "date_created": str(1764000000000 + n * 1000), "date_updated": str(1764500000000 + n * 1000),
-                      "custom_fields": [], "list": {"id": LIST}}
+                      "custom_fields": [], "list": {"id": LIST}, "linked_tasks": [], "dependencies": []}
     comments = {t: [{"id": f"{t}-c{i}", "comment_text": f"Comment {i} on {t}", "user": MEMBERS[i % 2],
                      "date": str(1764600000000 + i * 1000)} for i in range(30 if t == "86a002" else 2)]
                 for t in tasks}
+    # 86a020 waits on 86a021; 86a020 is linked to 86a022.
+    dep = {"task_id": "86a020", "depends_on": "86a021", "type": 1}
+    tasks["86a020"]["dependencies"] = tasks["86a021"]["dependencies"] = [dep]
+    link = {"task_id": "86a020", "link_id": "86a022"}
+    tasks["86a020"]["linked_tasks"] = tasks["86a022"]["linked_tasks"] = [link]
     fake.tasks, fake.comments = tasks, comments
     fake.revoked = False
 
@@ -143,6 +148,36 @@ def clickup(delay_s=0.0):
     def set_field(seen, tid, field):
         tasks[tid]["custom_fields"] = [f for f in tasks[tid]["custom_fields"] if f["id"] != field] + [
             {"id": field, "name": field, "value": seen.body["value"]}]
+        return 200, {}
+
+    @route("POST", "/task/(\\w+)/link/(\\w+)")
+    def add_link(seen, a, b):
+        entry = {"task_id": a, "link_id": b}
+        tasks[a]["linked_tasks"].append(entry)
+        tasks[b]["linked_tasks"].append(entry)
+        return 200, {"task": tasks[a]}
+
+    @route("DELETE", "/task/(\\w+)/link/(\\w+)")
+    def remove_link(seen, a, b):
+        for t in (a, b):
+            tasks[t]["linked_tasks"] = [l for l in tasks[t]["linked_tasks"] if {l["task_id"], l["link_id"]} != {a, b}]
+        return 200, {"task": tasks[a]}
+
+    @route("POST", "/task/(\\w+)/dependency")
+    def add_dependency(seen, a):
+        waiting, on = (a, seen.body["depends_on"]) if "depends_on" in seen.body else (seen.body["dependency_of"], a)
+        entry = {"task_id": waiting, "depends_on": on, "type": 1}
+        tasks[waiting]["dependencies"].append(entry)
+        tasks[on]["dependencies"].append(entry)
+        return 200, {}
+
+    @route("DELETE", "/task/(\\w+)/dependency")
+    def remove_dependency(seen, a):
+        q = seen.query
+        waiting, on = (a, q["depends_on"]) if "depends_on" in q else (q["dependency_of"], a)
+        for t in (waiting, on):
+            tasks[t]["dependencies"] = [d for d in tasks[t]["dependencies"]
+                                        if (d["task_id"], d["depends_on"]) != (waiting, on)]
         return 200, {}
 
     @route("GET", f"/list/{LIST}")
