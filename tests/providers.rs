@@ -715,20 +715,28 @@ async fn linear() {
 #[tokio::test(flavor = "multi_thread")]
 async fn check_passes_for_every_provider() {
     let (rt, _) = runtime();
+    // Full plugins import `http`, which `check` wants granted: each is
+    // granted its provider's API, as a user's manifest would.
+    let granted = |manifest: &str, origin: &str| {
+        if manifest.contains("[grants]") {
+            manifest.to_owned()
+        } else {
+            format!("{manifest}\n[grants]\nhttp = [\"{origin}\"]\n")
+        }
+    };
     for (name, manifest) in [
-        ("github", Some(GITHUB)),
-        ("gitlab", Some(GITLAB)),
-        ("jira", Some(JIRA)),
-        ("clickup", Some(CLICKUP)),
+        ("github", granted(GITHUB, "api.github.com")),
+        ("gitlab", granted(GITLAB, "gitlab.com")),
+        ("jira", granted(JIRA, "acme.atlassian.net")),
+        ("clickup", granted(CLICKUP, "api.clickup.com")),
         (
             "confluence",
-            Some(
-                "[config]\nbase_url = \"https://acme.atlassian.net\"\n[grants]\nhttp = [\"acme.atlassian.net\"]\n",
-            ),
+            granted("[config]\nbase_url = \"https://acme.atlassian.net\"\n", "acme.atlassian.net"),
         ),
-        ("fireflies", None),
-        ("linear", None),
+        ("fireflies", granted("", "api.fireflies.ai")),
+        ("linear", granted("", "api.linear.app")),
     ] {
+        let manifest = Some(manifest.as_str());
         let dir = plugin_dir(&[(name, name, manifest)]);
         let report = check(&rt, &dir.path().join(format!("{name}.wasm")), None)
             .await

@@ -43,3 +43,18 @@ fn github_replay() {
 fn gitlab() {
     provider("gitlab", "gitlab");
 }
+
+#[test]
+fn linear() {
+    provider("linear", "linear");
+}
+
+#[test]
+fn fireflies() {
+    provider("fireflies", "fireflies");
+}
+
+#[test]
+fn clickup() {
+    provider("clickup", "clickup");
+}

@@ -13,14 +13,22 @@
 //! tools copy `goalId` into `cf_goals`, and `cf_*` parameters go back to
 //! `customFields [{id, value}]`, with dropdown names turned into their
 //! `orderindex` and label names into their ids.
+//!
+//! The same component runs the tools (`tools`) against ClickUp's API v2.
+//! Config: `list_id` (the list whose tasks are the issues), `base_url`
+//! (default `https://api.clickup.com/api/v2`), `statuses`, `custom_fields`.
+//! Every call goes to the configured API, whose host is the rate-limit host.
 
+mod tools;
+
+use provider_kit::api::{self, Api};
 use provider_kit::{field, is_write, items, project, write_model};
 use serde::Deserialize;
 use toolhost_sdk::{
     Args, Enricher, FollowUpLink, Plugin, Schema, Value, ValueModel, json, sanitize_field_name, serde_json,
 };
 
-const HOST: &str = "api.clickup.com";
+const PUBLIC_API: &str = "https://api.clickup.com/api/v2";
 const PRIORITIES: [&str; 4] = ["urgent", "high", "normal", "low"];
 
 #[derive(Deserialize)]
@@ -30,6 +38,8 @@ struct Config {
     statuses: Vec<String>,
     #[serde(default)]
     custom_fields: Vec<CustomField>,
+    #[serde(default)]
+    list_id: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -70,11 +80,19 @@ fn param_schema(f: &CustomField) -> Option<Value> {
 
 struct ClickUp {
     config: Config,
+    api: Api,
+    /// The API's host, for per-host prefetch caps.
+    host: String,
 }
 
 impl Plugin for ClickUp {
     fn new(config: &Value) -> Result<Self, String> {
-        let config: Config = serde_json::from_value(config.clone()).map_err(|e| format!("config: {e}"))?;
+        let base = api::base_url("ClickUp", config, PUBLIC_API)?;
+        let mut rest = config.clone();
+        if let Some(map) = rest.as_object_mut() {
+            map.remove("base_url");
+        }
+        let config: Config = serde_json::from_value(rest).map_err(|e| format!("config: {e}"))?;
         for f in &config.custom_fields {
             match f.kind.as_str() {
                 "drop_down" if f.options.iter().any(|o| o.orderindex.is_none()) => {
@@ -92,7 +110,18 @@ impl Plugin for ClickUp {
                 _ => {}
             }
         }
-        Ok(ClickUp { config })
+        Ok(ClickUp {
+            config,
+            host: api::host_of(&base),
+            api: Api {
+                provider: "ClickUp",
+                base,
+                secret: "clickup",
+                needs: "a personal API token (`pk_...`, Settings → Apps) of a member of the list's \
+                        workspace, sent as `Authorization: <token>`",
+                headers: Vec::new(),
+            },
+        })
     }
 }
 
@@ -190,7 +219,14 @@ impl Enricher for ClickUp {
     }
 
     fn value_model(&self, tool: &str) -> Option<ValueModel> {
-        let read = || ValueModel::read_only().rate_limit_host(HOST);
+        let read = || ValueModel::read_only().rate_limit_host(&self.host);
+        let write = |stale: &[&str]| {
+            stale
+                .iter()
+                .fold(write_model().rate_limit_host(&self.host), |m, t| {
+                    m.invalidates(*t)
+                })
+        };
         let link = |to: &str, p: f32| FollowUpLink::new(to, p).projecting("id", "key");
         Some(match tool {
             "get_issues" => read()
@@ -199,7 +235,12 @@ impl Enricher for ClickUp {
                 .follow_up(link("get_issue_comments", 0.40)),
             "get_issue" => read().critical().follow_up(link("get_issue_comments", 0.50)),
             "get_issue_comments" => read().critical(),
-            t if is_write(t) => write_model().rate_limit_host(HOST),
+            "create_issue" => write(&["get_issues"]),
+            "update_issue" => write(&["get_issues", "get_issue"]),
+            "add_issue_comment" => write(&["get_issue_comments"]),
+            "link_issues" | "unlink_issues" => write(&["get_issue_relations", "get_issue"]),
+            t if is_write(t) => write_model().rate_limit_host(&self.host),
+            t if t.starts_with("get_") => read(),
             _ => return None,
         })
     }
@@ -218,8 +259,8 @@ impl Enricher for ClickUp {
     }
 
     fn rate_limit_host(&self, _tool: &str, _args: &Args<'_>) -> Option<String> {
-        Some(HOST.into())
+        Some(self.host.clone())
     }
 }
 
-toolhost_sdk::export_enricher!(ClickUp);
+toolhost_sdk::export_plugin!(ClickUp);

@@ -4,18 +4,45 @@
 //! Meeting lists and notes lead to a transcript: each meeting's `id` is
 //! projected into `get_meeting_transcript`'s `meeting_id`. Transcripts are
 //! large but stay valid a while, so they are worth fetching ahead. Every call
-//! goes to `api.fireflies.ai`.
+//! goes to the configured API (`base_url`, by default
+//! `https://api.fireflies.ai`), whose host is the rate-limit host.
+//!
+//! The same component runs the tools (`tools`), against Fireflies' GraphQL
+//! API. Config: `base_url` only.
 
+mod tools;
+
+use provider_kit::api::{self, Api};
 use provider_kit::{field, items, project};
 use toolhost_sdk::{Args, Enricher, FollowUpLink, Plugin, Value, ValueModel};
 
-const HOST: &str = "api.fireflies.ai";
+const PUBLIC_API: &str = "https://api.fireflies.ai";
 
-struct Fireflies;
+struct Fireflies {
+    api: Api,
+    /// The API's host, for per-host prefetch caps.
+    host: String,
+}
 
 impl Plugin for Fireflies {
-    fn new(_config: &Value) -> Result<Self, String> {
-        Ok(Fireflies)
+    fn new(config: &Value) -> Result<Self, String> {
+        if let Some(other) = config
+            .as_object()
+            .and_then(|m| m.keys().find(|k| *k != "base_url"))
+        {
+            return Err(format!("Fireflies: unknown config `{other}` (only `base_url`)"));
+        }
+        let base = api::base_url("Fireflies", config, PUBLIC_API)?;
+        Ok(Fireflies {
+            host: api::host_of(&base),
+            api: Api {
+                provider: "Fireflies",
+                base,
+                secret: "fireflies",
+                needs: "an API key (Settings → Developer settings), sent as `Authorization: Bearer <key>`",
+                headers: Vec::new(),
+            },
+        })
     }
 }
 
@@ -25,7 +52,7 @@ impl Enricher for Fireflies {
     }
 
     fn value_model(&self, tool: &str) -> Option<ValueModel> {
-        let read = || ValueModel::read_only().rate_limit_host(HOST);
+        let read = || ValueModel::read_only().rate_limit_host(&self.host);
         Some(match tool {
             "get_meeting_notes" | "search_meeting_notes" => {
                 read().supporting().typical_kb(3.0).ttl_s(300).follow_up(
@@ -53,8 +80,8 @@ impl Enricher for Fireflies {
     }
 
     fn rate_limit_host(&self, _tool: &str, _args: &Args<'_>) -> Option<String> {
-        Some(HOST.into())
+        Some(self.host.clone())
     }
 }
 
-toolhost_sdk::export_enricher!(Fireflies);
+toolhost_sdk::export_plugin!(Fireflies);

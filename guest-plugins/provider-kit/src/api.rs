@@ -20,7 +20,7 @@ use toolhost_sdk::http::{self, HttpError, Request, Response};
 use toolhost_sdk::{ToolDefinition, ToolError, ToolResult, Value, json, serde_json};
 
 /// What the host adds to a rate-limited response it did not retry.
-const NOT_RETRIED: &str = "toolhost-rate-limit-wait-s";
+pub(crate) const NOT_RETRIED: &str = "toolhost-rate-limit-wait-s";
 
 /// Redirects a GET follows.
 const MAX_REDIRECTS: usize = 3;
@@ -230,16 +230,7 @@ impl Api {
         url: &str,
         body: Option<&Value>,
     ) -> Result<Reply, ToolError> {
-        let mut request = Request::new(method, url);
-        for (name, value) in &self.headers {
-            request = request.header(name, value);
-        }
-        if let Some(body) = body {
-            request = request
-                .header("content-type", "application/json")
-                .body(body.to_string().into_bytes());
-        }
-        let mut response = http::fetch(&request).map_err(|e| self.transport(tool, &e))?;
+        let mut response = self.exchange(tool, method, url, body)?;
         // GETs follow redirects (GitHub answers job logs with a 302 to
         // signed storage): the host checks each target against the grants
         // and adds a secret only where it is granted.
@@ -251,13 +242,30 @@ impl Api {
             };
             let Some(location) = location else { break };
             url = resolve(&url, &location);
-            let mut again = Request::new("GET", &url);
-            for (name, value) in &self.headers {
-                again = again.header(name, value);
-            }
-            response = http::fetch(&again).map_err(|e| self.transport(tool, &e))?;
+            response = self.exchange(tool, "GET", &url, None)?;
         }
         self.check(tool, method, &url, response)
+    }
+
+    /// Send a request and return the answer whatever its status: for
+    /// protocols whose errors are in the body (GraphQL).
+    pub(crate) fn exchange(
+        &self,
+        tool: &str,
+        method: &str,
+        url: &str,
+        body: Option<&Value>,
+    ) -> Result<Response, ToolError> {
+        let mut request = Request::new(method, url);
+        for (name, value) in &self.headers {
+            request = request.header(name, value);
+        }
+        if let Some(body) = body {
+            request = request
+                .header("content-type", "application/json")
+                .body(body.to_string().into_bytes());
+        }
+        http::fetch(&request).map_err(|e| self.transport(tool, &e))
     }
 
     fn transport(&self, tool: &str, error: &HttpError) -> ToolError {
@@ -287,15 +295,37 @@ impl Api {
                 text,
             });
         }
-        let said = provider_message(&text);
+        let waited = response.header(NOT_RETRIED).map(str::to_owned);
+        Err(self.status_error(
+            tool,
+            method,
+            url,
+            status,
+            &provider_message(&text),
+            waited.as_deref(),
+        ))
+    }
+
+    /// The error for an answer with HTTP status `status` (or the status a
+    /// GraphQL error stands for), quoting what the provider `said`;
+    /// `waited` is how long a rate limit the host did not wait out asked
+    /// for.
+    pub fn status_error(
+        &self,
+        tool: &str,
+        method: &str,
+        url: &str,
+        status: u16,
+        said: &str,
+        waited: Option<&str>,
+    ) -> ToolError {
         let said = if said.is_empty() {
             String::new()
         } else {
             format!(": {said}")
         };
         let (p, path) = (self.provider, url.strip_prefix(&self.base).unwrap_or(url));
-        let waited = response.header(NOT_RETRIED).map(str::to_owned);
-        Err(match status {
+        match status {
             401 => ToolError::Failed(format!(
                 "{p} {tool}: 401 Unauthorized{said}. The token in secret `{}` is missing, expired or \
                  invalid; {p} needs {}",
@@ -310,13 +340,15 @@ impl Api {
             400 | 409 | 422 => {
                 ToolError::InvalidArgs(format!("{p} {tool}: invalid arguments ({status}){said}"))
             }
-            429 | 403 => ToolError::Failed(format!(
-                "{p} {tool}: rate limited ({status}); {p} asks to wait {} s, longer than this call may \
-                 take. Try again later{said}",
-                waited.as_deref().unwrap_or("?")
-            )),
+            429 | 403 => ToolError::Failed(match waited {
+                Some(wait) => format!(
+                    "{p} {tool}: rate limited ({status}); {p} asks to wait {wait} s, longer than this call \
+                     may take. Try again later{said}"
+                ),
+                None => format!("{p} {tool}: rate limited ({status}); try again later{said}"),
+            }),
             _ => ToolError::Failed(format!("{p} {tool}: {method} {path} answered {status}{said}")),
-        })
+        }
     }
 }
 

@@ -114,6 +114,39 @@ class Fake:
         )
         return seen
 
+    def graphql(self, path, operations):
+        """Serve GraphQL at POST `path`: `operations` maps an operation name
+        (the document's `query Name(...)` / `mutation Name(...)`) to a
+        handler given the `Seen` request and the variables, answering
+        `(status, body[, headers])`. An unknown operation is a GraphQL
+        validation error, as a real server answers."""
+
+        def serve(seen):
+            op = operation(seen.body)
+            if op not in operations:
+                return 400, {"errors": [{"message": f"Unknown operation {op!r}",
+                                         "extensions": {"code": "GRAPHQL_VALIDATION_FAILED"}}]}
+            return operations[op](seen, (seen.body or {}).get("variables") or {})
+
+        self.route("POST", path)(serve)
+
+    def operations(self, kind=None):
+        """The GraphQL operation names seen, in order (`kind`: query or mutation)."""
+        with self.lock:
+            seen = list(self.seen)
+        return [operation(s.body) for s in seen
+                if s.method == "POST" and (kind is None or operation_kind(s.body) == kind)]
+
+    def expect_graphql(self, path, op, variables=None, auth=None):
+        """The last request was GraphQL operation `op` with exactly these
+        variables; returns it."""
+        seen = self.expect("POST", path, auth=auth)
+        check(operation(seen.body) == op, f"{self.name}: expected operation {op}, got {operation(seen.body)}")
+        if variables is not None:
+            got = (seen.body or {}).get("variables")
+            check(got == variables, f"{self.name}: {op} variables {got} != {variables}")
+        return seen
+
     def start(self):
         fake = self
 
@@ -178,6 +211,20 @@ class Fake:
 
     def stop(self):
         self.server.shutdown()
+
+
+OPERATION = re.compile(r"^\s*(query|mutation)\s+(\w+)")
+
+
+def operation(body):
+    """The operation name of a GraphQL request body."""
+    m = OPERATION.match((body or {}).get("query", "")) if isinstance(body, dict) else None
+    return m.group(2) if m else None
+
+
+def operation_kind(body):
+    m = OPERATION.match((body or {}).get("query", "")) if isinstance(body, dict) else None
+    return m.group(1) if m else None
 
 
 def toml_value(v):
