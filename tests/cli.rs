@@ -601,3 +601,63 @@ fn call_on_a_terminal_renders_the_call_and_its_result() {
     let v: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(v["content"], "2 words");
 }
+
+/// Two vendors of one category: the first registered full plugin implements
+/// the catalog tools it lists, the other's are refused saying how to
+/// choose, and `[bind]` chooses the other.
+#[test]
+fn the_first_vendor_implements_a_catalog_tool_and_bind_picks_another() {
+    let dir = plugin_dir(&[
+        (
+            "10-github",
+            "github",
+            Some("[config]\nowner = \"acme\"\nrepo = \"widgets\"\n[grants]\nhttp = [\"api.github.com\"]\n"),
+        ),
+        (
+            "20-gitlab",
+            "gitlab",
+            Some("[config]\nproject = \"acme/widgets\"\n[grants]\nhttp = [\"gitlab.com\"]\n"),
+        ),
+    ]);
+    let cwd = tempfile::tempdir().unwrap();
+    let serve = |config: &str| {
+        std::fs::write(cwd.path().join("toolhost.toml"), config).unwrap();
+        let mut cmd = toolhost();
+        cmd.current_dir(cwd.path())
+            .arg("--plugins")
+            .arg(dir.path())
+            .arg("serve");
+        served_tools(&mut cmd)
+    };
+
+    let (served, stderr) = serve("");
+    assert!(served.contains(&"get_issues".to_owned()), "{served:?}");
+    assert_refused(
+        "serve",
+        &stderr,
+        &[
+            "error: plugin `gitlab` lists tool `get_issues`, but the name is the base-catalog tool's, \
+           implemented by plugin `github` (registered first; choose another with `[bind] get_issues",
+        ],
+    );
+    assert_eq!(
+        served.iter().filter(|t| *t == "get_issues").count(),
+        1,
+        "{served:?}"
+    );
+
+    let (served, stderr) = serve("[bind]\nget_issues = \"gitlab\"\n");
+    assert_eq!(
+        served.iter().filter(|t| *t == "get_issues").count(),
+        1,
+        "{served:?}"
+    );
+    assert_refused(
+        "serve",
+        &stderr,
+        &[
+            "error: plugin `github` lists tool `get_issues`, but the name is the base-catalog tool's, \
+           bound to `gitlab` by `[bind]`",
+        ],
+    );
+}

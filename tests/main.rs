@@ -2,19 +2,19 @@
 //! `Cargo.toml`). Run one concern with `cargo test -p toolhost-tests --test
 //! integration -- NAME::`.
 
-mod loading;
-mod enrichment;
-mod sandbox;
-mod tool_plugins;
 mod cli;
-mod providers;
+mod enrichment;
 mod http_grants;
-mod native;
-mod pipeline;
+mod languages;
+mod loading;
 mod mcp_python;
 mod mcp_upstreams;
-mod languages;
+mod native;
+mod pipeline;
+mod providers;
+mod sandbox;
+mod speculation;
 mod templates;
 mod tool_js;
-mod speculation;
+mod tool_plugins;
 mod trace_replay;

@@ -731,7 +731,10 @@ async fn check_passes_for_every_provider() {
         ("clickup", granted(CLICKUP, "api.clickup.com")),
         (
             "confluence",
-            granted("[config]\nbase_url = \"https://acme.atlassian.net\"\n", "acme.atlassian.net"),
+            granted(
+                "[config]\nbase_url = \"https://acme.atlassian.net\"\n",
+                "acme.atlassian.net",
+            ),
         ),
         ("fireflies", granted("", "api.fireflies.ai")),
         ("linear", granted("", "api.linear.app")),
