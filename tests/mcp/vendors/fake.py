@@ -66,6 +66,10 @@ class Fake:
         self.routes = []
         self.seen = []
         self.lock = threading.Lock()
+        # Requests being answered at once, and the most seen: per-host
+        # prefetch caps must hold here, at the server.
+        self.in_flight = 0
+        self.most_in_flight = 0
 
     def route(self, method, pattern):
         def register(handler):
@@ -174,6 +178,15 @@ class Fake:
                 )
                 with fake.lock:
                     fake.seen.append(seen)
+                    fake.in_flight += 1
+                    fake.most_in_flight = max(fake.most_in_flight, fake.in_flight)
+                try:
+                    self.answer(url, seen)
+                finally:
+                    with fake.lock:
+                        fake.in_flight -= 1
+
+            def answer(self, url, seen):
                 if fake.delay_s:
                     time.sleep(fake.delay_s)
                 status, payload, headers = 404, {"message": "Not Found"}, {}
