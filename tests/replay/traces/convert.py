@@ -298,12 +298,19 @@ class Converter:
 
     # -- bash (mini-swe-agent) ---------------------------------------------
     def bash(self, cmd):
-        heredoc = re.match(r"^cat\s+<<\s*'?(\w+)'?\s*>\s*(\S+)\n(.*)\n\1\s*$", cmd, re.S)
+        heredoc = re.match(r"^cat\s+<<\s*'?(\w+)'?\s*>\s*(\S+)\n(.*?)\n\1[ \t]*(?:\n(.*))?$", cmd, re.S)
         if heredoc:
             self.write(self.path(heredoc.group(2)), heredoc.group(3) + "\n")
+            # The lines after the here-document run next, as the shell would.
+            if heredoc.group(4):
+                self.bash(heredoc.group(4))
             return
         here = ""
-        for segment in split_top(cmd, ["&&", "||", ";"]):
+        # A command of several lines runs each line in turn; a line that is
+        # only a comment runs nothing.
+        for segment in split_top(cmd, ["&&", "||", ";", "\n"]):
+            if segment.startswith("#"):
+                continue
             words = shlex.split(split_top(segment, ["|"])[0]) if segment else []
             if words and words[0] == "cd" and len(words) == 2:
                 here = os.path.normpath(os.path.join(here, self.path(words[1])))
@@ -318,6 +325,8 @@ class Converter:
             self.call("read", path=self.path(first[1], here))
         elif prog == "cat" and len(first) == 2 and argv[1][0] in ("grep", "rg"):
             self.grep(argv[1] + [first[1]], here)
+        elif prog == "cat" and len(first) == 2 and argv[1][0] in ("head", "tail"):
+            self.head_tail(argv[1] + [first[1]], here)
         elif prog == "nl" and len(argv) == 2 and argv[1][0] == "sed":
             self.sed_print(argv[1][1:] + [first[-1]], here)
         elif prog == "sed" and "-i" in first:
@@ -332,12 +341,29 @@ class Converter:
             self.find(first, argv[1:], here)
         elif prog == "ls":
             self.ls(first, argv[1:], here)
+        elif prog == "git" and first[1:2] == ["checkout"]:
+            self.restore(first[2:], here)
         elif prog == "rm":
             for p in first[1:]:
                 if not p.startswith("-"):
                     self.delete(self.path(p, here))
         else:
             self.skip(prog)
+
+    def restore(self, args, here):
+        """`git checkout [--] F`: F back as the task's tree holds it."""
+        paths = [p for p in args if not p.startswith("-")]
+        if not paths:
+            self.skip("git")
+        for p in paths:
+            rel = os.path.normpath(self.path(p, here))
+            if rel not in self.tree.changed:
+                continue
+            current = self.tree.changed.pop(rel)
+            original = self.tree.text(rel)
+            self.tree.changed[rel] = current
+            if original is not None:
+                self.write(rel, original)
 
     def sed_print(self, args, here):
         script = next(a for a in args if a != "-n")
