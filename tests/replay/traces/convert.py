@@ -25,9 +25,12 @@ Mapping (the agent's shell is stateless: each step starts at the repo root):
 - find DIR -name N, SWE-agent's find_file N [DIR], `ls -R | grep X`
   -> glob {pattern: "**/N", path};
 - ls [DIR] -> ls {path};
-- sed -i (run by the real sed on a scratch copy), cat > F <<EOF,
-  SWE-agent's create/edit (only edits its observation says were applied),
-  rm -> the file's new content as line hunks, a write or a delete.
+- sed -i and perl -i (run by the real program on a scratch copy),
+  cat > F <<EOF, SWE-agent's create/edit (only edits its observation says
+  were applied), git checkout F (back to the tree's F), rm -> the file's
+  new content as line hunks, a write or a delete.
+A command of several lines runs line by line, comment lines skipped; a
+here-document fed to a program (python3 - <<'PY') is input, not commands.
 Anything else (running Python, tests, git) is counted in "skipped".
 Paths stay as the agent wrote them ("./x", "x/../y"), except the agent's
 absolute cwd prefix, which is made relative.
