@@ -203,10 +203,18 @@ replay-trees: $(REPLAY_STAMP)
 $(REPLAY_STAMP): $(REPLAY_SDISTS) $(REPLAY_WHEELS) $(VENV_STAMP)
 	@rm -rf $(REPLAY_TREES) build/replay/dist
 	@mkdir -p $(REPLAY_TREES) build/replay/dist
-	$(PYTHON) -m pip download --quiet --disable-pip-version-check --no-deps --no-binary :all: \
-		--require-hashes -r $(REPLAY_SDISTS) -d build/replay/dist
-	$(PYTHON) -m pip download --quiet --disable-pip-version-check --no-deps --only-binary :all: \
-		--require-hashes -r $(REPLAY_WHEELS) -d build/replay/dist
+	@# One pin at a time: two traces may need two releases of one package,
+	@# which a single pip resolution refuses.
+	@grep -v '^#' $(REPLAY_SDISTS) | while read -r pin; do \
+		echo "$$pin" > build/replay/pin.txt; \
+		$(PYTHON) -m pip download --quiet --disable-pip-version-check --no-deps --no-binary :all: \
+			--require-hashes -r build/replay/pin.txt -d build/replay/dist || exit 1; \
+	done
+	@grep -v '^#' $(REPLAY_WHEELS) | while read -r pin; do \
+		echo "$$pin" > build/replay/pin.txt; \
+		$(PYTHON) -m pip download --quiet --disable-pip-version-check --no-deps --only-binary :all: \
+			--require-hashes -r build/replay/pin.txt -d build/replay/dist || exit 1; \
+	done
 	@for f in build/replay/dist/*.tar.gz; do tar -xzf $$f -C $(REPLAY_TREES); done
 	@for f in build/replay/dist/*.whl; do \
 		name=$$(basename $$f | cut -d- -f1-2); \

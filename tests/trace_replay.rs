@@ -94,6 +94,8 @@ async fn replayed_sessions_get_no_stale_answer() {
         ("django__django-11099", false),
         ("pydicom__pydicom-1458", false),
         ("psf__requests-1766", true),
+        ("django__django-11276", true),
+        ("django__django-13741", false),
     ];
     let mut served = 0;
     for (id, whole_reads) in runs {

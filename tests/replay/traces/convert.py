@@ -25,9 +25,12 @@ Mapping (the agent's shell is stateless: each step starts at the repo root):
 - find DIR -name N, SWE-agent's find_file N [DIR], `ls -R | grep X`
   -> glob {pattern: "**/N", path};
 - ls [DIR] -> ls {path};
-- sed -i (run by the real sed on a scratch copy), cat > F <<EOF,
-  SWE-agent's create/edit (only edits its observation says were applied),
-  rm -> the file's new content as line hunks, a write or a delete.
+- sed -i and perl -i (run by the real program on a scratch copy),
+  cat > F <<EOF, SWE-agent's create/edit (only edits its observation says
+  were applied), git checkout F (back to the tree's F), rm -> the file's
+  new content as line hunks, a write or a delete.
+A command of several lines runs line by line, comment lines skipped; a
+here-document fed to a program (python3 - <<'PY') is input, not commands.
 Anything else (running Python, tests, git) is counted in "skipped".
 Paths stay as the agent wrote them ("./x", "x/../y"), except the agent's
 absolute cwd prefix, which is made relative.
@@ -214,6 +217,22 @@ def split_top(cmd, seps):
     return [p for p in parts if p]
 
 
+def strip_here_documents(cmd):
+    """The command without the bodies of its here-documents (`python3 - <<'PY'`
+    ... `PY`): they are a program's input, not commands."""
+    out, end = [], None
+    for line in cmd.split("\n"):
+        if end is not None:
+            if line.strip() == end:
+                end = None
+            continue
+        out.append(line)
+        m = re.search(r"<<-?\s*['\"]?(\w+)['\"]?", line)
+        if m:
+            end = m.group(1)
+    return "\n".join(out)
+
+
 class Converter:
     def __init__(self, raw, tree):
         self.raw = raw
@@ -298,12 +317,27 @@ class Converter:
 
     # -- bash (mini-swe-agent) ---------------------------------------------
     def bash(self, cmd):
-        heredoc = re.match(r"^cat\s+<<\s*'?(\w+)'?\s*>\s*(\S+)\n(.*)\n\1\s*$", cmd, re.S)
+        heredoc = re.match(
+            r"^cat\s+<<\s*'?(\w+)'?\s*>\s*(\S+)([^\n]*)\n(.*?)\n\1[ \t]*(?:\n(.*))?$", cmd, re.S
+        )
         if heredoc:
-            self.write(self.path(heredoc.group(2)), heredoc.group(3) + "\n")
+            self.write(self.path(heredoc.group(2)), heredoc.group(4) + "\n")
+            # What follows the here-document on its first line (`&& python
+            # f`), then the lines after it, run next, as the shell would.
+            rest = heredoc.group(3).strip()
+            for word in ("&&", "||", ";"):
+                rest = rest[len(word) :].strip() if rest.startswith(word) else rest
+            for more in (rest, heredoc.group(5)):
+                if more:
+                    self.bash(more)
             return
+        cmd = strip_here_documents(cmd)
         here = ""
-        for segment in split_top(cmd, ["&&", "||", ";"]):
+        # A command of several lines runs each line in turn; a line that is
+        # only a comment runs nothing.
+        for segment in split_top(cmd, ["&&", "||", ";", "\n"]):
+            if segment.startswith("#"):
+                continue
             words = shlex.split(split_top(segment, ["|"])[0]) if segment else []
             if words and words[0] == "cd" and len(words) == 2:
                 here = os.path.normpath(os.path.join(here, self.path(words[1])))
@@ -318,10 +352,14 @@ class Converter:
             self.call("read", path=self.path(first[1], here))
         elif prog == "cat" and len(first) == 2 and argv[1][0] in ("grep", "rg"):
             self.grep(argv[1] + [first[1]], here)
+        elif prog == "cat" and len(first) == 2 and argv[1][0] in ("head", "tail"):
+            self.head_tail(argv[1] + [first[1]], here)
         elif prog == "nl" and len(argv) == 2 and argv[1][0] == "sed":
             self.sed_print(argv[1][1:] + [first[-1]], here)
         elif prog == "sed" and "-i" in first:
-            self.sed_edit(first, here)
+            self.edit_in_place(first, here)
+        elif prog == "perl" and any(re.match(r"^-[a-zA-Z0-9]*i", a) for a in first[1:]):
+            self.edit_in_place(first, here)
         elif prog == "sed" and "-n" in first:
             self.sed_print(first[1:], here)
         elif prog in ("head", "tail"):
@@ -332,12 +370,29 @@ class Converter:
             self.find(first, argv[1:], here)
         elif prog == "ls":
             self.ls(first, argv[1:], here)
+        elif prog == "git" and first[1:2] == ["checkout"]:
+            self.restore(first[2:], here)
         elif prog == "rm":
             for p in first[1:]:
                 if not p.startswith("-"):
                     self.delete(self.path(p, here))
         else:
             self.skip(prog)
+
+    def restore(self, args, here):
+        """`git checkout [--] F`: F back as the task's tree holds it."""
+        paths = [p for p in args if not p.startswith("-")]
+        if not paths:
+            self.skip("git")
+        for p in paths:
+            rel = os.path.normpath(self.path(p, here))
+            if rel not in self.tree.changed:
+                continue
+            current = self.tree.changed.pop(rel)
+            original = self.tree.text(rel)
+            self.tree.changed[rel] = current
+            if original is not None:
+                self.write(rel, original)
 
     def sed_print(self, args, here):
         script = next(a for a in args if a != "-n")
@@ -370,7 +425,8 @@ class Converter:
                 total = len((self.tree.text(path) or "").splitlines())
                 self.call("read", path=path, offset=max(1, total - n + 1), limit=n)
 
-    def sed_edit(self, argv, here):
+    def edit_in_place(self, argv, here):
+        """`sed -i` or `perl -i`, run for real on a scratch copy of each file."""
         files = [self.path(a, here) for a in argv[1:] if self.tree.exists(self.path(a, here))]
         for rel in files:
             with tempfile.TemporaryDirectory() as scratch:
@@ -378,17 +434,21 @@ class Converter:
                 with open(copy, "w", encoding="utf-8", newline="") as f:
                     f.write(self.tree.text(rel))
                 args = [a if self.path(a, here) != rel else copy for a in argv[1:]]
-                # The real sed, given the agent's arguments as its shell split
-                # them: no shell runs.
-                subprocess.run(["sed"] + args, check=True)
+                # The real program, given the agent's arguments as its shell
+                # split them: no shell runs.
+                subprocess.run([argv[0]] + args, check=True)
                 with open(copy, encoding="utf-8", newline="") as f:
                     self.write(rel, f.read())
 
     def grep(self, argv, here):
         flags, rest, include = set(), [], None
         i = 1
+        # GNU grep takes options anywhere before a `--`, after the pattern too.
         while i < len(argv):
             a = argv[i]
+            if a == "--":
+                rest.extend(argv[i + 1 :])
+                break
             if a.startswith("--include="):
                 include = a.split("=", 1)[1]
             elif a in ("-A", "-B", "-C", "-m", "--include"):
@@ -397,7 +457,7 @@ class Converter:
                 i += 1
             elif a.startswith("--"):
                 pass
-            elif a.startswith("-") and len(a) > 1 and not rest:
+            elif a.startswith("-") and len(a) > 1:
                 cluster = a[1:].rstrip("0123456789")
                 flags.update(cluster)
                 # A trailing -A/-B/-C/-m takes the next word as its count;
