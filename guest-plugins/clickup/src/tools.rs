@@ -5,7 +5,7 @@
 //! Task lists come in pages of 100 (`page` from 0, `last_page`); comments
 //! 25 at a time, newest first, older ones by `start`/`start_id`.
 
-use provider_kit::api::{catalog_tool, encode, optional, required, result, uint, with_query};
+use provider_kit::api::{catalog_tool, encode, optional, required, result, strings, uint, with_query};
 use toolhost_sdk::{CallContext, ToolDefinition, ToolError, ToolResult, Tools, Value, json};
 
 use crate::ClickUp;
@@ -100,24 +100,6 @@ fn task(t: &Value) -> Value {
         "created_at": t["date_created"],
         "updated_at": t["date_updated"],
     })
-}
-
-fn strings(args: &Value, name: &str) -> Result<Option<Vec<String>>, ToolError> {
-    match args.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Array(list)) => list
-            .iter()
-            .map(|v| {
-                v.as_str()
-                    .map(str::to_owned)
-                    .ok_or_else(|| ToolError::InvalidArgs(format!("`{name}` must be a list of strings")))
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map(Some),
-        Some(_) => Err(ToolError::InvalidArgs(format!(
-            "`{name}` must be a list of strings"
-        ))),
-    }
 }
 
 /// Whether an id (a number or a string in ClickUp's answers) is `s`.

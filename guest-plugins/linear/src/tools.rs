@@ -8,7 +8,7 @@
 //! connections (`first`/`after` cursors, forward only), walked to serve the
 //! catalog's `limit`/`offset`.
 
-use provider_kit::api::{catalog_tool, optional, required, result, uint};
+use provider_kit::api::{catalog_tool, optional, required, result, strings, uint};
 use toolhost_sdk::{CallContext, ToolDefinition, ToolError, ToolResult, Tools, Value, json};
 
 use crate::Linear;
@@ -114,25 +114,6 @@ fn issue(i: &Value) -> Value {
         "created_at": i["createdAt"],
         "updated_at": i["updatedAt"],
     })
-}
-
-/// A string-array argument.
-fn strings(args: &Value, name: &str) -> Result<Option<Vec<String>>, ToolError> {
-    match args.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Array(list)) => list
-            .iter()
-            .map(|v| {
-                v.as_str()
-                    .map(str::to_owned)
-                    .ok_or_else(|| ToolError::InvalidArgs(format!("`{name}` must be a list of strings")))
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map(Some),
-        Some(_) => Err(ToolError::InvalidArgs(format!(
-            "`{name}` must be a list of strings"
-        ))),
-    }
 }
 
 fn invalid(tool: &str, why: impl std::fmt::Display) -> ToolError {

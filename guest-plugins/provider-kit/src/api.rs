@@ -515,11 +515,7 @@ pub fn flag(args: &Value, name: &str) -> Result<Option<bool>, ToolError> {
 
 /// An optional string argument (numbers spelled as strings).
 pub fn optional(args: &Value, name: &str) -> Option<String> {
-    match args.get(name)? {
-        Value::String(s) if !s.is_empty() => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    }
+    crate::field(args, name)
 }
 
 #[cfg(test)]
