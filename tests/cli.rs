@@ -259,8 +259,7 @@ fn toolhost_toml_settings_layer_over_the_sidecar() {
         ("40-format", "format_pipeline", None),
         ("50-text", "text_tools", None),
     ]);
-    // Base-catalog tools are served only with a backend bound to them.
-    let bind = "[bind]\ncreate_issue = \"text\"\nget_issues = \"text\"\n";
+    // Jira's full plugin implements the catalog tools it lists: no `[bind]`.
     let config = dir.path().join("toolhost.toml");
     // `toolhost --config … --plugins … ARGS` with `toml` as the file.
     let with_config = |toml: &str, args: &[&str]| {
@@ -273,7 +272,7 @@ fn toolhost_toml_settings_layer_over_the_sidecar() {
             .args(args))
     };
     let tools = |toml: &str| {
-        let (out, stdout, stderr) = with_config(&format!("{bind}{toml}"), &["tools", "--json"]);
+        let (out, stdout, stderr) = with_config(toml, &["tools", "--json"]);
         assert!(out.status.success(), "{stderr}");
         let v: Value = serde_json::from_str(&stdout).unwrap();
         let props = |tool: &str| {
@@ -346,7 +345,10 @@ fn serve_watch_refuses_a_directory_it_cannot_watch() {
 
 /// Plugins listing names that are taken: a native tool's, text-tools'
 /// `word_count`, and a base-catalog tool's; each also lists a tool of its own.
-fn clashing_plugins() -> tempfile::TempDir {
+/// Plugins whose tools clash with a native tool, another plugin's tool and
+/// the base-catalog tool `catalog_tool` (the `catalog` plugin claims
+/// `issue_tracker`: it implements a catalog tool of that category).
+fn clashing_plugins(catalog_tool: &str) -> tempfile::TempDir {
     let clash =
         |ok: &str, name: &str| format!("[config]\nmode = \"clash\"\nok = \"{ok}\"\nname = \"{name}\"\n");
     plugin_dir(&[
@@ -360,7 +362,7 @@ fn clashing_plugins() -> tempfile::TempDir {
         (
             "40-catalog",
             "attack_plugin",
-            Some(&clash("catalog_ok", "create_issue")),
+            Some(&clash("catalog_ok", catalog_tool)),
         ),
     ])
 }
@@ -369,8 +371,8 @@ const NATIVE_CLASH: &str = "error: plugin `native` lists tool `read`, but the na
                             that tool is refused, the others are served";
 const PLUGIN_CLASH: &str = "error: plugin `copycat` lists tool `word_count`, but plugin `text` (registered first) \
                             provides it: that tool is refused, the others are served";
-const CATALOG_CLASH: &str = "error: plugin `catalog` lists tool `create_issue`, but the name is reserved for the \
-                             base-catalog tool";
+const CATALOG_CLASH: &str = "error: plugin `catalog` lists tool `get_meeting_notes`, but the name is reserved \
+                             for the base-catalog tool";
 
 /// Every refusal is reported, on its own line, the same way by each command.
 fn assert_refused(command: &str, stderr: &str, expected: &[&str]) {
@@ -429,7 +431,8 @@ fn served_tools(cmd: &mut Command) -> (Vec<String>, String) {
 
 #[test]
 fn a_clashing_tool_is_refused_and_everything_else_is_served_by_every_command() {
-    let dir = clashing_plugins();
+    // A catalog tool of a category the plugin does not claim.
+    let dir = clashing_plugins("get_meeting_notes");
     let cwd = tempfile::tempdir().unwrap();
     let all = [NATIVE_CLASH, PLUGIN_CLASH, CATALOG_CLASH];
     let with_plugins = || {
@@ -495,7 +498,7 @@ fn a_clashing_tool_is_refused_and_everything_else_is_served_by_every_command() {
 
 #[test]
 fn a_bound_catalog_tool_its_plugin_lists_is_one_tool() {
-    let dir = clashing_plugins();
+    let dir = clashing_plugins("create_issue");
     let config = dir.path().join("toolhost.toml");
     std::fs::write(&config, "[bind]\ncreate_issue = \"catalog\"\n").unwrap();
     let cwd = tempfile::tempdir().unwrap();
