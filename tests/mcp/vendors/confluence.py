@@ -10,10 +10,9 @@ is never followed by a stale read.
 """
 
 import argparse
-import asyncio
 
 from fake import TOKEN, call, check, provider_session, structured, text
-from driver import run
+from driver import run, wait_until
 from confluence_fake import AUTH, confluence
 
 parser = argparse.ArgumentParser()
@@ -27,14 +26,6 @@ WRITES = ("POST", "PUT", "PATCH", "DELETE")
 def expect(fake, method, path, query=None, body=None):
     return fake.expect(method, path, query=query, body=body, auth=AUTH)
 
-
-async def until(condition, what):
-    """Wait (bounded) for a condition the server reaches in the background."""
-    for _ in range(400):
-        if condition():
-            return
-        await asyncio.sleep(0.025)
-    raise AssertionError(f"never happened: {what}")
 
 
 async def tools(client, fake):
@@ -139,7 +130,7 @@ async def prefetch(client, fake):
     fake.clear()
     await call(client, "search_knowledge_base", {"query": "design", "limit": 3})
     for pid in ("1000", "1002", "1004"):
-        await until(lambda: fake.requests("GET", f"/wiki/api/v2/pages/{pid}"), f"page {pid} prefetched")
+        await wait_until(lambda: fake.requests("GET", f"/wiki/api/v2/pages/{pid}"), f"page {pid} prefetched")
     before = len(fake.requests())
     result = await call(client, "get_knowledge_base_page", {"pageId": "1002"})
     check(structured(result)["title"] == "Design 2", structured(result))

@@ -10,10 +10,9 @@ never followed by a stale read.
 """
 
 import argparse
-import asyncio
 
 from fake import TOKEN, call, check, provider_session, structured, text
-from driver import run
+from driver import run, wait_until
 from jira_fake import AUTH, jira
 
 parser = argparse.ArgumentParser()
@@ -37,14 +36,6 @@ WRITES = ("POST", "PUT", "PATCH", "DELETE")
 def expect(fake, method, path, query=None, body=None):
     return fake.expect(method, path, query=query, body=body, auth=AUTH)
 
-
-async def until(condition, what):
-    """Wait (bounded) for a condition the server reaches in the background."""
-    for _ in range(400):
-        if condition():
-            return
-        await asyncio.sleep(0.025)
-    raise AssertionError(f"never happened: {what}")
 
 
 async def reads(client, fake):
@@ -294,14 +285,14 @@ async def prefetch(client, fake):
     fake.clear()
     await call(client, "get_issues", {"limit": 3})
     for key in ("WEB-24", "WEB-23", "WEB-22"):
-        await until(lambda: fake.requests("GET", f"/rest/api/3/issue/{key}"), f"get_issue {key} prefetched")
+        await wait_until(lambda: fake.requests("GET", f"/rest/api/3/issue/{key}"), f"get_issue {key} prefetched")
     # Comments are less likely: a link's prior is shared out over the ranks,
     # so the third result's comments wait until agents are seen reading them.
     for key in ("WEB-24", "WEB-23"):
-        await until(lambda: fake.requests("GET", f"/rest/api/3/issue/{key}/comment"), f"comments of {key} prefetched")
+        await wait_until(lambda: fake.requests("GET", f"/rest/api/3/issue/{key}/comment"), f"comments of {key} prefetched")
     await call(client, "get_epics", {})
-    await until(lambda: fake.requests("GET", "/rest/api/3/issue/WEB-100"), "get_epic WEB-100 prefetched")
-    await until(lambda: len(fake.requests("GET", "/rest/api/3/search/jql")) == 3, "its issues searched ahead")
+    await wait_until(lambda: fake.requests("GET", "/rest/api/3/issue/WEB-100"), "get_epic WEB-100 prefetched")
+    await wait_until(lambda: len(fake.requests("GET", "/rest/api/3/search/jql")) == 3, "its issues searched ahead")
     before = len(fake.requests())
     result = await call(client, "get_epic", {"key": "WEB-100"})
     check([i["key"] for i in structured(result)["issues"]] == ["WEB-5", "WEB-10"], structured(result))
