@@ -313,7 +313,10 @@ async fn jira_schema() {
     );
     assert_eq!(
         prop("priority")["enum"],
-        json!(["High", "Highest", "Low", "Lowest", "Medium"])
+        json!([
+            "High", "Highest", "Low", "Lowest", "Medium", "urgent", "high", "normal", "low"
+        ]),
+        "the names, then the aliases: arguments are validated before the aliases are mapped"
     );
     assert!(
         prop("priority")["description"]

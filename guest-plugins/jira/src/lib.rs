@@ -5,8 +5,9 @@
 //!
 //! Schema: removes `points` (and `stateCategory` on `get_issues`); one
 //! project removes `projectId`, several make it a required enum of keys;
-//! enums for issue types (no sub-task types, sorted), priorities (with the
-//! aliases urgent, high, normal, low), components and link types; custom
+//! enums for issue types (no sub-task types, sorted), priorities (sorted,
+//! then the aliases urgent, high, normal, low whose Jira name the site has:
+//! arguments are validated before they are transformed), components and link types; custom
 //! fields become typed `cf_*` parameters on create and update, except the
 //! well-known Epic Link (`epicKey`), Sprint (`sprintId`) and Epic Name
 //! (`epicName`). A field whose shape differs between projects is `anyOf`.
@@ -20,6 +21,7 @@
 use std::collections::BTreeMap;
 
 mod agile;
+mod assets;
 mod epics;
 mod structure;
 mod tools;
@@ -225,8 +227,14 @@ impl Jira {
         if !self.config.priorities.is_empty() && schema.has_property("priority") {
             let mut priorities = self.config.priorities.clone();
             priorities.sort();
+            // The host validates arguments against this schema before
+            // `transform_args` maps an alias to its Jira name, so the
+            // aliases whose name the site has are in the enum too.
+            let known = |name: &str| self.config.priorities.iter().any(|p| p == name);
+            let accepted: Vec<&(&str, &str)> = PRIORITY_ALIASES.iter().filter(|(_, n)| known(n)).collect();
+            priorities.extend(accepted.iter().map(|(a, _)| (*a).to_owned()));
             let _ = schema.set_enum("priority", &priorities);
-            let aliases: Vec<String> = PRIORITY_ALIASES.iter().map(|(a, n)| format!("{a}→{n}")).collect();
+            let aliases: Vec<String> = accepted.iter().map(|(a, n)| format!("{a}→{n}")).collect();
             let _ = schema.set_description(
                 "priority",
                 &format!("Issue priority. Aliases: {}", aliases.join(", ")),
@@ -403,7 +411,7 @@ impl Enricher for Jira {
                 .follow_up(link("get_issue_comments", 0.45)),
             "get_issue" => read().critical().follow_up(link("get_issue_comments", 0.50)),
             "get_issue_comments" => read().critical(),
-            "get_issue_relations" | "get_assets" => read().critical(),
+            "get_issue_relations" | "get_assets" | "download_asset" => read().critical(),
             "get_available_statuses" | "get_custom_fields" | "get_users" => read().supporting().ttl_s(300),
             "get_board_sprints" | "list_project_versions" => read().supporting().ttl_s(60),
             "create_issue" => write(&["get_issues", "get_issue_relations"]),
@@ -420,7 +428,7 @@ impl Enricher for Jira {
             "get_structure_forest" => read().critical().typical_kb(6.0),
             "create_epic" => write(&["get_epics", "get_issues"]),
             "update_epic" => write(&["get_epics", "get_epic", "get_issues", "get_issue"]),
-            "delete_asset" => write(&["get_assets", "get_issue"]),
+            "delete_asset" | "upload_asset" => write(&["get_assets", "get_issue", "download_asset"]),
             t if is_write(t) => write(&[]),
             _ => return None,
         })

@@ -7,8 +7,8 @@
 //! Descriptions and comments are written as ADF from the model's Markdown
 //! and read back as plain text. `offset`/`limit` map onto `startAt` and
 //! `maxResults`, or onto `nextPageToken` pages for search (which has no
-//! `startAt`). Epics are issues of type Epic (`epics`). Not listed: `download_asset` and `upload_asset` (binary
-//! bodies and multipart uploads, which the JSON client does not carry).
+//! `startAt`). Epics are issues of type Epic (`epics`); attachment
+//! uploads and downloads are `assets`.
 
 use provider_kit::api::{Api, Reply, catalog_tool, encode, optional, required, result, uint, with_query};
 use provider_kit::markdown::{adf_text, to_adf};
@@ -92,6 +92,11 @@ impl Tools for Jira {
                 "Create a project version, or update the one of that name.",
             ),
             tool("delete_asset", "Delete an attachment."),
+            tool("upload_asset", "Attach a file (base64 `fileData`) to an issue."),
+            tool(
+                "download_asset",
+                "An attachment's content (base64; images also as an image).",
+            ),
             catalog_tool("get_epics", "epics", "The project's epics (issues of type Epic)."),
             catalog_tool("get_epic", "epics", "One epic, with the issues under it."),
             catalog_tool("create_epic", "epics", "Create an epic (an issue of type Epic)."),
@@ -136,6 +141,8 @@ impl Tools for Jira {
             "unlink_issues" => call.unlink_issues(&args),
             "upsert_project_version" => call.upsert_project_version(&args),
             "delete_asset" => call.delete_asset(&args),
+            "upload_asset" => call.upload_asset(&args),
+            "download_asset" => call.download_asset(&args),
             "get_epics" => call.get_epics(&args),
             "get_epic" => call.get_epic(&args),
             "create_epic" => call.create_epic(&args),

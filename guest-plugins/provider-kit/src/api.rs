@@ -52,6 +52,8 @@ pub struct Reply {
     pub body: Value,
     /// The body as text, for endpoints that answer plain text (logs, diffs).
     pub text: String,
+    /// The body as received, for endpoints that answer files.
+    pub bytes: Vec<u8>,
 }
 
 impl Reply {
@@ -67,6 +69,15 @@ impl Reply {
     pub fn next_link(&self) -> Option<String> {
         next_link(self.header("link")?)
     }
+}
+
+/// A request body.
+#[derive(Clone, Copy, Debug)]
+pub enum Body<'a> {
+    /// JSON, sent as `application/json`.
+    Json(&'a Value),
+    /// Bytes of a content type (a multipart upload, see `files`).
+    Bytes { content_type: &'a str, data: &'a [u8] },
 }
 
 /// A page-numbered list request: which items, how many a page, which to
@@ -174,12 +185,25 @@ impl Api {
         path: &str,
         body: Option<&Value>,
     ) -> Result<Reply, ToolError> {
+        self.request(tool, method, path, &[], body.map(Body::Json))
+    }
+
+    /// A request with extra headers (`X-Atlassian-Token`) and any body,
+    /// answered 2xx; GETs follow redirects.
+    pub fn request(
+        &self,
+        tool: &str,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<Body<'_>>,
+    ) -> Result<Reply, ToolError> {
         let url = if path.starts_with("https://") || path.starts_with("http://") {
             path.to_owned()
         } else {
             format!("{}{path}", self.base)
         };
-        self.fetch(tool, method, &url, body)
+        self.fetch_with(tool, method, &url, headers, body)
     }
 
     /// The items a [`Listing`] asks for, kept by `keep`, following `Link:
@@ -230,7 +254,18 @@ impl Api {
         url: &str,
         body: Option<&Value>,
     ) -> Result<Reply, ToolError> {
-        let mut response = self.exchange(tool, method, url, body)?;
+        self.fetch_with(tool, method, url, &[], body.map(Body::Json))
+    }
+
+    fn fetch_with(
+        &self,
+        tool: &str,
+        method: &str,
+        url: &str,
+        headers: &[(&str, &str)],
+        body: Option<Body<'_>>,
+    ) -> Result<Reply, ToolError> {
+        let mut response = self.exchange_with(tool, method, url, headers, body)?;
         // GETs follow redirects (GitHub answers job logs with a 302 to
         // signed storage): the host checks each target against the grants
         // and adds a secret only where it is granted.
@@ -242,7 +277,7 @@ impl Api {
             };
             let Some(location) = location else { break };
             url = resolve(&url, &location);
-            response = self.exchange(tool, "GET", &url, None)?;
+            response = self.exchange_with(tool, "GET", &url, headers, None)?;
         }
         self.check(tool, method, &url, response)
     }
@@ -256,15 +291,33 @@ impl Api {
         url: &str,
         body: Option<&Value>,
     ) -> Result<Response, ToolError> {
+        self.exchange_with(tool, method, url, &[], body.map(Body::Json))
+    }
+
+    fn exchange_with(
+        &self,
+        tool: &str,
+        method: &str,
+        url: &str,
+        headers: &[(&str, &str)],
+        body: Option<Body<'_>>,
+    ) -> Result<Response, ToolError> {
         let mut request = Request::new(method, url);
         for (name, value) in &self.headers {
             request = request.header(name, value);
         }
-        if let Some(body) = body {
-            request = request
-                .header("content-type", "application/json")
-                .body(body.to_string().into_bytes());
+        for (name, value) in headers {
+            request = request.header(name, value);
         }
+        request = match body {
+            Some(Body::Json(json)) => request
+                .header("content-type", "application/json")
+                .body(json.to_string().into_bytes()),
+            Some(Body::Bytes { content_type, data }) => {
+                request.header("content-type", content_type).body(data.to_vec())
+            }
+            None => request,
+        };
         http::fetch(&request).map_err(|e| self.transport(tool, &e))
     }
 
@@ -273,7 +326,11 @@ impl Api {
             HttpError::HostNotAllowed(m) => format!("the plugin is not granted this host: {m}"),
             HttpError::InvalidRequest(m) => format!("the request was refused: {m}"),
             HttpError::Timeout => "no answer within the call's time budget".to_owned(),
-            HttpError::TooLarge(n) => format!("the answer ({n} bytes) is over the plugin's size limit"),
+            HttpError::TooLarge(n) => {
+                format!(
+                    "the answer ({n} bytes so far) is over the plugin's size limit (limits.max_output_kb)"
+                )
+            }
             HttpError::Transport(m) => format!("cannot reach {}: {m}", self.base),
         };
         ToolError::Failed(format!("{} {tool}: {why}", self.provider))
@@ -293,6 +350,7 @@ impl Api {
                 headers: response.headers,
                 body,
                 text,
+                bytes: response.body,
             });
         }
         let waited = response.header(NOT_RETRIED).map(str::to_owned);

@@ -7,6 +7,7 @@
 //! and how to spell a key.
 
 pub mod api;
+pub mod files;
 pub mod graphql;
 pub mod logs;
 pub mod markdown;

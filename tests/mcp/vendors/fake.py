@@ -14,6 +14,7 @@ and a `toolhost.toml` granting the fake's origin and the token secret,
 then opens an MCP session with `toolhost serve` over stdio.
 """
 
+import base64
 import json
 import os
 import re
@@ -23,6 +24,8 @@ import threading
 import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from email import policy as email_policy
+from email.parser import BytesParser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, urlsplit
 
@@ -287,6 +290,31 @@ async def provider_session(toolhost, wasm, name, fake, config, header="Authoriza
         await client.initialize()
         client.log_path = log_path
         yield client
+
+
+@dataclass
+class Part:
+    name: str
+    filename: str
+    content_type: str
+    data: bytes
+
+
+def multipart(seen):
+    """The parts of a multipart/form-data request body, as a server reads
+    them (the boundary from the request's `content-type`)."""
+    ctype = seen.headers.get("content-type", "")
+    check(ctype.startswith("multipart/form-data; boundary="), f"not a multipart body: {ctype!r}")
+    message = BytesParser(policy=email_policy.HTTP).parsebytes(
+        f"content-type: {ctype}\r\n\r\n".encode() + seen.raw)
+    check(message.is_multipart(), "the multipart body does not parse")
+    return [Part(p.get_param("name", header="content-disposition"), p.get_filename(),
+                 p.get_content_type(), p.get_payload(decode=True)) for p in message.iter_parts()]
+
+
+def blob(result):
+    """The image blocks of a tool result: (mime type, bytes)."""
+    return [(c.mime_type, base64.b64decode(c.data)) for c in result.content if getattr(c, "type", "") == "image"]
 
 
 def structured(result):

@@ -14,6 +14,9 @@ project WEB, following their documented shapes:
 - errors as Jira writes them: `{"errorMessages": [...], "errors": {...}}`;
   401 when the token is revoked (`fake.revoked = True`), 403 on editing
   WEB-20 (its security level hides it from the token's user);
+- attachments: metadata, a multipart upload (refused without
+  `X-Atlassian-Token: no-check`, as Jira's XSRF check does), and content
+  answered by a 303 to the media host (here the same origin);
 - the Structure app's forest (`/rest/structure/2.0/forest/latest?s=spec`)
   for structure 12, as a formula of `rowId:depth:item[:semantic]`.
 """
@@ -21,7 +24,7 @@ project WEB, following their documented shapes:
 import base64
 import json
 
-from fake import TOKEN, Fake
+from fake import TOKEN, Fake, multipart
 
 AUTH = f"Basic {TOKEN}"
 PROJECT, PROJECT_ID = "WEB", "10000"
@@ -97,6 +100,11 @@ def jira(delay_s=0.0):
     issues["WEB-1"]["fields"]["attachment"] = [
         {"id": "30001", "filename": "trace.log", "size": 2048, "mimeType": "text/plain", "author": BOB,
          "created": "2026-11-21T10:00:00.000+0000"}]
+    # Attachment content by id; 30002 is larger than a download returns.
+    files = {"30001": b"trace line 1\ntrace line 2\n"}
+    issues["WEB-1"]["fields"]["attachment"].append(
+        {"id": "30002", "filename": "dump.bin", "size": 50 * 1024 * 1024, "mimeType": "application/octet-stream",
+         "author": BOB, "created": "2026-11-21T10:00:00.000+0000"})
     link_types = {"Blocks": ("is blocked by", "blocks"), "Relates": ("relates to", "relates to")}
     versions = [
         {"id": "40001", "name": "1.0", "released": True, "archived": False, "projectId": int(PROJECT_ID), "releaseDate": "2026-10-01"},
@@ -317,6 +325,50 @@ def jira(delay_s=0.0):
                     issue["fields"]["attachment"].remove(a)
                     return 204, b""
         return errors(404, "The attachment with id '%s' does not exist" % attachment_id)
+
+    def attachment(attachment_id):
+        return next((a for i in issues.values() for a in i["fields"]["attachment"] if a["id"] == attachment_id), None)
+
+    @route("GET", r"/rest/api/3/attachment/(\d+)")
+    def attachment_meta(seen, attachment_id):
+        found = attachment(attachment_id)
+        if not found:
+            return errors(404, "The attachment with id '%s' does not exist" % attachment_id)
+        return 200, {**found, "self": f"{fake.url}/rest/api/3/attachment/{attachment_id}",
+                     "content": f"{fake.url}/rest/api/3/attachment/content/{attachment_id}"}
+
+    @route("GET", r"/rest/api/3/attachment/content/(\d+)")
+    def attachment_content(seen, attachment_id):
+        if attachment_id not in files:
+            return errors(404, "The attachment with id '%s' does not exist" % attachment_id)
+        return 303, b"", {"location": f"/file/{attachment_id}/binary?token=signed-{attachment_id}"}
+
+    @fake.route("GET", r"/file/(\d+)/binary")
+    def media(seen, attachment_id):
+        if seen.query.get("token") != f"signed-{attachment_id}":
+            return 401, {"message": "unsigned media request"}
+        return 200, files[attachment_id], {"content-type": attachment(attachment_id)["mimeType"]}
+
+    @route("POST", r"/rest/api/3/issue/([A-Z]+-\d+)/attachments")
+    def upload(seen, key):
+        if seen.headers.get("x-atlassian-token") != "no-check":
+            return 403, "XSRF check failed"
+        if key not in issues:
+            return errors(404, "Issue does not exist or you do not have permission to see it.")
+        made = []
+        for part in multipart(seen):
+            if part.name != "file":
+                return errors(400, f"unexpected form field {part.name!r}")
+            attachment_id = str(30001 + len(files) + 1)
+            files[attachment_id] = part.data
+            a = {"id": attachment_id, "filename": part.filename, "size": len(part.data),
+                 "mimeType": part.content_type, "author": ALICE, "created": "2026-12-01T10:00:00.000+0000",
+                 "self": f"{fake.url}/rest/api/3/attachment/{attachment_id}",
+                 "content": f"{fake.url}/rest/api/3/attachment/content/{attachment_id}"}
+            issues[key]["fields"]["attachment"].append({k: a[k] for k in
+                                                        ("id", "filename", "size", "mimeType", "author", "created")})
+            made.append(a)
+        return 200, made
 
     @route("GET", r"/rest/api/3/project/([A-Z]+)/statuses")
     def statuses(seen, project):
