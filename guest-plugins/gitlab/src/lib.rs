@@ -13,6 +13,7 @@
 //! The same component runs the tools (`tools`). Config: `project` (id or
 //! `group/name` path; required by the tools), `base_url`.
 
+mod assets;
 mod tools;
 
 use provider_kit::api::{self, Api};
@@ -112,9 +113,11 @@ impl Enricher for GitLab {
                 .follow_up(link("get_issue", 0.55)),
             "get_issue" => self.read().critical().follow_up(link("get_issue_comments", 0.50)),
             "get_issue_comments" => self.read().critical().typical_kb(2.5).max_kb(20.0),
+            "get_assets" | "download_asset" => self.read().critical(),
             t if is_write(t) => {
                 let model = tools::stale_after(t)
                     .iter()
+                    .chain(assets::stale_after(t))
                     .fold(write_model(), |m, read| m.invalidates(*read))
                     .supporting();
                 match &self.host {

@@ -4,8 +4,8 @@
 //!
 //! Served: issues (list, read, notes, create, update, comment), merge
 //! requests (list, read, discussions, diffs, comment), pipelines, job logs
-//! and running jobs, users, merge request create and update. Not yet
-//! served: statuses, relations, attachments.
+//! and running jobs, users, merge request create and update; attachments
+//! are `assets`. Not yet served: statuses, relations.
 
 use provider_kit::api::{Listing, catalog_tool, encode, flag, optional, required, result, strings, uint};
 use provider_kit::logs::{LogView, error_lines};
@@ -78,6 +78,19 @@ impl Tools for GitLab {
             ),
             git("get_job_logs", "A CI job's log."),
             git("run_pipeline_job", "Start a manual job, or retry a finished one."),
+            issue(
+                "get_assets",
+                "Files linked from an issue's or merge request's description and notes.",
+            ),
+            issue(
+                "download_asset",
+                "An uploaded file's content (base64; images also as an image).",
+            ),
+            issue(
+                "upload_asset",
+                "Upload a file (base64 `fileData`) and link it in a note on the issue.",
+            ),
+            issue("delete_asset", "Delete an uploaded file from the project."),
         ]
     }
 
@@ -106,13 +119,17 @@ impl Tools for GitLab {
             "get_pipeline" => self.get_pipeline(&p, args),
             "get_job_logs" => self.get_job_logs(&p, args),
             "run_pipeline_job" => self.run_pipeline_job(&p, args),
+            "get_assets" => self.get_assets(&p, args),
+            "download_asset" => self.download_asset(&p, args),
+            "upload_asset" => self.upload_asset(&p, args),
+            "delete_asset" => self.delete_asset(&p, args),
             other => Err(ToolError::NotFound(format!("GitLab has no tool `{other}`"))),
         }
     }
 }
 
 /// The iid in a key: `#42`, `mr#12`, `42`.
-fn iid(tool: &str, args: &Value) -> Result<u64, ToolError> {
+pub(crate) fn iid(tool: &str, args: &Value) -> Result<u64, ToolError> {
     let key = required(args, "key")?;
     key.rsplit('#')
         .next()

@@ -11,7 +11,9 @@ discussions and diffs prefetched, never a write, no stale read after one.
 
 import argparse
 
-from fake import TOKEN, call, check, provider_session, structured, text
+import base64
+
+from fake import TOKEN, blob, call, check, multipart, provider_session, structured, text
 from driver import run, wait_until  # noqa: I001 (fake puts tests/mcp on the path)
 from gitlab_fake import ENCODED, HEAD_SHA, PROJECT, gitlab
 
@@ -168,6 +170,62 @@ async def tools(client, fake):
     check((structured(result)["jobId"], structured(result)["action"]) == ("7101", "retry"), structured(result))
 
 
+ASSET_TOOLS = {"get_assets", "download_asset", "upload_asset", "delete_asset"}
+CRASH = "66dbcd21ec5d24ed6ea225176098d52b/crash.png"
+LOG = "00000000000000000000000000000001/build.log"
+
+
+async def assets(client, fake):
+    """Uploads linked from an issue's description and notes: listed,
+    downloaded, uploaded (and linked in a note), deleted."""
+    fake.clear()
+    result = await call(client, "get_assets", {"context_type": "issue", "key": "#4"})
+    check([(s.method, s.path, s.query) for s in fake.requests()] == [
+        ("GET", f"{P}/issues/4", {}),
+        ("GET", f"{P}/issues/4/notes", {"sort": "asc", "order_by": "created_at", "per_page": "100", "page": "1"})],
+        [(s.method, s.path, s.query) for s in fake.requests()])
+    fake.expect("GET", f"{P}/issues/4/notes", **AUTH)
+    found = structured(result)["assets"]
+    check([(a["id"], a["mimeType"], a["source"]) for a in found] == [
+        (CRASH, "image/png", "description"), (LOG, "text/plain", {"note": 954})], found)
+    check(found[0]["url"] == f"https://gitlab.com/{PROJECT}/uploads/{CRASH}", found[0])
+
+    result = await call(client, "download_asset", {"context_type": "issue", "key": "#4", "asset_id": LOG})
+    fake.expect("GET", f"{P}/uploads/{LOG}", query={}, **AUTH)
+    got = structured(result)
+    check(base64.b64decode(got["content_base64"]) == b"step 1\nstep 2 failed\n" and got["mimeType"] == "text/plain",
+          got)
+    result = await call(client, "download_asset", {"context_type": "issue", "key": "#4", "asset_id": CRASH})
+    check(blob(result) == [("image/png", b"\x89PNG\r\n\x1a\nfake")], blob(result))
+    result = await call(client, "download_asset", {"context_type": "issue", "key": "#4", "asset_id": "../../etc"},
+                        error=True)
+    check("`asset_id` must be `<secret>/<filename>`" in text(result), text(result))
+
+    data = b"col1,col2\r\n1,2\r\n"
+    fake.clear()
+    result = await call(client, "upload_asset", {"key": "#4", "filename": "data.csv",
+                                                 "fileData": base64.b64encode(data).decode()})
+    upload, note = fake.requests()
+    check((upload.method, upload.path) == ("POST", f"{P}/uploads") and upload.headers.get("private-token") == TOKEN,
+          upload)
+    parts = multipart(upload)
+    check([(p.name, p.filename, p.content_type, p.data) for p in parts] == [("file", "data.csv", "text/csv", data)],
+          parts)
+    made = structured(result)
+    secret = f"{2 + 0xabc:032x}"
+    check(made["id"] == f"{secret}/data.csv" and made["markdown"] == f"[data.csv](/uploads/{secret}/data.csv)", made)
+    fake.expect("POST", f"{P}/issues/4/notes", body={"body": made["markdown"]}, **AUTH)
+    result = await call(client, "get_assets", {"context_type": "issue", "key": "#4"})
+    check([a["id"] for a in structured(result)["assets"]][-1] == made["id"], "no stale list after the upload")
+
+    result = await call(client, "delete_asset", {"key": "#4", "asset_id": made["id"]})
+    fake.expect("DELETE", f"{P}/uploads/{made['id']}", **AUTH)
+    check(made["id"] not in fake.uploads, fake.uploads)
+    result = await call(client, "download_asset", {"context_type": "issue", "key": "#4", "asset_id": made["id"]},
+                        error=True)
+    check("GitLab download_asset: not found" in text(result) and "File Not Found" in text(result), text(result))
+
+
 async def errors(client, fake):
     route = f"{P}/issues/(\\d+)"
     fake.clear()
@@ -216,6 +274,8 @@ async def main():
         names = {t.name for t in (await client.list_tools()).tools}
         check(TOOLS <= names, f"served: {sorted(names)}")
         await tools(client, fake)
+        check(ASSET_TOOLS <= names, f"served: {sorted(names)}")
+        await assets(client, fake)
         await errors(client, fake)
     fake.stop()
     # A wrong token: GitLab's 401, naming the secret.

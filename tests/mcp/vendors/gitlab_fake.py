@@ -9,7 +9,7 @@ header pagination (`per_page`, `page`); the token in `PRIVATE-TOKEN`
 `{"message": "404 Not found"}`; 400 `{"message": {...}}` or `{"error":
 ...}` for bad parameters. Writes change what later reads answer."""
 
-from fake import TOKEN, Fake
+from fake import TOKEN, Fake, multipart
 
 PROJECT = "acme/widgets"
 ENCODED = "acme%2Fwidgets"
@@ -73,6 +73,11 @@ def gitlab(delay_s=0.0):
             50: [{"id": 7000, "name": "test", "stage": "test", "status": "success", "web_url": "https://g/j/7000"}]}
     traces = {7000: "ok", 7001: TRACE, 7002: ""}
     base = f"/projects/{ENCODED}"
+    SECRET = "66dbcd21ec5d24ed6ea225176098d52b"
+    uploads = {f"{SECRET}/crash.png": (b"\x89PNG\r\n\x1a\nfake", "image/png"),
+               f"{'0' * 31}1/build.log": (b"step 1\nstep 2 failed\n", "text/plain")}
+    issues[4]["description"] = f"Crash: ![crash](/uploads/{SECRET}/crash.png)"
+    notes[4][1]["body"] = f"Log attached: [build.log](/uploads/{'0' * 31}1/build.log)"
 
     def route(method, pattern):
         def register(handler):
@@ -155,6 +160,33 @@ def gitlab(delay_s=0.0):
         notes[int(n)].append(note)
         issues[int(n)]["user_notes_count"] += 1
         return 201, note
+
+    @route("POST", f"{base}/uploads")
+    def upload(seen):
+        parts = multipart(seen)
+        if [p.name for p in parts] != ["file"]:
+            return 400, {"error": "file is missing"}
+        part = parts[0]
+        secret = f"{len(uploads) + 0xabc:032x}"
+        uploads[f"{secret}/{part.filename}"] = (part.data, part.content_type)
+        url = f"/uploads/{secret}/{part.filename}"
+        alt = part.filename.rsplit(".", 1)[0]
+        image = part.content_type.startswith("image/")
+        return 201, {"id": len(uploads), "alt": alt, "url": url, "full_path": f"/-/project/1234{url}",
+                     "markdown": f"![{alt}]({url})" if image else f"[{part.filename}]({url})"}
+
+    @route("GET", f"{base}/uploads/([0-9a-f]{{32}})/([^/]+)")
+    def download(seen, secret, name):
+        found = uploads.get(f"{secret}/{name}")
+        if not found:
+            return not_found("File Not Found")
+        return 200, found[0], {"content-type": found[1]}
+
+    @route("DELETE", f"{base}/uploads/([0-9a-f]{{32}})/([^/]+)")
+    def delete_upload(seen, secret, name):
+        if uploads.pop(f"{secret}/{name}", None) is None:
+            return not_found("File Not Found")
+        return 204, b""
 
     @route("GET", f"{base}/merge_requests")
     def list_mrs(seen):
@@ -298,4 +330,5 @@ def gitlab(delay_s=0.0):
 
     fake.issues, fake.notes, fake.mrs, fake.discussions, fake.diffs = issues, notes, mrs, discussions, diffs
     fake.jobs = jobs
+    fake.uploads = uploads
     return fake.start()
