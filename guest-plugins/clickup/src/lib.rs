@@ -19,6 +19,7 @@
 //! (default `https://api.clickup.com/api/v2`), `statuses`, `custom_fields`.
 //! Every call goes to the configured API, whose host is the rate-limit host.
 
+mod assets;
 mod tools;
 
 use provider_kit::api::{self, Api};
@@ -239,6 +240,8 @@ impl Enricher for ClickUp {
             "update_issue" => write(&["get_issues", "get_issue"]),
             "add_issue_comment" => write(&["get_issue_comments"]),
             "link_issues" | "unlink_issues" => write(&["get_issue_relations", "get_issue"]),
+            "upload_asset" => write(&["get_assets", "get_issue"]),
+            "download_asset" => read().critical(),
             t if is_write(t) => write_model().rate_limit_host(&self.host),
             t if t.starts_with("get_") => read(),
             _ => return None,

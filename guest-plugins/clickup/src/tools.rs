@@ -4,6 +4,7 @@
 //!
 //! Task lists come in pages of 100 (`page` from 0, `last_page`); comments
 //! 25 at a time, newest first, older ones by `start`/`start_id`.
+//! Attachments are `assets`.
 
 use provider_kit::api::{catalog_tool, encode, optional, required, result, strings, uint, with_query};
 use toolhost_sdk::{CallContext, ToolDefinition, ToolError, ToolResult, Tools, Value, json};
@@ -54,6 +55,15 @@ impl Tools for ClickUp {
                 "unlink_issues",
                 "Remove the links and dependencies between two ClickUp tasks.",
             ),
+            t("get_assets", "The attachments of a ClickUp task."),
+            t(
+                "download_asset",
+                "A task attachment's content (base64; images also as an image).",
+            ),
+            t(
+                "upload_asset",
+                "Attach a file (base64 `fileData`) to a ClickUp task.",
+            ),
         ]
     }
 
@@ -71,6 +81,9 @@ impl Tools for ClickUp {
             "get_issue_relations" => self.get_issue_relations(&args),
             "link_issues" => self.link_issues(&args),
             "unlink_issues" => self.unlink_issues(&args),
+            "get_assets" => self.get_assets(&args),
+            "download_asset" => self.download_asset(&args),
+            "upload_asset" => self.upload_asset(&args),
             other => Err(ToolError::NotFound(format!("ClickUp has no tool `{other}`"))),
         }
     }

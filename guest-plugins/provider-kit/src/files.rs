@@ -61,6 +61,17 @@ impl Multipart {
         self
     }
 
+    /// Add a text field `name` holding `value`.
+    pub fn text(mut self, name: &str, value: &str) -> Self {
+        let part = format!(
+            "--{}\r\nContent-Disposition: form-data; name=\"{}\"\r\n\r\n{value}\r\n",
+            self.boundary,
+            quoted(name)
+        );
+        self.body.extend_from_slice(part.as_bytes());
+        self
+    }
+
     /// The `content-type` header value and the finished body.
     pub fn finish(mut self) -> (String, Vec<u8>) {
         self.body
@@ -187,6 +198,7 @@ mod tests {
     fn multipart_bodies_have_a_boundary_the_file_does_not_hold() {
         let clash = b"x----toolhost-746f6f6c686f7374y";
         let (ctype, body) = Multipart::new(&[clash])
+            .text("filename", "a.txt")
             .file("file", "a\"b.txt", "text/plain", clash)
             .finish();
         let boundary = ctype.strip_prefix("multipart/form-data; boundary=").unwrap();
@@ -195,7 +207,8 @@ mod tests {
         assert!(text.starts_with(&format!("--{boundary}\r\n")));
         assert!(text.contains("name=\"file\"; filename=\"a%22b.txt\"\r\nContent-Type: text/plain\r\n\r\n"));
         assert!(text.ends_with(&format!("\r\n--{boundary}--\r\n")));
-        assert_eq!(text.matches(boundary).count(), 2);
+        assert!(text.contains("name=\"filename\"\r\n\r\na.txt\r\n--"));
+        assert_eq!(text.matches(boundary).count(), 3);
     }
 
     #[test]

@@ -9,8 +9,9 @@ comments prefetch, never a write, never stale after one.
 """
 
 import argparse
+import base64
 
-from fake import TOKEN, call, check, provider_session, structured, text
+from fake import TOKEN, blob, call, check, multipart, provider_session, structured, text
 from driver import run, wait_until
 from clickup_fake import LIST, clickup
 
@@ -163,6 +164,47 @@ async def tools(client, fake):
     fake.revoked = False
 
 
+async def assets(client, fake):
+    """Attachments: listed from the task, downloaded from their url,
+    uploaded as multipart; ClickUp cannot delete one, so that is not served."""
+    names = {t.name for t in (await client.list_tools()).tools}
+    check({"get_assets", "download_asset", "upload_asset"} <= names and "delete_asset" not in names, sorted(names))
+    fake.clear()
+    result = await call(client, "get_assets", {"context_type": "issue", "key": "86a007"})
+    expect(fake, "GET", "/task/86a007", query={})
+    found = structured(result)["assets"]
+    check([(a["id"], a["filename"], a["mimeType"]) for a in found] == [("f1a2-shot.png", "shot.png", "image/png")],
+          found)
+    fake.clear()
+    result = await call(client, "download_asset", {"context_type": "issue", "key": "86a007",
+                                                   "asset_id": "f1a2-shot.png"})
+    check([(s.method, s.path) for s in fake.requests()] == [("GET", "/task/86a007"),
+                                                            ("GET", "/attachments/f1a2-shot.png")], fake.requests())
+    check(blob(result) == [("image/png", fake.files["f1a2-shot.png"])], blob(result))
+    check(structured(result)["size"] == len(fake.files["f1a2-shot.png"]), structured(result))
+    result = await call(client, "download_asset", {"context_type": "issue", "key": "86a007", "asset_id": "nope"},
+                        error=True)
+    check("ClickUp download_asset: task 86a007 has no attachment `nope`" in text(result), text(result))
+
+    data = b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n"
+    fake.clear()
+    result = await call(client, "upload_asset", {"key": "86a008", "filename": "spec.pdf",
+                                                 "fileData": base64.b64encode(data).decode()})
+    seen = expect(fake, "POST", "/task/86a008/attachment", query={})
+    parts = [(p.name, p.filename, p.content_type, p.data) for p in multipart(seen)]
+    check(parts == [("filename", None, "text/plain", b"spec.pdf"), ("attachment", "spec.pdf", "application/pdf", data)],
+          parts)
+    made = structured(result)
+    check(made["key"] == "86a008" and made["filename"] == "spec.pdf" and made["id"] == "a1-spec.pdf", made)
+    result = await call(client, "get_assets", {"context_type": "issue", "key": "86a008"})
+    check([a["id"] for a in structured(result)["assets"]] == ["a1-spec.pdf"], "no stale list after the upload")
+    result = await call(client, "download_asset", {"context_type": "issue", "key": "86a008", "asset_id": "a1-spec.pdf"})
+    got = structured(result)
+    check(base64.b64decode(got["content_base64"]) == data and got["mimeType"] == "application/pdf", got)
+    result = await call(client, "upload_asset", {"key": "86zzz9", "filename": "a.txt", "fileData": "eA=="}, error=True)
+    check("ClickUp upload_asset: not found" in text(result) and "Task not found" in text(result), text(result))
+
+
 async def prefetch(client, fake):
     result = await call(client, "get_issues", {"limit": 3})
     listed = keys(result)
@@ -189,6 +231,7 @@ async def main():
     fake = clickup()
     async with provider_session(opts.toolhost, opts.plugin, "clickup", fake, CONFIG, prefix="") as client:
         await tools(client, fake)
+        await assets(client, fake)
     fake.stop()
     fake = clickup()
     async with provider_session(opts.toolhost, opts.plugin, "clickup", fake, CONFIG, prefix="",

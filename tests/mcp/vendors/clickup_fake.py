@@ -5,10 +5,13 @@ a task; comments 25 at a time newest first (`start`, `start_id` for older);
 create (`POST /list/{id}/task`), update (`PUT /task/{id}`, assignees as
 `{add, rem}`), tags (`POST`/`DELETE /task/{id}/tag/{name}`), custom field
 values (`POST /task/{id}/field/{field_id}`), comments; the list's statuses,
-members and fields. Errors are `{"err", "ECODE"}`: 401 `Token invalid`
+members and fields; attachments on the task (`attachments`), uploaded by
+`POST /task/{id}/attachment` (multipart, the file in `attachment`) and
+served from their `url` (ClickUp's attachment host; here the same origin,
+unauthenticated as signed links are). Errors are `{"err", "ECODE"}`: 401 `Token invalid`
 (`OAUTH_019`), 404 task not found, 400 on a bad status."""
 
-from fake import TOKEN, Fake
+from fake import TOKEN, Fake, multipart
 
 LIST = "901"
 STATUSES = [{"status": "to do", "type": "open", "orderindex": 0}, {"status": "in progress", "type": "custom", "orderindex": 1},
@@ -36,7 +39,12 @@ def clickup(delay_s=0.0):
     tasks["86a020"]["dependencies"] = tasks["86a021"]["dependencies"] = [dep]
     link = {"task_id": "86a020", "link_id": "86a022"}
     tasks["86a020"]["linked_tasks"] = tasks["86a022"]["linked_tasks"] = [link]
-    fake.tasks, fake.comments = tasks, comments
+    files = {"f1a2-shot.png": b"\x89PNG\r\n\x1a\nclickup"}
+    tasks["86a007"]["attachments"] = [
+        {"id": "f1a2-shot.png", "date": "1764700000000", "title": "shot.png", "extension": "png",
+         "mimetype": "image/png", "size": len(files["f1a2-shot.png"]), "user": MEMBERS[0], "version": "0",
+         "url": None}]
+    fake.tasks, fake.comments, fake.files = tasks, comments, files
     fake.revoked = False
 
     def guarded(handler):
@@ -180,6 +188,26 @@ def clickup(delay_s=0.0):
                                         if (d["task_id"], d["depends_on"]) != (waiting, on)]
         return 200, {}
 
+    @route("POST", "/task/(\\w+)/attachment")
+    def upload(seen, tid):
+        if tid not in tasks:
+            return missing()
+        parts = {p.name: p for p in multipart(seen)}
+        if "attachment" not in parts:
+            return 400, {"err": "No attachment supplied", "ECODE": "UPLOAD_002"}
+        part = parts["attachment"]
+        aid = f"a{len(files)}-{part.filename}"
+        files[aid] = part.data
+        made = {"id": aid, "version": "0", "date": 1764800000000, "title": part.filename,
+                "extension": part.filename.rsplit(".", 1)[-1], "url": f"{fake.url}/attachments/{aid}"}
+        tasks[tid].setdefault("attachments", []).append(
+            {**made, "mimetype": part.content_type, "size": len(part.data), "user": MEMBERS[1]})
+        return 200, made
+
+    @fake.route("GET", "/attachments/([\\w.-]+)")
+    def attachment_file(seen, aid):
+        return (200, files[aid], {"content-type": "application/octet-stream"}) if aid in files else (404, "Not Found")
+
     @route("GET", f"/list/{LIST}")
     def get_list(seen):
         return 200, {"id": LIST, "name": "Sprint backlog", "statuses": STATUSES}
@@ -195,4 +223,6 @@ def clickup(delay_s=0.0):
              "type_config": {"options": [{"id": "o1", "name": "Red", "orderindex": 0}, {"id": "o2", "name": "Blue", "orderindex": 1}]}},
             {"id": "cf-est", "name": "Estimate", "type": "currency", "type_config": {}}]}
 
-    return fake.start()
+    fake.start()
+    tasks["86a007"]["attachments"][0]["url"] = f"{fake.url}/attachments/f1a2-shot.png"
+    return fake
