@@ -426,6 +426,12 @@ impl Enricher for Jira {
                 .follow_up(link("get_epic", 0.50)),
             "get_epic" => read().critical(),
             "get_structure_forest" => read().critical().typical_kb(6.0),
+            "get_structures" => read().supporting().ttl_s(60),
+            "get_structure_values" => read().critical(),
+            "create_structure" => write(&["get_structures"]),
+            "add_structure_rows" | "move_structure_rows" | "remove_structure_row" => {
+                write(&["get_structure_forest", "get_structure_values"])
+            }
             "create_epic" => write(&["get_epics", "get_issues"]),
             "update_epic" => write(&["get_epics", "get_epic", "get_issues", "get_issue"]),
             "delete_asset" | "upload_asset" => write(&["get_assets", "get_issue", "download_asset"]),

@@ -27,13 +27,32 @@ const LIST_FIELDS: &str =
 impl Tools for Jira {
     fn tools(&self) -> Vec<ToolDefinition> {
         let tool = |name, what| catalog_tool(name, "issue_tracker", what);
-        let structures = (!self.config.structures.is_empty()).then(|| {
-            catalog_tool(
-                "get_structure_forest",
-                "jira_structure",
-                "The rows of a structure (Structure app), with their issues by key.",
-            )
-        });
+        let structure = |name, what| catalog_tool(name, "jira_structure", what);
+        let structures = if self.config.structures.is_empty() {
+            Vec::new()
+        } else {
+            vec![
+                structure(
+                    "get_structure_forest",
+                    "The rows of a structure (Structure app), with their issues by key.",
+                ),
+                structure("get_structures", "The structures of the Structure app."),
+                structure("create_structure", "Create an empty structure."),
+                structure(
+                    "get_structure_values",
+                    "Attribute values (fields, formulas) of a structure's rows.",
+                ),
+                structure(
+                    "add_structure_rows",
+                    "Add issues to a structure under a parent row and/or after a sibling.",
+                ),
+                structure("move_structure_rows", "Move rows within a structure."),
+                structure(
+                    "remove_structure_row",
+                    "Remove a row from a structure (the issue stays).",
+                ),
+            ]
+        };
         let mut tools = vec![
             tool(
                 "get_issues",
@@ -148,6 +167,12 @@ impl Tools for Jira {
             "create_epic" => call.create_epic(&args),
             "update_epic" => call.update_epic(&args),
             "get_structure_forest" => call.get_structure_forest(&args),
+            "get_structures" => call.get_structures(),
+            "create_structure" => call.create_structure(&args),
+            "get_structure_values" => call.get_structure_values(&args),
+            "add_structure_rows" => call.add_structure_rows(&args),
+            "move_structure_rows" => call.move_structure_rows(&args),
+            "remove_structure_row" => call.remove_structure_row(&args),
             other => Err(ToolError::NotFound(format!("Jira has no tool `{other}`"))),
         }
     }

@@ -45,8 +45,11 @@ async def reads(client, fake):
               "get_users", "get_custom_fields", "get_board_sprints", "list_project_versions", "get_assets",
               "create_issue", "update_issue", "add_issue_comment", "link_issues", "unlink_issues",
               "assign_to_sprint", "upsert_project_version", "delete_asset", "upload_asset", "download_asset",
-              "get_epics", "get_epic", "create_epic", "update_epic", "get_structure_forest"}
+              "get_epics", "get_epic", "create_epic", "update_epic", "get_structure_forest", "get_structures",
+              "create_structure", "get_structure_values", "add_structure_rows", "move_structure_rows",
+              "remove_structure_row"}
     check(wanted <= names, f"served: {sorted(names)}")
+    check(not names & {"get_structure_views", "save_structure_view"}, f"views have no REST resource: {sorted(names)}")
 
 
     # get_issues: JQL from the filters; offset/limit onto nextPageToken pages.
@@ -199,6 +202,75 @@ async def reads(client, fake):
     ], value["rows"])
     result = await call(client, "get_structure_forest", {"structureId": 99}, error=True)
     check("Jira get_structure_forest: not found" in text(result) and "Structure 99 does not exist" in text(result),
+          text(result))
+
+
+async def structures(client, fake):
+    """The Structure app: list and create structures, read values, and edit
+    the forest against the version last read."""
+    fake.clear()
+    result = await call(client, "get_structures", {})
+    expect(fake, "GET", "/rest/structure/2.0/structure", query={})
+    check(structured(result)["structures"][0] == {"structureId": 12, "name": "Roadmap", "description": "Q4 plan",
+                                                  "readOnly": False, "owner": "user:alice"}, structured(result))
+    result = await call(client, "create_structure", {"name": "Q1", "description": "Next quarter"})
+    expect(fake, "POST", "/rest/structure/2.0/structure", body={"name": "Q1", "description": "Next quarter"})
+    check(structured(result)["structureId"] == 13 and "created structure 13" in text(result), text(result))
+    result = await call(client, "get_structures", {})
+    check([s["name"] for s in structured(result)["structures"]] == ["Roadmap", "Q1"], "no stale list after the create")
+
+    formula_column = '{"formula":"SUM(points)"}'
+    result = await call(client, "get_structure_values", {"structureId": 12, "rows": [500, 502],
+                                                         "columns": ["summary", formula_column]})
+    expect(fake, "POST", "/rest/structure/2.0/value", body={"requests": [{
+        "forestSpec": {"structureId": 12}, "rows": [500, 502],
+        "attributes": [{"id": "summary", "format": "text"},
+                       {"id": "expr", "format": "text", "params": {"formula": "SUM(points)"}}]}]})
+    check(structured(result)["rows"] == [{"rowId": 500, "summary": "Issue 1", formula_column: "3"},
+                                         {"rowId": 502, "summary": None, formula_column: ""}], structured(result))
+
+    # add_structure_rows: the issues' ids by one search, then one add action
+    # of temporary rows at the forest version the caller read.
+    fake.clear()
+    result = await call(client, "add_structure_rows", {"structureId": 12, "items": ["WEB-4", "web-6"], "under": 500,
+                                                       "after": 501, "forestVersion": 7})
+    check(fake.requests("GET", "/rest/structure/2.0/forest/latest")[0].query == {"s": '{"structureId":12}'},
+          "the version is read first")
+    search = fake.requests("GET", "/rest/api/3/search/jql")
+    check(search[0].query == {"jql": 'key in ("WEB-4", "WEB-6")', "maxResults": "2", "fields": FIELDS}, search)
+    expect(fake, "POST", "/rest/structure/2.0/forest/update", body={
+        "spec": {"structureId": 12}, "version": {"signature": -1659607419, "version": 7},
+        "actions": [{"action": "add", "under": 500, "after": 501, "before": 0, "forest": "-1:0:10004,-2:0:10006"}]})
+    added = structured(result)
+    check(added["forestVersion"] == 8 and added["actionResults"] == [{"oldRowIds": [-1, -2], "newRowIds": [504, 505]}],
+          added)
+    result = await call(client, "get_structure_forest", {"structureId": 12})
+    check([(r["rowId"], r["depth"]) for r in structured(result)["rows"]] ==
+          [(500, 0), (501, 1), (504, 1), (505, 1), (502, 1), (503, 0)], "no stale forest after the add")
+    # A stale version is refused before anything is written.
+    fake.clear()
+    result = await call(client, "add_structure_rows", {"structureId": 12, "items": ["WEB-7"], "forestVersion": 7},
+                        error=True)
+    check("structure 12 changed since forest version 7 (now 8); read the forest again" in text(result), text(result))
+    check(not fake.requests("POST"), "nothing written on a stale version")
+    result = await call(client, "add_structure_rows", {"structureId": 12, "items": ["WEB-999"]}, error=True)
+    check("issue WEB-999 does not exist" in text(result), text(result))
+
+    result = await call(client, "move_structure_rows", {"structureId": 12, "rowIds": [505], "after": 503})
+    expect(fake, "POST", "/rest/structure/2.0/forest/update", body={
+        "spec": {"structureId": 12}, "version": {"signature": -1659607419, "version": 8},
+        "actions": [{"action": "move", "rows": "505", "under": 0, "after": 503, "before": 0}]})
+    check(structured(result)["forestVersion"] == 9, structured(result))
+    result = await call(client, "remove_structure_row", {"structureId": 12, "rowId": 502})
+    expect(fake, "POST", "/rest/structure/2.0/forest/update", body={
+        "spec": {"structureId": 12}, "version": {"signature": -1659607419, "version": 9},
+        "actions": [{"action": "remove", "rows": "502"}]})
+    check([r[0] for r in fake.forest_rows] == [500, 501, 504, 503, 505], fake.forest_rows)
+    result = await call(client, "remove_structure_row", {"structureId": 12, "rowId": 777}, error=True)
+    check("Jira remove_structure_row: invalid arguments (400): Row 777 is not in the structure" in text(result),
+          text(result))
+    result = await call(client, "move_structure_rows", {"structureId": 99, "rowIds": [1]}, error=True)
+    check("Jira move_structure_rows: not found" in text(result) and "Structure 99 does not exist" in text(result),
           text(result))
 
 
@@ -371,6 +443,7 @@ async def main():
     async with provider_session(opts.toolhost, opts.plugin, "jira", fake, CONFIG, prefix="Basic ") as client:
         await reads(client, fake)
         await writes(client, fake)
+        await structures(client, fake)
         await errors(client, fake)
     fake.stop()
     fake = jira()

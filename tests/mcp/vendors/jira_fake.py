@@ -17,8 +17,11 @@ project WEB, following their documented shapes:
 - attachments: metadata, a multipart upload (refused without
   `X-Atlassian-Token: no-check`, as Jira's XSRF check does), and content
   answered by a 303 to the media host (here the same origin);
-- the Structure app's forest (`/rest/structure/2.0/forest/latest?s=spec`)
-  for structure 12, as a formula of `rowId:depth:item[:semantic]`.
+- the Structure app: structures (list, create), structure 12's forest
+  (`/rest/structure/2.0/forest/latest?s=spec`) as a formula of
+  `rowId:depth:item[:semantic]`, edited by `forest/update` actions (add,
+  move, remove) against its version (409 when stale), and attribute values
+  (`/value`).
 """
 
 import base64
@@ -181,6 +184,8 @@ def jira(delay_s=0.0):
             return lambda i: m[1].lower() in i["fields"]["summary"].lower()
         if m := re.fullmatch(r"id in \(([\d, ]+)\)", clause):
             return lambda i: i["id"] in {x.strip() for x in m[1].split(",")}
+        if m := re.fullmatch(r'key in \(((?:"[A-Z]+-\d+"(?:, )?)+)\)', clause):
+            return lambda i: i["key"] in set(re.findall(r'"([A-Z]+-\d+)"', m[1]))
         if m := re.fullmatch(rf"summary ~ {q}", clause):
             return lambda i: m[1].lower() in i["fields"]["summary"].lower()
         if m := re.fullmatch(rf"parent = {q}", clause):
@@ -473,6 +478,45 @@ def jira(delay_s=0.0):
         sprint_issues.setdefault(int(sprint), []).extend(keys)
         return 204, b""
 
+    # Structure 12's forest: rows (id, depth, item[:semantic]) in order.
+    structures = [{"id": 12, "name": "Roadmap", "description": "Q4 plan", "readOnly": False, "owner": "user:alice"}]
+    forest_rows = [[500, 0, "10001"], [501, 1, "10002"], [502, 1, "5/240"], [503, 0, "10003:3"]]
+    forest_version = {"signature": -1659607419, "version": 7}
+
+    def formula():
+        return ",".join(f"{r}:{d}:{i}" for r, d, i in forest_rows)
+
+    def unknown_structure(sid):
+        return 404, {"message": f"Structure {sid} does not exist or is not accessible"}
+
+    def subtree(row_id):
+        """The index range [start, end) of a row and its descendants."""
+        start = next((n for n, r in enumerate(forest_rows) if r[0] == row_id), None)
+        if start is None:
+            return None
+        end = start + 1
+        while end < len(forest_rows) and forest_rows[end][1] > forest_rows[start][1]:
+            end += 1
+        return start, end
+
+    def position(under, after):
+        """Where rows placed by (under, after) go, and their depth."""
+        depth = 0
+        if under:
+            found = subtree(under)
+            if found is None:
+                return None
+            depth = forest_rows[found[0]][1] + 1
+            at = found[0] + 1
+        else:
+            at = 0
+        if after:
+            found = subtree(after)
+            if found is None:
+                return None
+            at = found[1]
+        return at, depth
+
     @route("GET", "/rest/structure/2.0/forest/latest")
     def forest(seen):
         try:
@@ -480,11 +524,84 @@ def jira(delay_s=0.0):
         except ValueError:
             return 400, {"message": "Cannot parse forest specification"}
         if spec != {"structureId": 12}:
-            return 404, {"message": f"Structure {spec.get('structureId')} does not exist or is not accessible"}
-        return 200, {"spec": spec, "formula": "500:0:10001,501:1:10002,502:1:5/240,503:0:10003:3",
-                     "itemTypes": {"5": "com.almworks.jira.structure:type-folder"},
-                     "version": {"signature": -1659607419, "version": 7}}
+            return unknown_structure(spec.get("structureId"))
+        return 200, {"spec": spec, "formula": formula(),
+                     "itemTypes": {"5": "com.almworks.jira.structure:type-folder"}, "version": dict(forest_version)}
+
+    @route("GET", "/rest/structure/2.0/structure")
+    def list_structures(seen):
+        return 200, {"structures": structures}
+
+    @route("POST", "/rest/structure/2.0/structure")
+    def create_structure(seen):
+        body = seen.body or {}
+        if not body.get("name"):
+            return 400, {"message": "Structure name must not be empty"}
+        made = {"id": 12 + len(structures), "readOnly": False, "owner": "user:alice", **body}
+        structures.append(made)
+        return 200, made
+
+    @route("POST", "/rest/structure/2.0/forest/update")
+    def update_forest(seen):
+        body = seen.body or {}
+        if body.get("spec") != {"structureId": 12}:
+            return unknown_structure((body.get("spec") or {}).get("structureId"))
+        if body.get("version") != forest_version:
+            return 409, {"message": "The forest has changed; reload it and retry"}
+        results = []
+        for action in body.get("actions", []):
+            kind = action.get("action")
+            if kind == "add":
+                placed = position(action.get("under", 0), action.get("after", 0))
+                if placed is None:
+                    return 400, {"message": "Invalid forest coordinates"}
+                at, depth = placed
+                added = [part.split(":", 2) for part in action["forest"].split(",")]
+                new_ids = [max(r[0] for r in forest_rows) + 1 + n for n in range(len(added))]
+                forest_rows[at:at] = [[new, depth + int(d), item] for new, (_, d, item) in zip(new_ids, added)]
+                results.append({"oldRowIds": [int(t) for t, _, _ in added], "newRowIds": new_ids})
+            elif kind in ("move", "remove"):
+                moved = []
+                for row in (int(r) for r in str(action.get("rows", "")).split(",")):
+                    found = subtree(row)
+                    if found is None:
+                        return 400, {"message": f"Row {row} is not in the structure"}
+                    moved.append(forest_rows[found[0]:found[1]])
+                    del forest_rows[found[0]:found[1]]
+                if kind == "move":
+                    placed = position(action.get("under", 0), action.get("after", 0))
+                    if placed is None:
+                        return 400, {"message": "Invalid forest coordinates"}
+                    at, depth = placed
+                    flat = [[r, depth + d - block[0][1], i] for block in moved for r, d, i in block]
+                    forest_rows[at:at] = flat
+                results.append({})
+            else:
+                return 400, {"message": f"Unknown action {kind!r}"}
+        old = dict(forest_version)
+        forest_version["version"] += 1
+        return 200, {"spec": body["spec"], "oldVersion": old, "newVersion": dict(forest_version), "itemTypes": {},
+                     "actionResults": results}
+
+    @route("POST", "/rest/structure/2.0/value")
+    def values(seen):
+        responses = []
+        for request in (seen.body or {}).get("requests", []):
+            if request.get("forestSpec") != {"structureId": 12}:
+                return unknown_structure((request.get("forestSpec") or {}).get("structureId"))
+            items = {r: i.split(":")[0] for r, _, i in forest_rows}
+
+            def value(row, attribute):
+                issue = next((x for x in issues.values() if x["id"] == items.get(row)), None)
+                if attribute["id"] == "expr":
+                    return "3" if issue else ""
+                return issue["fields"].get(attribute["id"]) if issue else None
+            responses.append({"forestSpec": request["forestSpec"], "rows": request["rows"],
+                              "data": [{"attribute": a, "values": [value(r, a) for r in request["rows"]]}
+                                       for a in request["attributes"]]})
+        return 200, {"responses": responses, "itemTypes": {}}
 
     fake.issues, fake.comments, fake.links, fake.versions, fake.sprint_issues = issues, comments, links, versions, sprint_issues
     fake.created = created
+    fake.forest_rows = forest_rows
     return fake.start()
