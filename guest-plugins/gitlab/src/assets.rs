@@ -6,7 +6,7 @@
 //! deletes by. `upload_asset` uploads the file and links it in a new note,
 //! which is how GitLab attaches a file to an issue.
 
-use provider_kit::api::{Body, Listing, encode, required, result, uint};
+use provider_kit::api::{Body, Listing, encode, required, result};
 use provider_kit::files::{Multipart, download_result, mime_of, upload_args};
 use toolhost_sdk::{ToolError, ToolResult, Value, json};
 
@@ -103,7 +103,7 @@ impl GitLab {
             query: &query,
             field: None,
             offset: 0,
-            limit: uint(args, "limit", MAX_NOTES)?.clamp(1, MAX_NOTES),
+            limit: MAX_NOTES,
             max_per_page: MAX_NOTES,
         };
         let (notes, _) = self.api.list(tool, &listing, |n| n["system"] != json!(true))?;
