@@ -16,9 +16,11 @@
 //!
 //! The same component runs the tools (`tools`) against ClickUp's API v2.
 //! Config: `list_id` (the list whose tasks are the issues), `base_url`
-//! (default `https://api.clickup.com/api/v2`), `statuses`, `custom_fields`.
+//! (default `https://api.clickup.com/api/v2`), `statuses`, `custom_fields`,
+//! `sprint_folder_id` (the folder whose lists are the sprints).
 //! Every call goes to the configured API, whose host is the rate-limit host.
 
+mod sprints;
 mod tools;
 
 use provider_kit::api::{self, Api};
@@ -40,6 +42,9 @@ struct Config {
     custom_fields: Vec<CustomField>,
     #[serde(default)]
     list_id: Option<String>,
+    /// The Sprints ClickApp's folder, whose lists are the sprints.
+    #[serde(default)]
+    sprint_folder_id: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -239,6 +244,7 @@ impl Enricher for ClickUp {
             "update_issue" => write(&["get_issues", "get_issue"]),
             "add_issue_comment" => write(&["get_issue_comments"]),
             "link_issues" | "unlink_issues" => write(&["get_issue_relations", "get_issue"]),
+            "assign_to_sprint" => write(&["get_board_sprints", "get_issue", "get_issues"]),
             t if is_write(t) => write_model().rate_limit_host(&self.host),
             t if t.starts_with("get_") => read(),
             _ => return None,

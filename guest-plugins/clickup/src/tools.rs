@@ -8,7 +8,7 @@
 use provider_kit::api::{catalog_tool, encode, optional, required, result, strings, uint, with_query};
 use toolhost_sdk::{CallContext, ToolDefinition, ToolError, ToolResult, Tools, Value, json};
 
-use crate::ClickUp;
+use crate::{ClickUp, sprints};
 
 /// ClickUp's fixed page of tasks.
 const PAGE: u64 = 100;
@@ -55,6 +55,9 @@ impl Tools for ClickUp {
                 "Remove the links and dependencies between two ClickUp tasks.",
             ),
         ]
+        .into_iter()
+        .chain(sprints::tools())
+        .collect()
     }
 
     fn execute(&self, tool: &str, args: Value, _ctx: &CallContext<'_>) -> Result<ToolResult, ToolError> {
@@ -71,6 +74,8 @@ impl Tools for ClickUp {
             "get_issue_relations" => self.get_issue_relations(&args),
             "link_issues" => self.link_issues(&args),
             "unlink_issues" => self.unlink_issues(&args),
+            "get_board_sprints" => self.get_board_sprints(&args),
+            "assign_to_sprint" => self.assign_to_sprint(&args),
             other => Err(ToolError::NotFound(format!("ClickUp has no tool `{other}`"))),
         }
     }

@@ -12,7 +12,7 @@ import argparse
 
 from fake import TOKEN, call, check, provider_session, structured, text
 from driver import run, wait_until
-from clickup_fake import LIST, clickup
+from clickup_fake import LIST, SPRINT_FOLDER, clickup
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--toolhost", required=True)
@@ -21,6 +21,7 @@ opts = parser.parse_args()
 
 CONFIG = {
     "list_id": LIST,
+    "sprint_folder_id": SPRINT_FOLDER,
     "statuses": ["to do", "in progress", "done", "blocked"],  # "blocked": stale config, the list has none
     "custom_fields": [
         {"id": "cf-team", "name": "Team", "type": "drop_down",
@@ -47,7 +48,7 @@ async def tools(client, fake):
     names = {t.name for t in (await client.list_tools()).tools}
     want = {"get_issues", "get_issue", "get_issue_comments", "get_available_statuses", "get_users",
             "get_custom_fields", "create_issue", "update_issue", "add_issue_comment", "get_issue_relations",
-            "link_issues", "unlink_issues"}
+            "link_issues", "unlink_issues", "get_board_sprints", "assign_to_sprint"}
     check(want <= names, f"served: {sorted(names)}")
 
     result = await call(client, "get_issues", {"limit": 5})
@@ -147,6 +148,32 @@ async def tools(client, fake):
     expect(fake, "DELETE", "/task/86a020/link/86a022")
     result = await call(client, "unlink_issues", {"source_key": "86a020", "target_key": "86a022"}, error=True)
     check("has no link to 86a022" in text(result), text(result))
+
+    # Sprints: the lists of the sprint folder, their state from their dates.
+    result = await call(client, "get_board_sprints", {})
+    expect(fake, "GET", f"/folder/{SPRINT_FOLDER}/list", query={"archived": "false"})
+    check([(s["id"], s["name"], s["state"]) for s in structured(result)["sprints"]] == [("9012", "Sprint 7", "active")],
+          structured(result))
+    fake.clear()
+    result = await call(client, "get_board_sprints", {"state": "closed"})
+    check([(s.path, s.query) for s in fake.requests()] == [(f"/folder/{SPRINT_FOLDER}/list", {"archived": "false"}),
+                                                          (f"/folder/{SPRINT_FOLDER}/list", {"archived": "true"})],
+          fake.requests())
+    check([s["name"] for s in structured(result)["sprints"]] == ["Sprint 5", "Sprint 6"], structured(result))
+    result = await call(client, "get_board_sprints", {"state": "all", "limit": 3})
+    check([(s["name"], s["state"]) for s in structured(result)["sprints"]]
+          == [("Sprint 5", "closed"), ("Sprint 6", "closed"), ("Sprint 7", "active")], structured(result))
+    result = await call(client, "get_board_sprints", {"state": "future", "boardId": "9078"}, error=True)
+    expect(fake, "GET", "/folder/9078/list", query={"archived": "false"})
+    check("ClickUp get_board_sprints: not found" in text(result) and "Folder not found" in text(result), text(result))
+    fake.clear()
+    result = await call(client, "assign_to_sprint", {"sprintId": "9013", "keys": ["86a007", "86a008"]})
+    check(asked(fake) == [("POST", "/list/9013/task/86a007"), ("POST", "/list/9013/task/86a008")], asked(fake))
+    expect(fake, "POST", "/list/9013/task/86a008", query={})
+    check(fake.sprint_lists["9013"]["task_count"] == 2 and structured(result)["keys"] == ["86a007", "86a008"],
+          structured(result))
+    result = await call(client, "assign_to_sprint", {"sprintId": "9013", "keys": ["86a007"]}, error=True)
+    check("invalid arguments (400)" in text(result) and "Task already in list" in text(result), text(result))
 
     fake.clear()
     fake.rate_limit("GET", "/task/(\\w+)", times=1, retry_after="1")

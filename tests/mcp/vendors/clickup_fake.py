@@ -5,14 +5,22 @@ a task; comments 25 at a time newest first (`start`, `start_id` for older);
 create (`POST /list/{id}/task`), update (`PUT /task/{id}`, assignees as
 `{add, rem}`), tags (`POST`/`DELETE /task/{id}/tag/{name}`), custom field
 values (`POST /task/{id}/field/{field_id}`), comments; the list's statuses,
-members and fields. Errors are `{"err", "ECODE"}`: 401 `Token invalid`
-(`OAUTH_019`), 404 task not found, 400 on a bad status."""
+members and fields; the Sprints ClickApp's sprint folder, whose lists are
+the sprints (`GET /folder/{id}/list?archived=`, lists with `start_date` and
+`due_date` in Unix milliseconds), and adding a task to another list
+(`POST /list/{id}/task/{task_id}`, Tasks in Multiple Lists). Errors are
+`{"err", "ECODE"}`: 401 `Token invalid` (`OAUTH_019`), 404 task not found,
+400 on a bad status."""
+
+import time
 
 from fake import TOKEN, Fake
 
 LIST = "901"
 STATUSES = [{"status": "to do", "type": "open", "orderindex": 0}, {"status": "in progress", "type": "custom", "orderindex": 1},
             {"status": "done", "type": "closed", "orderindex": 2}]
+SPRINT_FOLDER = "9077"
+DAY_MS = 86_400_000
 MEMBERS = [{"id": 11, "username": "ada", "email": "ada@acme.test"},
            {"id": 12, "username": "alan", "email": "alan@acme.test"}]
 
@@ -194,5 +202,38 @@ def clickup(delay_s=0.0):
             {"id": "cf-team", "name": "Team", "type": "drop_down",
              "type_config": {"options": [{"id": "o1", "name": "Red", "orderindex": 0}, {"id": "o2", "name": "Blue", "orderindex": 1}]}},
             {"id": "cf-est", "name": "Estimate", "type": "currency", "type_config": {}}]}
+
+    # Sprints around today: two done (one archived), the current, the next.
+    now = int(time.time() * 1000)
+    sprints = [(9010, "Sprint 5", -35, -21, True), (9011, "Sprint 6", -21, -7, False),
+               (9012, "Sprint 7", -7, 7, False), (9013, "Sprint 8", 7, 21, False)]
+    sprint_lists = {str(i): {"id": str(i), "name": name, "orderindex": i - 9010, "content": "", "status": None,
+                             "priority": None, "assignee": None, "task_count": 0,
+                             "start_date": str(now + start * DAY_MS), "due_date": str(now + due * DAY_MS),
+                             "folder": {"id": SPRINT_FOLDER, "name": "Sprints", "hidden": False, "access": True},
+                             "space": {"id": "790", "name": "Engineering", "access": True}, "archived": archived,
+                             "override_statuses": False, "permission_level": "create"}
+                    for i, name, start, due, archived in sprints}
+    fake.sprint_lists = sprint_lists
+
+    @route("GET", "/folder/(\\d+)/list")
+    def folder_lists(seen, folder):
+        if folder != SPRINT_FOLDER:
+            return 404, {"err": "Folder not found", "ECODE": "ITEM_017"}
+        archived = seen.query.get("archived") == "true"
+        return 200, {"lists": [l for l in sprint_lists.values() if l["archived"] == archived]}
+
+    @route("POST", "/list/(\\d+)/task/(\\w+)")
+    def add_to_list(seen, list_id, tid):
+        if list_id not in sprint_lists:
+            return 404, {"err": "List not found", "ECODE": "ITEM_015"}
+        if tid not in tasks:
+            return missing()
+        locations = tasks[tid].setdefault("locations", [])
+        if list_id in {l["id"] for l in locations}:
+            return 400, {"err": "Task already in list", "ECODE": "ITEM_138"}
+        locations.append({"id": list_id, "name": sprint_lists[list_id]["name"]})
+        sprint_lists[list_id]["task_count"] += 1
+        return 200, {}
 
     return fake.start()
