@@ -17,7 +17,8 @@
 //! The same component runs the tools (`tools`) against ClickUp's API v2.
 //! Config: `list_id` (the list whose tasks are the issues), `base_url`
 //! (default `https://api.clickup.com/api/v2`), `statuses`, `custom_fields`,
-//! `sprint_folder_id` (the folder whose lists are the sprints).
+//! `sprint_folder_id` (the folder whose lists are the sprints),
+//! `epics_list_id` (the list whose tasks are the epics).
 //! Every call goes to the configured API, whose host is the rate-limit host.
 
 mod sprints;
@@ -45,6 +46,9 @@ struct Config {
     /// The Sprints ClickApp's folder, whose lists are the sprints.
     #[serde(default)]
     sprint_folder_id: Option<String>,
+    /// The list whose tasks are the epics.
+    #[serde(default)]
+    epics_list_id: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -245,6 +249,8 @@ impl Enricher for ClickUp {
             "add_issue_comment" => write(&["get_issue_comments"]),
             "link_issues" | "unlink_issues" => write(&["get_issue_relations", "get_issue"]),
             "assign_to_sprint" => write(&["get_board_sprints", "get_issue", "get_issues"]),
+            "create_epic" => write(&["get_epics"]),
+            "update_epic" => write(&["get_epics", "get_epic"]),
             t if is_write(t) => write_model().rate_limit_host(&self.host),
             t if t.starts_with("get_") => read(),
             _ => return None,

@@ -17,6 +17,8 @@ import time
 from fake import TOKEN, Fake
 
 LIST = "901"
+# The list whose tasks are the epics (a convention the plugin is configured with).
+EPICS = "902"
 STATUSES = [{"status": "to do", "type": "open", "orderindex": 0}, {"status": "in progress", "type": "custom", "orderindex": 1},
             {"status": "done", "type": "closed", "orderindex": 2}]
 SPRINT_FOLDER = "9077"
@@ -44,6 +46,13 @@ def clickup(delay_s=0.0):
     tasks["86a020"]["dependencies"] = tasks["86a021"]["dependencies"] = [dep]
     link = {"task_id": "86a020", "link_id": "86a022"}
     tasks["86a020"]["linked_tasks"] = tasks["86a022"]["linked_tasks"] = [link]
+    for n, (name, done) in enumerate([("Checkout revamp", False), ("Search v2", False), ("Billing", True)], 1):
+        tid = f"86e{n:03d}"
+        tasks[tid] = {**tasks["86a001"], "id": tid, "name": f"Epic: {name}", "text_content": f"Why {name}",
+                      "status": STATUSES[2 if done else 1], "tags": [], "assignees": [MEMBERS[0]],
+                      "url": f"https://app.clickup.com/t/{tid}", "date_updated": str(1764400000000 + n * 1000),
+                      "list": {"id": EPICS}}
+        comments[tid] = []
     fake.tasks, fake.comments = tasks, comments
     fake.revoked = False
 
@@ -63,10 +72,11 @@ def clickup(delay_s=0.0):
     def missing():
         return 404, {"err": "Task not found, deleted", "ECODE": "ITEM_013"}
 
-    @route("GET", f"/list/{LIST}/task")
-    def list_tasks(seen):
+    @route("GET", f"/list/({LIST}|{EPICS})/task")
+    def list_tasks(seen, list_id):
         q = seen.query
-        found = [t for t in tasks.values() if q.get("include_closed") == "true" or t["status"]["type"] != "closed"]
+        found = [t for t in tasks.values() if t["list"]["id"] == list_id
+                 and (q.get("include_closed") == "true" or t["status"]["type"] != "closed")]
         if "statuses[]" in q:
             found = [t for t in found if t["status"]["status"] == q["statuses[]"]]
         if "tags[]" in q:
@@ -122,13 +132,13 @@ def clickup(delay_s=0.0):
         t["date_updated"] = "1764900000000"
         return None
 
-    @route("POST", f"/list/{LIST}/task")
-    def create(seen):
+    @route("POST", f"/list/({LIST}|{EPICS})/task")
+    def create(seen, list_id):
         if not seen.body.get("name"):
             return 400, {"err": "Task name invalid", "ECODE": "INPUT_005"}
         tid = f"86b{len(tasks):03d}"
         t = {**tasks["86a001"], "id": tid, "tags": [], "assignees": [], "url": f"https://app.clickup.com/t/{tid}",
-             "status": STATUSES[0], "custom_fields": []}
+             "status": STATUSES[0], "custom_fields": [], "list": {"id": list_id}}
         bad = apply(t, seen.body)
         if bad:
             return bad
@@ -192,8 +202,8 @@ def clickup(delay_s=0.0):
     def get_list(seen):
         return 200, {"id": LIST, "name": "Sprint backlog", "statuses": STATUSES}
 
-    @route("GET", f"/list/{LIST}/member")
-    def members(seen):
+    @route("GET", f"/list/({LIST}|{EPICS})/member")
+    def members(seen, list_id):
         return 200, {"members": MEMBERS}
 
     @route("GET", f"/list/{LIST}/field")
