@@ -54,6 +54,8 @@ pub fn wait(status: u16, header: impl Fn(&str) -> Option<String>, now: SystemTim
         return None;
     }
     let until = |at: SystemTime| at.duration_since(now).unwrap_or(Duration::ZERO);
+    // A reset past what the clock can hold is a wait too long for any call.
+    let since_epoch = |d: Duration| SystemTime::UNIX_EPOCH.checked_add(d).map_or(Duration::MAX, until);
     // The last of the spent budgets to refill is when a retry can pass.
     let ms_reset = || {
         spent
@@ -65,7 +67,7 @@ pub fn wait(status: u16, header: impl Fn(&str) -> Option<String>, now: SystemTim
                     .ok()
             })
             .max()
-            .map(|at| until(SystemTime::UNIX_EPOCH + Duration::from_millis(at)))
+            .map(|at| since_epoch(Duration::from_millis(at)))
     };
     let retry_after = header("retry-after").and_then(|v| {
         let v = v.trim().to_owned();
@@ -77,7 +79,7 @@ pub fn wait(status: u16, header: impl Fn(&str) -> Option<String>, now: SystemTim
     let reset = || {
         header("x-ratelimit-reset")
             .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(|at| until(SystemTime::UNIX_EPOCH + Duration::from_secs(at)))
+            .map(|at| since_epoch(Duration::from_secs(at)))
     };
     Some(
         retry_after
@@ -119,6 +121,15 @@ mod tests {
             Some(Duration::from_secs(3))
         );
         assert_eq!(wait(429, headers(&[]), now), Some(Duration::from_secs(1)));
+        // A reset the clock cannot hold is no panic, but a wait too long.
+        assert_eq!(
+            wait(
+                429,
+                headers(&[("x-ratelimit-reset", "18446744073709551615")]),
+                now
+            ),
+            Some(Duration::MAX)
+        );
         // A reset in the past means "now".
         assert_eq!(
             wait(429, headers(&[("x-ratelimit-reset", "10")]), now),
