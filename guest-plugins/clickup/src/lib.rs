@@ -16,10 +16,13 @@
 //!
 //! The same component runs the tools (`tools`) against ClickUp's API v2.
 //! Config: `list_id` (the list whose tasks are the issues), `base_url`
-//! (default `https://api.clickup.com/api/v2`), `statuses`, `custom_fields`.
+//! (default `https://api.clickup.com/api/v2`), `statuses`, `custom_fields`,
+//! `sprint_folder_id` (the folder whose lists are the sprints),
+//! `epics_list_id` (the list whose tasks are the epics).
 //! Every call goes to the configured API, whose host is the rate-limit host.
 
 mod assets;
+mod sprints;
 mod tools;
 
 use provider_kit::api::{self, Api};
@@ -41,6 +44,12 @@ struct Config {
     custom_fields: Vec<CustomField>,
     #[serde(default)]
     list_id: Option<String>,
+    /// The Sprints ClickApp's folder, whose lists are the sprints.
+    #[serde(default)]
+    sprint_folder_id: Option<String>,
+    /// The list whose tasks are the epics.
+    #[serde(default)]
+    epics_list_id: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -242,6 +251,9 @@ impl Enricher for ClickUp {
             "link_issues" | "unlink_issues" => write(&["get_issue_relations", "get_issue"]),
             "upload_asset" => write(&["get_assets", "get_issue"]),
             "download_asset" => read().critical(),
+            "assign_to_sprint" => write(&["get_board_sprints", "get_issue", "get_issues"]),
+            "create_epic" => write(&["get_epics"]),
+            "update_epic" => write(&["get_epics", "get_epic"]),
             t if is_write(t) => write_model().rate_limit_host(&self.host),
             t if t.starts_with("get_") => read(),
             _ => return None,

@@ -1,6 +1,7 @@
 //! The ClickUp tools: the issue-tracker tools run against ClickUp's API v2
 //! for the configured list (`list_id`). Issues are tasks; a key is a task
-//! id (`86a1b2c3`).
+//! id (`86a1b2c3`). Epics are the tasks of the configured epics list
+//! (`epics_list_id`), read and written as issues are.
 //!
 //! Task lists come in pages of 100 (`page` from 0, `last_page`); comments
 //! 25 at a time, newest first, older ones by `start`/`start_id`.
@@ -9,7 +10,7 @@
 use provider_kit::api::{catalog_tool, encode, optional, required, result, strings, uint, with_query};
 use toolhost_sdk::{CallContext, ToolDefinition, ToolError, ToolResult, Tools, Value, json};
 
-use crate::ClickUp;
+use crate::{ClickUp, sprints};
 
 /// ClickUp's fixed page of tasks.
 const PAGE: u64 = 100;
@@ -65,18 +66,40 @@ impl Tools for ClickUp {
                 "Attach a file (base64 `fileData`) to a ClickUp task.",
             ),
         ]
+        .into_iter()
+        .chain(sprints::tools())
+        .chain([
+            catalog_tool(
+                "get_epics",
+                "epics",
+                "List the tasks of the configured ClickUp epics list.",
+            ),
+            catalog_tool("get_epic", "epics", "One ClickUp epic (a task), by id."),
+            catalog_tool(
+                "create_epic",
+                "epics",
+                "Create a task in the configured ClickUp epics list.",
+            ),
+            catalog_tool(
+                "update_epic",
+                "epics",
+                "Update a ClickUp epic; only the fields given change.",
+            ),
+        ])
+        .collect()
     }
 
     fn execute(&self, tool: &str, args: Value, _ctx: &CallContext<'_>) -> Result<ToolResult, ToolError> {
         match tool {
-            "get_issues" => self.get_issues(&args),
+            "get_issues" | "get_epics" => self.get_issues(tool, &args),
             "get_issue" => self.get_issue(&args),
+            "get_epic" => self.get_issue(&args),
             "get_issue_comments" => self.get_issue_comments(&args),
             "get_available_statuses" => self.get_available_statuses(),
             "get_users" => self.get_users(&args),
             "get_custom_fields" => self.get_custom_fields(&args),
-            "create_issue" => self.create_issue(&args),
-            "update_issue" => self.update_issue(&args),
+            "create_issue" | "create_epic" => self.create_issue(tool, &args),
+            "update_issue" | "update_epic" => self.update_issue(tool, &args),
             "add_issue_comment" => self.add_issue_comment(&args),
             "get_issue_relations" => self.get_issue_relations(&args),
             "link_issues" => self.link_issues(&args),
@@ -84,6 +107,8 @@ impl Tools for ClickUp {
             "get_assets" => self.get_assets(&args),
             "download_asset" => self.download_asset(&args),
             "upload_asset" => self.upload_asset(&args),
+            "get_board_sprints" => self.get_board_sprints(&args),
+            "assign_to_sprint" => self.assign_to_sprint(&args),
             other => Err(ToolError::NotFound(format!("ClickUp has no tool `{other}`"))),
         }
     }
@@ -126,6 +151,18 @@ fn is_id(id: &Value, s: &str) -> bool {
 
 impl ClickUp {
     fn list_id(&self, tool: &str) -> Result<String, ToolError> {
+        if tool.ends_with("_epic") || tool.ends_with("_epics") {
+            return self
+                .config
+                .epics_list_id
+                .clone()
+                .filter(|l| !l.is_empty())
+                .ok_or_else(|| {
+                    ToolError::Failed(format!(
+                        "ClickUp {tool}: config `epics_list_id` (the list whose tasks are the epics) is required"
+                    ))
+                });
+        }
         self.config
             .list_id
             .clone()
@@ -137,8 +174,7 @@ impl ClickUp {
             })
     }
 
-    fn get_issues(&self, args: &Value) -> Result<ToolResult, ToolError> {
-        let tool = "get_issues";
+    fn get_issues(&self, tool: &str, args: &Value) -> Result<ToolResult, ToolError> {
         let list = self.list_id(tool)?;
         let (offset, limit) = (uint(args, "offset", 0)?, uint(args, "limit", 20)?.max(1));
         let state = optional(args, "state").unwrap_or_else(|| "open".into());
@@ -170,12 +206,18 @@ impl ClickUp {
         for tag in strings(args, "labels")?.unwrap_or_default() {
             query.push(("tags[]", tag));
         }
+        // ClickUp's task lists take no text search: titles are matched here.
+        let search = optional(args, "search").map(|s| s.to_lowercase());
         let keep = |t: &Value| {
             let closed = t["status"]["type"] == json!("closed");
-            match state.as_str() {
-                "closed" => closed,
-                _ => true,
-            }
+            let found = search
+                .as_deref()
+                .is_none_or(|s| t["name"].as_str().is_some_and(|n| n.to_lowercase().contains(s)));
+            found
+                && match state.as_str() {
+                    "closed" => closed,
+                    _ => true,
+                }
         };
         let mut page = offset / PAGE;
         let mut skip = (offset % PAGE) as usize;
@@ -209,7 +251,8 @@ impl ClickUp {
             issues.len(),
             if more { " (more: raise offset)" } else { "" }
         );
-        Ok(result(summary, json!({"issues": issues, "has_more": more})))
+        let field = if tool == "get_epics" { "epics" } else { "issues" };
+        Ok(result(summary, json!({field: issues, "has_more": more})))
     }
 
     fn get_issue(&self, args: &Value) -> Result<ToolResult, ToolError> {
@@ -413,8 +456,19 @@ impl ClickUp {
         body
     }
 
-    fn create_issue(&self, args: &Value) -> Result<ToolResult, ToolError> {
-        let tool = "create_issue";
+    /// An epic's `goalId` becomes the `Goals` custom field (the enricher's
+    /// `cf_goals`), which only a configured field of that name can carry.
+    fn goal_field_known(&self, tool: &str, args: &Value) -> Result<(), ToolError> {
+        if args.get("cf_goals").is_some() {
+            return Err(ToolError::InvalidArgs(format!(
+                "ClickUp {tool}: `goalId` needs a custom field named `Goals` in config `custom_fields`"
+            )));
+        }
+        Ok(())
+    }
+
+    fn create_issue(&self, tool: &str, args: &Value) -> Result<ToolResult, ToolError> {
+        self.goal_field_known(tool, args)?;
         let list = self.list_id(tool)?;
         required(args, "title")?;
         let mut body = self.fields(args);
@@ -443,8 +497,8 @@ impl ClickUp {
         Ok(result(summary, created))
     }
 
-    fn update_issue(&self, args: &Value) -> Result<ToolResult, ToolError> {
-        let tool = "update_issue";
+    fn update_issue(&self, tool: &str, args: &Value) -> Result<ToolResult, ToolError> {
+        self.goal_field_known(tool, args)?;
         let key = required(args, "key")?;
         let path = format!("/task/{}", encode(&key));
         let mut body = self.fields(args);

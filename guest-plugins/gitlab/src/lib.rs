@@ -14,6 +14,7 @@
 //! `group/name` path; required by the tools), `base_url`.
 
 mod assets;
+mod planning;
 mod tools;
 
 use provider_kit::api::{self, Api};
@@ -114,6 +115,10 @@ impl Enricher for GitLab {
             "get_issue" => self.read().critical().follow_up(link("get_issue_comments", 0.50)),
             "get_issue_comments" => self.read().critical().typical_kb(2.5).max_kb(20.0),
             "get_assets" | "download_asset" => self.read().critical(),
+            "get_issue_relations"
+            | "get_available_statuses"
+            | "get_board_sprints"
+            | "list_project_versions" => self.read().supporting(),
             t if is_write(t) => {
                 let model = tools::stale_after(t)
                     .iter()

@@ -2,16 +2,17 @@
 //! for the configured project. Keys are `#42` for issues and `mr#12` for
 //! merge requests (their `iid`s); a bare number is accepted too.
 //!
-//! Served: issues (list, read, notes, create, update, comment), merge
-//! requests (list, read, discussions, diffs, comment), pipelines, job logs
-//! and running jobs, users, merge request create and update; attachments
-//! are `assets`. Not yet served: statuses, relations.
+//! Served: issues (list, read, notes, create, update, comment, states,
+//! links), merge requests (list, read, discussions, diffs, comment),
+//! pipelines, job logs and running jobs, users, merge request create and
+//! update; attachments are `assets`'s, iterations and milestones
+//! `planning`'s.
 
 use provider_kit::api::{Listing, catalog_tool, encode, flag, optional, required, result, strings, uint};
 use provider_kit::logs::{LogView, error_lines};
 use toolhost_sdk::{CallContext, ToolDefinition, ToolError, ToolResult, Tools, Value, json};
 
-use crate::GitLab;
+use crate::{GitLab, planning};
 
 /// GitLab's largest page.
 const MAX_PER_PAGE: u64 = 100;
@@ -28,7 +29,8 @@ pub fn stale_after(write: &str) -> &'static [&'static str] {
         "create_merge_request" => &["get_merge_requests"],
         "update_merge_request" => &["get_merge_request", "get_merge_requests"],
         "run_pipeline_job" => &["get_pipeline", "get_job_logs"],
-        _ => &[],
+        "link_issues" | "unlink_issues" => &["get_issue_relations", "get_issue"],
+        other => planning::stale_after(other),
     }
 }
 
@@ -53,6 +55,19 @@ impl Tools for GitLab {
             ),
             issue("add_issue_comment", "Comment on an issue."),
             issue("get_users", "Search users, or list the project's members."),
+            issue(
+                "get_available_statuses",
+                "The states an issue can be in (`opened`, `closed`).",
+            ),
+            issue(
+                "get_issue_relations",
+                "The issues linked to an issue, with the link type.",
+            ),
+            issue(
+                "link_issues",
+                "Link two issues of the project (relates_to, blocks, is_blocked_by).",
+            ),
+            issue("unlink_issues", "Remove the links between two issues."),
             git("get_merge_requests", "List the project's merge requests."),
             git("create_merge_request", "Open a merge request."),
             git(
@@ -92,6 +107,9 @@ impl Tools for GitLab {
             ),
             issue("delete_asset", "Delete an uploaded file from the project."),
         ]
+        .into_iter()
+        .chain(planning::tools())
+        .collect()
     }
 
     fn execute(&self, tool: &str, args: Value, _ctx: &CallContext<'_>) -> Result<ToolResult, ToolError> {
@@ -110,6 +128,10 @@ impl Tools for GitLab {
             "update_issue" => self.write_issue(&p, tool, args),
             "add_issue_comment" => self.add_issue_comment(&p, args),
             "get_users" => self.get_users(&p, args),
+            "get_available_statuses" => Ok(available_statuses()),
+            "get_issue_relations" => self.get_issue_relations(&p, args),
+            "link_issues" => self.link_issues(&p, project, args),
+            "unlink_issues" => self.unlink_issues(&p, args),
             "get_merge_requests" => self.get_merge_requests(&p, args),
             "create_merge_request" | "update_merge_request" => self.write_merge_request(&p, tool, args),
             "get_merge_request" => self.get_merge_request(&p, args),
@@ -123,7 +145,7 @@ impl Tools for GitLab {
             "download_asset" => self.download_asset(&p, args),
             "upload_asset" => self.upload_asset(&p, args),
             "delete_asset" => self.delete_asset(&p, args),
-            other => Err(ToolError::NotFound(format!("GitLab has no tool `{other}`"))),
+            other => self.execute_planning(other, &p, project, args),
         }
     }
 }
@@ -167,6 +189,22 @@ fn note(n: &Value) -> Value {
     json!({"id": n["id"], "author": n["author"]["username"], "body": n["body"], "created_at": n["created_at"]})
 }
 
+/// An issue's states. GitLab's work item statuses ("In progress", ...) are
+/// served by its GraphQL API only, not by REST v4's issues.
+fn available_statuses() -> ToolResult {
+    let statuses = json!([
+        {"name": "opened", "category": "open", "state": "open"},
+        {"name": "closed", "category": "done", "state": "closed"},
+    ]);
+    result("2 state(s): opened, closed", json!({"statuses": statuses}))
+}
+
+/// The ids of the issue-link endpoints: the source iid and the target iid.
+fn link_ends(tool: &str, args: &Value) -> Result<(u64, u64), ToolError> {
+    let end = |arg: &str| iid(tool, &json!({"key": required(args, arg)?}));
+    Ok((end("source_key")?, end("target_key")?))
+}
+
 /// The catalog's states in GitLab's words.
 fn state(args: &Value) -> String {
     match optional(args, "state").as_deref() {
@@ -176,7 +214,7 @@ fn state(args: &Value) -> String {
 }
 
 impl GitLab {
-    fn list(
+    pub(crate) fn list(
         &self,
         tool: &str,
         path: &str,
@@ -268,6 +306,9 @@ impl GitLab {
         if let Some(labels) = strings(args, "labels")? {
             body["labels"] = json!(labels.join(","));
         }
+        if let Some(names) = strings(args, "assignees")? {
+            body["assignee_ids"] = json!(self.user_ids(tool, &names)?);
+        }
         let reply = if tool == "create_issue" {
             required(args, "title")?;
             self.api.send(tool, "POST", &format!("{p}/issues"), Some(&body))?
@@ -280,7 +321,7 @@ impl GitLab {
             }
             if body.as_object().is_some_and(|b| b.is_empty()) {
                 return Err(ToolError::InvalidArgs(format!(
-                    "GitLab {tool}: nothing to change (give title, description, state or labels)"
+                    "GitLab {tool}: nothing to change (give title, description, state, labels or assignees)"
                 )));
             }
             self.api
@@ -307,6 +348,79 @@ impl GitLab {
         let mut value = note(&reply.body);
         value["key"] = json!(format!("#{n}"));
         Ok(result(format!("commented on #{n}"), value))
+    }
+
+    fn get_issue_relations(&self, p: &str, args: &Value) -> Result<ToolResult, ToolError> {
+        let tool = "get_issue_relations";
+        let n = iid(tool, args)?;
+        let reply = self.api.get(tool, &format!("{p}/issues/{n}/links"))?;
+        let relations: Vec<Value> = reply
+            .body
+            .as_array()
+            .map(|l| {
+                l.iter()
+                    .map(|i| {
+                        json!({"key": format!("#{}", i["iid"]), "iid": i["iid"], "project_id": i["project_id"],
+                               "title": i["title"], "state": i["state"], "link_type": i["link_type"],
+                               "link_id": i["issue_link_id"], "url": i["web_url"]})
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let summary = format!("{} linked issue(s) on #{n}", relations.len());
+        Ok(result(
+            summary,
+            json!({"key": format!("#{n}"), "relations": relations}),
+        ))
+    }
+
+    fn link_issues(&self, p: &str, project: &str, args: &Value) -> Result<ToolResult, ToolError> {
+        let tool = "link_issues";
+        let (source, target) = link_ends(tool, args)?;
+        let link_type = required(args, "link_type")?;
+        let body = json!({"target_project_id": project, "target_issue_iid": target.to_string(),
+                          "link_type": link_type});
+        let reply = self
+            .api
+            .send(tool, "POST", &format!("{p}/issues/{source}/links"), Some(&body))?;
+        Ok(result(
+            format!("#{source} {link_type} #{target}"),
+            json!({"source_key": format!("#{source}"), "target_key": format!("#{target}"),
+                   "link_type": reply.body["link_type"]}),
+        ))
+    }
+
+    fn unlink_issues(&self, p: &str, args: &Value) -> Result<ToolResult, ToolError> {
+        let tool = "unlink_issues";
+        let (source, target) = link_ends(tool, args)?;
+        let only = optional(args, "link_type");
+        let links = self.api.get(tool, &format!("{p}/issues/{source}/links"))?;
+        let matching: Vec<Value> = links
+            .body
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|l| l["iid"] == json!(target))
+            .filter(|l| only.as_deref().is_none_or(|t| l["link_type"] == json!(t)))
+            .map(|l| l["issue_link_id"].clone())
+            .collect();
+        if matching.is_empty() {
+            return Err(ToolError::InvalidArgs(format!(
+                "GitLab {tool}: #{source} has no {}link to #{target}",
+                only.map(|t| format!("`{t}` ")).unwrap_or_default()
+            )));
+        }
+        for id in &matching {
+            self.api
+                .send(tool, "DELETE", &format!("{p}/issues/{source}/links/{id}"), None)?;
+        }
+        Ok(result(
+            format!(
+                "removed {} link(s) between #{source} and #{target}",
+                matching.len()
+            ),
+            json!({"source_key": format!("#{source}"), "target_key": format!("#{target}"), "removed": matching}),
+        ))
     }
 
     fn get_merge_requests(&self, p: &str, args: &Value) -> Result<ToolResult, ToolError> {
@@ -363,11 +477,15 @@ impl GitLab {
         ))
     }
 
-    /// The ids of users named by username (GitLab's writes take ids).
+    /// The ids of users named by username (GitLab's writes take ids); a
+    /// number is an id already.
     fn user_ids(&self, tool: &str, names: &[String]) -> Result<Vec<Value>, ToolError> {
         names
             .iter()
             .map(|name| {
+                if let Ok(id) = name.parse::<u64>() {
+                    return Ok(json!(id));
+                }
                 let found = self.api.get(tool, &format!("/users?username={}", encode(name)))?;
                 found.body.get(0).map(|u| u["id"].clone()).ok_or_else(|| {
                     ToolError::InvalidArgs(format!("GitLab {tool}: no user with username `{name}`"))

@@ -280,7 +280,7 @@ impl HttpGrant {
             };
             // Retry only if the wait and another answer fit in the budget.
             let left = wall.saturating_sub(started.elapsed());
-            if retries == rate_limit::MAX_RETRIES || wait + RETRY_MARGIN >= left {
+            if retries == rate_limit::MAX_RETRIES || wait.saturating_add(RETRY_MARGIN) >= left {
                 break (response, Some(wait));
             }
             retries += 1;

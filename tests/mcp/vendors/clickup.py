@@ -13,7 +13,7 @@ import base64
 
 from fake import TOKEN, blob, call, check, multipart, provider_session, structured, text
 from driver import run, wait_until
-from clickup_fake import LIST, clickup
+from clickup_fake import EPICS, LIST, SPRINT_FOLDER, clickup
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--toolhost", required=True)
@@ -22,6 +22,8 @@ opts = parser.parse_args()
 
 CONFIG = {
     "list_id": LIST,
+    "sprint_folder_id": SPRINT_FOLDER,
+    "epics_list_id": EPICS,
     "statuses": ["to do", "in progress", "done", "blocked"],  # "blocked": stale config, the list has none
     "custom_fields": [
         {"id": "cf-team", "name": "Team", "type": "drop_down",
@@ -48,7 +50,8 @@ async def tools(client, fake):
     names = {t.name for t in (await client.list_tools()).tools}
     want = {"get_issues", "get_issue", "get_issue_comments", "get_available_statuses", "get_users",
             "get_custom_fields", "create_issue", "update_issue", "add_issue_comment", "get_issue_relations",
-            "link_issues", "unlink_issues"}
+            "link_issues", "unlink_issues", "get_board_sprints", "assign_to_sprint",
+            "get_epics", "get_epic", "create_epic", "update_epic"}
     check(want <= names, f"served: {sorted(names)}")
 
     result = await call(client, "get_issues", {"limit": 5})
@@ -148,6 +151,58 @@ async def tools(client, fake):
     expect(fake, "DELETE", "/task/86a020/link/86a022")
     result = await call(client, "unlink_issues", {"source_key": "86a020", "target_key": "86a022"}, error=True)
     check("has no link to 86a022" in text(result), text(result))
+
+    # Sprints: the lists of the sprint folder, their state from their dates.
+    result = await call(client, "get_board_sprints", {})
+    expect(fake, "GET", f"/folder/{SPRINT_FOLDER}/list", query={"archived": "false"})
+    check([(s["id"], s["name"], s["state"]) for s in structured(result)["sprints"]] == [("9012", "Sprint 7", "active")],
+          structured(result))
+    fake.clear()
+    result = await call(client, "get_board_sprints", {"state": "closed"})
+    check([(s.path, s.query) for s in fake.requests()] == [(f"/folder/{SPRINT_FOLDER}/list", {"archived": "false"}),
+                                                          (f"/folder/{SPRINT_FOLDER}/list", {"archived": "true"})],
+          fake.requests())
+    check([s["name"] for s in structured(result)["sprints"]] == ["Sprint 5", "Sprint 6"], structured(result))
+    result = await call(client, "get_board_sprints", {"state": "all", "limit": 3})
+    check([(s["name"], s["state"]) for s in structured(result)["sprints"]]
+          == [("Sprint 5", "closed"), ("Sprint 6", "closed"), ("Sprint 7", "active")], structured(result))
+    result = await call(client, "get_board_sprints", {"state": "future", "boardId": "9078"}, error=True)
+    expect(fake, "GET", "/folder/9078/list", query={"archived": "false"})
+    check("ClickUp get_board_sprints: not found" in text(result) and "Folder not found" in text(result), text(result))
+    fake.clear()
+    result = await call(client, "assign_to_sprint", {"sprintId": "9013", "keys": ["86a007", "86a008"]})
+    check(asked(fake) == [("POST", "/list/9013/task/86a007"), ("POST", "/list/9013/task/86a008")], asked(fake))
+    expect(fake, "POST", "/list/9013/task/86a008", query={})
+    check(fake.sprint_lists["9013"]["task_count"] == 2 and structured(result)["keys"] == ["86a007", "86a008"],
+          structured(result))
+    result = await call(client, "assign_to_sprint", {"sprintId": "9013", "keys": ["86a007"]}, error=True)
+    check("invalid arguments (400)" in text(result) and "Task already in list" in text(result), text(result))
+
+    # Epics: the tasks of the configured epics list.
+    result = await call(client, "get_epics", {})
+    expect(fake, "GET", f"/list/{EPICS}/task", query={**BASE, "page": "0"})
+    check([e["key"] for e in structured(result)["epics"]] == ["86e002", "86e001"], structured(result))
+    result = await call(client, "get_epics", {"search": "SEARCH", "state": "all"})
+    expect(fake, "GET", f"/list/{EPICS}/task", query={**BASE, "include_closed": "true", "page": "0"})
+    check([e["key"] for e in structured(result)["epics"]] == ["86e002"], structured(result))
+    result = await call(client, "get_epic", {"key": "86e001"})
+    expect(fake, "GET", "/task/86e001", query={"include_subtasks": "true"})
+    check(structured(result)["title"] == "Epic: Checkout revamp", structured(result))
+    fake.clear()
+    result = await call(client, "create_epic", {"title": "Epic: Onboarding", "description": "First run",
+                                                "status": "in progress", "labels": ["q1"], "assignees": ["ada"]})
+    check(asked(fake) == [("GET", f"/list/{EPICS}/member"), ("POST", f"/list/{EPICS}/task")], asked(fake))
+    expect(fake, "POST", f"/list/{EPICS}/task", body={"name": "Epic: Onboarding", "markdown_content": "First run",
+                                                      "status": "in progress", "tags": ["q1"], "assignees": [11]})
+    epic = structured(result)["key"]
+    check(fake.tasks[epic]["list"]["id"] == EPICS and structured(result)["status"] == "in progress",
+          structured(result))
+    result = await call(client, "update_epic", {"key": epic, "status": "done"})
+    expect(fake, "PUT", f"/task/{epic}", body={"status": "done"})
+    check(structured(result)["status"] == "done", structured(result))
+    fake.clear()
+    result = await call(client, "create_epic", {"title": "Epic: Goals", "goalId": "g-1"}, error=True)
+    check("`goalId` needs a custom field named `Goals`" in text(result) and not fake.requests(), text(result))
 
     fake.clear()
     fake.rate_limit("GET", "/task/(\\w+)", times=1, retry_after="1")

@@ -8,14 +8,24 @@ values (`POST /task/{id}/field/{field_id}`), comments; the list's statuses,
 members and fields; attachments on the task (`attachments`), uploaded by
 `POST /task/{id}/attachment` (multipart, the file in `attachment`) and
 served from their `url` (ClickUp's attachment host; here the same origin,
-unauthenticated as signed links are). Errors are `{"err", "ECODE"}`: 401 `Token invalid`
-(`OAUTH_019`), 404 task not found, 400 on a bad status."""
+unauthenticated as signed links are); the Sprints ClickApp's sprint folder, whose lists are
+the sprints (`GET /folder/{id}/list?archived=`, lists with `start_date` and
+`due_date` in Unix milliseconds), and adding a task to another list
+(`POST /list/{id}/task/{task_id}`, Tasks in Multiple Lists). Errors are
+`{"err", "ECODE"}`: 401 `Token invalid` (`OAUTH_019`), 404 task not found,
+400 on a bad status."""
+
+import time
 
 from fake import TOKEN, Fake, multipart
 
 LIST = "901"
+# The list whose tasks are the epics (a convention the plugin is configured with).
+EPICS = "902"
 STATUSES = [{"status": "to do", "type": "open", "orderindex": 0}, {"status": "in progress", "type": "custom", "orderindex": 1},
             {"status": "done", "type": "closed", "orderindex": 2}]
+SPRINT_FOLDER = "9077"
+DAY_MS = 86_400_000
 MEMBERS = [{"id": 11, "username": "ada", "email": "ada@acme.test"},
            {"id": 12, "username": "alan", "email": "alan@acme.test"}]
 
@@ -44,6 +54,13 @@ def clickup(delay_s=0.0):
         {"id": "f1a2-shot.png", "date": "1764700000000", "title": "shot.png", "extension": "png",
          "mimetype": "image/png", "size": len(files["f1a2-shot.png"]), "user": MEMBERS[0], "version": "0",
          "url": None}]
+    for n, (name, done) in enumerate([("Checkout revamp", False), ("Search v2", False), ("Billing", True)], 1):
+        tid = f"86e{n:03d}"
+        tasks[tid] = {**tasks["86a001"], "id": tid, "name": f"Epic: {name}", "text_content": f"Why {name}",
+                      "status": STATUSES[2 if done else 1], "tags": [], "assignees": [MEMBERS[0]],
+                      "url": f"https://app.clickup.com/t/{tid}", "date_updated": str(1764400000000 + n * 1000),
+                      "list": {"id": EPICS}}
+        comments[tid] = []
     fake.tasks, fake.comments, fake.files = tasks, comments, files
     fake.revoked = False
 
@@ -63,10 +80,11 @@ def clickup(delay_s=0.0):
     def missing():
         return 404, {"err": "Task not found, deleted", "ECODE": "ITEM_013"}
 
-    @route("GET", f"/list/{LIST}/task")
-    def list_tasks(seen):
+    @route("GET", f"/list/({LIST}|{EPICS})/task")
+    def list_tasks(seen, list_id):
         q = seen.query
-        found = [t for t in tasks.values() if q.get("include_closed") == "true" or t["status"]["type"] != "closed"]
+        found = [t for t in tasks.values() if t["list"]["id"] == list_id
+                 and (q.get("include_closed") == "true" or t["status"]["type"] != "closed")]
         if "statuses[]" in q:
             found = [t for t in found if t["status"]["status"] == q["statuses[]"]]
         if "tags[]" in q:
@@ -122,13 +140,13 @@ def clickup(delay_s=0.0):
         t["date_updated"] = "1764900000000"
         return None
 
-    @route("POST", f"/list/{LIST}/task")
-    def create(seen):
+    @route("POST", f"/list/({LIST}|{EPICS})/task")
+    def create(seen, list_id):
         if not seen.body.get("name"):
             return 400, {"err": "Task name invalid", "ECODE": "INPUT_005"}
         tid = f"86b{len(tasks):03d}"
         t = {**tasks["86a001"], "id": tid, "tags": [], "assignees": [], "url": f"https://app.clickup.com/t/{tid}",
-             "status": STATUSES[0], "custom_fields": []}
+             "status": STATUSES[0], "custom_fields": [], "list": {"id": list_id}}
         bad = apply(t, seen.body)
         if bad:
             return bad
@@ -212,8 +230,8 @@ def clickup(delay_s=0.0):
     def get_list(seen):
         return 200, {"id": LIST, "name": "Sprint backlog", "statuses": STATUSES}
 
-    @route("GET", f"/list/{LIST}/member")
-    def members(seen):
+    @route("GET", f"/list/({LIST}|{EPICS})/member")
+    def members(seen, list_id):
         return 200, {"members": MEMBERS}
 
     @route("GET", f"/list/{LIST}/field")
@@ -222,6 +240,39 @@ def clickup(delay_s=0.0):
             {"id": "cf-team", "name": "Team", "type": "drop_down",
              "type_config": {"options": [{"id": "o1", "name": "Red", "orderindex": 0}, {"id": "o2", "name": "Blue", "orderindex": 1}]}},
             {"id": "cf-est", "name": "Estimate", "type": "currency", "type_config": {}}]}
+
+    # Sprints around today: two done (one archived), the current, the next.
+    now = int(time.time() * 1000)
+    sprints = [(9010, "Sprint 5", -35, -21, True), (9011, "Sprint 6", -21, -7, False),
+               (9012, "Sprint 7", -7, 7, False), (9013, "Sprint 8", 7, 21, False)]
+    sprint_lists = {str(i): {"id": str(i), "name": name, "orderindex": i - 9010, "content": "", "status": None,
+                             "priority": None, "assignee": None, "task_count": 0,
+                             "start_date": str(now + start * DAY_MS), "due_date": str(now + due * DAY_MS),
+                             "folder": {"id": SPRINT_FOLDER, "name": "Sprints", "hidden": False, "access": True},
+                             "space": {"id": "790", "name": "Engineering", "access": True}, "archived": archived,
+                             "override_statuses": False, "permission_level": "create"}
+                    for i, name, start, due, archived in sprints}
+    fake.sprint_lists = sprint_lists
+
+    @route("GET", "/folder/(\\d+)/list")
+    def folder_lists(seen, folder):
+        if folder != SPRINT_FOLDER:
+            return 404, {"err": "Folder not found", "ECODE": "ITEM_017"}
+        archived = seen.query.get("archived") == "true"
+        return 200, {"lists": [l for l in sprint_lists.values() if l["archived"] == archived]}
+
+    @route("POST", "/list/(\\d+)/task/(\\w+)")
+    def add_to_list(seen, list_id, tid):
+        if list_id not in sprint_lists:
+            return 404, {"err": "List not found", "ECODE": "ITEM_015"}
+        if tid not in tasks:
+            return missing()
+        locations = tasks[tid].setdefault("locations", [])
+        if list_id in {l["id"] for l in locations}:
+            return 400, {"err": "Task already in list", "ECODE": "ITEM_138"}
+        locations.append({"id": list_id, "name": sprint_lists[list_id]["name"]})
+        sprint_lists[list_id]["task_count"] += 1
+        return 200, {}
 
     fake.start()
     tasks["86a007"]["attachments"][0]["url"] = f"{fake.url}/attachments/f1a2-shot.png"

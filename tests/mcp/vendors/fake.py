@@ -259,16 +259,16 @@ def toml_value(v):
 
 @asynccontextmanager
 async def provider_session(toolhost, wasm, name, fake, config, header="Authorization", prefix="Bearer ",
-                           extra_toml="", transport="stdio"):
+                           extra_toml="", transport="stdio", api_path=""):
     """An initialised MCP session with `toolhost serve`, serving the plugin
-    `wasm` as NAME with `config` (plus `base_url` = the fake) and the token
-    granted as secret NAME for the fake's origin, in `header` after
-    `prefix`."""
+    `wasm` as NAME with `config` (plus `base_url` = the fake's URL and
+    `api_path`) and the token granted as secret NAME for the fake's origin,
+    in `header` after `prefix`."""
     work = tempfile.mkdtemp(prefix=f"toolhost-{name}-")
     plugins = os.path.join(work, "plugins")
     os.makedirs(plugins)
     os.symlink(wasm, os.path.join(plugins, f"{name}.wasm"))
-    lines = [f"[plugin.{name}.config]", f"base_url = {toml_value(fake.url)}"]
+    lines = [f"[plugin.{name}.config]", f"base_url = {toml_value(fake.url + api_path)}"]
     lines += [f"{k} = {toml_value(v)}" for k, v in config.items()]
     lines += [
         f"[plugin.{name}.grants]",

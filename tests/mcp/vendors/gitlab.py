@@ -13,21 +13,24 @@ import argparse
 
 import base64
 
-from fake import TOKEN, blob, call, check, multipart, provider_session, structured, text
+from fake import TOKEN, blob, call, check, multipart, operation, provider_session, structured, text
 from driver import run, wait_until  # noqa: I001 (fake puts tests/mcp on the path)
-from gitlab_fake import ENCODED, HEAD_SHA, PROJECT, gitlab
+from gitlab_fake import API, ENCODED, HEAD_SHA, PROJECT, gitlab
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--toolhost", required=True)
 parser.add_argument("--plugin", required=True)
 opts = parser.parse_args()
 
-P = f"/projects/{ENCODED}"
+P = f"{API}/projects/{ENCODED}"
 AUTH = {"auth": TOKEN, "auth_header": "private-token"}
-SESSION = {"header": "PRIVATE-TOKEN", "prefix": ""}
+SESSION = {"header": "PRIVATE-TOKEN", "prefix": "", "api_path": API}
 TOOLS = {"get_users", "create_merge_request", "update_merge_request", "get_issues", "get_issue", "get_issue_comments", "create_issue", "update_issue", "add_issue_comment",
          "get_merge_requests", "get_merge_request", "get_merge_request_discussions", "get_merge_request_diffs",
-         "create_merge_request_comment", "get_pipeline", "get_job_logs", "run_pipeline_job"}
+         "create_merge_request_comment", "get_pipeline", "get_job_logs", "run_pipeline_job",
+         "get_available_statuses", "get_issue_relations", "link_issues", "unlink_issues", "get_board_sprints",
+         "assign_to_sprint", "list_project_versions", "upsert_project_version"}
+CAROL, BOB = sum(map(ord, "carol")), sum(map(ord, "bob"))
 
 
 async def tools(client, fake):
@@ -87,21 +90,21 @@ async def tools(client, fake):
                                                                               ("NOTES.md", "added")], structured(result))
 
     result = await call(client, "get_users", {"search": "car"})
-    fake.expect("GET", "/users", query={"search": "car", "per_page": "50", "page": "1"}, **AUTH)
+    fake.expect("GET", f"{API}/users", query={"search": "car", "per_page": "50", "page": "1"}, **AUTH)
     check([u["username"] for u in structured(result)["users"]] == ["carol"], structured(result))
     result = await call(client, "get_users", {})
     fake.expect("GET", f"{P}/members/all", query={"per_page": "50", "page": "1"}, **AUTH)
     check(len(structured(result)["users"]) == 2, structured(result))
     uid = structured(result)["users"][0]["id"]
     result = await call(client, "get_users", {"userId": str(uid)})
-    fake.expect("GET", f"/users/{uid}", query={}, **AUTH)
+    fake.expect("GET", f"{API}/users/{uid}", query={}, **AUTH)
 
     fake.clear()
     result = await call(client, "create_merge_request", {"title": "Fix flake", "source_branch": "fix-flake",
                                                          "target_branch": "main", "draft": True,
                                                          "labels": ["ci"], "reviewers": ["carol"]})
     check([(s.method, s.path, s.query) for s in fake.requests()] == [
-        ("GET", "/users", {"username": "carol"}), ("POST", f"{P}/merge_requests", {})], fake.requests())
+        ("GET", f"{API}/users", {"username": "carol"}), ("POST", f"{P}/merge_requests", {})], fake.requests())
     carol = fake.requests()[0]
     fake.expect("POST", f"{P}/merge_requests", body={
         "title": "Draft: Fix flake", "source_branch": "fix-flake", "target_branch": "main", "labels": "ci",
@@ -224,6 +227,94 @@ async def assets(client, fake):
     result = await call(client, "download_asset", {"context_type": "issue", "key": "#4", "asset_id": made["id"]},
                         error=True)
     check("GitLab download_asset: not found" in text(result) and "File Not Found" in text(result), text(result))
+async def planning(client, fake):
+    # Assignees: usernames looked up as ids; a number is an id already.
+    fake.clear()
+    result = await call(client, "create_issue", {"title": "Pair on it", "assignees": ["carol", str(BOB)]})
+    check([(s.method, s.path, s.query) for s in fake.requests()] == [
+        ("GET", f"{API}/users", {"username": "carol"}), ("POST", f"{P}/issues", {})], fake.requests())
+    fake.expect("POST", f"{P}/issues", body={"title": "Pair on it", "assignee_ids": [CAROL, BOB]}, **AUTH)
+    check((structured(result)["key"], structured(result)["assignees"]) == ("#9", ["carol", "bob"]), structured(result))
+    result = await call(client, "update_issue", {"key": "#9", "assignees": []})
+    fake.expect("PUT", f"{P}/issues/9", body={"assignee_ids": []}, **AUTH)
+    check(structured(result)["assignees"] == [], structured(result))
+    result = await call(client, "update_issue", {"key": "#9", "assignees": ["zed"]}, error=True)
+    check("no user with username `zed`" in text(result), text(result))
+
+    # States: GitLab's are fixed, no request.
+    fake.clear()
+    result = await call(client, "get_available_statuses", {})
+    check(not fake.requests(), fake.requests())
+    check([s["name"] for s in structured(result)["statuses"]] == ["opened", "closed"], structured(result))
+
+    # Issue links.
+    result = await call(client, "get_issue_relations", {"key": "#4"})
+    fake.expect("GET", f"{P}/issues/4/links", query={}, **AUTH)
+    check([(r["key"], r["link_type"], r["link_id"]) for r in structured(result)["relations"]]
+          == [("#2", "is_blocked_by", 81)], structured(result))
+    result = await call(client, "link_issues", {"source_key": "#5", "target_key": "#6", "link_type": "relates_to"})
+    fake.expect("POST", f"{P}/issues/5/links", body={"target_project_id": PROJECT, "target_issue_iid": "6",
+                                                    "link_type": "relates_to"}, **AUTH)
+    check(structured(result)["link_type"] == "relates_to", structured(result))
+    result = await call(client, "link_issues", {"source_key": "#6", "target_key": "#5", "link_type": "blocks"},
+                        error=True)
+    check("invalid arguments (409)" in text(result) and "already assigned" in text(result), text(result))
+    result = await call(client, "unlink_issues", {"source_key": "#5", "target_key": "#6", "link_type": "blocks"},
+                        error=True)
+    check("#5 has no `blocks` link to #6" in text(result), text(result))
+    fake.clear()
+    result = await call(client, "unlink_issues", {"source_key": "#4", "target_key": "#2"})
+    check([(s.method, s.path) for s in fake.requests()] == [("GET", f"{P}/issues/4/links"),
+                                                            ("DELETE", f"{P}/issues/4/links/81")], fake.requests())
+    fake.expect("DELETE", f"{P}/issues/4/links/81", **AUTH)
+    check(structured(result)["removed"] == [81] and all(l["id"] != 81 for l in fake.links), structured(result))
+
+    # Iterations are the sprints.
+    result = await call(client, "get_board_sprints", {})
+    fake.expect("GET", f"{P}/iterations", query={"state": "current", "per_page": "20", "page": "1"}, **AUTH)
+    check([(s["id"], s["name"], s["state"]) for s in structured(result)["sprints"]] == [("312", "Sprint 2", "active")],
+          structured(result))
+    result = await call(client, "get_board_sprints", {"state": "all", "limit": 2})
+    fake.expect("GET", f"{P}/iterations", query={"state": "all", "per_page": "2", "page": "1"}, **AUTH)
+    check(len(structured(result)["sprints"]) == 2 and structured(result)["has_more"], structured(result))
+    result = await call(client, "get_board_sprints", {"boardId": "7"}, error=True)
+    check("not to a board" in text(result), text(result))
+    fake.clear()
+    result = await call(client, "assign_to_sprint", {"sprintId": "313", "keys": ["#1", "#2"]})
+    check(fake.operations() == ["IssueSetIteration", "IssueSetIteration"], fake.operations())
+    seen = fake.expect("POST", "/api/graphql", **AUTH)
+    check(operation(seen.body) == "IssueSetIteration" and seen.body["variables"] == {
+        "projectPath": PROJECT, "iid": "2", "iterationId": "gid://gitlab/Iteration/313"}, seen.body)
+    check(fake.issues[1]["iteration"]["id"] == 313 and [i["key"] for i in structured(result)["issues"]] == ["#1", "#2"],
+          structured(result))
+    result = await call(client, "assign_to_sprint", {"sprintId": "999", "keys": ["#1"]}, error=True)
+    check("GitLab assign_to_sprint: #1: Iteration not found" in text(result), text(result))
+
+    # Milestones are the versions; a closed one is released.
+    result = await call(client, "list_project_versions", {})
+    fake.expect("GET", f"{P}/milestones", query={"per_page": "50", "page": "1"}, **AUTH)
+    check([(v["name"], v["released"]) for v in structured(result)["versions"]] == [("1.0", True), ("1.1", False)],
+          structured(result))
+    result = await call(client, "list_project_versions", {"includeReleased": False})
+    fake.expect("GET", f"{P}/milestones", query={"state": "active", "per_page": "50", "page": "1"}, **AUTH)
+    check([v["name"] for v in structured(result)["versions"]] == ["1.1"], structured(result))
+    fake.clear()
+    result = await call(client, "upsert_project_version", {"name": "1.1", "released": True,
+                                                           "releaseDate": "2026-12-01"})
+    check([(s.method, s.path, s.query) for s in fake.requests()] == [
+        ("GET", f"{P}/milestones", {"title": "1.1"}), ("PUT", f"{P}/milestones/502", {})], fake.requests())
+    fake.expect("PUT", f"{P}/milestones/502", body={"due_date": "2026-12-01", "state_event": "close"}, **AUTH)
+    check((structured(result)["id"], structured(result)["released"]) == ("502", True), structured(result))
+    fake.clear()
+    result = await call(client, "upsert_project_version", {"name": "2.0", "description": "Big",
+                                                           "startDate": "2026-12-01"})
+    check([(s.method, s.path) for s in fake.requests()] == [("GET", f"{P}/milestones"),
+                                                            ("POST", f"{P}/milestones")], fake.requests())
+    fake.expect("POST", f"{P}/milestones", body={"description": "Big", "start_date": "2026-12-01", "title": "2.0"},
+                **AUTH)
+    check((structured(result)["name"], structured(result)["released"]) == ("2.0", False), structured(result))
+    result = await call(client, "upsert_project_version", {"name": "2.0", "archived": True}, error=True)
+    check("cannot be archived" in text(result), text(result))
 
 
 async def errors(client, fake):
@@ -276,12 +367,13 @@ async def main():
         await tools(client, fake)
         check(ASSET_TOOLS <= names, f"served: {sorted(names)}")
         await assets(client, fake)
+        await planning(client, fake)
         await errors(client, fake)
     fake.stop()
     # A wrong token: GitLab's 401, naming the secret.
     fake = gitlab()
     async with provider_session(opts.toolhost, opts.plugin, "gitlab", fake, {"project": PROJECT},
-                                header="PRIVATE-TOKEN", prefix="x") as client:
+                                header="PRIVATE-TOKEN", prefix="x", api_path=API) as client:
         result = await call(client, "get_issues", {}, error=True)
         check("401 Unauthorized" in text(result) and "secret `gitlab`" in text(result), text(result))
     fake.stop()

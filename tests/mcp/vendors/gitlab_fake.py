@@ -1,9 +1,13 @@
-"""A loopback fake of GitLab's REST API v4 (https://docs.gitlab.com/api/),
+"""A loopback fake of GitLab's REST API v4 (https://docs.gitlab.com/api/)
+under `/api/v4`, and of the one GraphQL mutation the plugin runs at
+`/api/graphql` (`issueSetIteration`),
 for one project addressed by its URL-encoded path (`acme%2Fwidgets`),
 following its documented shapes: issues (`iid`, `state` `opened`/`closed`,
 labels as strings, `user_notes_count`), notes (system notes among them),
 merge requests, discussions (`individual_note`, notes with `position`),
-diffs, pipelines, jobs, job traces (plain text), play and retry; `Link`
+diffs, pipelines, jobs, job traces (plain text), play and retry, issue
+links (`issue_link_id`, `link_type`), iterations (`state` 1 upcoming, 2
+current, 3 closed), milestones (`active`/`closed`, `state_event`); `Link`
 header pagination (`per_page`, `page`); the token in `PRIVATE-TOKEN`
 (401 `{"message": "401 Unauthorized"}` without it); 404
 `{"message": "404 Not found"}`; 400 `{"message": {...}}` or `{"error":
@@ -13,6 +17,7 @@ from fake import TOKEN, Fake, multipart
 
 PROJECT = "acme/widgets"
 ENCODED = "acme%2Fwidgets"
+API = "/api/v4"
 HEAD_SHA = "a91957a858320c0e17f3a0eca7cfacbff50ea29a"
 TRACE = "\n".join(["$ cargo test", "running 3 tests", "test a ... ok", "test b ... FAILED",
                    "error: test failed, to rerun pass `--lib`", "ERROR: Job failed: exit code 101"])
@@ -72,12 +77,12 @@ def gitlab(delay_s=0.0):
                  {"id": 7002, "name": "deploy", "stage": "deploy", "status": "manual", "web_url": "https://g/j/7002"}],
             50: [{"id": 7000, "name": "test", "stage": "test", "status": "success", "web_url": "https://g/j/7000"}]}
     traces = {7000: "ok", 7001: TRACE, 7002: ""}
-    base = f"/projects/{ENCODED}"
     SECRET = "66dbcd21ec5d24ed6ea225176098d52b"
     uploads = {f"{SECRET}/crash.png": (b"\x89PNG\r\n\x1a\nfake", "image/png"),
                f"{'0' * 31}1/build.log": (b"step 1\nstep 2 failed\n", "text/plain")}
     issues[4]["description"] = f"Crash: ![crash](/uploads/{SECRET}/crash.png)"
     notes[4][1]["body"] = f"Log attached: [build.log](/uploads/{'0' * 31}1/build.log)"
+    base = f"{API}/projects/{ENCODED}"
 
     def route(method, pattern):
         def register(handler):
@@ -127,7 +132,8 @@ def gitlab(delay_s=0.0):
         n = max(issues) + 1
         issues[n] = {"id": 700 + n, "iid": n, "title": body["title"], "description": body.get("description"),
                      "state": "opened", "labels": [l for l in body.get("labels", "").split(",") if l],
-                     "assignees": [], "author": author("bob"), "user_notes_count": 0,
+                     "assignees": [people[i] for i in body.get("assignee_ids", [])], "author": author("bob"),
+                     "user_notes_count": 0,
                      "web_url": f"https://gitlab.com/{PROJECT}/-/issues/{n}", "created_at": now(), "updated_at": now()}
         notes[n] = []
         return 201, issues[n]
@@ -144,6 +150,8 @@ def gitlab(delay_s=0.0):
             issue["labels"] = [l for l in body["labels"].split(",") if l]
         if "state_event" in body:
             issue["state"] = {"close": "closed", "reopen": "opened"}[body["state_event"]]
+        if "assignee_ids" in body:
+            issue["assignees"] = [people[i] for i in body["assignee_ids"]]
         issue["updated_at"] = now()
         return 200, issue
 
@@ -200,14 +208,14 @@ def gitlab(delay_s=0.0):
 
     people = {a["id"]: a for a in map(author, ("alice", "bob", "carol"))}
 
-    @route("GET", "/users")
+    @route("GET", f"{API}/users")
     def list_users(seen):
         found = [u for u in people.values()
                  if seen.query.get("username", u["username"]) == u["username"]
                  and seen.query.get("search", "") in u["username"]]
         return page(seen, found)
 
-    @route("GET", "/users/(\\d+)")
+    @route("GET", f"{API}/users/(\\d+)")
     def get_user(seen, uid):
         return (200, people[int(uid)]) if int(uid) in people else not_found()
 
@@ -328,6 +336,127 @@ def gitlab(delay_s=0.0):
         traces[new["id"]] = ""
         return 201, new
 
+    # Issue links, each once: the other end lists it with the inverse type.
+    links = [{"id": 81, "source": 2, "target": 4, "link_type": "blocks"}]
+    inverse = {"relates_to": "relates_to", "blocks": "is_blocked_by", "is_blocked_by": "blocks"}
+
+    def linked(n, link):
+        other, kind = ((link["target"], link["link_type"]) if link["source"] == n
+                       else (link["source"], inverse[link["link_type"]]))
+        return {**issues[other], "project_id": 278964, "issue_link_id": link["id"], "link_type": kind,
+                "link_created_at": "2026-11-05T10:00:00.000Z", "link_updated_at": "2026-11-05T10:00:00.000Z"}
+
+    @route("GET", f"{base}/issues/(\\d+)/links")
+    def list_links(seen, n):
+        n = int(n)
+        if n not in issues:
+            return not_found()
+        return 200, [linked(n, l) for l in links if n in (l["source"], l["target"])]
+
+    @route("POST", f"{base}/issues/(\\d+)/links")
+    def create_link(seen, n):
+        n, body = int(n), seen.body or {}
+        if n not in issues or body.get("target_project_id") != PROJECT:
+            return not_found()
+        target = int(body.get("target_issue_iid", 0))
+        if target not in issues:
+            return not_found()
+        kind = body.get("link_type", "relates_to")
+        if kind not in inverse:
+            return 400, {"error": "link_type does not have a valid value"}
+        if any({l["source"], l["target"]} == {n, target} for l in links):
+            return 409, {"message": "Issue(s) already assigned"}
+        link = {"id": 80 + len(links) + len(fake.seen), "source": n, "target": target, "link_type": kind}
+        links.append(link)
+        return 201, {"source_issue": issues[n], "target_issue": issues[target], "link_type": kind}
+
+    @route("DELETE", f"{base}/issues/(\\d+)/links/(\\d+)")
+    def delete_link(seen, n, link_id):
+        link = next((l for l in links if l["id"] == int(link_id) and int(n) in (l["source"], l["target"])), None)
+        if link is None:
+            return not_found()
+        links.remove(link)
+        return 200, {"source_issue": issues[link["source"]], "target_issue": issues[link["target"]],
+                     "link_type": link["link_type"]}
+
+    iterations = [{"id": 310 + k, "iid": k, "sequence": k, "group_id": 12, "title": f"Sprint {k}",
+                   "description": None, "state": state, "start_date": start, "due_date": due,
+                   "web_url": f"https://gitlab.com/groups/acme/-/iterations/{310 + k}"}
+                  for k, state, start, due in [(1, 3, "2026-11-02", "2026-11-15"), (2, 2, "2026-11-16", "2026-11-29"),
+                                               (3, 1, "2026-11-30", "2026-12-13")]]
+    states = {"upcoming": {1}, "current": {2}, "opened": {1, 2}, "closed": {3}, "all": {1, 2, 3}}
+
+    @route("GET", f"{base}/iterations")
+    def list_iterations(seen):
+        state = seen.query.get("state", "all")
+        if state not in states:
+            return 400, {"error": "state does not have a valid value"}
+        return page(seen, [i for i in iterations if i["state"] in states[state]])
+
+    milestones = [{"id": 501, "iid": 1, "project_id": 278964, "title": "1.0", "description": "First",
+                   "state": "closed", "start_date": "2026-09-01", "due_date": "2026-10-01",
+                   "web_url": f"https://gitlab.com/{PROJECT}/-/milestones/1"},
+                  {"id": 502, "iid": 2, "project_id": 278964, "title": "1.1", "description": "Next",
+                   "state": "active", "start_date": "2026-10-01", "due_date": None,
+                   "web_url": f"https://gitlab.com/{PROJECT}/-/milestones/2"}]
+
+    @route("GET", f"{base}/milestones")
+    def list_milestones(seen):
+        q = seen.query
+        return page(seen, [m for m in milestones if q.get("state", m["state"]) == m["state"]
+                           and q.get("title", m["title"]) == m["title"]])
+
+    def change(m, body):
+        for k in ("title", "description", "start_date", "due_date"):
+            if k in body:
+                m[k] = body[k]
+        if "state_event" in body:
+            m["state"] = {"close": "closed", "activate": "active"}[body["state_event"]]
+        return m
+
+    @route("POST", f"{base}/milestones")
+    def create_milestone(seen):
+        body = seen.body or {}
+        if not body.get("title"):
+            return 400, {"error": "title is missing"}
+        if any(m["title"] == body["title"] for m in milestones):
+            return 400, {"message": "Milestone already exists"}
+        n = len(milestones) + 1
+        m = change({"id": 500 + n, "iid": n, "project_id": 278964, "description": None, "state": "active",
+                    "start_date": None, "due_date": None, "web_url": f"https://gitlab.com/{PROJECT}/-/milestones/{n}"},
+                   {k: v for k, v in body.items() if k != "state_event"})
+        milestones.append(m)
+        return 201, m
+
+    @route("PUT", f"{base}/milestones/(\\d+)")
+    def update_milestone(seen, mid):
+        m = next((m for m in milestones if m["id"] == int(mid)), None)
+        return (200, change(m, seen.body or {})) if m else not_found()
+
+    def set_iteration(seen, v):
+        issue = issues.get(int(v.get("iid", 0))) if v.get("projectPath") == PROJECT else None
+        if issue is None:
+            return 200, {"data": {"issueSetIteration": None}, "errors": [{
+                "message": "The resource that you are attempting to access does not exist or you don't have "
+                           "permission to perform this action", "path": ["issueSetIteration"]}]}
+        found = next((i for i in iterations if f"gid://gitlab/Iteration/{i['id']}" == v.get("iterationId")), None)
+        if found is None:
+            return 200, {"data": {"issueSetIteration": {"issue": None, "errors": ["Iteration not found"]}}}
+        issue["iteration"] = found
+        return 200, {"data": {"issueSetIteration": {"errors": [], "issue": {
+            "iid": str(issue["iid"]), "iteration": {"id": f"gid://gitlab/Iteration/{found['id']}",
+                                                    "title": found["title"]}}}}}
+
+    def authorized(handler):
+        def serve(seen, v):
+            if seen.headers.get("private-token") != TOKEN:
+                return 401, {"message": "401 Unauthorized"}
+            return handler(seen, v)
+        return serve
+
+    fake.graphql("/api/graphql", {"IssueSetIteration": authorized(set_iteration)})
+
+    fake.links, fake.milestones = links, milestones
     fake.issues, fake.notes, fake.mrs, fake.discussions, fake.diffs = issues, notes, mrs, discussions, diffs
     fake.jobs = jobs
     fake.uploads = uploads

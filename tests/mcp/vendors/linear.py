@@ -174,8 +174,9 @@ async def tools(client, fake):
     expect(fake, "IssueUpdate", {"id": "ENG-8", "input": {"cycleId": "cy-8"}})
     check(fake.issues["ENG-7"]["cycle"]["id"] == "cy-8", "moved")
 
-    # Rate limits: a 429 is waited out by the host; Linear's own (HTTP 400,
-    # RATELIMITED) and a long 429 are errors saying so.
+    # Rate limits: a 429 is waited out by the host, and so is Linear's own
+    # (HTTP 400, RATELIMITED, the spent budget's reset in milliseconds) when
+    # it fits in the call's budget; a long one is an error saying how long.
     fake.clear()
     fake.rate_limit("POST", "/graphql", times=1, retry_after="1")
     await call(client, "get_issue", {"key": "ENG-13"})
@@ -183,10 +184,23 @@ async def tools(client, fake):
     fake.rate_limit("POST", "/graphql", times=1, retry_after="3600")
     result = await call(client, "get_issue", {"key": "ENG-14"}, error=True)
     check("rate limited" in text(result) and "3600 s" in text(result), text(result))
-    fake.rate_limited_400 = 1
+    fake.clear()
+    fake.rate_limits = [(400, 1.0)]
+    result = await call(client, "get_issue", {"key": "ENG-14"})
+    check(structured(result)["key"] == "ENG-14", structured(result))
+    check(fake.operations() == ["Issue", "Issue"], f"a 400 RATELIMITED then a retry: {fake.operations()}")
+    fake.clear()
+    fake.rate_limits = [(400, 3600.0)]
     result = await call(client, "get_issue", {"key": "ENG-14"}, error=True)
-    check("Linear get_issue: rate limited (429)" in text(result) and "Rate limit exceeded" in text(result),
-          text(result))
+    check("Linear get_issue: rate limited (429)" in text(result) and "Linear asks to wait 3" in text(result)
+          and "Rate limit exceeded" in text(result), text(result))
+    check(fake.operations() == ["Issue"], f"not retried: {fake.operations()}")
+    # Linear's rate limit in a 200 is the plugin's to report: not retried.
+    fake.clear()
+    fake.rate_limits = [(200, 1.0)]
+    result = await call(client, "get_issue", {"key": "ENG-14"}, error=True)
+    check("Linear get_issue: rate limited (429)" in text(result) and "try again later" in text(result), text(result))
+    check(fake.operations() == ["Issue"], f"a 200 is not retried: {fake.operations()}")
 
     # An invalid key: the API says so, the error names the secret.
     fake.revoked = True

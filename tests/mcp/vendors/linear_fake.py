@@ -6,10 +6,14 @@ with comparators (`eq`, `in`, `nin`, `eqIgnoreCase`, `containsIgnoreCase`,
 `some`, `and`/`or`), mutation payloads with `success`, and errors in the
 body: `errors[].message` with `extensions.code` (`AUTHENTICATION_ERROR`,
 `FORBIDDEN`, `INVALID_INPUT`, `RATELIMITED` with HTTP 400) and
-`extensions.userPresentableMessage`.
+`extensions.userPresentableMessage`. A rate limit carries Linear's budget
+headers: `X-RateLimit-Requests-Limit` / `-Remaining: 0` / `-Reset` (Unix
+milliseconds), and the complexity budget's, still left.
 
 It answers operations by name (the plugin's documents name each one), and
 evaluates the filters and pagination it is sent."""
+
+import time
 
 from fake import TOKEN, Fake
 
@@ -83,7 +87,9 @@ def connection(items, variables):
 def linear(delay_s=0.0):
     fake = Fake("Linear", delay_s)
     fake.revoked = False
-    fake.rate_limited_400 = 0
+    # The next answers that are Linear rate limits: (HTTP status, seconds
+    # until the requests budget resets).
+    fake.rate_limits = []
     state = {s["id"]: {**s, "team": {"key": "ENG"}} for s in STATES}
     issues = {}
     for n in range(1, 31):
@@ -118,9 +124,13 @@ def linear(delay_s=0.0):
             if seen.headers.get("authorization") != TOKEN or fake.revoked:
                 return error("Authentication required, not authenticated", "AUTHENTICATION_ERROR", 400,
                              "You need to authenticate to access this operation.")
-            if fake.rate_limited_400:
-                fake.rate_limited_400 -= 1
-                return error("Rate limit exceeded", "RATELIMITED", 400, statusCode=429)
+            if fake.rate_limits:
+                status, wait_s = fake.rate_limits.pop(0)
+                reset = str(int((time.time() + wait_s) * 1000))
+                headers = {"x-ratelimit-requests-limit": "2500", "x-ratelimit-requests-remaining": "0",
+                           "x-ratelimit-requests-reset": reset, "x-ratelimit-complexity-limit": "3000000",
+                           "x-ratelimit-complexity-remaining": "2999000", "x-ratelimit-complexity-reset": reset}
+                return (*error("Rate limit exceeded", "RATELIMITED", status, statusCode=429), headers)
             return handler(seen, variables)
         return serve
 
