@@ -191,6 +191,9 @@ struct Core {
     settings: speculation::Settings,
     /// Tools left out because another source owns their name.
     refused: Vec<Refusal>,
+    /// The files read that speculation follows, to read them again when
+    /// they change.
+    changes: Option<crate::tools::Changes>,
 }
 
 impl Toolhost {
@@ -315,13 +318,15 @@ impl Toolhost {
             },
             None => Served::Run,
         };
-        let mut result = match served {
-            Served::Prefetched(answer) => answer,
-            Served::Run => match execute(&bound.backend, name, args, ctx).await {
-                Ok(result) => result,
-                Err(ToolError::Cancelled) => return Err(ToolError::Cancelled),
-                Err(e) => CallOutput::error(error_text(&e)),
-            },
+        let ran = match (served, engine) {
+            (Served::Prefetched(answer), _) => Ok(answer),
+            (Served::Run, Some(engine)) if engine.keeps(name) => prefetch::run_kept(engine, &bound.backend, name, args, ctx).await,
+            (Served::Run, _) => execute(&bound.backend, name, args, ctx).await,
+        };
+        let mut result = match ran {
+            Ok(result) => result,
+            Err(ToolError::Cancelled) => return Err(ToolError::Cancelled),
+            Err(e) => CallOutput::error(error_text(&e)),
         };
         if let Some(engine) = engine {
             engine.invalidate_for(name);
@@ -491,6 +496,11 @@ impl Generation {
                 model.annotate(&mut tool.meta.annotations);
             }
         }
+        let watch = match &sources.native {
+            Some(native) if options.speculation.enabled && options.speculation.native => prefetch::watch(native),
+            _ => None,
+        };
+        let (changes, changed) = watch.unzip();
         let core = Arc::new(Core {
             enrichers: enrichers.clone(),
             listing: Arc::new(listing),
@@ -498,6 +508,7 @@ impl Generation {
             models: Arc::new(models),
             settings: options.speculation.clone(),
             refused,
+            changes,
         });
         let speculation = options.speculation.enabled.then(|| {
             Arc::new(match previous {
@@ -510,6 +521,9 @@ impl Generation {
                 ),
             })
         });
+        if let (Some(engine), Some(changed)) = (&speculation, changed) {
+            prefetch::refresh(Arc::downgrade(engine), changed);
+        }
         Ok(Self { core, speculation })
     }
 }
