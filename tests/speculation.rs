@@ -47,15 +47,16 @@ async fn native_host(root: &Path, speculation: Settings) -> Toolhost {
     let native = NativeTools::new(Root::new(root).unwrap(), WebSettings::default())
         .unwrap()
         .writable(true);
-    let sources = Sources {
-        native: Some(Arc::new(native)),
-        ..Sources::default()
-    };
-    let options = Options {
-        speculation,
-        ..Options::default()
-    };
-    Toolhost::with_options(sources, options).await.unwrap()
+    Toolhost::native(native, speculation).await.unwrap()
+}
+
+/// Speculation that does not read changed files again ahead, so that a
+/// change behind the host's back meets the freshness check.
+fn no_reread() -> Settings {
+    Settings {
+        reread_changed: false,
+        ..Settings::default()
+    }
 }
 
 fn files() -> tempfile::TempDir {
@@ -87,7 +88,7 @@ async fn a_read_after_grep_is_served_from_its_prefetch_as_a_direct_read_would_be
 #[tokio::test(flavor = "multi_thread")]
 async fn a_write_through_the_host_after_the_prefetch_is_seen() {
     let dir = files();
-    let host = native_host(dir.path(), Settings::default()).await;
+    let host = native_host(dir.path(), no_reread()).await;
     call(&host, "grep", json!({"pattern": "needle"})).await;
     host.settle().await;
     let wrote = call(
@@ -105,7 +106,7 @@ async fn a_write_through_the_host_after_the_prefetch_is_seen() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_change_behind_the_hosts_back_is_seen() {
     let dir = files();
-    let host = native_host(dir.path(), Settings::default()).await;
+    let host = native_host(dir.path(), no_reread()).await;
     call(&host, "grep", json!({"pattern": "needle"})).await;
     host.settle().await;
     // The agent's own editor changes the file: no call goes through the host.
@@ -158,7 +159,7 @@ async fn an_edit_that_restores_the_mtime_is_never_served_stale() {
             // write: the stamp alone is trusted, without a digest.
             std::thread::sleep(Duration::from_millis(250));
         }
-        let host = native_host(dir.path(), Settings::default()).await;
+        let host = native_host(dir.path(), no_reread()).await;
         call(&host, "grep", json!({"pattern": "needle"})).await;
         host.settle().await;
         assert_eq!(host.stats().unwrap().dispatched, 1);
@@ -320,13 +321,17 @@ async fn a_file_read_then_edited_behind_the_hosts_back_is_read_again_ahead() {
     assert_eq!((stats.hits, stats.stale), (2, 0));
     let changed = stats.ranks.iter().find(|r| r.from == "(changed)").unwrap();
     assert_eq!((changed.offered, changed.used), (2, 2));
-    // b.rs was never read: its change is not followed.
+    // b.rs is not held: its change fetches nothing.
     std::fs::write(dir.path().join("b.rs"), "fn b() {}\n").unwrap();
     std::fs::write(dir.path().join("a.rs"), "fn last() {}\n").unwrap();
     dispatched(&host, 3).await;
     host.shutdown().await;
     let stats = host.stats().unwrap();
-    assert_eq!((stats.dispatched, stats.wasted), (3, 1), "a.rs's last edit, never read");
+    assert_eq!(
+        (stats.dispatched, stats.wasted),
+        (3, 1),
+        "a.rs's last edit, never read"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -22,7 +22,7 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use toolhost::output::CallOutput;
-use toolhost::pipeline::{CallContext, Options, Sources, Toolhost, error_text};
+use toolhost::pipeline::{CallContext, Toolhost, error_text};
 use toolhost::speculation::{Settings, Snapshot};
 use toolhost::tools::{NativeTools, Root, WebSettings};
 
@@ -276,19 +276,12 @@ pub async fn replay(trace: &Trace, work: Workspace, how: Replay) -> Result<Figur
     ));
     // The ground truth: the same tools on the same files, without delay.
     let direct = NativeTools::new(Root::new(work.path())?, WebSettings::default())?;
-    let options = Options {
-        speculation: if how.speculate {
-            Settings::default()
-        } else {
-            Settings::off()
-        },
-        ..Options::default()
+    let speculation = if how.speculate {
+        Settings::default()
+    } else {
+        Settings::off()
     };
-    let sources = Sources {
-        native: Some(Arc::new(native)),
-        ..Sources::default()
-    };
-    let host = Toolhost::with_options(sources, options)
+    let host = Toolhost::native(native, speculation)
         .await
         .context("building the host")?;
     let mut rng = fastrand::Rng::with_seed(how.seed);
@@ -323,11 +316,7 @@ pub async fn replay(trace: &Trace, work: Workspace, how: Replay) -> Result<Figur
         let waited = started.elapsed();
         figures.waited_ms += waited.as_secs_f64() * 1000.0;
         let after = served(&host);
-        let (hit, joined, reused) = (
-            after.0 > before.0,
-            after.1 > before.1,
-            after.2 > before.2,
-        );
+        let (hit, joined, reused) = (after.0 > before.0, after.1 > before.1, after.2 > before.2);
         let was_served = hit || joined;
         let latency = native_latency(tool, &args, how.scale);
         figures.modelled_wait_ms += 1000.0

@@ -141,7 +141,17 @@ fn pct(new: u64, old: u64) -> f64 {
 fn print(runs: &[Run]) {
     println!(
         "{:<12} {:<4} {:>6} {:>11} {:>9} {:>8} {:>6} {:>6} {:>6} {:>7} {:>6}",
-        "mix", "spec", "calls", "waited (s)", "ms/call", "backend", "hits", "joins", "reused", "wasted", "stale"
+        "mix",
+        "spec",
+        "calls",
+        "waited (s)",
+        "ms/call",
+        "backend",
+        "hits",
+        "joins",
+        "reused",
+        "wasted",
+        "stale"
     );
     for r in runs {
         let s = r.stats.clone().unwrap_or_default();

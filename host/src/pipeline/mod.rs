@@ -202,6 +202,21 @@ impl Toolhost {
         Self::with_options(sources, Options::default()).await
     }
 
+    /// A host serving the native tools alone, with `speculation`: the
+    /// smallest embedding (and what the speculation tests and the replay of
+    /// agent trajectories run).
+    pub async fn native(native: NativeTools, speculation: speculation::Settings) -> Result<Self, BuildError> {
+        let sources = Sources {
+            native: Some(Arc::new(native)),
+            ..Sources::default()
+        };
+        let options = Options {
+            speculation,
+            ..Options::default()
+        };
+        Self::with_options(sources, options).await
+    }
+
     /// Merge the sources, enrich the listing, layer the value models and
     /// start speculation if it is on. Must run inside a Tokio runtime: it
     /// starts following the upstream servers' tool lists.
@@ -320,7 +335,9 @@ impl Toolhost {
         };
         let ran = match (served, engine) {
             (Served::Prefetched(answer), _) => Ok(answer),
-            (Served::Run, Some(engine)) if engine.keeps(name) => prefetch::run_kept(engine, &bound.backend, name, args, ctx).await,
+            (Served::Run, Some(engine)) if engine.keeps(name) => {
+                prefetch::run_kept(engine, &bound.backend, name, args, ctx).await
+            }
             (Served::Run, _) => execute(&bound.backend, name, args, ctx).await,
         };
         let mut result = match ran {
@@ -496,8 +513,9 @@ impl Generation {
                 model.annotate(&mut tool.meta.annotations);
             }
         }
+        let spec = &options.speculation;
         let watch = match &sources.native {
-            Some(native) if options.speculation.enabled && options.speculation.native => prefetch::watch(native),
+            Some(native) if spec.enabled && spec.native && spec.reread_changed => prefetch::watch(native),
             _ => None,
         };
         let (changes, changed) = watch.unzip();

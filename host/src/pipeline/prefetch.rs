@@ -23,7 +23,7 @@
 //! leaves its file in the cache for the reads that follow
 //! ([`run_kept`]): the re-reads after the agent's edits elsewhere, or
 //! another slice of the same file, under the same freshness check.
-//! The directories of the files that served are watched
+//! The directories of the files cached are watched
 //! ([`Changes`]), and a file held that changes behind the host's back (the
 //! agent's shell editing it) is read again ahead of the agent
 //! ([`refresh`], [`Engine::changed`]).
@@ -39,10 +39,10 @@ use tokio::sync::mpsc;
 
 use super::{Backend, CallContext, Core, execute};
 use crate::output::{CallOutput, ToolError};
-use crate::speculation::{Engine, Target};
 use crate::speculation::engine::BoxFuture;
 use crate::speculation::planner::DeclineReason;
 use crate::speculation::settings::hostname;
+use crate::speculation::{Engine, Target};
 use crate::tools::{Changes, FileText, NativeTools};
 
 /// How long the changes reported must pause before the files are read
@@ -252,21 +252,13 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::pipeline::{Options, Sources, Toolhost};
+    use crate::pipeline::Toolhost;
     use crate::speculation::Settings;
     use crate::tools::{Root, WebSettings};
 
     async fn host(root: &std::path::Path, speculation: Settings) -> Toolhost {
         let native = NativeTools::new(Root::new(root).unwrap(), WebSettings::default()).unwrap();
-        let sources = Sources {
-            native: Some(Arc::new(native)),
-            ..Sources::default()
-        };
-        let options = Options {
-            speculation,
-            ..Options::default()
-        };
-        Toolhost::with_options(sources, options).await.unwrap()
+        Toolhost::native(native, speculation).await.unwrap()
     }
 
     async fn call(host: &Toolhost, tool: &str, args: Value) -> CallOutput {

@@ -572,7 +572,10 @@ mod tests {
         cache.keep(k.clone(), item("whole"), 5, Duration::from_secs(60));
         assert_eq!(cache.unserved(), 0, "no prefetch waits to be served");
         assert!(matches!(cache.lookup(&k), Lookup::Kept(p) if p.value == "whole"));
-        assert!(cache.begin(k.clone()).is_none(), "what is kept is not prefetched again");
+        assert!(
+            cache.begin(k.clone()).is_none(),
+            "what is kept is not prefetched again"
+        );
         // A newer real result replaces it.
         cache.keep(k.clone(), item("newer"), 5, Duration::from_secs(60));
         assert!(matches!(cache.lookup(&k), Lookup::Kept(p) if p.value == "newer"));

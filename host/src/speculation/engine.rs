@@ -29,7 +29,7 @@
 //!
 //! Such results may also be fetched again when their source changes behind
 //! the host's back (the agent's own edit of a file it read): the target
-//! follows the sources of the results that served ([`Target::follow`]) and
+//! follows the sources of the results it caches ([`Target::follow`]) and
 //! reports their changes ([`Engine::changed`]), and a changed result held
 //! is prefetched anew, judged like a follow-up under its own origin
 //! ([`CHANGED`]): agents that re-read what they edit keep it on, others
@@ -116,8 +116,9 @@ pub trait Target: Send + Sync + 'static {
     /// does not say: those of its category, or all of them.
     fn neighbours(&self, tool: &str) -> Vec<String>;
 
-    /// A cached output of `tool` served a call: the target may watch its
-    /// source from now on and report a change with [`Engine::changed`].
+    /// An output of `tool` is cached (prefetched, or kept from a real
+    /// call): the target may watch its source from now on and report a
+    /// change with [`Engine::changed`].
     fn follow(&self, _tool: &str, _output: &Self::Output) {}
 }
 
@@ -239,7 +240,6 @@ impl<T: Target> Engine<T> {
             self.metrics.stale();
             return Served::Run;
         }
-        self.target.follow(tool, &p.value);
         match how {
             How::Hit => self.metrics.hit(p.took),
             How::Kept => self.metrics.reused(),
@@ -261,7 +261,13 @@ impl<T: Target> Engine<T> {
     /// A real call of `tool` (one [`Engine::keeps`]) ran and got `output`
     /// in `took`: keep it for the calls that follow, and answer this one
     /// from it.
-    pub fn keep(&self, tool: &str, args: &Map<String, Value>, output: T::Output, took: Duration) -> T::Answer {
+    pub fn keep(
+        &self,
+        tool: &str,
+        args: &Map<String, Value>,
+        output: T::Output,
+        took: Duration,
+    ) -> T::Answer {
         let answer = self.target.answer(tool, args, &output);
         let key = Key::new(tool, &self.target.cache_args(tool, args));
         let bytes = T::size(&output);
@@ -449,7 +455,10 @@ impl<T: Target> Engine<T> {
         let (target, cache, tool) = (self.target.clone(), self.cache.clone(), c.tool);
         let prefetch = async move {
             let start = Instant::now();
-            if let Ok(value) = target.execute(tool, args).await {
+            if let Ok(value) = target.execute(tool.clone(), args).await {
+                // Followed before it is served too: an agent often edits a
+                // file a listing showed it and only then reads it.
+                target.follow(&tool, &value);
                 let bytes = T::size(&value);
                 cache.complete(
                     ticket,

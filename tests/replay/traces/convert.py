@@ -16,7 +16,8 @@ writes NAME.json beside this script:
         {"delete": PATH}]}
 
 Mapping (the agent's shell is stateless: each step starts at the repo root):
-- cat F, sed -n 'A,Bp' F, nl -ba F | sed -n 'A,Bp', head/tail -n N F
+- cat F, sed -n 'A,Bp' F, nl -ba F | sed -n 'A,Bp', cat F | sed -n 'A,Bp',
+  head/tail -n N F
   and SWE-agent's open/goto/scroll_* (the 100-line window it showed)
   -> read {path, offset, limit};
 - grep/rg PATTERN [PATH] (BRE or -E or -F, -i, --include) and SWE-agent's
@@ -362,6 +363,8 @@ class Converter:
             self.grep(argv[1] + [first[1]], here)
         elif prog == "cat" and len(first) == 2 and argv[1][0] in ("head", "tail"):
             self.head_tail(argv[1] + [first[1]], here)
+        elif prog == "cat" and len(first) == 2 and argv[1][0] == "sed" and "-n" in argv[1]:
+            self.sed_print(argv[1][1:] + [first[1]], here)
         elif prog == "nl" and len(argv) == 2 and argv[1][0] == "sed":
             self.sed_print(argv[1][1:] + [first[-1]], here)
         elif prog == "sed" and "-i" in first:
