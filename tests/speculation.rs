@@ -47,15 +47,16 @@ async fn native_host(root: &Path, speculation: Settings) -> Toolhost {
     let native = NativeTools::new(Root::new(root).unwrap(), WebSettings::default())
         .unwrap()
         .writable(true);
-    let sources = Sources {
-        native: Some(Arc::new(native)),
-        ..Sources::default()
-    };
-    let options = Options {
-        speculation,
-        ..Options::default()
-    };
-    Toolhost::with_options(sources, options).await.unwrap()
+    Toolhost::native(native, speculation).await.unwrap()
+}
+
+/// Speculation that does not read changed files again ahead, so that a
+/// change behind the host's back meets the freshness check.
+fn no_reread() -> Settings {
+    Settings {
+        reread_changed: false,
+        ..Settings::default()
+    }
 }
 
 fn files() -> tempfile::TempDir {
@@ -87,7 +88,7 @@ async fn a_read_after_grep_is_served_from_its_prefetch_as_a_direct_read_would_be
 #[tokio::test(flavor = "multi_thread")]
 async fn a_write_through_the_host_after_the_prefetch_is_seen() {
     let dir = files();
-    let host = native_host(dir.path(), Settings::default()).await;
+    let host = native_host(dir.path(), no_reread()).await;
     call(&host, "grep", json!({"pattern": "needle"})).await;
     host.settle().await;
     let wrote = call(
@@ -105,7 +106,7 @@ async fn a_write_through_the_host_after_the_prefetch_is_seen() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_change_behind_the_hosts_back_is_seen() {
     let dir = files();
-    let host = native_host(dir.path(), Settings::default()).await;
+    let host = native_host(dir.path(), no_reread()).await;
     call(&host, "grep", json!({"pattern": "needle"})).await;
     host.settle().await;
     // The agent's own editor changes the file: no call goes through the host.
@@ -158,7 +159,7 @@ async fn an_edit_that_restores_the_mtime_is_never_served_stale() {
             // write: the stamp alone is trusted, without a digest.
             std::thread::sleep(Duration::from_millis(250));
         }
-        let host = native_host(dir.path(), Settings::default()).await;
+        let host = native_host(dir.path(), no_reread()).await;
         call(&host, "grep", json!({"pattern": "needle"})).await;
         host.settle().await;
         assert_eq!(host.stats().unwrap().dispatched, 1);
@@ -266,6 +267,74 @@ async fn prefetches_never_read_are_wasted_when_the_session_ends() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_real_read_answers_the_slices_and_re_reads_that_follow_until_the_file_changes() {
+    let dir = files();
+    let host = native_host(dir.path(), Settings::default()).await;
+    let direct_host = native_host(dir.path(), Settings::off()).await;
+    let first = call(&host, "read", json!({"path": "a.rs", "offset": 1, "limit": 1})).await;
+    assert_eq!(first.structured().unwrap()["content"], "fn needle() {}");
+    for args in [json!({"path": "./a.rs"}), json!({"path": "a.rs", "offset": 2})] {
+        let served = call(&host, "read", args.clone()).await;
+        let direct = call(&direct_host, "read", args.clone()).await;
+        assert_eq!(served, direct, "{args}");
+    }
+    let stats = host.stats().unwrap();
+    assert_eq!(
+        (stats.reused, stats.hits, stats.dispatched, stats.unserved),
+        (2, 0, 0, 0),
+        "served from the real read, which is no prefetch"
+    );
+    // Changed behind the host's back: never served from the old read.
+    std::fs::write(dir.path().join("a.rs"), "fn changed() {}\n").unwrap();
+    let read = call(&host, "read", json!({"path": "a.rs"})).await;
+    assert_eq!(read.structured().unwrap()["content"], "fn changed() {}");
+}
+
+/// Wait until `host` has dispatched `n` prefetches and they have landed.
+async fn dispatched(host: &Toolhost, n: u64) {
+    let reached = tokio::time::timeout(Duration::from_secs(30), async {
+        while host.stats().unwrap().dispatched < n {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    });
+    assert!(reached.await.is_ok(), "{n} prefetches were dispatched");
+    host.settle().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_file_read_then_edited_behind_the_hosts_back_is_read_again_ahead() {
+    let dir = files();
+    let host = native_host(dir.path(), Settings::default()).await;
+    call(&host, "read", json!({"path": "a.rs"})).await;
+    // The agent's shell edits it, in place and then by a rename (`sed -i`).
+    std::fs::write(dir.path().join("a.rs"), "fn edited() {}\n").unwrap();
+    dispatched(&host, 1).await;
+    let read = call(&host, "read", json!({"path": "a.rs", "offset": 1})).await;
+    assert_eq!(read.structured().unwrap()["content"], "fn edited() {}");
+    assert_eq!(host.stats().unwrap().hits, 1, "served from the read ahead");
+    std::fs::write(dir.path().join("a.tmp"), "fn renamed() {}\n").unwrap();
+    std::fs::rename(dir.path().join("a.tmp"), dir.path().join("a.rs")).unwrap();
+    dispatched(&host, 2).await;
+    let read = call(&host, "read", json!({"path": "a.rs"})).await;
+    assert_eq!(read.structured().unwrap()["content"], "fn renamed() {}");
+    let stats = host.stats().unwrap();
+    assert_eq!((stats.hits, stats.stale), (2, 0));
+    let changed = stats.ranks.iter().find(|r| r.from == "(changed)").unwrap();
+    assert_eq!((changed.offered, changed.used), (2, 2));
+    // b.rs is not held: its change fetches nothing.
+    std::fs::write(dir.path().join("b.rs"), "fn b() {}\n").unwrap();
+    std::fs::write(dir.path().join("a.rs"), "fn last() {}\n").unwrap();
+    dispatched(&host, 3).await;
+    host.shutdown().await;
+    let stats = host.stats().unwrap();
+    assert_eq!(
+        (stats.dispatched, stats.wasted),
+        (3, 1),
+        "a.rs's last edit, never read"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn native_speculation_can_be_switched_off() {
     let dir = files();
     let off = Settings {
@@ -275,8 +344,12 @@ async fn native_speculation_can_be_switched_off() {
     let host = native_host(dir.path(), off).await;
     call(&host, "grep", json!({"pattern": "needle"})).await;
     host.settle().await;
+    call(&host, "read", json!({"path": "a.rs"})).await;
+    std::fs::write(dir.path().join("a.rs"), "fn edited() {}\n").unwrap();
+    call(&host, "read", json!({"path": "a.rs"})).await;
     let stats = host.stats().unwrap();
     assert_eq!(stats.dispatched, 0);
+    assert_eq!(stats.reused, 0, "nor are real reads kept");
     assert_eq!(stats.declined.get("not_enabled"), Some(&1));
 }
 

@@ -251,6 +251,9 @@ mod tests {
         assert!(!config.speculation.allows_host("other.test"));
         assert_eq!(config.speculation.per_host, 2);
         assert_eq!(config.speculation.probability_floor, 0.3);
+        assert!(config.speculation.reread_changed);
+        let off = parse("[speculation]\nreread_changed = false\n").unwrap();
+        assert!(!off.speculation.reread_changed && off.speculation.native);
         let err = parse("[speculation]\nenable = false\n").unwrap_err().to_string();
         assert!(err.contains("line 2") && err.contains("enable"), "{err}");
         let upstream = parse("[[upstream]]\nname = \"a\"\ncommand = \"b\"\nspeculate = true\n").unwrap();

@@ -75,11 +75,12 @@ pub fn write(path: &Path, stats: &Snapshot) -> Result<(), StatsError> {
 /// One line for the server's log.
 pub fn summary(s: &Snapshot) -> String {
     format!(
-        "speculation: {} prefetched, {} hits, {} joins ({:.0}% used), {} wasted, {} stale, ~{} ms saved",
+        "speculation: {} prefetched, {} hits, {} joins ({:.0}% used), {} from cached real reads, {} wasted, {} stale, ~{} ms saved",
         s.dispatched,
         s.hits,
         s.joins,
         s.hit_rate() * 100.0,
+        s.reused,
         s.wasted,
         s.stale,
         s.saved_ms
@@ -91,11 +92,15 @@ pub fn render(r: &Recorded) -> String {
     let s = &r.stats;
     let mut out = format!("server pid {}, updated at {} (Unix time)\n", r.pid, r.updated);
     out.push_str(&format!(
-        "prefetches dispatched {:>8}\nreal calls served     {:>8}  ({} from the cache, {} joined in flight)\n",
+        "prefetches dispatched {:>8}\nserved from prefetch  {:>8}  ({} from the cache, {} joined in flight)\n",
         s.dispatched,
         s.hits + s.joins,
         s.hits,
         s.joins
+    ));
+    out.push_str(&format!(
+        "served from real reads{:>8}  (from a file an earlier real read cached; not prefetched)\n",
+        s.reused
     ));
     out.push_str(&format!(
         "used per prefetch     {:>7.0}%\nwasted (unused)       {:>8}\nstale (not served)    {:>8}\ntime saved (est.)     {:>6} ms\n",
@@ -164,12 +169,15 @@ mod tests {
         let stats = Snapshot {
             dispatched: 4,
             hits: 3,
+            reused: 5,
             ..Snapshot::default()
         };
         write(&path, &stats).unwrap();
         let back = read(&path).unwrap();
         assert_eq!(back.stats, stats);
-        assert!(render(&back).contains("75%"), "{}", render(&back));
+        let text = render(&back);
+        assert!(text.contains("75%"), "reuse is not counted as used: {text}");
+        assert!(text.contains("served from real reads       5"), "{text}");
         std::fs::write(&path, "{").unwrap();
         assert!(matches!(read(&path), Err(StatsError::Parse { .. })));
     }

@@ -22,7 +22,7 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use toolhost::output::CallOutput;
-use toolhost::pipeline::{CallContext, Options, Sources, Toolhost, error_text};
+use toolhost::pipeline::{CallContext, Toolhost, error_text};
 use toolhost::speculation::{Settings, Snapshot};
 use toolhost::tools::{NativeTools, Root, WebSettings};
 
@@ -220,6 +220,10 @@ pub struct Figures {
     pub served: u64,
     pub served_reads: u64,
     pub served_predictable: u64,
+    /// Calls answered from what an earlier real read left in the cache
+    /// (not prefetched, so not counted in `served`).
+    pub reused: u64,
+    pub reused_predictable: u64,
     /// Tool executions that reached the backend, prefetches included.
     pub backend_calls: u64,
     /// Answers that differed from a direct execution at that moment.
@@ -272,19 +276,12 @@ pub async fn replay(trace: &Trace, work: Workspace, how: Replay) -> Result<Figur
     ));
     // The ground truth: the same tools on the same files, without delay.
     let direct = NativeTools::new(Root::new(work.path())?, WebSettings::default())?;
-    let options = Options {
-        speculation: if how.speculate {
-            Settings::default()
-        } else {
-            Settings::off()
-        },
-        ..Options::default()
+    let speculation = if how.speculate {
+        Settings::default()
+    } else {
+        Settings::off()
     };
-    let sources = Sources {
-        native: Some(Arc::new(native)),
-        ..Sources::default()
-    };
-    let host = Toolhost::with_options(sources, options)
+    let host = Toolhost::native(native, speculation)
         .await
         .context("building the host")?;
     let mut rng = fastrand::Rng::with_seed(how.seed);
@@ -310,7 +307,7 @@ pub async fn replay(trace: &Trace, work: Workspace, how: Replay) -> Result<Figur
         // The agent thinks between calls (the model's turn).
         let think = 300 + rng.u64(0..1200);
         tokio::time::sleep(Duration::from_secs_f64(think as f64 * how.scale / 1000.0)).await;
-        let (hits, joins) = served(&host);
+        let before = served(&host);
         let started = Instant::now();
         let answer = match host.call_tool(tool, Value::Object(args.clone()), &ctx).await {
             Ok(out) => out,
@@ -318,14 +315,12 @@ pub async fn replay(trace: &Trace, work: Workspace, how: Replay) -> Result<Figur
         };
         let waited = started.elapsed();
         figures.waited_ms += waited.as_secs_f64() * 1000.0;
-        let (hit, joined) = {
-            let (h, j) = served(&host);
-            (h > hits, j > joins)
-        };
+        let after = served(&host);
+        let (hit, joined, reused) = (after.0 > before.0, after.1 > before.1, after.2 > before.2);
         let was_served = hit || joined;
         let latency = native_latency(tool, &args, how.scale);
         figures.modelled_wait_ms += 1000.0
-            * match (hit, joined) {
+            * match (hit || reused, joined) {
                 (true, _) => 0.0,
                 (false, true) => waited.min(latency).as_secs_f64(),
                 (false, false) => latency.as_secs_f64(),
@@ -336,6 +331,7 @@ pub async fn replay(trace: &Trace, work: Workspace, how: Replay) -> Result<Figur
         };
         figures.calls += 1;
         figures.served += u64::from(was_served);
+        figures.reused += u64::from(reused);
         if !same(&answer, &truth) {
             figures.stale += 1;
         }
@@ -346,6 +342,7 @@ pub async fn replay(trace: &Trace, work: Workspace, how: Replay) -> Result<Figur
             if path.is_some_and(|p| listed.contains(&p)) {
                 figures.predictable += 1;
                 figures.served_predictable += u64::from(was_served);
+                figures.reused_predictable += u64::from(reused);
             }
         }
         if let Some(found) = &truth.structured_content {
@@ -360,9 +357,10 @@ pub async fn replay(trace: &Trace, work: Workspace, how: Replay) -> Result<Figur
     Ok(figures)
 }
 
-/// Real calls answered so far from the cache, and by joining a prefetch.
-fn served(host: &Toolhost) -> (u64, u64) {
-    host.stats().map_or((0, 0), |s| (s.hits, s.joins))
+/// Real calls answered so far from a prefetch cached, by joining one in
+/// flight, and from what an earlier real read cached.
+fn served(host: &Toolhost) -> (u64, u64, u64) {
+    host.stats().map_or((0, 0, 0), |s| (s.hits, s.joins, s.reused))
 }
 
 /// Whether the host's answer is what a direct execution answers.

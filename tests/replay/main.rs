@@ -109,6 +109,7 @@ async fn run(args: &Args, mix: Mix, speculate: bool) -> Result<Run> {
             total.dispatched += s.dispatched;
             total.hits += s.hits;
             total.joins += s.joins;
+            total.reused += s.reused;
             total.wasted += s.wasted;
             total.stale += s.stale;
             total.saved_ms += s.saved_ms;
@@ -139,13 +140,23 @@ fn pct(new: u64, old: u64) -> f64 {
 
 fn print(runs: &[Run]) {
     println!(
-        "{:<12} {:<4} {:>6} {:>11} {:>9} {:>8} {:>6} {:>6} {:>7} {:>6}",
-        "mix", "spec", "calls", "waited (s)", "ms/call", "backend", "hits", "joins", "wasted", "stale"
+        "{:<12} {:<4} {:>6} {:>11} {:>9} {:>8} {:>6} {:>6} {:>6} {:>7} {:>6}",
+        "mix",
+        "spec",
+        "calls",
+        "waited (s)",
+        "ms/call",
+        "backend",
+        "hits",
+        "joins",
+        "reused",
+        "wasted",
+        "stale"
     );
     for r in runs {
         let s = r.stats.clone().unwrap_or_default();
         println!(
-            "{:<12} {:<4} {:>6} {:>11.1} {:>9.1} {:>8} {:>6} {:>6} {:>7} {:>6}",
+            "{:<12} {:<4} {:>6} {:>11.1} {:>9.1} {:>8} {:>6} {:>6} {:>6} {:>7} {:>6}",
             r.mix,
             if r.speculation { "on" } else { "off" },
             r.calls,
@@ -154,6 +165,7 @@ fn print(runs: &[Run]) {
             r.backend_calls,
             s.hits,
             s.joins,
+            s.reused,
             s.wasted,
             r.stale
         );
@@ -162,13 +174,16 @@ fn print(runs: &[Run]) {
     for pair in runs.chunks(2) {
         let [off, on] = pair else { continue };
         let served = on.stats.as_ref().map_or(0, |s| s.hits + s.joins);
+        let reused = on.stats.as_ref().map_or(0, |s| s.reused);
         println!(
-            "{}: waiting {:+.1}%, backend calls {:+.1}%, {} of {} calls served by speculation, stale results {}",
+            "{}: waiting {:+.1}%, backend calls {:+.1}%, {} of {} calls served by speculation \
+             ({} more from cached real reads), stale results {}",
             on.mix,
             pct(on.waited_ms, off.waited_ms),
             pct(on.backend_calls, off.backend_calls),
             served,
             on.calls,
+            reused,
             off.stale + on.stale
         );
     }

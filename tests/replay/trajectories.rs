@@ -13,11 +13,16 @@
 //! call that ran costs its modelled latency, a cache hit nothing, a join
 //! what it waited), which the machine's load does not move.
 //!
+//! Reads answered from a file an earlier real read left in the cache are
+//! reported apart from those served from prefetch, which they never count
+//! in.
+//!
 //! Wasted prefetches are counted from the backend, not from the host's own
 //! counters: a run that served no real call is wasted whether it expired,
 //! was evicted or was still cached when the session ended. With speculation
 //! on, the real calls that reached the backend are those of the run with it
-//! off less those served, so every other execution was a prefetch.
+//! off less those served (from prefetch or a cached real read), so every
+//! other execution was a prefetch.
 
 use std::path::PathBuf;
 
@@ -52,6 +57,9 @@ struct Totals {
     predictable_served: u64,
     predictable_served_pct: f64,
     reads_served: u64,
+    predictable_reused: u64,
+    predictable_reused_pct: f64,
+    reads_reused: u64,
     backend_off: u64,
     backend_on: u64,
     extra_backend_pct: f64,
@@ -75,7 +83,7 @@ fn pct(part: f64, whole: f64) -> f64 {
 /// Prefetch runs of the session with speculation on, and how many served
 /// no real call.
 fn prefetches(off: &Figures, on: &Figures) -> (u64, u64) {
-    let real = off.backend_calls.saturating_sub(on.served);
+    let real = off.backend_calls.saturating_sub(on.served + on.reused);
     let runs = on.backend_calls.saturating_sub(real);
     (runs, runs.saturating_sub(on.served))
 }
@@ -150,6 +158,8 @@ fn totals(sessions: &[Session]) -> Totals {
         t.predictable_reads += s.on.predictable;
         t.predictable_served += s.on.served_predictable;
         t.reads_served += s.on.served_reads;
+        t.predictable_reused += s.on.reused_predictable;
+        t.reads_reused += s.on.reused;
         t.backend_off += s.off.backend_calls;
         t.backend_on += s.on.backend_calls;
         t.prefetch_runs += runs;
@@ -165,6 +175,7 @@ fn totals(sessions: &[Session]) -> Totals {
         t.modelled_wait_on_s += s.on.modelled_wait_ms / 1000.0;
     }
     t.predictable_served_pct = pct(t.predictable_served as f64, t.predictable_reads as f64);
+    t.predictable_reused_pct = pct(t.predictable_reused as f64, t.predictable_reads as f64);
     t.extra_backend_pct = pct(t.backend_on as f64 - t.backend_off as f64, t.backend_off as f64);
     t.wait_change_pct = pct(t.wait_on_s - t.wait_off_s, t.wait_off_s);
     t.modelled_wait_change_pct = pct(
@@ -176,13 +187,14 @@ fn totals(sessions: &[Session]) -> Totals {
 
 fn print(sessions: &[Session], t: &Totals) {
     println!(
-        "{:<26} {:<18} {:>5} {:>5} {:>5} {:>7} {:>7} {:>7} {:>6} {:>6} {:>8} {:>8}",
+        "{:<26} {:<18} {:>5} {:>5} {:>5} {:>7} {:>6} {:>7} {:>7} {:>6} {:>6} {:>8} {:>8}",
         "trace",
         "model",
         "calls",
         "reads",
         "pred",
         "served",
+        "reused",
         "backend",
         "+calls",
         "wasted",
@@ -193,13 +205,14 @@ fn print(sessions: &[Session], t: &Totals) {
     for s in sessions {
         let (_, wasted) = prefetches(&s.off, &s.on);
         println!(
-            "{:<26} {:<18} {:>5} {:>5} {:>5} {:>7} {:>7} {:>6.1}% {:>6} {:>6} {:>7.2}s {:>7.2}s",
+            "{:<26} {:<18} {:>5} {:>5} {:>5} {:>7} {:>6} {:>7} {:>6.1}% {:>6} {:>6} {:>7.2}s {:>7.2}s",
             s.trace,
             s.model.rsplit('/').next().unwrap_or_default(),
             s.on.calls,
             s.on.reads,
             s.on.predictable,
             format!("{}/{}", s.on.served_predictable, s.on.served),
+            format!("{}/{}", s.on.reused_predictable, s.on.reused),
             s.on.backend_calls,
             pct(
                 s.on.backend_calls as f64 - s.off.backend_calls as f64,
@@ -212,7 +225,8 @@ fn print(sessions: &[Session], t: &Totals) {
         );
     }
     println!(
-        "(served: predictable reads served / all calls served from prefetch; wait: by the latency model)"
+        "(served: predictable reads served / all calls served from prefetch; reused: the same from a \
+         cached real read; wait: by the latency model)"
     );
     println!();
     println!(
@@ -222,6 +236,10 @@ fn print(sessions: &[Session], t: &Totals) {
     println!(
         "predictable reads served from prefetch: {} of {} ({:.1} %; target >= 60 %); all reads served: {} of {}",
         t.predictable_served, t.predictable_reads, t.predictable_served_pct, t.reads_served, t.reads
+    );
+    println!(
+        "served from a cached real read instead (not prefetch): {} predictable ({:.1} %), {} of all reads",
+        t.predictable_reused, t.predictable_reused_pct, t.reads_reused
     );
     println!(
         "backend calls: {} off, {} on ({:+.1} %; target <= +25 %)",

@@ -44,6 +44,7 @@ const KEYS: &[&str] = &[
     "connect_timeout_s",
     "enabled",
     "native",
+    "reread_changed",
     "hosts",
     "probability_floor",
     "max_in_flight",

@@ -191,12 +191,30 @@ struct Core {
     settings: speculation::Settings,
     /// Tools left out because another source owns their name.
     refused: Vec<Refusal>,
+    /// The files read that speculation follows, to read them again when
+    /// they change.
+    changes: Option<crate::tools::Changes>,
 }
 
 impl Toolhost {
     /// Merge the sources and enrich the listing, with default options.
     pub async fn new(sources: Sources) -> Result<Self, BuildError> {
         Self::with_options(sources, Options::default()).await
+    }
+
+    /// A host serving the native tools alone, with `speculation`: the
+    /// smallest embedding (and what the speculation tests and the replay of
+    /// agent trajectories run).
+    pub async fn native(native: NativeTools, speculation: speculation::Settings) -> Result<Self, BuildError> {
+        let sources = Sources {
+            native: Some(Arc::new(native)),
+            ..Sources::default()
+        };
+        let options = Options {
+            speculation,
+            ..Options::default()
+        };
+        Self::with_options(sources, options).await
     }
 
     /// Merge the sources, enrich the listing, layer the value models and
@@ -315,13 +333,17 @@ impl Toolhost {
             },
             None => Served::Run,
         };
-        let mut result = match served {
-            Served::Prefetched(answer) => answer,
-            Served::Run => match execute(&bound.backend, name, args, ctx).await {
-                Ok(result) => result,
-                Err(ToolError::Cancelled) => return Err(ToolError::Cancelled),
-                Err(e) => CallOutput::error(error_text(&e)),
-            },
+        let ran = match (served, engine) {
+            (Served::Prefetched(answer), _) => Ok(answer),
+            (Served::Run, Some(engine)) if engine.keeps(name) => {
+                prefetch::run_kept(engine, &bound.backend, name, args, ctx).await
+            }
+            (Served::Run, _) => execute(&bound.backend, name, args, ctx).await,
+        };
+        let mut result = match ran {
+            Ok(result) => result,
+            Err(ToolError::Cancelled) => return Err(ToolError::Cancelled),
+            Err(e) => CallOutput::error(error_text(&e)),
         };
         if let Some(engine) = engine {
             engine.invalidate_for(name);
@@ -491,6 +513,12 @@ impl Generation {
                 model.annotate(&mut tool.meta.annotations);
             }
         }
+        let spec = &options.speculation;
+        let watch = match &sources.native {
+            Some(native) if spec.enabled && spec.native && spec.reread_changed => prefetch::watch(native),
+            _ => None,
+        };
+        let (changes, changed) = watch.unzip();
         let core = Arc::new(Core {
             enrichers: enrichers.clone(),
             listing: Arc::new(listing),
@@ -498,6 +526,7 @@ impl Generation {
             models: Arc::new(models),
             settings: options.speculation.clone(),
             refused,
+            changes,
         });
         let speculation = options.speculation.enabled.then(|| {
             Arc::new(match previous {
@@ -510,6 +539,9 @@ impl Generation {
                 ),
             })
         });
+        if let (Some(engine), Some(changed)) = (&speculation, changed) {
+            prefetch::refresh(Arc::downgrade(engine), changed);
+        }
         Ok(Self { core, speculation })
     }
 }

@@ -19,19 +19,35 @@
 //! stamp, or the content's digest), so a change made behind the host's back
 //! (by the agent's own editor, even one that restores the mtime) is always
 //! seen, and a write through the host need not drop the other files' reads.
+//! A real native read that was not served runs the same way, whole, and
+//! leaves its file in the cache for the reads that follow
+//! ([`run_kept`]): the re-reads after the agent's edits elsewhere, or
+//! another slice of the same file, under the same freshness check.
+//! The directories of the files cached are watched
+//! ([`Changes`]), and a file held that changes behind the host's back (the
+//! agent's shell editing it) is read again ahead of the agent
+//! ([`refresh`], [`Engine::changed`]).
 //! The other native tools are cached under their path normalised too.
 
 use serde_json::{Map, Value};
 
-use std::sync::Arc;
+use std::collections::BTreeSet;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc;
 
 use super::{Backend, CallContext, Core, execute};
-use crate::output::CallOutput;
-use crate::speculation::Target;
+use crate::output::{CallOutput, ToolError};
 use crate::speculation::engine::BoxFuture;
 use crate::speculation::planner::DeclineReason;
 use crate::speculation::settings::hostname;
-use crate::tools::{FileText, NativeTools};
+use crate::speculation::{Engine, Target};
+use crate::tools::{Changes, FileText, NativeTools};
+
+/// How long the changes reported must pause before the files are read
+/// again: an edit is often several writes, or several edits in a row.
+const SETTLE: Duration = Duration::from_millis(30);
 
 /// A prefetched result, as the cache keeps it.
 #[derive(Clone)]
@@ -148,6 +164,14 @@ impl Target for Core {
         tool == "read" && matches!(self.tools.get(tool).map(|b| &b.backend), Some(Backend::Native(_)))
     }
 
+    fn follow(&self, tool: &str, output: &Prefetch) {
+        if let (Some(changes), Prefetch::File(file)) = (&self.changes, output)
+            && self.self_validating(tool)
+        {
+            changes.follow(&file.path());
+        }
+    }
+
     fn neighbours(&self, tool: &str) -> Vec<String> {
         let category = self.tools.get(tool).and_then(|b| b.category.as_deref());
         self.tools
@@ -156,6 +180,64 @@ impl Target for Core {
             .map(|(name, _)| name.clone())
             .collect()
     }
+}
+
+/// Run a real call the engine [keeps](Engine::keeps) the result of: a
+/// native read loads its file whole (after the same latency, so still one
+/// backend call) and answers its slice from it, as a direct read does; the
+/// engine keeps the file. Other backends run as usual.
+pub(super) async fn run_kept(
+    engine: &Engine<Core>,
+    backend: &Backend,
+    name: &str,
+    args: Map<String, Value>,
+    ctx: &CallContext,
+) -> Result<CallOutput, ToolError> {
+    let Backend::Native(native) = backend else {
+        return execute(backend, name, args, ctx).await;
+    };
+    if name != "read" {
+        return execute(backend, name, args, ctx).await;
+    }
+    let start = Instant::now();
+    let file = tokio::select! {
+        biased;
+        _ = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
+        file = native.load(&args) => file?,
+    };
+    let file = Prefetch::File(Arc::new(file));
+    Ok(engine.keep(name, &args, file, start.elapsed()))
+}
+
+/// A watch for the files below `native`'s root that change, if the system
+/// grants one (without, nothing is read again ahead of time).
+pub(super) fn watch(native: &NativeTools) -> Option<(Changes, mpsc::UnboundedReceiver<String>)> {
+    Changes::new(native.root())
+        .map_err(|e| tracing::debug!("files that change will not be read again ahead of time: {e}"))
+        .ok()
+}
+
+/// Tell `engine` of each file that changed, once the changes settle, until
+/// the watch or the engine is gone.
+pub(super) fn refresh(engine: Weak<Engine<Core>>, mut changed: mpsc::UnboundedReceiver<String>) {
+    tokio::spawn(async move {
+        while let Some(first) = changed.recv().await {
+            let mut paths = BTreeSet::from([first]);
+            while let Ok(next) = tokio::time::timeout(SETTLE, changed.recv()).await {
+                match next {
+                    Some(path) => paths.insert(path),
+                    None => return,
+                };
+            }
+            let Some(engine) = engine.upgrade() else {
+                return;
+            };
+            for path in paths {
+                let args = Map::from_iter([("path".to_owned(), Value::String(path))]);
+                engine.changed("read", args).await;
+            }
+        }
+    });
 }
 
 /// Whether `host` is one of `grants` (a plugin's HTTP grants), by host name.
@@ -170,21 +252,13 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::pipeline::{Options, Sources, Toolhost};
+    use crate::pipeline::Toolhost;
     use crate::speculation::Settings;
     use crate::tools::{Root, WebSettings};
 
     async fn host(root: &std::path::Path, speculation: Settings) -> Toolhost {
         let native = NativeTools::new(Root::new(root).unwrap(), WebSettings::default()).unwrap();
-        let sources = Sources {
-            native: Some(Arc::new(native)),
-            ..Sources::default()
-        };
-        let options = Options {
-            speculation,
-            ..Options::default()
-        };
-        Toolhost::with_options(sources, options).await.unwrap()
+        Toolhost::native(native, speculation).await.unwrap()
     }
 
     async fn call(host: &Toolhost, tool: &str, args: Value) -> CallOutput {

@@ -2,8 +2,12 @@
 //!
 //! Keyed by (tool, canonical arguments): the arguments a call has once the
 //! pipeline has prepared, validated and transformed them, with object keys
-//! sorted, so a real call finds the prefetch made for it. Only prefetches
-//! fill it; real calls only read it.
+//! sorted, so a real call finds the prefetch made for it. Prefetches fill
+//! it, and so may a real call whose result is checked against its source
+//! before every use ([`SpecCache::keep`]: a native read's whole file), for
+//! the calls that follow it; such an entry is told apart when it serves
+//! ([`Lookup::Kept`]), so what prefetching achieved is counted alone, and
+//! it is never wasted (nothing ran for it that would not have run anyway).
 //!
 //! - An entry lives for its value model's freshness TTL and is never served
 //!   after it.
@@ -95,6 +99,8 @@ enum Slot<V> {
         bytes: usize,
         expires: Instant,
         used: bool,
+        /// Left by a real call, not a prefetch.
+        kept: bool,
         last_use: u64,
     },
     InFlight {
@@ -119,6 +125,8 @@ pub struct SpecCache<V> {
 /// What a real call finds.
 pub enum Lookup<V> {
     Hit(Prefetched<V>),
+    /// What a real call before it left ([`SpecCache::keep`]).
+    Kept(Prefetched<V>),
     /// Its prefetch is running: wait for it with [`Join::wait`].
     Pending(Join<V>),
     Miss,
@@ -202,11 +210,19 @@ impl<V: Clone> SpecCache<V> {
                 Lookup::Miss
             }
             Some(Slot::Ready {
-                item, used, last_use, ..
+                item,
+                used,
+                kept,
+                last_use,
+                ..
             }) => {
                 *used = true;
                 *last_use = now;
-                Lookup::Hit(item.clone())
+                if *kept {
+                    Lookup::Kept(item.clone())
+                } else {
+                    Lookup::Hit(item.clone())
+                }
             }
             Some(Slot::InFlight { rx }) => Lookup::Pending(Join { rx: rx.clone() }),
             None => Lookup::Miss,
@@ -260,6 +276,7 @@ impl<V: Clone> SpecCache<V> {
             bytes,
             expires,
             used: false,
+            kept: false,
             last_use,
         };
         inner.slots.insert(ticket.key.clone(), slot);
@@ -267,6 +284,36 @@ impl<V: Clone> SpecCache<V> {
         inner.evict_to(self.max_bytes);
         drop(inner);
         let _ = ticket.tx.send(Some(item));
+    }
+
+    /// Keep a real call's result under `key` for `ttl`, for the calls that
+    /// follow; only for results checked against their source before each
+    /// use, since writers do not drop them. A prefetch running for `key`
+    /// is left to land (the real call did not join it, so it is newer only
+    /// if it began later, and either is checked when served).
+    pub fn keep(&self, key: Key, item: Prefetched<V>, bytes: usize, ttl: Duration) {
+        if bytes > self.max_bytes {
+            return;
+        }
+        let mut inner = self.lock();
+        inner.drop_abandoned(&key);
+        if matches!(inner.slots.get(&key), Some(Slot::InFlight { .. })) {
+            return;
+        }
+        inner.remove(&key);
+        inner.clock += 1;
+        let last_use = inner.clock;
+        let slot = Slot::Ready {
+            item,
+            bytes,
+            expires: Instant::now() + ttl,
+            used: true,
+            kept: true,
+            last_use,
+        };
+        inner.slots.insert(key, slot);
+        inner.bytes += bytes;
+        inner.evict_to(self.max_bytes);
     }
 
     /// Drop every entry of `tools` and discard their prefetches in flight.
@@ -284,6 +331,19 @@ impl<V: Clone> SpecCache<V> {
         for key in doomed {
             inner.remove(&key);
         }
+    }
+
+    /// What `key`'s entry holds, if one is ready and unexpired.
+    pub fn held(&self, key: &Key) -> Option<V> {
+        match self.lock().slots.get(key) {
+            Some(Slot::Ready { item, expires, .. }) if *expires > Instant::now() => Some(item.value.clone()),
+            _ => None,
+        }
+    }
+
+    /// Drop `key`'s entry, to fetch it again: wasted if nothing used it.
+    pub fn drop_entry(&self, key: &Key) {
+        self.lock().remove(key);
     }
 
     /// Drop `key`'s entry: what it holds is no longer current. Not counted
@@ -503,6 +563,36 @@ mod tests {
         ticket.arm();
         drop(ticket);
         assert_eq!(wasted(&counter), 1, "dispatched and failed: wasted");
+    }
+
+    #[test]
+    fn a_kept_real_result_is_told_apart_and_never_wasted() {
+        let (cache, counter) = cache(1 << 20);
+        let k = key("read", json!({"path": "a"}));
+        cache.keep(k.clone(), item("whole"), 5, Duration::from_secs(60));
+        assert_eq!(cache.unserved(), 0, "no prefetch waits to be served");
+        assert!(matches!(cache.lookup(&k), Lookup::Kept(p) if p.value == "whole"));
+        assert!(
+            cache.begin(k.clone()).is_none(),
+            "what is kept is not prefetched again"
+        );
+        // A newer real result replaces it.
+        cache.keep(k.clone(), item("newer"), 5, Duration::from_secs(60));
+        assert!(matches!(cache.lookup(&k), Lookup::Kept(p) if p.value == "newer"));
+        assert_eq!(cache.bytes(), 5);
+        cache.flush();
+        assert_eq!(wasted(&counter), 0);
+
+        // Expired like any entry; a prefetch running for the key is let be.
+        cache.keep(k.clone(), item("x"), 1, Duration::ZERO);
+        assert!(matches!(cache.lookup(&k), Lookup::Miss));
+        let mut running = cache.begin(k.clone()).unwrap();
+        running.arm();
+        cache.keep(k.clone(), item("real"), 1, Duration::from_secs(60));
+        assert!(matches!(cache.lookup(&k), Lookup::Pending(_)));
+        cache.complete(running, item("prefetched"), 1, Duration::from_secs(60));
+        assert!(matches!(cache.lookup(&k), Lookup::Hit(p) if p.value == "prefetched"));
+        assert_eq!(wasted(&counter), 0);
     }
 
     #[test]

@@ -20,6 +20,21 @@
 //! from the whole file prefetched, and a real call whose arguments map to a
 //! candidate offered credits that candidate's rank, whatever slice it asked.
 //!
+//! A real call that runs may fill the cache too ([`Engine::keeps`],
+//! [`Engine::keep`]), where its whole result is what a prefetch would have
+//! cached and is checked against its source before every use
+//! (`self_validating`: a native read's whole file): the re-reads and other
+//! slices that follow are answered from it, and counted apart from what
+//! prefetches served (`reused`).
+//!
+//! Such results may also be fetched again when their source changes behind
+//! the host's back (the agent's own edit of a file it read): the target
+//! follows the sources of the results it caches ([`Target::follow`]) and
+//! reports their changes ([`Engine::changed`]), and a changed result held
+//! is prefetched anew, judged like a follow-up under its own origin
+//! ([`CHANGED`]): agents that re-read what they edit keep it on, others
+//! turn it off.
+//!
 //! Invalidation: a call to a tool that may change anything drops the cached
 //! results of the tools its value model `invalidates`; one that names none
 //! drops those of its whole category, or everything if it has none (an
@@ -100,7 +115,19 @@ pub trait Target: Send + Sync + 'static {
     /// The tools a call to `tool` may have changed when its value model
     /// does not say: those of its category, or all of them.
     fn neighbours(&self, tool: &str) -> Vec<String>;
+
+    /// An output of `tool` is cached (prefetched, or kept from a real
+    /// call): the target may watch its source from now on and report a
+    /// change with [`Engine::changed`].
+    fn follow(&self, _tool: &str, _output: &Self::Output) {}
 }
+
+/// The origin a result fetched again after its source changed is learned
+/// under (no tool has this name).
+pub const CHANGED: &str = "(changed)";
+/// How likely a result held is to be asked again after its source changed,
+/// before anything is learned: agents mostly re-read what they edit.
+const CHANGED_PRIOR: f32 = 0.5;
 
 pub struct Engine<T: Target> {
     target: Arc<T>,
@@ -130,6 +157,13 @@ pub enum Served<V> {
     Prefetched(V),
     /// Not prefetched: run it.
     Run,
+}
+
+/// How a cached result was found.
+enum How {
+    Hit,
+    Kept,
+    Joined(Duration),
 }
 
 /// One candidate follow-up call.
@@ -190,14 +224,15 @@ impl<T: Target> Engine<T> {
         let key = Key::new(tool, &self.target.cache_args(tool, args));
         self.fanout.called(&key);
         let found = match self.cache.lookup(&key) {
-            Lookup::Hit(p) => Some((p, None)),
+            Lookup::Hit(p) => Some((p, How::Hit)),
+            Lookup::Kept(p) => Some((p, How::Kept)),
             Lookup::Pending(join) => {
                 let waited = Instant::now();
-                join.wait().await.map(|p| (p, Some(waited.elapsed())))
+                join.wait().await.map(|p| (p, How::Joined(waited.elapsed())))
             }
             Lookup::Miss => None,
         };
-        let Some((p, waited)) = found else {
+        let Some((p, how)) = found else {
             return Served::Run;
         };
         if !self.target.is_current(tool, args, &p.value) {
@@ -205,11 +240,78 @@ impl<T: Target> Engine<T> {
             self.metrics.stale();
             return Served::Run;
         }
-        match waited {
-            None => self.metrics.hit(p.took),
-            Some(waited) => self.metrics.join(p.took.saturating_sub(waited)),
+        match how {
+            How::Hit => self.metrics.hit(p.took),
+            How::Kept => self.metrics.reused(),
+            How::Joined(waited) => self.metrics.join(p.took.saturating_sub(waited)),
         }
         Served::Prefetched(self.target.answer(tool, args, &p.value))
+    }
+
+    /// Whether a real call of `tool` that was not served should be run for
+    /// its whole result and [kept](Engine::keep): only where that result is
+    /// checked against its source before each use, and the configuration
+    /// lets the tool be called ahead of time (the same switch).
+    pub fn keeps(&self, tool: &str) -> bool {
+        self.models.get(tool).is_some_and(|m| m.is_speculatable())
+            && self.target.self_validating(tool)
+            && self.target.may_prefetch(tool, None).is_ok()
+    }
+
+    /// A real call of `tool` (one [`Engine::keeps`]) ran and got `output`
+    /// in `took`: keep it for the calls that follow, and answer this one
+    /// from it.
+    pub fn keep(
+        &self,
+        tool: &str,
+        args: &Map<String, Value>,
+        output: T::Output,
+        took: Duration,
+    ) -> T::Answer {
+        let answer = self.target.answer(tool, args, &output);
+        let key = Key::new(tool, &self.target.cache_args(tool, args));
+        let bytes = T::size(&output);
+        self.target.follow(tool, &output);
+        let item = Prefetched { value: output, took };
+        self.cache.keep(key, item, bytes, self.ttl(tool));
+        answer
+    }
+
+    /// The source of `tool`'s result for `args` (a tool [`Engine::keeps`])
+    /// changed behind the host's back: if the cache holds that result, it
+    /// is dropped (wasted if no call used it) and fetched again ahead of the
+    /// next call, while that is [likely](FanOut::likely) for [`CHANGED`].
+    pub async fn changed(&self, tool: &str, args: Map<String, Value>) {
+        if !self.keeps(tool) {
+            return;
+        }
+        let key = Key::new(tool, &self.target.cache_args(tool, &args));
+        let Some(held) = self.cache.held(&key) else {
+            return;
+        };
+        if self.target.is_current(tool, &args, &held) {
+            return;
+        }
+        self.cache.drop_entry(&key);
+        let origin = Origin {
+            from: CHANGED.to_owned(),
+            to: tool.to_owned(),
+            rank: 0,
+        };
+        let candidate = Candidate {
+            tool: tool.to_owned(),
+            args,
+            origin,
+            prior: CHANGED_PRIOR,
+        };
+        self.dispatch(candidate).await;
+    }
+
+    fn ttl(&self, tool: &str) -> Duration {
+        self.models
+            .get(tool)
+            .and_then(|m| m.cost.freshness_ttl_s)
+            .map_or(self.settings.default_ttl(), |s| Duration::from_secs(s.into()))
     }
 
     /// Drop what a call to `tool` makes stale, if it may change anything.
@@ -328,11 +430,7 @@ impl<T: Target> Engine<T> {
             }
         };
         let key = Key::new(&c.tool, &self.target.cache_args(&c.tool, &args));
-        let ttl = self
-            .models
-            .get(&c.tool)
-            .and_then(|m| m.cost.freshness_ttl_s)
-            .map_or(self.settings.default_ttl(), |s| Duration::from_secs(s.into()));
+        let ttl = self.ttl(&c.tool);
         let likely = self
             .fanout
             .likely(&c.origin, c.prior, self.settings.probability_floor);
@@ -357,7 +455,10 @@ impl<T: Target> Engine<T> {
         let (target, cache, tool) = (self.target.clone(), self.cache.clone(), c.tool);
         let prefetch = async move {
             let start = Instant::now();
-            if let Ok(value) = target.execute(tool, args).await {
+            if let Ok(value) = target.execute(tool.clone(), args).await {
+                // Followed before it is served too: an agent often edits a
+                // file a listing showed it and only then reads it.
+                target.follow(&tool, &value);
                 let bytes = T::size(&value);
                 cache.complete(
                     ticket,
@@ -376,6 +477,9 @@ impl<T: Target> Engine<T> {
     pub fn stats(&self) -> Snapshot {
         self.cache.sweep();
         let prior = |from: &str, to: &str| {
+            if from == CHANGED {
+                return CHANGED_PRIOR;
+            }
             self.models
                 .get(from)
                 .and_then(|m| m.follow_ups.as_ref())
@@ -417,6 +521,8 @@ mod tests {
         executions: AtomicUsize,
         hold: Mutex<Option<Arc<Notify>>>,
         refuse: Mutex<Option<String>>,
+        /// Whether its reads are [`Target::self_validating`].
+        checked: bool,
     }
 
     impl Target for Files {
@@ -491,8 +597,8 @@ mod tests {
             vec!["read".into()]
         }
 
-        fn self_validating(&self, _tool: &str) -> bool {
-            false
+        fn self_validating(&self, tool: &str) -> bool {
+            self.checked && tool == "read"
         }
     }
 
@@ -760,6 +866,68 @@ mod tests {
         );
         let ranks = e.stats().ranks;
         assert_eq!((ranks[0].offered, ranks[0].used), (1, 1), "{ranks:?}");
+    }
+
+    #[tokio::test]
+    async fn a_kept_real_read_serves_the_reads_that_follow_counted_apart() {
+        let files = Arc::new(Files {
+            checked: true,
+            ..Files::default()
+        });
+        files
+            .content
+            .lock()
+            .unwrap()
+            .insert("a.rs".into(), "0123456".into());
+        let e = engine(files.clone(), Some(60));
+        assert!(e.keeps("read"));
+        assert!(!e.keeps("glob"), "its results are not checked against a source");
+        assert!(!e.keeps("write"));
+        assert!(matches!(e.serve("read", &slice("a.rs", 2)).await, Served::Run));
+        let whole = files.execute("read".into(), args("a.rs")).await.unwrap();
+        let answer = e.keep("read", &slice("a.rs", 2), whole, Duration::from_millis(5));
+        assert_eq!(answer, "23456", "the real call's own slice");
+        assert!(matches!(e.serve("read", &slice("a.rs", 4)).await, Served::Prefetched(s) if s == "456"));
+        // What is kept is not prefetched again.
+        glob(&e, &["a.rs"]).await;
+        assert_eq!(files.executions.load(Ordering::SeqCst), 1);
+        let stats = e.stats();
+        assert_eq!(
+            (stats.hits, stats.reused, stats.dispatched, stats.unserved),
+            (0, 1, 0, 0),
+            "not counted as served by prefetch"
+        );
+        // Changed behind the host's back: never served.
+        files.content.lock().unwrap().insert("a.rs".into(), "new".into());
+        assert!(matches!(e.serve("read", &args("a.rs")).await, Served::Run));
+        e.shutdown().await;
+        let stats = e.stats();
+        assert_eq!((stats.reused, stats.stale, stats.wasted), (1, 1, 0));
+    }
+
+    #[tokio::test]
+    async fn a_result_held_whose_source_changed_is_fetched_again_ahead() {
+        let files = Arc::new(Files {
+            checked: true,
+            ..Files::default()
+        });
+        files.content.lock().unwrap().insert("a.rs".into(), "old".into());
+        let e = engine(files.clone(), Some(60));
+        let whole = files.execute("read".into(), args("a.rs")).await.unwrap();
+        e.keep("read", &args("a.rs"), whole, Duration::from_millis(5));
+        // Reported but unchanged, or not held: nothing to fetch.
+        e.changed("read", args("a.rs")).await;
+        e.changed("read", args("other.rs")).await;
+        assert_eq!(files.executions.load(Ordering::SeqCst), 1);
+        files.content.lock().unwrap().insert("a.rs".into(), "new".into());
+        e.changed("read", args("a.rs")).await;
+        settle(&e).await;
+        assert_eq!(files.executions.load(Ordering::SeqCst), 2);
+        assert!(matches!(e.serve("read", &args("a.rs")).await, Served::Prefetched(s) if s == "new"));
+        let stats = e.stats();
+        assert_eq!((stats.dispatched, stats.hits, stats.stale), (1, 1, 0));
+        let rank = stats.ranks.iter().find(|r| r.from == CHANGED).unwrap();
+        assert_eq!((rank.offered, rank.used), (1, 1));
     }
 
     #[tokio::test]

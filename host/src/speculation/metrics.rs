@@ -1,6 +1,8 @@
 //! Counters of what speculation did, for `toolhost stats` and the server's
 //! logs: prefetches dispatched, real calls served from the cache (hits) or
-//! by joining a prefetch in flight (joins), prefetches wasted (never served:
+//! by joining a prefetch in flight (joins), or from what an earlier real
+//! call of theirs left in the cache (reused: counted apart, since no
+//! prefetch earned it), prefetches wasted (never served:
 //! see `cache`), those not served yet, results not served because they
 //! were stale, declines by reason, the time hits and joins saved, and the
 //! learned fan-out.
@@ -20,6 +22,7 @@ pub struct Metrics {
     dispatched: AtomicU64,
     hits: AtomicU64,
     joins: AtomicU64,
+    reused: AtomicU64,
     saved_us: AtomicU64,
     stale: AtomicU64,
     /// Shared with the caches, which count what they waste.
@@ -33,6 +36,11 @@ pub struct Snapshot {
     pub dispatched: u64,
     pub hits: u64,
     pub joins: u64,
+    /// Real calls answered from what an earlier real call left in the
+    /// cache (a re-read, or another slice, of a file read whole before);
+    /// not counted in `hits`.
+    #[serde(default)]
+    pub reused: u64,
     /// Prefetches never served: dropped unused (expired, evicted,
     /// invalidated, or held when the session ended) or that stored nothing.
     pub wasted: u64,
@@ -79,6 +87,11 @@ impl Metrics {
             .fetch_add(saved.as_micros() as u64, Ordering::Relaxed);
     }
 
+    /// A real call answered from what an earlier real call left.
+    pub fn reused(&self) {
+        self.reused.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// The counter the caches count their waste into.
     pub fn wasted_counter(&self) -> Arc<AtomicU64> {
         self.wasted.clone()
@@ -103,6 +116,7 @@ impl Metrics {
             dispatched: self.dispatched.load(Ordering::Relaxed),
             hits: self.hits.load(Ordering::Relaxed),
             joins: self.joins.load(Ordering::Relaxed),
+            reused: self.reused.load(Ordering::Relaxed),
             wasted: self.wasted.load(Ordering::Relaxed),
             unserved,
             stale: self.stale.load(Ordering::Relaxed),

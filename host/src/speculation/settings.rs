@@ -8,6 +8,7 @@
 //! comes from the enrichers' `rate-limit-host` or the value model, and must
 //! be one the tool's plugin is granted), and each upstream MCP server by its
 //! own `speculate` key. Hosts are compared by name ([`hostname`]).
+//! `reread_changed` reads a cached file again when the agent edits it.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -23,6 +24,10 @@ pub struct Settings {
     pub enabled: bool,
     /// Prefetch the native local tools (read, glob, grep, ls).
     pub native: bool,
+    /// With `native`: read a file the cache holds again, ahead of the
+    /// agent, when it changes behind the host's back (a watch on its
+    /// directory sees the agent's own edits).
+    pub reread_changed: bool,
     /// Network hosts whose tools may be prefetched; `"*"` allows any.
     pub hosts: Vec<String>,
     /// Follow-ups less likely than this are not made.
@@ -49,6 +54,7 @@ impl Default for Settings {
         Self {
             enabled: true,
             native: true,
+            reread_changed: true,
             hosts: Vec::new(),
             probability_floor: PlannerOptions::default().min_probability,
             budget_tokens: PlannerOptions::default().budget_tokens,

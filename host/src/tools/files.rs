@@ -31,6 +31,11 @@ impl FileText {
         self.text.len()
     }
 
+    /// Its path relative to the root, as results give it.
+    pub fn path(&self) -> String {
+        Root::display(&self.rel)
+    }
+
     /// Whether the file on disk is still the one loaded.
     pub fn is_current(&self, root: &Root) -> bool {
         self.seen.still(root, &self.rel)

@@ -10,6 +10,7 @@
 //! schemas and execution; validation against the schema, hooks and
 //! cancellation belong to the call pipeline.
 
+mod changes;
 mod files;
 mod fresh;
 mod root;
@@ -24,6 +25,7 @@ use serde_json::{Map, Value, json};
 
 use crate::catalog::{Annotations, ToolMeta, ToolSpec};
 use crate::output::{Block, CallOutput, ToolError};
+pub use changes::Changes;
 pub use files::FileText;
 pub use root::Root;
 pub use web::WebSettings;

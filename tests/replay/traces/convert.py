@@ -16,7 +16,8 @@ writes NAME.json beside this script:
         {"delete": PATH}]}
 
 Mapping (the agent's shell is stateless: each step starts at the repo root):
-- cat F, sed -n 'A,Bp' F, nl -ba F | sed -n 'A,Bp', head/tail -n N F
+- cat F, sed -n 'A,Bp' F, nl -ba F | sed -n 'A,Bp', cat F | sed -n 'A,Bp',
+  head/tail -n N F
   and SWE-agent's open/goto/scroll_* (the 100-line window it showed)
   -> read {path, offset, limit};
 - grep/rg PATTERN [PATH] (BRE or -E or -F, -i, --include) and SWE-agent's
@@ -332,6 +333,14 @@ class Converter:
                     self.bash(more)
             return
         cmd = strip_here_documents(cmd)
+        # A line that starts with an operator is a syntax error: the shell
+        # runs what came before it and nothing from there on.
+        lines = cmd.split("\n")
+        for i, line in enumerate(lines):
+            if i > 0 and re.match(r"^\s*(&&|\|\||\||;)", line):
+                cmd = "\n".join(lines[:i])
+                self.skip("syntax error")
+                break
         here = ""
         # A command of several lines runs each line in turn; a line that is
         # only a comment runs nothing.
@@ -354,6 +363,8 @@ class Converter:
             self.grep(argv[1] + [first[1]], here)
         elif prog == "cat" and len(first) == 2 and argv[1][0] in ("head", "tail"):
             self.head_tail(argv[1] + [first[1]], here)
+        elif prog == "cat" and len(first) == 2 and argv[1][0] == "sed" and "-n" in argv[1]:
+            self.sed_print(argv[1][1:] + [first[1]], here)
         elif prog == "nl" and len(argv) == 2 and argv[1][0] == "sed":
             self.sed_print(argv[1][1:] + [first[-1]], here)
         elif prog == "sed" and "-i" in first:
@@ -441,7 +452,7 @@ class Converter:
                     self.write(rel, f.read())
 
     def grep(self, argv, here):
-        flags, rest, include = set(), [], None
+        flags, rest, include, given = set(), [], None, []
         i = 1
         # GNU grep takes options anywhere before a `--`, after the pattern too.
         while i < len(argv):
@@ -465,21 +476,27 @@ class Converter:
                 if cluster[-1:] in ("A", "B", "C", "m") and cluster == a[1:]:
                     i += 1
                 elif cluster[-1:] == "e":
-                    rest.append(argv[i + 1])
+                    given.append(argv[i + 1])
                     i += 1
             else:
                 rest.append(a)
             i += 1
-        if not rest:
+        # Patterns given with -e (any number: a line matching any of them
+        # matches) leave every other word a path.
+        if given:
+            raws, paths = given, rest or ["."]
+        elif rest:
+            raws, paths = rest[:1], rest[1:] or ["."]
+        else:
             self.skip("grep")
             return
-        raw, paths = rest[0], rest[1:] or ["."]
         if argv[0] == "rg" or "E" in flags or argv[0] == "egrep" or "P" in flags:
-            pattern = ere_to_regex(raw)
+            patterns = [ere_to_regex(r) for r in raws]
         elif "F" in flags:
-            pattern = re.escape(raw)
+            patterns = [re.escape(r) for r in raws]
         else:
-            pattern = bre_to_regex(raw)
+            patterns = [bre_to_regex(r) for r in raws]
+        pattern = patterns[0] if len(patterns) == 1 else "|".join(f"(?:{p})" for p in patterns)
         for p in paths:
             self.call(
                 "grep",
