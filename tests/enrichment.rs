@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 use toolhost::catalog::{ToolSpec, base_catalog, base_tool};
-use toolhost::config::Config;
+use toolhost_cli::config::Config;
 use toolhost::enrich::{Enrichers, Owner};
 use toolhost::schema::Action;
 use toolhost::value_model::{Layer, SideEffect, ValueClass};

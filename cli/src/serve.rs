@@ -1,5 +1,5 @@
 //! `toolhost serve`, `toolhost call` and `toolhost stats`: the command-line
-//! edges of the pipeline. Building the host is `toolhost::setup`; the protocol is
+//! edges of the pipeline. Building the host is `crate::setup`; the protocol is
 //! `toolhost::mcp`.
 
 use std::io::IsTerminal;
@@ -12,11 +12,12 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use toolhost::auth::HttpAccess;
 use toolhost::client_log::ClientLog;
-use toolhost::config::Config;
+use crate::config::Config;
 use toolhost::pipeline::{CallContext, error_text};
 use toolhost::plugin::Runtime;
-use toolhost::watch::PluginWatch;
-use toolhost::{mcp, render, setup, stats};
+use crate::watch::PluginWatch;
+use crate::{render, setup, stats};
+use toolhost::mcp;
 
 /// How `serve` meets its clients.
 pub struct Front {
@@ -88,7 +89,7 @@ pub async fn serve(
     reporter.abort();
     host.shutdown().await;
     if let Some(last) = host.stats() {
-        tracing::info!(target: "toolhost::stats", "{}", stats::summary(&last));
+        tracing::info!(target: "crate::stats", "{}", stats::summary(&last));
         if let Some(path) = &stats_file {
             stats::write(path, &last)?;
         }

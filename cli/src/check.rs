@@ -16,10 +16,10 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::catalog::{ToolSpec, base_catalog};
+use toolhost::catalog::{ToolSpec, base_catalog};
 use crate::expect::Expectations;
-use crate::plugin::{Plugin, Runtime};
-use crate::schema::ToolSchema;
+use toolhost::plugin::{Plugin, Runtime};
+use toolhost::schema::ToolSchema;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -86,7 +86,7 @@ pub async fn check(
     runtime: &Runtime,
     path: &Path,
     expect: Option<&Expectations>,
-) -> Result<Report, crate::plugin::LoadError> {
+) -> Result<Report, toolhost::plugin::LoadError> {
     let plugin = runtime.load_file(path).await?;
     let mut f = Findings(Vec::new());
     f.add(
@@ -334,7 +334,7 @@ async fn check_transform(plugin: &Plugin, tool: &str, args: Map<String, Value>, 
             "two calls with the same arguments gave different results",
             Some(took),
         ),
-        (Err(crate::plugin::PluginError::Rejected { message, .. }), _) => f.add(
+        (Err(toolhost::plugin::PluginError::Rejected { message, .. }), _) => f.add(
             name,
             Verdict::Pass,
             format!("refused sample arguments: {message}"),
@@ -367,7 +367,7 @@ fn sample_args(schema: &ToolSchema) -> Map<String, Value> {
         .collect()
 }
 
-fn value_model_issues(model: &crate::value_model::ValueModel) -> Vec<String> {
+fn value_model_issues(model: &toolhost::value_model::ValueModel) -> Vec<String> {
     let mut issues = Vec::new();
     if model.cost.typical_kb.is_some_and(|kb| kb.is_nan() || kb < 0.0) {
         issues.push("typical_kb must be a non-negative number".into());
@@ -409,7 +409,7 @@ async fn check_tools(plugin: &Plugin, f: &mut Findings) {
             Ok(_) => f.add(format!("schema {}", tool.name), Verdict::Pass, "valid", None),
             Err(e) => f.add(format!("schema {}", tool.name), Verdict::Fail, e, None),
         }
-        if tool.hooks.contains(crate::plugin::Hooks::RENDER_CALL) {
+        if tool.hooks.contains(toolhost::plugin::Hooks::RENDER_CALL) {
             let start = Instant::now();
             match plugin.render_call(&tool.name, &json!({}), 80).await {
                 Ok(text) => f.add(

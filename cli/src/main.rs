@@ -8,18 +8,17 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use serde_json::json;
 use toolhost::catalog::base_tool;
-use toolhost::check::{self, Verdict};
+use toolhost_cli::check::{self, Verdict};
 use toolhost::client_log::ClientLog;
-use toolhost::config::Config;
+use toolhost_cli::config::Config;
 use toolhost::enrich::{EnrichedTool, Enrichers, Listing, Owner};
-use toolhost::expect::Expectations;
+use toolhost_cli::expect::Expectations;
 use toolhost::ownership::{self, Refusal};
 use toolhost::pipeline::Toolhost;
 use toolhost::plugin::{LoadReport, Runtime, RuntimeOptions, tracing_sink};
-use toolhost::setup;
+use toolhost_cli::setup;
 use toolhost::value_model::ValueModels;
 
-mod serve;
 
 #[derive(Parser)]
 #[command(
@@ -73,7 +72,7 @@ enum Command {
         file: PathBuf,
         #[arg(long)]
         json: bool,
-        /// The vendor's golden cases (TOML; format in `toolhost::expect`).
+        /// The vendor's golden cases (TOML; its format is in the README).
         #[arg(long, value_name = "FILE")]
         expect: Option<PathBuf>,
     },
@@ -81,7 +80,7 @@ enum Command {
     New {
         name: String,
         #[arg(long, value_enum)]
-        lang: toolhost::scaffold::Lang,
+        lang: toolhost_cli::scaffold::Lang,
         /// Where to create it (default: the current directory).
         #[arg(long, default_value = ".")]
         dir: PathBuf,
@@ -123,7 +122,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let filter = match cli.verbose {
-        0 => "warn,toolhost::stats=info,toolhost::watch=info",
+        0 => "warn,toolhost_cli::stats=info,toolhost_cli::watch=info",
         // rmcp logs whole messages at info (an upstream's log lines, before
         // their secrets are redacted) and wasmtime-wasi a guest's stdout
         // bytes at debug (before the plugin's secrets are): both kept quiet.
@@ -173,19 +172,19 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             watch,
             insecure,
         } => {
-            let front = serve::Front {
+            let front = toolhost_cli::serve::Front {
                 http,
                 insecure,
                 log: client_log,
             };
-            serve::serve(&runtime, &config, plugin_dir.as_deref(), front, watch).await
+            toolhost_cli::serve::serve(&runtime, &config, plugin_dir.as_deref(), front, watch).await
         }
         Command::Call { tool, args, json } => {
-            serve::call(&runtime, &config, plugin_dir.as_deref(), &tool, &args, json).await
+            toolhost_cli::serve::call(&runtime, &config, plugin_dir.as_deref(), &tool, &args, json).await
         }
-        Command::Stats { json } => serve::stats(&config, json),
+        Command::Stats { json } => toolhost_cli::serve::stats(&config, json),
         Command::New { name, lang, dir } => {
-            let dir = toolhost::scaffold::scaffold(&dir, &name, lang)?;
+            let dir = toolhost_cli::scaffold::scaffold(&dir, &name, lang)?;
             println!("created {0}: build it with `make -C {0}`", dir.display());
             Ok(ExitCode::SUCCESS)
         }
