@@ -10,14 +10,16 @@
 //! are called with empty arguments. A vendor's own golden cases
 //! (`--expect FILE`) are `expect`'s.
 
+use std::io::Write;
 use std::path::Path;
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use toolhost::catalog::{ToolSpec, base_catalog};
 use crate::expect::Expectations;
+use toolhost::catalog::{ToolSpec, base_catalog};
 use toolhost::plugin::{Plugin, Runtime};
 use toolhost::schema::ToolSchema;
 
@@ -427,4 +429,61 @@ async fn check_tools(plugin: &Plugin, f: &mut Findings) {
             }
         }
     }
+}
+
+/// The verb: print the report (or its JSON); exit 1 when a check failed.
+pub async fn run(
+    runtime: &Runtime,
+    file: &Path,
+    as_json: bool,
+    expect: Option<&Path>,
+) -> anyhow::Result<ExitCode> {
+    let expectations = expect.map(Expectations::read).transpose()?;
+    let report = check(runtime, file, expectations.as_ref())
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut out = std::io::stdout().lock();
+    if as_json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+    } else {
+        writeln!(
+            out,
+            "{} ({}, {} KB, loaded in {:.1} ms)",
+            report.plugin,
+            report.world,
+            report.size_bytes / 1000,
+            report.load_ms
+        )?;
+        if let Some(us) = report.instantiate_us {
+            writeln!(out, "  fresh instance: {us} µs")?;
+        }
+        for f in &report.findings {
+            let mark = match f.verdict {
+                Verdict::Pass => "ok  ",
+                Verdict::Warn => "warn",
+                Verdict::Fail => "FAIL",
+            };
+            let took = f.micros.map(|us| format!(" ({us} µs)")).unwrap_or_default();
+            writeln!(out, "  {mark} {}{took}: {}", f.check, f.detail)?;
+        }
+        let failed = report
+            .findings
+            .iter()
+            .filter(|f| f.verdict == Verdict::Fail)
+            .count();
+        writeln!(
+            out,
+            "{}",
+            if failed == 0 {
+                "passed".to_owned()
+            } else {
+                format!("{failed} checks failed")
+            }
+        )?;
+    }
+    Ok(if report.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

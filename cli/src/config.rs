@@ -200,7 +200,7 @@ mod tests {
             panic!("not an HTTP upstream: {:?}", config.upstream[0]);
         };
         assert_eq!(url, "http://127.0.0.1:9/mcp");
-        assert_eq!(headers[&http::header::AUTHORIZATION], "Bearer s3cret");
+        assert_eq!(headers["authorization"], "Bearer s3cret");
         assert!(
             !format!("{config:?}").contains("s3cret"),
             "a header value was logged"

@@ -1,23 +1,20 @@
-//! `toolhost serve`, `toolhost call` and `toolhost stats`: the command-line
-//! edges of the pipeline. Building the host is `crate::setup`; the protocol is
-//! `toolhost::mcp`.
+//! `toolhost serve`: the pipeline served over MCP, on stdio or streamable
+//! HTTP, with the plugin directory watched on request. Building the host is
+//! `crate::setup`; the protocol is `toolhost::mcp`.
 
-use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::{Context, Result, bail};
-use serde_json::{Value, json};
+use crate::config::Config;
+use crate::watch::PluginWatch;
+use crate::{setup, stats};
+use anyhow::{Result, bail};
 use toolhost::auth::HttpAccess;
 use toolhost::client_log::ClientLog;
-use crate::config::Config;
-use toolhost::pipeline::{CallContext, error_text};
-use toolhost::plugin::Runtime;
-use crate::watch::PluginWatch;
-use crate::{render, setup, stats};
 use toolhost::mcp;
+use toolhost::plugin::Runtime;
 
 /// How `serve` meets its clients.
 pub struct Front {
@@ -95,77 +92,5 @@ pub async fn serve(
         }
     }
     served?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Exit status 1 when the call failed, 0 when it ran (even with `isError`
-/// set by the tool, which is in the output). JSON unless stdout is a
-/// terminal and `--json` is not given: scripts that pipe it get JSON.
-pub async fn call(
-    runtime: &Runtime,
-    config: &Config,
-    plugins: Option<&Path>,
-    tool: &str,
-    args: &str,
-    as_json: bool,
-) -> Result<ExitCode> {
-    let args: Value = serde_json::from_str(args).context("the arguments are not JSON")?;
-    let width = (!as_json && std::io::stdout().is_terminal()).then(terminal_width);
-    let (host, errors) = setup::build(runtime, config, plugins).await?;
-    for error in &errors {
-        eprintln!("error: {error}");
-    }
-    let ctx = CallContext::new("cli-1");
-    let cancel = ctx.cancel.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            cancel.cancel();
-        }
-    });
-    if let Some(width) = width {
-        println!("{}", render::call_view(&host, tool, &args, width).await);
-        let (view, code) = match host.call_tool(tool, args, &ctx).await {
-            Ok(out) => (
-                render::result_view(&host, tool, &out, width).await,
-                ExitCode::SUCCESS,
-            ),
-            Err(e) => (format!("error: {}", error_text(&e)), ExitCode::FAILURE),
-        };
-        println!("{view}");
-        return Ok(code);
-    }
-    let (value, code) = match host.call_tool(tool, args, &ctx).await {
-        Ok(out) => (
-            json!({"content": out.text(), "structured": out.structured(), "details": out.details, "isError": out.is_error}),
-            ExitCode::SUCCESS,
-        ),
-        Err(e) => (
-            json!({"error": error_text(&e), "isError": true}),
-            ExitCode::FAILURE,
-        ),
-    };
-    println!("{}", serde_json::to_string_pretty(&value)?);
-    Ok(code)
-}
-
-/// The columns of the terminal on stdout; 80 if it does not say.
-fn terminal_width() -> u32 {
-    terminal_size::terminal_size()
-        .map(|(w, _)| u32::from(w.0))
-        .filter(|&w| w > 0)
-        .unwrap_or(80)
-}
-
-/// Print what the last server recorded of speculation.
-pub fn stats(config: &Config, as_json: bool) -> Result<ExitCode> {
-    let path = config
-        .stats_file()
-        .context("no statistics file: set [speculation] stats_file or enable the cache directory")?;
-    let recorded = stats::read(&path)?;
-    if as_json {
-        println!("{}", serde_json::to_string_pretty(&recorded)?);
-    } else {
-        print!("{}", stats::render(&recorded));
-    }
     Ok(ExitCode::SUCCESS)
 }

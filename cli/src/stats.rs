@@ -9,13 +9,17 @@
 //! `[speculation] stats_file` to keep them apart.
 
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use toolhost::pipeline::Toolhost;
 use toolhost::speculation::Snapshot;
+
+use crate::config::Config;
 
 /// How often a running server looks for new figures.
 pub const INTERVAL: Duration = Duration::from_secs(5);
@@ -149,6 +153,20 @@ pub fn spawn_reporter(host: Arc<Toolhost>, path: Option<PathBuf>) -> tokio::task
             last = Some(now);
         }
     })
+}
+
+/// Print what the last server recorded of speculation.
+pub fn run(config: &Config, as_json: bool) -> Result<ExitCode> {
+    let path = config
+        .stats_file()
+        .context("no statistics file: set [speculation] stats_file or enable the cache directory")?;
+    let recorded = read(&path)?;
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&recorded)?);
+    } else {
+        print!("{}", render(&recorded));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]

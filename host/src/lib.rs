@@ -18,8 +18,9 @@
 //!   kind), and their conversions to and from rmcp's.
 //! - [`pipeline`]: the call pipeline and [`pipeline::Toolhost`], the library API.
 //! - [`prompt`]: the system-prompt sections of the listed tools.
-//! - [`mcp`]: the MCP server front.
-//! - [`auth`]: who may call the MCP endpoint over HTTP (bearer token, OAuth).
+//! - [`mcp`]: the MCP server front (feature `mcp-server`, on by default).
+//! - [`auth`]: who may call the MCP endpoint over HTTP (bearer token, OAuth;
+//!   feature `mcp-server`).
 //! - [`client_log`]: plugin and upstream log lines sent to MCP clients.
 //! - [`gateway`]: upstream servers' prompts, resources, completions and
 //!   instructions, routed for the MCP front.
@@ -32,6 +33,7 @@
 //! The WIT contract the plugins implement is in `wit/` at the repository root.
 
 pub mod atomic_file;
+#[cfg(feature = "mcp-server")]
 pub mod auth;
 pub mod bounds;
 pub mod catalog;
@@ -41,6 +43,7 @@ pub mod enrich;
 pub mod fuzzing;
 pub mod gateway;
 pub mod http_client;
+#[cfg(feature = "mcp-server")]
 pub mod mcp;
 pub mod output;
 pub mod ownership;

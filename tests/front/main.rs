@@ -23,9 +23,9 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
-use toolhost_cli::config::Config;
 use toolhost::pipeline::CallContext;
 use toolhost::plugin::{Runtime, RuntimeOptions};
+use toolhost_cli::config::Config;
 use toolhost_tests::{everything_server, guest, reference};
 
 #[derive(Parser)]
