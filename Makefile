@@ -33,7 +33,7 @@ plugins: setup
 	@echo "plugins in $(PLUGIN_DIR): $$(ls $(PLUGIN_DIR) | tr '\n' ' ')"
 
 host:
-	$(CARGO) build --release --locked -p toolhost
+	$(CARGO) build --release --locked -p toolhost-cli
 
 ## The main job: load the bundled plugins and show what they do to the tools.
 run: host plugins

@@ -4,10 +4,10 @@
 
 use serde_json::{Value, json};
 use toolhost::catalog::{ToolSpec, base_catalog, base_tool};
-use toolhost::config::Config;
 use toolhost::enrich::{Enrichers, Owner};
 use toolhost::schema::Action;
 use toolhost::value_model::{Layer, SideEffect, ValueClass};
+use toolhost_cli::config::Config;
 use toolhost_tests::{plugin_dir, runtime};
 
 async fn enrichers(entries: &[(&str, &str, Option<&str>)]) -> (Enrichers, tempfile::TempDir) {

@@ -10,11 +10,11 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 use toolhost::catalog::{base_catalog, base_tool};
-use toolhost::check::{Verdict, check};
 use toolhost::enrich::{EnrichedTool, Enrichers};
 use toolhost::plugin::{Plugin, PluginError};
 use toolhost::schema::ToolSchema;
 use toolhost::value_model::{SideEffect, ValueClass};
+use toolhost_cli::check::{Verdict, check};
 use toolhost_tests::{plugin_dir, runtime};
 
 #[path = "providers/end_to_end.rs"]

@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use toolhost::check;
-use toolhost::scaffold::{Lang, scaffold};
+use toolhost_cli::check;
+use toolhost_cli::scaffold::{Lang, scaffold};
 use toolhost_tests::runtime;
 
 fn repo() -> PathBuf {

@@ -1,12 +1,13 @@
 //! What the property tests of the plugin and user boundary share (test
-//! builds only): the case budget and generators of hostile input.
+//! builds, and the `fuzzing` feature for the CLI crate's tests): the case
+//! budget and generators of hostile input.
 //!
 //! The fuzz tests live beside what they test (`schema::fuzz`,
-//! `pipeline::validate::fuzz`, `plugin::manifest::fuzz`, `config::fuzz`,
-//! `mcp::fuzz`). `make test` runs a bounded pass, each test with its own
+//! `pipeline::validate::fuzz`, `plugin::manifest::fuzz`, `mcp::fuzz`, and
+//! the CLI's `config::fuzz`). `make test` runs a bounded pass, each test with its own
 //! case count; `PROPTEST_CASES=N` runs N cases of each instead, for a
 //! longer hunt. Failures proptest finds are kept as regression inputs in
-//! `host/proptest-regressions/` and replayed first on every run.
+//! `proptest-regressions/` of each crate and replayed first on every run.
 
 use proptest::prelude::*;
 use serde_json::{Map, Value};

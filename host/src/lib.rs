@@ -18,49 +18,39 @@
 //!   kind), and their conversions to and from rmcp's.
 //! - [`pipeline`]: the call pipeline and [`pipeline::Toolhost`], the library API.
 //! - [`prompt`]: the system-prompt sections of the listed tools.
-//! - [`mcp`]: the MCP server front.
-//! - [`auth`]: who may call the MCP endpoint over HTTP (bearer token, OAuth).
+//! - [`mcp`]: the MCP server front (feature `mcp-server`, on by default).
+//! - [`auth`]: who may call the MCP endpoint over HTTP (bearer token, OAuth;
+//!   feature `mcp-server`).
 //! - [`client_log`]: plugin and upstream log lines sent to MCP clients.
 //! - [`gateway`]: upstream servers' prompts, resources, completions and
 //!   instructions, routed for the MCP front.
-//! - [`render`]: terminal views of a call and its result (`toolhost call`).
-//! - [`setup`]: a [`pipeline::Toolhost`] built from the configuration.
-//! - [`watch`]: the plugin directory reloaded while serving (`serve --watch`).
-//! - [`config`]: the user's configuration file, `toolhost.toml`.
 //! - [`http_client`]: the HTTP client stack (reqwest on rustls with ring).
 //! - [`atomic_file`]: replacing a file whole (write, edit, statistics).
-//! - [`stats`]: speculation figures on disk and in the log (`toolhost stats`).
-//! - [`check`]: `toolhost check`, the generic checks of one plugin.
-//! - [`expect`]: `toolhost check --expect`, a vendor's golden cases.
-//! - [`scaffold`]: `toolhost new`, plugin templates in five languages.
+//!
+//! The command line (`toolhost serve`, `call`, `check`, `new`, `stats`) and
+//! the configuration file are the `toolhost-cli` crate, built on this one.
 //!
 //! The WIT contract the plugins implement is in `wit/` at the repository root.
 
 pub mod atomic_file;
+#[cfg(feature = "mcp-server")]
 pub mod auth;
 pub mod bounds;
 pub mod catalog;
-pub mod check;
 pub mod client_log;
-pub mod config;
 pub mod enrich;
-pub mod expect;
-#[cfg(test)]
-mod fuzzing;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzzing;
 pub mod gateway;
 pub mod http_client;
+#[cfg(feature = "mcp-server")]
 pub mod mcp;
 pub mod output;
 pub mod ownership;
 pub mod pipeline;
 pub mod plugin;
 pub mod prompt;
-pub mod render;
-pub mod scaffold;
 pub mod schema;
-pub mod setup;
 pub mod speculation;
-pub mod stats;
 pub mod tools;
 pub mod value_model;
-pub mod watch;

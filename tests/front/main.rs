@@ -23,9 +23,9 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
-use toolhost::config::Config;
 use toolhost::pipeline::CallContext;
 use toolhost::plugin::{Runtime, RuntimeOptions};
+use toolhost_cli::config::Config;
 use toolhost_tests::{everything_server, guest, reference};
 
 #[derive(Parser)]
@@ -255,7 +255,7 @@ async fn many_sessions(url: &str, sessions: usize, calls: usize) -> Result<Figur
 async fn direct(workspace: &Workspace, n: usize) -> Result<Figures> {
     let config = Config::read(&workspace.config())?;
     let runtime = Runtime::new(RuntimeOptions::default())?;
-    let (host, errors) = toolhost::setup::build(&runtime, &config, None).await?;
+    let (host, errors) = toolhost_cli::setup::build(&runtime, &config, None).await?;
     if !errors.is_empty() {
         bail!("{errors:?}");
     }

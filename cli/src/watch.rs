@@ -30,8 +30,8 @@ use notify::event::{AccessKind, AccessMode};
 use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
-use crate::pipeline::Toolhost;
-use crate::plugin::Runtime;
+use toolhost::pipeline::Toolhost;
+use toolhost::plugin::Runtime;
 
 /// How long the directory must be quiet before it is reloaded.
 pub const SETTLE: Duration = Duration::from_millis(300);

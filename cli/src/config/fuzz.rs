@@ -6,7 +6,7 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::fuzzing::{config, toml_text};
+use toolhost::fuzzing::{config, toml_text};
 
 const HEADERS: &[&str] = &[
     "[web]",

@@ -2,20 +2,24 @@
 //! keeps up to date for `toolhost stats`, the one-line summary it logs, and
 //! the human rendering of both.
 //!
-//! The file is rewritten whole ([`crate::atomic_file`], so a reader never
+//! The file is rewritten whole ([`toolhost::atomic_file`], so a reader never
 //! sees half of it) whenever the figures change, at most every
 //! [`INTERVAL`], and once more when the server stops. With several servers
 //! sharing one file the last writer wins; give each its own
 //! `[speculation] stats_file` to keep them apart.
 
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::pipeline::Toolhost;
-use crate::speculation::Snapshot;
+use toolhost::pipeline::Toolhost;
+use toolhost::speculation::Snapshot;
+
+use crate::config::Config;
 
 /// How often a running server looks for new figures.
 pub const INTERVAL: Duration = Duration::from_secs(5);
@@ -69,7 +73,7 @@ pub fn write(path: &Path, stats: &Snapshot) -> Result<(), StatsError> {
         stats: stats.clone(),
     };
     let text = serde_json::to_string_pretty(&recorded).expect("statistics serialise");
-    crate::atomic_file::replace(path, text.as_bytes()).map_err(io)
+    toolhost::atomic_file::replace(path, text.as_bytes()).map_err(io)
 }
 
 /// One line for the server's log.
@@ -145,7 +149,7 @@ pub fn spawn_reporter(host: Arc<Toolhost>, path: Option<PathBuf>) -> tokio::task
             if last.as_ref() == Some(&now) {
                 continue;
             }
-            tracing::info!(target: "toolhost::stats", "{}", summary(&now));
+            tracing::info!(target: "crate::stats", "{}", summary(&now));
             if let Some(path) = &path
                 && let Err(e) = write(path, &now)
             {
@@ -154,6 +158,20 @@ pub fn spawn_reporter(host: Arc<Toolhost>, path: Option<PathBuf>) -> tokio::task
             last = Some(now);
         }
     })
+}
+
+/// Print what the last server recorded of speculation.
+pub fn run(config: &Config, as_json: bool) -> Result<ExitCode> {
+    let path = config
+        .stats_file()
+        .context("no statistics file: set [speculation] stats_file or enable the cache directory")?;
+    let recorded = read(&path)?;
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&recorded)?);
+    } else {
+        print!("{}", render(&recorded));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]

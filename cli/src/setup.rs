@@ -19,9 +19,9 @@ use std::sync::Arc;
 use anyhow::Context;
 
 use crate::config::Config;
-use crate::pipeline::{Options, Sources, Toolhost, Upstream};
-use crate::plugin::{LoadReport, Runtime};
-use crate::tools::{NativeTools, Root};
+use toolhost::pipeline::{Options, Sources, Toolhost, Upstream};
+use toolhost::plugin::{LoadReport, Runtime};
+use toolhost::tools::{NativeTools, Root};
 
 /// The plugin directory every command uses: the one named on the command
 /// line, else the configuration's `plugins`, else [`default_plugin_dir`].

@@ -9,12 +9,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::auth::AuthConfig;
-use crate::pipeline::UpstreamConfig;
-use crate::plugin::Manifest;
-use crate::speculation::Settings as SpeculationSettings;
-use crate::tools::WebSettings;
-use crate::value_model::{UnsafeSpeculation, ValueModel, ValueModels};
+use toolhost::auth::AuthConfig;
+use toolhost::pipeline::UpstreamConfig;
+use toolhost::plugin::Manifest;
+use toolhost::speculation::Settings as SpeculationSettings;
+use toolhost::tools::WebSettings;
+use toolhost::value_model::{UnsafeSpeculation, ValueModel, ValueModels};
 
 /// The file looked for in the working directory when none is given.
 pub const DEFAULT_FILE: &str = "toolhost.toml";
@@ -123,7 +123,7 @@ impl Config {
             .or_else(|| Some(self.cache_dir()?.join("stats.json")))
     }
 
-    /// The `[plugin.NAME]` tables, for [`crate::plugin::RuntimeOptions`].
+    /// The `[plugin.NAME]` tables, for [`toolhost::plugin::RuntimeOptions`].
     pub fn plugin_settings(&self) -> BTreeMap<String, toml::Table> {
         self.plugin
             .iter()
@@ -133,7 +133,7 @@ impl Config {
 
     pub fn cache_dir(&self) -> Option<PathBuf> {
         match &self.cache {
-            None | Some(CacheSetting::Enabled(true)) => crate::plugin::RuntimeOptions::default().cache_dir,
+            None | Some(CacheSetting::Enabled(true)) => toolhost::plugin::RuntimeOptions::default().cache_dir,
             Some(CacheSetting::Enabled(false)) => None,
             Some(CacheSetting::Dir(dir)) => Some(dir.clone()),
         }
@@ -154,7 +154,7 @@ fn line_of(text: &str, offset: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pipeline::Transport;
+    use toolhost::pipeline::Transport;
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
         let dir = tempfile::tempdir().unwrap();
@@ -200,7 +200,7 @@ mod tests {
             panic!("not an HTTP upstream: {:?}", config.upstream[0]);
         };
         assert_eq!(url, "http://127.0.0.1:9/mcp");
-        assert_eq!(headers[&http::header::AUTHORIZATION], "Bearer s3cret");
+        assert_eq!(headers["authorization"], "Bearer s3cret");
         assert!(
             !format!("{config:?}").contains("s3cret"),
             "a header value was logged"

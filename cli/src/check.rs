@@ -10,16 +10,18 @@
 //! are called with empty arguments. A vendor's own golden cases
 //! (`--expect FILE`) are `expect`'s.
 
+use std::io::Write;
 use std::path::Path;
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::catalog::{ToolSpec, base_catalog};
 use crate::expect::Expectations;
-use crate::plugin::{Plugin, Runtime};
-use crate::schema::ToolSchema;
+use toolhost::catalog::{ToolSpec, base_catalog};
+use toolhost::plugin::{Plugin, Runtime};
+use toolhost::schema::ToolSchema;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -86,7 +88,7 @@ pub async fn check(
     runtime: &Runtime,
     path: &Path,
     expect: Option<&Expectations>,
-) -> Result<Report, crate::plugin::LoadError> {
+) -> Result<Report, toolhost::plugin::LoadError> {
     let plugin = runtime.load_file(path).await?;
     let mut f = Findings(Vec::new());
     f.add(
@@ -334,7 +336,7 @@ async fn check_transform(plugin: &Plugin, tool: &str, args: Map<String, Value>, 
             "two calls with the same arguments gave different results",
             Some(took),
         ),
-        (Err(crate::plugin::PluginError::Rejected { message, .. }), _) => f.add(
+        (Err(toolhost::plugin::PluginError::Rejected { message, .. }), _) => f.add(
             name,
             Verdict::Pass,
             format!("refused sample arguments: {message}"),
@@ -367,7 +369,7 @@ fn sample_args(schema: &ToolSchema) -> Map<String, Value> {
         .collect()
 }
 
-fn value_model_issues(model: &crate::value_model::ValueModel) -> Vec<String> {
+fn value_model_issues(model: &toolhost::value_model::ValueModel) -> Vec<String> {
     let mut issues = Vec::new();
     if model.cost.typical_kb.is_some_and(|kb| kb.is_nan() || kb < 0.0) {
         issues.push("typical_kb must be a non-negative number".into());
@@ -409,7 +411,7 @@ async fn check_tools(plugin: &Plugin, f: &mut Findings) {
             Ok(_) => f.add(format!("schema {}", tool.name), Verdict::Pass, "valid", None),
             Err(e) => f.add(format!("schema {}", tool.name), Verdict::Fail, e, None),
         }
-        if tool.hooks.contains(crate::plugin::Hooks::RENDER_CALL) {
+        if tool.hooks.contains(toolhost::plugin::Hooks::RENDER_CALL) {
             let start = Instant::now();
             match plugin.render_call(&tool.name, &json!({}), 80).await {
                 Ok(text) => f.add(
@@ -427,4 +429,61 @@ async fn check_tools(plugin: &Plugin, f: &mut Findings) {
             }
         }
     }
+}
+
+/// The verb: print the report (or its JSON); exit 1 when a check failed.
+pub async fn run(
+    runtime: &Runtime,
+    file: &Path,
+    as_json: bool,
+    expect: Option<&Path>,
+) -> anyhow::Result<ExitCode> {
+    let expectations = expect.map(Expectations::read).transpose()?;
+    let report = check(runtime, file, expectations.as_ref())
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut out = std::io::stdout().lock();
+    if as_json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+    } else {
+        writeln!(
+            out,
+            "{} ({}, {} KB, loaded in {:.1} ms)",
+            report.plugin,
+            report.world,
+            report.size_bytes / 1000,
+            report.load_ms
+        )?;
+        if let Some(us) = report.instantiate_us {
+            writeln!(out, "  fresh instance: {us} µs")?;
+        }
+        for f in &report.findings {
+            let mark = match f.verdict {
+                Verdict::Pass => "ok  ",
+                Verdict::Warn => "warn",
+                Verdict::Fail => "FAIL",
+            };
+            let took = f.micros.map(|us| format!(" ({us} µs)")).unwrap_or_default();
+            writeln!(out, "  {mark} {}{took}: {}", f.check, f.detail)?;
+        }
+        let failed = report
+            .findings
+            .iter()
+            .filter(|f| f.verdict == Verdict::Fail)
+            .count();
+        writeln!(
+            out,
+            "{}",
+            if failed == 0 {
+                "passed".to_owned()
+            } else {
+                format!("{failed} checks failed")
+            }
+        )?;
+    }
+    Ok(if report.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

@@ -1,0 +1,72 @@
+//! `toolhost call TOOL ARGS`: one call through the pipeline, rendered for a
+//! terminal or printed as JSON.
+
+use std::io::IsTerminal;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
+use toolhost::pipeline::{CallContext, error_text};
+use toolhost::plugin::Runtime;
+
+use crate::config::Config;
+use crate::{render, setup};
+
+/// Exit status 1 when the call failed, 0 when it ran (even with `isError`
+/// set by the tool, which is in the output). JSON unless stdout is a
+/// terminal and `--json` is not given: scripts that pipe it get JSON.
+pub async fn run(
+    runtime: &Runtime,
+    config: &Config,
+    plugins: Option<&Path>,
+    tool: &str,
+    args: &str,
+    as_json: bool,
+) -> Result<ExitCode> {
+    let args: Value = serde_json::from_str(args).context("the arguments are not JSON")?;
+    let width = (!as_json && std::io::stdout().is_terminal()).then(terminal_width);
+    let (host, errors) = setup::build(runtime, config, plugins).await?;
+    for error in &errors {
+        eprintln!("error: {error}");
+    }
+    let ctx = CallContext::new("cli-1");
+    let cancel = ctx.cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            cancel.cancel();
+        }
+    });
+    if let Some(width) = width {
+        println!("{}", render::call_view(&host, tool, &args, width).await);
+        let (view, code) = match host.call_tool(tool, args, &ctx).await {
+            Ok(out) => (
+                render::result_view(&host, tool, &out, width).await,
+                ExitCode::SUCCESS,
+            ),
+            Err(e) => (format!("error: {}", error_text(&e)), ExitCode::FAILURE),
+        };
+        println!("{view}");
+        return Ok(code);
+    }
+    let (value, code) = match host.call_tool(tool, args, &ctx).await {
+        Ok(out) => (
+            json!({"content": out.text(), "structured": out.structured(), "details": out.details, "isError": out.is_error}),
+            ExitCode::SUCCESS,
+        ),
+        Err(e) => (
+            json!({"error": error_text(&e), "isError": true}),
+            ExitCode::FAILURE,
+        ),
+    };
+    println!("{}", serde_json::to_string_pretty(&value)?);
+    Ok(code)
+}
+
+/// The columns of the terminal on stdout; 80 if it does not say.
+fn terminal_width() -> u32 {
+    terminal_size::terminal_size()
+        .map(|(w, _)| u32::from(w.0))
+        .filter(|&w| w > 0)
+        .unwrap_or(80)
+}

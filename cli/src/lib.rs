@@ -1,0 +1,44 @@
+//! The `toolhost` command line over the `toolhost` library: the
+//! configuration file, assembling a host from it, and one module a verb.
+//!
+//! The verbs, one module each:
+//! - [`plugins`]: `toolhost plugins`, what the plugin directory loads.
+//! - [`tools`]: `toolhost tools`, what is served and why (`--explain`).
+//! - [`serve`]: `toolhost serve`, MCP over stdio or streamable HTTP.
+//! - [`call`]: `toolhost call`, one call through the pipeline.
+//! - [`stats`]: `toolhost stats`, and the figures a server keeps on disk.
+//! - [`check`]: `toolhost check`, the generic checks of one plugin, with
+//!   [`expect`], a vendor's golden cases (`--expect`).
+//! - [`scaffold`]: `toolhost new`, plugin templates in five languages.
+//!
+//! What they share:
+//! - [`config`]: the user's configuration file, `toolhost.toml`.
+//! - [`setup`]: a [`toolhost::pipeline::Toolhost`] built from the configuration.
+//! - [`watch`]: the plugin directory reloaded while serving (`serve --watch`).
+//! - [`render`]: terminal views of a call and its result (`toolhost call`).
+//!
+//! The library owns no process state: logging is set up by `main`.
+
+use std::process::ExitCode;
+
+pub mod call;
+pub mod check;
+pub mod config;
+pub mod expect;
+pub mod plugins;
+pub mod render;
+pub mod scaffold;
+pub mod serve;
+pub mod setup;
+pub mod stats;
+pub mod tools;
+pub mod watch;
+
+/// Exit status 2 when something could not be loaded or reached.
+fn exit_for<E>(errors: &[E]) -> ExitCode {
+    if errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    }
+}

@@ -1,0 +1,194 @@
+//! The `toolhost` command line.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+use toolhost::client_log::ClientLog;
+use toolhost::plugin::{Runtime, RuntimeOptions, tracing_sink};
+use toolhost_cli::config::Config;
+use toolhost_cli::{call, check, plugins, scaffold, serve, setup, stats, tools};
+
+#[derive(Parser)]
+#[command(
+    name = "toolhost",
+    version,
+    about = "Host for AI-agent tools extended by sandboxed WebAssembly plugins"
+)]
+struct Cli {
+    /// Configuration file (default: ./toolhost.toml if present).
+    #[arg(long, global = true)]
+    config: Option<PathBuf>,
+    /// Plugin directory (default: from the configuration, else ./plugins,
+    /// else the bundled build/plugins).
+    #[arg(long, global = true, env = "TOOLHOST_PLUGINS")]
+    plugins: Option<PathBuf>,
+    /// The directory read, glob, grep and ls are confined to (default:
+    /// `root` of the configuration, else the working directory).
+    #[arg(long, global = true, value_name = "DIR")]
+    root: Option<PathBuf>,
+    /// Compile plugins without the on-disk code cache.
+    #[arg(long, global = true)]
+    no_cache: bool,
+    /// More log output (-v, -vv).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List loaded plugins: order, categories, worlds, limits, status.
+    Plugins {
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the tools `serve` serves, as enriched by the loaded plugins.
+    Tools {
+        #[arg(long)]
+        json: bool,
+        /// Also list the tools known but not served, with why.
+        #[arg(long)]
+        all: bool,
+        /// Show which plugin changed what in one tool's schema, or why it
+        /// is not served.
+        #[arg(long, value_name = "NAME")]
+        explain: Option<String>,
+    },
+    /// Load one plugin, call every export, and report what it found.
+    Check {
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+        /// The vendor's golden cases (TOML; its format is in the README).
+        #[arg(long, value_name = "FILE")]
+        expect: Option<PathBuf>,
+    },
+    /// Scaffold a plugin directory NAME that builds with `make`.
+    New {
+        name: String,
+        #[arg(long, value_enum)]
+        lang: scaffold::Lang,
+        /// Where to create it (default: the current directory).
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+    },
+    /// Serve the tools over MCP: stdio by default, streamable HTTP with --http.
+    Serve {
+        /// Listen for streamable HTTP at ADDR (served at /mcp).
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+        /// Reload the plugin directory when a plugin or manifest in it
+        /// changes, and tell the clients the tool list changed.
+        #[arg(long)]
+        watch: bool,
+        /// Serve --http on a non-loopback address without authorization
+        /// (no `[auth]` in toolhost.toml): anyone who reaches it may call
+        /// every tool.
+        #[arg(long)]
+        insecure: bool,
+    },
+    /// Show what speculation did in the last `toolhost serve`.
+    Stats {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run one tool call through the pipeline. On a terminal, print the
+    /// call and its result as the tool renders them (or plainly); else, or
+    /// with --json, print the result as JSON.
+    Call {
+        tool: String,
+        /// The arguments, a JSON object.
+        #[arg(default_value = "{}")]
+        args: String,
+        /// Print JSON even on a terminal.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let filter = match cli.verbose {
+        0 => "warn,toolhost_cli::stats=info,toolhost_cli::watch=info",
+        // rmcp logs whole messages at info (an upstream's log lines, before
+        // their secrets are redacted) and wasmtime-wasi a guest's stdout
+        // bytes at debug (before the plugin's secrets are): both kept quiet.
+        1 => "info,plugin=debug,rmcp::service=warn",
+        _ => "debug,rmcp::service=warn,wasmtime_wasi=info",
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| filter.into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<ExitCode> {
+    let mut config = Config::discover(cli.config.as_deref())?;
+    if let Some(root) = cli.root {
+        config.root = Some(root);
+    }
+    let cache_dir = if cli.no_cache { None } else { config.cache_dir() };
+    // Plugin and upstream log lines go to the host's log and to MCP clients.
+    let client_log = ClientLog::default();
+    let runtime = Runtime::new(RuntimeOptions {
+        cache_dir,
+        plugin_settings: config.plugin_settings(),
+        log: client_log.sink(tracing_sink()),
+    })?;
+    let plugin_dir = setup::plugin_dir(cli.plugins.as_deref(), &config);
+    match cli.command {
+        Command::Check { file, json, expect } => check::run(&runtime, &file, json, expect.as_deref()).await,
+        Command::Serve {
+            http,
+            watch,
+            insecure,
+        } => {
+            let front = serve::Front {
+                http,
+                insecure,
+                log: client_log,
+            };
+            serve::serve(&runtime, &config, plugin_dir.as_deref(), front, watch).await
+        }
+        Command::Call { tool, args, json } => {
+            call::run(&runtime, &config, plugin_dir.as_deref(), &tool, &args, json).await
+        }
+        Command::Stats { json } => stats::run(&config, json),
+        Command::New { name, lang, dir } => {
+            let dir = toolhost_cli::scaffold::scaffold(&dir, &name, lang)?;
+            println!("created {0}: build it with `make -C {0}`", dir.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Plugins { json } => plugins::run(&runtime, &config, plugin_dir.as_deref(), json).await,
+        Command::Tools { json, all, explain } => {
+            tools::run(
+                &runtime,
+                &config,
+                plugin_dir.as_deref(),
+                json,
+                all,
+                explain.as_deref(),
+            )
+            .await
+        }
+    }
+}

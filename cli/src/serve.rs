@@ -1,0 +1,96 @@
+//! `toolhost serve`: the pipeline served over MCP, on stdio or streamable
+//! HTTP, with the plugin directory watched on request. Building the host is
+//! `crate::setup`; the protocol is `toolhost::mcp`.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use crate::config::Config;
+use crate::watch::PluginWatch;
+use crate::{setup, stats};
+use anyhow::{Result, bail};
+use toolhost::auth::HttpAccess;
+use toolhost::client_log::ClientLog;
+use toolhost::mcp;
+use toolhost::plugin::Runtime;
+
+/// How `serve` meets its clients.
+pub struct Front {
+    /// Streamable HTTP at this address, else stdio.
+    pub http: Option<SocketAddr>,
+    /// Serve a non-loopback address without `[auth]`.
+    pub insecure: bool,
+    /// The log lines clients are sent (the runtime's sink feeds it).
+    pub log: ClientLog,
+}
+
+pub async fn serve(
+    runtime: &Runtime,
+    config: &Config,
+    plugins: Option<&Path>,
+    front: Front,
+    watch: bool,
+) -> Result<ExitCode> {
+    // Refuse an unprotected address before loading anything.
+    let access = match front.http {
+        Some(addr) => Some((addr, HttpAccess::new(&config.auth, addr, front.insecure).await?)),
+        None => {
+            // The client that started this process owns its stdio: there is
+            // nobody else to authorise. Say so rather than look protected.
+            let auth = &config.auth;
+            if auth.bearer_token_env.is_some() || auth.bearer_token_file.is_some() || auth.oauth.is_some() {
+                tracing::warn!(
+                    "[auth] applies to `serve --http` only: over stdio the client that started toolhost is the only one"
+                );
+            }
+            None
+        }
+    };
+    // Watch before loading, so a change made while loading is not missed.
+    let watch = match (watch, plugins) {
+        (false, _) => None,
+        (true, Some(dir)) => Some(PluginWatch::new(dir)?),
+        (true, None) => {
+            bail!("--watch needs a plugin directory: pass --plugins DIR or set `plugins` in toolhost.toml")
+        }
+    };
+    let (host, errors) = setup::build(runtime, config, plugins).await?;
+    for error in &errors {
+        eprintln!("error: {error}");
+    }
+    let host = Arc::new(host);
+    let stats_file = config.stats_file();
+    let reporter = stats::spawn_reporter(host.clone(), stats_file.clone());
+    let serving = async {
+        match access {
+            Some((addr, access)) => mcp::serve_http(host.clone(), front.log, addr, access).await,
+            None => mcp::serve_stdio(host.clone(), front.log).await,
+        }
+    };
+    let served = match watch {
+        // The watch runs as long as the server and is dropped with it.
+        Some(watch) => {
+            let mut serving = std::pin::pin!(serving);
+            tokio::select! {
+                served = &mut serving => served,
+                () = watch.run(runtime, &host) => {
+                    tracing::warn!("the plugin directory is no longer watched");
+                    serving.await
+                }
+            }
+        }
+        None => serving.await,
+    };
+    reporter.abort();
+    host.shutdown().await;
+    if let Some(last) = host.stats() {
+        tracing::info!(target: "crate::stats", "{}", stats::summary(&last));
+        if let Some(path) = &stats_file {
+            stats::write(path, &last)?;
+        }
+    }
+    served?;
+    Ok(ExitCode::SUCCESS)
+}
