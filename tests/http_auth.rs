@@ -1,7 +1,8 @@
 //! `toolhost serve --http` with `[auth]`: real HTTP requests against the
 //! release binary on loopback. A bearer token from a file; OAuth JWTs
-//! checked against a JWKS file, with ES256 keys generated here; and the
-//! refusal to serve a non-loopback address without either.
+//! checked against a JWKS file, with ES256 keys generated here, and against
+//! a JWKS URL served by the test, with the RS256 test keys of `keys/`; and
+//! the refusal to serve a non-loopback address without either.
 
 use std::io::Read;
 use std::path::Path;
@@ -12,8 +13,10 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use ring::rand::SystemRandom;
-use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
+use ring::rsa::PublicKeyComponents;
+use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair, RsaKeyPair};
 use serde_json::{Value, json};
+use toolhost_tests::LoopbackServer;
 
 use super::toolhost;
 
@@ -302,6 +305,176 @@ async fn oauth_jwts_are_checked_for_signature_issuer_audience_and_expiry() {
         );
     }
     mcp_works(&served.base, Some(&good)).await;
+}
+
+/// An RS256 test key of `tests/keys/` (generated once with `openssl genrsa
+/// -traditional 2048`; ring cannot generate RSA keys): the signing key and
+/// its public JWK under `kid`.
+fn rs256_key(name: &str, kid: &str) -> (EncodingKey, Value) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("keys/rs256-{name}.pem"));
+    let pem = std::fs::read_to_string(&path).unwrap();
+    let base64: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
+    let der = base64::engine::general_purpose::STANDARD.decode(base64).unwrap();
+    let pair = RsaKeyPair::from_der(&der).unwrap();
+    let public = PublicKeyComponents::<Vec<u8>>::from(pair.public());
+    let jwk = json!({
+        "kty": "RSA", "alg": "RS256", "use": "sig", "kid": kid,
+        "n": URL_SAFE_NO_PAD.encode(&public.n), "e": URL_SAFE_NO_PAD.encode(&public.e),
+    });
+    (EncodingKey::from_rsa_der(&der), jwk)
+}
+
+fn rs256_jwt(key: &EncodingKey, kid: &str, claims: Value) -> String {
+    let mut header = Header::new(Algorithm::RS256);
+    header.kid = Some(kid.into());
+    jsonwebtoken::encode(&header, &claims, key).unwrap()
+}
+
+/// A JWKS served on loopback, at `/jwks`, whose keys the test may change.
+struct JwksServer {
+    server: LoopbackServer,
+    keys: std::sync::Arc<std::sync::Mutex<Vec<Value>>>,
+}
+
+impl JwksServer {
+    async fn start(keys: Vec<Value>) -> Self {
+        let keys = std::sync::Arc::new(std::sync::Mutex::new(keys));
+        let served = keys.clone();
+        let server = LoopbackServer::start(Duration::ZERO, move |request| match request.path.as_str() {
+            "/jwks" => (200, json!({"keys": *served.lock().unwrap()}).to_string()),
+            _ => (404, "{}".into()),
+        })
+        .await;
+        Self { server, keys }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}/jwks", self.server.addr)
+    }
+
+    /// How many times the JWKS was fetched.
+    fn fetches(&self) -> usize {
+        self.server.seen.lock().unwrap().len()
+    }
+}
+
+fn jwks_url_config(url: &str) -> String {
+    format!(
+        "root = \".\"\n[auth.oauth]\nresource = \"{RESOURCE}\"\nissuer = \"{ISSUER}\"\njwks_url = \"{url}\"\n"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn oauth_rs256_jwts_are_checked_against_a_jwks_url() {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, jwk) = rs256_key("issuer", "r1");
+    // The forger's key under the issuer's kid; later the issuer's next key.
+    let (forged, _) = rs256_key("forger", "r1");
+    let (next, next_jwk) = rs256_key("forger", "r2");
+    let jwks = JwksServer::start(vec![jwk]).await;
+    let served = serve(dir.path(), &jwks_url_config(&jwks.url()), "127.0.0.1:0", &["-vv"]).unwrap();
+    assert_eq!(jwks.fetches(), 1, "the JWKS is fetched at start");
+
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+    let claims = |aud: &str, exp: u64| json!({"sub": "agent", "aud": aud, "iss": ISSUER, "exp": exp});
+    let good = rs256_jwt(&key, "r1", claims(RESOURCE, now + 600));
+    mcp_works(&served.base, Some(&good)).await;
+    for (what, token) in [
+        (
+            "signed by another key",
+            rs256_jwt(&forged, "r1", claims(RESOURCE, now + 600)),
+        ),
+        (
+            "for another audience",
+            rs256_jwt(&key, "r1", claims("https://other.test/mcp", now + 600)),
+        ),
+        (
+            "expired an hour ago",
+            rs256_jwt(&key, "r1", claims(RESOURCE, now - 3600)),
+        ),
+        (
+            // The JWKS is reachable: refetched for the unknown kid, which
+            // it still lacks.
+            "signed by a key the JWKS lacks",
+            rs256_jwt(&next, "r2", claims(RESOURCE, now + 600)),
+        ),
+    ] {
+        let (status, challenge) = refused(&served.base, Some(&token)).await;
+        assert_eq!(status, 401, "{what}");
+        assert!(
+            challenge.contains("error=\"invalid_token\""),
+            "{what}: {challenge}"
+        );
+    }
+    assert_eq!(jwks.fetches(), 2, "refetched once for the unknown kid");
+
+    // The issuer rotates in r2: not refetched within the minute, so r2
+    // stays unknown; the known key still works meanwhile.
+    jwks.keys.lock().unwrap().push(next_jwk);
+    let rotated = rs256_jwt(&next, "r2", claims(RESOURCE, now + 600));
+    assert_eq!(refused(&served.base, Some(&rotated)).await.0, 401);
+    assert_eq!(jwks.fetches(), 2, "a refetch at most once a minute");
+    mcp_works(&served.base, Some(&good)).await;
+
+    let log = served.log();
+    for token in [&good, &rotated] {
+        assert!(!log.contains(token.as_str()), "a token was logged:\n{log}");
+    }
+    assert!(!log.contains("panicked"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn oauth_with_an_unreachable_jwks_url_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    // A port nobody listens on: bound, then let go.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let url = format!("http://{closed}/jwks");
+    let err = serve(dir.path(), &jwks_url_config(&url), "127.0.0.1:0", &[])
+        .err()
+        .expect("served with a JWKS it could not fetch");
+    assert!(err.contains(&url) && !err.contains("panicked"), "{err}");
+
+    // Reachable at start, unreachable later: a token naming a key the
+    // host lacks is a 503 (it may be good), one signed by a known key is
+    // still accepted, and neither token is logged.
+    let (key, jwk) = rs256_key("issuer", "r1");
+    let (next, _) = rs256_key("forger", "r2");
+    let jwks = JwksServer::start(vec![jwk]).await;
+    let served = serve(dir.path(), &jwks_url_config(&jwks.url()), "127.0.0.1:0", &["-vv"]).unwrap();
+    jwks.server.stop();
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+    let claims = json!({"sub": "agent", "aud": RESOURCE, "iss": ISSUER, "exp": now + 600});
+    let unknown = rs256_jwt(&next, "r2", claims.clone());
+    let response = client()
+        .post(format!("{}/mcp", served.base))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .bearer_auth(&unknown)
+        .body(initialize().to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 503);
+    assert_eq!(response.headers()["retry-after"], "60");
+    let body = response.text().await.unwrap();
+    assert!(body.contains("cannot be fetched"), "{body}");
+    // Within the minute the answer stays a 503, without another fetch.
+    assert_eq!(refused(&served.base, Some(&unknown)).await.0, 503);
+    let good = rs256_jwt(&key, "r1", claims);
+    mcp_works(&served.base, Some(&good)).await;
+    let log = served.log();
+    assert_eq!(
+        log.matches(&format!("oauth.jwks_url {}", jwks.url())).count(),
+        1,
+        "the failed refetch is warned about once:\n{log}"
+    );
+    for token in [&good, &unknown] {
+        assert!(!log.contains(token.as_str()), "a token was logged:\n{log}");
+    }
+    assert!(!log.contains("panicked"), "{log}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

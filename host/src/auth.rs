@@ -7,11 +7,15 @@
 //!   variable or a file, compared in constant time;
 //! - OAuth 2.1, as a resource server: JWTs signed RS256 or ES256 by a key of
 //!   the configured JWKS (a file, or a URL fetched at start and again when a
-//!   token names a key it does not have), with the configured issuer, the
+//!   token names a key it does not have, at most once a minute), with the
+//!   configured issuer, the
 //!   resource's URL as audience, and an expiry in the future. The RFC 9728
 //!   protected-resource metadata is served at
 //!   `/.well-known/oauth-protected-resource` (and under the resource's path),
-//!   and every 401 points to it in `WWW-Authenticate`.
+//!   and every 401 points to it in `WWW-Authenticate`. A JWKS URL that
+//!   cannot be fetched at start stops the server; one that cannot be
+//!   fetched later, for a key the host lacks, is a 503: the token may be
+//!   good, the host cannot tell.
 //!
 //! The client's `Authorization` header is removed once checked, so nothing
 //! behind this layer (the MCP service, tools, upstream servers) ever sees
@@ -36,7 +40,6 @@ use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
-use tokio::sync::Mutex;
 use tokio::time::Instant;
 
 /// The path of the RFC 9728 metadata.
@@ -140,13 +143,30 @@ struct OAuth {
     metadata: String,
     /// Where the metadata is, for `WWW-Authenticate`.
     metadata_url: String,
-    keys: Mutex<Keys>,
+    /// Read by every request; replaced only by a refetch.
+    keys: std::sync::RwLock<Arc<[Key]>>,
     jwks_url: Option<String>,
+    /// Held only by requests naming a key the host lacks, so a slow or
+    /// dead JWKS server never delays tokens signed by a known key.
+    refetch: tokio::sync::Mutex<Refetch>,
 }
 
-struct Keys {
-    keys: Vec<Key>,
-    fetched: Instant,
+#[derive(Default)]
+struct Refetch {
+    /// The last refetch (the fetch at start does not count, so a key
+    /// rotated in just after the start is found at once).
+    last: Option<Instant>,
+    /// Whether the last refetch failed.
+    failed: bool,
+}
+
+/// Why a JWT is not accepted.
+enum Refusal {
+    /// The token is bad (or for another server): 401.
+    Invalid(String),
+    /// The token names a key the host lacks and the JWKS URL cannot be
+    /// fetched: 503.
+    KeysUnavailable(String),
 }
 
 struct Key {
@@ -196,23 +216,37 @@ impl Authorizer {
         self.oauth.as_ref().map(|o| o.metadata.as_str())
     }
 
-    /// Whether `token` is the bearer token or a valid JWT.
-    async fn accepts(&self, token: &str) -> bool {
+    /// `Ok` when `token` is the bearer token or a valid JWT, else the
+    /// answer to send.
+    async fn check(&self, token: &str) -> Result<(), Response> {
         if let Some(expected) = &self.bearer {
             let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
             if bool::from(digest.ct_eq(expected)) {
-                return true;
+                return Ok(());
             }
         }
-        match &self.oauth {
-            Some(oauth) => match oauth.validate(token).await {
-                Ok(()) => true,
-                Err(why) => {
-                    tracing::debug!("a bearer JWT was refused: {why}");
-                    false
-                }
-            },
-            None => false,
+        let Some(oauth) = &self.oauth else {
+            return Err(self.unauthorized(Some("invalid_token")));
+        };
+        match oauth.validate(token).await {
+            Ok(()) => Ok(()),
+            Err(Refusal::Invalid(why)) => {
+                tracing::debug!("a bearer JWT was refused: {why}");
+                Err(self.unauthorized(Some("invalid_token")))
+            }
+            Err(Refusal::KeysUnavailable(why)) => {
+                // The failed fetch itself is warned about, once a minute at
+                // most; the tokens that find it failed are not.
+                tracing::debug!("a bearer JWT could not be checked: {why}");
+                let mut response = Response::new(Body::from(
+                    "the keys that sign this token cannot be fetched now; try again later\n",
+                ));
+                *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(JWKS_REFETCH.as_secs()));
+                Err(response)
+            }
         }
     }
 
@@ -317,9 +351,12 @@ async fn require(State(auth): State<Arc<Authorizer>>, mut request: Request, next
         .and_then(|v| v.split_once(' '))
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
         .map(|(_, token)| token.trim());
-    match token {
-        Some(token) if auth.accepts(token).await => next.run(request).await,
-        _ => auth.unauthorized(Some("invalid_token")),
+    let Some(token) = token else {
+        return auth.unauthorized(Some("invalid_token"));
+    };
+    match auth.check(token).await {
+        Ok(()) => next.run(request).await,
+        Err(response) => response,
     }
 }
 
@@ -372,29 +409,55 @@ impl OAuth {
             issuer: config.issuer.clone(),
             metadata: metadata.to_string(),
             metadata_url,
-            keys: Mutex::new(Keys {
-                keys,
-                fetched: Instant::now(),
-            }),
+            keys: std::sync::RwLock::new(keys.into()),
             jwks_url,
+            refetch: Default::default(),
         })
     }
 
-    async fn validate(&self, token: &str) -> Result<(), String> {
-        let head = jsonwebtoken::decode_header(token).map_err(|e| format!("not a JWT: {e}"))?;
+    /// The keys as they are now.
+    fn keys(&self) -> Arc<[Key]> {
+        // A poisoned lock still holds a whole key set: it is only ever
+        // replaced, never edited in place.
+        self.keys.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    async fn validate(&self, token: &str) -> Result<(), Refusal> {
+        let head =
+            jsonwebtoken::decode_header(token).map_err(|e| Refusal::Invalid(format!("not a JWT: {e}")))?;
         if !matches!(head.alg, Algorithm::RS256 | Algorithm::ES256) {
-            return Err(format!("algorithm {:?} is not RS256 or ES256", head.alg));
+            return Err(Refusal::Invalid(format!(
+                "algorithm {:?} is not RS256 or ES256",
+                head.alg
+            )));
         }
-        let mut keys = self.keys.lock().await;
-        let known = |keys: &Keys| keys.keys.iter().any(|k| head.kid.is_none() || k.kid == head.kid);
+        let known = |keys: &[Key]| keys.iter().any(|k| head.kid.is_none() || k.kid == head.kid);
+        let mut keys = self.keys();
         if !known(&keys)
             && let Some(url) = &self.jwks_url
-            && keys.fetched.elapsed() >= JWKS_REFETCH
         {
-            keys.fetched = Instant::now();
-            match fetch_jwks(url).await {
-                Ok(fresh) => keys.keys = fresh,
-                Err(e) => tracing::warn!("[auth] {e}"),
+            let mut refetch = self.refetch.lock().await;
+            // Another request may have refetched while this one waited.
+            keys = self.keys();
+            if !known(&keys) && refetch.last.is_none_or(|last| last.elapsed() >= JWKS_REFETCH) {
+                refetch.last = Some(Instant::now());
+                match fetch_jwks(url).await {
+                    Ok(fresh) => {
+                        keys = fresh.into();
+                        *self.keys.write().unwrap_or_else(|e| e.into_inner()) = keys.clone();
+                        refetch.failed = false;
+                    }
+                    Err(e) => {
+                        tracing::warn!("[auth] {e}");
+                        refetch.failed = true;
+                    }
+                }
+            }
+            if !known(&keys) && refetch.failed {
+                return Err(Refusal::KeysUnavailable(format!(
+                    "no key {:?} in the JWKS, and {url} cannot be fetched",
+                    head.kid
+                )));
             }
         }
         let mut validation = Validation::new(head.alg);
@@ -403,7 +466,6 @@ impl OAuth {
         validation.set_required_spec_claims(&["exp", "iss", "aud"]);
         let mut last = format!("no key of the JWKS matches kid {:?} and {:?}", head.kid, head.alg);
         for key in keys
-            .keys
             .iter()
             .filter(|k| k.alg == head.alg && (head.kid.is_none() || k.kid == head.kid))
         {
@@ -414,7 +476,7 @@ impl OAuth {
                 Err(e) => last = e.to_string(),
             }
         }
-        Err(last)
+        Err(Refusal::Invalid(last))
     }
 }
 

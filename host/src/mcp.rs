@@ -354,8 +354,16 @@ impl ServerHandler for McpServer {
 
     /// The served tool, against whose input schema rmcp checks a 2026-07-28
     /// HTTP request's `Mcp-Param-*` headers.
+    /// rmcp asks for one tool on every HTTP `tools/call` of a client on
+    /// MCP 2026-07-28 (to check its `Mcp-Param-*` headers): only that one
+    /// is converted, not the whole list.
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.tools().into_iter().find(|t| t.name == name)
+        self.host
+            .list_tools()
+            .tools
+            .iter()
+            .find(|t| t.name == name)
+            .map(to_tool)
     }
 
     #[allow(deprecated)] // rmcp marks MCP logging deprecated (SEP-2577); clients still use it.

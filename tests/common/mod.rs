@@ -105,6 +105,7 @@ pub struct SeenRequest {
 pub struct LoopbackServer {
     pub addr: std::net::SocketAddr,
     pub seen: Arc<Mutex<Vec<SeenRequest>>>,
+    accept: tokio::task::AbortHandle,
 }
 
 impl LoopbackServer {
@@ -146,7 +147,7 @@ impl LoopbackServer {
         let addr = listener.local_addr().unwrap();
         let seen: Arc<Mutex<Vec<SeenRequest>>> = Arc::default();
         let (log, handler, delay) = (seen.clone(), Arc::new(handler), Arc::new(delay));
-        tokio::spawn(async move {
+        let accept = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
                 let (log, handler, delay) = (log.clone(), handler.clone(), delay.clone());
                 tokio::spawn(async move {
@@ -201,7 +202,17 @@ impl LoopbackServer {
                 });
             }
         });
-        Self { addr, seen }
+        Self {
+            addr,
+            seen,
+            accept: accept.abort_handle(),
+        }
+    }
+
+    /// Stop listening: new connections are refused from now on (ones
+    /// already open are served until their client closes them).
+    pub fn stop(&self) {
+        self.accept.abort();
     }
 }
 

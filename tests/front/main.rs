@@ -3,7 +3,7 @@
 //! file) through `toolhost serve` over stdio and over streamable HTTP (real
 //! transports, rmcp's client), one call after another and many at once; the
 //! cost of proxying an upstream server (`server-everything`'s `echo`, direct
-//! and through toolhost); and the time from process start to the first
+//! and through toolhost, called in turn in rounds); and the time from process start to the first
 //! `tools/list` answer with eleven cached plugins (nine Rust, one JavaScript,
 //! one Python). Each figure is printed beside its target.
 //!
@@ -43,6 +43,17 @@ struct Args {
     /// Calls per session in the many-sessions measurement.
     #[arg(long, default_value_t = 100)]
     calls_per_session: usize,
+    /// Rounds of the many-sessions measurement; its rate is their median.
+    #[arg(long, default_value_t = 5)]
+    session_rounds: usize,
+    /// Rounds of the upstream measurement: each calls `echo` directly and
+    /// through toolhost, in turn, and the added cost is the median of the
+    /// rounds' differences.
+    #[arg(long, default_value_t = 100)]
+    upstream_rounds: usize,
+    /// Calls of each kind per upstream round.
+    #[arg(long, default_value_t = 20)]
+    round_calls: usize,
     /// Process starts timed to the first `tools/list` answer.
     #[arg(long, default_value_t = 10)]
     starts: usize,
@@ -230,26 +241,47 @@ async fn concurrent(name: &str, client: &Client, n: usize, in_flight: usize) -> 
     Ok(Figures::new(name, samples, start.elapsed()))
 }
 
-/// `sessions` HTTP sessions at once, each making `calls` calls in turn.
-async fn many_sessions(url: &str, sessions: usize, calls: usize) -> Result<Figures> {
+/// `sessions` HTTP sessions at once, each making `calls` calls in turn,
+/// `rounds` times over the same sessions: the figures of the round with the
+/// median rate, and the lowest and highest rates. One round on this busy
+/// machine swings with whatever else runs; the median of several does not.
+async fn many_sessions(
+    url: &str,
+    sessions: usize,
+    calls: usize,
+    rounds: usize,
+) -> Result<(Figures, f64, f64)> {
     let mut clients = Vec::new();
     for _ in 0..sessions {
         clients.push(http_client(url).await?);
     }
-    let start = Instant::now();
-    let lanes = clients.iter().map(|client| async move {
-        let mut samples = Vec::with_capacity(calls);
-        for _ in 0..calls {
-            samples.push(call(client, read_call()).await?);
+    let mut results = Vec::with_capacity(rounds);
+    // The first round warms every session and is not counted.
+    for round in 0..=rounds.max(1) {
+        let start = Instant::now();
+        let lanes = clients.iter().map(|client| async move {
+            let mut samples = Vec::with_capacity(calls);
+            for _ in 0..calls {
+                samples.push(call(client, read_call()).await?);
+            }
+            anyhow::Ok(samples)
+        });
+        let samples = futures::future::try_join_all(lanes).await?.concat();
+        if round > 0 {
+            results.push(Figures::new(
+                &format!("http, {sessions} sessions (median of {rounds} rounds)"),
+                samples,
+                start.elapsed(),
+            ));
         }
-        anyhow::Ok(samples)
-    });
-    let samples = futures::future::try_join_all(lanes).await?.concat();
-    let figures = Figures::new(&format!("http, {sessions} sessions"), samples, start.elapsed());
+    }
     for client in clients {
         client.cancel().await?;
     }
-    Ok(figures)
+    results.sort_by(|a, b| a.calls_per_s.total_cmp(&b.calls_per_s));
+    let (low, high) = (results[0].calls_per_s, results[results.len() - 1].calls_per_s);
+    let median = results.swap_remove(results.len() / 2);
+    Ok((median, low, high))
 }
 
 async fn direct(workspace: &Workspace, n: usize) -> Result<Figures> {
@@ -287,34 +319,91 @@ async fn direct(workspace: &Workspace, n: usize) -> Result<Figures> {
     ))
 }
 
-/// `echo` of server-everything, called directly and through toolhost.
-async fn upstream(n: usize) -> Result<(Figures, Figures)> {
+/// What proxying costs: server-everything's `echo` called directly and
+/// through toolhost (which runs its own server-everything), both clients
+/// open at once and called in turn, `rounds` rounds of `calls` calls of
+/// each. Whatever else loads the machine then weighs on both sides of a
+/// round alike, and the median of the rounds' differences of medians is
+/// the figure.
+struct Proxying {
+    direct: Figures,
+    through: Figures,
+    /// The median over rounds of (through p50 - direct p50), in µs.
+    added_p50_us: f64,
+    /// The same over the first and the second half of the rounds: how
+    /// steady the figure is within one run.
+    halves_us: (f64, f64),
+}
+
+async fn upstream(rounds: usize, calls: usize) -> Result<Proxying> {
     let server = everything_server();
     let mut node = tokio::process::Command::new("node");
     node.arg(&server).arg("stdio");
     let transport = TokioChildProcess::builder(node).stderr(Stdio::null()).spawn()?.0;
     let everything = ().serve(transport).await?;
-    let echo = |name: &'static str| {
-        CallToolRequestParams::new(name)
-            .with_arguments(json!({"message": "hi"}).as_object().cloned().unwrap_or_default())
-    };
-    let direct = sequential("upstream echo, direct (stdio)", &everything, &echo("echo"), n).await?;
-    everything.cancel().await?;
-
     let workspace = Workspace::new(&format!(
         "[speculation]\nenabled = false\n[[upstream]]\nname = \"everything\"\ncommand = \"node\"\nargs = [{}, \"stdio\"]\nprefix = \"ev_\"\n",
         Value::String(server.display().to_string())
     ))?;
-    let client = workspace.stdio().await?;
-    let through = sequential(
-        "upstream echo, through toolhost (stdio)",
-        &client,
-        &echo("ev_echo"),
-        n,
-    )
-    .await?;
-    client.cancel().await?;
-    Ok((direct, through))
+    let proxied = workspace.stdio().await?;
+    let echo = |name: &'static str| {
+        CallToolRequestParams::new(name)
+            .with_arguments(json!({"message": "hi"}).as_object().cloned().unwrap_or_default())
+    };
+    let (direct_echo, proxied_echo) = (echo("echo"), echo("ev_echo"));
+    // Warm both paths (node's JIT most of all) before counting.
+    for _ in 0..rounds.max(1) * calls / 10 {
+        call(&everything, direct_echo.clone()).await?;
+        call(&proxied, proxied_echo.clone()).await?;
+    }
+    let median = |mut v: Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2].as_secs_f64() * 1e6
+    };
+    let (mut all_direct, mut all_through, mut added) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut direct_wall, mut through_wall) = (Duration::ZERO, Duration::ZERO);
+    for round in 0..rounds.max(1) {
+        let (mut direct, mut through) = (Vec::with_capacity(calls), Vec::with_capacity(calls));
+        // Alternate which side goes first, so neither always follows a
+        // pause (or the other's burst).
+        for i in 0..calls.max(1) {
+            let direct_first = (round + i) % 2 == 0;
+            if direct_first {
+                direct.push(call(&everything, direct_echo.clone()).await?);
+            }
+            through.push(call(&proxied, proxied_echo.clone()).await?);
+            if !direct_first {
+                direct.push(call(&everything, direct_echo.clone()).await?);
+            }
+        }
+        direct_wall += direct.iter().sum::<Duration>();
+        through_wall += through.iter().sum::<Duration>();
+        added.push(median(through.clone()) - median(direct.clone()));
+        all_direct.extend(direct);
+        all_through.extend(through);
+    }
+    everything.cancel().await?;
+    proxied.cancel().await?;
+    let median_f = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let half = added.len() / 2;
+    Ok(Proxying {
+        direct: Figures::new(
+            "upstream echo, direct (stdio, interleaved)",
+            all_direct,
+            direct_wall,
+        ),
+        through: Figures::new(
+            "upstream echo, through toolhost (stdio, interleaved)",
+            all_through,
+            through_wall,
+        ),
+        added_p50_us: median_f(&added),
+        halves_us: (median_f(&added[..half.max(1)]), median_f(&added[half..])),
+    })
 }
 
 /// The eleven plugins of the start-up measurement, in a directory.
@@ -417,9 +506,10 @@ async fn main() -> Result<()> {
     )
     .await?;
     http.cancel().await?;
-    let sessions = many_sessions(&url, args.sessions, args.calls_per_session).await?;
+    let (sessions, sessions_low, sessions_high) =
+        many_sessions(&url, args.sessions, args.calls_per_session, args.session_rounds).await?;
 
-    let (echo_direct, echo_through) = upstream(args.calls / 2).await?;
+    let proxying = upstream(args.upstream_rounds, args.round_calls).await?;
     let start = start_up(args.starts).await?;
 
     let targets = vec![
@@ -437,7 +527,7 @@ async fn main() -> Result<()> {
         ),
         at_most(
             "p50 added by proxying an upstream",
-            echo_through.p50_us - echo_direct.p50_us,
+            proxying.added_p50_us,
             "µs",
             100.0,
         ),
@@ -456,15 +546,19 @@ async fn main() -> Result<()> {
         http_seq,
         http_conc,
         sessions,
-        echo_direct,
-        echo_through,
+        proxying.direct,
+        proxying.through,
         start,
     ]);
+    let spread = json!({
+        "calls_per_s_many_sessions_low_high": [sessions_low, sessions_high],
+        "proxying_added_p50_us_halves": [proxying.halves_us.0, proxying.halves_us.1],
+    });
 
     if args.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&json!({"figures": figures, "targets": targets}))?
+            serde_json::to_string_pretty(&json!({"figures": figures, "targets": targets, "spread": spread}))?
         );
         return Ok(());
     }
@@ -483,6 +577,12 @@ async fn main() -> Result<()> {
             f.p50_us / base
         );
     }
+    println!();
+    println!(
+        "many sessions: rounds ranged {sessions_low:.0} to {sessions_high:.0} calls/s; \
+         proxying added {:.1} µs over the first half of the rounds, {:.1} µs over the second",
+        proxying.halves_us.0, proxying.halves_us.1
+    );
     println!();
     for t in &targets {
         println!(
