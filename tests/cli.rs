@@ -288,7 +288,11 @@ fn toolhost_toml_settings_layer_over_the_sidecar() {
     };
 
     let (before, listing) = tools("");
-    assert_eq!(before["priority"]["enum"], serde_json::json!(["High", "Low"]));
+    // The site's names, then the aliases the enricher maps onto them.
+    assert_eq!(
+        before["priority"]["enum"],
+        serde_json::json!(["High", "Low", "high", "low"])
+    );
     assert_eq!(before["chain_marker"]["description"], "A+B");
     assert!(listing.get("format").is_some());
 

@@ -86,7 +86,7 @@ pub async fn serve(
     reporter.abort();
     host.shutdown().await;
     if let Some(last) = host.stats() {
-        tracing::info!(target: "crate::stats", "{}", stats::summary(&last));
+        tracing::info!(target: "toolhost_cli::stats", "{}", stats::summary(&last));
         if let Some(path) = &stats_file {
             stats::write(path, &last)?;
         }

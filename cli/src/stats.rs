@@ -149,7 +149,7 @@ pub fn spawn_reporter(host: Arc<Toolhost>, path: Option<PathBuf>) -> tokio::task
             if last.as_ref() == Some(&now) {
                 continue;
             }
-            tracing::info!(target: "crate::stats", "{}", summary(&now));
+            tracing::info!(target: "toolhost_cli::stats", "{}", summary(&now));
             if let Some(path) = &path
                 && let Err(e) = write(path, &now)
             {
