@@ -201,7 +201,10 @@ mod tests {
         };
         assert_eq!(url, "http://127.0.0.1:9/mcp");
         let authorization = headers.iter().find(|(name, _)| name.as_str() == "authorization");
-        assert_eq!(authorization.map(|(_, value)| value.as_bytes()), Some(&b"Bearer s3cret"[..]));
+        assert_eq!(
+            authorization.map(|(_, value)| value.as_bytes()),
+            Some(&b"Bearer s3cret"[..])
+        );
         assert!(
             !format!("{config:?}").contains("s3cret"),
             "a header value was logged"
