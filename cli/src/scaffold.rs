@@ -1,6 +1,6 @@
 //! `toolhost new NAME --lang rust|js|python|c|go`: scaffold a plugin directory
 //! that builds with one command (`make`) and passes `toolhost check` as
-//! generated. The templates (`host/templates/`) and the WIT contract are
+//! generated. The templates (`cli/templates/`) and the WIT contract are
 //! embedded in the binary, so the command works anywhere. This module does
 //! not build anything: the generated Makefile does.
 
