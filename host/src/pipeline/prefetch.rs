@@ -211,7 +211,7 @@ pub(super) async fn run_kept(
 
 /// A watch for the files below `native`'s root that change, if the system
 /// grants one (without, nothing is read again ahead of time).
-pub(super) fn watch(native: &NativeTools) -> Option<(Changes, mpsc::UnboundedReceiver<String>)> {
+pub(super) fn watch(native: &NativeTools) -> Option<(Changes, mpsc::Receiver<String>)> {
     Changes::new(native.root())
         .map_err(|e| tracing::debug!("files that change will not be read again ahead of time: {e}"))
         .ok()
@@ -219,11 +219,15 @@ pub(super) fn watch(native: &NativeTools) -> Option<(Changes, mpsc::UnboundedRec
 
 /// Tell `engine` of each file that changed, once the changes settle, until
 /// the watch or the engine is gone.
-pub(super) fn refresh(engine: Weak<Engine<Core>>, mut changed: mpsc::UnboundedReceiver<String>) {
+pub(super) fn refresh(engine: Weak<Engine<Core>>, mut changed: mpsc::Receiver<String>) {
     tokio::spawn(async move {
         while let Some(first) = changed.recv().await {
             let mut paths = BTreeSet::from([first]);
-            while let Ok(next) = tokio::time::timeout(SETTLE, changed.recv()).await {
+            // A batch is bounded too, so a tree that never settles is still
+            // looked at.
+            while paths.len() < Changes::MAX_PENDING
+                && let Ok(next) = tokio::time::timeout(SETTLE, changed.recv()).await
+            {
                 match next {
                     Some(path) => paths.insert(path),
                     None => return,

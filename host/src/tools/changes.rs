@@ -35,10 +35,16 @@ pub struct Changes {
 }
 
 impl Changes {
+    /// Change notices held for the receiver at most. A tree written faster
+    /// than the cache looks (a build, a log) loses the notices past this: a
+    /// lost notice only means a file is not read again ahead of time, since
+    /// nothing is served without its freshness check.
+    pub const MAX_PENDING: usize = 1024;
+
     /// A watch below `root` and the stream of the files changed in it
     /// (root-relative, `/`-separated), which ends when the watch is dropped.
-    pub fn new(root: &Root) -> notify::Result<(Self, mpsc::UnboundedReceiver<String>)> {
-        let (tx, rx) = mpsc::unbounded_channel();
+    pub fn new(root: &Root) -> notify::Result<(Self, mpsc::Receiver<String>)> {
+        let (tx, rx) = mpsc::channel(Self::MAX_PENDING);
         let base = root.dir().to_owned();
         let watcher = notify::recommended_watcher({
             let base = base.clone();
@@ -46,7 +52,7 @@ impl Changes {
                 Ok(event) if is_change(&event) => {
                     for path in &event.paths {
                         if let Ok(rel) = path.strip_prefix(&base) {
-                            let _ = tx.send(Root::display(rel));
+                            let _ = tx.try_send(Root::display(rel));
                         }
                     }
                 }
@@ -94,7 +100,7 @@ mod tests {
 
     use super::*;
 
-    async fn next(rx: &mut mpsc::UnboundedReceiver<String>) -> String {
+    async fn next(rx: &mut mpsc::Receiver<String>) -> String {
         // Bounded so a lost event fails the test instead of hanging it.
         tokio::time::timeout(Duration::from_secs(30), rx.recv())
             .await
