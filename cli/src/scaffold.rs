@@ -29,11 +29,11 @@ pub enum ScaffoldError {
 
 /// The WIT contract, copied into every plugin as `wit/`.
 const WIT: [(&str, &str); 5] = [
-    ("wit/types.wit", include_str!("../../wit/types.wit")),
-    ("wit/enricher.wit", include_str!("../../wit/enricher.wit")),
-    ("wit/tool.wit", include_str!("../../wit/tool.wit")),
-    ("wit/http.wit", include_str!("../../wit/http.wit")),
-    ("wit/worlds.wit", include_str!("../../wit/worlds.wit")),
+    ("wit/types.wit", include_str!("../../wit/0.1/types.wit")),
+    ("wit/enricher.wit", include_str!("../../wit/0.1/enricher.wit")),
+    ("wit/tool.wit", include_str!("../../wit/0.1/tool.wit")),
+    ("wit/http.wit", include_str!("../../wit/0.1/http.wit")),
+    ("wit/worlds.wit", include_str!("../../wit/0.1/worlds.wit")),
 ];
 
 fn template(lang: Lang) -> &'static [(&'static str, &'static str)] {

@@ -16,7 +16,7 @@
 
 #![allow(deprecated)] // rmcp marks MCP logging deprecated (SEP-2577); clients still use it.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
@@ -69,18 +69,22 @@ impl ClientLog {
         })
     }
 
-    /// The state of one new client session, at [`DEFAULT_LEVEL`].
+    /// The state of one new client session, at [`DEFAULT_LEVEL`]. It
+    /// holds the lines logged from now on: a client may call a tool the
+    /// moment it has sent `notifications/initialized`, before the server
+    /// has handled that notification, and the call's lines are its own.
     pub fn session(&self) -> SessionLog {
         SessionLog {
-            lines: self.lines.clone(),
+            lines: Mutex::new(Some(self.lines.subscribe())),
             level: Arc::new(AtomicU8::new(rank(DEFAULT_LEVEL))),
         }
     }
 }
 
-/// One client session's level; [`SessionLog::follow`] starts sending it lines.
+/// One client session's level and the lines held for it until
+/// [`SessionLog::follow`] starts sending them.
 pub struct SessionLog {
-    lines: broadcast::Sender<Arc<LogLine>>,
+    lines: Mutex<Option<broadcast::Receiver<Arc<LogLine>>>>,
     level: Arc<AtomicU8>,
 }
 
@@ -90,10 +94,13 @@ impl SessionLog {
         self.level.store(rank(level), Ordering::Relaxed);
     }
 
-    /// Send this session the lines logged from now on, until its client
-    /// goes away. Must run inside a Tokio runtime.
+    /// Send this session its lines, from its start on, until its client
+    /// goes away; once only. Must run inside a Tokio runtime.
     pub fn follow(&self, peer: Peer<RoleServer>) {
-        tokio::spawn(forward(self.lines.subscribe(), peer, self.level.clone()));
+        let lines = self.lines.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(lines) = lines {
+            tokio::spawn(forward(lines, peer, self.level.clone()));
+        }
     }
 }
 

@@ -36,7 +36,7 @@
 /// `value-model-types`.
 pub mod shared {
     wit_bindgen::generate!({
-        path: "../wit",
+        path: "../wit/0.1",
         world: "plugin-imports",
         generate_unused_types: true,
     });
@@ -45,7 +45,7 @@ pub mod shared {
 /// The `enricher-plugin` world: imports `host`, exports `enricher`.
 pub mod enricher_plugin {
     wit_bindgen::generate!({
-        path: "../wit",
+        path: "../wit/0.1",
         world: "enricher-plugin",
         with: {
             "toolhost:plugin/types@0.1.0": crate::bindings::shared::toolhost::plugin::types,
@@ -61,7 +61,7 @@ pub mod enricher_plugin {
 /// The `tool-plugin` world: imports `host` and `http`, exports `tool`.
 pub mod tool_plugin {
     wit_bindgen::generate!({
-        path: "../wit",
+        path: "../wit/0.1",
         world: "tool-plugin",
         with: {
             "toolhost:plugin/types@0.1.0": crate::bindings::shared::toolhost::plugin::types,

@@ -6,7 +6,7 @@
 //! host memory) except `http.fetch`, which waits on the network.
 
 wasmtime::component::bindgen!({
-    path: "../wit",
+    path: "../wit/0.1",
     world: "full-plugin",
     imports: {
         "toolhost:plugin/http.fetch": async | trappable,
