@@ -61,7 +61,7 @@ bench: host plugins lang-plugins upstream venv replay-trees
 	$(PYTHON) tests/mcp/vendors/replay.py --toolhost $(abspath $(TOOLHOST)) --plugin $(abspath $(GUEST_OUT))/github.wasm
 
 ## ---------------------------------------------------------------------------
-## Plugins in other languages (issue #6): JavaScript, Python, C, Go beside
+## Plugins in other languages: JavaScript, Python, C, Go beside
 ## Rust. `make toolchains` installs every tool, pinned, into build/ (nothing
 ## by hand); `make lang-plugins` builds the five reference enrichers into
 ## build/reference/reference-{rust,js,py,c,go}.wasm, each with its NAME.toml.

@@ -1,24 +1,17 @@
 //! The `toolhost` command line over real plugin directories.
 
-use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use serde_json::Value;
-use toolhost_tests::{guest, plugin_dir};
+use toolhost_tests::{guest, plugin_dir, toolhost_binary};
 
 #[path = "http_auth.rs"]
 mod http_auth;
 
-/// The release binary beside this test (`make test` builds it first).
+/// The release binary, without the code cache or a plugin directory from
+/// the environment.
 fn toolhost() -> Command {
-    let exe = std::env::current_exe().unwrap();
-    let bin: PathBuf = exe.parent().unwrap().parent().unwrap().join("toolhost");
-    assert!(
-        bin.is_file(),
-        "{} is missing: build it with `cargo build --release -p toolhost`",
-        bin.display()
-    );
-    let mut cmd = Command::new(bin);
+    let mut cmd = Command::new(toolhost_binary());
     cmd.arg("--no-cache").env_remove("TOOLHOST_PLUGINS");
     cmd
 }

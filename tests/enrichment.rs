@@ -8,13 +8,10 @@ use toolhost::enrich::{Enrichers, Owner};
 use toolhost::schema::Action;
 use toolhost::value_model::{Layer, SideEffect, ValueClass};
 use toolhost_cli::config::Config;
-use toolhost_tests::{plugin_dir, runtime};
+use toolhost_tests::load;
 
 async fn enrichers(entries: &[(&str, &str, Option<&str>)]) -> (Enrichers, tempfile::TempDir) {
-    let dir = plugin_dir(entries);
-    let (rt, _) = runtime();
-    let report = rt.load_dir(dir.path()).await.unwrap();
-    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    let (report, _, dir) = load(entries).await;
     (Enrichers::new(&report.plugins), dir)
 }
 

@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use toolhost::output::{CallOutput, ToolError};
 use toolhost::plugin::{Plugin, PluginError};
-use toolhost_tests::{Logs, LoopbackServer, SeenRequest, plugin_dir, runtime};
+use toolhost_tests::{Logs, LoopbackServer, SeenRequest, args, load, plugin_dir, runtime};
 
 /// The value of the secret `tracker`, injected by the host.
 const TOKEN: &str = "tok-4f9c1e7a2b";
@@ -59,19 +59,15 @@ fn loopback_grant(addr: SocketAddr, secret_env: Option<&str>) -> String {
 }
 
 async fn tracker(manifest: &str) -> (Arc<Plugin>, tempfile::TempDir) {
-    let dir = plugin_dir(&[("30-tracker", "tracker_tools", Some(manifest))]);
-    let (rt, _) = runtime();
-    let report = rt.load_dir(dir.path()).await.unwrap();
-    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    let (report, _, dir) = load(&[("30-tracker", "tracker_tools", Some(manifest))]).await;
     (report.plugins[0].clone(), dir)
 }
 
 async fn get_issue(p: &Plugin, key: &str) -> Result<Value, ToolError> {
-    let args: Map<String, Value> = json!({"key": key}).as_object().unwrap().clone();
     let result = p
         .execute(
             "get_issue",
-            &args,
+            &args(json!({"key": key})),
             "c".into(),
             Arc::new(AtomicBool::new(false)),
             None,
@@ -92,10 +88,7 @@ impl Attack {
     async fn load(grants: &str, config: &str) -> Self {
         secret_env();
         let manifest = format!("{grants}[config]\n{config}\n");
-        let dir = plugin_dir(&[("40-attack", "fixture_attack_http", Some(&manifest))]);
-        let (rt, logs) = runtime();
-        let report = rt.load_dir(dir.path()).await.unwrap();
-        assert!(report.errors.is_empty(), "{manifest}\n{:?}", report.errors);
+        let (report, logs, dir) = load(&[("40-attack", "fixture_attack_http", Some(&manifest))]).await;
         Self {
             plugin: report.plugins[0].clone(),
             logs,
@@ -190,7 +183,11 @@ async fn ungranted_hosts_are_refused() {
     );
     // No grant at all.
     let (p, _dir) = tracker(&format!("[config]\nbase_url = \"http://{host}\"\n")).await;
-    assert!(get_issue(&p, "WEB-7").await.is_err());
+    let err = get_issue(&p, "WEB-7").await.unwrap_err();
+    assert!(
+        matches!(&err, ToolError::Failed(m) if m.contains("HostNotAllowed")),
+        "{err:?}"
+    );
     assert!(seen(&server).is_empty(), "nothing reached the server");
 }
 

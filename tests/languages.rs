@@ -11,17 +11,10 @@ use toolhost::catalog::base_catalog;
 use toolhost::enrich::Enrichers;
 use toolhost::plugin::{Plugin, PluginError};
 use toolhost::value_model::FollowUpLink;
-use toolhost_tests::{REFERENCE_LANGS, reference, runtime};
+use toolhost_tests::{REFERENCE_LANGS, args, reference, runtime};
 
 /// "Команда" through `sanitize_field_name`: transliterated, plus FNV-1a.
 const KOMANDA: &str = "cf_komanda_";
-
-fn obj(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        _ => unreachable!("test input is an object"),
-    }
-}
 
 /// Everything observable about one build, as JSON.
 async fn observe(plugin: Arc<Plugin>) -> Value {
@@ -47,8 +40,8 @@ async fn observe(plugin: Arc<Plugin>) -> Value {
         ("get_issues", json!({"cf_team": "Green"})),
     ];
     let mut transforms = Vec::new();
-    for (tool, args) in cases {
-        let out = match plugin.transform_args(tool, obj(args)).await {
+    for (tool, input) in cases {
+        let out = match plugin.transform_args(tool, args(input)).await {
             Ok(map) => Value::Object(map),
             Err(PluginError::Rejected { message, .. }) => json!({"error": message}),
             Err(e) => panic!("{}: {tool}: {e}", plugin.name),
@@ -67,7 +60,7 @@ async fn observe(plugin: Arc<Plugin>) -> Value {
                 .find(|p| p.starts_with(KOMANDA))
         });
     if let Some(param) = &komanda {
-        let args = obj(json!({"title": "t", param.as_str(): "Синие"}));
+        let args = args(json!({"title": "t", param.as_str(): "Синие"}));
         transforms.push(Value::Object(
             plugin.transform_args("create_issue", args).await.unwrap(),
         ));

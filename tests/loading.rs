@@ -4,7 +4,7 @@
 use toolhost::catalog::base_tool;
 use toolhost::enrich::Enrichers;
 use toolhost::plugin::CodeSource;
-use toolhost_tests::{guest, plugin_dir, runtime, runtime_with_cache};
+use toolhost_tests::{guest, load, plugin_dir, runtime, runtime_with_cache};
 
 fn names(report: &toolhost::plugin::LoadReport) -> Vec<String> {
     report.plugins.iter().map(|p| p.name.to_string()).collect()
@@ -24,13 +24,11 @@ async fn chain_marker(report: &toolhost::plugin::LoadReport) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn order_follows_file_names() {
-    let dir = plugin_dir(&[
+    let (report, _, _dir) = load(&[
         ("20-b", "fixture_chain_b", None),
         ("10-a", "fixture_chain_a", None),
-    ]);
-    let (rt, _) = runtime();
-    let report = rt.load_dir(dir.path()).await.unwrap();
-    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    ])
+    .await;
     assert_eq!(names(&report), ["a", "b"]);
     assert_eq!(chain_marker(&report).await, "A+B");
 }
@@ -152,7 +150,7 @@ async fn a_corrupt_cache_entry_is_recompiled() {
     let (rt, _) = runtime_with_cache(Some(cache.path().to_owned()));
     let report = rt.load_dir(dir.path()).await.unwrap();
     assert_eq!(report.plugins[0].code_source, CodeSource::Compiled);
-    assert!(report.errors.is_empty());
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
 }
 
 /// The attack plugin in mode `mode`, with more `[config]` keys, alone in a

@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use toolhost::output::ToolError;
-use toolhost::pipeline::{CallContext, CallOutput, Sources, Toolhost};
+use toolhost::pipeline::{Sources, Toolhost};
 use toolhost::tools::{NativeTools, Root, WebSettings};
+use toolhost_tests::call;
 
 struct Fixture {
     _outside: tempfile::TempDir,
@@ -36,10 +37,6 @@ async fn fixture(web: WebSettings) -> Fixture {
         root,
         host,
     }
-}
-
-async fn call(host: &Toolhost, tool: &str, args: Value) -> Result<CallOutput, ToolError> {
-    host.call_tool(tool, args, &CallContext::new("t")).await
 }
 
 async fn ok(host: &Toolhost, tool: &str, args: Value) -> Value {

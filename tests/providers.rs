@@ -15,7 +15,7 @@ use toolhost::plugin::{Plugin, PluginError};
 use toolhost::schema::ToolSchema;
 use toolhost::value_model::{SideEffect, ValueClass};
 use toolhost_cli::check::{Verdict, check};
-use toolhost_tests::{plugin_dir, runtime};
+use toolhost_tests::{args, load, plugin_dir, runtime};
 
 #[path = "providers/end_to_end.rs"]
 mod end_to_end;
@@ -74,10 +74,7 @@ custom_fields = [
 
 /// Load one provider with `manifest`.
 async fn provider(crate_name: &str, manifest: Option<&str>) -> (Arc<Plugin>, Enrichers, tempfile::TempDir) {
-    let dir = plugin_dir(&[("10-p", crate_name, manifest)]);
-    let (rt, _) = runtime();
-    let report = rt.load_dir(dir.path()).await.unwrap();
-    assert!(report.errors.is_empty(), "{crate_name}: {:?}", report.errors);
+    let (report, _, dir) = load(&[("10-p", crate_name, manifest)]).await;
     (report.plugins[0].clone(), Enrichers::new(&report.plugins), dir)
 }
 
@@ -97,10 +94,6 @@ fn links(model: &toolhost::value_model::ValueModel) -> Vec<(&str, f32)> {
 
 fn props(s: &ToolSchema) -> Vec<String> {
     s.property_names()
-}
-
-fn args(v: Value) -> Map<String, Value> {
-    v.as_object().unwrap().clone()
 }
 
 async fn transform(p: &Plugin, tool: &str, v: Value) -> Value {
@@ -793,7 +786,7 @@ fn provenance(tools: &[EnrichedTool]) -> Value {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn all_providers_with_format_pipeline_match_the_reviewed_snapshot() {
-    let dir = plugin_dir(&[
+    let (report, _, _dir) = load(&[
         ("10-format-pipeline", "format_pipeline", None),
         ("20-github", "github", Some(GITHUB)),
         (
@@ -806,10 +799,8 @@ async fn all_providers_with_format_pipeline_match_the_reviewed_snapshot() {
         ("60-confluence", "confluence", None),
         ("70-fireflies", "fireflies", None),
         ("80-linear", "linear", None),
-    ]);
-    let (rt, _) = runtime();
-    let report = rt.load_dir(dir.path()).await.unwrap();
-    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    ])
+    .await;
     let listing = Enrichers::new(&report.plugins).list(base_catalog()).await;
     assert!(listing.hidden.is_empty(), "{:?}", listing.hidden);
     let got = serde_json::to_string_pretty(&provenance(&listing.tools)).unwrap() + "\n";

@@ -9,26 +9,20 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
-use toolhost::pipeline::{CallContext, CallOutput, Options, Sources, Toolhost};
+use toolhost::pipeline::{Options, Sources, Toolhost};
 use toolhost::speculation::Settings;
 use toolhost::tools::{NativeTools, Root, WebSettings};
 use toolhost::value_model::ValueModel;
-use toolhost_tests::{LoopbackServer, catalog_bindings, plugin_dir, runtime};
+use toolhost_tests::{LoopbackServer, call_ok, catalog_bindings, load, toolhost_binary};
 
 #[path = "speculation/trust.rs"]
 mod trust;
-
-async fn call(host: &Toolhost, tool: &str, args: Value) -> CallOutput {
-    host.call_tool(tool, args, &CallContext::new("t"))
-        .await
-        .unwrap_or_else(|e| panic!("{tool}: {e:?}"))
-}
 
 /// A file last modified an hour ago, so its stamp is trusted.
 fn old_file(dir: &Path, name: &str, content: &str) {
@@ -70,15 +64,15 @@ fn files() -> tempfile::TempDir {
 async fn a_read_after_grep_is_served_from_its_prefetch_as_a_direct_read_would_be() {
     let dir = files();
     let host = native_host(dir.path(), Settings::default()).await;
-    call(&host, "grep", json!({"pattern": "needle"})).await;
+    call_ok(&host, "grep", json!({"pattern": "needle"})).await;
     host.settle().await;
     assert_eq!(host.stats().unwrap().dispatched, 1, "only a.rs matched");
-    let served = call(&host, "read", json!({"path": "a.rs"})).await;
+    let served = call_ok(&host, "read", json!({"path": "a.rs"})).await;
     let stats = host.stats().unwrap();
     assert_eq!((stats.hits, stats.joins), (1, 0));
 
     let direct_host = native_host(dir.path(), Settings::off()).await;
-    let direct = call(&direct_host, "read", json!({"path": "a.rs"})).await;
+    let direct = call_ok(&direct_host, "read", json!({"path": "a.rs"})).await;
     assert_eq!(served.text(), direct.text());
     assert_eq!(served.structured(), direct.structured());
     assert_eq!(served.is_error, direct.is_error);
@@ -89,16 +83,16 @@ async fn a_read_after_grep_is_served_from_its_prefetch_as_a_direct_read_would_be
 async fn a_write_through_the_host_after_the_prefetch_is_seen() {
     let dir = files();
     let host = native_host(dir.path(), no_reread()).await;
-    call(&host, "grep", json!({"pattern": "needle"})).await;
+    call_ok(&host, "grep", json!({"pattern": "needle"})).await;
     host.settle().await;
-    let wrote = call(
+    let wrote = call_ok(
         &host,
         "write",
         json!({"path": "a.rs", "content": "fn needle2() {}\n"}),
     )
     .await;
     assert!(!wrote.is_error, "{}", wrote.text());
-    let read = call(&host, "read", json!({"path": "a.rs"})).await;
+    let read = call_ok(&host, "read", json!({"path": "a.rs"})).await;
     assert_eq!(read.structured().unwrap()["content"], "fn needle2() {}");
     assert_eq!(host.stats().unwrap().hits, 0);
 }
@@ -107,11 +101,11 @@ async fn a_write_through_the_host_after_the_prefetch_is_seen() {
 async fn a_change_behind_the_hosts_back_is_seen() {
     let dir = files();
     let host = native_host(dir.path(), no_reread()).await;
-    call(&host, "grep", json!({"pattern": "needle"})).await;
+    call_ok(&host, "grep", json!({"pattern": "needle"})).await;
     host.settle().await;
     // The agent's own editor changes the file: no call goes through the host.
     std::fs::write(dir.path().join("a.rs"), "fn changed() {}\n").unwrap();
-    let read = call(&host, "read", json!({"path": "a.rs"})).await;
+    let read = call_ok(&host, "read", json!({"path": "a.rs"})).await;
     assert_eq!(read.structured().unwrap()["content"], "fn changed() {}");
     let stats = host.stats().unwrap();
     assert_eq!((stats.hits, stats.stale), (0, 1));
@@ -160,11 +154,11 @@ async fn an_edit_that_restores_the_mtime_is_never_served_stale() {
             std::thread::sleep(Duration::from_millis(250));
         }
         let host = native_host(dir.path(), no_reread()).await;
-        call(&host, "grep", json!({"pattern": "needle"})).await;
+        call_ok(&host, "grep", json!({"pattern": "needle"})).await;
         host.settle().await;
         assert_eq!(host.stats().unwrap().dispatched, 1);
         edit_keeping_times(&dir.path().join("a.rs"), "fn NEEDLE() {}\n", in_place);
-        let read = call(&host, "read", json!({"path": "a.rs"})).await;
+        let read = call_ok(&host, "read", json!({"path": "a.rs"})).await;
         let case = format!("in place {in_place}, settled {settled}");
         assert_eq!(read.structured().unwrap()["content"], "fn NEEDLE() {}", "{case}");
         let stats = host.stats().unwrap();
@@ -176,7 +170,7 @@ async fn an_edit_that_restores_the_mtime_is_never_served_stale() {
 async fn spellings_of_one_path_share_its_prefetch_and_none_leaves_the_root() {
     let dir = files();
     let host = native_host(dir.path(), Settings::default()).await;
-    call(&host, "grep", json!({"pattern": "needle"})).await;
+    call_ok(&host, "grep", json!({"pattern": "needle"})).await;
     host.settle().await;
     let absolute = dir.path().canonicalize().unwrap().join("a.rs");
     for (n, path) in [
@@ -189,11 +183,11 @@ async fn spellings_of_one_path_share_its_prefetch_and_none_leaves_the_root() {
     .into_iter()
     .enumerate()
     {
-        let read = call(&host, "read", json!({"path": path})).await;
+        let read = call_ok(&host, "read", json!({"path": path})).await;
         assert_eq!(read.structured().unwrap()["content"], "fn needle() {}", "{path}");
         assert_eq!(host.stats().unwrap().hits, n as u64 + 1, "{path} was not served");
     }
-    let escape = call(&host, "read", json!({"path": "../a.rs"})).await;
+    let escape = call_ok(&host, "read", json!({"path": "../a.rs"})).await;
     assert!(
         escape.is_error && escape.text().contains("outside the tool root"),
         "{}",
@@ -211,11 +205,11 @@ async fn grep_matches_and_ls_entries_are_read_ahead_and_their_slices_served() {
     std::fs::create_dir(dir.path().join("lib")).unwrap();
     old_file(&dir.path().join("lib"), "long.rs", &long);
     let host = native_host(dir.path(), Settings::default()).await;
-    call(&host, "grep", json!({"pattern": "needle", "path": "lib"})).await;
+    call_ok(&host, "grep", json!({"pattern": "needle", "path": "lib"})).await;
     host.settle().await;
     // The slice an agent asks around the match, and one the window left out.
     for (n, (offset, limit)) in [(140, 20), (280, 50)].into_iter().enumerate() {
-        let read = call(
+        let read = call_ok(
             &host,
             "read",
             json!({"path": "lib/long.rs", "offset": offset, "limit": limit}),
@@ -226,14 +220,14 @@ async fn grep_matches_and_ls_entries_are_read_ahead_and_their_slices_served() {
         assert_eq!(got["lines"], json!([offset, (offset + limit - 1).min(300)]));
         assert_eq!(host.stats().unwrap().hits, n as u64 + 1);
     }
-    call(&host, "ls", json!({})).await;
+    call_ok(&host, "ls", json!({})).await;
     host.settle().await;
     let stats = host.stats().unwrap();
     assert_eq!(
         stats.dispatched, 3,
         "long.rs, then a.rs and b.rs from the listing"
     );
-    let read = call(&host, "read", json!({"path": "b.rs", "offset": 1})).await;
+    let read = call_ok(&host, "read", json!({"path": "b.rs", "offset": 1})).await;
     assert_eq!(read.structured().unwrap()["content"], "fn other() {}");
     let stats = host.stats().unwrap();
     assert_eq!(stats.hits, 3);
@@ -253,9 +247,9 @@ async fn grep_matches_and_ls_entries_are_read_ahead_and_their_slices_served() {
 async fn prefetches_never_read_are_wasted_when_the_session_ends() {
     let dir = files();
     let host = native_host(dir.path(), Settings::default()).await;
-    call(&host, "grep", json!({"pattern": "fn"})).await;
+    call_ok(&host, "grep", json!({"pattern": "fn"})).await;
     host.settle().await;
-    call(&host, "read", json!({"path": "a.rs"})).await;
+    call_ok(&host, "read", json!({"path": "a.rs"})).await;
     let during = host.stats().unwrap();
     assert_eq!(
         (during.dispatched, during.hits, during.wasted, during.unserved),
@@ -271,11 +265,11 @@ async fn a_real_read_answers_the_slices_and_re_reads_that_follow_until_the_file_
     let dir = files();
     let host = native_host(dir.path(), Settings::default()).await;
     let direct_host = native_host(dir.path(), Settings::off()).await;
-    let first = call(&host, "read", json!({"path": "a.rs", "offset": 1, "limit": 1})).await;
+    let first = call_ok(&host, "read", json!({"path": "a.rs", "offset": 1, "limit": 1})).await;
     assert_eq!(first.structured().unwrap()["content"], "fn needle() {}");
     for args in [json!({"path": "./a.rs"}), json!({"path": "a.rs", "offset": 2})] {
-        let served = call(&host, "read", args.clone()).await;
-        let direct = call(&direct_host, "read", args.clone()).await;
+        let served = call_ok(&host, "read", args.clone()).await;
+        let direct = call_ok(&direct_host, "read", args.clone()).await;
         assert_eq!(served, direct, "{args}");
     }
     let stats = host.stats().unwrap();
@@ -286,7 +280,7 @@ async fn a_real_read_answers_the_slices_and_re_reads_that_follow_until_the_file_
     );
     // Changed behind the host's back: never served from the old read.
     std::fs::write(dir.path().join("a.rs"), "fn changed() {}\n").unwrap();
-    let read = call(&host, "read", json!({"path": "a.rs"})).await;
+    let read = call_ok(&host, "read", json!({"path": "a.rs"})).await;
     assert_eq!(read.structured().unwrap()["content"], "fn changed() {}");
 }
 
@@ -305,17 +299,17 @@ async fn dispatched(host: &Toolhost, n: u64) {
 async fn a_file_read_then_edited_behind_the_hosts_back_is_read_again_ahead() {
     let dir = files();
     let host = native_host(dir.path(), Settings::default()).await;
-    call(&host, "read", json!({"path": "a.rs"})).await;
+    call_ok(&host, "read", json!({"path": "a.rs"})).await;
     // The agent's shell edits it, in place and then by a rename (`sed -i`).
     std::fs::write(dir.path().join("a.rs"), "fn edited() {}\n").unwrap();
     dispatched(&host, 1).await;
-    let read = call(&host, "read", json!({"path": "a.rs", "offset": 1})).await;
+    let read = call_ok(&host, "read", json!({"path": "a.rs", "offset": 1})).await;
     assert_eq!(read.structured().unwrap()["content"], "fn edited() {}");
     assert_eq!(host.stats().unwrap().hits, 1, "served from the read ahead");
     std::fs::write(dir.path().join("a.tmp"), "fn renamed() {}\n").unwrap();
     std::fs::rename(dir.path().join("a.tmp"), dir.path().join("a.rs")).unwrap();
     dispatched(&host, 2).await;
-    let read = call(&host, "read", json!({"path": "a.rs"})).await;
+    let read = call_ok(&host, "read", json!({"path": "a.rs"})).await;
     assert_eq!(read.structured().unwrap()["content"], "fn renamed() {}");
     let stats = host.stats().unwrap();
     assert_eq!((stats.hits, stats.stale), (2, 0));
@@ -342,11 +336,11 @@ async fn native_speculation_can_be_switched_off() {
         ..Settings::default()
     };
     let host = native_host(dir.path(), off).await;
-    call(&host, "grep", json!({"pattern": "needle"})).await;
+    call_ok(&host, "grep", json!({"pattern": "needle"})).await;
     host.settle().await;
-    call(&host, "read", json!({"path": "a.rs"})).await;
+    call_ok(&host, "read", json!({"path": "a.rs"})).await;
     std::fs::write(dir.path().join("a.rs"), "fn edited() {}\n").unwrap();
-    call(&host, "read", json!({"path": "a.rs"})).await;
+    call_ok(&host, "read", json!({"path": "a.rs"})).await;
     let stats = host.stats().unwrap();
     assert_eq!(stats.dispatched, 0);
     assert_eq!(stats.reused, 0, "nor are real reads kept");
@@ -414,13 +408,11 @@ impl Tracker {
         let tracker =
             format!("[grants]\nhttp = [\"http://{addr}\"]\n[config]\nbase_url = \"http://{addr}\"\n");
         let jira = "[config]\nhost = \"jira.test\"\n[[config.projects]]\nkey = \"WEB\"\n";
-        let dir = plugin_dir(&[
+        let (report, _, dir) = load(&[
             ("10-jira", "jira", Some(jira)),
             ("20-tracker", "tracker_tools", Some(&tracker)),
-        ]);
-        let (rt, _) = runtime();
-        let report = rt.load_dir(dir.path()).await.unwrap();
-        assert!(report.errors.is_empty(), "{:?}", report.errors);
+        ])
+        .await;
         let sources = Sources {
             bindings: catalog_bindings(&report.plugins[1]),
             plugins: report.plugins,
@@ -452,7 +444,7 @@ fn jira_on() -> Settings {
 async fn issues_are_prefetched_by_the_enrichers_projection_and_writes_are_seen() {
     let tracker = Tracker::start(Duration::ZERO).await;
     let (host, _dir) = tracker.host(jira_on()).await;
-    call(&host, "get_issues", json!({})).await;
+    call_ok(&host, "get_issues", json!({})).await;
     host.settle().await;
     for key in ["WEB-1", "WEB-2"] {
         assert_eq!(tracker.requests(&format!("/issues/{key}")), 1, "{key} prefetched");
@@ -464,7 +456,7 @@ async fn issues_are_prefetched_by_the_enrichers_projection_and_writes_are_seen()
         "project-args answered, so the generic projection was not used"
     );
 
-    let issue = call(&host, "get_issue", json!({"key": "WEB-1"})).await;
+    let issue = call_ok(&host, "get_issue", json!({"key": "WEB-1"})).await;
     assert_eq!(issue.structured().unwrap()["title"], "first");
     assert_eq!(
         tracker.requests("/issues/WEB-1"),
@@ -474,9 +466,9 @@ async fn issues_are_prefetched_by_the_enrichers_projection_and_writes_are_seen()
     assert_eq!(host.stats().unwrap().hits, 1);
 
     // A write through the host: the issue tracker's cached reads go.
-    call(&host, "update_issue", json!({"key": "WEB-2", "title": "renamed"})).await;
+    call_ok(&host, "update_issue", json!({"key": "WEB-2", "title": "renamed"})).await;
     assert_eq!(tracker.titles.lock().unwrap()["WEB-2"], "renamed");
-    let issue = call(&host, "get_issue", json!({"key": "WEB-2"})).await;
+    let issue = call_ok(&host, "get_issue", json!({"key": "WEB-2"})).await;
     assert_eq!(issue.structured().unwrap()["title"], "renamed");
 }
 
@@ -484,12 +476,12 @@ async fn issues_are_prefetched_by_the_enrichers_projection_and_writes_are_seen()
 async fn a_real_call_joins_the_prefetch_in_flight() {
     let tracker = Tracker::start(Duration::from_millis(300)).await;
     let (host, _dir) = tracker.host(jira_on()).await;
-    call(&host, "get_issues", json!({})).await;
+    call_ok(&host, "get_issues", json!({})).await;
     // Wait until the prefetch reached the server, then ask for it for real.
     while tracker.requests("/issues/WEB-1") == 0 {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let issue = call(&host, "get_issue", json!({"key": "WEB-1"})).await;
+    let issue = call_ok(&host, "get_issue", json!({"key": "WEB-1"})).await;
     assert_eq!(issue.structured().unwrap()["title"], "first");
     assert_eq!(tracker.requests("/issues/WEB-1"), 1);
     assert_eq!(host.stats().unwrap().joins, 1);
@@ -499,7 +491,7 @@ async fn a_real_call_joins_the_prefetch_in_flight() {
 async fn a_host_not_switched_on_is_never_prefetched() {
     let tracker = Tracker::start(Duration::ZERO).await;
     let (host, _dir) = tracker.host(Settings::default()).await;
-    call(&host, "get_issues", json!({})).await;
+    call_ok(&host, "get_issues", json!({})).await;
     host.settle().await;
     assert_eq!(tracker.server.seen.lock().unwrap().len(), 1, "only the real call");
     assert!(host.stats().unwrap().declined["not_enabled"] >= 2);
@@ -510,9 +502,7 @@ async fn before_call_stops_a_prefetch_and_after_call_still_runs_on_a_served_one(
     let dir = tempfile::tempdir().unwrap();
     old_file(dir.path(), "ok.txt", "two words\n");
     old_file(dir.path(), "bad.txt", "a FORBIDDEN word\n");
-    let plugins = plugin_dir(&[("20-text-tools", "text_tools", None)]);
-    let (rt, _) = runtime();
-    let report = rt.load_dir(plugins.path()).await.unwrap();
+    let (report, _, _dir) = load(&[("20-text-tools", "text_tools", None)]).await;
     // read → word_count of the file's content, on a host switched on.
     let read = model(json!({"side_effect": "pure", "follow_ups": [
         {"tool": "word_count", "probability": 0.9, "projection": "content", "projection_arg": "text"}
@@ -533,22 +523,22 @@ async fn before_call_stops_a_prefetch_and_after_call_still_runs_on_a_served_one(
     };
     let host = Toolhost::with_options(sources, options).await.unwrap();
 
-    call(&host, "read", json!({"path": "bad.txt"})).await;
+    call_ok(&host, "read", json!({"path": "bad.txt"})).await;
     host.settle().await;
     let stats = host.stats().unwrap();
     assert_eq!((stats.dispatched, stats.declined.get("refused")), (0, Some(&1)));
 
-    call(&host, "read", json!({"path": "ok.txt"})).await;
+    call_ok(&host, "read", json!({"path": "ok.txt"})).await;
     host.settle().await;
     assert_eq!(host.stats().unwrap().dispatched, 1);
-    let counted = call(&host, "word_count", json!({"text": "two words"})).await;
+    let counted = call_ok(&host, "word_count", json!({"text": "two words"})).await;
     assert_eq!(host.stats().unwrap().hits, 1);
     let direct = {
         let off = Options {
             speculation: Settings::off(),
             ..Options::default()
         };
-        let plugins = rt.load_dir(plugins.path()).await.unwrap().plugins;
+        let plugins = load(&[("20-text-tools", "text_tools", None)]).await.0.plugins;
         let host = Toolhost::with_options(
             Sources {
                 plugins,
@@ -558,7 +548,7 @@ async fn before_call_stops_a_prefetch_and_after_call_still_runs_on_a_served_one(
         )
         .await
         .unwrap();
-        call(&host, "word_count", json!({"text": "two words"})).await
+        call_ok(&host, "word_count", json!({"text": "two words"})).await
     };
     assert_eq!(counted.text(), direct.text());
     assert_eq!(
@@ -570,12 +560,6 @@ async fn before_call_stops_a_prefetch_and_after_call_still_runs_on_a_served_one(
 
 fn model(value: Value) -> ValueModel {
     serde_json::from_value(value).unwrap()
-}
-
-/// The release binary beside this test (`make test` builds it first).
-fn toolhost_bin() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().parent().unwrap().join("toolhost")
 }
 
 #[test]
@@ -592,7 +576,7 @@ fn serve_over_stdio_then_stats_reports_the_hit() {
         ),
     )
     .unwrap();
-    let mut server = Command::new(toolhost_bin())
+    let mut server = Command::new(toolhost_binary())
         .args(["--no-cache", "--config"])
         .arg(&config)
         .arg("serve")
@@ -656,7 +640,7 @@ fn serve_over_stdio_then_stats_reports_the_hit() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("1 hits"), "the log has the figures: {stderr}");
 
-    let stats = Command::new(toolhost_bin())
+    let stats = Command::new(toolhost_binary())
         .args(["--config"])
         .arg(&config)
         .args(["stats", "--json"])
@@ -672,7 +656,7 @@ fn serve_over_stdio_then_stats_reports_the_hit() {
     assert_eq!(recorded["stats"]["dispatched"], 2);
     assert_eq!(recorded["stats"]["wasted"], 1);
     assert_eq!(recorded["stats"]["unserved"], 0);
-    let human = Command::new(toolhost_bin())
+    let human = Command::new(toolhost_binary())
         .args(["--config"])
         .arg(&config)
         .arg("stats")

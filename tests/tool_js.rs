@@ -6,17 +6,10 @@
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use toolhost::output::{Block, CallOutput, ToolError};
 use toolhost::plugin::{BeforeCallDecision, Hooks, RenderOptions};
-use toolhost_tests::{lang_plugin, runtime};
-
-fn obj(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    }
-}
+use toolhost_tests::{args, lang_plugin, runtime};
 
 fn stats(result: &CallOutput) -> Value {
     result.structured().expect("a structured result")
@@ -44,7 +37,7 @@ async fn the_javascript_tool_plugin_serves_every_hook() {
     assert_eq!(schema["required"], json!(["text"]));
 
     let prepared = plugin
-        .prepare_arguments("js_text_stats", obj(json!({"content": "a b"})))
+        .prepare_arguments("js_text_stats", args(json!({"content": "a b"})))
         .await
         .unwrap();
     assert_eq!(
@@ -54,7 +47,7 @@ async fn the_javascript_tool_plugin_serves_every_hook() {
     );
 
     let blocked = plugin
-        .before_call("js_text_stats", &obj(json!({"text": "  "})))
+        .before_call("js_text_stats", &args(json!({"text": "  "})))
         .await
         .unwrap();
     assert!(
@@ -62,18 +55,18 @@ async fn the_javascript_tool_plugin_serves_every_hook() {
         "{blocked:?}"
     );
     let allowed = plugin
-        .before_call("js_text_stats", &obj(json!({"text": "x"})))
+        .before_call("js_text_stats", &args(json!({"text": "x"})))
         .await
         .unwrap();
     assert!(matches!(allowed, BeforeCallDecision::Allow));
 
     let progress = Arc::new(Mutex::new(Vec::new()));
     let sink = progress.clone();
-    let args = obj(json!({"text": "the cat and the hat\nthe end", "top": 2}));
+    let text = args(json!({"text": "the cat and the hat\nthe end", "top": 2}));
     let result = plugin
         .execute(
             "js_text_stats",
-            &args,
+            &text,
             "call-7".into(),
             Arc::new(AtomicBool::new(false)),
             Some(Arc::new(move |p, total, msg| {
@@ -98,7 +91,7 @@ async fn the_javascript_tool_plugin_serves_every_hook() {
     let cancelled = plugin
         .execute(
             "js_text_stats",
-            &args,
+            &text,
             "call-8".into(),
             Arc::new(AtomicBool::new(true)),
             None,
@@ -109,7 +102,7 @@ async fn the_javascript_tool_plugin_serves_every_hook() {
     let invalid = plugin
         .execute(
             "js_text_stats",
-            &obj(json!({"text": 5})),
+            &args(json!({"text": 5})),
             "call-9".into(),
             Arc::new(AtomicBool::new(false)),
             None,
@@ -131,7 +124,7 @@ async fn the_javascript_tool_plugin_serves_every_hook() {
     let empty = plugin
         .execute(
             "js_text_stats",
-            &obj(json!({"text": "!!"})),
+            &args(json!({"text": "!!"})),
             "c".into(),
             Arc::new(AtomicBool::new(false)),
             None,

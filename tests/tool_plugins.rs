@@ -7,21 +7,9 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Map, Value, json};
 use toolhost::catalog::base_tool;
 use toolhost::enrich::Enrichers;
-use toolhost::output::{Block, ToolError};
-use toolhost::plugin::{BeforeCallDecision, Hooks, Plugin, RenderOptions};
-use toolhost_tests::{plugin_dir, runtime};
-
-async fn load(entries: &[(&str, &str, Option<&str>)]) -> (Vec<Arc<Plugin>>, tempfile::TempDir) {
-    let dir = plugin_dir(entries);
-    let (rt, _) = runtime();
-    let report = rt.load_dir(dir.path()).await.unwrap();
-    assert!(report.errors.is_empty(), "{:?}", report.errors);
-    (report.plugins, dir)
-}
-
-fn args(value: Value) -> Map<String, Value> {
-    value.as_object().unwrap().clone()
-}
+use toolhost::output::{Block, CallOutput, ToolError};
+use toolhost::plugin::{BeforeCallDecision, Hooks, RenderOptions};
+use toolhost_tests::{args, load};
 
 fn no_cancel() -> Arc<AtomicBool> {
     Arc::new(AtomicBool::new(false))
@@ -29,7 +17,8 @@ fn no_cancel() -> Arc<AtomicBool> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn text_tools_exercise_every_hook() {
-    let (plugins, _dir) = load(&[("20-text", "text_tools", None)]).await;
+    let (report, _, _dir) = load(&[("20-text", "text_tools", None)]).await;
+    let plugins = report.plugins;
     let p = &plugins[0];
     let names: Vec<&str> = p.tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["word_count", "slow_count", "fail"]);
@@ -53,7 +42,9 @@ async fn text_tools_exercise_every_hook() {
         .before_call("word_count", &args(json!({"text": "a FORBIDDEN word"})))
         .await
         .unwrap();
-    assert!(matches!(blocked, BeforeCallDecision::Block(reason) if reason.contains("forbidden")));
+    assert!(
+        matches!(blocked, BeforeCallDecision::Block(reason) if reason == "text mentions a forbidden word")
+    );
     assert!(matches!(
         p.before_call("word_count", &prepared).await.unwrap(),
         BeforeCallDecision::Allow
@@ -112,7 +103,8 @@ async fn text_tools_exercise_every_hook() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn execute_reports_progress_and_honours_cancellation() {
-    let (plugins, _dir) = load(&[("20-text", "text_tools", None)]).await;
+    let (report, _, _dir) = load(&[("20-text", "text_tools", None)]).await;
+    let plugins = report.plugins;
     let p = plugins[0].clone();
     let reports = Arc::new(Mutex::new(Vec::new()));
     let sink = reports.clone();
@@ -128,7 +120,7 @@ async fn execute_reports_progress_and_honours_cancellation() {
         )
         .await
         .unwrap();
-    assert!(done.is_ok());
+    assert_eq!(done, Ok(CallOutput::new(vec![Block::text("counted to 5")])));
     assert_eq!(reports.lock().unwrap().last(), Some(&(5.0, Some(5.0))));
 
     // Cancel once the tool has reported progress: it answers `cancelled`.
@@ -154,7 +146,8 @@ async fn execute_reports_progress_and_honours_cancellation() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_slow_call_does_not_hold_up_another_call_to_the_same_plugin() {
-    let (plugins, _dir) = load(&[("20-text", "text_tools", None)]).await;
+    let (report, _, _dir) = load(&[("20-text", "text_tools", None)]).await;
+    let plugins = report.plugins;
     let p = plugins[0].clone();
     let started = Arc::new(AtomicBool::new(false));
     let (flag, slow_plugin) = (started.clone(), p.clone());
@@ -187,7 +180,11 @@ async fn a_slow_call_does_not_hold_up_another_call_to_the_same_plugin() {
         )
         .await
         .unwrap();
-    assert!(quick.is_ok());
+    let two_words = CallOutput {
+        details: Some(json!({"chars": 3})),
+        ..CallOutput::new(vec![Block::text("2 words")]).with_structured(json!({"words": 2}))
+    };
+    assert_eq!(quick, Ok(two_words));
     assert!(!slow.is_finished());
     stop.store(true, Ordering::Relaxed);
     assert!(matches!(slow.await.unwrap().unwrap(), Err(ToolError::Cancelled)));
@@ -195,7 +192,8 @@ async fn a_slow_call_does_not_hold_up_another_call_to_the_same_plugin() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_full_plugin_is_both_an_enricher_and_a_tool_plugin() {
-    let (plugins, _dir) = load(&[("10-both", "fixture_both", None)]).await;
+    let (report, _, _dir) = load(&[("10-both", "fixture_both", None)]).await;
+    let plugins = report.plugins;
     let p = &plugins[0];
     assert!(p.worlds.enricher && p.worlds.tool);
     assert_eq!(p.tools[0].name, "ping");

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
-use toolhost::pipeline::{CallContext, error_text};
+use toolhost::pipeline::{CallControl, error_text};
 use toolhost::plugin::Runtime;
 
 use crate::config::Config;
@@ -30,7 +30,7 @@ pub async fn run(
     for error in &errors {
         eprintln!("error: {error}");
     }
-    let ctx = CallContext::new("cli-1");
+    let ctx = CallControl::new("cli-1");
     let cancel = ctx.cancel.clone();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {

@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use toolhost::auth::AuthConfig;
-use toolhost::pipeline::UpstreamConfig;
 use toolhost::plugin::Manifest;
 use toolhost::speculation::Settings as SpeculationSettings;
 use toolhost::tools::WebSettings;
+use toolhost::upstream::UpstreamConfig;
 use toolhost::value_model::{UnsafeSpeculation, ValueModel, ValueModels};
 
 /// The file looked for in the working directory when none is given.
@@ -154,7 +154,7 @@ fn line_of(text: &str, offset: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolhost::pipeline::Transport;
+    use toolhost::upstream::Transport;
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
         let dir = tempfile::tempdir().unwrap();

@@ -19,9 +19,10 @@ use std::sync::Arc;
 use anyhow::Context;
 
 use crate::config::Config;
-use toolhost::pipeline::{Options, Sources, Toolhost, Upstream};
+use toolhost::pipeline::{Options, Sources, Toolhost};
 use toolhost::plugin::{LoadReport, Runtime};
 use toolhost::tools::{NativeTools, Root};
+use toolhost::upstream::Upstream;
 
 /// The plugin directory every command uses: the one named on the command
 /// line, else the configuration's `plugins`, else [`default_plugin_dir`].
@@ -36,7 +37,7 @@ pub fn plugin_dir(named: Option<&Path>, config: &Config) -> Option<PathBuf> {
 
 /// The plugin directory to use when neither the command line nor the
 /// configuration names one, if any exists.
-pub fn default_plugin_dir() -> Option<PathBuf> {
+fn default_plugin_dir() -> Option<PathBuf> {
     let local = PathBuf::from("plugins");
     if local.is_dir() {
         return Some(local);

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Map, Value, json};
-use toolhost::pipeline::{CallContext, Sources, Toolhost};
+use toolhost::pipeline::{CallControl, Sources, Toolhost};
 use toolhost::plugin::{Runtime, RuntimeOptions};
 use toolhost::tools::{NativeTools, Root, WebSettings};
 
@@ -57,7 +57,7 @@ fn bench(c: &mut Criterion) {
         }))
         .unwrap();
 
-    let ctx = CallContext::new("bench");
+    let ctx = CallControl::new("bench");
     let mut group = c.benchmark_group("read");
     group.bench_function("direct", |b| {
         b.iter(|| rt.block_on(direct.execute("read", black_box(&map))).unwrap())

@@ -30,7 +30,8 @@ use crate::bounds;
 use crate::catalog::{ToolMeta, ToolSpec, base_side_effect};
 use crate::plugin::{Method, Plugin, PluginError, Policy};
 use crate::schema::{Change, ToolSchema};
-use crate::value_model::{Layer, ValueModel, ValueModels, builtin};
+use crate::tools::facts;
+use crate::value_model::{Layer, ValueModel, ValueModels};
 
 /// The loaded enrichers, in registration order.
 #[derive(Clone, Default)]
@@ -223,7 +224,7 @@ impl Enrichers {
             let name = tool.name.as_str();
             let owning = match owner {
                 Owner::Host => {
-                    let host = builtin(name).or_else(|| {
+                    let host = facts::value_model(name).or_else(|| {
                         base_side_effect(name).map(|effect| ValueModel {
                             side_effect: Some(effect),
                             ..ValueModel::default()

@@ -2,7 +2,7 @@
 //! own: prompts, resources, resource templates, completions, resource
 //! subscriptions and instructions. Owns the routing from a name or URI to
 //! the server that serves it; not the sessions (the MCP front keeps who
-//! subscribed to what) nor the servers' connections (`pipeline::Upstream`).
+//! subscribed to what) nor the servers' connections (`upstream`).
 //!
 //! - Prompt names get the server's prefix, as its tools do (`ev_` +
 //!   `simple-prompt`); `prompts/get` and prompt completions strip it.
@@ -27,7 +27,7 @@ use rmcp::model::{
 };
 use tokio::sync::broadcast;
 
-use crate::pipeline::{Event, Upstream};
+use crate::upstream::{Event, Upstream};
 
 /// What changed, for the MCP front to tell its sessions.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,7 +49,7 @@ pub enum GatewayError {
     #[error("upstream `{0}` does not take resource subscriptions")]
     NoSubscriptions(String),
     #[error(transparent)]
-    Upstream(#[from] crate::pipeline::UpstreamError),
+    Upstream(#[from] crate::upstream::UpstreamError),
 }
 
 /// The upstream servers, in configuration order, and the task per server

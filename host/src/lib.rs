@@ -4,8 +4,10 @@
 //! - [`plugin`]: the WASM runtime: loading, sandboxing, calling plugins.
 //! - [`bounds`]: every cap on what a plugin hands the host, in one place.
 //! - [`ownership`]: who serves a tool name when sources clash.
-//! - [`schema`]: tool schemas and arguments as the host owns them, and the
-//!   checked edits plugins make.
+//! - [`schema`]: tool schemas as the host owns them, and the checked edits
+//!   plugins make.
+//! - [`args_edit`]: call arguments lent to a plugin, and the checked edits
+//!   it makes.
 //! - [`enrich`]: the enricher chain (listing, provenance, argument transforms,
 //!   value models).
 //! - [`value_model`]: value models and their layering.
@@ -22,6 +24,8 @@
 //! - [`auth`]: who may call the MCP endpoint over HTTP (bearer token, OAuth;
 //!   feature `mcp-server`).
 //! - [`client_log`]: plugin and upstream log lines sent to MCP clients.
+//! - [`upstream`]: upstream MCP servers, a tool source: their connections,
+//!   tools and calls.
 //! - [`gateway`]: upstream servers' prompts, resources, completions and
 //!   instructions, routed for the MCP front.
 //! - [`http_client`]: the HTTP client stack (reqwest on rustls with ring).
@@ -32,6 +36,7 @@
 //!
 //! The WIT contract the plugins implement is in `wit/` at the repository root.
 
+pub mod args_edit;
 pub mod atomic_file;
 #[cfg(feature = "mcp-server")]
 pub mod auth;
@@ -53,4 +58,5 @@ pub mod prompt;
 pub mod schema;
 pub mod speculation;
 pub mod tools;
+pub mod upstream;
 pub mod value_model;

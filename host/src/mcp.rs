@@ -63,7 +63,7 @@ use crate::client_log::{ClientLog, SessionLog};
 use crate::enrich::EnrichedTool;
 use crate::gateway::{GatewayError, Notice, merge_instructions};
 use crate::output::{ToolError, mcp};
-use crate::pipeline::{CallContext, Toolhost, error_text};
+use crate::pipeline::{CallControl, Toolhost, error_text};
 use crate::prompt::PROMPT_NAME;
 
 type SessionList = Mutex<Vec<Peer<RoleServer>>>;
@@ -490,7 +490,7 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let mut ctx = CallContext::new(context.id.to_string());
+        let mut ctx = CallControl::new(context.id.to_string());
         ctx.cancel = context.ct.clone();
         let mut forwarder = None;
         if let Some(token) = context.meta.get_progress_token() {

@@ -1,6 +1,6 @@
-//! Tool input schemas and call arguments as the host owns them, and the
-//! checked edits plugins make to them through the `tool-schema` and
-//! `tool-args` handles.
+//! Tool input schemas as the host owns them, and the checked edits plugins
+//! make to them through the `tool-schema` handle. Call arguments, lent
+//! through the `tool-args` handle, are `args_edit`'s.
 //!
 //! This module owns the data and its invariants (a property removed is also
 //! dropped from `required`; `required` names only existing properties; every
@@ -13,14 +13,17 @@
 //! [`MAX_SCHEMA_BYTES`] over every edit of every enricher (each edit is
 //! measured against the schema as it stands, and one that would grow it
 //! past the cap is undone and refused); and what the plugins of one call
-//! write into its arguments, by the room an [`ArgsEdit`] is lent with.
+//! write into its arguments, by the room an
+//! [`ArgsEdit`](crate::args_edit::ArgsEdit) is lent with (`args_edit`).
 
 use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::bounds::{MAX_ARGS_GROWTH, MAX_ENUM_VALUES, MAX_PROPERTIES, MAX_PROPERTY_NAME, MAX_SCHEMA_BYTES};
+use crate::bounds::{MAX_ENUM_VALUES, MAX_PROPERTIES, MAX_PROPERTY_NAME, MAX_SCHEMA_BYTES};
+// The plugin runtime's imports name it here.
+pub(crate) use crate::args_edit::ArgsEdit;
 
 /// Why an edit was refused. Mirrors the WIT `edit-error` variant.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -539,86 +542,8 @@ impl SchemaEdit {
     }
 }
 
-/// Call arguments lent to one plugin for one call.
-#[derive(Debug)]
-pub struct ArgsEdit {
-    pub args: Map<String, Value>,
-    read_only: bool,
-    max_value_bytes: usize,
-    /// Bytes (keys and values) the plugin may still write: the arguments
-    /// never grow by more than this, however many `set`s it makes.
-    room: usize,
-}
-
-impl ArgsEdit {
-    pub fn new(args: Map<String, Value>, read_only: bool, max_value_bytes: usize) -> Self {
-        Self {
-            args,
-            read_only,
-            max_value_bytes,
-            room: MAX_ARGS_GROWTH,
-        }
-    }
-
-    /// The same, with only `room` bytes to write (what the plugins before
-    /// it in a chain left).
-    pub fn within(mut self, room: usize) -> Self {
-        self.room = room;
-        self
-    }
-
-    /// Bytes the plugin may still write.
-    pub fn room(&self) -> usize {
-        self.room
-    }
-
-    pub fn get(&self, key: &str) -> Option<String> {
-        self.args.get(key).map(json_text)
-    }
-
-    /// Set `key` to the value `value_json` (JSON text). The key is taken by
-    /// value: the host import already owns it, and this is the hot path of
-    /// `transform-args`.
-    pub fn set(&mut self, key: String, value_json: &str) -> Result<(), EditError> {
-        if self.read_only {
-            return Err(EditError::ReadOnly);
-        }
-        if value_json.len() > self.max_value_bytes {
-            return Err(EditError::TooLarge(value_json.len() as u64));
-        }
-        let written = key.len() + value_json.len();
-        if written > self.room {
-            return Err(EditError::TooLarge(written as u64));
-        }
-        // Length first: the key is hashed only when the object is full.
-        if self.args.len() >= MAX_PROPERTIES && !self.args.contains_key(&key) {
-            return Err(EditError::InvalidSchema(format!(
-                "more than {MAX_PROPERTIES} arguments"
-            )));
-        }
-        self.args.insert(key, parse_json(value_json)?);
-        self.room -= written;
-        Ok(())
-    }
-
-    pub fn remove(&mut self, key: &str) -> Result<Option<String>, EditError> {
-        if self.read_only {
-            return Err(EditError::ReadOnly);
-        }
-        // `shift_remove` keeps the other arguments in order, as a plugin
-        // author expects of a JSON object.
-        Ok(self.args.shift_remove(key).map(|v| json_text(&v)))
-    }
-}
-
-/// A value as compact JSON text. `serde_json::to_string` writes into a
-/// buffer directly; `Value::to_string` goes through `fmt::Display`, which
-/// costs more on this path (every `get` and `remove` of a plugin).
-fn json_text(value: &Value) -> String {
-    serde_json::to_string(value).expect("a JSON value always serialises")
-}
-
-fn parse_json(text: &str) -> Result<Value, EditError> {
+/// `text` parsed as JSON, or the edit error a plugin is given.
+pub(crate) fn parse_json(text: &str) -> Result<Value, EditError> {
     serde_json::from_str(text).map_err(|e| EditError::InvalidJson(e.to_string()))
 }
 
@@ -696,13 +621,6 @@ mod tests {
             e.set_property("b", "{not json"),
             Err(EditError::InvalidJson(_))
         ));
-    }
-
-    #[test]
-    fn read_only_args_refuse_writes() {
-        let mut a = ArgsEdit::new(Map::new(), true, 1024);
-        assert_eq!(a.set("k".into(), "1"), Err(EditError::ReadOnly));
-        assert_eq!(a.remove("k"), Err(EditError::ReadOnly));
     }
 }
 

@@ -4,10 +4,11 @@
 //! A model is a [`ValueModel`] whose every field is optional, so that layers
 //! merge field by field: the owner's model < other plugins' claims (in
 //! registration order) < the user's configuration, the right side winning.
-//! Unlike the reference, which replaced whole entries, a user who sets only
+//! Layers merge rather than replace whole entries, so a user who sets only
 //! `cost.freshness_ttl_s` keeps everything else a plugin said. The planner
-//! that reads these models lives elsewhere; this module owns the types, the
-//! layering, and the trust rules:
+//! that reads these models lives elsewhere, and so do the native tools'
+//! own models (`tools::facts`); this module owns the types, the layering,
+//! and the trust rules:
 //!
 //! - only `pure` and `read-only` tools are ever speculated;
 //! - a tool's side effect and `speculate` come from its owner (who that is
@@ -184,8 +185,8 @@ impl ValueModel {
     }
 
     /// Whether the tool may be called ahead of time: only if its side effect
-    /// is `pure` or `read-only`, and `speculate` does not say no. Unlike the
-    /// reference, `speculate = true` can never turn it on for a mutating tool.
+    /// is `pure` or `read-only`, and `speculate` does not say no;
+    /// `speculate = true` can never turn it on for a mutating tool.
     pub fn is_speculatable(&self) -> bool {
         self.side_effect().is_speculatable() && self.speculate != Some(false)
     }
@@ -276,11 +277,15 @@ pub struct ValueModels {
 }
 
 impl ValueModels {
-    /// The built-in models of the native tools, each under its name.
+    /// The built-in models of the native tools
+    /// ([`tools::facts::value_model`](crate::tools::facts::value_model)),
+    /// each under its name.
     pub fn with_builtins() -> Self {
         let mut models = Self::default();
-        for (tool, model) in builtin_models() {
-            models.add(&tool, Layer::BuiltIn, &model);
+        for tool in crate::tools::NATIVE_NAMES {
+            if let Some(model) = crate::tools::facts::value_model(tool) {
+                models.add(tool, Layer::BuiltIn, &model);
+            }
         }
         models
     }
@@ -444,103 +449,6 @@ impl ValueModels {
 pub struct UnsafeSpeculation {
     pub tool: String,
     pub effect: SideEffect,
-}
-
-/// The host's own model of native tool `tool`, if it has one.
-pub fn builtin(tool: &str) -> Option<ValueModel> {
-    builtin_models()
-        .into_iter()
-        .find_map(|(name, model)| (name == tool).then_some(model))
-}
-
-/// Built-in models for the host's native tools, from the reference's corpus
-/// of 3,185 sessions: glob → read 0.32, grep → read 0.35, read is pure
-/// (ls → read, which it does not give, as glob's).
-/// Writes invalidate what they can change.
-fn builtin_models() -> Vec<(String, ValueModel)> {
-    let link = |tool: &str, probability: f32, projection: &str, arg: &str| FollowUpLink {
-        tool: tool.into(),
-        probability,
-        projection: Some(projection.into()),
-        projection_arg: Some(arg.into()),
-    };
-    let model = |class, effect, kb, ttl, follow_ups: Vec<FollowUpLink>| ValueModel {
-        value_class: Some(class),
-        side_effect: Some(effect),
-        cost: CostModel {
-            typical_kb: Some(kb),
-            freshness_ttl_s: ttl,
-            ..CostModel::default()
-        },
-        follow_ups: (!follow_ups.is_empty()).then_some(follow_ups),
-        ..ValueModel::default()
-    };
-    use SideEffect::*;
-    use ValueClass::*;
-    vec![
-        ("read".into(), model(Critical, Pure, 2.5, Some(300), vec![])),
-        (
-            "glob".into(),
-            model(
-                Supporting,
-                ReadOnly,
-                1.0,
-                Some(60),
-                vec![link("read", 0.32, "path", "path")],
-            ),
-        ),
-        (
-            "grep".into(),
-            model(
-                Critical,
-                Pure,
-                1.0,
-                Some(60),
-                vec![link("read", 0.35, "path", "path")],
-            ),
-        ),
-        // A listing is a glob of one directory: glob's chance of a read.
-        (
-            "ls".into(),
-            model(
-                Supporting,
-                ReadOnly,
-                1.0,
-                Some(60),
-                vec![link("read", 0.32, "path", "path")],
-            ),
-        ),
-        (
-            "web_search".into(),
-            model(
-                Supporting,
-                ReadOnly,
-                3.0,
-                Some(3600),
-                vec![link("web_fetch", 0.19, "url", "url")],
-            ),
-        ),
-        (
-            "web_fetch".into(),
-            model(Critical, ReadOnly, 8.0, Some(900), vec![]),
-        ),
-        (
-            "write".into(),
-            ValueModel {
-                side_effect: Some(MutatesLocal),
-                invalidates: Some(vec!["read".into(), "grep".into(), "glob".into(), "ls".into()]),
-                ..ValueModel::default()
-            },
-        ),
-        (
-            "edit".into(),
-            ValueModel {
-                side_effect: Some(MutatesLocal),
-                invalidates: Some(vec!["read".into(), "grep".into()]),
-                ..ValueModel::default()
-            },
-        ),
-    ]
 }
 
 #[cfg(test)]
@@ -758,7 +666,7 @@ mod tests {
     }
 
     #[test]
-    fn builtins_carry_the_corpus_chains() {
+    fn builtins_carry_the_read_after_listing_chains() {
         let models = ValueModels::with_builtins();
         let glob = models.get("glob").unwrap();
         assert_eq!(glob.follow_ups.as_ref().unwrap()[0].probability, 0.32);

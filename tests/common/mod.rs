@@ -1,6 +1,7 @@
 //! Shared setup for the integration tests: where the built guest plugins
-//! are, plugin directories assembled from them, and a runtime whose plugin
-//! log is captured.
+//! and the `toolhost` binary are, plugin directories assembled from them
+//! and loaded, a runtime whose plugin log is captured, and calls through a
+//! host's pipeline.
 //!
 //! The guest plugins are built from source by `make plugins` (the Makefile
 //! runs it before the tests); a missing file fails with that instruction.
@@ -8,8 +9,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use serde_json::{Map, Value};
 use toolhost::catalog::base_tool;
-use toolhost::plugin::{LogLine, Plugin, Runtime, RuntimeOptions};
+use toolhost::output::{CallOutput, ToolError};
+use toolhost::pipeline::{CallControl, Toolhost};
+use toolhost::plugin::{LoadReport, LogLine, Plugin, Runtime, RuntimeOptions};
 
 pub mod backend;
 pub mod load;
@@ -44,6 +48,41 @@ pub fn plugin_dir(entries: &[(&str, &str, Option<&str>)]) -> tempfile::TempDir {
         }
     }
     dir
+}
+
+/// A plugin directory of `entries` (as [`plugin_dir`]) loaded by a fresh
+/// [`runtime`], every plugin of it: a load error fails the test, naming
+/// the plugin. The directory lives as long as the returned handle.
+pub async fn load(entries: &[(&str, &str, Option<&str>)]) -> (LoadReport, Logs, tempfile::TempDir) {
+    let dir = plugin_dir(entries);
+    let (runtime, logs) = runtime();
+    let report = runtime
+        .load_dir(dir.path())
+        .await
+        .expect("read the plugin directory");
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    (report, logs, dir)
+}
+
+/// A test's JSON object as the argument map the host takes.
+pub fn args(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        other => panic!("test arguments must be a JSON object, not {other}"),
+    }
+}
+
+/// One call through `host`'s pipeline.
+pub async fn call(host: &Toolhost, tool: &str, args: Value) -> Result<CallOutput, ToolError> {
+    host.call_tool(tool, args, &CallControl::new("t")).await
+}
+
+/// One call through `host`'s pipeline that must reach execution (its
+/// result may still be an error result).
+pub async fn call_ok(host: &Toolhost, tool: &str, args: Value) -> CallOutput {
+    call(host, tool, args)
+        .await
+        .unwrap_or_else(|e| panic!("{tool}: {e:?}"))
 }
 
 /// `[bind]` of every base-catalog tool `plugin` lists to it: a catalog name

@@ -22,7 +22,7 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use toolhost::output::CallOutput;
-use toolhost::pipeline::{CallContext, Toolhost, error_text};
+use toolhost::pipeline::{CallControl, Toolhost, error_text};
 use toolhost::speculation::{Settings, Snapshot};
 use toolhost::tools::{NativeTools, Root, WebSettings};
 
@@ -287,7 +287,7 @@ pub async fn replay(trace: &Trace, work: Workspace, how: Replay) -> Result<Figur
     let mut rng = fastrand::Rng::with_seed(how.seed);
     let mut figures = Figures::default();
     let mut listed: HashSet<String> = HashSet::new();
-    let ctx = CallContext::new("trace-replay");
+    let ctx = CallControl::new("trace-replay");
     for step in &trace.steps {
         let (tool, args) = match step {
             Step::Call { tool, args } => {

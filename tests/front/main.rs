@@ -23,10 +23,10 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
-use toolhost::pipeline::CallContext;
+use toolhost::pipeline::CallControl;
 use toolhost::plugin::{Runtime, RuntimeOptions};
 use toolhost_cli::config::Config;
-use toolhost_tests::{everything_server, guest, reference};
+use toolhost_tests::{everything_server, guest, reference, toolhost_binary};
 
 #[derive(Parser)]
 #[command(about = "Latency and throughput of toolhost's MCP front")]
@@ -120,14 +120,6 @@ fn at_least(what: &'static str, measured: f64, unit: &'static str, limit: f64) -
     }
 }
 
-fn toolhost_bin() -> Result<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/toolhost");
-    if !path.is_file() {
-        bail!("{} is missing: run `make host` first", path.display());
-    }
-    Ok(path)
-}
-
 /// A tool root with one small file, and a configuration serving it.
 struct Workspace {
     dir: tempfile::TempDir,
@@ -151,7 +143,7 @@ impl Workspace {
     }
 
     fn command(&self) -> Result<tokio::process::Command> {
-        let mut command = tokio::process::Command::new(toolhost_bin()?);
+        let mut command = tokio::process::Command::new(toolhost_binary());
         command.arg("--config").arg(self.config()).arg("serve");
         Ok(command)
     }
@@ -294,7 +286,7 @@ async fn direct(workspace: &Workspace, n: usize) -> Result<Figures> {
     let one = || async {
         let start = Instant::now();
         let out = host
-            .call_tool("read", json!({"path": "small.txt"}), &CallContext::new("bench"))
+            .call_tool("read", json!({"path": "small.txt"}), &CallControl::new("bench"))
             .await
             .map_err(|e| anyhow::anyhow!("{}", toolhost::pipeline::error_text(&e)))?;
         let took = start.elapsed();

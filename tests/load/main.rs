@@ -13,8 +13,8 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Parser;
-use toolhost_tests::guest;
 use toolhost_tests::load::{LoadSpec, run};
+use toolhost_tests::{guest, toolhost_binary};
 
 #[derive(Parser)]
 #[command(about = "Fault-and-load run of toolhost serve --http")]
@@ -39,9 +39,7 @@ struct Args {
 #[tokio::main]
 async fn main() -> Result<ExitCode> {
     let args = Args::parse();
-    let toolhost = args
-        .toolhost
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release/toolhost"));
+    let toolhost = args.toolhost.unwrap_or_else(toolhost_binary);
     let spec = LoadSpec {
         calls: args.calls,
         concurrency: args.concurrency,

@@ -1,18 +1,18 @@
-//! One replayed agent session: a seeded walk over the transitions of the
-//! reference corpus (glob → read, grep → read, search → page, list issues →
+//! One replayed agent session: a seeded walk over the chains the value
+//! models declare (glob → read, grep → read, search → page, list issues →
 //! issue → comments) with writes mixed in, think time between calls, and
 //! every read checked against the backend's state at the time of the call.
 //!
 //! When an agent follows a list up, it opens one of the top three results
-//! (the reference found they cover most cited follow-ups) with the mix's
-//! weights, and then, with the mix's `more` probability each time, another
-//! of them (Read → Read is the corpus's most frequent transition).
+//! (as many as the host prefetches from one link) with the mix's weights,
+//! and then, with the mix's `more` probability each time, another of them
+//! (an agent that has opened one file of a listing often opens the next).
 
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 use serde_json::{Value, json};
-use toolhost::pipeline::{CallContext, Toolhost};
+use toolhost::pipeline::{CallControl, Toolhost};
 
 use crate::world::{FILES, GLOBS, WORDS, World};
 
@@ -31,7 +31,8 @@ pub struct Mix {
     pub more: f64,
 }
 
-/// The corpus's transition probabilities (and the provider enrichers').
+/// The transition probabilities the value models declare (the native
+/// tools' and the provider enrichers'): the agent the host is tuned for.
 pub const CORPUS: Mix = Mix {
     name: "corpus",
     glob_read: 0.32,
@@ -128,7 +129,7 @@ impl Agent<'_> {
         let start = Instant::now();
         let out = self
             .host
-            .call_tool(tool, args.clone(), &CallContext::new("replay"))
+            .call_tool(tool, args.clone(), &CallControl::new("replay"))
             .await;
         self.tally.waited += start.elapsed();
         self.tally.calls += 1;

@@ -1,5 +1,5 @@
 //! The speculation replay bench: agent sessions generated with a fixed seed
-//! from the corpus's transition probabilities, run against backends with
+//! from the value models' transition probabilities, run against backends with
 //! realistic latency (native tools with injected delay, an issue tracker and
 //! knowledge base on loopback HTTP through a WASM tool plugin), once with
 //! speculation off and once on, on identical fresh backends. It reports the

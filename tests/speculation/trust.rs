@@ -12,9 +12,7 @@ use std::time::Duration;
 use serde_json::json;
 use toolhost::pipeline::{Options, Sources, Toolhost};
 use toolhost::speculation::Settings;
-use toolhost_tests::{LoopbackServer, plugin_dir, runtime};
-
-use super::call;
+use toolhost_tests::{LoopbackServer, call_ok, load};
 
 /// The victim's backend: `/list` and `/issues` list three items, `/item/ID`
 /// says whether ID was deleted by a `POST /delete/ID`.
@@ -122,10 +120,7 @@ async fn host(backend: &Backend, setup: Setup<'_>) -> (Toolhost, tempfile::TempD
     if let Some(attacker) = &attacker {
         entries.push(("20-attack", "fixture_attack_trust", Some(attacker.as_str())));
     }
-    let dir = plugin_dir(&entries);
-    let (rt, _) = runtime();
-    let report = rt.load_dir(dir.path()).await.unwrap();
-    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    let (report, _, dir) = load(&entries).await;
     let bindings: BTreeMap<String, String> = setup
         .bind
         .iter()
@@ -162,10 +157,10 @@ fn has_refusal(host: &Toolhost, plugin: &str, tool: &str, text: &str) -> bool {
 async fn the_owners_read_only_tools_are_still_prefetched() {
     let backend = Backend::start(Duration::ZERO).await;
     let (host, _dir) = host(&backend, Setup::default()).await;
-    call(&host, "v_list", json!({})).await;
+    call_ok(&host, "v_list", json!({})).await;
     host.settle().await;
     assert_eq!(backend.count("GET /item/1"), 1, "{:?}", backend.seen());
-    let item = call(&host, "v_get", json!({"id": "1"})).await;
+    let item = call_ok(&host, "v_get", json!({"id": "1"})).await;
     assert_eq!(item.structured().unwrap()["id"], "1");
     assert_eq!(backend.count("GET /item/1"), 1, "served from the prefetch");
     assert!(refused(&host).is_empty(), "{:?}", refused(&host));
@@ -179,7 +174,7 @@ async fn an_enricher_cannot_declare_another_plugins_mutating_tool_pure() {
         ..Setup::default()
     };
     let (host, _dir) = host(&backend, setup).await;
-    call(&host, "v_list", json!({})).await;
+    call_ok(&host, "v_list", json!({})).await;
     host.settle().await;
     assert_eq!(
         backend.posts(),
@@ -210,7 +205,7 @@ async fn an_enricher_cannot_override_the_owners_speculate_false() {
         ..Setup::default()
     };
     let (host, _dir) = host(&backend, setup).await;
-    call(&host, "v_list", json!({})).await;
+    call_ok(&host, "v_list", json!({})).await;
     host.settle().await;
     let quota: Vec<String> = backend
         .seen()
@@ -234,7 +229,7 @@ async fn an_enricher_cannot_declare_a_tool_its_owner_left_undeclared_read_only()
         ..Setup::default()
     };
     let (host, _dir) = host(&backend, setup).await;
-    call(&host, "v_list", json!({})).await;
+    call_ok(&host, "v_list", json!({})).await;
     host.settle().await;
     assert_eq!(backend.posts(), Vec::<String>::new());
     assert!(has_refusal(
@@ -254,7 +249,7 @@ async fn an_enricher_cannot_make_a_base_catalog_write_read_only() {
         ..Setup::default()
     };
     let (host, _dir) = host(&backend, setup).await;
-    call(&host, "get_issues", json!({})).await;
+    call_ok(&host, "get_issues", json!({})).await;
     host.settle().await;
     assert_eq!(
         backend.posts(),
@@ -283,11 +278,11 @@ async fn an_enricher_cannot_narrow_what_a_write_invalidates() {
         ..Setup::default()
     };
     let (host, _dir) = host(&backend, setup).await;
-    call(&host, "v_list", json!({})).await;
+    call_ok(&host, "v_list", json!({})).await;
     host.settle().await;
     assert_eq!(backend.count("GET /item/1"), 1, "prefetched");
-    call(&host, "v_delete", json!({"id": "1"})).await;
-    let item = call(&host, "v_get", json!({"id": "1"})).await;
+    call_ok(&host, "v_delete", json!({"id": "1"})).await;
+    let item = call_ok(&host, "v_get", json!({"id": "1"})).await;
     assert_eq!(
         item.structured().unwrap()["deleted"],
         true,
@@ -306,7 +301,7 @@ async fn false_host(attack: &str) -> (Backend, Toolhost, tempfile::TempDir) {
         ..Setup::default()
     };
     let (host, dir) = host(&backend, setup).await;
-    call(&host, "v_list", json!({})).await;
+    call_ok(&host, "v_list", json!({})).await;
     host.settle().await;
     (backend, host, dir)
 }
@@ -347,7 +342,7 @@ async fn an_owner_cannot_claim_a_host_it_is_not_granted() {
         ..Setup::default()
     };
     let (host, _dir) = host(&backend, setup).await;
-    call(&host, "v_list", json!({})).await;
+    call_ok(&host, "v_list", json!({})).await;
     host.settle().await;
     refused_as_not_granted(&backend, &host);
 }
@@ -365,7 +360,7 @@ async fn spellings_of_one_host_share_its_per_host_cap() {
         ..Setup::default()
     };
     let (host, _dir) = host(&backend, setup).await;
-    call(&host, "v_list", json!({})).await;
+    call_ok(&host, "v_list", json!({})).await;
     host.settle().await;
     let stats = host.stats().unwrap();
     assert_eq!(

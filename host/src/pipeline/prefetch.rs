@@ -11,6 +11,8 @@
 //! it is believed only if the plugin is granted that host or the user's
 //! `[tools.X]` names it, else the call is not made ahead of time and the
 //! refusal is logged.
+//! Which native tool is answered from its file loaded whole, and which
+//! are local, is the tools' own fact (`tools::facts`).
 //! A native `read` is prefetched whole (cached under its normalised path
 //! alone), and every slice a real read asks of it is answered from that by
 //! the same code a direct read runs, so it is the same answer, line numbers,
@@ -37,13 +39,16 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
-use super::{Backend, CallContext, Core, execute};
+use super::assembly::{Backend, Core};
+use super::call::{CallControl, error_text};
+use super::steps::execute;
 use crate::output::{CallOutput, ToolError};
 use crate::speculation::engine::BoxFuture;
 use crate::speculation::planner::DeclineReason;
 use crate::speculation::settings::hostname;
 use crate::speculation::{Engine, Target};
-use crate::tools::{Changes, FileText, NativeTools};
+use crate::tools::facts::WHOLE_FILE;
+use crate::tools::{Changes, FileText, NativeTools, is_local};
 
 /// How long the changes reported must pause before the files are read
 /// again: an edit is often several writes, or several edits in a row.
@@ -70,7 +75,7 @@ impl Target for Core {
             Core::prepare(self, &tool, Value::Object(args))
                 .await
                 .map(|(_, args)| args)
-                .map_err(|e| super::error_text(&e))
+                .map_err(|e| error_text(&e))
         })
     }
 
@@ -81,15 +86,15 @@ impl Target for Core {
                 .get(&tool)
                 .ok_or_else(|| format!("Tool {tool} not found"))?;
             if let Backend::Native(native) = &bound.backend
-                && tool == "read"
+                && tool == WHOLE_FILE
             {
-                let file = native.load(&args).await.map_err(|e| super::error_text(&e))?;
+                let file = native.load(&args).await.map_err(|e| error_text(&e))?;
                 return Ok(Prefetch::File(Arc::new(file)));
             }
-            let ctx = CallContext::new(format!("prefetch-{tool}"));
+            let ctx = CallControl::new(format!("prefetch-{tool}"));
             let result = execute(&bound.backend, &tool, args, &ctx)
                 .await
-                .map_err(|e| super::error_text(&e))?;
+                .map_err(|e| error_text(&e))?;
             // An upstream's error result is not worth serving again.
             if result.is_error {
                 return Err(result.text());
@@ -109,7 +114,7 @@ impl Target for Core {
         match cached {
             // As the pipeline turns a failed execution into a result.
             Prefetch::File(file) => {
-                NativeTools::slice(file, args).unwrap_or_else(|e| CallOutput::error(super::error_text(&e)))
+                NativeTools::slice(file, args).unwrap_or_else(|e| CallOutput::error(error_text(&e)))
             }
             Prefetch::Result(result) => CallOutput::clone(result),
         }
@@ -133,7 +138,7 @@ impl Target for Core {
         };
         let host_allowed = host.is_some_and(|h| self.settings.allows_host(h));
         match &bound.backend {
-            Backend::Native(_) if NativeTools::is_local(tool) => on(self.settings.native),
+            Backend::Native(_) if is_local(tool) => on(self.settings.native),
             Backend::Native(_) => on(host_allowed),
             Backend::Plugin(plugin, _) => {
                 on(host_allowed)?;
@@ -161,7 +166,7 @@ impl Target for Core {
     }
 
     fn self_validating(&self, tool: &str) -> bool {
-        tool == "read" && matches!(self.tools.get(tool).map(|b| &b.backend), Some(Backend::Native(_)))
+        tool == WHOLE_FILE && matches!(self.tools.get(tool).map(|b| &b.backend), Some(Backend::Native(_)))
     }
 
     fn follow(&self, tool: &str, output: &Prefetch) {
@@ -191,12 +196,12 @@ pub(super) async fn run_kept(
     backend: &Backend,
     name: &str,
     args: Map<String, Value>,
-    ctx: &CallContext,
+    ctx: &CallControl,
 ) -> Result<CallOutput, ToolError> {
     let Backend::Native(native) = backend else {
         return execute(backend, name, args, ctx).await;
     };
-    if name != "read" {
+    if name != WHOLE_FILE {
         return execute(backend, name, args, ctx).await;
     }
     let start = Instant::now();
@@ -238,7 +243,7 @@ pub(super) fn refresh(engine: Weak<Engine<Core>>, mut changed: mpsc::Receiver<St
             };
             for path in paths {
                 let args = Map::from_iter([("path".to_owned(), Value::String(path))]);
-                engine.changed("read", args).await;
+                engine.changed(WHOLE_FILE, args).await;
             }
         }
     });
@@ -266,7 +271,7 @@ mod tests {
     }
 
     async fn call(host: &Toolhost, tool: &str, args: Value) -> CallOutput {
-        host.call_tool(tool, args, &CallContext::new("t")).await.unwrap()
+        host.call_tool(tool, args, &CallControl::new("t")).await.unwrap()
     }
 
     /// Lines of a file: empty ones, long ones, a carriage return, non-ASCII.

@@ -15,7 +15,7 @@ wasmtime::component::bindgen!({
     exports: { default: async },
     with: {
         "toolhost:plugin/types.tool-schema": crate::schema::SchemaEdit,
-        "toolhost:plugin/types.tool-args": crate::schema::ArgsEdit,
+        "toolhost:plugin/types.tool-args": crate::args_edit::ArgsEdit,
         "toolhost:plugin/types.call-context": crate::plugin::host_api::CallContext,
     },
 });

@@ -26,8 +26,8 @@ use crate::value_model::{CostModel, FieldGroup, FollowUpLink, SideEffect, ValueC
 
 use super::results::{content_from_wit, to_wit};
 use crate::output::{Block, CallOutput, ToolError};
+use tool::Content;
 pub use tool::{BeforeCallDecision, Hooks, RenderOptions, ToolDefinition};
-use tool::{Content, ToolResult};
 
 /// What an after-call hook replaces; each field set replaces the old one
 /// whole, unset fields are kept.
@@ -423,7 +423,6 @@ impl Plugin {
         match &mut answer {
             Ok(result) => {
                 self.redactor().result(result);
-                self.cap(M, result_size(result))?;
             }
             Err(error) => {
                 self.redactor().tool_error(error);
@@ -435,7 +434,11 @@ impl Plugin {
                 }
             }
         }
-        Ok(answer.map(CallOutput::from).map_err(ToolError::from))
+        let answer = answer.map(CallOutput::from).map_err(ToolError::from);
+        if let Ok(output) = &answer {
+            self.cap(M, output.size())?;
+        }
+        Ok(answer)
     }
 
     pub async fn after_call(
@@ -608,10 +611,6 @@ fn content_size(content: &[Content]) -> usize {
             Content::Image(i) => i.data.len() + i.mime_type.len(),
         })
         .sum()
-}
-
-fn result_size(result: &ToolResult) -> usize {
-    content_size(&result.content) + result.details.as_ref().map_or(0, String::len)
 }
 
 fn from_wit(m: wit::ToolValueModel) -> ValueModel {

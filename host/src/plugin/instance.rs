@@ -22,7 +22,7 @@
 //!   an async import); a call cut off is dropped with its instance.
 //!
 //! Synchronous calls for the CPU-bound enricher exports (no fiber; budget and
-//! deadline both as epoch traps) were measured and rejected (issue #2):
+//! deadline both as epoch traps) were measured and rejected:
 //!
 //! - the fiber costs about 0.2 µs per call, 0.3 µs of the 4-import
 //!   `transform-args` benchmark (under a tenth of it): the time goes to the

@@ -28,14 +28,15 @@ pub const HEAVY_COMPONENT_BYTES: usize = 4 << 20;
 
 /// Calls an instance serves, by default, before it is replaced.
 ///
-/// Measured with `cargo bench -p toolhost --bench plugins`: remapping two keys of a 1 KB
-/// argument object through a Rust guest costs about 8 µs on a reused
-/// instance and about 63 µs on a fresh instance per call (instantiation,
-/// first-touch page faults, and teardown); a tools/list of 60 tools through
-/// four plugins makes 240 calls. With wasmtime 48 each import costs about
-/// 1.2 µs, and entering the guest about 1.5 µs beyond the native baseline.
-/// A fresh instance per call is therefore not the default:
-/// instances are reused, one per concurrent call, and replaced after this
+/// A fresh instance per call pays for instantiation, first-touch page
+/// faults and teardown on every call: about eight times a call on a reused
+/// instance (`cargo bench -p toolhost --bench plugins`, remapping two keys
+/// of a 1 KB argument object through a Rust guest:
+/// `transform_args/wasm_fresh_instance` 63 µs against
+/// `transform_args/wasm_reused_instance` 8 µs at commit 631e817, wasmtime
+/// 48), and a tools/list of 60 tools through four plugins makes 240 calls.
+/// A fresh instance per call is therefore not the default: instances are
+/// reused, one per concurrent call, and replaced after this
 /// many calls or at once after any trap or timeout. State a plugin keeps
 /// between calls stays within that plugin. `instances = "fresh"` in a
 /// manifest buys full isolation between calls at the measured price.

@@ -10,6 +10,7 @@ use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
 use super::*;
+use crate::args_edit::ArgsEdit;
 use crate::fuzzing::{config, hostile_string, json_text, json_value, name};
 
 /// The per-value cap the edits run under: small, so the fuzzer hits it.

@@ -1,6 +1,6 @@
 //! Runs prefetches in the background within caps: a global cap on
-//! prefetches in flight (not per dispatch, as in the reference) and a cap per
-//! network host, a timeout per prefetch, and cancellation of all of them on
+//! prefetches in flight (across every dispatch, so calls in quick
+//! succession cannot each start a full batch) and a cap per network host, a timeout per prefetch, and cancellation of all of them on
 //! shutdown.
 //!
 //! It knows nothing of tools: it runs futures it is given and says why it

@@ -26,8 +26,10 @@
 //! not, so a real call that matches a candidate that was *not* dispatched
 //! still counts as used for its rank: an estimate that fell under the floor
 //! recovers when the agent's habits change, without spending backend calls
-//! to find out. This plays the part of the reference's offline auto-tuning
-//! (a tool under 50 % hits turned off), online and per rank.
+//! to find out. The tuning is online and per rank, rather than a tool
+//! switched off offline once its hit rate falls: a rank the agent stopped
+//! opening stops costing calls within the run, and one it opens again
+//! comes back.
 //!
 //! It owns the counters and the memory of offered candidates, not the
 //! decision to plan a link (the planner) or the cache.

@@ -7,8 +7,8 @@
 //! `matches`, each file read around its first matching line; ls's files; a
 //! search's `results`), then the generic one: every value found
 //! under the link's `projection` key, anywhere in the result, becomes
-//! `{projection_arg: value}`. Unlike the reference, projections read
-//! structured results, never formatted text.
+//! `{projection_arg: value}`. Projections read structured results, never
+//! formatted text: the text is for the model and may change its layout.
 
 use serde_json::{Map, Value};
 

@@ -5,12 +5,14 @@
 //! Each tool returns text for the model and the same facts as its
 //! structured result (`glob` → `{"paths": [...]}`, `grep` → `{"matches":
 //! [{"path", "line", "text"}]}`, `read` → `{"path", "content", "lines":
-//! [start, end], "total_lines"}`). Argument names match the value models in
-//! `value_model.rs` (`path`, `pattern`, `url`). This module owns the tools'
-//! schemas and execution; validation against the schema, hooks and
-//! cancellation belong to the call pipeline.
+//! [start, end], "total_lines"}`). What the host knows and says of each tool
+//! (schemas, titles, guidelines, value models, how speculation treats it)
+//! is in [`facts`], in one place; the rest of this module runs the tools.
+//! Validation against the schema, hooks and cancellation belong to the call
+//! pipeline.
 
 mod changes;
+pub mod facts;
 mod files;
 mod fresh;
 mod root;
@@ -21,18 +23,15 @@ mod write;
 
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
-use crate::catalog::{Annotations, ToolMeta, ToolSpec};
+use crate::catalog::ToolSpec;
 use crate::output::{Block, CallOutput, ToolError};
 pub use changes::Changes;
+pub use facts::{NATIVE_NAMES, is_local};
 pub use files::FileText;
 pub use root::Root;
 pub use web::WebSettings;
-
-/// Every native tool's name, served or not (`write` and `edit` only with a
-/// writable root): reserved for the host (see `ownership`).
-pub const NATIVE_NAMES: [&str; 7] = ["read", "glob", "grep", "ls", "web_fetch", "write", "edit"];
 
 /// The native tools, bound to one root and one web policy.
 pub struct NativeTools {
@@ -72,97 +71,9 @@ impl NativeTools {
         &self.root
     }
 
-    /// The tools' specs, uncategorised (always listed), each with its
-    /// title, output schema (the JSON block it returns) and whether it
-    /// reaches the network.
+    /// The specs of the tools served ([`facts::specs`]).
     pub fn specs(&self) -> Vec<ToolSpec> {
-        let spec = |name: &str, description: &str, schema: Value| ToolSpec {
-            name: name.into(),
-            description: description.into(),
-            category: None,
-            input_schema: schema,
-            meta: ToolMeta {
-                title: Some(title(name)),
-                guidelines: guidelines(name),
-                output_schema: Some(output_schema(name)),
-                annotations: Annotations {
-                    open_world_hint: Some(name == "web_fetch"),
-                    ..Annotations::default()
-                },
-                ..ToolMeta::default()
-            },
-        };
-        let mut specs = vec![
-            spec(
-                "read",
-                "Read a text file below the tool root. Lines are numbered from 1; use offset and limit for large files.",
-                json!({"type": "object", "properties": {
-                    "path": {"type": "string", "description": "File path, relative to the tool root."},
-                    "offset": {"type": "integer", "minimum": 1, "description": "First line to return (1-based)."},
-                    "limit": {"type": "integer", "minimum": 1, "description": "How many lines to return (default 2000)."}
-                }, "required": ["path"], "additionalProperties": false}),
-            ),
-            spec(
-                "glob",
-                "Find files whose path matches a glob pattern (e.g. `**/*.rs`), relative to the tool root. Honours .gitignore.",
-                json!({"type": "object", "properties": {
-                    "pattern": {"type": "string", "description": "Glob pattern matched against paths relative to `path`."},
-                    "path": {"type": "string", "description": "Directory to search (default: the tool root)."}
-                }, "required": ["pattern"], "additionalProperties": false}),
-            ),
-            spec(
-                "grep",
-                "Search file contents with a regular expression; returns path, line number and text of each matching line.",
-                json!({"type": "object", "properties": {
-                    "pattern": {"type": "string", "description": "Regular expression (Rust regex syntax)."},
-                    "path": {"type": "string", "description": "File or directory to search (default: the tool root)."},
-                    "glob": {"type": "string", "description": "Only search files whose path relative to `path` matches this glob (as glob's `pattern`)."},
-                    "ignore_case": {"type": "boolean", "description": "Match case-insensitively."},
-                    "limit": {"type": "integer", "minimum": 1, "description": "Most matches to return (default 200)."}
-                }, "required": ["pattern"], "additionalProperties": false}),
-            ),
-            spec(
-                "ls",
-                "List a directory below the tool root: each entry's name, type and size.",
-                json!({"type": "object", "properties": {
-                    "path": {"type": "string", "description": "Directory, relative to the tool root (default: the root)."}
-                }, "additionalProperties": false}),
-            ),
-            spec(
-                "web_fetch",
-                "Fetch a text web page over HTTP(S) GET from an allowed host; the body is cut at a size cap.",
-                json!({"type": "object", "properties": {
-                    "url": {"type": "string", "description": "http:// or https:// URL on an allowed host."}
-                }, "required": ["url"], "additionalProperties": false}),
-            ),
-        ];
-        if self.writable {
-            specs.push(spec(
-                "write",
-                "Create or overwrite a text file below the tool root (missing directories are created).",
-                json!({"type": "object", "properties": {
-                    "path": {"type": "string", "description": "File path, relative to the tool root."},
-                    "content": {"type": "string", "description": "The whole new content."}
-                }, "required": ["path", "content"], "additionalProperties": false}),
-            ));
-            specs.push(spec(
-                "edit",
-                "Replace an exact string in a text file below the tool root; it must occur once unless replace_all is set.",
-                json!({"type": "object", "properties": {
-                    "path": {"type": "string", "description": "File path, relative to the tool root."},
-                    "old_string": {"type": "string", "description": "Text to replace, exactly as in the file."},
-                    "new_string": {"type": "string", "description": "Replacement text."},
-                    "replace_all": {"type": "boolean", "description": "Replace every occurrence."}
-                }, "required": ["path", "old_string", "new_string"], "additionalProperties": false}),
-            ));
-        }
-        specs
-    }
-
-    /// Whether `name` reads only the local disk (and so may be prefetched
-    /// when `[speculation] native` is on); `web_fetch` reaches the network.
-    pub fn is_local(name: &str) -> bool {
-        matches!(name, "read" | "glob" | "grep" | "ls")
+        facts::specs(self.writable)
     }
 
     /// The arguments a call of local tool `name` is cached under: its
@@ -172,7 +83,7 @@ impl NativeTools {
     /// slice answered from it ([`NativeTools::slice`]). A path that leaves
     /// the root is kept as given: such a call fails, cached or not.
     pub fn cache_args(&self, name: &str, args: &Map<String, Value>) -> Map<String, Value> {
-        if !Self::is_local(name) {
+        if !is_local(name) {
             return args.clone();
         }
         let given = opt_str(args, "path").unwrap_or("");
@@ -180,7 +91,7 @@ impl NativeTools {
             return args.clone();
         };
         let path = Value::String(Root::display(&rel));
-        if name == "read" {
+        if name == facts::WHOLE_FILE {
             return Map::from_iter([("path".to_owned(), path)]);
         }
         let mut args = args.clone();
@@ -233,63 +144,6 @@ impl NativeTools {
         })
         .await
         .unwrap_or_else(|e| Err(ToolError::Failed(format!("native tool panicked: {e}"))))
-    }
-}
-
-/// A native tool's title, for user interfaces.
-fn title(name: &str) -> String {
-    match name {
-        "read" => "Read file",
-        "glob" => "Find files",
-        "grep" => "Search file contents",
-        "ls" => "List directory",
-        "web_fetch" => "Fetch web page",
-        "write" => "Write file",
-        "edit" => "Edit file",
-        other => other,
-    }
-    .to_owned()
-}
-
-/// The system-prompt guidelines of native tool `name`.
-fn guidelines(name: &str) -> Vec<String> {
-    let bullets: &[&str] = match name {
-        "grep" => &["Use grep or glob to find code before reading whole files or directories."],
-        "edit" => &["Read a file before you edit it: `old_string` must match its text exactly."],
-        _ => &[],
-    };
-    bullets.iter().map(|&b| b.to_owned()).collect()
-}
-
-/// The JSON Schema of the structured block native tool `name` returns
-/// (one place with the tools' `json!` results, kept in step by the
-/// pipeline, which checks every result against it).
-fn output_schema(name: &str) -> Value {
-    let string = json!({"type": "string"});
-    let integer = json!({"type": "integer", "minimum": 0});
-    let boolean = json!({"type": "boolean"});
-    let object = |properties: Value| {
-        let required: Vec<&String> = properties
-            .as_object()
-            .map(|p| p.keys().collect())
-            .unwrap_or_default();
-        json!({"type": "object", "properties": properties, "required": required})
-    };
-    match name {
-        "read" => object(json!({"path": string, "content": string, "total_lines": integer,
-            "lines": {"type": "array", "items": integer, "minItems": 2, "maxItems": 2}})),
-        "ls" => object(
-            json!({"path": string, "entries": {"type": "array", "items": object(json!({
-            "name": string, "type": {"type": "string", "enum": ["file", "dir", "symlink"]}, "size": integer}))}}),
-        ),
-        "glob" => object(json!({"paths": {"type": "array", "items": string}, "truncated": boolean})),
-        "grep" => object(json!({"matches": {"type": "array", "items": object(json!({
-            "path": string, "line": integer, "text": string}))}, "truncated": boolean})),
-        "web_fetch" => object(json!({"url": string, "status": integer, "content_type": string,
-            "content": string, "truncated": boolean})),
-        "write" => object(json!({"path": string, "bytes": integer, "created": boolean})),
-        "edit" => object(json!({"path": string, "replacements": integer})),
-        _ => json!({"type": "object"}),
     }
 }
 

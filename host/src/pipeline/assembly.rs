@@ -1,0 +1,293 @@
+//! One build of the catalog ([`Generation`]): every source's tools gathered,
+//! each name given to one source, the listing enriched, the value models
+//! layered, and the speculation that runs on this build.
+//!
+//! Two sources naming one tool never fail a build: the `ownership` rule
+//! gives the name to one (native and base-catalog names are reserved,
+//! otherwise the first registered wins) and the other's tool is refused,
+//! with a [`Refusal`] kept beside the catalog (`Toolhost::refusals`).
+//!
+//! A base-catalog tool bound to a tool plugin that also lists a tool of that
+//! name is served with the catalog's schema and the plugin's hooks (one
+//! tool, not a duplicate).
+//!
+//! Speculation is per build: a rebuilt catalog starts with an empty cache,
+//! and carries over only what the previous one learned (fan-out) and
+//! counted. Not here: when a build happens (`toolhost`), the steps of a
+//! call (`steps`).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::prefetch;
+use crate::catalog::{Annotations, ToolMeta, ToolSpec, base_catalog, base_tool};
+use crate::enrich::{Enrichers, Hidden, Listing, Owner};
+use crate::ownership::{self, Binding, Claim, Names, Refusal};
+use crate::plugin::{Hooks, Plugin, ToolDefinition};
+use crate::speculation::{self, Engine};
+use crate::tools::NativeTools;
+use crate::upstream::Upstream;
+use crate::value_model::{UnsafeSpeculation, ValueModel, ValueModels};
+
+/// Where the tools come from.
+#[derive(Default)]
+pub struct Sources {
+    pub native: Option<Arc<NativeTools>>,
+    /// Loaded plugins in registration order: enrichers and tool plugins.
+    pub plugins: Vec<Arc<Plugin>>,
+    pub upstreams: Vec<Arc<Upstream>>,
+    /// `[bind]`: base-catalog tool name → backend name (a tool plugin or an
+    /// upstream). Full plugins bind the catalog tools they list on top of
+    /// these (`ownership::bindings`).
+    pub bindings: BTreeMap<String, String>,
+}
+
+/// What the configuration adds to the sources.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The user's value-model overrides, layered last.
+    pub value_models: BTreeMap<String, ValueModel>,
+    pub speculation: speculation::Settings,
+}
+
+/// A catalog that cannot be built.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("binding of `{tool}`: no base-catalog tool has that name")]
+    UnknownCatalogTool { tool: String },
+    #[error("binding of `{tool}`: `{backend}` is neither a loaded tool plugin nor an upstream server")]
+    UnknownBackend { tool: String, backend: String },
+    #[error(transparent)]
+    UnsafeSpeculation(#[from] UnsafeSpeculation),
+}
+
+#[derive(Clone)]
+pub(super) enum Backend {
+    Native(Arc<NativeTools>),
+    Plugin(Arc<Plugin>, Hooks),
+    /// The server and the tool's name there.
+    Upstream(Arc<Upstream>, String),
+}
+
+pub(super) struct Bound {
+    pub(super) category: Option<String>,
+    /// The enriched input schema arguments are validated against.
+    pub(super) schema: Value,
+    /// What a successful call's structured result is checked against.
+    pub(super) output_schema: Option<Value>,
+    pub(super) backend: Backend,
+}
+
+/// One build of the catalog, with the speculation that runs on it.
+pub(super) struct Generation {
+    pub(super) core: Arc<Core>,
+    pub(super) speculation: Option<Arc<Engine<Core>>>,
+}
+
+/// The catalog and every step of a call but speculation; what prefetches
+/// run through.
+pub(super) struct Core {
+    pub(super) enrichers: Enrichers,
+    pub(super) listing: Arc<Listing>,
+    pub(super) tools: HashMap<String, Bound>,
+    pub(super) models: Arc<ValueModels>,
+    pub(super) settings: speculation::Settings,
+    /// Tools left out because another source owns their name.
+    pub(super) refused: Vec<Refusal>,
+    /// The files read that speculation follows, to read them again when
+    /// they change.
+    pub(super) changes: Option<crate::tools::Changes>,
+}
+
+impl Generation {
+    /// Merge the sources, enrich the listing and layer the value models; a
+    /// rebuild's speculation carries over what the previous one learned.
+    pub(super) async fn build(
+        sources: &Sources,
+        options: &Options,
+        previous: Option<&Engine<Core>>,
+    ) -> Result<Self, BuildError> {
+        let (specs, refused) = gather(sources)?;
+        let enrichers = Enrichers::new(&sources.plugins);
+        let only_specs: Vec<ToolSpec> = specs.iter().map(|(s, ..)| s.clone()).collect();
+        let mut listing = enrichers.list(&only_specs).await;
+        listing.hidden.extend(unserved(&only_specs, &enrichers));
+        let mut backends: HashMap<String, (ToolSpec, Backend, Owner)> = specs
+            .into_iter()
+            .map(|(s, b, o)| (s.name.clone(), (s, b, o)))
+            .collect();
+        let mut listed = Vec::new();
+        let mut tools = HashMap::new();
+        for t in &listing.tools {
+            let Some((spec, backend, owner)) = backends.remove(&t.name) else {
+                continue;
+            };
+            let bound = Bound {
+                category: spec.category.clone(),
+                schema: t.schema.to_value(),
+                output_schema: spec.meta.output_schema.clone(),
+                backend,
+            };
+            listed.push((spec, owner));
+            tools.insert(t.name.clone(), bound);
+        }
+        let mut models = enrichers.value_models(listed.iter().map(|(s, o)| (s, o))).await;
+        models.apply_overrides(&options.value_models)?;
+        // The hints the value models give, over the source's own.
+        for tool in &mut listing.tools {
+            if let Some(model) = models.get(&tool.name) {
+                model.annotate(&mut tool.meta.annotations);
+            }
+        }
+        let spec = &options.speculation;
+        let watch = match &sources.native {
+            Some(native) if spec.enabled && spec.native && spec.reread_changed => prefetch::watch(native),
+            _ => None,
+        };
+        let (changes, changed) = watch.unzip();
+        let core = Arc::new(Core {
+            enrichers: enrichers.clone(),
+            listing: Arc::new(listing),
+            tools,
+            models: Arc::new(models),
+            settings: options.speculation.clone(),
+            refused,
+            changes,
+        });
+        let speculation = options.speculation.enabled.then(|| {
+            Arc::new(match previous {
+                Some(engine) => engine.renew(core.clone(), core.models.clone()),
+                None => Engine::new(
+                    core.clone(),
+                    core.models.clone(),
+                    enrichers,
+                    options.speculation.clone(),
+                ),
+            })
+        });
+        if let (Some(engine), Some(changed)) = (&speculation, changed) {
+            prefetch::refresh(Arc::downgrade(engine), changed);
+        }
+        Ok(Self { core, speculation })
+    }
+}
+
+/// The tools known but not served, with why: a categorised tool no
+/// enricher claims, a base-catalog tool with no backend bound to it. (A
+/// tool whose closed enrichment failed is hidden by the enrichers.)
+fn unserved(specs: &[ToolSpec], enrichers: &Enrichers) -> Vec<Hidden> {
+    let unclaimed = specs.iter().filter(|s| !enrichers.lists(s)).map(|s| Hidden {
+        name: s.name.clone(),
+        reason: format!(
+            "no loaded enricher claims its category `{}`",
+            s.category.as_deref().unwrap_or_default()
+        ),
+    });
+    let unbound = base_catalog()
+        .iter()
+        .filter(|t| !specs.iter().any(|s| s.name == t.name))
+        .map(|t| Hidden {
+            name: t.name.clone(),
+            reason: format!(
+                "a base-catalog tool with no backend: bind it to an upstream server or a tool plugin with `[bind] {} = \"NAME\"`",
+                t.name
+            ),
+        });
+    unclaimed.chain(unbound).collect()
+}
+
+/// What a tool plugin says of a tool it serves beside its schema: the
+/// definition's label, snippet and guidelines (if it defines the tool),
+/// and whether it can reach the network (only through its HTTP grant).
+fn plugin_meta(plugin: &Plugin, definition: Option<&ToolDefinition>) -> ToolMeta {
+    let mut meta = ToolMeta {
+        annotations: Annotations {
+            open_world_hint: Some(!plugin.http_hosts().is_empty()),
+            ..Annotations::default()
+        },
+        ..ToolMeta::default()
+    };
+    if let Some(t) = definition {
+        meta.title = Some(t.label.trim().to_owned()).filter(|l| !l.is_empty());
+        meta.snippet.clone_from(&t.snippet);
+        meta.guidelines.clone_from(&t.guidelines);
+    }
+    meta
+}
+
+/// Tools with the backend that serves each and the owner whose word sets
+/// its side effect.
+type Specs = Vec<(ToolSpec, Backend, Owner)>;
+
+/// Every source's tools with their backends and owners, each name given to
+/// one source by the ownership rule; the tools refused are returned beside
+/// them. A base-catalog tool is the host's, whatever backend serves it.
+fn gather(sources: &Sources) -> Result<(Specs, Vec<Refusal>), BuildError> {
+    let mut specs: Specs = Vec::new();
+    if let Some(native) = &sources.native {
+        specs.extend(
+            native
+                .specs()
+                .into_iter()
+                .map(|s| (s, Backend::Native(native.clone()), Owner::Host)),
+        );
+    }
+    // A bound catalog tool of a plugin's (or a server's) tool name takes
+    // that tool's place: the claim says `Bound` and the binding serves it.
+    let bindings = ownership::bindings(&sources.bindings, &sources.plugins);
+    let mut names = Names::new(&bindings);
+    for (plugin, t) in names.plugin_tools(&sources.plugins) {
+        let spec = ToolSpec {
+            name: t.name.clone(),
+            description: t.description.clone(),
+            category: t.category.clone(),
+            // The loader checked the schema is a JSON object.
+            input_schema: serde_json::from_str(&t.parameters_schema).unwrap_or(Value::Null),
+            meta: plugin_meta(plugin, Some(t)),
+        };
+        specs.push((
+            spec,
+            Backend::Plugin(plugin.clone(), t.hooks),
+            Owner::Plugin(plugin.clone()),
+        ));
+    }
+    for server in &sources.upstreams {
+        let (name, source) = (&server.config.name, format!("upstream `{}`", server.config.name));
+        for (spec, remote) in server.specs() {
+            if names.claim(&spec.name, name, &source) == Claim::Serve {
+                let trusted = server.config.trust_annotations;
+                let annotated = trusted.then(|| ValueModel::from_annotations(&spec.meta.annotations));
+                let owner = Owner::Upstream(server.config.name.clone(), annotated.flatten());
+                specs.push((spec, Backend::Upstream(server.clone(), remote), owner));
+            }
+        }
+    }
+    for (tool, Binding { backend, .. }) in &bindings {
+        let spec = base_tool(tool).ok_or_else(|| BuildError::UnknownCatalogTool { tool: tool.clone() })?;
+        let plugin = sources
+            .plugins
+            .iter()
+            .find(|p| p.worlds.tool && &*p.name == backend.as_str());
+        let (bound, meta) = match (
+            plugin,
+            sources.upstreams.iter().find(|u| &u.config.name == backend),
+        ) {
+            (Some(p), _) => {
+                let definition = p.tools.iter().find(|t| &t.name == tool);
+                let hooks = definition.map_or(Hooks::empty(), |t| t.hooks);
+                (Backend::Plugin(p.clone(), hooks), plugin_meta(p, definition))
+            }
+            (None, Some(u)) => (Backend::Upstream(u.clone(), tool.clone()), ToolMeta::default()),
+            (None, None) => {
+                return Err(BuildError::UnknownBackend {
+                    tool: tool.clone(),
+                    backend: backend.clone(),
+                });
+            }
+        };
+        specs.push((ToolSpec { meta, ..spec.clone() }, bound, Owner::Host));
+    }
+    Ok((specs, names.into_refused()))
+}

@@ -1,0 +1,38 @@
+//! One call as its caller holds it: its identity, the token that cancels
+//! it and where its progress goes ([`CallControl`]), and a failed call as
+//! the model reads it ([`error_text`]). Not here: the steps a call goes
+//! through (`steps`), nor the call-context resource a plugin is lent
+//! during `execute` (`plugin`), which is built from this.
+
+use tokio_util::sync::CancellationToken;
+
+use crate::output::ToolError;
+use crate::plugin::ProgressFn;
+
+/// One call's identity, cancellation and progress sink, held by its caller.
+#[derive(Clone)]
+pub struct CallControl {
+    pub call_id: String,
+    pub cancel: CancellationToken,
+    pub progress: Option<ProgressFn>,
+}
+
+impl CallControl {
+    pub fn new(call_id: impl Into<String>) -> Self {
+        Self {
+            call_id: call_id.into(),
+            cancel: CancellationToken::new(),
+            progress: None,
+        }
+    }
+
+    pub fn with_progress(mut self, progress: ProgressFn) -> Self {
+        self.progress = Some(progress);
+        self
+    }
+}
+
+/// A tool error as the model reads it.
+pub fn error_text(e: &ToolError) -> String {
+    e.to_string()
+}

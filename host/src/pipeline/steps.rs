@@ -1,0 +1,226 @@
+//! The steps of one call on one catalog: resolve → prepare-arguments (tool
+//! plugins) → coerce and validate against the enriched schema →
+//! before-call → the enrichers' transform-args (categorised tools only) →
+//! execute → after-call → the output-schema check.
+//!
+//! Errors before execute are returned as `Err` and skip after-call; a
+//! failed execution is a result with `is_error` that after-call may still
+//! rewrite. Cancellation ends a native or upstream call at once; a plugin
+//! is told through its call context and returns `cancelled` at its next
+//! check. Plugin failures in prepare-arguments, before-call and
+//! transform-args fail closed (naming the plugin); a failed after-call is
+//! logged and skipped.
+//!
+//! With speculation on, execute is preceded by a look in the prefetch cache
+//! (keyed by the final arguments, so a prefetch that went through the same
+//! steps is found) and followed, in the background, by planning the call's
+//! follow-ups from its structured result; a call that may change anything
+//! invalidates before and after it runs. A served result still goes through
+//! after-call, so the agent sees what a direct call would have given.
+//!
+//! A successful result of a tool that declares an output schema (native
+//! tools, upstream tools whose server gives one) is checked against it
+//! after after-call: one that does not match, or has no structured block,
+//! becomes an error result naming the fields, since an MCP client rejects
+//! it anyway.
+//!
+//! Not here: how the catalog is built (`assembly`), the speculation
+//! machinery (`speculation`, reached through `prefetch`), the tools.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::{Map, Value};
+
+use super::assembly::{Backend, Bound, Core, Generation};
+use super::call::{CallControl, error_text};
+use super::{prefetch, validate};
+use crate::output::{CallOutput, ToolError};
+use crate::plugin::{BeforeCallDecision, Hooks};
+use crate::speculation::Served;
+
+impl Generation {
+    /// Run one call through every step on this catalog.
+    pub(super) async fn call(
+        &self,
+        name: &str,
+        args: Value,
+        ctx: &CallControl,
+    ) -> Result<CallOutput, ToolError> {
+        let (bound, args) = self.core.prepare(name, args).await?;
+        if ctx.cancel.is_cancelled() {
+            return Err(ToolError::Cancelled);
+        }
+        let engine = self.speculation.as_ref();
+        if let Some(engine) = engine {
+            engine.invalidate_for(name);
+        }
+        let served = match engine {
+            Some(engine) => tokio::select! {
+                biased;
+                _ = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
+                served = engine.serve(name, &args) => served,
+            },
+            None => Served::Run,
+        };
+        let ran = match (served, engine) {
+            (Served::Prefetched(answer), _) => Ok(answer),
+            (Served::Run, Some(engine)) if engine.keeps(name) => {
+                prefetch::run_kept(engine, &bound.backend, name, args, ctx).await
+            }
+            (Served::Run, _) => execute(&bound.backend, name, args, ctx).await,
+        };
+        let mut result = match ran {
+            Ok(result) => result,
+            Err(ToolError::Cancelled) => return Err(ToolError::Cancelled),
+            Err(e) => CallOutput::error(error_text(&e)),
+        };
+        if let Some(engine) = engine {
+            engine.invalidate_for(name);
+            if !result.is_error
+                && engine.follows_up(name)
+                && let Some(structured) = &result.structured_content
+            {
+                engine.plan_after(name, structured.clone());
+            }
+        }
+        after_call(bound, name, &mut result).await;
+        if !result.is_error
+            && let Some(schema) = &bound.output_schema
+            && let Err(message) = validate::check_output(name, schema, result.structured_content.as_ref())
+        {
+            tracing::warn!(tool = name, "{message}");
+            result = CallOutput {
+                details: result.details,
+                ..CallOutput::error(message)
+            };
+        }
+        Ok(result)
+    }
+}
+
+/// The after-call hook of the tool's plugin, if it has one, laid over
+/// `result`; a failed hook is logged and skipped.
+async fn after_call(bound: &Bound, name: &str, result: &mut CallOutput) {
+    let Backend::Plugin(plugin, hooks) = &bound.backend else {
+        return;
+    };
+    if !hooks.contains(Hooks::AFTER_CALL) {
+        return;
+    }
+    match plugin.after_call(name, result, result.is_error).await {
+        Ok(Some(over)) => {
+            // Each field set replaces the old one whole (no merge).
+            if let Some((content, structured)) = over.content {
+                result.content = content;
+                result.structured_content = structured;
+            }
+            if let Some(details) = over.details {
+                result.details = Some(details);
+            }
+            if let Some(flag) = over.is_error {
+                result.is_error = flag;
+            }
+        }
+        Ok(None) => {}
+        Err(e) => tracing::warn!(tool = name, "after-call skipped: {e}"),
+    }
+}
+
+impl Core {
+    /// A call up to execution (real or prefetched): resolve, prepare-arguments, validate,
+    /// before-call, transform-args.
+    pub(super) async fn prepare(
+        &self,
+        name: &str,
+        args: Value,
+    ) -> Result<(&Bound, Map<String, Value>), ToolError> {
+        let bound = self
+            .tools
+            .get(name)
+            .ok_or_else(|| ToolError::NotFound(format!("Tool {name} not found")))?;
+        let mut args = match args {
+            Value::Object(map) => map,
+            Value::Null => Map::new(),
+            other => {
+                return Err(ToolError::InvalidArgs(format!(
+                    "the arguments of tool \"{name}\" must be a JSON object, received {other}"
+                )));
+            }
+        };
+        let hooks = match &bound.backend {
+            Backend::Plugin(_, hooks) => *hooks,
+            _ => Hooks::empty(),
+        };
+        if let Backend::Plugin(plugin, _) = &bound.backend
+            && hooks.contains(Hooks::PREPARE_ARGUMENTS)
+        {
+            args = plugin.prepare_arguments(name, args).await.map_err(|e| match e {
+                crate::plugin::PluginError::Rejected { message, .. } => ToolError::InvalidArgs(message),
+                other => ToolError::Failed(other.to_string()),
+            })?;
+        }
+        validate::check(name, &bound.schema, &mut args).map_err(ToolError::InvalidArgs)?;
+        if let Backend::Plugin(plugin, _) = &bound.backend
+            && hooks.contains(Hooks::BEFORE_CALL)
+        {
+            match plugin.before_call(name, &args).await {
+                Ok(BeforeCallDecision::Allow) => {}
+                Ok(BeforeCallDecision::Block(reason)) if reason.is_empty() => {
+                    return Err(ToolError::Failed(format!("Tool {name} execution was blocked")));
+                }
+                Ok(BeforeCallDecision::Block(reason)) => return Err(ToolError::Failed(reason)),
+                Err(e) => return Err(ToolError::Failed(e.to_string())),
+            }
+        }
+        if bound.category.is_some() {
+            args = self
+                .enrichers
+                .transform_args(name, bound.category.as_deref(), args)
+                .await
+                .map_err(|e| ToolError::Failed(e.to_string()))?;
+        }
+        Ok((bound, args))
+    }
+}
+
+pub(super) async fn execute(
+    backend: &Backend,
+    name: &str,
+    args: Map<String, Value>,
+    ctx: &CallControl,
+) -> Result<CallOutput, ToolError> {
+    match backend {
+        Backend::Native(native) => {
+            tokio::select! {
+                biased;
+                _ = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
+                r = native.execute(name, &args) => r,
+            }
+        }
+        Backend::Upstream(server, remote) => {
+            tokio::select! {
+                biased;
+                _ = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
+                r = server.call(remote, args) => r,
+            }
+        }
+        Backend::Plugin(plugin, _) => {
+            // A wasm call is not dropped half-way (the instance would be
+            // lost); the plugin polls this flag through its call context.
+            let flag = Arc::new(AtomicBool::new(false));
+            let watcher = {
+                let (flag, token) = (flag.clone(), ctx.cancel.clone());
+                tokio::spawn(async move {
+                    token.cancelled().await;
+                    flag.store(true, Ordering::SeqCst);
+                })
+            };
+            let answer = plugin
+                .execute(name, &args, ctx.call_id.clone(), flag, ctx.progress.clone())
+                .await;
+            watcher.abort();
+            answer.unwrap_or_else(|e| Err(ToolError::Failed(e.to_string())))
+        }
+    }
+}

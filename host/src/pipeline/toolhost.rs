@@ -1,0 +1,265 @@
+//! [`Toolhost`], the library API: the catalog current now, and how it is
+//! replaced.
+//!
+//! The catalog is rebuilt (gathered and enriched again, value models
+//! layered again) when an upstream server sends `tools/list_changed` or the
+//! plugins are replaced ([`Toolhost::replace_plugins`], used by
+//! `toolhost serve --watch`), and swapped in whole: each call reads the
+//! current catalog once and runs to its end on it, so a call in flight when
+//! its tool disappears still completes (an upstream server answers for its
+//! own tools, a replaced plugin lives until its last call ends). The old
+//! catalog's prefetches are cancelled and its results never served, so
+//! nothing computed against the old tool set reaches a call. A rebuild that
+//! fails (a `[bind]` whose backend is gone) keeps the previous catalog and
+//! logs why. [`Toolhost::subscribe`] marks each rebuild for the MCP front.
+//!
+//! Not here: what a build does (`assembly`), the steps of a call (`steps`).
+
+use std::sync::{Arc, PoisonError, RwLock, Weak};
+
+use serde_json::Value;
+use tokio::sync::watch;
+
+use super::assembly::{Backend, BuildError, Generation, Options, Sources};
+use super::call::CallControl;
+use crate::enrich::Listing;
+use crate::gateway::Gateway;
+use crate::output::{CallOutput, ToolError};
+use crate::ownership::Refusal;
+use crate::plugin::{Hooks, Plugin};
+use crate::prompt::SystemPrompt;
+use crate::speculation;
+use crate::tools::NativeTools;
+use crate::upstream::Upstream;
+use crate::value_model::ValueModels;
+
+/// The merged, enriched catalog and the pipeline that calls it.
+pub struct Toolhost {
+    shared: Arc<Shared>,
+    /// One task per upstream server, rebuilding the catalog when the
+    /// server's tool list changes.
+    followers: Vec<tokio::task::JoinHandle<()>>,
+    /// The upstream servers' prompts, resources and instructions.
+    gateway: Gateway,
+}
+
+/// What the followers share with the `Toolhost`.
+struct Shared {
+    /// Held while the catalog is rebuilt: one rebuild at a time, and the
+    /// plugins are swapped only with the catalog built from them.
+    sources: tokio::sync::Mutex<Sources>,
+    options: Options,
+    /// Read once per call: the call runs on the catalog it started with.
+    current: RwLock<Arc<Generation>>,
+    /// Counts rebuilds, for the MCP front's `tools/list_changed`.
+    rebuilt: watch::Sender<u64>,
+}
+
+impl Toolhost {
+    /// Merge the sources and enrich the listing, with default options.
+    pub async fn new(sources: Sources) -> Result<Self, BuildError> {
+        Self::with_options(sources, Options::default()).await
+    }
+
+    /// A host serving the native tools alone, with `speculation`: the
+    /// smallest embedding (and what the speculation tests and the replay of
+    /// agent trajectories run).
+    pub async fn native(native: NativeTools, speculation: speculation::Settings) -> Result<Self, BuildError> {
+        let sources = Sources {
+            native: Some(Arc::new(native)),
+            ..Sources::default()
+        };
+        let options = Options {
+            speculation,
+            ..Options::default()
+        };
+        Self::with_options(sources, options).await
+    }
+
+    /// Merge the sources, enrich the listing, layer the value models and
+    /// start speculation if it is on. Must run inside a Tokio runtime: it
+    /// starts following the upstream servers' tool lists.
+    pub async fn with_options(sources: Sources, options: Options) -> Result<Self, BuildError> {
+        let generation = Generation::build(&sources, &options, None).await?;
+        let upstreams = sources.upstreams.clone();
+        let gateway = Gateway::new(upstreams.clone());
+        let shared = Arc::new(Shared {
+            sources: tokio::sync::Mutex::new(sources),
+            options,
+            current: RwLock::new(Arc::new(generation)),
+            rebuilt: watch::Sender::new(0),
+        });
+        let followers = upstreams
+            .into_iter()
+            .map(|server| tokio::spawn(follow(Arc::downgrade(&shared), server)))
+            .collect();
+        Ok(Self {
+            shared,
+            followers,
+            gateway,
+        })
+    }
+
+    /// The upstream servers' features besides tools.
+    pub fn gateway(&self) -> &Gateway {
+        &self.gateway
+    }
+
+    /// The enriched tool list, as of now, and every tool known but not
+    /// served with why (hidden by a failed enrichment, a category no
+    /// enricher claims, a base-catalog tool with no backend).
+    pub fn list_tools(&self) -> Arc<Listing> {
+        self.shared.current().core.listing.clone()
+    }
+
+    /// The tools left out of the catalog because another source owns their
+    /// name (see `ownership`), as of now.
+    pub fn refusals(&self) -> Vec<Refusal> {
+        self.shared.current().core.refused.clone()
+    }
+
+    /// The loaded plugins the catalog was built from, as of now.
+    pub async fn plugins(&self) -> Vec<Arc<Plugin>> {
+        self.shared.sources.lock().await.plugins.clone()
+    }
+
+    /// The layered value models of the listed tools, as of now.
+    pub fn value_models(&self) -> Arc<ValueModels> {
+        self.shared.current().core.models.clone()
+    }
+
+    /// Replace the plugins (a reloaded plugin directory) and rebuild the
+    /// catalog with them. If the catalog does not build with them (a
+    /// `[bind]` to a tool plugin that is gone), the previous plugins and
+    /// catalog stay, and the error says why. Tools refused by the ownership
+    /// rule are logged and left out; the rest is served.
+    pub async fn replace_plugins(&self, plugins: Vec<Arc<Plugin>>) -> Result<(), BuildError> {
+        self.shared.rebuild(Some(plugins)).await
+    }
+
+    /// Marks a change each time the catalog is rebuilt (an upstream
+    /// server's tool list changed, the plugins were replaced); a client
+    /// should list the tools again.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.shared.rebuilt.subscribe()
+    }
+
+    /// What speculation has done so far, if it is on.
+    pub fn stats(&self) -> Option<speculation::Snapshot> {
+        self.shared.current().speculation.as_ref().map(|e| e.stats())
+    }
+
+    /// Wait until no follow-up is being planned or prefetched.
+    pub async fn settle(&self) {
+        if let Some(engine) = &self.shared.current().speculation {
+            engine.idle().await;
+        }
+    }
+
+    /// Stop following the upstream servers and cancel every prefetch in
+    /// flight.
+    pub async fn shutdown(&self) {
+        for follower in &self.followers {
+            follower.abort();
+        }
+        let _no_rebuild = self.shared.sources.lock().await;
+        if let Some(engine) = &self.shared.current().speculation {
+            engine.shutdown().await;
+        }
+    }
+
+    /// Run one call through the pipeline, on the catalog as it is when the
+    /// call starts.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        args: Value,
+        ctx: &CallControl,
+    ) -> Result<CallOutput, ToolError> {
+        self.shared.current().call(name, args, ctx).await
+    }
+
+    /// The tool plugin serving `name`, if one does and implements `hook`
+    /// for it (the renderers: `render-call`, `render-result`).
+    pub fn renderer(&self, name: &str, hook: Hooks) -> Option<Arc<Plugin>> {
+        match &self.shared.current().core.tools.get(name)?.backend {
+            Backend::Plugin(plugin, hooks) if hooks.contains(hook) => Some(plugin.clone()),
+            _ => None,
+        }
+    }
+
+    /// The system-prompt sections ("Available tools", "Guidelines") of the
+    /// listed tools, as of now: toolhost's part of an agent's system prompt.
+    pub fn system_prompt(&self) -> String {
+        SystemPrompt::new(&self.list_tools().tools).render()
+    }
+}
+
+impl Drop for Toolhost {
+    fn drop(&mut self) {
+        for follower in &self.followers {
+            follower.abort();
+        }
+    }
+}
+
+impl Shared {
+    fn current(&self) -> Arc<Generation> {
+        self.current
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Build the catalog again from the sources as they are now, with
+    /// `plugins` in place of the current ones if given, and make it current.
+    /// Calls in flight finish on the one they started with; its speculation
+    /// is shut down, so nothing it cached or is prefetching is ever served
+    /// from the new one. On failure nothing changes.
+    async fn rebuild(&self, plugins: Option<Vec<Arc<Plugin>>>) -> Result<(), BuildError> {
+        let mut sources = self.sources.lock().await;
+        let replaced = plugins.map(|p| std::mem::replace(&mut sources.plugins, p));
+        let previous = self.current();
+        let next = match Generation::build(&sources, &self.options, previous.speculation.as_deref()).await {
+            Ok(next) => next,
+            Err(e) => {
+                if let Some(old) = replaced {
+                    sources.plugins = old;
+                }
+                return Err(e);
+            }
+        };
+        for refusal in &next.core.refused {
+            tracing::error!("{refusal}");
+        }
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(next);
+        self.rebuilt.send_modify(|n| *n += 1);
+        if let Some(engine) = &previous.speculation {
+            engine.shutdown().await;
+        }
+        Ok(())
+    }
+}
+
+/// Rebuild the catalog each time `server` says its tool list changed, until
+/// its session or the host ends. A failed re-list or rebuild keeps the
+/// catalog as it was, with the error logged.
+async fn follow(shared: Weak<Shared>, server: Arc<Upstream>) {
+    let mut changes = server.subscribe();
+    while changes.changed().await.is_ok() {
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        let name = &server.config.name;
+        if let Err(e) = server.refresh().await {
+            tracing::error!("{e}: serving its previous tools");
+            continue;
+        }
+        match shared.rebuild(None).await {
+            Ok(()) => tracing::info!("upstream `{name}` changed its tools: catalog rebuilt"),
+            Err(e) => {
+                tracing::error!("upstream `{name}` changed its tools, but {e}: serving the previous catalog")
+            }
+        }
+    }
+}
