@@ -126,7 +126,7 @@ async fn huge_or_non_object_schemas_are_refused_at_load() {
         let manifest = format!("[config]\nmode = \"bad_definition\"\nkind = \"{kind}\"\n");
         let (report, _logs, _dir) = load(&[("20-attack", "attack_plugin", Some(&manifest))]).await;
         match report.errors.as_slice() {
-            [e] if e.kind == LoadErrorKind::Refused && e.message.contains("`attack_forged`") && e.message.contains(expect) => {}
+            [e] if e.kind == LoadErrorKind::Invalid && e.message.contains("`attack_forged`") && e.message.contains(expect) => {}
             other => failures.push(format!("{kind}: {other:?}")),
         }
     }

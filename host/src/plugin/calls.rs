@@ -320,7 +320,7 @@ impl Plugin {
                 format!("{} tools, more than {}", tools.len(), bounds::MAX_TOOLS),
             ));
         }
-        self.cap(M, tools.iter().map(definition_size).sum())?;
+        let size = tools.iter().map(definition_size).sum();
         let r = self.redactor();
         for t in &mut tools {
             for text in [&mut t.description, &mut t.parameters_schema]
@@ -342,6 +342,7 @@ impl Plugin {
             }
             definitions.push(definition(tool).map_err(|e| self.invalid(M, e))?);
         }
+        self.cap(M, size)?;
         Ok(definitions)
     }
 
