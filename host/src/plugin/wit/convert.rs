@@ -147,17 +147,14 @@ fn annotations_to_wit(a: &Option<output::Annotations>) -> Option<wit::Annotation
     })
 }
 
-fn media_to_wit(m: &Media, what: &str) -> Result<wit::Media, wit::Content> {
+fn media_to_wit(m: &Media, what: &str) -> Result<wit::Media, String> {
     match STANDARD.decode(&m.data) {
         Ok(data) => Ok(wit::Media {
             data,
             mime_type: m.mime_type.clone(),
             annotations: annotations_to_wit(&m.annotations),
         }),
-        Err(_) => Err(wit::Content::Text(format!(
-            "[{what}, {}, not valid base64]",
-            m.mime_type
-        ))),
+        Err(_) => Err(format!("[{what}, {}, not valid base64]", m.mime_type)),
     }
 }
 
@@ -168,8 +165,10 @@ pub fn output_to_wit(output: &CallOutput) -> wit::ToolResult {
         .iter()
         .map(|block| match block {
             Block::Text(t) => wit::Content::Text(t.text.clone()),
-            Block::Image(m) => media_to_wit(m, "an image").map_or_else(|text| text, wit::Content::Image),
-            Block::Audio(m) => media_to_wit(m, "audio").map_or_else(|text| text, wit::Content::Audio),
+            Block::Image(m) => {
+                media_to_wit(m, "an image").map_or_else(wit::Content::Text, wit::Content::Image)
+            }
+            Block::Audio(m) => media_to_wit(m, "audio").map_or_else(wit::Content::Text, wit::Content::Audio),
             Block::ResourceLink(l) => wit::Content::ResourceLink(wit::ResourceLink {
                 uri: l.uri.clone(),
                 name: l.name.clone(),
