@@ -101,6 +101,7 @@ mod tests {
             changes: Vec::new(),
             conflicts: Vec::new(),
             skipped: Vec::new(),
+            transformers: Vec::new(),
             meta: ToolMeta {
                 snippet: snippet.map(str::to_owned),
                 guidelines: guidelines.iter().map(|&g| g.to_owned()).collect(),

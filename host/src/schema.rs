@@ -22,8 +22,6 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::bounds::{MAX_ENUM_VALUES, MAX_PROPERTIES, MAX_PROPERTY_NAME, MAX_SCHEMA_BYTES};
-// The plugin runtime's imports name it here.
-pub(crate) use crate::args_edit::ArgsEdit;
 
 /// Why an edit was refused. Mirrors the WIT `edit-error` variant.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -35,6 +35,7 @@ use serde_json::{Map, Value};
 use super::assembly::{Backend, Bound, Core, Generation};
 use super::call::{CallControl, error_text};
 use super::{prefetch, validate};
+use crate::enrich::Enrichers;
 use crate::output::{CallOutput, ToolError};
 use crate::plugin::{BeforeCallDecision, Hooks};
 use crate::speculation::Served;
@@ -111,8 +112,10 @@ async fn after_call(bound: &Bound, name: &str, result: &mut CallOutput) {
     match plugin.after_call(name, result, result.is_error).await {
         Ok(Some(over)) => {
             // Each field set replaces the old one whole (no merge).
-            if let Some((content, structured)) = over.content {
+            if let Some(content) = over.content {
                 result.content = content;
+            }
+            if let Some(structured) = over.structured {
                 result.structured_content = structured;
             }
             if let Some(details) = over.details {
@@ -173,10 +176,8 @@ impl Core {
                 Err(e) => return Err(ToolError::Failed(e.to_string())),
             }
         }
-        if bound.category.is_some() {
-            args = self
-                .enrichers
-                .transform_args(name, bound.category.as_deref(), args)
+        if !bound.transformers.is_empty() {
+            args = Enrichers::transform_chain(&bound.transformers, name, args)
                 .await
                 .map_err(|e| ToolError::Failed(e.to_string()))?;
         }
