@@ -9,19 +9,32 @@ use std::path::Path;
 fn main() {
     let worlds = Path::new("wit/worlds.wit");
     println!("cargo:rerun-if-changed=wit");
-    let text = std::fs::read_to_string(worlds).unwrap_or_else(|e| panic!("cannot read {}: {e}", worlds.display()));
+    let text =
+        std::fs::read_to_string(worlds).unwrap_or_else(|e| panic!("cannot read {}: {e}", worlds.display()));
     let version = text
         .lines()
         .find_map(|line| line.trim().strip_prefix("package toolhost:plugin@"))
         .and_then(|rest| rest.strip_suffix(';'))
-        .unwrap_or_else(|| panic!("{} does not start with `package toolhost:plugin@VERSION;`", worlds.display()));
+        .unwrap_or_else(|| {
+            panic!(
+                "{} does not start with `package toolhost:plugin@VERSION;`",
+                worlds.display()
+            )
+        });
     let interface = |name: &str| format!("\"toolhost:plugin/{name}@{version}\"");
     let shared = |name: &str| {
         let module = name.replace('-', "_");
-        format!("{}: crate::bindings::shared::toolhost::plugin::{module},", interface(name))
+        format!(
+            "{}: crate::bindings::shared::toolhost::plugin::{module},",
+            interface(name)
+        )
     };
     let world = |world: &str, imports: &[&str], macro_name: &str, module: &str| {
-        let with: String = imports.iter().map(|i| shared(i)).collect::<Vec<_>>().join("\n            ");
+        let with: String = imports
+            .iter()
+            .map(|i| shared(i))
+            .collect::<Vec<_>>()
+            .join("\n            ");
         format!(
             r#"wit_bindgen::generate!({{
         path: "wit",
@@ -62,7 +75,12 @@ pub mod tool_plugin {{
             "export_enricher_world",
             "enricher_plugin"
         ),
-        tool = world("tool-plugin", &["types", "host", "http"], "export_tool_world", "tool_plugin"),
+        tool = world(
+            "tool-plugin",
+            &["types", "host", "http"],
+            "export_tool_world",
+            "tool_plugin"
+        ),
     );
     let out = Path::new(&std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR")).join("bindings.rs");
     std::fs::write(&out, code).unwrap_or_else(|e| panic!("cannot write {}: {e}", out.display()));

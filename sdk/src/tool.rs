@@ -755,7 +755,12 @@ mod tests {
         );
         let a = w.annotations;
         assert_eq!(
-            (a.read_only_hint, a.destructive_hint, a.idempotent_hint, a.open_world_hint),
+            (
+                a.read_only_hint,
+                a.destructive_hint,
+                a.idempotent_hint,
+                a.open_world_hint
+            ),
             (Some(true), Some(false), Some(true), Some(false))
         );
         let untitled: wit::ToolDefinition = ToolDefinition::new("x", "", json!({})).into();
