@@ -88,11 +88,14 @@ fn packaged_sdk(into: &Path) -> PathBuf {
         .unwrap();
     assert!(status.success(), "cannot unpack {}", krate.display());
     let unpacked = into.join(krate.file_stem().unwrap());
-    assert!(
-        unpacked.join("wit/worlds.wit").is_file(),
-        "the packaged SDK carries no WIT: {}",
-        unpacked.display()
-    );
+    // The contract the SDK carries is wit/0.2, file for file.
+    for entry in std::fs::read_dir(repo().join("wit/0.2")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap();
+        let packaged = std::fs::read_to_string(unpacked.join("wit").join(name))
+            .unwrap_or_else(|e| panic!("the packaged SDK has no wit/{}: {e}", name.display()));
+        assert_eq!(packaged, std::fs::read_to_string(&path).unwrap(), "wit/{}", name.display());
+    }
     unpacked
 }
 
