@@ -63,7 +63,15 @@ fn packaged_sdk(into: &Path) -> PathBuf {
     let target = into.join("target");
     let out = Command::new(env!("CARGO"))
         .current_dir(repo())
-        .args(["package", "-p", "toolhost-sdk", "--locked", "--no-verify", "--allow-dirty", "--target-dir"])
+        .args([
+            "package",
+            "-p",
+            "toolhost-sdk",
+            "--locked",
+            "--no-verify",
+            "--allow-dirty",
+            "--target-dir",
+        ])
         .arg(&target)
         .output()
         .unwrap();
@@ -94,7 +102,12 @@ fn packaged_sdk(into: &Path) -> PathBuf {
         let name = path.file_name().unwrap();
         let packaged = std::fs::read_to_string(unpacked.join("wit").join(name))
             .unwrap_or_else(|e| panic!("the packaged SDK has no wit/{}: {e}", name.display()));
-        assert_eq!(packaged, std::fs::read_to_string(&path).unwrap(), "wit/{}", name.display());
+        assert_eq!(
+            packaged,
+            std::fs::read_to_string(&path).unwrap(),
+            "wit/{}",
+            name.display()
+        );
     }
     unpacked
 }
@@ -118,7 +131,10 @@ async fn rust_template_builds_on_the_packaged_sdk_and_passes_check() {
         assert!(text.contains(requirement), "{text}");
         let patched = text.replace(
             requirement,
-            &format!("toolhost-sdk = {{ version = \"0.2\", path = {:?} }}", sdk.display().to_string()),
+            &format!(
+                "toolhost-sdk = {{ version = \"0.2\", path = {:?} }}",
+                sdk.display().to_string()
+            ),
         );
         std::fs::write(&manifest, patched).unwrap();
         // The guest workspace's lock: the dependency versions already in

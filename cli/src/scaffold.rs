@@ -81,7 +81,11 @@ fn type_name(name: &str) -> String {
     name.split('-')
         .flat_map(|part| {
             let mut chars = part.chars();
-            chars.next().map(|c| c.to_ascii_uppercase()).into_iter().chain(chars)
+            chars
+                .next()
+                .map(|c| c.to_ascii_uppercase())
+                .into_iter()
+                .chain(chars)
         })
         .collect()
 }
@@ -160,7 +164,11 @@ mod tests {
             let makefile = std::fs::read_to_string(dir.join("Makefile")).unwrap();
             assert!(makefile.contains(&format!("{name}.wasm:")), "{makefile}");
             // The SDK carries a Rust plugin's WIT.
-            assert_eq!(dir.join("wit/worlds.wit").is_file(), lang != Lang::Rust, "{lang:?}");
+            assert_eq!(
+                dir.join("wit/worlds.wit").is_file(),
+                lang != Lang::Rust,
+                "{lang:?}"
+            );
             assert!(matches!(
                 scaffold(tmp.path(), &name, lang),
                 Err(ScaffoldError::Exists(_))
