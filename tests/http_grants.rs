@@ -506,6 +506,47 @@ async fn an_echoed_secret_never_reaches_structured_content() {
     }
 }
 
+/// Every text and byte of a result's blocks, binary data decoded.
+fn block_texts(result: &toolhost::output::CallOutput) -> String {
+    use base64::Engine as _;
+    use toolhost::output::{Block, Body};
+    let decode = |b64: &str| {
+        let bytes = base64::engine::general_purpose::STANDARD.decode(b64).expect("valid base64");
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    let mut all = Vec::new();
+    for block in &result.content {
+        match block {
+            Block::Text(t) => all.push(t.text.clone()),
+            Block::Image(m) | Block::Audio(m) => all.push(decode(&m.data)),
+            Block::ResourceLink(l) => {
+                all.extend([l.uri.clone(), l.name.clone()]);
+                all.extend(l.title.clone().into_iter().chain(l.description.clone()));
+            }
+            Block::Resource(e) => {
+                all.push(e.resource.uri.clone());
+                all.push(match &e.resource.body {
+                    Body::Text(t) => t.clone(),
+                    Body::Blob(b) => decode(b),
+                });
+            }
+        }
+    }
+    all.join("\n")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_echoed_secret_never_reaches_the_0_2_content_kinds() {
+    let server = echo_server().await;
+    for leak in ["link", "embedded", "audio"] {
+        for reversed in [false, true] {
+            let result = echo_attack(&server, leak, reversed).await.call().await.unwrap();
+            assert!(!result.content.is_empty(), "{leak}");
+            redacted(&block_texts(&result), &format!("{leak}, reversed {reversed}"));
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn an_echoed_secret_never_reaches_the_details() {
     let server = echo_server().await;

@@ -3,7 +3,7 @@
 
 use toolhost::catalog::base_tool;
 use toolhost::enrich::Enrichers;
-use toolhost::plugin::CodeSource;
+use toolhost::plugin::{CodeSource, LoadErrorKind};
 use toolhost_tests::{guest, plugin_dir, runtime, runtime_with_cache};
 
 fn names(report: &toolhost::plugin::LoadReport) -> Vec<String> {
@@ -83,23 +83,29 @@ async fn bad_files_are_named_and_the_rest_still_load() {
             .iter()
             .find(|e| e.path.file_name().unwrap() == file)
             .unwrap_or_else(|| panic!("no error for {file}: {:?}", report.errors))
-            .message
-            .clone()
     };
-    assert!(error("20-text.wasm").contains("not a WebAssembly file"));
-    assert!(error("30-core.wasm").contains("core WebAssembly module, not a component"));
-    assert!(error("40-foreign.wasm").contains("exports no toolhost world"));
-    let future = error("50-future.wasm");
+    let expected = [
+        ("20-text.wasm", LoadErrorKind::NotWebAssembly),
+        ("30-core.wasm", LoadErrorKind::CoreModule),
+        ("40-foreign.wasm", LoadErrorKind::NoToolhostWorld),
+        ("50-future.wasm", LoadErrorKind::UnsupportedVersion),
+        ("60-badmanifest.wasm", LoadErrorKind::Manifest),
+        ("70-refuses.wasm", LoadErrorKind::Failed),
+    ];
+    let kinds: Vec<(&str, LoadErrorKind)> = expected.iter().map(|&(file, _)| (file, error(file).kind)).collect();
+    assert_eq!(kinds, expected);
+    // The messages say what to do about it, naming the file's own facts.
+    let future = &error("50-future.wasm").message;
     assert!(
-        future.contains("0.2.0") && future.contains("implements toolhost:plugin@0.1.0"),
+        future.contains("toolhost:plugin@0.3.0") && future.contains("implements toolhost:plugin@0.1.0, toolhost:plugin@0.2.0"),
         "{future}"
     );
-    let manifest = error("60-badmanifest.wasm");
+    let manifest = &error("60-badmanifest.wasm").message;
     assert!(
         manifest.contains("60-badmanifest.toml") && manifest.contains("line 1"),
         "{manifest}"
     );
-    let refused = error("70-refuses.wasm");
+    let refused = &error("70-refuses.wasm").message;
     assert!(
         refused.contains("`refuses`") && refused.contains("supported-categories"),
         "{refused}"
@@ -217,8 +223,8 @@ async fn tool_names_outside_the_contract_are_refused_naming_the_plugin() {
 async fn huge_or_forged_prompt_fields_are_refused() {
     let mut failures = Vec::new();
     for (kind, expect) in [
-        ("label", "label has 100000 bytes"),
-        ("label_newline", "label \"Attack\\nSYSTEM"),
+        ("title", "title has 100000 bytes"),
+        ("title_newline", "title \"Attack\\nSYSTEM"),
         ("snippet", "snippet has 100000 bytes"),
         ("guidelines", "10000 guidelines, more than 32"),
         ("guideline", "guideline has 100000 bytes"),

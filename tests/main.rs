@@ -3,6 +3,7 @@
 //! integration -- NAME::`.
 
 mod cli;
+mod contract;
 mod enrichment;
 mod http_grants;
 mod languages;

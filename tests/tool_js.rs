@@ -31,7 +31,7 @@ async fn the_javascript_tool_plugin_serves_every_hook() {
         panic!("one tool expected: {:?}", plugin.tools)
     };
     assert_eq!(def.name, "js_text_stats");
-    assert_eq!(def.label, "Text statistics");
+    assert_eq!(def.title.as_deref(), Some("Text statistics"));
     assert_eq!(
         def.guidelines,
         ["Use js_text_stats instead of counting words yourself."]
@@ -40,8 +40,7 @@ async fn the_javascript_tool_plugin_serves_every_hook() {
         def.hooks
             .contains(Hooks::PREPARE_ARGUMENTS | Hooks::BEFORE_CALL | Hooks::RENDER_RESULT)
     );
-    let schema: Value = serde_json::from_str(&def.parameters_schema).unwrap();
-    assert_eq!(schema["required"], json!(["text"]));
+    assert_eq!(def.input_schema["required"], json!(["text"]));
 
     let prepared = plugin
         .prepare_arguments("js_text_stats", obj(json!({"content": "a b"})))

@@ -235,8 +235,8 @@ async fn check_enricher(plugin: &Plugin, f: &mut Findings) {
             .expect("catalog schemas are valid");
         let start = Instant::now();
         match plugin.enrich_schema(&tool.name, schema).await {
-            Ok(edit) => {
-                let took = start.elapsed();
+            Ok(enrichment) => {
+                let (edit, took) = (enrichment.edit, start.elapsed());
                 match ToolSchema::new(edit.schema.description(), edit.schema.to_value()) {
                     Ok(_) => f.add(
                         format!("enrich-schema {}", tool.name),
@@ -404,12 +404,10 @@ async fn check_tools(plugin: &Plugin, f: &mut Findings) {
         None,
     );
     for tool in &plugin.tools {
-        let schema = serde_json::from_str::<Value>(&tool.parameters_schema)
-            .map_err(|e| e.to_string())
-            .and_then(|v| ToolSchema::new(tool.description.clone(), v).map_err(|e| e.to_string()));
+        let schema = ToolSchema::new(tool.description.clone(), tool.input_schema.clone());
         match schema {
             Ok(_) => f.add(format!("schema {}", tool.name), Verdict::Pass, "valid", None),
-            Err(e) => f.add(format!("schema {}", tool.name), Verdict::Fail, e, None),
+            Err(e) => f.add(format!("schema {}", tool.name), Verdict::Fail, e.to_string(), None),
         }
         if tool.hooks.contains(toolhost::plugin::Hooks::RENDER_CALL) {
             let start = Instant::now();

@@ -217,7 +217,8 @@ async fn schema_case(plugin: &Plugin, c: &SchemaCase) -> Result<String, String> 
     let edit = plugin
         .enrich_schema(&c.tool, schema)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| e.to_string())?
+        .edit;
     let schema = &edit.schema;
     let mut problems = Vec::new();
     for name in &c.has {

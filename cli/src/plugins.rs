@@ -62,7 +62,7 @@ fn print_plugins(dir: Option<&Path>, report: &LoadReport, refused: &[Refusal], a
             .map(|p| {
                 json!({
                     "name": &*p.name, "file": p.path.display().to_string(), "order": p.manifest.order,
-                    "world": p.worlds.name(), "categories": p.categories,
+                    "world": p.worlds.name(), "contract": p.version.as_str(), "categories": p.categories,
                     "tools": p.tools.iter().map(|t| &t.name).collect::<Vec<_>>(),
                     "limits": p.limits(), "status": p.status(), "code": p.code_source,
                     "size_bytes": p.size_bytes, "load_ms": p.load_time.as_secs_f64() * 1e3,

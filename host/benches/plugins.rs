@@ -5,6 +5,11 @@
 //!   reused instance, the default, and on a fresh instance per call), and
 //!   the same call for a tool the guest leaves alone (`wasm_reused_untouched`:
 //!   the fixed cost of entering the guest, without the handle calls);
+//! - `transform_chain`: the transform-args chain of one call to a tool that
+//!   none of 8 enrichers transforms (`get_issue`, claimed by all 8): 8 of
+//!   `fixture_remap_v2` (0.2, which say so at enrich time, so the chain
+//!   enters none), 8 of `fixture_remap` (0.1, which cannot say, so the
+//!   chain enters each), against the chain with no enricher at all;
 //! - `instantiate`: the cost of one fresh instance;
 //! - `tools_list`: enriching 60 tools through four plugins.
 //!
@@ -83,6 +88,10 @@ struct Setup {
     fresh: std::sync::Arc<Plugin>,
     reused: std::sync::Arc<Plugin>,
     enrichers: Enrichers,
+    /// 8 enrichers of 0.2 that do not transform `get_issue`.
+    declared: Enrichers,
+    /// 8 enrichers of 0.1, which are entered for every tool.
+    legacy: Enrichers,
 }
 
 fn setup() -> Setup {
@@ -111,6 +120,11 @@ fn setup() -> Setup {
         "50-remap-reused",
         Some("[limits]\nmax_uses = 1000000\n"),
     );
+    for i in 0..8 {
+        let reused = Some("[limits]\nmax_uses = 1000000\n");
+        copy("fixture_remap_v2", &format!("6{i}-declared-{i}"), reused);
+        copy("fixture_remap", &format!("7{i}-legacy-{i}"), reused);
+    }
     let runtime = Runtime::new(RuntimeOptions {
         cache_dir: None,
         ..RuntimeOptions::default()
@@ -121,6 +135,16 @@ fn setup() -> Setup {
     let find = |name: &str| report.plugins.iter().find(|p| &*p.name == name).unwrap().clone();
     let (fresh, reused) = (find("remap"), find("remap-reused"));
     let enrichers = Enrichers::new(&report.plugins[..4]);
+    let named = |prefix: &str| {
+        let plugins: Vec<_> = report
+            .plugins
+            .iter()
+            .filter(|p| p.name.starts_with(prefix))
+            .cloned()
+            .collect();
+        assert_eq!(plugins.len(), 8, "{prefix}");
+        Enrichers::new(&plugins)
+    };
     Setup {
         rt,
         _dir: dir,
@@ -128,6 +152,8 @@ fn setup() -> Setup {
         fresh,
         reused,
         enrichers,
+        declared: named("declared-"),
+        legacy: named("legacy-"),
     }
 }
 
@@ -193,6 +219,39 @@ fn bench(c: &mut Criterion) {
     }
     g.finish();
 
+    // The chain each set of enrichers leaves for `get_issue` once the tool
+    // list is built: who said at enrich time that they transform it.
+    let get_issue = base_catalog().iter().find(|t| t.name == "get_issue").unwrap().clone();
+    let chain = |enrichers: &Enrichers| {
+        let listing = s.rt.block_on(enrichers.list(std::slice::from_ref(&get_issue)));
+        enrichers.transformers(&listing.tools[0])
+    };
+    let (declared, legacy) = (chain(&s.declared), chain(&s.legacy));
+    assert_eq!((declared.len(), legacy.len()), (0, 8));
+    let mut g = c.benchmark_group("transform_chain");
+    for (name, plugins) in [
+        ("no_enricher", &[][..]),
+        ("8_enrichers_none_transforms", &declared[..]),
+        ("8_enrichers_of_0_1", &legacy[..]),
+    ] {
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                s.rt.block_on(async {
+                    let mut total = Duration::ZERO;
+                    for _ in 0..iters {
+                        let a = args.clone();
+                        let start = Instant::now();
+                        let out = Enrichers::transform_chain(plugins, "get_issue", a).await;
+                        std::hint::black_box(out.unwrap());
+                        total += start.elapsed();
+                    }
+                    total
+                })
+            })
+        });
+    }
+    g.finish();
+
     c.bench_function("instantiate/fresh_instance", |b| {
         b.iter_custom(|iters| {
             s.rt.block_on(async {
@@ -219,7 +278,8 @@ fn bench(c: &mut Criterion) {
     });
 }
 
-/// Medians from criterion's own estimates, as ratios to the native baseline.
+/// Medians from criterion's own estimates, as ratios to each group's
+/// baseline (native code; the chain with no enricher).
 fn summary() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/criterion");
     let median = |id: &str| -> Option<f64> {
@@ -232,20 +292,26 @@ fn summary() {
         v["median"]["point_estimate"].as_f64()
     };
     let native = median("transform_args/native");
+    let no_enricher = median("transform_chain/no_enricher");
     println!("\nsummary (medians):");
     for id in [
         "transform_args/native",
         "transform_args/wasm_reused_instance",
         "transform_args/wasm_reused_untouched",
         "transform_args/wasm_fresh_instance",
+        "transform_chain/no_enricher",
+        "transform_chain/8_enrichers_none_transforms",
+        "transform_chain/8_enrichers_of_0_1",
         "instantiate/fresh_instance",
         "tools_list/60_tools_4_plugins",
     ] {
         let Some(ns) = median(id) else { continue };
-        let ratio = native
-            .filter(|_| id.starts_with("transform_args"))
-            .map(|n| format!("  ({:.1}x native)", ns / n));
-        println!("  {id:<40} {:>10.2} µs{}", ns / 1e3, ratio.unwrap_or_default());
+        let ratio = match id.split('/').next() {
+            Some("transform_args") => native.map(|n| format!("  ({:.1}x native)", ns / n)),
+            Some("transform_chain") => no_enricher.map(|n| format!("  ({:.1}x no enricher)", ns / n)),
+            _ => None,
+        };
+        println!("  {id:<44} {:>10.3} µs{}", ns / 1e3, ratio.unwrap_or_default());
     }
 }
 

@@ -13,7 +13,8 @@
 //! |---|---|
 //! | a tool name | 1 to 64 bytes of `[A-Za-z0-9_-]` (the WIT contract) |
 //! | tools one plugin lists | 256 |
-//! | a tool's label | 128 bytes, no control characters |
+//! | a tool's title (0.1: its label) | 128 bytes, no control characters |
+//! | a tool's output schema | 256 KiB encoded, a JSON object of `"type": "object"` |
 //! | a tool's description (from its plugin) | 16 KiB, no control characters but tab, CR and newline |
 //! | a tool's snippet | 512 bytes, no control characters |
 //! | a tool's guidelines | 32 bullets of 512 bytes, no control characters |
@@ -24,6 +25,11 @@
 //! | a tool's schema, cumulative over every edit of every enricher | 256 KiB encoded |
 //! | what the plugins of one call add to its arguments | 1 MiB (prepare-arguments and the transform-args chain each) |
 //! | an error text (a tool error, a refusal, a block reason, a load-time refusal) | 16 KiB, and at most `max_output_kb`: cut with a marker |
+//! | a result (content, structured result, details; binary data as base64) | the plugin's `max_output_kb` |
+//! | a resource URI (a link's, an embedded resource's) | 8 KiB, no control characters |
+//! | a resource's name, title, MIME type; a block's `last-modified` | 1 KiB, no control characters |
+//! | a media block's MIME type | 1 KiB, no control characters |
+//! | a content annotation's priority | 0.0 to 1.0 |
 //! | a log line; log lines per call | 4 KiB; 200 |
 //!
 //! Text a plugin sent that is shown inside one of the host's own messages
@@ -40,8 +46,15 @@
 pub const MAX_TOOL_NAME: usize = 64;
 /// Most tools one plugin may list.
 pub const MAX_TOOLS: usize = 256;
-/// Longest tool label.
-pub const MAX_LABEL: usize = 128;
+/// Longest tool title (a 0.1 tool's label).
+pub const MAX_TITLE: usize = 128;
+/// Largest encoded output schema of one tool.
+pub const MAX_OUTPUT_SCHEMA_BYTES: usize = 256 << 10;
+/// Longest resource URI in a result.
+pub const MAX_URI: usize = 8 << 10;
+/// Longest resource name, title or MIME type, or `last-modified` stamp, in
+/// a result.
+pub const MAX_RESULT_LABEL: usize = 1 << 10;
 /// Longest tool description a tool plugin may give.
 pub const MAX_DESCRIPTION: usize = 16 << 10;
 /// Longest snippet, and longest guideline bullet.

@@ -8,6 +8,15 @@
 //! - Every schema change is recorded with the plugin that made it; a
 //!   property changed by two plugins is reported as a conflict (the later
 //!   one wins, and the conflict is shown).
+//! - `transform-args` runs only for the enrichers whose `enrich-schema`
+//!   said the tool's calls need it (a 0.1 enricher cannot say, so it is
+//!   entered for every tool it enriches; so is one whose enrichment of the
+//!   tool failed, as it never answered). An enricher that only documents or
+//!   narrows a schema therefore costs a call nothing.
+//! - A plugin's own `enrich-schema` error is an answer, not a crash: its
+//!   edits to that tool are undone and the message logged under the
+//!   plugin's and the tool's names, as for a failure, without counting
+//!   against the plugin's health.
 //! - Failures follow each plugin's policy: by default a failed
 //!   `enrich-schema` is skipped and its changes rolled back (open), and a
 //!   failed `transform-args` rejects the call naming the plugin (closed). A
@@ -59,6 +68,9 @@ pub struct EnrichedTool {
     pub conflicts: Vec<Conflict>,
     /// Plugins whose enrichment of this tool failed and was skipped.
     pub skipped: Vec<String>,
+    /// The enrichers whose `transform-args` calls to this tool enter, in
+    /// registration order.
+    pub transformers: Vec<Arc<str>>,
     /// From the tool's source, unchanged by enrichers.
     #[serde(skip)]
     pub meta: ToolMeta,
@@ -134,18 +146,23 @@ impl Enrichers {
             .map_err(|e| format!("its input schema is invalid: {e}"))?;
         let mut changes = Vec::new();
         let mut skipped = Vec::new();
+        let mut transformers = Vec::new();
         for plugin in self.for_category(tool.category.as_deref()) {
             match plugin.enrich_schema(&tool.name, schema.clone()).await {
-                Ok(edit) => {
-                    schema = edit.schema;
-                    changes.extend(edit.changes);
+                Ok(enrichment) => {
+                    schema = enrichment.edit.schema;
+                    changes.extend(enrichment.edit.changes);
+                    if enrichment.transforms_args {
+                        transformers.push(plugin.name.clone());
+                    }
                 }
                 Err(e) if plugin.policy(Method::EnrichSchema) == Policy::Closed => {
                     return Err(format!("{e} (its enrich-schema policy is closed)"));
                 }
                 Err(e) => {
-                    tracing::warn!(tool = %tool.name, "skipping enrichment: {e}");
+                    tracing::warn!(plugin = %plugin.name, tool = %tool.name, "skipping enrichment: {e}");
                     skipped.push(e.to_string());
+                    transformers.push(plugin.name.clone());
                 }
             }
         }
@@ -157,6 +174,7 @@ impl Enrichers {
             changes,
             conflicts,
             skipped,
+            transformers,
             meta: tool.meta.clone(),
         })
     }
@@ -179,18 +197,39 @@ impl Enrichers {
         listing
     }
 
-    /// Run the transform-args chain for one call. The enrichers of the
-    /// chain share one budget of bytes to write into the arguments
-    /// ([`bounds::MAX_ARGS_GROWTH`]), so together they cannot grow them
-    /// past it.
+    /// Run the transform-args chain of every enricher claiming `category`
+    /// for one call (what a tool gets before it is enriched).
     pub async fn transform_args(
         &self,
         tool: &str,
         category: Option<&str>,
+        args: Map<String, Value>,
+    ) -> Result<Map<String, Value>, PluginError> {
+        let plugins: Vec<Arc<Plugin>> = self.for_category(category).cloned().collect();
+        Self::transform_chain(&plugins, tool, args).await
+    }
+
+    /// The enrichers among these that `tool`'s calls enter
+    /// ([`EnrichedTool::transformers`]), in order.
+    pub fn transformers(&self, tool: &EnrichedTool) -> Vec<Arc<Plugin>> {
+        self.plugins
+            .iter()
+            .filter(|p| tool.transformers.contains(&p.name))
+            .cloned()
+            .collect()
+    }
+
+    /// Run the transform-args chain of `plugins`, in order, for one call.
+    /// The enrichers of the chain share one budget of bytes to write into
+    /// the arguments ([`bounds::MAX_ARGS_GROWTH`]), so together they cannot
+    /// grow them past it.
+    pub async fn transform_chain(
+        plugins: &[Arc<Plugin>],
+        tool: &str,
         mut args: Map<String, Value>,
     ) -> Result<Map<String, Value>, PluginError> {
         let mut room = bounds::MAX_ARGS_GROWTH;
-        for plugin in self.for_category(category) {
+        for plugin in plugins {
             let open = plugin.policy(Method::TransformArgs) == Policy::Open;
             // Keep a copy only when a failure must be rolled back.
             let before = open.then(|| args.clone());
@@ -199,7 +238,7 @@ impl Enrichers {
                 Err(e @ PluginError::Rejected { .. }) => return Err(e),
                 Err(e) => match before {
                     Some(before) => {
-                        tracing::warn!(tool, "skipping argument transform: {e}");
+                        tracing::warn!(plugin = %plugin.name, tool, "skipping argument transform: {e}");
                         args = before;
                     }
                     None => return Err(e),

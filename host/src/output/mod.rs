@@ -10,8 +10,8 @@
 //! in the base64 text MCP carries, so it is never decoded and re-encoded
 //! on the way through.
 //!
-//! Conversions: from the plugins' WIT results in `plugin` (their content is
-//! text, images and JSON), to and from rmcp's types in [`mcp`]. Not here:
+//! Conversions: from the plugins' WIT results in `plugin` (every version's,
+//! once each), to and from rmcp's types in [`mcp`]. Not here:
 //! what produces or serves results.
 
 pub mod mcp;
@@ -118,18 +118,32 @@ impl Block {
         })
     }
 
-    fn size(&self) -> usize {
+    /// Roughly how many bytes the block holds (binary data as base64),
+    /// every text it carries counted.
+    pub fn size(&self) -> usize {
+        let text = |t: &Option<String>| t.as_ref().map_or(0, String::len);
+        let annotations = |a: &Option<Annotations>| {
+            a.as_ref()
+                .map_or(0, |a| text(&a.last_modified) + a.audience.as_ref().map_or(0, Vec::len))
+        };
         match self {
-            Self::Text(t) => t.text.len(),
-            Self::Image(m) | Self::Audio(m) => m.data.len() + m.mime_type.len(),
+            Self::Text(t) => t.text.len() + annotations(&t.annotations),
+            Self::Image(m) | Self::Audio(m) => m.data.len() + m.mime_type.len() + annotations(&m.annotations),
             Self::ResourceLink(l) => {
-                l.uri.len() + l.name.len() + l.description.as_ref().map_or(0, String::len)
+                l.uri.len()
+                    + l.name.len()
+                    + text(&l.title)
+                    + text(&l.description)
+                    + text(&l.mime_type)
+                    + annotations(&l.annotations)
             }
             Self::Resource(e) => {
                 e.resource.uri.len()
+                    + text(&e.resource.mime_type)
                     + match &e.resource.body {
                         Body::Text(t) | Body::Blob(t) => t.len(),
                     }
+                    + annotations(&e.annotations)
             }
         }
     }

@@ -146,6 +146,8 @@ enum Backend {
 
 struct Bound {
     category: Option<String>,
+    /// The enrichers whose transform-args its calls enter, in order.
+    transformers: Vec<Arc<Plugin>>,
     /// The enriched input schema arguments are validated against.
     schema: Value,
     /// What a successful call's structured result is checked against.
@@ -184,7 +186,6 @@ struct Generation {
 /// The catalog and every step of a call but speculation; what prefetches
 /// run through.
 struct Core {
-    enrichers: Enrichers,
     listing: Arc<Listing>,
     tools: HashMap<String, Bound>,
     models: Arc<ValueModels>,
@@ -360,8 +361,10 @@ impl Toolhost {
             match plugin.after_call(name, &result, result.is_error).await {
                 Ok(Some(over)) => {
                     // Each field set replaces the old one whole (no merge).
-                    if let Some((content, structured)) = over.content {
+                    if let Some(content) = over.content {
                         result.content = content;
+                    }
+                    if let Some(structured) = over.structured {
                         result.structured_content = structured;
                     }
                     if let Some(details) = over.details {
@@ -498,6 +501,7 @@ impl Generation {
             };
             let bound = Bound {
                 category: spec.category.clone(),
+                transformers: enrichers.transformers(t),
                 schema: t.schema.to_value(),
                 output_schema: spec.meta.output_schema.clone(),
                 backend,
@@ -520,7 +524,6 @@ impl Generation {
         };
         let (changes, changed) = watch.unzip();
         let core = Arc::new(Core {
-            enrichers: enrichers.clone(),
             listing: Arc::new(listing),
             tools,
             models: Arc::new(models),
@@ -571,22 +574,31 @@ fn unserved(specs: &[ToolSpec], enrichers: &Enrichers) -> Vec<Hidden> {
 }
 
 /// What a tool plugin says of a tool it serves beside its schema: the
-/// definition's label, snippet and guidelines (if it defines the tool),
-/// and whether it can reach the network (only through its HTTP grant).
+/// definition's title, snippet, guidelines and output schema (if it defines
+/// the tool), and its annotations as far as they are believed.
+///
+/// A plugin's annotations are its claim. Of `readOnlyHint`,
+/// `destructiveHint` and `idempotentHint`, only a claim that makes the tool
+/// look no safer than the host treats it is served (read-only `false`,
+/// destructive `true`, idempotent `false`); the effective value model
+/// (the owner's, then the user's `[tools.X]`) then sets what it knows
+/// (`ValueModel::annotate`), so a tool is served as read-only exactly when
+/// its value model says it is. `openWorldHint` is the host's to know: true
+/// whenever the plugin has an HTTP grant, whatever it says, and otherwise
+/// only if it says so.
 fn plugin_meta(plugin: &Plugin, definition: Option<&ToolDefinition>) -> ToolMeta {
-    let mut meta = ToolMeta {
-        annotations: Annotations {
-            open_world_hint: Some(!plugin.http_hosts().is_empty()),
-            ..Annotations::default()
-        },
-        ..ToolMeta::default()
+    let claim = definition.map(|t| t.annotations.clone()).unwrap_or_default();
+    let annotations = Annotations {
+        title: None,
+        read_only_hint: claim.read_only_hint.filter(|r| !r),
+        destructive_hint: claim.destructive_hint.filter(|d| *d),
+        idempotent_hint: claim.idempotent_hint.filter(|i| !i),
+        open_world_hint: Some(!plugin.http_hosts().is_empty() || claim.open_world_hint == Some(true)),
     };
-    if let Some(t) = definition {
-        meta.title = Some(t.label.trim().to_owned()).filter(|l| !l.is_empty());
-        meta.snippet.clone_from(&t.snippet);
-        meta.guidelines.clone_from(&t.guidelines);
+    ToolMeta {
+        annotations,
+        ..definition.map(|t| ToolSpec::from(t).meta).unwrap_or_default()
     }
-    meta
 }
 
 /// Tools with the backend that serves each and the owner whose word sets
@@ -612,12 +624,8 @@ fn gather(sources: &Sources) -> Result<(Specs, Vec<Refusal>), BuildError> {
     let mut names = Names::new(&bindings);
     for (plugin, t) in names.plugin_tools(&sources.plugins) {
         let spec = ToolSpec {
-            name: t.name.clone(),
-            description: t.description.clone(),
-            category: t.category.clone(),
-            // The loader checked the schema is a JSON object.
-            input_schema: serde_json::from_str(&t.parameters_schema).unwrap_or(Value::Null),
             meta: plugin_meta(plugin, Some(t)),
+            ..ToolSpec::from(t)
         };
         specs.push((
             spec,
@@ -706,10 +714,8 @@ impl Core {
                 Err(e) => return Err(ToolError::Failed(e.to_string())),
             }
         }
-        if bound.category.is_some() {
-            args = self
-                .enrichers
-                .transform_args(name, bound.category.as_deref(), args)
+        if !bound.transformers.is_empty() {
+            args = Enrichers::transform_chain(&bound.transformers, name, args)
                 .await
                 .map_err(|e| ToolError::Failed(e.to_string()))?;
         }

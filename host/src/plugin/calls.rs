@@ -1,4 +1,5 @@
-//! Typed calls into a plugin's exports: the host types go in, the host types
+//! Typed calls into a plugin's exports, whichever version of the contract
+//! it speaks (`wit` dispatches): the host types go in, the host types
 //! come out, and everything the guest returns is checked (sizes, counts,
 //! names, JSON shape; the caps are in `bounds`) before the rest of the host
 //! sees it. A tool definition outside the contract fails the plugin's load;
@@ -15,29 +16,25 @@ use std::sync::atomic::AtomicBool;
 use serde_json::{Map, Value};
 use wasmtime::component::Resource;
 
-use super::bindings::{tool, value_model_types as wit};
+use super::definition::{AfterCallOverride, BeforeCallDecision, RenderOptions, ToolDefinition};
 use super::host_api::{CallContext, ProgressFn};
 use super::instance::Instance;
 use super::redact::Redactor;
+use super::wit::{self, latest};
 use super::{Plugin, PluginError};
 use crate::bounds::{self, shown};
-use crate::schema::{ArgsEdit, SchemaEdit, ToolSchema};
-use crate::value_model::{CostModel, FieldGroup, FollowUpLink, SideEffect, ValueClass, ValueModel};
-
-use super::results::{content_from_wit, to_wit};
+use crate::catalog::Annotations;
 use crate::output::{Block, CallOutput, ToolError};
-pub use tool::{BeforeCallDecision, Hooks, RenderOptions, ToolDefinition};
-use tool::{Content, ToolResult};
+use crate::schema::{ArgsEdit, SchemaEdit, ToolSchema};
+use crate::value_model::{FollowUpLink, ValueModel};
 
-/// What an after-call hook replaces; each field set replaces the old one
-/// whole, unset fields are kept.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AfterCallOverride {
-    /// New content and structured result (a plugin's content list holds
-    /// both).
-    pub content: Option<(Vec<Block>, Option<Value>)>,
-    pub details: Option<Value>,
-    pub is_error: Option<bool>,
+/// What an enricher did to one tool's schema.
+pub struct Enrichment {
+    /// The edited schema and the journal of its changes.
+    pub edit: SchemaEdit,
+    /// Whether calls to the tool need the plugin's `transform-args` (always,
+    /// for a 0.1 plugin).
+    pub transforms_args: bool,
 }
 
 impl Plugin {
@@ -121,7 +118,7 @@ impl Plugin {
             .instances
             .run(M, async |i: &mut Instance| {
                 let (g, store) = i.enricher();
-                g.call_supported_categories(store).await
+                g.supported_categories(store).await
             })
             .await?;
         let categories = answer.map_err(|message| self.rejected(M, &message))?;
@@ -148,13 +145,15 @@ impl Plugin {
         Ok(categories)
     }
 
-    /// Let the plugin edit `schema` of `tool`; returns the edited schema and
-    /// the journal of its changes. On failure nothing the plugin did is kept.
-    pub async fn enrich_schema(&self, tool: &str, schema: ToolSchema) -> Result<SchemaEdit, PluginError> {
+    /// Let the plugin edit `schema` of `tool`. On failure, or on the
+    /// plugin's own error (`Rejected`: an answer, not a crash, so its health
+    /// is untouched), nothing the plugin did is kept.
+    pub async fn enrich_schema(&self, tool: &str, schema: ToolSchema) -> Result<Enrichment, PluginError> {
         const M: &str = "enrich-schema";
         self.require_enricher(M)?;
         let (name, cap) = (self.name.clone(), self.limits().max_output_bytes);
-        self.instances
+        let (answer, edit) = self
+            .instances
             .run(M, async |i: &mut Instance| {
                 let handle = i
                     .store
@@ -162,13 +161,18 @@ impl Plugin {
                     .table
                     .push(SchemaEdit::new(schema, name, cap))?;
                 let lent = Resource::new_borrow(handle.rep());
-                {
+                let answer = {
                     let (g, store) = i.enricher();
-                    g.call_enrich_schema(store, tool, lent).await
+                    g.enrich_schema(store, tool, lent).await
                 }?;
-                Ok(i.store.data_mut().table.delete(handle)?)
+                Ok((answer, i.store.data_mut().table.delete(handle)?))
             })
-            .await
+            .await?;
+        let enriched = answer.map_err(|message| self.rejected(M, &message))?;
+        Ok(Enrichment {
+            edit,
+            transforms_args: enriched.transforms_args,
+        })
     }
 
     /// Let the plugin transform `args` of `tool`. `Rejected` carries the
@@ -201,7 +205,7 @@ impl Plugin {
             .run(M, async |i: &mut Instance| {
                 i.lend_args(lent, async |i, lent| {
                     let (g, store) = i.enricher();
-                    g.call_transform_args(store, tool, lent).await
+                    g.transform_args(store, tool, lent).await
                 })
                 .await
             })
@@ -218,11 +222,11 @@ impl Plugin {
             .instances
             .run(M, async |i: &mut Instance| {
                 let (g, store) = i.enricher();
-                g.call_value_model(store, tool).await
+                g.value_model(store, tool).await
             })
             .await?;
         let Some(model) = model else { return Ok(None) };
-        let model = from_wit(model);
+        let model = ValueModel::from(model);
         self.cap(M, serde_json::to_string(&model).map(|s| s.len()).unwrap_or(0))?;
         if let Some(link) = model
             .follow_ups
@@ -251,17 +255,12 @@ impl Plugin {
         const M: &str = "project-args";
         self.require_enricher(M)?;
         let prev_result = prev_result.to_string();
-        let link = wit::FollowUpLink {
-            tool: link.tool.clone(),
-            probability: link.probability,
-            projection: link.projection.clone(),
-            projection_arg: link.projection_arg.clone(),
-        };
+        let link = latest::value_model_types::FollowUpLink::from(link);
         let answer = self
             .instances
             .run(M, async |i: &mut Instance| {
                 let (g, store) = i.enricher();
-                g.call_project_args(store, prev_tool, &prev_result, &link).await
+                g.project_args(store, prev_tool, &prev_result, &link).await
             })
             .await?;
         let Some(items) = answer else { return Ok(None) };
@@ -290,7 +289,7 @@ impl Plugin {
             .run(M, async |i: &mut Instance| {
                 i.lend_args(ArgsEdit::new(args, true, cap), async |i, lent| {
                     let (g, store) = i.enricher();
-                    g.call_rate_limit_host(store, tool, lent).await
+                    g.rate_limit_host(store, tool, lent).await
                 })
                 .await
             })
@@ -311,7 +310,7 @@ impl Plugin {
             .instances
             .run(M, async |i: &mut Instance| {
                 let (g, store) = i.tool();
-                g.call_list_tools(store).await
+                g.list_tools(store).await
             })
             .await?;
         let mut tools = answer.map_err(|message| self.rejected(M, &message))?;
@@ -321,26 +320,29 @@ impl Plugin {
                 format!("{} tools, more than {}", tools.len(), bounds::MAX_TOOLS),
             ));
         }
-        // Each definition first, so the error names the field at fault.
-        let mut names = std::collections::HashSet::new();
-        for tool in &tools {
-            check_definition(tool).map_err(|e| self.invalid(M, e))?;
-            if !names.insert(tool.name.as_str()) {
-                return Err(self.invalid(M, format!("tool `{}` is listed twice", tool.name)));
-            }
-        }
         self.cap(M, tools.iter().map(definition_size).sum())?;
+        let r = self.redactor();
         for t in &mut tools {
-            let r = self.redactor();
-            for text in [&mut t.label, &mut t.description, &mut t.parameters_schema]
+            for text in [&mut t.description, &mut t.parameters_schema]
                 .into_iter()
+                .chain(t.title.as_mut())
+                .chain(t.output_schema.as_mut())
                 .chain(t.snippet.as_mut())
                 .chain(t.guidelines.iter_mut())
             {
                 r.string(text);
             }
         }
-        Ok(tools)
+        // Each definition first, so the error names the field at fault.
+        let mut names = std::collections::HashSet::new();
+        let mut definitions = Vec::with_capacity(tools.len());
+        for tool in tools {
+            if !names.insert(tool.name.clone()) {
+                return Err(self.invalid(M, format!("tool `{}` is listed twice", tool.name)));
+            }
+            definitions.push(definition(tool).map_err(|e| self.invalid(M, e))?);
+        }
+        Ok(definitions)
     }
 
     pub async fn prepare_arguments(
@@ -356,7 +358,7 @@ impl Plugin {
             .run(M, async |i: &mut Instance| {
                 i.lend_args(ArgsEdit::new(args, false, cap), async |i, lent| {
                     let (g, store) = i.tool();
-                    g.call_prepare_arguments(store, tool, lent).await
+                    g.prepare_arguments(store, tool, lent).await
                 })
                 .await
             })
@@ -373,17 +375,18 @@ impl Plugin {
         const M: &str = "before-call";
         self.require_tool(M)?;
         let (args, cap) = (args.clone(), self.limits().max_output_bytes);
-        let mut decision = self
-            .instances
-            .run(M, async |i: &mut Instance| {
-                i.lend_args(ArgsEdit::new(args, true, cap), async |i, lent| {
-                    let (g, store) = i.tool();
-                    g.call_before_call(store, tool, lent).await
+        let mut decision = BeforeCallDecision::from(
+            self.instances
+                .run(M, async |i: &mut Instance| {
+                    i.lend_args(ArgsEdit::new(args, true, cap), async |i, lent| {
+                        let (g, store) = i.tool();
+                        g.before_call(store, tool, lent).await
+                    })
+                    .await
                 })
-                .await
-            })
-            .await?
-            .0;
+                .await?
+                .0,
+        );
         if let BeforeCallDecision::Block(reason) = &mut decision {
             *reason = self.error_text(reason);
         }
@@ -403,7 +406,7 @@ impl Plugin {
         const M: &str = "execute";
         self.require_tool(M)?;
         let args = serde_json::to_string(args).expect("a JSON map always serialises");
-        let mut answer = self
+        let answer = self
             .instances
             .run(M, async |i: &mut Instance| {
                 let ctx = i.store.data_mut().table.push(CallContext {
@@ -414,28 +417,34 @@ impl Plugin {
                 let lent = Resource::new_borrow(ctx.rep());
                 let answer = {
                     let (g, store) = i.tool();
-                    g.call_execute(store, tool, &args, lent).await
+                    g.execute(store, tool, &args, lent).await
                 }?;
                 i.store.data_mut().table.delete(ctx)?;
                 Ok(answer)
             })
             .await?;
-        match &mut answer {
-            Ok(result) => {
-                self.redactor().result(result);
-                self.cap(M, result_size(result))?;
+        match answer {
+            Ok(mut result) => {
+                self.redactor().result(&mut result);
+                Ok(Ok(self.output(M, result)?))
             }
             Err(error) => {
-                self.redactor().tool_error(error);
-                if let tool::ToolError::Failed(m)
-                | tool::ToolError::NotFound(m)
-                | tool::ToolError::InvalidArgs(m) = error
-                {
-                    *m = bounds::cut(std::mem::take(m), self.error_cap());
+                let mut error = ToolError::from(error);
+                if let ToolError::Failed(m) | ToolError::NotFound(m) | ToolError::InvalidArgs(m) = &mut error {
+                    *m = self.error_text(m);
                 }
+                Ok(Err(error))
             }
         }
-        Ok(answer.map(CallOutput::from).map_err(ToolError::from))
+    }
+
+    /// A result the plugin handed over (redacted already): converted,
+    /// within the plugin's output cap and the caps of its blocks.
+    fn output(&self, method: &'static str, result: latest::tool::ToolResult) -> Result<CallOutput, PluginError> {
+        let output = wit::convert_output(result).map_err(|e| self.invalid(method, e))?;
+        self.cap(method, output.size())?;
+        check_blocks(&output.content).map_err(|e| self.invalid(method, e))?;
+        Ok(output)
     }
 
     pub async fn after_call(
@@ -446,30 +455,25 @@ impl Plugin {
     ) -> Result<Option<AfterCallOverride>, PluginError> {
         const M: &str = "after-call";
         self.require_tool(M)?;
-        let result = &to_wit(result);
-        let mut answer = self
+        let result = &wit::output_to_wit(result);
+        let answer = self
             .instances
             .run(M, async |i: &mut Instance| {
                 let (g, store) = i.tool();
-                g.call_after_call(store, tool, result, is_error).await
+                g.after_call(store, tool, result, is_error).await
             })
             .await?;
-        if let Some(o) = &mut answer {
-            if let Some(content) = &mut o.content {
-                self.redactor().content(content);
-            }
-            if let Some(details) = &mut o.details {
-                self.redactor().string(details);
-            }
-            let size = o.content.as_ref().map(|c| content_size(c)).unwrap_or(0)
-                + o.details.as_ref().map_or(0, String::len);
-            self.cap(M, size)?;
+        let Some(mut answer) = answer else { return Ok(None) };
+        self.redactor().after_call(&mut answer.wit);
+        let over = wit::convert_after_call(answer).map_err(|e| self.invalid(M, e))?;
+        let size = over.content.iter().flatten().map(Block::size).sum::<usize>()
+            + over.structured.iter().flatten().map(|v| v.to_string().len()).sum::<usize>()
+            + over.details.as_ref().map_or(0, |v| v.to_string().len());
+        self.cap(M, size)?;
+        if let Some(content) = &over.content {
+            check_blocks(content).map_err(|e| self.invalid(M, e))?;
         }
-        Ok(answer.map(|o| AfterCallOverride {
-            content: o.content.map(content_from_wit),
-            details: o.details.as_deref().and_then(|d| serde_json::from_str(d).ok()),
-            is_error: o.is_error,
-        }))
+        Ok(Some(over))
     }
 
     pub async fn render_call(
@@ -485,7 +489,7 @@ impl Plugin {
             .instances
             .run(M, async |i: &mut Instance| {
                 let (g, store) = i.tool();
-                g.call_render_call(store, tool, &args, width).await
+                g.render_call(store, tool, &args, width).await
             })
             .await?;
         self.cap(M, text.as_ref().map_or(0, String::len))?;
@@ -500,12 +504,12 @@ impl Plugin {
     ) -> Result<Option<String>, PluginError> {
         const M: &str = "render-result";
         self.require_tool(M)?;
-        let result = &to_wit(result);
+        let result = &wit::output_to_wit(result);
         let text = self
             .instances
             .run(M, async |i: &mut Instance| {
                 let (g, store) = i.tool();
-                g.call_render_result(store, tool, result, options).await
+                g.render_result(store, tool, result, options.into()).await
             })
             .await?;
         self.cap(M, text.as_ref().map_or(0, String::len))?;
@@ -514,19 +518,20 @@ impl Plugin {
 }
 
 /// Every byte of a tool definition, for the plugin's output cap.
-fn definition_size(t: &ToolDefinition) -> usize {
+fn definition_size(t: &latest::tool::ToolDefinition) -> usize {
     t.name.len()
-        + t.label.len()
+        + t.title.as_ref().map_or(0, String::len)
         + t.description.len()
         + t.parameters_schema.len()
+        + t.output_schema.as_ref().map_or(0, String::len)
         + t.snippet.as_ref().map_or(0, String::len)
         + t.guidelines.iter().map(String::len).sum::<usize>()
         + t.category.as_ref().map_or(0, String::len)
 }
 
-/// A tool definition within the contract and the caps of `bounds`, or
-/// what is wrong with it.
-fn check_definition(t: &ToolDefinition) -> Result<(), String> {
+/// A tool definition within the contract and the caps of `bounds`, as the
+/// host's own, or what is wrong with it.
+fn definition(t: latest::tool::ToolDefinition) -> Result<ToolDefinition, String> {
     if !bounds::is_tool_name(&t.name) {
         return Err(format!(
             "tool name {} is not 1 to {} characters of [A-Za-z0-9_-]",
@@ -550,7 +555,9 @@ fn check_definition(t: &ToolDefinition) -> Result<(), String> {
             Ok(())
         }
     };
-    line("label", &t.label, bounds::MAX_LABEL)?;
+    if let Some(title) = &t.title {
+        line("title", title, bounds::MAX_TITLE)?;
+    }
     if let Some(snippet) = &t.snippet {
         line("snippet", snippet, bounds::MAX_PROMPT_LINE)?;
     }
@@ -580,16 +587,104 @@ fn check_definition(t: &ToolDefinition) -> Result<(), String> {
     if let Some(category) = t.category.as_deref().filter(|c| !is_category(c)) {
         return Err(format!("tool `{name}`: {} is not a category", shown(category)));
     }
-    if t.parameters_schema.len() > bounds::MAX_SCHEMA_BYTES {
+    let input_schema = object_schema(name, "input schema", &t.parameters_schema, bounds::MAX_SCHEMA_BYTES)?;
+    // The enricher chain edits input schemas; this is where one that is
+    // not an object of `"type": "object"` (with valid properties) is refused.
+    ToolSchema::new(String::new(), input_schema.clone()).map_err(|e| format!("tool `{name}`: {e}"))?;
+    let output_schema = t
+        .output_schema
+        .as_deref()
+        .map(|s| object_schema(name, "output schema", s, bounds::MAX_OUTPUT_SCHEMA_BYTES))
+        .transpose()?;
+    let a = &t.annotations;
+    Ok(ToolDefinition {
+        title: t.title.map(|l| l.trim().to_owned()).filter(|l| !l.is_empty()),
+        description: t.description,
+        input_schema,
+        output_schema,
+        annotations: Annotations {
+            title: None,
+            read_only_hint: a.read_only_hint,
+            destructive_hint: a.destructive_hint,
+            idempotent_hint: a.idempotent_hint,
+            open_world_hint: a.open_world_hint,
+        },
+        snippet: t.snippet,
+        guidelines: t.guidelines,
+        category: t.category,
+        hooks: t.hooks.into(),
+        name: t.name,
+    })
+}
+
+/// A schema a tool definition gives: at most `max` bytes of JSON, an
+/// object whose `type` is `"object"`.
+fn object_schema(tool: &str, what: &str, text: &str, max: usize) -> Result<Value, String> {
+    if text.len() > max {
         return Err(format!(
-            "tool `{name}`: its schema has {} bytes, more than {}",
-            t.parameters_schema.len(),
-            bounds::MAX_SCHEMA_BYTES
+            "tool `{tool}`: its {what} has {} bytes, more than {max}",
+            text.len()
         ));
     }
-    let schema = serde_json::from_str(&t.parameters_schema)
-        .map_err(|e| format!("tool `{name}`: its schema is not JSON: {e}"))?;
-    ToolSchema::new(String::new(), schema).map_err(|e| format!("tool `{name}`: {e}"))?;
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| format!("tool `{tool}`: its {what} is not JSON: {e}"))?;
+    match value.get("type") {
+        Some(Value::String(t)) if t == "object" => Ok(value),
+        _ => Err(format!(
+            "tool `{tool}`: its {what} is not a JSON object of \"type\": \"object\""
+        )),
+    }
+}
+
+/// The caps on what a result's blocks name (URIs, names, MIME types) and
+/// their annotations; their sizes count toward the plugin's output cap.
+fn check_blocks(blocks: &[Block]) -> Result<(), String> {
+    let field = |what: &str, text: &str, max: usize| {
+        if text.len() > max {
+            Err(format!("a result's {what} has {} bytes, more than {max}", text.len()))
+        } else if text.chars().any(bounds::is_control) {
+            Err(format!("a result's {what} {} has control characters", shown(text)))
+        } else {
+            Ok(())
+        }
+    };
+    let annotations = |a: &Option<crate::output::Annotations>| -> Result<(), String> {
+        let Some(a) = a else { return Ok(()) };
+        if let Some(p) = a.priority.filter(|p| !(0.0..=1.0).contains(p)) {
+            return Err(format!("a result's block has priority {p}, outside 0..1"));
+        }
+        match &a.last_modified {
+            Some(stamp) => field("last-modified", stamp, bounds::MAX_RESULT_LABEL),
+            None => Ok(()),
+        }
+    };
+    for block in blocks {
+        match block {
+            Block::Text(t) => annotations(&t.annotations)?,
+            Block::Image(m) | Block::Audio(m) => {
+                field("MIME type", &m.mime_type, bounds::MAX_RESULT_LABEL)?;
+                annotations(&m.annotations)?;
+            }
+            Block::ResourceLink(l) => {
+                field("resource URI", &l.uri, bounds::MAX_URI)?;
+                field("resource name", &l.name, bounds::MAX_RESULT_LABEL)?;
+                if let Some(title) = &l.title {
+                    field("resource title", title, bounds::MAX_RESULT_LABEL)?;
+                }
+                if let Some(mime) = &l.mime_type {
+                    field("MIME type", mime, bounds::MAX_RESULT_LABEL)?;
+                }
+                annotations(&l.annotations)?;
+            }
+            Block::Resource(e) => {
+                field("resource URI", &e.resource.uri, bounds::MAX_URI)?;
+                if let Some(mime) = &e.resource.mime_type {
+                    field("MIME type", mime, bounds::MAX_RESULT_LABEL)?;
+                }
+                annotations(&e.annotations)?;
+            }
+        }
+    }
     Ok(())
 }
 
@@ -598,74 +693,4 @@ fn is_category(c: &str) -> bool {
         && c.len() <= 64
         && c.bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
-}
-
-fn content_size(content: &[Content]) -> usize {
-    content
-        .iter()
-        .map(|c| match c {
-            Content::Text(t) | Content::Json(t) => t.len(),
-            Content::Image(i) => i.data.len() + i.mime_type.len(),
-        })
-        .sum()
-}
-
-fn result_size(result: &ToolResult) -> usize {
-    content_size(&result.content) + result.details.as_ref().map_or(0, String::len)
-}
-
-fn from_wit(m: wit::ToolValueModel) -> ValueModel {
-    ValueModel {
-        value_class: m.value_class.map(|c| match c {
-            wit::ValueClass::Critical => ValueClass::Critical,
-            wit::ValueClass::Supporting => ValueClass::Supporting,
-            wit::ValueClass::Optional => ValueClass::Optional,
-            wit::ValueClass::AuditOnly => ValueClass::AuditOnly,
-        }),
-        side_effect: m.side_effect.map(|s| match s {
-            wit::SideEffect::Pure => SideEffect::Pure,
-            wit::SideEffect::ReadOnly => SideEffect::ReadOnly,
-            wit::SideEffect::MutatesLocal => SideEffect::MutatesLocal,
-            wit::SideEffect::MutatesExternal => SideEffect::MutatesExternal,
-            wit::SideEffect::Indeterminate => SideEffect::Indeterminate,
-        }),
-        cost: m
-            .cost
-            .map(|c| CostModel {
-                typical_kb: c.typical_kb,
-                max_kb: c.max_kb,
-                latency_ms_p50: c.latency_ms_p50,
-                dollars: c.dollars,
-                freshness_ttl_s: c.freshness_ttl_s,
-            })
-            .unwrap_or_default(),
-        field_groups: m.field_groups.map(|groups| {
-            groups
-                .into_iter()
-                .map(|g| {
-                    let group = FieldGroup {
-                        fields: g.fields,
-                        estimated_value: g.estimated_value,
-                        default_include: g.default_include,
-                    };
-                    (g.name, group)
-                })
-                .collect()
-        }),
-        follow_ups: m.follow_ups.map(|links| {
-            links
-                .into_iter()
-                .map(|l| FollowUpLink {
-                    tool: l.tool,
-                    probability: l.probability,
-                    projection: l.projection,
-                    projection_arg: l.projection_arg,
-                })
-                .collect()
-        }),
-        invalidates: m.invalidates,
-        fail_fast_after_n: m.fail_fast_after_n,
-        rate_limit_host: m.rate_limit_host,
-        speculate: m.speculate,
-    }
 }

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant, SystemTime};
 use reqwest::Url;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-use super::bindings::http::{HttpError, Request, Response};
+use super::wit::latest::http::{HttpError, Request, Response};
 use super::manifest::Grants;
 use super::origin::Origin;
 use super::rate_limit;

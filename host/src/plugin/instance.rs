@@ -45,12 +45,12 @@ use wasmtime::component::{InstancePre, Resource};
 use wasmtime::{Engine, Store};
 
 use super::PluginError;
-use super::bindings::{enricher, tool};
 use super::deadline;
 use super::engine::EpochTicker;
 use super::health::Health;
 use super::host_api::{CpuExhausted, HostState, PluginIdentity};
 use super::manifest::InstancePolicy;
+use super::wit::{Enricher, Indices, Tool};
 use crate::schema::ArgsEdit;
 
 /// Idle instances kept per plugin under the reuse policy.
@@ -59,14 +59,14 @@ const MAX_IDLE: usize = 16;
 /// One live instance and its store.
 pub struct Instance {
     pub store: Store<HostState>,
-    enricher: Option<enricher::Guest>,
-    tool: Option<tool::Guest>,
+    enricher: Option<Enricher>,
+    tool: Option<Tool>,
     uses: u32,
 }
 
 impl Instance {
     /// The enricher export and the store to call it with.
-    pub fn enricher(&mut self) -> (&enricher::Guest, &mut Store<HostState>) {
+    pub fn enricher(&mut self) -> (&Enricher, &mut Store<HostState>) {
         let guest = self
             .enricher
             .as_ref()
@@ -75,7 +75,7 @@ impl Instance {
     }
 
     /// The tool export and the store to call it with.
-    pub fn tool(&mut self) -> (&tool::Guest, &mut Store<HostState>) {
+    pub fn tool(&mut self) -> (&Tool, &mut Store<HostState>) {
         let guest = self
             .tool
             .as_ref()
@@ -100,8 +100,7 @@ pub struct Instances {
     engine: Engine,
     _ticker: Arc<EpochTicker>,
     pre: InstancePre<HostState>,
-    enricher: Option<enricher::GuestIndices>,
-    tool: Option<tool::GuestIndices>,
+    exports: Indices,
     identity: Arc<PluginIdentity>,
     policy: InstancePolicy,
     idle: Mutex<Vec<Instance>>,
@@ -113,8 +112,7 @@ impl Instances {
         engine: Engine,
         ticker: Arc<EpochTicker>,
         pre: InstancePre<HostState>,
-        enricher: Option<enricher::GuestIndices>,
-        tool: Option<tool::GuestIndices>,
+        exports: Indices,
         identity: Arc<PluginIdentity>,
     ) -> Self {
         let policy = identity.limits.instances;
@@ -123,8 +121,7 @@ impl Instances {
             engine,
             _ticker: ticker,
             pre,
-            enricher,
-            tool,
+            exports,
             identity,
             policy,
             idle: Mutex::new(Vec::new()),
@@ -144,16 +141,7 @@ impl Instances {
         store.data_mut().begin_call();
         store.set_epoch_deadline(1);
         let instance = self.pre.instantiate_async(&mut store).await?;
-        let enricher = self
-            .enricher
-            .as_ref()
-            .map(|i| i.load(&mut store, &instance))
-            .transpose()?;
-        let tool = self
-            .tool
-            .as_ref()
-            .map(|i| i.load(&mut store, &instance))
-            .transpose()?;
+        let (enricher, tool) = self.exports.load(&mut store, &instance)?;
         Ok(Instance {
             store,
             enricher,

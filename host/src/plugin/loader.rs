@@ -19,18 +19,85 @@ use std::time::Instant;
 use wasmtime::component::Component;
 use wasmtime::component::types::ComponentItem;
 
-use super::bindings::{enricher, tool};
 use super::host_api::PluginIdentity;
 use super::http::HttpGrant;
 use super::instance::Instances;
 use super::manifest::Manifest;
-use super::{PACKAGE, PACKAGE_VERSION, Plugin, Runtime, Worlds};
+use super::wit::{Indices, PACKAGE, Version};
+use super::{Plugin, PluginError, Runtime, Worlds};
 
 /// A file that could not be loaded, and why.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct LoadError {
     pub path: PathBuf,
+    pub kind: LoadErrorKind,
     pub message: String,
+}
+
+/// What kind of thing is wrong with a file that did not load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoadErrorKind {
+    /// A directory or special file named like a plugin.
+    NotAFile,
+    /// The file could not be read.
+    Unreadable,
+    NotWebAssembly,
+    /// A core module, not a component.
+    CoreModule,
+    /// WebAssembly that does not compile or validate as a component.
+    InvalidComponent,
+    /// No toolhost enricher or tool export.
+    NoToolhostWorld,
+    /// Built against a version of the contract this host does not implement.
+    UnsupportedVersion,
+    /// Exports of more than one version of the contract.
+    MixedVersions,
+    /// An import the host does not provide.
+    UnsupportedImport,
+    /// An export whose types are not the contract's.
+    BadExport,
+    /// The sidecar manifest, or the user's settings for the plugin.
+    Manifest,
+    /// `toolhost.toml` has settings for a plugin not in the directory.
+    UnknownPlugin,
+    /// Another file already loaded a plugin of the same name.
+    DuplicateName,
+    /// The plugin's own refusal to start (its error from
+    /// `supported-categories` or `list-tools`).
+    Refused,
+    /// The plugin handed over something outside the contract or its caps
+    /// (a tool definition, a category).
+    Invalid,
+    /// The plugin trapped, or ran out of CPU or time, while loading.
+    Failed,
+}
+
+/// A failure while loading one file, before it is given the file's path.
+type Fail = (LoadErrorKind, String);
+
+impl LoadError {
+    fn new(path: &Path, (kind, message): Fail) -> Self {
+        Self {
+            path: path.to_owned(),
+            kind,
+            message,
+        }
+    }
+}
+
+impl From<PluginError> for Fail {
+    fn from(e: PluginError) -> Self {
+        let kind = match &e {
+            PluginError::Rejected { .. } => LoadErrorKind::Refused,
+            PluginError::Invalid { .. } | PluginError::TooLarge { .. } => LoadErrorKind::Invalid,
+            PluginError::Trap { .. }
+            | PluginError::Cpu { .. }
+            | PluginError::Timeout { .. }
+            | PluginError::Quarantined { .. } => LoadErrorKind::Failed,
+        };
+        (kind, e.to_string())
+    }
 }
 
 impl std::fmt::Display for LoadError {
@@ -77,7 +144,9 @@ impl Runtime {
                     "not a regular file"
                 };
                 let message = format!("is {what}, not a plugin: a plugin is one .wasm file");
-                report.errors.push(LoadError { path, message });
+                report
+                    .errors
+                    .push(LoadError::new(&path, (LoadErrorKind::NotAFile, message)));
                 continue;
             }
             let manifest = Manifest::read(&path.with_extension("toml"), self.settings_for(&path));
@@ -87,12 +156,11 @@ impl Runtime {
         // its settings (a grant, a limit) would silently not apply.
         for name in self.plugin_settings.keys() {
             if !candidates.iter().any(|c| *plugin_name(&c.path) == **name) {
-                report.errors.push(LoadError {
-                    path: dir.to_owned(),
-                    message: format!(
-                        "toolhost.toml has settings for plugin `{name}`, which is not in this directory"
-                    ),
-                });
+                let message =
+                    format!("toolhost.toml has settings for plugin `{name}`, which is not in this directory");
+                report
+                    .errors
+                    .push(LoadError::new(dir, (LoadErrorKind::UnknownPlugin, message)));
             }
         }
         candidates.sort_by(|a, b| {
@@ -113,17 +181,19 @@ impl Runtime {
             let loaded = match candidate.manifest {
                 Ok(m) if !m.enabled => None,
                 Ok(m) => Some(self.load(&candidate.path, m).await),
-                Err(message) => Some(Err(message)),
+                Err(message) => Some(Err((LoadErrorKind::Manifest, message))),
             };
             (candidate.path, loaded)
         });
         for (path, loaded) in futures::future::join_all(loads).await {
             match loaded {
                 None => report.disabled.push(path),
-                Some(Err(message)) => report.errors.push(LoadError { path, message }),
+                Some(Err(fail)) => report.errors.push(LoadError::new(&path, fail)),
                 Some(Ok(plugin)) if report.plugins.iter().any(|p| p.name == plugin.name) => {
                     let message = format!("another file already loaded a plugin named `{}`", plugin.name);
-                    report.errors.push(LoadError { path, message });
+                    report
+                        .errors
+                        .push(LoadError::new(&path, (LoadErrorKind::DuplicateName, message)));
                 }
                 Some(Ok(plugin)) => report.plugins.push(Arc::new(plugin)),
             }
@@ -133,41 +203,34 @@ impl Runtime {
 
     /// Load one file with its manifest (`NAME.toml` beside it, if any).
     pub async fn load_file(&self, path: &Path) -> Result<Plugin, LoadError> {
-        let manifest =
-            Manifest::read(&path.with_extension("toml"), self.settings_for(path)).map_err(|message| {
-                LoadError {
-                    path: path.to_owned(),
-                    message,
-                }
-            })?;
-        self.load(path, manifest).await.map_err(|message| LoadError {
-            path: path.to_owned(),
-            message,
-        })
+        let manifest = Manifest::read(&path.with_extension("toml"), self.settings_for(path))
+            .map_err(|message| LoadError::new(path, (LoadErrorKind::Manifest, message)))?;
+        self.load(path, manifest).await.map_err(|fail| LoadError::new(path, fail))
     }
 
     fn settings_for(&self, path: &Path) -> Option<&toml::Table> {
         self.plugin_settings.get(&*plugin_name(path))
     }
 
-    async fn load(&self, path: &Path, manifest: Manifest) -> Result<Plugin, String> {
+    async fn load(&self, path: &Path, manifest: Manifest) -> Result<Plugin, Fail> {
+        use LoadErrorKind as K;
         let start = Instant::now();
         let size = read_header(path)?;
         let limits = manifest
             .limits
             .resolve(size)
-            .map_err(|e| format!("manifest: {e}"))?;
+            .map_err(|e| (K::Manifest, format!("manifest: {e}")))?;
 
         // Reading and compiling take seconds for language runtimes: keep
         // them off the async workers.
         let (engine, cache, file) = (self.engine.clone(), self.cache.clone(), path.to_owned());
         let loaded = tokio::task::spawn_blocking(move || cache.load_file(&engine, &file))
             .await
-            .map_err(|e| format!("compilation crashed: {e}"))?
-            .map_err(|e| format!("not a valid component: {e:#}"))?;
+            .map_err(|e| (K::InvalidComponent, format!("compilation crashed: {e}")))?
+            .map_err(|e| (K::InvalidComponent, format!("not a valid component: {e:#}")))?;
         let component = loaded.component;
 
-        let worlds = exported_worlds(&self.engine, &component)?;
+        let (worlds, version) = exported_worlds(&self.engine, &component)?;
         let imports = component
             .component_type()
             .imports(&self.engine)
@@ -176,20 +239,11 @@ impl Runtime {
         let pre = self
             .linker
             .instantiate_pre(&component)
-            .map_err(|e| unsupported_import(&e, &imports))?;
-        let enricher = worlds
-            .enricher
-            .then(|| enricher::GuestIndices::new(&pre))
-            .transpose()
-            .map_err(|e| format!("bad enricher export: {e:#}"))?;
-        let tool = worlds
-            .tool
-            .then(|| tool::GuestIndices::new(&pre))
-            .transpose()
-            .map_err(|e| format!("bad tool export: {e:#}"))?;
+            .map_err(|e| (K::UnsupportedImport, unsupported_import(&e, &imports)))?;
+        let exports = Indices::new(version, &pre, worlds.enricher, worlds.tool).map_err(|e| (K::BadExport, e))?;
 
         let name = plugin_name(path);
-        let http = HttpGrant::new(name.clone(), &manifest.grants).map_err(|e| format!("manifest: {e}"))?;
+        let http = HttpGrant::new(name.clone(), &manifest.grants).map_err(|e| (K::Manifest, format!("manifest: {e}")))?;
         let identity = Arc::new(PluginIdentity {
             name: name.clone(),
             config_json: manifest.config_json(),
@@ -201,8 +255,7 @@ impl Runtime {
             self.engine.clone(),
             self.ticker.clone(),
             pre,
-            enricher,
-            tool,
+            exports,
             identity,
         );
         let mut plugin = Plugin {
@@ -210,6 +263,7 @@ impl Runtime {
             path: path.to_owned(),
             manifest,
             worlds,
+            version,
             categories: Vec::new(),
             tools: Vec::new(),
             size_bytes: size,
@@ -219,13 +273,10 @@ impl Runtime {
             instances,
         };
         if worlds.enricher {
-            plugin.categories = plugin
-                .call_supported_categories()
-                .await
-                .map_err(|e| e.to_string())?;
+            plugin.categories = plugin.call_supported_categories().await?;
         }
         if worlds.tool {
-            plugin.tools = plugin.call_list_tools().await.map_err(|e| e.to_string())?;
+            plugin.tools = plugin.call_list_tools().await?;
         }
         plugin.load_time = start.elapsed();
         Ok(plugin)
@@ -248,9 +299,9 @@ fn plugin_name(path: &Path) -> Arc<str> {
 
 /// Check the file's header (the rest is read only if its code is not
 /// cached) and return its size.
-fn read_header(path: &Path) -> Result<usize, String> {
+fn read_header(path: &Path) -> Result<usize, Fail> {
     use std::io::Read;
-    let cannot = |e: std::io::Error| format!("cannot read: {e}");
+    let cannot = |e: std::io::Error| (LoadErrorKind::Unreadable, format!("cannot read: {e}"));
     let file = std::fs::File::open(path).map_err(cannot)?;
     let size = file.metadata().map_err(cannot)?.len();
     let mut header = Vec::with_capacity(8);
@@ -259,39 +310,61 @@ fn read_header(path: &Path) -> Result<usize, String> {
     Ok(usize::try_from(size).unwrap_or(usize::MAX))
 }
 
-fn check_header(bytes: &[u8]) -> Result<(), String> {
+fn check_header(bytes: &[u8]) -> Result<(), Fail> {
     const CORE_VERSION: [u8; 4] = [1, 0, 0, 0];
     if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
-        return Err("not a WebAssembly file".into());
+        return Err((LoadErrorKind::NotWebAssembly, "not a WebAssembly file".into()));
     }
     if bytes[4..8] == CORE_VERSION {
-        return Err(
+        return Err((
+            LoadErrorKind::CoreModule,
             "a core WebAssembly module, not a component: build for wasm32-wasip2, \
-                    or wrap it with `wasm-tools component new`"
+             or wrap it with `wasm-tools component new`"
                 .into(),
-        );
+        ));
     }
     Ok(())
 }
 
-/// Which toolhost interfaces the component exports, refusing other
-/// versions of the package with a clear message.
-fn exported_worlds(engine: &wasmtime::Engine, component: &Component) -> Result<Worlds, String> {
+/// Which toolhost interfaces the component exports, and the version of
+/// the contract it speaks: one this host implements, the same for every
+/// toolhost export (a component built half against one version and half
+/// against another is refused, not guessed at).
+fn exported_worlds(engine: &wasmtime::Engine, component: &Component) -> Result<(Worlds, Version), Fail> {
     let mut worlds = Worlds {
         enricher: false,
         tool: false,
     };
     let mut names = Vec::new();
+    let mut version: Option<(Version, String)> = None;
     for (name, item) in component.component_type().exports(engine) {
         names.push(name.to_owned());
         let Some(rest) = name.strip_prefix(&format!("{PACKAGE}/")) else {
             continue;
         };
-        let (interface, version) = rest.split_once('@').unwrap_or((rest, ""));
-        if !version_compatible(version) {
-            return Err(format!(
-                "exports {name}, for {PACKAGE}@{version}; this host implements {PACKAGE}@{PACKAGE_VERSION}"
+        let (interface, asked) = rest.split_once('@').unwrap_or((rest, ""));
+        let Some(found) = Version::of_export(asked) else {
+            return Err((
+                LoadErrorKind::UnsupportedVersion,
+                format!(
+                    "exports {name}, for {PACKAGE}@{asked}; this host implements {}",
+                    Version::supported()
+                ),
             ));
+        };
+        match &version {
+            Some((first, first_name)) if *first != found => {
+                return Err((
+                    LoadErrorKind::MixedVersions,
+                    format!(
+                        "mixes versions of the contract: it exports {first_name} and {name}; \
+                         a plugin is built against one of {}",
+                        Version::supported()
+                    ),
+                ));
+            }
+            Some(_) => {}
+            None => version = Some((found, name.to_owned())),
         }
         if !matches!(item.ty, ComponentItem::ComponentInstance(_)) {
             continue;
@@ -302,21 +375,17 @@ fn exported_worlds(engine: &wasmtime::Engine, component: &Component) -> Result<W
             _ => {}
         }
     }
-    if !(worlds.enricher || worlds.tool) {
-        return Err(format!(
-            "exports no toolhost world: expected {PACKAGE}/enricher@{PACKAGE_VERSION} or \
-             {PACKAGE}/tool@{PACKAGE_VERSION}, found [{}]",
-            names.join(", ")
-        ));
+    match version {
+        Some((version, _)) if worlds.enricher || worlds.tool => Ok((worlds, version)),
+        _ => Err((
+            LoadErrorKind::NoToolhostWorld,
+            format!(
+                "exports no toolhost world: expected {PACKAGE}/enricher or {PACKAGE}/tool of {}, found [{}]",
+                Version::supported(),
+                names.join(", ")
+            ),
+        )),
     }
-    Ok(worlds)
-}
-
-/// `0.1.x` is compatible with `0.1.0` (semver for 0.x: same minor).
-fn version_compatible(version: &str) -> bool {
-    let ours: Vec<&str> = PACKAGE_VERSION.split('.').collect();
-    let theirs: Vec<&str> = version.split('.').collect();
-    theirs.len() == 3 && theirs[..2] == ours[..2]
 }
 
 /// The linker's refusal, rephrased when it is an import the host lacks.
@@ -324,7 +393,8 @@ fn unsupported_import(error: &wasmtime::Error, imports: &[String]) -> String {
     let text = format!("{error:#}");
     match imports.iter().find(|i| text.contains(i.as_str())) {
         Some(import) if import.starts_with(PACKAGE) => format!(
-            "imports {import}, which this host does not provide (it implements {PACKAGE}@{PACKAGE_VERSION}): {text}"
+            "imports {import}, which this host does not provide (it implements {}): {text}",
+            Version::supported()
         ),
         Some(import) => format!(
             "imports {import}, which toolhost does not provide to plugins \
@@ -348,20 +418,10 @@ mod tests {
 
     #[test]
     fn headers_are_told_apart() {
-        assert!(check_header(b"hello").unwrap_err().contains("not a WebAssembly"));
-        assert!(
-            check_header(b"\0asm\x01\0\0\0")
-                .unwrap_err()
-                .contains("core WebAssembly module")
-        );
+        assert_eq!(check_header(b"hello").unwrap_err().0, LoadErrorKind::NotWebAssembly);
+        let (kind, message) = check_header(b"\0asm\x01\0\0\0").unwrap_err();
+        assert_eq!(kind, LoadErrorKind::CoreModule);
+        assert!(message.contains("wasm32-wasip2"), "{message}");
         assert!(check_header(b"\0asm\x0d\0\x01\0").is_ok());
-    }
-
-    #[test]
-    fn versions_match_on_minor() {
-        assert!(version_compatible("0.1.0"));
-        assert!(version_compatible("0.1.7"));
-        assert!(!version_compatible("0.2.0"));
-        assert!(!version_compatible(""));
     }
 }

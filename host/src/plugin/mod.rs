@@ -9,10 +9,10 @@
 //! not decide what plugins are used for: the enricher chain is `enrich`, the
 //! call pipeline is elsewhere.
 
-mod bindings;
 mod cache;
 mod calls;
 mod deadline;
+mod definition;
 mod engine;
 mod health;
 mod host_api;
@@ -23,7 +23,7 @@ pub mod manifest;
 mod origin;
 mod rate_limit;
 pub(crate) mod redact;
-mod results;
+mod wit;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -35,19 +35,18 @@ use wasmtime::Engine;
 use wasmtime::component::Linker;
 
 pub use cache::CodeSource;
-pub use calls::{AfterCallOverride, BeforeCallDecision, Hooks, RenderOptions, ToolDefinition};
+pub use calls::Enrichment;
+pub use definition::{AfterCallOverride, BeforeCallDecision, Hooks, RenderOptions, ToolDefinition};
 pub use health::Status;
 pub use host_api::{LogLevel, LogLine, LogSink, ProgressFn, tracing_sink};
-pub use loader::{LoadError, LoadReport};
+pub use loader::{LoadError, LoadErrorKind, LoadReport};
 pub use manifest::{Limits, Manifest, Method, Policy};
 pub use origin::Origin;
 
 use host_api::HostState;
 use instance::Instances;
 
-/// The WIT package version this host implements.
-pub const PACKAGE: &str = "toolhost:plugin";
-pub const PACKAGE_VERSION: &str = "0.1.0";
+pub use wit::{PACKAGE, Version};
 
 /// A plugin failed, or refused, while serving one call.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -162,7 +161,7 @@ impl Runtime {
         let engine = engine::new_engine()?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-        bindings::FullPlugin::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |s| s)?;
+        wit::add_to_linker(&mut linker)?;
         let cache = cache::CodeCache::new(&engine, options.cache_dir);
         let ticker = Arc::new(engine::EpochTicker::start(&engine));
         Ok(Self {
@@ -187,6 +186,8 @@ pub struct Plugin {
     pub path: PathBuf,
     pub manifest: Manifest,
     pub worlds: Worlds,
+    /// The version of the contract the component was built against.
+    pub version: Version,
     /// Categories claimed (enrichers), from `supported-categories`.
     pub categories: Vec<String>,
     /// Tools provided (tool plugins), from `list-tools`.

@@ -20,7 +20,7 @@ use std::borrow::Cow;
 
 use aho_corasick::{AhoCorasick, MatchKind};
 
-use super::bindings::tool::{Content, ToolError, ToolResult};
+use super::wit::latest::tool::{AfterCallOverride, Content, ResourceBody, ToolResult};
 
 /// The secrets of one plugin, by value, and what replaces each.
 pub struct Redactor {
@@ -89,24 +89,43 @@ impl Redactor {
     pub fn content(&self, content: &mut [Content]) {
         for block in content {
             match block {
-                Content::Text(t) | Content::Json(t) => self.string(t),
-                Content::Image(i) => self.bytes(&mut i.data),
+                Content::Text(t) => self.string(t),
+                Content::Image(m) | Content::Audio(m) => self.bytes(&mut m.data),
+                Content::ResourceLink(l) => {
+                    for text in [&mut l.uri, &mut l.name]
+                        .into_iter()
+                        .chain(l.title.as_mut())
+                        .chain(l.description.as_mut())
+                    {
+                        self.string(text);
+                    }
+                }
+                Content::Resource(e) => {
+                    self.string(&mut e.uri);
+                    match &mut e.body {
+                        ResourceBody::Text(t) => self.string(t),
+                        ResourceBody::Blob(b) => self.bytes(b),
+                    }
+                }
             }
         }
     }
 
-    /// A tool's answer: its content and details, or its error message.
+    /// A tool's answer: its content, structured result and details.
     pub fn result(&self, result: &mut ToolResult) {
         self.content(&mut result.content);
-        if let Some(details) = &mut result.details {
-            self.string(details);
+        for text in result.structured.iter_mut().chain(result.details.as_mut()) {
+            self.string(text);
         }
     }
 
-    pub fn tool_error(&self, error: &mut ToolError) {
-        match error {
-            ToolError::Failed(m) | ToolError::NotFound(m) | ToolError::InvalidArgs(m) => self.string(m),
-            ToolError::Cancelled => {}
+    /// What an after-call hook replaces.
+    pub fn after_call(&self, o: &mut AfterCallOverride) {
+        if let Some(content) = &mut o.content {
+            self.content(content);
+        }
+        for text in o.structured.iter_mut().chain(o.details.as_mut()) {
+            self.string(text);
         }
     }
 }

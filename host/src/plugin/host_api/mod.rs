@@ -1,0 +1,19 @@
+//! What a plugin's store holds, apart from the contract's bindings: the
+//! store's state and the CPU budget (`state`), the plugin's log and its cap
+//! (`log`), the adaptor turning a guest's stdout and stderr into log lines
+//! (`stdout`) and the call-context resource lent to `execute`
+//! (`call_context`). The WIT imports themselves are implemented per version
+//! in `wit`, on [`HostState`].
+//!
+//! Every value a plugin hands the host is size-checked where it arrives;
+//! logging is capped per call so a chatty or hostile plugin cannot flood
+//! the host log (the caps are in `bounds`).
+
+mod call_context;
+mod log;
+mod state;
+mod stdout;
+
+pub use call_context::{CallContext, ProgressFn};
+pub use log::{LogLevel, LogLine, LogSink, tracing_sink};
+pub(super) use state::{CpuExhausted, HostState, PluginIdentity};

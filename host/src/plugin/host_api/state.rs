@@ -1,0 +1,145 @@
+//! The data of one plugin instance's store: the resource table, the empty
+//! WASI context (no files, environment, sockets or arguments), the memory
+//! limiter, the plugin's identity and log, and the CPU budget of the call
+//! in progress.
+//!
+//! Time spent inside the host's own imports (the schema, argument, call
+//! context, log and config functions) is charged to the call's CPU budget:
+//! the epoch ticks only count while guest code runs, and an import that
+//! takes 100 ms would otherwise cost one tick. Each import measures its
+//! wall time and spends the budget's ticks for it ([`HostState::charged`]),
+//! trapping the call once they are spent. `http.fetch` is not charged: it
+//! waits on the network, bounded by the wall clock, like the WASI waits.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use wasmtime::component::ResourceTable;
+use wasmtime::{StoreLimits, StoreLimitsBuilder, UpdateDeadline};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use super::log::{LogBudget, LogLevel, LogSink};
+use super::stdout::LogStream;
+use crate::plugin::engine::TICK;
+use crate::plugin::manifest::Limits;
+
+/// What a plugin is, as its imports need to know it.
+pub struct PluginIdentity {
+    pub name: Arc<str>,
+    pub config_json: String,
+    pub limits: Limits,
+    pub http: Arc<crate::plugin::http::HttpGrant>,
+    pub log: LogSink,
+}
+
+/// The data of one plugin instance's store.
+pub struct HostState {
+    pub(crate) table: ResourceTable,
+    wasi: WasiCtx,
+    pub(crate) limits: StoreLimits,
+    pub(crate) identity: Arc<PluginIdentity>,
+    pub(crate) log: Arc<LogBudget>,
+    /// The CPU budget of one call, in epoch ticks.
+    cpu_ticks: u64,
+    /// Epoch ticks the current call may still run for.
+    cpu_ticks_left: u64,
+    /// Time spent in imports during this call not yet charged (under a tick).
+    import_time: Duration,
+    /// When the current call began: its wall-clock budget counts from here.
+    pub(crate) call_started: Instant,
+}
+
+impl HostState {
+    pub fn new(identity: Arc<PluginIdentity>) -> Self {
+        let log = Arc::new(LogBudget::new(identity.clone()));
+        let wasi = WasiCtx::builder()
+            .stdout(LogStream::new(log.clone(), "stdout", LogLevel::Info))
+            .stderr(LogStream::new(log.clone(), "stderr", LogLevel::Warn))
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
+            .build();
+        let limits = StoreLimitsBuilder::new()
+            .memory_size(identity.limits.memory_bytes)
+            .table_elements(1_000_000)
+            .instances(64)
+            .tables(64)
+            .memories(8)
+            .trap_on_grow_failure(true)
+            .build();
+        let tick = TICK.as_micros().max(1);
+        let cpu_ticks = (identity.limits.cpu.as_micros() / tick).max(1) as u64;
+        Self {
+            table: ResourceTable::new(),
+            wasi,
+            limits,
+            identity,
+            log,
+            cpu_ticks,
+            cpu_ticks_left: 0,
+            import_time: Duration::ZERO,
+            call_started: Instant::now(),
+        }
+    }
+
+    /// Arm the CPU budget and log cap for one call.
+    pub fn begin_call(&mut self) {
+        self.call_started = Instant::now();
+        self.cpu_ticks_left = self.cpu_ticks;
+        self.import_time = Duration::ZERO;
+        self.log.reset();
+    }
+
+    /// Run one import and charge its wall time to the call's CPU budget:
+    /// a whole tick for each tick's worth of time, the rest carried over.
+    /// Traps (as [`CpuExhausted`]) once the budget is spent.
+    pub(crate) fn charged<T>(&mut self, import: impl FnOnce(&mut Self) -> R<T>) -> R<T> {
+        let start = Instant::now();
+        let out = import(self)?;
+        self.import_time += start.elapsed();
+        let ticks = (self.import_time.as_nanos() / TICK.as_nanos()) as u64;
+        if ticks > 0 {
+            self.import_time -= TICK * ticks as u32;
+            if ticks > self.cpu_ticks_left {
+                self.cpu_ticks_left = 0;
+                return Err(wasmtime::Error::msg(CpuExhausted));
+            }
+            self.cpu_ticks_left -= ticks;
+        }
+        Ok(out)
+    }
+
+    /// Called by wasmtime each tick the guest is running: yield to the
+    /// executor (so wall-clock deadlines and cancellation can fire), or trap
+    /// once the call's CPU budget is spent.
+    pub fn on_epoch(&mut self) -> wasmtime::Result<UpdateDeadline> {
+        if self.cpu_ticks_left == 0 {
+            return Err(wasmtime::Error::msg(CpuExhausted));
+        }
+        self.cpu_ticks_left -= 1;
+        Ok(UpdateDeadline::Yield(1))
+    }
+}
+
+/// The trap raised when a call runs out of CPU budget.
+#[derive(Debug)]
+pub struct CpuExhausted;
+
+impl std::fmt::Display for CpuExhausted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ran past its CPU budget")
+    }
+}
+
+impl std::error::Error for CpuExhausted {}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+type R<T> = wasmtime::Result<T>;
