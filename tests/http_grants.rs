@@ -511,7 +511,9 @@ fn block_texts(result: &toolhost::output::CallOutput) -> String {
     use base64::Engine as _;
     use toolhost::output::{Block, Body};
     let decode = |b64: &str| {
-        let bytes = base64::engine::general_purpose::STANDARD.decode(b64).expect("valid base64");
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .expect("valid base64");
         String::from_utf8_lossy(&bytes).into_owned()
     };
     let mut all = Vec::new();

@@ -92,12 +92,16 @@ async fn bad_files_are_named_and_the_rest_still_load() {
         ("60-badmanifest.wasm", LoadErrorKind::Manifest),
         ("70-refuses.wasm", LoadErrorKind::Failed),
     ];
-    let kinds: Vec<(&str, LoadErrorKind)> = expected.iter().map(|&(file, _)| (file, error(file).kind)).collect();
+    let kinds: Vec<(&str, LoadErrorKind)> = expected
+        .iter()
+        .map(|&(file, _)| (file, error(file).kind))
+        .collect();
     assert_eq!(kinds, expected);
     // The messages say what to do about it, naming the file's own facts.
     let future = &error("50-future.wasm").message;
     assert!(
-        future.contains("toolhost:plugin@0.3.0") && future.contains("implements toolhost:plugin@0.1.0, toolhost:plugin@0.2.0"),
+        future.contains("toolhost:plugin@0.3.0")
+            && future.contains("implements toolhost:plugin@0.1.0, toolhost:plugin@0.2.0"),
         "{future}"
     );
     let manifest = &error("60-badmanifest.wasm").message;

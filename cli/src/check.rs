@@ -407,7 +407,12 @@ async fn check_tools(plugin: &Plugin, f: &mut Findings) {
         let schema = ToolSchema::new(tool.description.clone(), tool.input_schema.clone());
         match schema {
             Ok(_) => f.add(format!("schema {}", tool.name), Verdict::Pass, "valid", None),
-            Err(e) => f.add(format!("schema {}", tool.name), Verdict::Fail, e.to_string(), None),
+            Err(e) => f.add(
+                format!("schema {}", tool.name),
+                Verdict::Fail,
+                e.to_string(),
+                None,
+            ),
         }
         if tool.hooks.contains(toolhost::plugin::Hooks::RENDER_CALL) {
             let start = Instant::now();

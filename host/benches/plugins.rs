@@ -221,7 +221,11 @@ fn bench(c: &mut Criterion) {
 
     // The chain each set of enrichers leaves for `get_issue` once the tool
     // list is built: who said at enrich time that they transform it.
-    let get_issue = base_catalog().iter().find(|t| t.name == "get_issue").unwrap().clone();
+    let get_issue = base_catalog()
+        .iter()
+        .find(|t| t.name == "get_issue")
+        .unwrap()
+        .clone();
     let chain = |enrichers: &Enrichers| {
         let listing = s.rt.block_on(enrichers.list(std::slice::from_ref(&get_issue)));
         enrichers.transformers(&listing.tools[0])

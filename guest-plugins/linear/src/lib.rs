@@ -85,7 +85,10 @@ impl Enricher for Linear {
                 schema.remove_params(&["issueType"]);
                 schema.set_enum("priority", ["urgent", "high", "medium", "low", "none"])?;
                 schema.set_description("priority", "Linear priority: urgent, high, medium, low, or none")?;
-                schema.set_description("projectId", "Linear project id (a UUID)")?;
+                // An enricher before this one (ClickUp's) may have removed it.
+                if schema.has_property("projectId") {
+                    schema.set_description("projectId", "Linear project id (a UUID)")?;
+                }
                 schema.set_description(
                     "parentId",
                     "Parent issue identifier (e.g. ENG-12); \"none\" detaches the parent",

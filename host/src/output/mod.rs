@@ -123,8 +123,9 @@ impl Block {
     pub fn size(&self) -> usize {
         let text = |t: &Option<String>| t.as_ref().map_or(0, String::len);
         let annotations = |a: &Option<Annotations>| {
-            a.as_ref()
-                .map_or(0, |a| text(&a.last_modified) + a.audience.as_ref().map_or(0, Vec::len))
+            a.as_ref().map_or(0, |a| {
+                text(&a.last_modified) + a.audience.as_ref().map_or(0, Vec::len)
+            })
         };
         match self {
             Self::Text(t) => t.text.len() + annotations(&t.annotations),

@@ -430,7 +430,8 @@ impl Plugin {
             }
             Err(error) => {
                 let mut error = ToolError::from(error);
-                if let ToolError::Failed(m) | ToolError::NotFound(m) | ToolError::InvalidArgs(m) = &mut error {
+                if let ToolError::Failed(m) | ToolError::NotFound(m) | ToolError::InvalidArgs(m) = &mut error
+                {
                     *m = self.error_text(m);
                 }
                 Ok(Err(error))
@@ -440,7 +441,11 @@ impl Plugin {
 
     /// A result the plugin handed over (redacted already): converted,
     /// within the plugin's output cap and the caps of its blocks.
-    fn output(&self, method: &'static str, result: latest::tool::ToolResult) -> Result<CallOutput, PluginError> {
+    fn output(
+        &self,
+        method: &'static str,
+        result: latest::tool::ToolResult,
+    ) -> Result<CallOutput, PluginError> {
         let output = wit::convert_output(result).map_err(|e| self.invalid(method, e))?;
         self.cap(method, output.size())?;
         check_blocks(&output.content).map_err(|e| self.invalid(method, e))?;
@@ -467,7 +472,12 @@ impl Plugin {
         self.redactor().after_call(&mut answer.wit);
         let over = wit::convert_after_call(answer).map_err(|e| self.invalid(M, e))?;
         let size = over.content.iter().flatten().map(Block::size).sum::<usize>()
-            + over.structured.iter().flatten().map(|v| v.to_string().len()).sum::<usize>()
+            + over
+                .structured
+                .iter()
+                .flatten()
+                .map(|v| v.to_string().len())
+                .sum::<usize>()
             + over.details.as_ref().map_or(0, |v| v.to_string().len());
         self.cap(M, size)?;
         if let Some(content) = &over.content {
@@ -587,7 +597,12 @@ fn definition(t: latest::tool::ToolDefinition) -> Result<ToolDefinition, String>
     if let Some(category) = t.category.as_deref().filter(|c| !is_category(c)) {
         return Err(format!("tool `{name}`: {} is not a category", shown(category)));
     }
-    let input_schema = object_schema(name, "input schema", &t.parameters_schema, bounds::MAX_SCHEMA_BYTES)?;
+    let input_schema = object_schema(
+        name,
+        "input schema",
+        &t.parameters_schema,
+        bounds::MAX_SCHEMA_BYTES,
+    )?;
     // The enricher chain edits input schemas; this is where one that is
     // not an object of `"type": "object"` (with valid properties) is refused.
     ToolSchema::new(String::new(), input_schema.clone()).map_err(|e| format!("tool `{name}`: {e}"))?;
@@ -641,9 +656,15 @@ fn object_schema(tool: &str, what: &str, text: &str, max: usize) -> Result<Value
 fn check_blocks(blocks: &[Block]) -> Result<(), String> {
     let field = |what: &str, text: &str, max: usize| {
         if text.len() > max {
-            Err(format!("a result's {what} has {} bytes, more than {max}", text.len()))
+            Err(format!(
+                "a result's {what} has {} bytes, more than {max}",
+                text.len()
+            ))
         } else if text.chars().any(bounds::is_control) {
-            Err(format!("a result's {what} {} has control characters", shown(text)))
+            Err(format!(
+                "a result's {what} {} has control characters",
+                shown(text)
+            ))
         } else {
             Ok(())
         }

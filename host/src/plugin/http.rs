@@ -31,11 +31,11 @@ use std::time::{Duration, Instant, SystemTime};
 use reqwest::Url;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-use super::wit::latest::http::{HttpError, Request, Response};
 use super::manifest::Grants;
 use super::origin::Origin;
 use super::rate_limit;
 use super::redact::Redactor;
+use super::wit::latest::http::{HttpError, Request, Response};
 
 /// Headers only the host sets: routing, framing, and those a hop acts on.
 const HOST_HEADERS: [&str; 9] = [

@@ -205,7 +205,9 @@ impl Runtime {
     pub async fn load_file(&self, path: &Path) -> Result<Plugin, LoadError> {
         let manifest = Manifest::read(&path.with_extension("toml"), self.settings_for(path))
             .map_err(|message| LoadError::new(path, (LoadErrorKind::Manifest, message)))?;
-        self.load(path, manifest).await.map_err(|fail| LoadError::new(path, fail))
+        self.load(path, manifest)
+            .await
+            .map_err(|fail| LoadError::new(path, fail))
     }
 
     fn settings_for(&self, path: &Path) -> Option<&toml::Table> {
@@ -240,10 +242,12 @@ impl Runtime {
             .linker
             .instantiate_pre(&component)
             .map_err(|e| (K::UnsupportedImport, unsupported_import(&e, &imports)))?;
-        let exports = Indices::new(version, &pre, worlds.enricher, worlds.tool).map_err(|e| (K::BadExport, e))?;
+        let exports =
+            Indices::new(version, &pre, worlds.enricher, worlds.tool).map_err(|e| (K::BadExport, e))?;
 
         let name = plugin_name(path);
-        let http = HttpGrant::new(name.clone(), &manifest.grants).map_err(|e| (K::Manifest, format!("manifest: {e}")))?;
+        let http = HttpGrant::new(name.clone(), &manifest.grants)
+            .map_err(|e| (K::Manifest, format!("manifest: {e}")))?;
         let identity = Arc::new(PluginIdentity {
             name: name.clone(),
             config_json: manifest.config_json(),
@@ -251,13 +255,7 @@ impl Runtime {
             http: Arc::new(http),
             log: self.log.clone(),
         });
-        let instances = Instances::new(
-            self.engine.clone(),
-            self.ticker.clone(),
-            pre,
-            exports,
-            identity,
-        );
+        let instances = Instances::new(self.engine.clone(), self.ticker.clone(), pre, exports, identity);
         let mut plugin = Plugin {
             name,
             path: path.to_owned(),
@@ -418,7 +416,10 @@ mod tests {
 
     #[test]
     fn headers_are_told_apart() {
-        assert_eq!(check_header(b"hello").unwrap_err().0, LoadErrorKind::NotWebAssembly);
+        assert_eq!(
+            check_header(b"hello").unwrap_err().0,
+            LoadErrorKind::NotWebAssembly
+        );
         let (kind, message) = check_header(b"\0asm\x01\0\0\0").unwrap_err();
         assert_eq!(kind, LoadErrorKind::CoreModule);
         assert!(message.contains("wasm32-wasip2"), "{message}");

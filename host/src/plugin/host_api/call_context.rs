@@ -14,4 +14,3 @@ pub struct CallContext {
 
 /// Receives a tool's progress reports: (progress, total, message).
 pub type ProgressFn = Arc<dyn Fn(f64, Option<f64>, Option<String>) + Send + Sync>;
-

@@ -87,4 +87,3 @@ impl Drop for LineWriter {
         self.flush_lines(true);
     }
 }
-

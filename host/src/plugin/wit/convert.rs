@@ -13,7 +13,9 @@ use serde_json::Value;
 
 use super::latest::tool as wit;
 use super::latest::value_model_types as vm;
-use crate::output::{self, Block, Body, CallOutput, Embedded, Media, ResourceContents, ResourceLink, Role, ToolError};
+use crate::output::{
+    self, Block, Body, CallOutput, Embedded, Media, ResourceContents, ResourceLink, Role, ToolError,
+};
 use crate::plugin::definition::{AfterCallOverride, BeforeCallDecision, Hooks, RenderOptions};
 use crate::value_model::{CostModel, FieldGroup, FollowUpLink, SideEffect, ValueClass, ValueModel};
 
@@ -42,7 +44,11 @@ fn json(what: &str, text: &str) -> Result<Value, String> {
 pub fn output(r: wit::ToolResult) -> Result<CallOutput, String> {
     Ok(CallOutput {
         content: r.content.into_iter().map(block).collect(),
-        structured_content: r.structured.as_deref().map(|s| json("structured result", s)).transpose()?,
+        structured_content: r
+            .structured
+            .as_deref()
+            .map(|s| json("structured result", s))
+            .transpose()?,
         meta: None,
         details: r.details.as_deref().and_then(|d| serde_json::from_str(d).ok()),
         is_error: false,
@@ -59,7 +65,11 @@ pub fn after_call(o: Override) -> Result<AfterCallOverride, String> {
     Ok(AfterCallOverride {
         content: o.wit.content.map(|c| c.into_iter().map(block).collect()),
         structured,
-        details: o.wit.details.as_deref().and_then(|d| serde_json::from_str(d).ok()),
+        details: o
+            .wit
+            .details
+            .as_deref()
+            .and_then(|d| serde_json::from_str(d).ok()),
         is_error: o.wit.is_error,
     })
 }
@@ -144,7 +154,10 @@ fn media_to_wit(m: &Media, what: &str) -> Result<wit::Media, wit::Content> {
             mime_type: m.mime_type.clone(),
             annotations: annotations_to_wit(&m.annotations),
         }),
-        Err(_) => Err(wit::Content::Text(format!("[{what}, {}, not valid base64]", m.mime_type))),
+        Err(_) => Err(wit::Content::Text(format!(
+            "[{what}, {}, not valid base64]",
+            m.mime_type
+        ))),
     }
 }
 
@@ -355,6 +368,10 @@ mod tests {
             structured: Some("{".into()),
             details: None,
         };
-        assert!(output(bad).unwrap_err().starts_with("its structured result is not JSON"));
+        assert!(
+            output(bad)
+                .unwrap_err()
+                .starts_with("its structured result is not JSON")
+        );
     }
 }

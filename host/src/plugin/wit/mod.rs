@@ -26,7 +26,9 @@ use wasmtime::{AsContextMut, Store};
 use super::host_api::{CallContext, HostState};
 use crate::schema::{ArgsEdit, SchemaEdit};
 
-pub(super) use convert::{Override, after_call as convert_after_call, output as convert_output, output_to_wit};
+pub(super) use convert::{
+    Override, after_call as convert_after_call, output as convert_output, output_to_wit,
+};
 
 /// The package every version shares.
 pub const PACKAGE: &str = "toolhost:plugin";
@@ -108,7 +110,11 @@ impl Indices {
         enricher: bool,
         tool: bool,
     ) -> Result<Self, String> {
-        fn find<T>(wanted: bool, what: &str, f: impl FnOnce() -> wasmtime::Result<T>) -> Result<Option<T>, String> {
+        fn find<T>(
+            wanted: bool,
+            what: &str,
+            f: impl FnOnce() -> wasmtime::Result<T>,
+        ) -> Result<Option<T>, String> {
             wanted
                 .then(f)
                 .transpose()
@@ -116,7 +122,9 @@ impl Indices {
         }
         Ok(match version {
             Version::V0_1 => Self::V0_1 {
-                enricher: find(enricher, "enricher", || since_v0_1::enricher::GuestIndices::new(pre))?,
+                enricher: find(enricher, "enricher", || {
+                    since_v0_1::enricher::GuestIndices::new(pre)
+                })?,
                 tool: find(tool, "tool", || since_v0_1::tool::GuestIndices::new(pre))?,
             },
             Version::V0_2 => Self::V0_2 {
@@ -183,20 +191,31 @@ impl Enricher {
         match self {
             Self::V0_1(g) => {
                 g.call_enrich_schema(store, tool, schema).await?;
-                Ok(Ok(latest::enricher::Enriched { transforms_args: true }))
+                Ok(Ok(latest::enricher::Enriched {
+                    transforms_args: true,
+                }))
             }
             Self::V0_2(g) => g.call_enrich_schema(store, tool, schema).await,
         }
     }
 
-    pub async fn transform_args(&self, store: S<'_>, tool: &str, args: Resource<ArgsEdit>) -> R<Result<(), String>> {
+    pub async fn transform_args(
+        &self,
+        store: S<'_>,
+        tool: &str,
+        args: Resource<ArgsEdit>,
+    ) -> R<Result<(), String>> {
         match self {
             Self::V0_1(g) => g.call_transform_args(store, tool, args).await,
             Self::V0_2(g) => g.call_transform_args(store, tool, args).await,
         }
     }
 
-    pub async fn value_model(&self, store: S<'_>, tool: &str) -> R<Option<latest::value_model_types::ToolValueModel>> {
+    pub async fn value_model(
+        &self,
+        store: S<'_>,
+        tool: &str,
+    ) -> R<Option<latest::value_model_types::ToolValueModel>> {
         Ok(match self {
             Self::V0_1(g) => g.call_value_model(store, tool).await?.map(Into::into),
             Self::V0_2(g) => g.call_value_model(store, tool).await?,
@@ -219,7 +238,12 @@ impl Enricher {
         }
     }
 
-    pub async fn rate_limit_host(&self, store: S<'_>, tool: &str, args: Resource<ArgsEdit>) -> R<Option<String>> {
+    pub async fn rate_limit_host(
+        &self,
+        store: S<'_>,
+        tool: &str,
+        args: Resource<ArgsEdit>,
+    ) -> R<Option<String>> {
         match self {
             Self::V0_1(g) => g.call_rate_limit_host(store, tool, args).await,
             Self::V0_2(g) => g.call_rate_limit_host(store, tool, args).await,
@@ -244,7 +268,12 @@ impl Tool {
         })
     }
 
-    pub async fn prepare_arguments(&self, store: S<'_>, tool: &str, args: Resource<ArgsEdit>) -> R<Result<(), String>> {
+    pub async fn prepare_arguments(
+        &self,
+        store: S<'_>,
+        tool: &str,
+        args: Resource<ArgsEdit>,
+    ) -> R<Result<(), String>> {
         match self {
             Self::V0_1(g) => g.call_prepare_arguments(store, tool, args).await,
             Self::V0_2(g) => g.call_prepare_arguments(store, tool, args).await,
@@ -299,7 +328,13 @@ impl Tool {
         })
     }
 
-    pub async fn render_call(&self, store: S<'_>, tool: &str, args: &latest::types::Json, width: u32) -> R<Option<String>> {
+    pub async fn render_call(
+        &self,
+        store: S<'_>,
+        tool: &str,
+        args: &latest::types::Json,
+        width: u32,
+    ) -> R<Option<String>> {
         match self {
             Self::V0_1(g) => g.call_render_call(store, tool, args, width).await,
             Self::V0_2(g) => g.call_render_call(store, tool, args, width).await,

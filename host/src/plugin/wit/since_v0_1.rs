@@ -328,7 +328,13 @@ impl types::HostToolSchema for HostState {
         description: String,
         values: Vec<String>,
     ) -> Edit<()> {
-        edit(lt::HostToolSchema::add_enum_param(self, s, name, description, values))
+        edit(lt::HostToolSchema::add_enum_param(
+            self,
+            s,
+            name,
+            description,
+            values,
+        ))
     }
 
     fn set_description(&mut self, s: Resource<SchemaEdit>, name: String, description: String) -> Edit<()> {
