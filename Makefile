@@ -126,7 +126,7 @@ lang-plugins: plugins toolchains $(REF_DIR)/reference-rust.wasm $(REF_DIR)/refer
 	@ls -l $(REF_DIR)/*.wasm $(LANG_DIR)/*.wasm
 
 # A tool plugin in JavaScript (world without http: see its wit/world.wit).
-$(LANG_DIR)/tool-js.wasm: $(TOOL_JS)/app.js $(TOOL_JS)/wit/world.wit $(TOOL_JS)/node_modules/.installed wit/0.1/*.wit
+$(LANG_DIR)/tool-js.wasm: $(TOOL_JS)/app.js $(TOOL_JS)/wit/world.wit $(TOOL_JS)/node_modules/.installed wit/0.2/*.wit
 	@mkdir -p $(LANG_DIR)
 	cd $(TOOL_JS) && npm run --silent build
 
@@ -134,20 +134,20 @@ $(REF_DIR)/reference-rust.wasm: $(GUEST_OUT)/reference_rust.wasm
 	@mkdir -p $(REF_DIR)
 	cp $< $@
 
-$(REF_DIR)/reference-js.wasm: $(REF_JS)/app.js $(REF_JS)/node_modules/.installed wit/0.1/*.wit
+$(REF_DIR)/reference-js.wasm: $(REF_JS)/app.js $(REF_JS)/node_modules/.installed wit/0.2/*.wit
 	@mkdir -p $(REF_DIR)
 	cd $(REF_JS) && npm run --silent build
 
-$(REF_DIR)/reference-py.wasm: guest-plugins/reference-py/app.py $(VENV_STAMP) wit/0.1/*.wit
+$(REF_DIR)/reference-py.wasm: guest-plugins/reference-py/app.py $(VENV_STAMP) wit/0.2/*.wit
 	@mkdir -p $(REF_DIR)
-	$(COMPONENTIZE_PY) -d wit/0.1 -w enricher-plugin componentize --stub-wasi \
+	$(COMPONENTIZE_PY) -d wit/0.2 -w enricher-plugin componentize --stub-wasi \
 		-p guest-plugins/reference-py app -o $@
 
 # C: wit-bindgen's C bindings, zig's clang and wasi-libc (wasm32-wasi,
 # reactor), then `wasm-tools component new` (no WASI is left to adapt).
-$(REF_DIR)/reference-c.wasm: $(REF_C)/*.c $(REF_C)/*.h $(WIT_BINDGEN_STAMP) $(VENV_STAMP) wit/0.1/*.wit
+$(REF_DIR)/reference-c.wasm: $(REF_C)/*.c $(REF_C)/*.h $(WIT_BINDGEN_STAMP) $(VENV_STAMP) wit/0.2/*.wit
 	@mkdir -p $(REF_DIR) $(C_GEN)
-	$(WIT_BINDGEN) c wit/0.1 --world enricher-plugin --out-dir $(C_GEN)
+	$(WIT_BINDGEN) c wit/0.2 --world enricher-plugin --out-dir $(C_GEN)
 	$(PYTHON) -m ziglang cc --target=wasm32-wasi -mexec-model=reactor -Os -s \
 		-I$(C_GEN) -o $(C_GEN)/core.wasm $(REF_C)/*.c $(C_GEN)/enricher_plugin.c \
 		$(C_GEN)/enricher_plugin_component_type.o
@@ -159,15 +159,15 @@ $(REF_DIR)/reference-c.wasm: $(REF_C)/*.c $(REF_C)/*.h $(WIT_BINDGEN_STAMP) $(VE
 # adapter. GOPROXY=off: the one dependency, go.bytecodealliance.org/pkg, is
 # replaced by the local copy.
 $(REF_DIR)/reference-go.wasm: $(REF_GO)/*/*.go $(WIT_BINDGEN_STAMP) $(VENV_STAMP) \
-		$(REF_JS)/node_modules/.installed wit/0.1/*.wit
+		$(REF_JS)/node_modules/.installed wit/0.2/*.wit
 	@mkdir -p $(REF_DIR)
 	rm -rf $(GO_GEN)
-	$(WIT_BINDGEN) go wit/0.1 --world enricher-plugin --out-dir $(GO_GEN)
+	$(WIT_BINDGEN) go wit/0.2 --world enricher-plugin --out-dir $(GO_GEN)
 	cp -r $(REF_GO)/. $(GO_GEN)/
 	$(GO) -C $(GO_GEN) mod edit -replace=go.bytecodealliance.org/pkg=$(abspath $(GO_PKG))
 	GOOS=wasip1 GOARCH=wasm GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-mod=mod $(GO) -C $(GO_GEN) \
 		build -buildmode=c-shared -ldflags='-checklinkname=0 -s -w' -o core.wasm .
-	$(WASM_TOOLS) component embed wit/0.1 --world enricher-plugin $(GO_GEN)/core.wasm -o $(GO_GEN)/embedded.wasm
+	$(WASM_TOOLS) component embed wit/0.2 --world enricher-plugin $(GO_GEN)/core.wasm -o $(GO_GEN)/embedded.wasm
 	$(WASM_TOOLS) component new $(GO_GEN)/embedded.wasm \
 		--adapt wasi_snapshot_preview1=$(WASI_ADAPTER) -o $@
 

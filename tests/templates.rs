@@ -1,7 +1,8 @@
 //! `toolhost new` output builds with one command (`make`) in each language
 //! and passes `toolhost check` as generated. The tools come from the
 //! repository's `make toolchains` (passed to the generated Makefiles the way
-//! a user would override them).
+//! a user would override them). The Rust plugin builds on `toolhost-sdk` as
+//! `cargo package` makes it for a vendor outside the repository.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -56,14 +57,91 @@ async fn scaffold_build_check(name: &str, lang: Lang, vars: &[String], setup: im
     assert!(logs.has(name, "log", &format!("{name}: loaded")), "{lang:?}");
 }
 
+/// `toolhost-sdk` as a vendor gets it: packaged by `cargo package` (which
+/// must accept the crate, its WIT inside it) and unpacked under `into`.
+fn packaged_sdk(into: &Path) -> PathBuf {
+    let target = into.join("target");
+    let out = Command::new(env!("CARGO"))
+        .current_dir(repo())
+        .args([
+            "package",
+            "-p",
+            "toolhost-sdk",
+            "--locked",
+            "--no-verify",
+            "--allow-dirty",
+            "--target-dir",
+        ])
+        .arg(&target)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "cargo package -p toolhost-sdk failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut crates: Vec<PathBuf> = std::fs::read_dir(target.join("package"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "crate"))
+        .collect();
+    assert_eq!(crates.len(), 1, "{crates:?}");
+    let krate = crates.pop().unwrap();
+    let status = Command::new("tar")
+        .arg("-xzf")
+        .arg(&krate)
+        .arg("-C")
+        .arg(into)
+        .status()
+        .unwrap();
+    assert!(status.success(), "cannot unpack {}", krate.display());
+    let unpacked = into.join(krate.file_stem().unwrap());
+    // The contract the SDK carries is wit/0.2, file for file.
+    for entry in std::fs::read_dir(repo().join("wit/0.2")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap();
+        let packaged = std::fs::read_to_string(unpacked.join("wit").join(name))
+            .unwrap_or_else(|e| panic!("the packaged SDK has no wit/{}: {e}", name.display()));
+        assert_eq!(
+            packaged,
+            std::fs::read_to_string(&path).unwrap(),
+            "wit/{}",
+            name.display()
+        );
+    }
+    unpacked
+}
+
 #[tokio::test(flavor = "multi_thread")]
-async fn rust_template_builds_and_passes_check() {
-    // A shared target directory keeps wit-bindgen compiled between runs.
+async fn rust_template_builds_on_the_packaged_sdk_and_passes_check() {
+    let sdk_dir = tempfile::tempdir().unwrap();
+    let sdk = packaged_sdk(sdk_dir.path());
+    // A shared target directory keeps the SDK's dependencies compiled
+    // between runs.
     let target = format!(
         "CARGO_TARGET_DIR={}",
         repo().join("build/template-target").display()
     );
-    scaffold_build_check("tpl-rust", Lang::Rust, &[target], |_| {}).await;
+    scaffold_build_check("tpl-rust", Lang::Rust, &[target], |dir| {
+        // The template's requirement, kept, with the packaged crate as its
+        // source: a version the package does not meet fails the build.
+        let manifest = dir.join("Cargo.toml");
+        let text = std::fs::read_to_string(&manifest).unwrap();
+        let requirement = "toolhost-sdk = \"0.2\"";
+        assert!(text.contains(requirement), "{text}");
+        let patched = text.replace(
+            requirement,
+            &format!(
+                "toolhost-sdk = {{ version = \"0.2\", path = {:?} }}",
+                sdk.display().to_string()
+            ),
+        );
+        std::fs::write(&manifest, patched).unwrap();
+        // The guest workspace's lock: the dependency versions already in
+        // cargo's cache (cargo drops the entries the plugin does not use).
+        std::fs::copy(repo().join("guest-plugins/Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

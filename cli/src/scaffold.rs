@@ -1,7 +1,9 @@
 //! `toolhost new NAME --lang rust|js|python|c|go`: scaffold a plugin directory
 //! that builds with one command (`make`) and passes `toolhost check` as
-//! generated. The templates (`cli/templates/`) and the WIT contract are
-//! embedded in the binary, so the command works anywhere. This module does
+//! generated. The templates (`cli/templates/`) and the WIT contract
+//! (`wit/0.2`) are embedded in the binary, so the command works anywhere.
+//! A Rust plugin depends on the `toolhost-sdk` crate, which carries the WIT
+//! itself, so only the other languages get a `wit/` copy. This module does
 //! not build anything: the generated Makefile does.
 
 use std::path::{Path, PathBuf};
@@ -27,13 +29,13 @@ pub enum ScaffoldError {
     Io { path: PathBuf, source: std::io::Error },
 }
 
-/// The WIT contract, copied into every plugin as `wit/`.
+/// The WIT contract, copied as `wit/` into every plugin but a Rust one.
 const WIT: [(&str, &str); 5] = [
-    ("wit/types.wit", include_str!("../../wit/0.1/types.wit")),
-    ("wit/enricher.wit", include_str!("../../wit/0.1/enricher.wit")),
-    ("wit/tool.wit", include_str!("../../wit/0.1/tool.wit")),
-    ("wit/http.wit", include_str!("../../wit/0.1/http.wit")),
-    ("wit/worlds.wit", include_str!("../../wit/0.1/worlds.wit")),
+    ("wit/types.wit", include_str!("../../wit/0.2/types.wit")),
+    ("wit/enricher.wit", include_str!("../../wit/0.2/enricher.wit")),
+    ("wit/tool.wit", include_str!("../../wit/0.2/tool.wit")),
+    ("wit/http.wit", include_str!("../../wit/0.2/http.wit")),
+    ("wit/worlds.wit", include_str!("../../wit/0.2/worlds.wit")),
 ];
 
 fn template(lang: Lang) -> &'static [(&'static str, &'static str)] {
@@ -66,6 +68,28 @@ fn template(lang: Lang) -> &'static [(&'static str, &'static str)] {
     }
 }
 
+/// The files `lang`'s plugin gets besides its template.
+fn wit(lang: Lang) -> &'static [(&'static str, &'static str)] {
+    match lang {
+        Lang::Rust => &[],
+        Lang::Js | Lang::Python | Lang::C | Lang::Go => &WIT,
+    }
+}
+
+/// `my-plugin2` as `MyPlugin2`: the Rust template's type name.
+fn type_name(name: &str) -> String {
+    name.split('-')
+        .flat_map(|part| {
+            let mut chars = part.chars();
+            chars
+                .next()
+                .map(|c| c.to_ascii_uppercase())
+                .into_iter()
+                .chain(chars)
+        })
+        .collect()
+}
+
 fn valid_name(name: &str) -> bool {
     (1..=40).contains(&name.len())
         && name.starts_with(|c: char| c.is_ascii_lowercase())
@@ -85,9 +109,13 @@ pub fn scaffold(parent: &Path, name: &str, lang: Lang) -> Result<PathBuf, Scaffo
         return Err(ScaffoldError::Exists(dir));
     }
     let crate_name = name.replace('-', "_");
-    for (rel, text) in template(lang).iter().chain(WIT.iter()) {
+    let type_name = type_name(name);
+    for (rel, text) in template(lang).iter().chain(wit(lang)) {
         let path = dir.join(rel);
-        let text = text.replace("{{name}}", name).replace("{{crate}}", &crate_name);
+        let text = text
+            .replace("{{name}}", name)
+            .replace("{{crate}}", &crate_name)
+            .replace("{{Type}}", &type_name);
         let io = |source| ScaffoldError::Io {
             path: path.clone(),
             source,
@@ -103,6 +131,12 @@ pub fn scaffold(parent: &Path, name: &str, lang: Lang) -> Result<PathBuf, Scaffo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn type_names_are_camel_case() {
+        assert_eq!(type_name("my-plugin2"), "MyPlugin2");
+        assert_eq!(type_name("a-2x-b"), "A2xB");
+    }
 
     #[test]
     fn names_are_checked() {
@@ -129,7 +163,12 @@ mod tests {
             assert!(!text.contains("{{"), "{entry} has an unfilled placeholder");
             let makefile = std::fs::read_to_string(dir.join("Makefile")).unwrap();
             assert!(makefile.contains(&format!("{name}.wasm:")), "{makefile}");
-            assert!(dir.join("wit/worlds.wit").is_file());
+            // The SDK carries a Rust plugin's WIT.
+            assert_eq!(
+                dir.join("wit/worlds.wit").is_file(),
+                lang != Lang::Rust,
+                "{lang:?}"
+            );
             assert!(matches!(
                 scaffold(tmp.path(), &name, lang),
                 Err(ScaffoldError::Exists(_))
@@ -137,5 +176,10 @@ mod tests {
         }
         let cargo = std::fs::read_to_string(tmp.path().join("p-rust/Cargo.toml")).unwrap();
         assert!(cargo.contains("name = \"p_rust\""), "{cargo}");
+        assert!(cargo.contains("toolhost-sdk = \"0.2\""), "{cargo}");
+        let lib = std::fs::read_to_string(tmp.path().join("p-rust/src/lib.rs")).unwrap();
+        assert!(lib.contains("impl Enricher for PRust"), "{lib}");
+        let worlds = std::fs::read_to_string(tmp.path().join("p-js/wit/worlds.wit")).unwrap();
+        assert!(worlds.starts_with("package toolhost:plugin@0.2.0;"), "{worlds}");
     }
 }

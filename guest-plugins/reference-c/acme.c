@@ -254,22 +254,31 @@ static void log_edit_error(const char *what, toolhost_plugin_types_edit_error_t 
     toolhost_plugin_types_edit_error_free(e);
 }
 
-static void enrich_issue(acme_t *a, int create, schema_t s) {
+/* A refused schema edit: its message in error_text, for enrich-schema's err (the
+ * host then undoes this plugin's changes to the tool and logs it). */
+static bool refused(const char *what, toolhost_plugin_types_edit_error_t *e) {
+    snprintf(error_text, sizeof error_text, "%s refused (edit-error %d)", what, (int)e->tag);
+    toolhost_plugin_types_edit_error_free(e);
+    return false;
+}
+
+static bool enrich_issue(acme_t *a, int create, schema_t s) {
     static const char *const gone[] = {"points", "customFields", "components"};
     toolhost_plugin_types_edit_error_t err;
+    bool ok = true;
     remove_params(s, gone, 3);
     if (has_property(s, "projectId")) {
         const char **names = malloc((a->projects->len + 1) * sizeof *names);
         for (size_t i = 0; i < a->projects->len; i++) names[i] = a->projects->items[i]->text;
         enricher_plugin_list_string_t values = wlist(names, a->projects->len);
         wstr name = wref("projectId");
-        if (!toolhost_plugin_types_method_tool_schema_set_enum(s, &name, &values, &err)) log_edit_error("set-enum", &err);
+        if (!toolhost_plugin_types_method_tool_schema_set_enum(s, &name, &values, &err)) ok = refused("set-enum", &err);
         free(values.ptr);
         free(names);
-        if (create && !toolhost_plugin_types_method_tool_schema_set_required(s, &name, true, &err))
-            log_edit_error("set-required", &err);
+        if (ok && create && !toolhost_plugin_types_method_tool_schema_set_required(s, &name, true, &err))
+            ok = refused("set-required", &err);
     }
-    for (size_t i = 0; i < a->nfields; i++) {
+    for (size_t i = 0; ok && i < a->nfields; i++) {
         field *f = &a->fields[i];
         jvalue *prop = json_new(J_OBJECT);
         json_set(prop, "type", json_new_string(f->kind == NUMBER ? "number" : "string"));
@@ -285,9 +294,10 @@ static void enrich_issue(acme_t *a, int create, schema_t s) {
         wstr name = wref(f->param), schema = wref(text);
         bool replaced;
         if (!toolhost_plugin_types_method_tool_schema_set_property(s, &name, &schema, &replaced, &err))
-            log_edit_error("set-property", &err);
+            ok = refused("set-property", &err);
         free(text);
     }
+    return ok;
 }
 
 /* --- the enricher exports ------------------------------------------------------ */
@@ -304,23 +314,30 @@ bool exports_toolhost_plugin_enricher_supported_categories(exports_toolhost_plug
     return true;
 }
 
-void exports_toolhost_plugin_enricher_enrich_schema(enricher_plugin_string_t *tool, schema_t schema) {
+bool exports_toolhost_plugin_enricher_enrich_schema(enricher_plugin_string_t *tool, schema_t schema,
+                                                    exports_toolhost_plugin_enricher_enriched_t *ret,
+                                                    enricher_plugin_string_t *err) {
     acme_t *a = acme();
-    if (a && (wstr_eq(tool, "create_issue") || wstr_eq(tool, "update_issue"))) {
-        enrich_issue(a, wstr_eq(tool, "create_issue"), schema);
+    bool ok = true;
+    /* Custom fields are mapped back for the two tools that get them. */
+    ret->transforms_args = wstr_eq(tool, "create_issue") || wstr_eq(tool, "update_issue");
+    if (a && ret->transforms_args) {
+        ok = enrich_issue(a, wstr_eq(tool, "create_issue"), schema);
     } else if (a && wstr_eq(tool, "get_issues")) {
         static const char *const gone[] = {"nativeQuery"};
         static const char *const states[] = {"todo", "in_progress", "done"};
         remove_params(schema, gone, 1);
         wstr name = wref("stateCategory"), desc = wref("Workflow state category");
         enricher_plugin_list_string_t values = wlist(states, 3);
-        toolhost_plugin_types_edit_error_t err;
-        if (!toolhost_plugin_types_method_tool_schema_add_enum_param(schema, &name, &desc, &values, &err))
-            log_edit_error("add-enum-param", &err);
+        toolhost_plugin_types_edit_error_t refusal;
+        if (!toolhost_plugin_types_method_tool_schema_add_enum_param(schema, &name, &desc, &values, &refusal))
+            ok = refused("add-enum-param", &refusal);
         free(values.ptr);
     }
     enricher_plugin_string_free(tool);
     toolhost_plugin_types_tool_schema_drop_borrow(schema); /* a lent handle must be dropped */
+    if (!ok) *err = wdup(error_text);
+    return ok;
 }
 
 /* Map one custom-field argument to what the backend takes; NULL with

@@ -7,7 +7,7 @@
 // `T | undefined`, enums are their kebab-case names, and a `result` export
 // returns its ok value or throws its err value.
 
-import { log, config as hostConfig } from 'toolhost:plugin/host@0.1.0';
+import { log, config as hostConfig } from 'toolhost:plugin/host@0.2.0';
 
 // --- sanitize: a port of toolhost_sdk::sanitize_field_name -----------------
 
@@ -134,6 +134,21 @@ function fieldSchema(f) {
 
 const ISSUE_WRITES = ['create_issue', 'update_issue'];
 
+// Every edit the acme enricher makes; a refused one throws.
+function enrich(tool, schema, { projects, fields }) {
+  if (ISSUE_WRITES.includes(tool)) {
+    schema.removeParams(['points', 'customFields', 'components']);
+    if (schema.propertyNames().includes('projectId')) {
+      schema.setEnum('projectId', projects);
+      if (tool === 'create_issue') schema.setRequired('projectId', true);
+    }
+    for (const f of fields) schema.setProperty(f.param, JSON.stringify(fieldSchema(f)));
+  } else if (tool === 'get_issues') {
+    schema.removeParams(['nativeQuery']);
+    schema.addEnumParam('stateCategory', 'Workflow state category', ['todo', 'in_progress', 'done']);
+  }
+}
+
 export const enricher = {
   supportedCategories() {
     acme();
@@ -141,18 +156,16 @@ export const enricher = {
   },
 
   enrichSchema(tool, schema) {
-    const { projects, fields } = acme();
-    if (ISSUE_WRITES.includes(tool)) {
-      schema.removeParams(['points', 'customFields', 'components']);
-      if (schema.propertyNames().includes('projectId')) {
-        schema.setEnum('projectId', projects);
-        if (tool === 'create_issue') schema.setRequired('projectId', true);
-      }
-      for (const f of fields) schema.setProperty(f.param, JSON.stringify(fieldSchema(f)));
-    } else if (tool === 'get_issues') {
-      schema.removeParams(['nativeQuery']);
-      schema.addEnumParam('stateCategory', 'Workflow state category', ['todo', 'in_progress', 'done']);
+    const config = acme();
+    try {
+      enrich(tool, schema, config);
+    } catch (refused) {
+      // The host's edit-error (componentize-js throws it with a `payload`),
+      // passed on as the message.
+      throw `${tool}: edit refused: ${JSON.stringify(refused.payload ?? String(refused))}`;
     }
+    // Custom fields are mapped back for the two tools that get them.
+    return { transformsArgs: ISSUE_WRITES.includes(tool) };
   },
 
   transformArgs(tool, args) {

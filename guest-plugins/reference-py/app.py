@@ -7,6 +7,7 @@ import json
 
 from componentize_py_types import Err
 from wit_world import exports
+from wit_world.exports.enricher import Enriched
 from wit_world.imports import host
 from wit_world.imports.value_model_types import (
     CostModel,
@@ -141,6 +142,15 @@ class Enricher(exports.Enricher):
 
     def enrich_schema(self, tool, schema):
         acme = _acme()
+        try:
+            self._enrich(tool, schema, acme)
+        except Err as refused:
+            # The host's edit-error, passed on as the message.
+            raise Err(f"{tool}: edit refused: {refused.value}")
+        # Custom fields are mapped back for the two tools that get them.
+        return Enriched(transforms_args=tool in ("create_issue", "update_issue"))
+
+    def _enrich(self, tool, schema, acme):
         if tool in ("create_issue", "update_issue"):
             schema.remove_params(["points", "customFields", "components"])
             if "projectId" in schema.property_names():

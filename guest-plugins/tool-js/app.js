@@ -7,7 +7,7 @@
 // `T | undefined`, variants are `{ tag, val }`, flags are an object of
 // booleans, and a `result` export returns its ok value or throws its error.
 
-import { log } from 'toolhost:plugin/host@0.1.0';
+import { log } from 'toolhost:plugin/host@0.2.0';
 
 const TOOL = 'js_text_stats';
 
@@ -18,6 +18,25 @@ const SCHEMA = {
     top: { type: 'integer', description: 'How many most frequent words to list (default 3)' },
   },
   required: ['text'],
+};
+
+// The structured result of every successful call (what `stats` returns).
+const OUTPUT_SCHEMA = {
+  type: 'object',
+  properties: {
+    words: { type: 'integer', minimum: 0 },
+    chars: { type: 'integer', minimum: 0 },
+    lines: { type: 'integer', minimum: 0 },
+    top: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: { word: { type: 'string' }, count: { type: 'integer', minimum: 1 } },
+        required: ['word', 'count'],
+      },
+    },
+  },
+  required: ['words', 'chars', 'lines', 'top'],
 };
 
 function words(text) {
@@ -42,9 +61,11 @@ export const tool = {
     return [
       {
         name: TOOL,
-        label: 'Text statistics',
+        title: 'Text statistics',
         description: 'Count words, characters and lines of a text and list its most frequent words.',
         parametersSchema: JSON.stringify(SCHEMA),
+        outputSchema: JSON.stringify(OUTPUT_SCHEMA),
+        annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
         snippet: 'js_text_stats: word, character and line counts of a text',
         guidelines: ['Use js_text_stats instead of counting words yourself.'],
         category: undefined,
@@ -84,17 +105,16 @@ export const tool = {
     return {
       content: [
         { tag: 'text', val: `${result.words} words, ${result.chars} characters, ${result.lines} lines` },
-        { tag: 'json', val: JSON.stringify(result) },
       ],
+      structured: JSON.stringify(result),
       details: JSON.stringify({ callId: ctx.callId() }),
     };
   },
 
   // Mark a result with no words as an error for the model.
   afterCall(_tool, outcome, isError) {
-    const json = outcome.content.find((c) => c.tag === 'json');
-    if (isError || json === undefined || JSON.parse(json.val).words > 0) return undefined;
-    return { content: undefined, details: undefined, isError: true };
+    if (isError || outcome.structured === undefined || JSON.parse(outcome.structured).words > 0) return undefined;
+    return { content: undefined, structured: undefined, details: undefined, isError: true };
   },
 
   renderCall(_tool, argsJson, width) {
@@ -105,9 +125,8 @@ export const tool = {
   },
 
   renderResult(_tool, outcome, options) {
-    const json = outcome.content.find((c) => c.tag === 'json');
-    if (options.isError || json === undefined) return undefined;
-    const r = JSON.parse(json.val);
+    if (options.isError || outcome.structured === undefined) return undefined;
+    const r = JSON.parse(outcome.structured);
     const head = `${r.words} words · ${r.chars} chars · ${r.lines} lines`;
     if (!options.expanded) return head;
     return [head, ...r.top.map((t) => `  ${t.word}: ${t.count}`)].join('\n');

@@ -14,7 +14,7 @@
 //!
 //! `full-plugin` is deliberately *not* generated: wit-bindgen names the
 //! per-interface export macro after the interface
-//! (`__export_toolhost_plugin_enricher_0_1_0_cabi`) and `#[macro_export]`s it
+//! (`__export_toolhost_plugin_enricher_0_2_0_cabi`) and `#[macro_export]`s it
 //! at the crate root, so two worlds exporting `enricher` cannot both have
 //! public export macros in one crate (E0428). `export_plugin!` instead
 //! invokes both the `enricher-plugin` and the `tool-plugin` export macros;
@@ -28,48 +28,12 @@
 //! exports included, into the plugin crate where the macro is invoked: a
 //! plugin exports exactly what its macro names.
 //!
+//! The `generate!` calls are written by `build.rs`, which reads the contract
+//! version from `wit/worlds.wit` (the `with:` keys name it), so the version
+//! is written once, in the WIT. `wit/` is the repository's `wit/0.2`.
+//!
 //! Nothing here is a stable API; use the types and traits at the crate root.
 
 #![allow(missing_docs, clippy::all)]
 
-/// Imports shared by every world: `types`, `host`, `http`,
-/// `value-model-types`.
-pub mod shared {
-    wit_bindgen::generate!({
-        path: "../wit/0.1",
-        world: "plugin-imports",
-        generate_unused_types: true,
-    });
-}
-
-/// The `enricher-plugin` world: imports `host`, exports `enricher`.
-pub mod enricher_plugin {
-    wit_bindgen::generate!({
-        path: "../wit/0.1",
-        world: "enricher-plugin",
-        with: {
-            "toolhost:plugin/types@0.1.0": crate::bindings::shared::toolhost::plugin::types,
-            "toolhost:plugin/host@0.1.0": crate::bindings::shared::toolhost::plugin::host,
-            "toolhost:plugin/value-model-types@0.1.0": crate::bindings::shared::toolhost::plugin::value_model_types,
-        },
-        pub_export_macro: true,
-        export_macro_name: "export_enricher_world",
-        default_bindings_module: "toolhost_sdk::bindings::enricher_plugin",
-    });
-}
-
-/// The `tool-plugin` world: imports `host` and `http`, exports `tool`.
-pub mod tool_plugin {
-    wit_bindgen::generate!({
-        path: "../wit/0.1",
-        world: "tool-plugin",
-        with: {
-            "toolhost:plugin/types@0.1.0": crate::bindings::shared::toolhost::plugin::types,
-            "toolhost:plugin/host@0.1.0": crate::bindings::shared::toolhost::plugin::host,
-            "toolhost:plugin/http@0.1.0": crate::bindings::shared::toolhost::plugin::http,
-        },
-        pub_export_macro: true,
-        export_macro_name: "export_tool_world",
-        default_bindings_module: "toolhost_sdk::bindings::tool_plugin",
-    });
-}
+include!(concat!(env!("OUT_DIR"), "/bindings.rs"));

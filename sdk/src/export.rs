@@ -80,8 +80,12 @@ impl<T: Enricher> wit_enricher::Guest for EnricherExport<T> {
         }
     }
 
-    fn enrich_schema(tool: String, schema: &ToolSchema) {
-        plugin::<T>().enrich_schema(&tool, &mut Schema::from_handle(schema));
+    fn enrich_schema(tool: String, schema: &ToolSchema) -> Result<wit_enricher::Enriched, String> {
+        let plugin = plugin::<T>();
+        plugin.enrich_schema(&tool, &mut Schema::from_handle(schema))?;
+        Ok(wit_enricher::Enriched {
+            transforms_args: plugin.transforms_args(&tool),
+        })
     }
 
     fn transform_args(tool: String, args: &ToolArgs) -> Result<(), String> {

@@ -16,10 +16,16 @@
 //!     fn supported_categories(&self) -> Vec<String> {
 //!         vec!["issue_tracker".into()]
 //!     }
-//!     fn enrich_schema(&self, tool: &str, schema: &mut Schema<'_>) {
+//!     fn enrich_schema(&self, tool: &str, schema: &mut Schema<'_>) -> Result<(), String> {
 //!         if tool == "create_issue" {
-//!             let _ = schema.add_enum_param("label", "Issue label", ["bug", "feature"]);
+//!             schema.add_enum_param("label", "Issue label", ["bug", "feature"])?;
 //!         }
+//!         Ok(())
+//!     }
+//!
+//!     // Nothing to map back: the host never enters this plugin for a call.
+//!     fn transforms_args(&self, _tool: &str) -> bool {
+//!         false
 //!     }
 //! }
 //!
@@ -27,7 +33,8 @@
 //! ```
 //!
 //! Build with `cargo build --release --target wasm32-wasip2` (crate type
-//! `cdylib`): the output is a component.
+//! `cdylib`): the output is a component of contract `toolhost:plugin@0.2.0`
+//! (the WIT is in the crate, under `wit/`).
 //!
 //! What lives where:
 //! - the traits [`Plugin`], [`Enricher`], [`Tools`] and the export macros:
@@ -64,8 +71,8 @@ pub use sanitize::{MAX_FIELD_NAME_LEN, fnv1a32, sanitize_field_name};
 pub use schema::Schema;
 pub use serde_json::{self, Value, json};
 pub use tool::{
-    AfterCallOverride, BeforeCall, CallContext, Content, Hooks, RenderOptions, ToolDefinition, ToolError,
-    ToolResult,
+    AfterCallOverride, Annotations, BeforeCall, CallContext, Content, EmbeddedResource, Hooks, Media,
+    RenderOptions, ResourceBody, ResourceLink, Role, ToolAnnotations, ToolDefinition, ToolError, ToolResult,
 };
 pub use value_model::{CostModel, FieldGroup, FollowUpLink, SideEffect, ValueClass, ValueModel};
 
@@ -95,13 +102,31 @@ pub trait Enricher: Plugin {
     /// once, at load.
     fn supported_categories(&self) -> Vec<String>;
 
-    /// Change `tool`'s input schema while the host builds the tool list. If
-    /// this panics, the host rolls back this plugin's changes to the tool.
-    fn enrich_schema(&self, _tool: &str, _schema: &mut Schema<'_>) {}
+    /// Change `tool`'s input schema while the host builds the tool list.
+    /// Pass a refused edit on with `?` (an [`EditError`] becomes the
+    /// message): on an error or a panic the host rolls back this plugin's
+    /// changes to the tool and logs the message under the plugin's and the
+    /// tool's names.
+    fn enrich_schema(&self, _tool: &str, _schema: &mut Schema<'_>) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Whether calls to `tool` need [`transform_args`](Enricher::transform_args).
+    /// Asked once per tool, after `enrich_schema` succeeded for it; the host
+    /// enters this plugin for no other tool's calls.
+    ///
+    /// The default, `true`, is the safe answer: a wrong `true` costs a call
+    /// into a `transform_args` that changes nothing, a wrong `false` would
+    /// send the backend arguments it does not take. Return `false` for the
+    /// tools whose arguments you leave alone.
+    fn transforms_args(&self, _tool: &str) -> bool {
+        true
+    }
 
     /// Change a call's arguments before `tool` runs (map the parameters
-    /// `enrich_schema` added back to what the backend takes). An error
-    /// rejects the call with the message.
+    /// `enrich_schema` added back to what the backend takes). Called only
+    /// for tools [`transforms_args`](Enricher::transforms_args) said `true`
+    /// for. An error rejects the call with the message.
     fn transform_args(&self, _tool: &str, _args: &mut Args<'_>) -> Result<(), String> {
         Ok(())
     }
@@ -113,7 +138,7 @@ pub trait Enricher: Plugin {
     }
 
     /// Argument objects for calls to make ahead of time after `prev_tool`
-    /// returned `prev_result` (its structured result), following `link`; one
+    /// returned `prev_result` (its [`ToolResult::structured`]), following `link`; one
     /// prefetch per item. `None` lets the host use `link.projection`.
     fn project_args(
         &self,

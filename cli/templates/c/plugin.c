@@ -23,18 +23,28 @@ bool exports_toolhost_plugin_enricher_supported_categories(exports_toolhost_plug
     return true;
 }
 
-void exports_toolhost_plugin_enricher_enrich_schema(enricher_plugin_string_t *tool,
-                                                    toolhost_plugin_types_borrow_tool_schema_t schema) {
+/* Says whether calls to `tool` need transform-args (this plugin maps no
+ * arguments); returning false with *err undoes this plugin's changes to it. */
+bool exports_toolhost_plugin_enricher_enrich_schema(enricher_plugin_string_t *tool,
+                                                    toolhost_plugin_types_borrow_tool_schema_t schema,
+                                                    exports_toolhost_plugin_enricher_enriched_t *ret,
+                                                    enricher_plugin_string_t *err) {
+    bool ok = true;
     if (tool->len == strlen("create_issue") && memcmp(tool->ptr, "create_issue", tool->len) == 0) {
         enricher_plugin_string_t values[2] = {borrowed("bug"), borrowed("feature")};
         enricher_plugin_list_string_t list = {values, 2};
         enricher_plugin_string_t name = borrowed("label"), desc = borrowed("Issue label");
         toolhost_plugin_types_edit_error_t e;
-        if (!toolhost_plugin_types_method_tool_schema_add_enum_param(schema, &name, &desc, &list, &e))
+        if (!toolhost_plugin_types_method_tool_schema_add_enum_param(schema, &name, &desc, &list, &e)) {
             toolhost_plugin_types_edit_error_free(&e);
+            enricher_plugin_string_dup(err, "label: the host refused the edit");
+            ok = false;
+        }
     }
+    ret->transforms_args = false;
     enricher_plugin_string_free(tool);
     toolhost_plugin_types_tool_schema_drop_borrow(schema); /* a lent handle must be dropped */
+    return ok;
 }
 
 bool exports_toolhost_plugin_enricher_transform_args(enricher_plugin_string_t *tool,

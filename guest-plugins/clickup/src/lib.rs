@@ -172,35 +172,36 @@ impl Enricher for ClickUp {
         vec!["issue_tracker".into(), "epics".into()]
     }
 
-    fn enrich_schema(&self, tool: &str, schema: &mut Schema<'_>) {
+    fn enrich_schema(&self, tool: &str, schema: &mut Schema<'_>) -> Result<(), String> {
         schema.remove_params(&["issueType", "components", "projectId"]);
         if tool == "get_issues" {
             schema.remove_params(&["projectKey", "nativeQuery"]);
             let categories = ["backlog", "todo", "in_progress", "done", "cancelled"];
-            let _ = schema.add_enum_param("stateCategory", "Filter by the status category", categories);
-            let _ = schema.add_enum_param(
+            schema.add_enum_param("stateCategory", "Filter by the status category", categories)?;
+            schema.add_enum_param(
                 "labelsOperator",
                 "Match all labels (and) or any (or)",
                 ["and", "or"],
-            );
+            )?;
         }
         if !self.config.statuses.is_empty() && schema.has_property("status") {
-            let _ = schema.set_enum("status", &self.config.statuses);
+            schema.set_enum("status", &self.config.statuses)?;
         }
         if schema.has_property("priority") {
-            let _ = schema.set_enum("priority", PRIORITIES);
+            schema.set_enum("priority", PRIORITIES)?;
         }
         if matches!(tool, "link_issues" | "unlink_issues") {
-            let _ = schema.set_enum("link_type", ["blocks", "blocked_by", "relates_to", "subtask"]);
+            schema.set_enum("link_type", ["blocks", "blocked_by", "relates_to", "subtask"])?;
         }
         if matches!(tool, "create_issue" | "update_issue") {
             schema.remove_params(&["customFields"]);
             for f in &self.config.custom_fields {
                 if let Some(s) = param_schema(f) {
-                    let _ = schema.add_property(&sanitize_field_name(&f.name), &s);
+                    schema.add_property(&sanitize_field_name(&f.name), &s)?;
                 }
             }
         }
+        Ok(())
     }
 
     fn transform_args(&self, tool: &str, args: &mut Args<'_>) -> Result<(), String> {

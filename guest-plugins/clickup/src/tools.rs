@@ -8,6 +8,7 @@
 //! Attachments are `assets`.
 
 use provider_kit::api::{catalog_tool, encode, optional, required, result, strings, uint, with_query};
+use provider_kit::files::download_schema;
 use toolhost_sdk::{CallContext, ToolDefinition, ToolError, ToolResult, Tools, Value, json};
 
 use crate::{ClickUp, sprints};
@@ -60,7 +61,8 @@ impl Tools for ClickUp {
             t(
                 "download_asset",
                 "A task attachment's content (base64; images also as an image).",
-            ),
+            )
+            .output_schema(download_schema()),
             t(
                 "upload_asset",
                 "Attach a file (base64 `fileData`) to a ClickUp task.",

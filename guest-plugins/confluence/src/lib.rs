@@ -55,6 +55,11 @@ impl Enricher for Confluence {
         vec!["knowledge_base".into()]
     }
 
+    // Only value models: the catalog's arguments are taken as they are.
+    fn transforms_args(&self, _tool: &str) -> bool {
+        false
+    }
+
     fn value_model(&self, tool: &str) -> Option<ValueModel> {
         let page = |p: f32| FollowUpLink::new("get_knowledge_base_page", p).projecting("id", "pageId");
         let model = match tool {

@@ -51,6 +51,11 @@ impl Enricher for Fireflies {
         vec!["meeting_notes".into()]
     }
 
+    // Only value models: the catalog's arguments are taken as they are.
+    fn transforms_args(&self, _tool: &str) -> bool {
+        false
+    }
+
     fn value_model(&self, tool: &str) -> Option<ValueModel> {
         let read = || ValueModel::read_only().rate_limit_host(&self.host);
         Some(match tool {

@@ -46,9 +46,9 @@ impl Enricher for FormatPipeline {
             .to_vec()
     }
 
-    fn enrich_schema(&self, tool: &str, schema: &mut Schema<'_>) {
+    fn enrich_schema(&self, tool: &str, schema: &mut Schema<'_>) -> Result<(), String> {
         if !TOOLS.contains(&tool) {
-            return;
+            return Ok(());
         }
         let params = [
             (
@@ -79,14 +79,19 @@ impl Enricher for FormatPipeline {
             ),
         ];
         for (name, property) in params {
-            match schema.add_property_unique(name, &property) {
-                Ok(used) if used != name => {
-                    log::debug(&format!("{tool}: `{name}` exists, added as `{used}`"))
-                }
-                Ok(_) => {}
-                Err(e) => log::warn(&format!("{tool}: could not add `{name}`: {e}")),
+            let used = schema
+                .add_property_unique(name, &property)
+                .map_err(|e| format!("could not add `{name}`: {e}"))?;
+            if used != name {
+                log::debug(&format!("{tool}: `{name}` exists, added as `{used}`"));
             }
         }
+        Ok(())
+    }
+
+    // The host reads `format`, `budget` and `chunk` itself; nothing to map.
+    fn transforms_args(&self, _tool: &str) -> bool {
+        false
     }
 }
 

@@ -72,14 +72,20 @@ impl Enricher for GitHub {
         vec!["issue_tracker".into(), "git_repository".into()]
     }
 
-    fn enrich_schema(&self, tool: &str, schema: &mut Schema<'_>) {
+    fn enrich_schema(&self, tool: &str, schema: &mut Schema<'_>) -> Result<(), String> {
         if tool == "link_issues" {
             let all = schema.property_names();
             schema.remove_params(&all.iter().map(String::as_str).collect::<Vec<_>>());
-            let _ = schema.set_tool_description("Not supported by GitHub: issues cannot be linked.");
-            return;
+            schema.set_tool_description("Not supported by GitHub: issues cannot be linked.")?;
+            return Ok(());
         }
         git_host::remove_tracker_fields(tool, schema);
+        Ok(())
+    }
+
+    // Only a review comment's `line_type` becomes GitHub's `side`.
+    fn transforms_args(&self, tool: &str) -> bool {
+        tool == "create_merge_request_comment"
     }
 
     fn transform_args(&self, tool: &str, args: &mut Args<'_>) -> Result<(), String> {

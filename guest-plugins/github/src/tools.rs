@@ -7,7 +7,7 @@
 //! Not served (GitHub's REST API has no such thing): relations, custom
 //! fields, sprints, versions, attachments, issue links.
 
-use provider_kit::api::{Listing, catalog_tool, uint};
+use provider_kit::api::{Listing, catalog_tool, statuses_schema, uint};
 use toolhost_sdk::{CallContext, ToolDefinition, ToolError, ToolResult, Tools, Value};
 
 use crate::GitHub;
@@ -29,7 +29,8 @@ impl Tools for GitHub {
             ),
             issue("get_issue", "One issue, by key (`#42`)."),
             issue("get_issue_comments", "The comments of an issue."),
-            issue("get_available_statuses", "GitHub issues are open or closed."),
+            issue("get_available_statuses", "GitHub issues are open or closed.")
+                .output_schema(statuses_schema()),
             issue(
                 "get_users",
                 "Search GitHub users, or list the repository's assignable users.",

@@ -81,11 +81,17 @@ impl Enricher for GitLab {
         vec!["issue_tracker".into(), "git_repository".into()]
     }
 
-    fn enrich_schema(&self, tool: &str, schema: &mut Schema<'_>) {
+    fn enrich_schema(&self, tool: &str, schema: &mut Schema<'_>) -> Result<(), String> {
         git_host::remove_tracker_fields(tool, schema);
         if matches!(tool, "link_issues" | "unlink_issues") {
-            let _ = schema.set_enum("link_type", ["relates_to", "blocks", "is_blocked_by"]);
+            schema.set_enum("link_type", ["relates_to", "blocks", "is_blocked_by"])?;
         }
+        Ok(())
+    }
+
+    // GitLab takes the catalog's arguments as they are.
+    fn transforms_args(&self, _tool: &str) -> bool {
+        false
     }
 
     fn value_model(&self, tool: &str) -> Option<ValueModel> {

@@ -8,7 +8,10 @@
 //! update; attachments are `assets`'s, iterations and milestones
 //! `planning`'s.
 
-use provider_kit::api::{Listing, catalog_tool, encode, flag, optional, required, result, strings, uint};
+use provider_kit::api::{
+    Listing, catalog_tool, encode, flag, optional, required, result, statuses_schema, strings, uint,
+};
+use provider_kit::files::download_schema;
 use provider_kit::logs::{LogView, error_lines};
 use toolhost_sdk::{CallContext, ToolDefinition, ToolError, ToolResult, Tools, Value, json};
 
@@ -58,7 +61,8 @@ impl Tools for GitLab {
             issue(
                 "get_available_statuses",
                 "The states an issue can be in (`opened`, `closed`).",
-            ),
+            )
+            .output_schema(statuses_schema()),
             issue(
                 "get_issue_relations",
                 "The issues linked to an issue, with the link type.",
@@ -100,7 +104,8 @@ impl Tools for GitLab {
             issue(
                 "download_asset",
                 "An uploaded file's content (base64; images also as an image).",
-            ),
+            )
+            .output_schema(download_schema()),
             issue(
                 "upload_asset",
                 "Upload a file (base64 `fileData`) and link it in a note on the issue.",

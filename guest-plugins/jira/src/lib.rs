@@ -30,7 +30,8 @@ use provider_kit::api::{self, Api};
 use provider_kit::{field, is_write, items, project, write_model};
 use serde::Deserialize;
 use toolhost_sdk::{
-    Args, Enricher, FollowUpLink, Plugin, Schema, Value, ValueModel, json, sanitize_field_name, serde_json,
+    Args, EditError, Enricher, FollowUpLink, Plugin, Schema, Value, ValueModel, json, sanitize_field_name,
+    serde_json,
 };
 
 #[derive(Deserialize)]
@@ -201,7 +202,7 @@ fn sorted_union<'a>(values: impl Iterator<Item = &'a String>) -> Vec<String> {
 }
 
 impl Jira {
-    fn enrich_issue_tool(&self, tool: &str, schema: &mut Schema<'_>) {
+    fn enrich_issue_tool(&self, tool: &str, schema: &mut Schema<'_>) -> Result<(), EditError> {
         let projects = &self.config.projects;
         schema.remove_params(&["points"]);
         if tool == "get_issues" {
@@ -212,8 +213,8 @@ impl Jira {
                 schema.remove_params(&["projectId"]);
             } else {
                 let keys: Vec<&str> = projects.iter().map(|p| p.key.as_str()).collect();
-                let _ = schema.set_enum("projectId", &keys);
-                let _ = schema.set_required("projectId", true);
+                schema.set_enum("projectId", &keys)?;
+                schema.set_required("projectId", true)?;
             }
         }
         let types = sorted_union(
@@ -221,8 +222,8 @@ impl Jira {
                 .iter()
                 .flat_map(|p| p.issue_types.iter().filter(|t| !t.subtask).map(|t| &t.name)),
         );
-        if !types.is_empty() {
-            let _ = schema.set_enum("issueType", &types);
+        if !types.is_empty() && schema.has_property("issueType") {
+            schema.set_enum("issueType", &types)?;
         }
         if !self.config.priorities.is_empty() && schema.has_property("priority") {
             let mut priorities = self.config.priorities.clone();
@@ -233,28 +234,29 @@ impl Jira {
             let known = |name: &str| self.config.priorities.iter().any(|p| p == name);
             let accepted: Vec<&(&str, &str)> = PRIORITY_ALIASES.iter().filter(|(_, n)| known(n)).collect();
             priorities.extend(accepted.iter().map(|(a, _)| (*a).to_owned()));
-            let _ = schema.set_enum("priority", &priorities);
+            schema.set_enum("priority", &priorities)?;
             let aliases: Vec<String> = accepted.iter().map(|(a, n)| format!("{a}→{n}")).collect();
-            let _ = schema.set_description(
+            schema.set_description(
                 "priority",
                 &format!("Issue priority. Aliases: {}", aliases.join(", ")),
-            );
+            )?;
         }
         let components = sorted_union(projects.iter().flat_map(|p| &p.components));
-        if !components.is_empty() {
-            let _ = schema.set_enum("components", &components);
+        if !components.is_empty() && schema.has_property("components") {
+            schema.set_enum("components", &components)?;
         }
         if tool == "link_issues" && !self.config.link_types.is_empty() {
-            let _ = schema.set_enum("link_type", &self.config.link_types);
+            schema.set_enum("link_type", &self.config.link_types)?;
         }
         if matches!(tool, "create_issue" | "update_issue") {
             schema.remove_params(&["customFields"]);
-            self.add_custom_fields(schema);
+            self.add_custom_fields(schema)?;
         }
+        Ok(())
     }
 
     /// One parameter per custom field name; `anyOf` when projects disagree.
-    fn add_custom_fields(&self, schema: &mut Schema<'_>) {
+    fn add_custom_fields(&self, schema: &mut Schema<'_>) -> Result<(), EditError> {
         let mut shapes: BTreeMap<String, Vec<Value>> = BTreeMap::new();
         let mut order = Vec::new();
         for field in self.config.projects.iter().flat_map(|p| &p.custom_fields) {
@@ -274,8 +276,9 @@ impl Jira {
                 [one] => one.clone(),
                 many => json!({"anyOf": many, "description": many[0]["description"]}),
             };
-            let _ = schema.add_property(&name, &schema_value);
+            schema.add_property(&name, &schema_value)?;
         }
+        Ok(())
     }
 
     fn structure_description(&self) -> String {
@@ -346,16 +349,22 @@ impl Enricher for Jira {
         categories
     }
 
-    fn enrich_schema(&self, tool: &str, schema: &mut Schema<'_>) {
+    fn enrich_schema(&self, tool: &str, schema: &mut Schema<'_>) -> Result<(), String> {
         if tool.ends_with("_epic") || tool == "get_epics" {
             // Epics are plain issues in Jira: their tools take the catalog's shape.
-            return;
+            return Ok(());
         }
         if schema.has_property("structureId") {
-            let _ = schema.set_description("structureId", &self.structure_description());
+            schema.set_description("structureId", &self.structure_description())?;
         } else {
-            self.enrich_issue_tool(tool, schema);
+            self.enrich_issue_tool(tool, schema)?;
         }
+        Ok(())
+    }
+
+    // Only these map arguments back: priority aliases and custom fields.
+    fn transforms_args(&self, tool: &str) -> bool {
+        matches!(tool, "create_issue" | "update_issue")
     }
 
     fn transform_args(&self, tool: &str, args: &mut Args<'_>) -> Result<(), String> {

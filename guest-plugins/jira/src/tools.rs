@@ -11,6 +11,7 @@
 //! uploads and downloads are `assets`.
 
 use provider_kit::api::{Api, Reply, catalog_tool, encode, optional, required, result, uint, with_query};
+use provider_kit::files::download_schema;
 use provider_kit::markdown::{adf_text, to_adf};
 use toolhost_sdk::serde_json::Map;
 use toolhost_sdk::{CallContext, ToolDefinition, ToolError, ToolResult, Tools, Value, json};
@@ -115,7 +116,8 @@ impl Tools for Jira {
             tool(
                 "download_asset",
                 "An attachment's content (base64; images also as an image).",
-            ),
+            )
+            .output_schema(download_schema()),
             catalog_tool("get_epics", "epics", "The project's epics (issues of type Epic)."),
             catalog_tool("get_epic", "epics", "One epic, with the issues under it."),
             catalog_tool("create_epic", "epics", "Create an epic (an issue of type Epic)."),

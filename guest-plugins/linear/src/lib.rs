@@ -78,43 +78,50 @@ impl Enricher for Linear {
         vec!["issue_tracker".into()]
     }
 
-    fn enrich_schema(&self, tool: &str, schema: &mut Schema<'_>) {
+    fn enrich_schema(&self, tool: &str, schema: &mut Schema<'_>) -> Result<(), String> {
         let states = &self.config.states;
         match tool {
             "create_issue" | "update_issue" => {
                 schema.remove_params(&["issueType"]);
-                let _ = schema.set_enum("priority", ["urgent", "high", "medium", "low", "none"]);
-                let _ =
-                    schema.set_description("priority", "Linear priority: urgent, high, medium, low, or none");
-                let _ = schema.set_description("projectId", "Linear project id (a UUID)");
-                let _ = schema.set_description(
+                schema.set_enum("priority", ["urgent", "high", "medium", "low", "none"])?;
+                schema.set_description("priority", "Linear priority: urgent, high, medium, low, or none")?;
+                // An enricher before this one (ClickUp's) may have removed it.
+                if schema.has_property("projectId") {
+                    schema.set_description("projectId", "Linear project id (a UUID)")?;
+                }
+                schema.set_description(
                     "parentId",
                     "Parent issue identifier (e.g. ENG-12); \"none\" detaches the parent",
-                );
-                let _ =
-                    schema.set_description("status", "Workflow state name; takes precedence over `state`");
+                )?;
+                schema.set_description("status", "Workflow state name; takes precedence over `state`")?;
                 if !states.is_empty() {
-                    let _ = schema.set_enum("status", states);
+                    schema.set_enum("status", states)?;
                 }
             }
             "get_issues" => {
                 schema.remove_params(&["projectKey", "nativeQuery"]);
                 let categories = ["backlog", "unstarted", "started", "completed", "canceled"];
-                let _ = schema.add_enum_param("stateCategory", "Filter by workflow state type", categories);
-                let _ = schema.add_enum_param(
+                schema.add_enum_param("stateCategory", "Filter by workflow state type", categories)?;
+                schema.add_enum_param(
                     "labelsOperator",
                     "Match all labels (and) or any (or)",
                     ["and", "or"],
-                );
+                )?;
                 if !states.is_empty() {
-                    let _ = schema.set_description(
+                    schema.set_description(
                         "status",
                         &format!("Workflow state name, one of: {}", states.join(", ")),
-                    );
+                    )?;
                 }
             }
             _ => {}
         }
+        Ok(())
+    }
+
+    // Linear takes the catalog's arguments as they are.
+    fn transforms_args(&self, _tool: &str) -> bool {
+        false
     }
 
     fn value_model(&self, tool: &str) -> Option<ValueModel> {

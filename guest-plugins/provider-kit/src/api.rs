@@ -17,7 +17,7 @@
 //! and what to keep of the answer.
 
 use toolhost_sdk::http::{self, HttpError, Request, Response};
-use toolhost_sdk::{ToolDefinition, ToolError, ToolResult, Value, json, serde_json};
+use toolhost_sdk::{ToolAnnotations, ToolDefinition, ToolError, ToolResult, Value, json, serde_json};
 
 /// What the host adds to a rate-limited response it did not retry.
 pub(crate) const NOT_RETRIED: &str = "toolhost-rate-limit-wait-s";
@@ -510,17 +510,65 @@ impl Window {
     }
 }
 
-/// A tool's answer: a short summary for the model, then the structured
-/// value (what the value models' projections read).
+/// A tool's answer: a short summary for the model and the structured
+/// result (what the value models' projections read).
 pub fn result(summary: impl Into<String>, value: Value) -> ToolResult {
-    ToolResult::text(summary).with_json(value)
+    ToolResult::text(summary).with_structured(value)
 }
 
 /// The definition of a base-catalog tool this plugin implements. The host
-/// serves the catalog's schema for it (enriched), so the definition only
-/// names it, its category and what this provider does with it.
+/// serves the catalog's schema for it (enriched), so the definition names
+/// it, its category and what this provider does with it, with a title from
+/// its name (`get_issue_comments`: "Get issue comments") and annotations
+/// that say what every provider's implementation does: a tool that does not
+/// write ([`crate::is_write`]) only reads, one that deletes or removes may
+/// destroy, and all of them reach the provider's service.
 pub fn catalog_tool(name: &str, category: &str, description: &str) -> ToolDefinition {
-    ToolDefinition::new(name, description, json!({"type": "object"})).category(category)
+    let annotations = if crate::is_write(name) {
+        ToolAnnotations {
+            read_only: Some(false),
+            destructive: Some(name.starts_with("delete_") || name.starts_with("remove_")),
+            ..ToolAnnotations::default()
+        }
+    } else {
+        ToolAnnotations::READ_ONLY
+    };
+    ToolDefinition::new(name, description, json!({"type": "object"}))
+        .title(title_of(name))
+        .category(category)
+        .annotations(annotations.open_world(true))
+}
+
+/// `get_issue_comments` as "Get issue comments".
+fn title_of(name: &str) -> String {
+    let words = name.replace('_', " ");
+    let mut chars = words.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => words,
+    }
+}
+
+/// The output schema of `get_available_statuses` for providers whose
+/// answer is `{"statuses": [{"name", "category", ...}]}`.
+pub fn statuses_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "statuses": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string"},
+                        "category": {"type": "string"}
+                    },
+                    "required": ["name", "category"]
+                }
+            }
+        },
+        "required": ["statuses"]
+    })
 }
 
 /// An integer argument, or `default` when absent.
@@ -658,5 +706,20 @@ mod tests {
         assert_eq!(host_of("http://[::1]:80/"), "::1");
         assert_eq!(uint(&json!({"limit": 5}), "limit", 30).unwrap(), 5);
         assert!(uint(&json!({"limit": -1}), "limit", 30).is_err());
+    }
+
+    #[test]
+    fn catalog_tools_get_a_title_and_say_what_they_do() {
+        let read = catalog_tool("get_issue_comments", "issue_tracker", "d");
+        assert_eq!(read.title.as_deref(), Some("Get issue comments"));
+        assert_eq!(read.category.as_deref(), Some("issue_tracker"));
+        assert_eq!(read.annotations, ToolAnnotations::READ_ONLY.open_world(true));
+        let write = catalog_tool("update_issue", "issue_tracker", "d").annotations;
+        assert_eq!(
+            (write.read_only, write.destructive, write.open_world),
+            (Some(false), Some(false), Some(true))
+        );
+        let delete = catalog_tool("delete_asset", "issue_tracker", "d").annotations;
+        assert_eq!((delete.read_only, delete.destructive), (Some(false), Some(true)));
     }
 }

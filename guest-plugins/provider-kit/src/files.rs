@@ -14,7 +14,7 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use toolhost_sdk::{Content, ToolError, ToolResult, Value};
+use toolhost_sdk::{Content, Media, ToolError, ToolResult, Value, json};
 
 /// The largest file a download returns: its base64 (4/3 of it) and the
 /// metadata fit the default `max_output_kb` (1024 KiB).
@@ -148,10 +148,25 @@ pub fn mime_of(filename: &str) -> &'static str {
     }
 }
 
-/// A downloaded file as a result: a summary, the metadata (`meta`, an
-/// object) with `mimeType`, `size` and the content as base64 under
-/// `content_base64`; an image is also an image block the model can see.
-/// A file over [`MAX_INLINE_BYTES`] is an error naming it.
+/// The output schema of a tool that answers with [`download_result`].
+pub fn download_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "filename": {"type": "string"},
+            "mimeType": {"type": "string"},
+            "size": {"type": "integer", "minimum": 0},
+            "content_base64": {"type": "string", "contentEncoding": "base64"}
+        },
+        "required": ["filename", "mimeType", "size", "content_base64"]
+    })
+}
+
+/// A downloaded file as a result: a summary and, as the structured result,
+/// the metadata (`meta`, an object) with `filename`, `mimeType`, `size` and
+/// the content as base64 under `content_base64` ([`download_schema`]); an
+/// image is also an image block the model can see. A file over
+/// [`MAX_INLINE_BYTES`] is an error naming it.
 pub fn download_result(
     provider: &str,
     tool: &str,
@@ -181,10 +196,9 @@ pub fn download_result(
     );
     let mut result = crate::api::result(summary, meta);
     if mime.starts_with("image/") && mime != "image/svg+xml" {
-        result.content.push(Content::Image {
-            data: data.to_vec(),
-            mime_type: mime.to_owned(),
-        });
+        result
+            .content
+            .push(Content::Image(Media::new(data.to_vec(), mime)));
     }
     Ok(result)
 }
@@ -192,7 +206,6 @@ pub fn download_result(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolhost_sdk::json;
 
     #[test]
     fn multipart_bodies_have_a_boundary_the_file_does_not_hold() {
@@ -227,10 +240,10 @@ mod tests {
     #[test]
     fn downloads_are_bounded_and_images_are_shown() {
         let r = download_result("P", "t", "a.png", "image/png", b"\x89PNG", json!({"id": "1"})).unwrap();
-        assert!(matches!(&r.content[2], Content::Image { mime_type, .. } if mime_type == "image/png"));
-        let Content::Json(meta) = &r.content[1] else {
-            panic!()
-        };
+        assert!(
+            matches!(&r.content[1], Content::Image(m) if m.mime_type == "image/png" && m.data == b"\x89PNG")
+        );
+        let meta = r.structured.as_ref().unwrap();
         assert_eq!(meta["content_base64"], "iVBORw==");
         let big = vec![0u8; MAX_INLINE_BYTES + 1];
         assert!(download_result("P", "t", "a.bin", "application/octet-stream", &big, json!({})).is_err());

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"unicode"
 
+	enricher "wit_component/toolhost_plugin_enricher"
 	"wit_component/toolhost_plugin_host"
 	"wit_component/toolhost_plugin_types"
 	vm "wit_component/toolhost_plugin_value_model_types"
@@ -293,17 +294,40 @@ type property struct {
 	Description string   `json:"description"`
 }
 
-func EnrichSchema(tool string, schema *toolhost_plugin_types.ToolSchema) {
+// EnrichSchema reports whether the tool's arguments are transformed (custom
+// fields are mapped back for the two tools that get them), or the first
+// edit the host refused.
+func EnrichSchema(tool string, schema *toolhost_plugin_types.ToolSchema) witTypes.Result[enricher.Enriched, string] {
 	defer schema.Drop() // a lent handle must be dropped
-	a := mustConfig()
+	if err := enrich(tool, schema, mustConfig()); err != nil {
+		return witTypes.Err[enricher.Enriched](err.Error())
+	}
+	return witTypes.Ok[enricher.Enriched, string](enricher.Enriched{
+		TransformsArgs: tool == "create_issue" || tool == "update_issue",
+	})
+}
+
+// refused is the edit the host refused, or nil.
+func refused[T any](what string, r witTypes.Result[T, toolhost_plugin_types.EditError]) error {
+	if r.IsErr() {
+		return fmt.Errorf("%s refused (edit-error %d)", what, r.Err().Tag())
+	}
+	return nil
+}
+
+func enrich(tool string, schema *toolhost_plugin_types.ToolSchema, a *acme) error {
 	switch tool {
 	case "create_issue", "update_issue":
 		schema.RemoveParams([]string{"points", "customFields", "components"})
 		for _, p := range schema.PropertyNames() {
 			if p == "projectId" {
-				logRefused("set-enum", schema.SetEnum("projectId", a.projects))
+				if err := refused("set-enum", schema.SetEnum("projectId", a.projects)); err != nil {
+					return err
+				}
 				if tool == "create_issue" {
-					logRefused("set-required", schema.SetRequired("projectId", true))
+					if err := refused("set-required", schema.SetRequired("projectId", true)); err != nil {
+						return err
+					}
 				}
 			}
 		}
@@ -317,13 +341,16 @@ func EnrichSchema(tool string, schema *toolhost_plugin_types.ToolSchema) {
 					prop.Enum = append(prop.Enum, o.name)
 				}
 			}
-			logRefused("set-property", schema.SetProperty(f.param, string(dump(prop))))
+			if err := refused("set-property", schema.SetProperty(f.param, string(dump(prop)))); err != nil {
+				return err
+			}
 		}
 	case "get_issues":
 		schema.RemoveParams([]string{"nativeQuery"})
-		logRefused("add-enum-param", schema.AddEnumParam("stateCategory", "Workflow state category",
+		return refused("add-enum-param", schema.AddEnumParam("stateCategory", "Workflow state category",
 			[]string{"todo", "in_progress", "done"}))
 	}
+	return nil
 }
 
 // backendValue maps one custom-field argument to what the backend takes.

@@ -140,7 +140,7 @@ impl Enricher for Acme {
         vec!["issue_tracker".into()]
     }
 
-    fn enrich_schema(&self, tool: &str, schema: &mut Schema<'_>) {
+    fn enrich_schema(&self, tool: &str, schema: &mut Schema<'_>) -> Result<(), String> {
         let result = match tool {
             "create_issue" | "update_issue" => self.enrich_issue(tool, schema),
             "get_issues" => {
@@ -153,9 +153,12 @@ impl Enricher for Acme {
             }
             _ => Ok(()),
         };
-        if let Err(e) = result {
-            log::error(&format!("acme: {tool}: {e}"));
-        }
+        Ok(result?)
+    }
+
+    // Custom fields are mapped back for the two tools that get them.
+    fn transforms_args(&self, tool: &str) -> bool {
+        matches!(tool, "create_issue" | "update_issue")
     }
 
     fn transform_args(&self, tool: &str, args: &mut Args<'_>) -> Result<(), String> {

@@ -15,8 +15,8 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use toolhost_sdk::{
-    AfterCallOverride, Args, BeforeCall, CallContext, Hooks, Plugin, RenderOptions, ToolDefinition,
-    ToolError, ToolResult, Tools, Value, json,
+    AfterCallOverride, Args, BeforeCall, CallContext, Hooks, Plugin, RenderOptions, ToolAnnotations,
+    ToolDefinition, ToolError, ToolResult, Tools, Value, json,
 };
 
 struct TextTools;
@@ -43,7 +43,7 @@ fn word_count(args: &Value) -> Result<ToolResult, ToolError> {
         structured["unique"] = json!(distinct.len());
     }
     Ok(ToolResult::text(format!("{} words", words.len()))
-        .with_json(structured)
+        .with_structured(structured)
         .with_details(json!({ "chars": text.chars().count() })))
 }
 
@@ -108,7 +108,16 @@ impl Tools for TextTools {
                     "required": ["text"]
                 }),
             )
-            .label("Word count")
+            .title("Word count")
+            .output_schema(json!({
+                "type": "object",
+                "properties": {
+                    "words": { "type": "integer", "minimum": 0 },
+                    "unique": { "type": "integer", "minimum": 0 }
+                },
+                "required": ["words"]
+            }))
+            .annotations(ToolAnnotations::READ_ONLY.open_world(false))
             .snippet("word_count: count the words of a text")
             .guideline("Use word_count instead of counting words yourself.")
             .hooks(Hooks::ALL),
@@ -123,7 +132,8 @@ impl Tools for TextTools {
                     "required": ["n"]
                 }),
             )
-            .label("Slow count"),
+            .title("Slow count")
+            .annotations(ToolAnnotations::READ_ONLY.open_world(false)),
             ToolDefinition::new(
                 "fail",
                 "Fail on purpose with the error kind given.",
@@ -135,7 +145,7 @@ impl Tools for TextTools {
                     "required": ["kind"]
                 }),
             )
-            .label("Fail"),
+            .title("Fail"),
         ]
     }
 
@@ -197,13 +207,8 @@ impl Tools for TextTools {
         if tool != "word_count" {
             return None;
         }
-        result.content.iter().find_map(|c| match c {
-            toolhost_sdk::Content::Json(v) => v
-                .get("words")
-                .and_then(Value::as_u64)
-                .map(|n| format!("{n} words")),
-            _ => None,
-        })
+        let words = result.structured.as_ref()?.get("words")?.as_u64()?;
+        Some(format!("{words} words"))
     }
 }
 

@@ -7,7 +7,7 @@
 //! `GET /issues?search=&limit=`, `GET /issues/{key}`,
 //! `GET /issues/{key}/comments`, `POST /issues/{key}` (a JSON patch),
 //! `GET /kb/search?q=`, `GET /kb/pages/{id}`, `POST /kb/pages/{id}`. Each
-//! answers JSON, returned to the model as text and as a structured block
+//! answers JSON, returned to the model as text and as the structured result
 //! (which the host projects follow-up arguments from).
 
 use toolhost_sdk::http::{self, Request};
@@ -69,7 +69,7 @@ impl Tracker {
         let body = response
             .json()
             .map_err(|e| ToolError::Failed(format!("{} sent invalid JSON: {e}", request.url)))?;
-        Ok(ToolResult::text(body.to_string()).with_json(body))
+        Ok(ToolResult::text(body.to_string()).with_structured(body))
     }
 }
 

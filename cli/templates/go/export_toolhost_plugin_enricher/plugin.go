@@ -6,6 +6,7 @@
 package export_toolhost_plugin_enricher
 
 import (
+	enricher "wit_component/toolhost_plugin_enricher"
 	"wit_component/toolhost_plugin_host"
 	"wit_component/toolhost_plugin_types"
 	vm "wit_component/toolhost_plugin_value_model_types"
@@ -18,11 +19,16 @@ func SupportedCategories() witTypes.Result[[]string, string] {
 	return witTypes.Ok[[]string, string]([]string{"issue_tracker"})
 }
 
-func EnrichSchema(tool string, schema *toolhost_plugin_types.ToolSchema) {
+// EnrichSchema says whether calls to `tool` need TransformArgs (this plugin
+// maps no arguments); an Err undoes this plugin's changes to the tool.
+func EnrichSchema(tool string, schema *toolhost_plugin_types.ToolSchema) witTypes.Result[enricher.Enriched, string] {
 	defer schema.Drop()
 	if tool == "create_issue" {
-		schema.AddEnumParam("label", "Issue label", []string{"bug", "feature"})
+		if r := schema.AddEnumParam("label", "Issue label", []string{"bug", "feature"}); r.IsErr() {
+			return witTypes.Err[enricher.Enriched]("label: the host refused the edit")
+		}
 	}
+	return witTypes.Ok[enricher.Enriched, string](enricher.Enriched{TransformsArgs: false})
 }
 
 func TransformArgs(tool string, args *toolhost_plugin_types.ToolArgs) witTypes.Result[witTypes.Unit, string] {

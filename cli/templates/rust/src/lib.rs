@@ -1,45 +1,38 @@
-//! {{name}}: a toolhost enricher plugin (Rust). Build with `make`; check with
-//! `toolhost check {{name}}.wasm`. The contract is in `wit/`; inside the
-//! toolhost repository, the `toolhost-sdk` crate offers a richer API.
+//! {{name}}: a toolhost enricher plugin (Rust, on the `toolhost-sdk` crate).
+//! Build with `make`; check with `toolhost check {{name}}.wasm`. The SDK
+//! carries the contract (`toolhost:plugin@0.2.0`); its docs list what an
+//! enricher or a tool plugin may implement.
 
-wit_bindgen::generate!({ world: "enricher-plugin", path: "wit" });
+use toolhost_sdk::{Enricher, Plugin, Schema, Value, log};
 
-use exports::toolhost::plugin::enricher::Guest;
-use toolhost::plugin::host::{LogLevel, log};
-use toolhost::plugin::types::{ToolArgs, ToolSchema};
-use toolhost::plugin::value_model_types::{FollowUpLink, ToolValueModel};
+struct {{Type}};
 
-struct Plugin;
-
-impl Guest for Plugin {
-    fn supported_categories() -> Result<Vec<String>, String> {
-        log(LogLevel::Info, "{{name}}: loaded");
-        Ok(vec!["issue_tracker".into()])
-    }
-
-    fn enrich_schema(tool: String, schema: &ToolSchema) {
-        if tool == "create_issue"
-            && let Err(e) = schema.add_enum_param("label", "Issue label", &["bug".into(), "feature".into()])
-        {
-            log(LogLevel::Error, &format!("{{name}}: {e:?}"));
-        }
-    }
-
-    fn transform_args(_tool: String, _args: &ToolArgs) -> Result<(), String> {
-        Ok(())
-    }
-
-    fn value_model(_tool: String) -> Option<ToolValueModel> {
-        None
-    }
-
-    fn project_args(_prev_tool: String, _prev_result: String, _link: FollowUpLink) -> Option<Vec<String>> {
-        None
-    }
-
-    fn rate_limit_host(_tool: String, _args: &ToolArgs) -> Option<String> {
-        None
+impl Plugin for {{Type}} {
+    fn new(_config: &Value) -> Result<Self, String> {
+        Ok({{Type}})
     }
 }
 
-export!(Plugin);
+impl Enricher for {{Type}} {
+    fn supported_categories(&self) -> Vec<String> {
+        log::info("{{name}}: loaded");
+        vec!["issue_tracker".into()]
+    }
+
+    /// A refused edit, passed on with `?`, undoes this plugin's changes to
+    /// the tool; the host logs it under the plugin's name.
+    fn enrich_schema(&self, tool: &str, schema: &mut Schema<'_>) -> Result<(), String> {
+        if tool == "create_issue" {
+            schema.add_enum_param("label", "Issue label", ["bug", "feature"])?;
+        }
+        Ok(())
+    }
+
+    /// This plugin maps no arguments back, so the host never enters it for
+    /// a call. Say `true` for the tools whose `transform_args` you write.
+    fn transforms_args(&self, _tool: &str) -> bool {
+        false
+    }
+}
+
+toolhost_sdk::export_enricher!({{Type}});
