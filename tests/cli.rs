@@ -1,36 +1,12 @@
 //! The `toolhost` command line over real plugin directories.
 
-use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use serde_json::Value;
-use toolhost_tests::{guest, plugin_dir};
+use toolhost_tests::{guest, plugin_dir, run, toolhost};
 
 #[path = "http_auth.rs"]
 mod http_auth;
-
-/// The release binary beside this test (`make test` builds it first).
-fn toolhost() -> Command {
-    let exe = std::env::current_exe().unwrap();
-    let bin: PathBuf = exe.parent().unwrap().parent().unwrap().join("toolhost");
-    assert!(
-        bin.is_file(),
-        "{} is missing: build it with `cargo build --release -p toolhost`",
-        bin.display()
-    );
-    let mut cmd = Command::new(bin);
-    cmd.arg("--no-cache").env_remove("TOOLHOST_PLUGINS");
-    cmd
-}
-
-fn run(cmd: &mut Command) -> (Output, String, String) {
-    let out = cmd.output().unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    );
-    (out, stdout, stderr)
-}
 
 #[test]
 fn plugins_lists_order_worlds_and_errors() {

@@ -13,6 +13,7 @@ use toolhost::auth::AuthConfig;
 use toolhost::pipeline::UpstreamConfig;
 use toolhost::plugin::Manifest;
 use toolhost::speculation::Settings as SpeculationSettings;
+use toolhost::supply::TrustSettings;
 use toolhost::tools::WebSettings;
 use toolhost::value_model::{UnsafeSpeculation, ValueModel, ValueModels};
 
@@ -65,6 +66,9 @@ pub struct Config {
     /// Who may call the MCP endpoint over HTTP.
     #[serde(default)]
     pub auth: AuthConfig,
+    /// What plugins may load: the lock file, approvals, vendors' keys.
+    #[serde(default)]
+    pub trust: TrustSettings,
 }
 
 #[derive(Debug, Deserialize)]
@@ -98,6 +102,7 @@ impl Config {
         config.plugins = config.plugins.map(|p| base.join(p));
         config.root = config.root.map(|p| base.join(p));
         config.auth.resolve_paths(base);
+        config.trust.resolve_paths(base);
         config.speculation.stats_file = config.speculation.stats_file.map(|p| base.join(p));
         if let Some(CacheSetting::Dir(dir)) = &mut config.cache {
             *dir = base.join(&*dir);

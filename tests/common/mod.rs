@@ -37,13 +37,44 @@ pub fn guest(crate_name: &str) -> PathBuf {
 /// A plugin directory: each entry is (file stem, guest crate, manifest text).
 pub fn plugin_dir(entries: &[(&str, &str, Option<&str>)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
+    fill_plugin_dir(dir.path(), entries);
+    dir
+}
+
+/// Copy plugins into the existing directory `dir`, as [`plugin_dir`] does.
+pub fn fill_plugin_dir(dir: &Path, entries: &[(&str, &str, Option<&str>)]) {
     for (stem, crate_name, manifest) in entries {
-        std::fs::copy(guest(crate_name), dir.path().join(format!("{stem}.wasm"))).expect("copy plugin");
+        std::fs::copy(guest(crate_name), dir.join(format!("{stem}.wasm"))).expect("copy plugin");
         if let Some(text) = manifest {
-            std::fs::write(dir.path().join(format!("{stem}.toml")), text).expect("write manifest");
+            std::fs::write(dir.join(format!("{stem}.toml")), text).expect("write manifest");
         }
     }
-    dir
+}
+
+/// The release `toolhost` binary beside the test binary (`make test` builds
+/// it first), without the code cache or a plugin directory from the
+/// environment.
+pub fn toolhost() -> std::process::Command {
+    let exe = std::env::current_exe().unwrap();
+    let bin: PathBuf = exe.parent().unwrap().parent().unwrap().join("toolhost");
+    assert!(
+        bin.is_file(),
+        "{} is missing: build it with `cargo build --release -p toolhost`",
+        bin.display()
+    );
+    let mut cmd = std::process::Command::new(bin);
+    cmd.arg("--no-cache").env_remove("TOOLHOST_PLUGINS");
+    cmd
+}
+
+/// Run `cmd` to its end: its output, stdout and stderr.
+pub fn run(cmd: &mut std::process::Command) -> (std::process::Output, String, String) {
+    let out = cmd.output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    (out, stdout, stderr)
 }
 
 /// `[bind]` of every base-catalog tool `plugin` lists to it: a catalog name

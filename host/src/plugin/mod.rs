@@ -38,7 +38,7 @@ pub use cache::CodeSource;
 pub use calls::{AfterCallOverride, BeforeCallDecision, Hooks, RenderOptions, ToolDefinition};
 pub use health::Status;
 pub use host_api::{LogLevel, LogLine, LogSink, ProgressFn, tracing_sink};
-pub use loader::{LoadError, LoadReport};
+pub use loader::{Admission, LoadError, LoadReport};
 pub use manifest::{Limits, Manifest, Method, Policy};
 pub use origin::Origin;
 
