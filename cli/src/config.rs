@@ -270,6 +270,33 @@ mod tests {
     }
 
     #[test]
+    fn trust_paths_resolve_against_the_file_and_typos_are_named() {
+        let config = parse("[trust]\nkeys = { acme = \"keys/acme.pub\" }\nlock = \"p.lock\"\n").unwrap();
+        assert!(
+            config.trust.keys["acme"].is_absolute() && config.trust.keys["acme"].ends_with("keys/acme.pub")
+        );
+        assert!(
+            config
+                .trust
+                .lock_path(Path::new("/x/plugins"))
+                .ends_with("p.lock")
+        );
+        assert!(!config.trust.require_signatures && !config.trust.require_approval);
+        let default = parse("").unwrap();
+        assert_eq!(
+            default.trust.approvals_path(Path::new("/x/plugins")),
+            Path::new("/x/plugins.approvals")
+        );
+        let err = parse("[trust]\nrequire_signature = true\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("line 2") && err.contains("require_signature"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn speculating_a_mutating_tool_is_refused() {
         let config =
             parse("[tools.create_issue]\nside_effect = \"mutates-external\"\nspeculate = true\n").unwrap();
