@@ -3,27 +3,10 @@
 use std::process::{Command, Output};
 
 use serde_json::Value;
-use toolhost_tests::{guest, plugin_dir, toolhost_binary};
+use toolhost_tests::{guest, plugin_dir, run, toolhost};
 
 #[path = "http_auth.rs"]
 mod http_auth;
-
-/// The release binary, without the code cache or a plugin directory from
-/// the environment.
-fn toolhost() -> Command {
-    let mut cmd = Command::new(toolhost_binary());
-    cmd.arg("--no-cache").env_remove("TOOLHOST_PLUGINS");
-    cmd
-}
-
-fn run(cmd: &mut Command) -> (Output, String, String) {
-    let out = cmd.output().unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    );
-    (out, stdout, stderr)
-}
 
 #[test]
 fn plugins_lists_order_worlds_and_errors() {

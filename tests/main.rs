@@ -15,6 +15,7 @@ mod pipeline;
 mod providers;
 mod sandbox;
 mod speculation;
+mod supply;
 mod templates;
 mod tool_js;
 mod tool_plugins;

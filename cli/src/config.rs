@@ -12,6 +12,7 @@ use serde::Deserialize;
 use toolhost::auth::AuthConfig;
 use toolhost::plugin::Manifest;
 use toolhost::speculation::Settings as SpeculationSettings;
+use toolhost::supply::TrustSettings;
 use toolhost::tools::WebSettings;
 use toolhost::upstream::UpstreamConfig;
 use toolhost::value_model::{UnsafeSpeculation, ValueModel, ValueModels};
@@ -65,6 +66,9 @@ pub struct Config {
     /// Who may call the MCP endpoint over HTTP.
     #[serde(default)]
     pub auth: AuthConfig,
+    /// What plugins may load: the lock file, approvals, vendors' keys.
+    #[serde(default)]
+    pub trust: TrustSettings,
 }
 
 #[derive(Debug, Deserialize)]
@@ -98,6 +102,7 @@ impl Config {
         config.plugins = config.plugins.map(|p| base.join(p));
         config.root = config.root.map(|p| base.join(p));
         config.auth.resolve_paths(base);
+        config.trust.resolve_paths(base);
         config.speculation.stats_file = config.speculation.stats_file.map(|p| base.join(p));
         if let Some(CacheSetting::Dir(dir)) = &mut config.cache {
             *dir = base.join(&*dir);
@@ -262,6 +267,33 @@ mod tests {
         assert!(err.contains("line 2") && err.contains("enable"), "{err}");
         let upstream = parse("[[upstream]]\nname = \"a\"\ncommand = \"b\"\nspeculate = true\n").unwrap();
         assert!(upstream.upstream[0].speculate);
+    }
+
+    #[test]
+    fn trust_paths_resolve_against_the_file_and_typos_are_named() {
+        let config = parse("[trust]\nkeys = { acme = \"keys/acme.pub\" }\nlock = \"p.lock\"\n").unwrap();
+        assert!(
+            config.trust.keys["acme"].is_absolute() && config.trust.keys["acme"].ends_with("keys/acme.pub")
+        );
+        assert!(
+            config
+                .trust
+                .lock_path(Path::new("/x/plugins"))
+                .ends_with("p.lock")
+        );
+        assert!(!config.trust.require_signatures && !config.trust.require_approval);
+        let default = parse("").unwrap();
+        assert_eq!(
+            default.trust.approvals_path(Path::new("/x/plugins")),
+            Path::new("/x/plugins.approvals")
+        );
+        let err = parse("[trust]\nrequire_signature = true\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("line 2") && err.contains("require_signature"),
+            "{err}"
+        );
     }
 
     #[test]

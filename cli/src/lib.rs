@@ -10,6 +10,9 @@
 //! - [`check`]: `toolhost check`, the generic checks of one plugin, with
 //!   [`expect`], a vendor's golden cases (`--expect`).
 //! - [`scaffold`]: `toolhost new`, plugin templates in five languages.
+//! - [`lock`]: `toolhost lock`, the plugin directory pinned by digest.
+//! - [`consent`]: `toolhost plugins --grants` and `toolhost approve`.
+//! - [`signing`]: `toolhost keygen` and `toolhost sign`, for vendors.
 //!
 //! What they share:
 //! - [`config`]: the user's configuration file, `toolhost.toml`.
@@ -24,12 +27,15 @@ use std::process::ExitCode;
 pub mod call;
 pub mod check;
 pub mod config;
+pub mod consent;
 pub mod expect;
+pub mod lock;
 pub mod plugins;
 pub mod render;
 pub mod scaffold;
 pub mod serve;
 pub mod setup;
+pub mod signing;
 pub mod stats;
 pub mod tools;
 pub mod watch;

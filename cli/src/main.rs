@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand};
 use toolhost::client_log::ClientLog;
 use toolhost::plugin::{Runtime, RuntimeOptions, tracing_sink};
 use toolhost_cli::config::Config;
-use toolhost_cli::{call, check, plugins, scaffold, serve, setup, stats, tools};
+use toolhost_cli::{call, check, consent, lock, plugins, scaffold, serve, setup, signing, stats, tools};
 
 #[derive(Parser)]
 #[command(
@@ -44,6 +44,31 @@ enum Command {
     Plugins {
         #[arg(long)]
         json: bool,
+        /// Show what each component imports and what it is granted, with
+        /// its signature, lock and approval (nothing is run).
+        #[arg(long)]
+        grants: bool,
+    },
+    /// Write plugins.lock: from now on only these plugins, with these
+    /// digests and grants, load.
+    Lock,
+    /// Approve what plugin NAME imports and is granted, as it is now.
+    Approve { name: String },
+    /// Make a vendor's key pair: NAME.key (secret) and NAME.pub.
+    Keygen {
+        name: String,
+        /// Where to write them (default: the current directory).
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+    },
+    /// Sign a plugin component with a secret key from `toolhost keygen`.
+    Sign {
+        file: PathBuf,
+        #[arg(long, value_name = "NAME.key")]
+        key: PathBuf,
+        /// Write the signature to FILE.sig instead of embedding it.
+        #[arg(long)]
+        detached: bool,
     },
     /// List the tools `serve` serves, as enriched by the loaded plugins.
     Tools {
@@ -178,7 +203,18 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             println!("created {0}: build it with `make -C {0}`", dir.display());
             Ok(ExitCode::SUCCESS)
         }
-        Command::Plugins { json } => plugins::run(&runtime, &config, plugin_dir.as_deref(), json).await,
+        Command::Plugins { json, grants: false } => {
+            plugins::run(&runtime, &config, plugin_dir.as_deref(), json).await
+        }
+        Command::Plugins { json, grants: true } => {
+            consent::grants(&runtime, &config, &needs_dir(plugin_dir)?, json).await
+        }
+        Command::Lock => lock::run(&runtime, &config, &needs_dir(plugin_dir)?).await,
+        Command::Approve { name } => {
+            consent::approve(&runtime, &config, &needs_dir(plugin_dir)?, &name).await
+        }
+        Command::Keygen { name, dir } => signing::keygen(&dir, &name),
+        Command::Sign { file, key, detached } => signing::sign(&file, &key, detached),
         Command::Tools { json, all, explain } => {
             tools::run(
                 &runtime,
@@ -191,4 +227,13 @@ async fn run(cli: Cli) -> Result<ExitCode> {
             .await
         }
     }
+}
+
+/// The plugin directory a command cannot do without.
+fn needs_dir(dir: Option<PathBuf>) -> Result<PathBuf> {
+    dir.ok_or_else(|| {
+        anyhow::anyhow!(
+            "no plugin directory: pass --plugins DIR, set `plugins` in toolhost.toml or create ./plugins"
+        )
+    })
 }

@@ -21,7 +21,7 @@ pub async fn run(
     json: bool,
 ) -> Result<ExitCode> {
     let report = match &plugin_dir {
-        Some(dir) => load(runtime, dir).await?,
+        Some(dir) => load(runtime, config, dir).await?,
         None => {
             eprintln!(
                 "no plugin directory: pass --plugins DIR, set `plugins` in toolhost.toml or create ./plugins"
@@ -42,9 +42,8 @@ pub async fn run(
     })
 }
 
-async fn load(runtime: &Runtime, dir: &Path) -> Result<LoadReport> {
-    let report = runtime
-        .load_dir(dir)
+async fn load(runtime: &Runtime, config: &Config, dir: &Path) -> Result<LoadReport> {
+    let report = toolhost::supply::load_dir(runtime, &config.trust, dir)
         .await
         .with_context(|| "loading plugins (set --plugins DIR)")?;
     for error in &report.errors {

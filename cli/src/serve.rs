@@ -51,7 +51,7 @@ pub async fn serve(
     // Watch before loading, so a change made while loading is not missed.
     let watch = match (watch, plugins) {
         (false, _) => None,
-        (true, Some(dir)) => Some(PluginWatch::new(dir)?),
+        (true, Some(dir)) => Some(PluginWatch::new(dir, &config.trust)?),
         (true, None) => {
             bail!("--watch needs a plugin directory: pass --plugins DIR or set `plugins` in toolhost.toml")
         }

@@ -48,7 +48,8 @@ fn default_plugin_dir() -> Option<PathBuf> {
     bundled.is_dir().then_some(bundled)
 }
 
-/// Load the plugins of `plugin_dir` (if any), start the upstream servers and
+/// Load the plugins of `plugin_dir` (if any) that pass the supply checks
+/// of `[trust]` (see `toolhost::supply`), start the upstream servers and
 /// assemble the catalog. What could not be loaded or reached is returned
 /// beside the host, each error naming its plugin or server.
 pub async fn build(
@@ -57,7 +58,7 @@ pub async fn build(
     plugin_dir: Option<&Path>,
 ) -> anyhow::Result<(Toolhost, Vec<String>)> {
     let report = match plugin_dir {
-        Some(dir) => runtime.load_dir(dir).await?,
+        Some(dir) => toolhost::supply::load_dir(runtime, &config.trust, dir).await?,
         None => LoadReport::default(),
     };
     let root_dir = match &config.root {

@@ -12,8 +12,16 @@
 //!   Components that did not change come from the code cache, so a reload
 //!   costs a compile only for what changed.
 //! - Events are let settle for [`SETTLE`] first: copying a file is several
-//!   writes. A file still half written fails to load, is reported by name
-//!   like at start, and loads at its next write.
+//!   writes. Then a reload waits while any plugin or manifest is open for
+//!   writing (created or written to, and not yet closed by its writer): a
+//!   half-written file is never loaded, however slowly it is written. A
+//!   file renamed into the directory is complete (`mv`, or a download
+//!   tool's rename), and loads at once. Should a file still change while it
+//!   is read, the supply checks refuse it for that reload (see
+//!   `toolhost::supply`).
+//! - Each reload reads the lock file, approvals and keys afresh
+//!   ([`supply::load_dir`]): `toolhost lock` or `approve` while serving
+//!   takes effect at the next reload.
 //! - A reload is all or nothing for the catalog: if the directory cannot be
 //!   read, or the catalog does not build with the new plugins (a `[bind]`
 //!   to a tool plugin that is gone), the previous plugins keep serving and
@@ -22,16 +30,19 @@
 //! - Reloaded plugins start afresh (new instances, health, quarantine);
 //!   calls in flight finish on the plugins they started with.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context;
-use notify::event::{AccessKind, AccessMode};
+use notify::event::{AccessKind, AccessMode, ModifyKind};
 use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
 use toolhost::pipeline::Toolhost;
 use toolhost::plugin::Runtime;
+use toolhost::supply::{self, TrustSettings};
 
 /// How long the directory must be quiet before it is reloaded.
 pub const SETTLE: Duration = Duration::from_millis(300);
@@ -39,7 +50,11 @@ pub const SETTLE: Duration = Duration::from_millis(300);
 /// A watch on one plugin directory.
 pub struct PluginWatch {
     dir: PathBuf,
+    trust: TrustSettings,
     changes: mpsc::UnboundedReceiver<()>,
+    /// Plugins and manifests open for writing: created or written to, and
+    /// not yet closed, removed or renamed away.
+    writing: Arc<Mutex<BTreeSet<PathBuf>>>,
     /// Stops watching when dropped.
     _watcher: RecommendedWatcher,
 }
@@ -47,13 +62,16 @@ pub struct PluginWatch {
 impl PluginWatch {
     /// Start watching `dir`. Fails (naming the directory) if it cannot be
     /// watched, so `serve --watch` does not start without its watch.
-    pub fn new(dir: &Path) -> anyhow::Result<Self> {
+    pub fn new(dir: &Path, trust: &TrustSettings) -> anyhow::Result<Self> {
         let cannot = || format!("cannot watch the plugin directory {}", dir.display());
         // notify's own error for a missing path names no cause.
         std::fs::read_dir(dir).with_context(cannot)?;
         let (tx, changes) = mpsc::unbounded_channel();
+        let writing = Arc::new(Mutex::new(BTreeSet::new()));
+        let open = writing.clone();
         let mut watcher = notify::recommended_watcher(move |event: notify::Result<Event>| match event {
             Ok(event) if is_change(&event) => {
+                track_writers(&event, &mut open.lock().expect("writers lock"));
                 let _ = tx.send(());
             }
             Ok(_) => {}
@@ -65,7 +83,9 @@ impl PluginWatch {
             .with_context(cannot)?;
         Ok(Self {
             dir: dir.to_owned(),
+            trust: trust.clone(),
             changes,
+            writing,
             _watcher: watcher,
         })
     }
@@ -81,13 +101,38 @@ impl PluginWatch {
                     Err(_quiet) => break,
                 }
             }
+            let writing = self.still_writing();
+            if !writing.is_empty() {
+                tracing::info!(
+                    "plugin directory {} changed; waiting for {} to be closed by its writer before reloading",
+                    self.dir.display(),
+                    writing.join(", ")
+                );
+                continue;
+            }
             self.reload(runtime, host).await;
         }
     }
 
+    /// The files still open for writing (a file gone meanwhile is not:
+    /// its close may never be seen).
+    fn still_writing(&self) -> Vec<String> {
+        let mut writing = self.writing.lock().expect("writers lock");
+        writing.retain(|path| path.exists());
+        writing
+            .iter()
+            .map(|p| {
+                p.file_name()
+                    .unwrap_or(p.as_os_str())
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect()
+    }
+
     async fn reload(&self, runtime: &Runtime, host: &Toolhost) {
         let dir = self.dir.display();
-        let report = match runtime.load_dir(&self.dir).await {
+        let report = match supply::load_dir(runtime, &self.trust, &self.dir).await {
             Ok(report) => report,
             Err(e) => {
                 tracing::error!("plugin directory changed, but {e:#}: serving the previous plugins");
@@ -126,4 +171,22 @@ fn is_change(event: &Event) -> bool {
         _ => true,
     };
     relevant_path && relevant_kind
+}
+
+/// Keep `writing` (the files open for writing) up to date with `event`.
+fn track_writers(event: &Event, writing: &mut BTreeSet<PathBuf>) {
+    match event.kind {
+        EventKind::Create(_) | EventKind::Modify(ModifyKind::Data(_) | ModifyKind::Any) => {
+            writing.extend(event.paths.iter().cloned());
+        }
+        // Closed after writing, gone, or renamed (away, or in: complete).
+        EventKind::Access(AccessKind::Close(AccessMode::Write))
+        | EventKind::Remove(_)
+        | EventKind::Modify(ModifyKind::Name(_)) => {
+            for path in &event.paths {
+                writing.remove(path);
+            }
+        }
+        _ => {}
+    }
 }

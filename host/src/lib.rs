@@ -29,6 +29,8 @@
 //! - [`gateway`]: upstream servers' prompts, resources, completions and
 //!   instructions, routed for the MCP front.
 //! - [`http_client`]: the HTTP client stack (reqwest on rustls with ring).
+//! - [`supply`]: knowing what runs: safe plugin paths, the lock file,
+//!   approvals of each component's authority, vendors' signatures.
 //! - [`atomic_file`]: replacing a file whole (write, edit, statistics).
 //!
 //! The command line (`toolhost serve`, `call`, `check`, `new`, `stats`) and
@@ -57,6 +59,7 @@ pub mod plugin;
 pub mod prompt;
 pub mod schema;
 pub mod speculation;
+pub mod supply;
 pub mod tools;
 pub mod upstream;
 pub mod value_model;

@@ -41,13 +41,36 @@ pub fn guest(crate_name: &str) -> PathBuf {
 /// A plugin directory: each entry is (file stem, guest crate, manifest text).
 pub fn plugin_dir(entries: &[(&str, &str, Option<&str>)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
+    fill_plugin_dir(dir.path(), entries);
+    dir
+}
+
+/// Copy plugins into the existing directory `dir`, as [`plugin_dir`] does.
+pub fn fill_plugin_dir(dir: &Path, entries: &[(&str, &str, Option<&str>)]) {
     for (stem, crate_name, manifest) in entries {
-        std::fs::copy(guest(crate_name), dir.path().join(format!("{stem}.wasm"))).expect("copy plugin");
+        std::fs::copy(guest(crate_name), dir.join(format!("{stem}.wasm"))).expect("copy plugin");
         if let Some(text) = manifest {
-            std::fs::write(dir.path().join(format!("{stem}.toml")), text).expect("write manifest");
+            std::fs::write(dir.join(format!("{stem}.toml")), text).expect("write manifest");
         }
     }
-    dir
+}
+
+/// The release binary ([`toolhost_binary`]), without the code cache or a
+/// plugin directory from the environment.
+pub fn toolhost() -> std::process::Command {
+    let mut cmd = std::process::Command::new(toolhost_binary());
+    cmd.arg("--no-cache").env_remove("TOOLHOST_PLUGINS");
+    cmd
+}
+
+/// Run `cmd` to its end: its output, stdout and stderr.
+pub fn run(cmd: &mut std::process::Command) -> (std::process::Output, String, String) {
+    let out = cmd.output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    (out, stdout, stderr)
 }
 
 /// A plugin directory of `entries` (as [`plugin_dir`]) loaded by a fresh

@@ -116,6 +116,22 @@ pub struct LoadReport {
     pub disabled: Vec<PathBuf>,
 }
 
+/// Decides, before a file's code is compiled or run, whether it may load
+/// (the supply-chain checks of `crate::supply`). `Err` is the reason,
+/// reported for the file like any load error.
+pub trait Admission: Sync {
+    fn admit(&self, path: &Path, name: &str, manifest: &Manifest) -> Result<(), String>;
+}
+
+/// Admits every file: a directory loaded without supply-chain checks.
+struct AdmitAll;
+
+impl Admission for AdmitAll {
+    fn admit(&self, _: &Path, _: &str, _: &Manifest) -> Result<(), String> {
+        Ok(())
+    }
+}
+
 /// A `.wasm` file found, with its manifest.
 struct Candidate {
     path: PathBuf,
@@ -126,6 +142,16 @@ impl Runtime {
     /// Load every `*.wasm` in `dir`, in registration order. Fails only if
     /// the directory cannot be read.
     pub async fn load_dir(&self, dir: &Path) -> anyhow::Result<LoadReport> {
+        self.load_dir_admitting(dir, &AdmitAll).await
+    }
+
+    /// [`Runtime::load_dir`], loading only the files `admission` admits
+    /// (disabled ones are not asked about); the others are load errors.
+    pub async fn load_dir_admitting(
+        &self,
+        dir: &Path,
+        admission: &dyn Admission,
+    ) -> anyhow::Result<LoadReport> {
         let entries = std::fs::read_dir(dir)
             .map_err(|e| anyhow::anyhow!("cannot read the plugin directory {}: {e}", dir.display()))?;
         let mut candidates = Vec::new();
@@ -149,7 +175,13 @@ impl Runtime {
                     .push(LoadError::new(&path, (LoadErrorKind::NotAFile, message)));
                 continue;
             }
-            let manifest = Manifest::read(&path.with_extension("toml"), self.settings_for(&path));
+            let manifest =
+                Manifest::read(&path.with_extension("toml"), self.settings_for(&path)).and_then(|m| match m
+                    .enabled
+                {
+                    true => admission.admit(&path, &plugin_name(&path), &m).map(|()| m),
+                    false => Ok(m),
+                });
             candidates.push(Candidate { path, manifest });
         }
         // A `[plugin.NAME]` that matches no file is most likely a typo, and

@@ -39,7 +39,7 @@ pub use calls::Enrichment;
 pub use definition::{AfterCallOverride, BeforeCallDecision, Hooks, RenderOptions, ToolDefinition};
 pub use health::Status;
 pub use host_api::{LogLevel, LogLine, LogSink, ProgressFn, tracing_sink};
-pub use loader::{LoadError, LoadErrorKind, LoadReport};
+pub use loader::{Admission, LoadError, LoadErrorKind, LoadReport};
 pub use manifest::{Limits, Manifest, Method, Policy};
 pub use origin::Origin;
 

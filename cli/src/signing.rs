@@ -1,0 +1,28 @@
+//! `toolhost keygen NAME` and `toolhost sign FILE`: a vendor's key pair and
+//! signatures, in the format `toolhost::supply::signature` verifies.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use toolhost::supply::signature;
+
+pub fn keygen(dir: &Path, name: &str) -> Result<ExitCode> {
+    let (secret, public) = signature::keygen(dir, name)?;
+    println!("secret key: {} (keep it private)", secret.display());
+    println!(
+        "public key: {} (users trust it with `[trust] keys = {{ {name} = \"{}\" }}` in toolhost.toml)",
+        public.display(),
+        public.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn sign(file: &Path, key: &Path, detached: bool) -> Result<ExitCode> {
+    let written = signature::sign(file, key, detached)?;
+    match detached {
+        true => println!("signed {}: signature in {}", file.display(), written.display()),
+        false => println!("signed {} (signature embedded)", file.display()),
+    }
+    Ok(ExitCode::SUCCESS)
+}

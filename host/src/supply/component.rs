@@ -1,0 +1,97 @@
+//! One plugin file as the supply checks see it: its bytes read once and
+//! whole, their digest, and the interfaces the component imports, read
+//! from the component's own import section (wasmparser), not from what a
+//! manifest or the plugin says of itself.
+//!
+//! A file that changes while it is read (its size, modification or change
+//! time, or inode differ before and after) is being written: it is
+//! refused for now, and loads once it is complete (the next reload).
+
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use sha2::{Digest as _, Sha256};
+
+/// A SHA-256 digest, written `sha256:HEX`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct Digest(String);
+
+impl Digest {
+    pub fn of(bytes: &[u8]) -> Self {
+        Self(format!("sha256:{}", hex::encode(Sha256::digest(bytes))))
+    }
+
+    /// The first 12 hex digits, for messages.
+    pub fn short(&self) -> &str {
+        let end = self.0.len().min("sha256:".len() + 12);
+        &self.0[..end]
+    }
+}
+
+impl std::fmt::Display for Digest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A plugin file read whole.
+pub struct ComponentFile {
+    pub bytes: Vec<u8>,
+    pub digest: Digest,
+}
+
+impl ComponentFile {
+    pub fn read(path: &Path) -> Result<Self, String> {
+        let stamp = |meta: &std::fs::Metadata| {
+            (
+                meta.len(),
+                meta.ino(),
+                meta.mtime(),
+                meta.mtime_nsec(),
+                meta.ctime(),
+                meta.ctime_nsec(),
+            )
+        };
+        let cannot = |e: std::io::Error| format!("cannot read: {e}");
+        let before = std::fs::metadata(path).map_err(cannot)?;
+        let bytes = std::fs::read(path).map_err(cannot)?;
+        let after = std::fs::metadata(path).map_err(cannot)?;
+        if stamp(&before) != stamp(&after) || bytes.len() as u64 != after.len() {
+            return Err(
+                "is being written (it changed while it was read): it loads once it is complete".into(),
+            );
+        }
+        let digest = Digest::of(&bytes);
+        Ok(Self { bytes, digest })
+    }
+
+    /// The names of the component's own imports (`wasi:cli/environment@0.2.3`,
+    /// `toolhost:plugin/http@0.1.0`), in order; those of components and
+    /// modules nested in it are theirs to satisfy from it, not the host.
+    pub fn imports(&self) -> Result<Vec<String>, String> {
+        let mut imports = Vec::new();
+        let mut depth = 0usize;
+        for payload in wasmparser::Parser::new(0).parse_all(&self.bytes) {
+            use wasmparser::Payload;
+            match payload.map_err(|e| format!("cannot read the component's imports: {e}"))? {
+                Payload::Version { encoding, .. }
+                    if depth == 0 && encoding != wasmparser::Encoding::Component =>
+                {
+                    return Err("is a core WebAssembly module, not a component".into());
+                }
+                Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
+                Payload::End(_) => depth = depth.saturating_sub(1),
+                Payload::ComponentImportSection(reader) if depth == 0 => {
+                    for import in reader {
+                        let import =
+                            import.map_err(|e| format!("cannot read the component's imports: {e}"))?;
+                        imports.push(import.name.name.to_owned());
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(imports)
+    }
+}

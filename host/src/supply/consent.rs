@@ -1,0 +1,189 @@
+//! What a plugin may do: the interfaces its component imports and what the
+//! user's manifest grants it (HTTP origins, secrets, limits), and whether
+//! one such set is wider than another, for the lock file and approvals.
+//!
+//! Imports are compared by interface without its version
+//! (`wasi:cli/environment`): a rebuild against a newer WASI patch release
+//! is not more authority, a new interface is. Limits are wider when any
+//! of memory, CPU, wall-clock time or output size is larger.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::plugin::Manifest;
+
+/// A plugin's authority, as recorded in the lock and approval files.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Consent {
+    /// Interfaces imported, with their versions, as in the component.
+    pub imports: BTreeSet<String>,
+    /// Origins granted in `grants.http`.
+    pub http: BTreeSet<String>,
+    /// Secrets granted, by name: which variable goes as which header where.
+    pub secrets: BTreeMap<String, SecretConsent>,
+    pub limits: LimitConsent,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecretConsent {
+    pub env: String,
+    pub header: String,
+    pub hosts: BTreeSet<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitConsent {
+    pub memory_mb: u64,
+    pub cpu_ms: u64,
+    pub wall_ms: u64,
+    pub max_output_kb: u64,
+}
+
+impl Consent {
+    /// The authority of a component of `size` bytes importing `imports`,
+    /// under `manifest` (its limits resolved as the loader resolves them).
+    pub fn of(imports: &[String], manifest: &Manifest, size: usize) -> Result<Self, String> {
+        let limits = manifest
+            .limits
+            .resolve(size)
+            .map_err(|e| format!("manifest: {e}"))?;
+        let secrets = manifest
+            .grants
+            .secrets
+            .iter()
+            .map(|(name, s)| {
+                let hosts = s.hosts.iter().map(ToString::to_string).collect();
+                let consent = SecretConsent {
+                    env: s.env.clone(),
+                    header: s.header.clone(),
+                    hosts,
+                };
+                (name.clone(), consent)
+            })
+            .collect();
+        Ok(Self {
+            imports: imports.iter().cloned().collect(),
+            http: manifest.grants.http.iter().map(ToString::to_string).collect(),
+            secrets,
+            limits: LimitConsent {
+                memory_mb: (limits.memory_bytes >> 20) as u64,
+                cpu_ms: limits.cpu.as_millis() as u64,
+                wall_ms: limits.wall.as_millis() as u64,
+                max_output_kb: (limits.max_output_bytes >> 10) as u64,
+            },
+        })
+    }
+
+    /// What `self` has beyond `before`, each said in a few words; empty
+    /// when it stays within it.
+    pub fn widening(&self, before: &Consent) -> Vec<String> {
+        let mut wider = Vec::new();
+        let old_interfaces: BTreeSet<&str> = before.imports.iter().map(|i| unversioned(i)).collect();
+        for import in &self.imports {
+            if !old_interfaces.contains(unversioned(import)) {
+                wider.push(format!("imports {import}"));
+            }
+        }
+        for origin in self.http.difference(&before.http) {
+            wider.push(format!("may reach {origin}"));
+        }
+        for (name, secret) in &self.secrets {
+            match before.secrets.get(name) {
+                None => wider.push(format!(
+                    "gets secret `{name}` (${} as {})",
+                    secret.env, secret.header
+                )),
+                Some(old) if old.env != secret.env || old.header != secret.header => wider.push(format!(
+                    "secret `{name}` is now ${} as {} (was ${} as {})",
+                    secret.env, secret.header, old.env, old.header
+                )),
+                Some(old) => {
+                    for host in secret.hosts.difference(&old.hosts) {
+                        wider.push(format!("secret `{name}` also goes to {host}"));
+                    }
+                }
+            }
+        }
+        let (new, old) = (&self.limits, &before.limits);
+        for (what, new, old) in [
+            ("memory_mb", new.memory_mb, old.memory_mb),
+            ("cpu_ms", new.cpu_ms, old.cpu_ms),
+            ("wall_ms", new.wall_ms, old.wall_ms),
+            ("max_output_kb", new.max_output_kb, old.max_output_kb),
+        ] {
+            if new > old {
+                wider.push(format!("limits.{what} {new} (was {old})"));
+            }
+        }
+        wider
+    }
+}
+
+/// `wasi:cli/environment@0.2.3` → `wasi:cli/environment`.
+fn unversioned(import: &str) -> &str {
+    import.split_once('@').map_or(import, |(name, _)| name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn consent(imports: &[&str], manifest: &str) -> Consent {
+        let manifest: Manifest = toml::from_str(manifest).unwrap();
+        let imports: Vec<String> = imports.iter().map(|s| s.to_string()).collect();
+        Consent::of(&imports, &manifest, 1000).unwrap()
+    }
+
+    #[test]
+    fn more_imports_grants_or_limits_are_wider_and_a_patch_release_is_not() {
+        let base = consent(
+            &["wasi:cli/environment@0.2.3"],
+            "[grants]\nhttp = [\"a.example\"]\n",
+        );
+        let same = consent(
+            &["wasi:cli/environment@0.2.6"],
+            "[grants]\nhttp = [\"a.example\"]\n",
+        );
+        assert!(same.widening(&base).is_empty());
+        let http = consent(
+            &["wasi:cli/environment@0.2.3", "toolhost:plugin/http@0.1.0"],
+            "[grants]\nhttp = [\"a.example\", \"b.example\"]\n[limits]\nmemory_mb = 512\n",
+        );
+        let wider = http.widening(&base);
+        assert_eq!(
+            wider,
+            [
+                "imports toolhost:plugin/http@0.1.0",
+                "may reach https://b.example:443",
+                "limits.memory_mb 512 (was 64)"
+            ]
+        );
+        // Narrower is not wider.
+        assert!(base.widening(&http).is_empty());
+    }
+
+    #[test]
+    fn a_secret_sent_elsewhere_is_wider() {
+        let secret = |hosts: &str| {
+            consent(
+                &[],
+                &format!(
+                    "[grants]\nhttp = [\"a.example\", \"b.example\"]\n[grants.secrets.t]\nenv = \"T\"\n\
+                     header = \"Authorization\"\nhosts = [{hosts}]\n"
+                ),
+            )
+        };
+        let one = secret("\"a.example\"");
+        let two = secret("\"a.example\", \"b.example\"");
+        assert_eq!(
+            two.widening(&one),
+            ["secret `t` also goes to https://b.example:443"]
+        );
+        let none = consent(&[], "[grants]\nhttp = [\"a.example\", \"b.example\"]\n");
+        assert_eq!(one.widening(&none), ["gets secret `t` ($T as Authorization)"]);
+    }
+}

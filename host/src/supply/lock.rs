@@ -1,0 +1,133 @@
+//! The lock file (`plugins.lock`, beside the plugin directory unless
+//! `[trust] lock` says otherwise): for each plugin, the digest of its
+//! component, the digest of its manifest in effect (the sidecar with its
+//! `[plugin.NAME]` settings laid over it, so a change in either shows),
+//! and the authority in effect. When it exists, a plugin loads only if it
+//! matches; a mismatch names the file and what changed.
+//!
+//! Written by `toolhost lock`, whole (replaced atomically); read at every
+//! load. Owns the format and the comparison; not where it is enforced.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::SupplyError;
+use super::component::Digest;
+use super::consent::Consent;
+use super::facts::Facts;
+
+/// The version of the format written.
+const VERSION: u32 = 1;
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Lock {
+    pub version: u32,
+    /// By plugin name.
+    #[serde(default)]
+    pub plugins: BTreeMap<String, Locked>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Locked {
+    /// The file name in the plugin directory.
+    pub file: String,
+    pub wasm: Digest,
+    pub manifest: Digest,
+    pub consent: Consent,
+}
+
+impl Lock {
+    /// A lock of exactly these plugins.
+    pub fn of(facts: &[Facts]) -> Self {
+        let plugins = facts
+            .iter()
+            .map(|f| {
+                let locked = Locked {
+                    file: f.file_name(),
+                    wasm: f.wasm.clone(),
+                    manifest: f.manifest.clone(),
+                    consent: f.consent.clone(),
+                };
+                (f.name.clone(), locked)
+            })
+            .collect();
+        Self {
+            version: VERSION,
+            plugins,
+        }
+    }
+
+    /// Read `path`; `None` if there is no such file.
+    pub fn read(path: &Path) -> Result<Option<Self>, SupplyError> {
+        let Some(text) = super::read_optional(path)? else {
+            return Ok(None);
+        };
+        let lock: Self = toml::from_str(&text).map_err(|e| SupplyError::Malformed {
+            path: path.into(),
+            message: e.to_string(),
+        })?;
+        if lock.version != VERSION {
+            return Err(SupplyError::Malformed {
+                path: path.into(),
+                message: format!(
+                    "version {} is not one this toolhost reads ({VERSION}); run `toolhost lock` again",
+                    lock.version
+                ),
+            });
+        }
+        Ok(Some(lock))
+    }
+
+    pub fn write(&self, path: &Path) -> Result<(), SupplyError> {
+        let text = format!(
+            "# Written by `toolhost lock`: only these plugins, with these digests and\n\
+             # this authority, load. Run `toolhost lock` again to accept a change.\n{}",
+            toml::to_string(self).expect("a lock serializes")
+        );
+        crate::atomic_file::replace(path, text.as_bytes()).map_err(|source| SupplyError::Write {
+            path: PathBuf::from(path),
+            source,
+        })
+    }
+
+    /// Whether `facts` match this lock (at `path`), else what differs.
+    pub fn check(&self, path: &Path, facts: &Facts) -> Result<(), String> {
+        let lock = path.display();
+        let Some(locked) = self.plugins.get(&facts.name) else {
+            return Err(format!(
+                "plugin `{}` is not in {lock}: it loads once it is locked (`toolhost lock`)",
+                facts.name
+            ));
+        };
+        let mut changes = Vec::new();
+        if locked.file != facts.file_name() {
+            changes.push(format!("it was locked as {}", locked.file));
+        }
+        if locked.wasm != facts.wasm {
+            changes.push(format!(
+                "its component changed (locked {}, now {})",
+                locked.wasm.short(),
+                facts.wasm.short()
+            ));
+        }
+        if locked.manifest != facts.manifest {
+            changes.push("its manifest or its [plugin] settings in toolhost.toml changed".to_owned());
+        }
+        if changes.is_empty() {
+            return Ok(());
+        }
+        let wider = facts.consent.widening(&locked.consent);
+        let authority = match wider.is_empty() {
+            true => "its authority is within the locked one".to_owned(),
+            false => format!("it is now wider: it {}", wider.join(", ")),
+        };
+        Err(format!(
+            "does not match {lock}: {}; {authority}. If the change is yours, run `toolhost lock`",
+            changes.join(", ")
+        ))
+    }
+}

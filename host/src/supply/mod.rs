@@ -1,0 +1,291 @@
+//! Knowing exactly what runs: the checks a plugin file passes before its
+//! code is compiled or run.
+//!
+//! - [`safe_path`]: no other user can write the file, its manifest, or a
+//!   directory above them (as ssh requires of keys).
+//! - [`lock`]: when `plugins.lock` exists, only the plugins it records,
+//!   with the digests and authority it records, load.
+//! - [`approval`]: with `require_approval = true`, only plugins within the
+//!   authority the user approved load.
+//! - [`signature`]: with `require_signatures = true`, only plugins signed
+//!   by a key of `[trust] keys` load.
+//!
+//! [`Supply`] is the loader's [`Admission`]: a file refused is reported by
+//! name with the reason and the command that fixes it, the other plugins
+//! load. The facts they rest on ([`Facts`]: digests, and [`Consent`], the
+//! imports read from the component itself and the grants in effect) are
+//! read from the file once, whole; with no lock and nothing required only
+//! the paths are checked, so a plain start reads no file twice.
+//!
+//! The file is checked, then loaded by the loader from the same path:
+//! nobody but the user (or root) can change it in between, as
+//! [`safe_path`] made sure.
+
+mod approval;
+mod component;
+mod consent;
+mod facts;
+mod lock;
+mod safe_path;
+pub mod signature;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::Deserialize;
+
+use crate::plugin::{Admission, LoadError, LoadReport, Manifest, Runtime};
+
+pub use approval::Approvals;
+pub use component::Digest;
+pub use consent::{Consent, LimitConsent, SecretConsent};
+pub use facts::Facts;
+pub use lock::Lock;
+pub use signature::TrustedKeys;
+
+/// `[trust]` of toolhost.toml.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrustSettings {
+    /// Vendors' public keys, by a name of the user's choosing.
+    #[serde(default)]
+    pub keys: BTreeMap<String, PathBuf>,
+    /// Load only plugins signed by one of `keys`.
+    #[serde(default)]
+    pub require_signatures: bool,
+    /// Load only plugins within their approval (`toolhost approve`).
+    #[serde(default)]
+    pub require_approval: bool,
+    /// The lock file (default: `plugins.lock` beside the plugin directory).
+    pub lock: Option<PathBuf>,
+    /// The approvals (default: `plugins.approvals` beside the plugin directory).
+    pub approvals: Option<PathBuf>,
+}
+
+impl TrustSettings {
+    /// Resolve the paths in it against `base`, the configuration's directory.
+    pub fn resolve_paths(&mut self, base: &Path) {
+        for path in self.keys.values_mut() {
+            *path = base.join(&*path);
+        }
+        self.lock = self.lock.as_ref().map(|p| base.join(p));
+        self.approvals = self.approvals.as_ref().map(|p| base.join(p));
+    }
+
+    pub fn lock_path(&self, plugin_dir: &Path) -> PathBuf {
+        self.lock
+            .clone()
+            .unwrap_or_else(|| beside(plugin_dir, "plugins.lock"))
+    }
+
+    pub fn approvals_path(&self, plugin_dir: &Path) -> PathBuf {
+        self.approvals
+            .clone()
+            .unwrap_or_else(|| beside(plugin_dir, "plugins.approvals"))
+    }
+}
+
+/// `name` in the directory that holds `dir`.
+fn beside(dir: &Path, name: &str) -> PathBuf {
+    let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_owned());
+    dir.parent().unwrap_or(Path::new("/")).join(name)
+}
+
+/// A file the checks rest on is unsafe, unreadable or malformed: nothing
+/// loads, as nothing could be checked.
+#[derive(Debug, thiserror::Error)]
+pub enum SupplyError {
+    #[error("{0}")]
+    Unsafe(String),
+    #[error("cannot read {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("cannot write {path}: {source}")]
+    Write { path: PathBuf, source: std::io::Error },
+    #[error("{path}: {message}")]
+    Malformed { path: PathBuf, message: String },
+    #[error("key `{name}` ({path}): {message}")]
+    Key {
+        name: String,
+        path: PathBuf,
+        message: String,
+    },
+    #[error("cannot sign {path}: {message}")]
+    Sign { path: PathBuf, message: String },
+}
+
+/// The text of `path` if it exists and is safe; `None` if it does not exist.
+fn read_optional(path: &Path) -> Result<Option<String>, SupplyError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => {
+            safe_path::check(path).map_err(SupplyError::Unsafe)?;
+            Ok(Some(text))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(SupplyError::Read {
+            path: path.into(),
+            source,
+        }),
+    }
+}
+
+/// The checks of one plugin directory under the user's `[trust]`.
+pub struct Supply {
+    require_signatures: bool,
+    keys: TrustedKeys,
+    lock: Option<(PathBuf, Lock)>,
+    /// Read when approval is required.
+    approvals: Option<Approvals>,
+}
+
+/// One file's verdicts, for `toolhost plugins --grants`.
+pub struct Verdicts {
+    /// The trusted key that signed it, or why none did; `None` with no
+    /// keys and no requirement.
+    pub signature: Option<Result<String, String>>,
+    /// Whether it matches the lock file; `None` with no lock file.
+    pub lock: Option<Result<(), String>>,
+    /// Whether it is within its approval.
+    pub approval: Result<(), String>,
+}
+
+impl Supply {
+    /// The checks for `plugin_dir`: its lock file (if any), the approvals
+    /// (if required) and the trusted keys, read now.
+    pub fn open(settings: &TrustSettings, plugin_dir: &Path) -> Result<Self, SupplyError> {
+        let lock_path = settings.lock_path(plugin_dir);
+        let lock = Lock::read(&lock_path)?.map(|lock| (lock_path, lock));
+        let approvals = settings
+            .require_approval
+            .then(|| Approvals::read(&settings.approvals_path(plugin_dir)))
+            .transpose()?;
+        Ok(Self {
+            require_signatures: settings.require_signatures,
+            keys: TrustedKeys::load(&settings.keys)?,
+            lock,
+            approvals,
+        })
+    }
+
+    fn reads_contents(&self) -> bool {
+        self.require_signatures || self.lock.is_some() || self.approvals.is_some()
+    }
+
+    /// The paths a plugin's code and authority come from are safe.
+    fn check_paths(path: &Path) -> Result<(), String> {
+        safe_path::check(path)?;
+        let manifest = path.with_extension("toml");
+        if manifest.exists() {
+            safe_path::check(&manifest)?;
+        }
+        Ok(())
+    }
+
+    /// Every verdict on a file read, none short-circuiting.
+    fn verdicts(&self, facts: &Facts, bytes: &[u8], approvals: &Approvals) -> Verdicts {
+        let signature =
+            (self.require_signatures || !self.keys.is_empty()).then(|| self.keys.verify(&facts.path, bytes));
+        Verdicts {
+            signature,
+            lock: self.lock.as_ref().map(|(path, lock)| lock.check(path, facts)),
+            approval: approvals.check(facts),
+        }
+    }
+}
+
+impl Admission for Supply {
+    fn admit(&self, path: &Path, name: &str, manifest: &Manifest) -> Result<(), String> {
+        Self::check_paths(path)?;
+        if !self.reads_contents() {
+            return Ok(());
+        }
+        let (facts, file) = Facts::gather(path, name, manifest)?;
+        if self.require_signatures {
+            self.keys.verify(path, &file.bytes)?;
+        }
+        if let Some((lock_path, lock)) = &self.lock {
+            lock.check(lock_path, &facts)?;
+        }
+        if let Some(approvals) = &self.approvals {
+            approvals
+                .check(&facts)
+                .map_err(|e| format!("require_approval = true, and {e}"))?;
+        }
+        Ok(())
+    }
+}
+
+/// Load `dir` as `runtime` does, admitting only what passes the checks.
+pub async fn load_dir(runtime: &Runtime, settings: &TrustSettings, dir: &Path) -> anyhow::Result<LoadReport> {
+    let supply = Supply::open(settings, dir)?;
+    runtime.load_dir_admitting(dir, &supply).await
+}
+
+/// A plugin file found by [`survey`], with its facts and verdicts.
+pub struct Surveyed {
+    pub facts: Facts,
+    pub verdicts: Verdicts,
+}
+
+/// What [`survey`] found.
+pub struct Survey {
+    /// In registration order.
+    pub plugins: Vec<Surveyed>,
+    /// Files whose facts could not be read, or whose paths are unsafe,
+    /// and the directory's own load errors (a malformed manifest).
+    pub errors: Vec<LoadError>,
+}
+
+/// The facts and verdicts of every enabled plugin of `dir`, found and
+/// with their manifests layered exactly as loading finds them, but
+/// running none: for `toolhost lock`, `approve` and `plugins --grants`.
+pub async fn survey(runtime: &Runtime, settings: &TrustSettings, dir: &Path) -> anyhow::Result<Survey> {
+    /// Records each file and refuses it, so nothing is compiled or run.
+    struct Recorder<'a> {
+        supply: &'a Supply,
+        approvals: Approvals,
+        found: Mutex<Vec<Result<Surveyed, LoadError>>>,
+    }
+    const SURVEYED: &str = "surveyed";
+    impl Admission for Recorder<'_> {
+        fn admit(&self, path: &Path, name: &str, manifest: &Manifest) -> Result<(), String> {
+            let found = Supply::check_paths(path)
+                .and_then(|()| Facts::gather(path, name, manifest))
+                .map(|(facts, file)| {
+                    let verdicts = self.supply.verdicts(&facts, &file.bytes, &self.approvals);
+                    Surveyed { facts, verdicts }
+                })
+                .map_err(|message| LoadError {
+                    path: path.to_owned(),
+                    message,
+                });
+            self.found.lock().expect("survey lock").push(found);
+            Err(SURVEYED.into())
+        }
+    }
+    let supply = Supply::open(settings, dir)?;
+    let recorder = Recorder {
+        supply: &supply,
+        approvals: Approvals::read(&settings.approvals_path(dir))?,
+        found: Mutex::default(),
+    };
+    let report = runtime.load_dir_admitting(dir, &recorder).await?;
+    let mut found = recorder.found.into_inner().expect("survey lock");
+    let mut survey = Survey {
+        plugins: Vec::new(),
+        errors: Vec::new(),
+    };
+    // The loader reports its refusals in registration order.
+    for error in report.errors {
+        let at = found.iter().position(|f| match f {
+            Ok(s) => s.facts.path == error.path,
+            Err(e) => e.path == error.path,
+        });
+        match at.filter(|_| error.message == SURVEYED).map(|i| found.remove(i)) {
+            Some(Ok(surveyed)) => survey.plugins.push(surveyed),
+            Some(Err(error)) => survey.errors.push(error),
+            None => survey.errors.push(error),
+        }
+    }
+    Ok(survey)
+}

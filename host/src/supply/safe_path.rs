@@ -1,0 +1,117 @@
+//! Safe locations: a plugin, its manifest, the lock and approval files are
+//! used only if no other user can change them, as ssh refuses a key file
+//! others can write.
+//!
+//! A path is safe when the file and every directory above it (the
+//! resolved path, symbolic links followed) are owned by the user running
+//! the host or by root, and none is writable by group or others; a
+//! directory above may be writable by others if it is sticky (`/tmp`), as
+//! then nobody else can rename or remove what is in it. The directory that
+//! holds the file itself may not be (sticky or not, others could add
+//! a plugin to it). Owns these checks; not what is refused because of them.
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+
+const GROUP_OR_OTHER_WRITE: u32 = 0o022;
+const STICKY: u32 = 0o1000;
+
+/// Check `path` (which must exist) and the directories above it. The
+/// error says what is unsafe and the command that fixes it.
+pub fn check(path: &Path) -> Result<(), String> {
+    let resolved =
+        std::fs::canonicalize(path).map_err(|e| format!("cannot resolve {}: {e}", path.display()))?;
+    let me = rustix::process::geteuid().as_raw();
+    for (depth, at) in resolved.ancestors().enumerate() {
+        let meta = std::fs::metadata(at).map_err(|e| format!("cannot inspect {}: {e}", at.display()))?;
+        let mode = meta.permissions().mode();
+        let what = match depth {
+            0 if meta.is_dir() => "directory",
+            0 => "file",
+            _ => "directory",
+        };
+        if meta.uid() != me && meta.uid() != 0 {
+            return Err(format!(
+                "the {what} {} is owned by another user (uid {}): they could change what runs; \
+                 fix: `chown {me} {}` (or move the plugins somewhere only you own)",
+                at.display(),
+                meta.uid(),
+                at.display()
+            ));
+        }
+        // The file and the directory holding it: no writer but the owner.
+        // Directories further up: a sticky one lets nobody else rename
+        // what is in it.
+        let tolerated = depth >= 2 && mode & STICKY != 0;
+        if mode & GROUP_OR_OTHER_WRITE != 0 && !tolerated {
+            let who = if mode & 0o002 != 0 {
+                "every user"
+            } else {
+                "its group"
+            };
+            return Err(format!(
+                "the {what} {} is writable by {who} (mode {:04o}): they could change what runs; \
+                 fix: `chmod go-w {}`",
+                at.display(),
+                mode & 0o7777,
+                at.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chmod(path: &Path, mode: u32) {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    #[test]
+    fn writable_by_others_is_refused_with_the_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("p.wasm");
+        std::fs::write(&file, b"x").unwrap();
+        chmod(dir.path(), 0o755);
+        chmod(&file, 0o644);
+        check(&file).unwrap();
+        chmod(&file, 0o666);
+        let err = check(&file).unwrap_err();
+        assert!(
+            err.contains("file") && err.contains("every user") && err.contains("chmod go-w"),
+            "{err}"
+        );
+        chmod(&file, 0o644);
+        // The plugin directory: sticky does not make it safe.
+        chmod(dir.path(), 0o1777);
+        let err = check(&file).unwrap_err();
+        assert!(err.contains("directory") && err.contains("1777"), "{err}");
+        chmod(dir.path(), 0o775);
+        assert!(check(&file).unwrap_err().contains("its group"));
+        chmod(dir.path(), 0o755);
+    }
+
+    #[test]
+    fn a_sticky_directory_above_is_tolerated() {
+        // A directory in a sticky, world-writable one (the temporary
+        // directory is usually such).
+        let outer = tempfile::tempdir().unwrap();
+        chmod(outer.path(), 0o1777);
+        let inner = outer.path().join("plugins");
+        std::fs::create_dir(&inner).unwrap();
+        chmod(&inner, 0o755);
+        let file = inner.join("p.wasm");
+        std::fs::write(&file, b"x").unwrap();
+        chmod(&file, 0o644);
+        check(&file).unwrap();
+        chmod(outer.path(), 0o777);
+        assert!(
+            check(&file)
+                .unwrap_err()
+                .contains(&outer.path().display().to_string())
+        );
+        chmod(outer.path(), 0o755);
+    }
+}

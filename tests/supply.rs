@@ -1,0 +1,406 @@
+//! Knowing what runs (`toolhost::supply`), through the `toolhost` command
+//! line over real plugin files, keys and directories made in each test:
+//! unsafe paths, the lock file, approvals of what each component imports
+//! and is granted, vendors' signatures, and a file written while
+//! `serve --watch` reloads.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use toolhost_tests::{fill_plugin_dir, guest, run, toolhost};
+
+/// A working directory holding `plugins/` (mode 0755) with `entries`, and
+/// `toolhost.toml` with `config`: the lock and approvals go beside
+/// `plugins/`, in the working directory.
+struct Setup {
+    top: tempfile::TempDir,
+}
+
+impl Setup {
+    fn new(entries: &[(&str, &str, Option<&str>)], config: &str) -> Self {
+        let top = tempfile::tempdir().unwrap();
+        let dir = top.path().join("plugins");
+        std::fs::create_dir(&dir).unwrap();
+        chmod(&dir, 0o755);
+        fill_plugin_dir(&dir, entries);
+        std::fs::write(
+            top.path().join("toolhost.toml"),
+            format!("plugins = \"plugins\"\n{config}"),
+        )
+        .unwrap();
+        Self { top }
+    }
+
+    fn dir(&self) -> PathBuf {
+        self.top.path().join("plugins")
+    }
+
+    fn file(&self, name: &str) -> PathBuf {
+        self.dir().join(name)
+    }
+
+    /// `toolhost ARGS` in the working directory.
+    fn toolhost(&self, args: &[&str]) -> (std::process::Output, String, String) {
+        run(toolhost().current_dir(self.top.path()).args(args))
+    }
+
+    /// The names of the plugins `toolhost plugins` loads, and its stderr.
+    fn loaded(&self) -> (Vec<String>, String) {
+        let (_, stdout, stderr) = self.toolhost(&["plugins", "--json"]);
+        let v: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"));
+        let names = v["plugins"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap().to_owned())
+            .collect();
+        (names, stderr)
+    }
+}
+
+fn chmod(path: &Path, mode: u32) {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// Change one byte of the file, in the middle.
+fn tamper(path: &Path) {
+    let mut bytes = std::fs::read(path).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x01;
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// Append a custom section: a new build of the same component (another
+/// digest, the same imports and exports).
+fn rebuild(path: &Path) {
+    let name = b"build-id";
+    let payload = b"second build";
+    let mut section = vec![name.len() as u8];
+    section.extend_from_slice(name);
+    section.extend_from_slice(payload);
+    let mut bytes = std::fs::read(path).unwrap();
+    bytes.push(0);
+    bytes.push(section.len() as u8);
+    bytes.extend_from_slice(&section);
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[test]
+fn a_plugin_others_can_write_is_refused_with_the_fix_and_the_others_load() {
+    let s = Setup::new(
+        &[
+            ("10-text", "text_tools", None),
+            ("20-format", "format_pipeline", None),
+        ],
+        "",
+    );
+    assert_eq!(s.loaded().0, ["text", "format"]);
+
+    chmod(&s.file("20-format.wasm"), 0o666);
+    let (loaded, stderr) = s.loaded();
+    assert_eq!(loaded, ["text"], "{stderr}");
+    assert!(
+        stderr.contains("20-format.wasm: the file")
+            && stderr.contains("is writable by every user (mode 0666)")
+            && stderr.contains("fix: `chmod go-w"),
+        "{stderr}"
+    );
+    chmod(&s.file("20-format.wasm"), 0o644);
+
+    // A manifest others can write grants authority as much as the code.
+    std::fs::write(s.file("10-text.toml"), "order = 1\n").unwrap();
+    chmod(&s.file("10-text.toml"), 0o664);
+    let (loaded, stderr) = s.loaded();
+    assert_eq!(loaded, ["format"], "{stderr}");
+    assert!(
+        stderr.contains("10-text.toml is writable by its group"),
+        "{stderr}"
+    );
+    chmod(&s.file("10-text.toml"), 0o644);
+
+    // A world-writable directory: anyone could add a plugin to it.
+    chmod(&s.dir(), 0o777);
+    let (loaded, stderr) = s.loaded();
+    assert!(loaded.is_empty(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "the directory {} is writable by every user (mode 0777)",
+            s.dir().display()
+        )),
+        "{stderr}"
+    );
+    chmod(&s.dir(), 0o755);
+    assert_eq!(s.loaded().0, ["text", "format"]);
+}
+
+#[test]
+fn with_a_lock_file_only_what_it_records_loads_and_a_mismatch_says_what_changed() {
+    let s = Setup::new(
+        &[
+            ("10-text", "text_tools", None),
+            ("20-format", "format_pipeline", None),
+        ],
+        "",
+    );
+    let (out, stdout, stderr) = s.toolhost(&["lock"]);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    let lock = s.top.path().join("plugins.lock");
+    assert!(
+        stdout.contains(&format!("wrote {} (2 plugins)", lock.display())),
+        "{stdout}"
+    );
+    let text = std::fs::read_to_string(&lock).unwrap();
+    assert!(
+        text.contains("[plugins.text]") && text.contains("wasm = \"sha256:"),
+        "{text}"
+    );
+    assert_eq!(s.loaded().0, ["text", "format"]);
+
+    // One byte changed.
+    let original = std::fs::read(s.file("20-format.wasm")).unwrap();
+    tamper(&s.file("20-format.wasm"));
+    let (loaded, stderr) = s.loaded();
+    assert_eq!(loaded, ["text"], "{stderr}");
+    assert!(
+        stderr.contains("20-format.wasm: does not match")
+            && stderr.contains("plugins.lock: its component changed (locked sha256:"),
+        "{stderr}"
+    );
+    // `tools` (and so `serve` and `call`, built the same way) holds to it too.
+    let (_, stdout, stderr) = s.toolhost(&["tools", "--json"]);
+    assert!(stderr.contains("20-format.wasm: does not match"), "{stderr}");
+    assert!(stdout.contains("word_count"), "{stdout}");
+    std::fs::write(s.file("20-format.wasm"), original).unwrap();
+
+    // A grant widened in the manifest.
+    std::fs::write(s.file("10-text.toml"), "[grants]\nhttp = [\"api.example.com\"]\n").unwrap();
+    let (loaded, stderr) = s.loaded();
+    assert_eq!(loaded, ["format"], "{stderr}");
+    assert!(
+        stderr.contains("its manifest or its [plugin] settings in toolhost.toml changed")
+            && stderr.contains("it is now wider: it may reach https://api.example.com:443")
+            && stderr.contains("run `toolhost lock`"),
+        "{stderr}"
+    );
+    // A plugin the lock does not know.
+    std::fs::remove_file(s.file("10-text.toml")).unwrap();
+    std::fs::copy(guest("text_tools"), s.file("30-other.wasm")).unwrap();
+    let (loaded, stderr) = s.loaded();
+    assert_eq!(loaded, ["text", "format"], "{stderr}");
+    assert!(stderr.contains("plugin `other` is not in"), "{stderr}");
+
+    // Locking again accepts the directory as it now is.
+    let (out, stdout, _) = s.toolhost(&["lock"]);
+    assert!(out.status.success() && stdout.contains("(3 plugins)"), "{stdout}");
+    assert_eq!(s.loaded().0, ["text", "format", "other"]);
+
+    // A lock file others can write is no lock: nothing loads.
+    chmod(&lock, 0o666);
+    let (out, _, stderr) = s.toolhost(&["plugins"]);
+    assert!(
+        !out.status.success() && stderr.contains("plugins.lock is writable by every user"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn an_unapproved_plugin_does_not_load_and_an_upgrade_that_imports_more_needs_approval_again() {
+    let s = Setup::new(
+        &[("10-tool", "text_tools", None)],
+        "[trust]\nrequire_approval = true\n",
+    );
+    let (loaded, stderr) = s.loaded();
+    assert!(loaded.is_empty(), "{stderr}");
+    assert!(
+        stderr.contains("require_approval = true, and plugin `tool` is not approved")
+            && stderr.contains("`toolhost approve tool`"),
+        "{stderr}"
+    );
+    // What it imports, read from the component, and what it is granted.
+    let (_, stdout, _) = s.toolhost(&["plugins", "--grants"]);
+    assert!(stdout.contains("tool (10-tool.wasm, sha256:"), "{stdout}");
+    assert!(
+        stdout.contains("  imports: ") && stdout.contains("toolhost:plugin/host@"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("toolhost:plugin/http"), "{stdout}");
+    assert!(
+        stdout.contains("  http: none") && stdout.contains("  approval: plugin `tool` is not approved"),
+        "{stdout}"
+    );
+
+    let (out, stdout, stderr) = s.toolhost(&["approve", "tool"]);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("approved tool (sha256:"), "{stdout}");
+    assert_eq!(s.loaded().0, ["tool"]);
+
+    // A new build that imports and is granted nothing more: still approved.
+    rebuild(&s.file("10-tool.wasm"));
+    assert_eq!(s.loaded().0, ["tool"]);
+
+    // An upgrade that imports `http`.
+    std::fs::copy(guest("github"), s.file("10-tool.wasm")).unwrap();
+    std::fs::write(
+        s.file("10-tool.toml"),
+        "[config]\nowner = \"octo\"\nrepo = \"demo\"\n",
+    )
+    .unwrap();
+    let (_, stdout, _) = s.toolhost(&["plugins", "--grants"]);
+    assert!(stdout.contains("toolhost:plugin/http@"), "{stdout}");
+    let (loaded, stderr) = s.loaded();
+    assert!(loaded.is_empty(), "{stderr}");
+    assert!(
+        stderr.contains("plugin `tool` needs approval again: since its approval (of sha256:")
+            && stderr.contains("it imports toolhost:plugin/http@")
+            && stderr.contains("`toolhost approve tool`"),
+        "{stderr}"
+    );
+    s.toolhost(&["approve", "tool"]);
+    assert_eq!(s.loaded().0, ["tool"]);
+
+    // Granted more: needs approval again too.
+    std::fs::write(
+        s.top.path().join("toolhost.toml"),
+        "plugins = \"plugins\"\n[trust]\nrequire_approval = true\n[plugin.tool.grants]\nhttp = [\"api.github.com\"]\n",
+    )
+    .unwrap();
+    let (loaded, stderr) = s.loaded();
+    assert!(loaded.is_empty(), "{stderr}");
+    assert!(
+        stderr.contains("it may reach https://api.github.com:443"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn with_required_signatures_only_files_a_trusted_key_signed_load() {
+    let s = Setup::new(
+        &[
+            ("10-signed", "text_tools", None),
+            ("20-detached", "format_pipeline", None),
+            ("30-stranger", "text_tools", None),
+            ("40-unsigned", "text_tools", None),
+        ],
+        "[trust]\nrequire_signatures = true\nkeys = { vendor = \"keys/vendor.pub\" }\n",
+    );
+    let keys = s.top.path().join("keys");
+    std::fs::create_dir(&keys).unwrap();
+    let keys_arg = keys.to_str().unwrap();
+    for name in ["vendor", "stranger"] {
+        let (out, stdout, stderr) = s.toolhost(&["keygen", name, "--dir", keys_arg]);
+        assert!(out.status.success(), "{stdout}{stderr}");
+    }
+    assert_eq!(
+        std::fs::metadata(keys.join("vendor.key"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
+    let sign = |file: &str, key: &str, detached: bool| {
+        let file = s.file(file);
+        let key = keys.join(format!("{key}.key"));
+        let mut args = vec!["sign", file.to_str().unwrap(), "--key", key.to_str().unwrap()];
+        if detached {
+            args.push("--detached");
+        }
+        let (out, stdout, stderr) = s.toolhost(&args);
+        assert!(out.status.success(), "{stdout}{stderr}");
+    };
+    sign("10-signed.wasm", "vendor", false);
+    sign("20-detached.wasm", "vendor", true);
+    sign("30-stranger.wasm", "stranger", false);
+    assert!(s.file("20-detached.wasm.sig").is_file());
+
+    let (loaded, stderr) = s.loaded();
+    assert_eq!(loaded, ["signed", "detached"], "{stderr}");
+    assert!(
+        stderr.contains("30-stranger.wasm: its signature verifies with no key in [trust] keys"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("40-unsigned.wasm: is not signed"), "{stderr}");
+    // The embedded signature leaves a component that works.
+    let (out, stdout, stderr) = s.toolhost(&["call", "word_count", r#"{"text":"one two three"}"#, "--json"]);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("3 words"), "{stdout}");
+    let (_, stdout, _) = s.toolhost(&["plugins", "--grants"]);
+    assert!(stdout.contains("signature: signed by `vendor`"), "{stdout}");
+
+    // Signed, then changed.
+    tamper(&s.file("10-signed.wasm"));
+    let (loaded, stderr) = s.loaded();
+    assert_eq!(loaded, ["detached"], "{stderr}");
+    assert!(
+        stderr.contains("10-signed.wasm: its signature verifies with no key"),
+        "{stderr}"
+    );
+}
+
+/// Read `serve`'s stderr until a line containing `needle`, returning the
+/// lines before it.
+fn lines_until(stderr: &mut impl BufRead, needle: &str) -> Vec<String> {
+    let mut seen = Vec::new();
+    loop {
+        let mut line = String::new();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "serve ended before `{needle}`:\n{}",
+            seen.join("")
+        );
+        if line.contains(needle) {
+            return seen;
+        }
+        seen.push(line);
+    }
+}
+
+#[test]
+fn a_file_being_written_is_not_loaded_by_the_watch_until_it_is_closed() {
+    let s = Setup::new(&[("10-text", "text_tools", None)], "");
+    let mut child = toolhost()
+        .current_dir(s.top.path())
+        .args(["serve", "--watch"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    // The server answers once it serves, and it watches before it serves.
+    let mut stdin = child.stdin.take().unwrap();
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"supply-test","version":"1"}}}"#;
+    writeln!(stdin, "{initialize}").unwrap();
+    let mut answer = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut answer)
+        .unwrap();
+    assert!(answer.contains("serverInfo"), "{answer}");
+    // A first reload.
+    std::fs::write(s.file("10-text.toml"), "order = 1\n").unwrap();
+    lines_until(&mut stderr, "reloaded (plugins text)");
+
+    // Half of a component, written and flushed, the file still open.
+    let bytes = std::fs::read(guest("format_pipeline")).unwrap();
+    let mut file = std::fs::File::create(s.file("20-format.wasm")).unwrap();
+    file.write_all(&bytes[..bytes.len() / 2]).unwrap();
+    file.flush().unwrap();
+    let before = lines_until(
+        &mut stderr,
+        "waiting for 20-format.wasm to be closed by its writer",
+    );
+    file.write_all(&bytes[bytes.len() / 2..]).unwrap();
+    drop(file);
+    let during = lines_until(&mut stderr, "reloaded (plugins text, format)");
+    for line in before.iter().chain(&during) {
+        assert!(
+            !line.contains("20-format.wasm"),
+            "the half-written file was loaded: {line}"
+        );
+    }
+    drop(stdin);
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
