@@ -3,6 +3,7 @@
 //! integration -- NAME::`.
 
 mod cli;
+mod cluster;
 mod enrichment;
 mod http_grants;
 mod languages;

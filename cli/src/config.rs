@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use toolhost::auth::AuthConfig;
+use toolhost::cluster::ClusterConfig;
 use toolhost::pipeline::UpstreamConfig;
 use toolhost::plugin::Manifest;
 use toolhost::speculation::Settings as SpeculationSettings;
@@ -65,6 +66,8 @@ pub struct Config {
     /// Who may call the MCP endpoint over HTTP.
     #[serde(default)]
     pub auth: AuthConfig,
+    /// The Redis replicas share prefetches on; absent, one machine alone.
+    pub cluster: Option<ClusterConfig>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -26,6 +26,7 @@
 //!   instructions, routed for the MCP front.
 //! - [`http_client`]: the HTTP client stack (reqwest on rustls with ring).
 //! - [`atomic_file`]: replacing a file whole (write, edit, statistics).
+//! - [`cluster`]: replicas sharing prefetches and invalidations on Redis.
 //!
 //! The command line (`toolhost serve`, `call`, `check`, `new`, `stats`) and
 //! the configuration file are the `toolhost-cli` crate, built on this one.
@@ -38,6 +39,7 @@ pub mod auth;
 pub mod bounds;
 pub mod catalog;
 pub mod client_log;
+pub mod cluster;
 pub mod enrich;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;

@@ -541,20 +541,37 @@ pub async fn serve_stdio(host: Arc<Toolhost>, log: ClientLog) -> anyhow::Result<
 }
 
 /// Serve streamable HTTP at `http://ADDR/mcp` until interrupted, behind
-/// `access` (its authorization and accepted `Host` names).
+/// `access` (its authorization and accepted `Host` names), and `ok` at
+/// `/healthz` to anyone.
+///
+/// `stateless` (a replica of a cluster): no MCP session is kept, so that
+/// any replica answers any request. It costs clients before 2026-07-28
+/// every message sent outside a request's own response: `tools/list_changed`
+/// and the other list changes, resource updates (so no `resources/subscribe`
+/// is kept), and log lines outside a call; and `logging/setLevel` lasts for
+/// its own request only. A call's progress still reaches its client, on its
+/// response stream, and clients on 2026-07-28 are told of changes on the
+/// `subscriptions/listen` stream they open on any replica.
 pub async fn serve_http(
     host: Arc<Toolhost>,
     log: ClientLog,
     addr: SocketAddr,
     access: HttpAccess,
+    stateless: bool,
 ) -> anyhow::Result<()> {
     let server = McpServer::new(host, log);
+    let mut config = access.service_config();
+    config.legacy_session_mode = !stateless;
     let service = StreamableHttpService::new(
         move || Ok(server.session()),
         Arc::new(LocalSessionManager::default()),
-        access.service_config(),
+        config,
     );
-    let router = access.protect(axum::Router::new().nest_service("/mcp", service));
+    // `/healthz` answers without authorization: a balancer or an
+    // orchestrator's probe asks whether the process serves, nothing more.
+    let router = access
+        .protect(axum::Router::new().nest_service("/mcp", service))
+        .route("/healthz", axum::routing::get(|| async { "ok\n" }));
     let listener = tokio::net::TcpListener::bind(addr).await?;
     eprintln!("toolhost: serving MCP at http://{}/mcp", listener.local_addr()?);
     // A response goes out in several writes (the SSE priming event, then

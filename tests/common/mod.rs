@@ -12,6 +12,7 @@ use toolhost::catalog::base_tool;
 use toolhost::plugin::{LogLine, Plugin, Runtime, RuntimeOptions};
 
 pub mod backend;
+pub mod cluster;
 pub mod load;
 pub mod traces;
 

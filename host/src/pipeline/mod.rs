@@ -323,7 +323,7 @@ impl Toolhost {
         }
         let engine = generation.speculation.as_ref();
         if let Some(engine) = engine {
-            engine.invalidate_for(name);
+            engine.invalidate_for(name).await;
         }
         let served = match engine {
             Some(engine) => tokio::select! {
@@ -346,7 +346,7 @@ impl Toolhost {
             Err(e) => CallOutput::error(error_text(&e)),
         };
         if let Some(engine) = engine {
-            engine.invalidate_for(name);
+            engine.invalidate_for(name).await;
             if !result.is_error
                 && engine.follows_up(name)
                 && let Some(structured) = &result.structured_content
@@ -536,7 +536,8 @@ impl Generation {
                     core.models.clone(),
                     enrichers,
                     options.speculation.clone(),
-                ),
+                )
+                .with_cluster(options.speculation.cluster.clone()),
             })
         });
         if let (Some(engine), Some(changed)) = (&speculation, changed) {
