@@ -40,7 +40,7 @@ run: host plugins
 	$(TOOLHOST) --plugins $(PLUGIN_DIR) plugins
 	$(TOOLHOST) --plugins $(PLUGIN_DIR) tools
 
-test: host plugins lang-plugins venv upstream replay-trees
+test: host plugins lang-plugins venv upstream replay-trees redis
 	cd guest-plugins && $(CARGO) test --release --locked -p provider-kit
 	$(CARGO) test --release --locked --workspace
 
@@ -50,7 +50,7 @@ lint:
 	cd guest-plugins && $(CARGO) fmt --all -- --check
 	cd guest-plugins && $(CARGO) clippy --release --locked --target $(WASM_TARGET) -- -D warnings
 
-bench: host plugins lang-plugins upstream venv replay-trees
+bench: host plugins lang-plugins upstream venv replay-trees redis
 	$(CARGO) bench --locked -p toolhost --bench plugins
 	$(CARGO) bench --locked -p toolhost --bench pipeline
 	$(CARGO) bench --locked -p toolhost --bench languages
@@ -58,6 +58,7 @@ bench: host plugins lang-plugins upstream venv replay-trees
 	$(CARGO) run --release --locked -p toolhost-tests --bin replay -- --traces
 	$(CARGO) run --release --locked -p toolhost-tests --bin front
 	$(CARGO) run --release --locked -p toolhost-tests --bin load
+	$(CARGO) run --release --locked -p toolhost-tests --bin cluster
 	$(PYTHON) tests/mcp/vendors/replay.py --toolhost $(abspath $(TOOLHOST)) --plugin $(abspath $(GUEST_OUT))/github.wasm
 
 ## ---------------------------------------------------------------------------
@@ -223,3 +224,14 @@ $(REPLAY_STAMP): $(REPLAY_SDISTS) $(REPLAY_WHEELS) $(VENV_STAMP)
 	@touch $@
 
 .PHONY: replay-trees
+
+## ---------------------------------------------------------------------------
+## The cluster tests and bench (`tests/cluster.rs`, `--bin cluster`) start a
+## real redis-server on loopback: Debian's, installed when missing (CI runs
+## as root).
+## ---------------------------------------------------------------------------
+redis:
+	@command -v redis-server >/dev/null && command -v redis-cli >/dev/null || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; }
+
+.PHONY: redis

@@ -4,6 +4,7 @@
 
 mod cli;
 mod contract;
+mod cluster;
 mod enrichment;
 mod http_grants;
 mod languages;

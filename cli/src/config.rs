@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use toolhost::auth::AuthConfig;
+use toolhost::cluster::ClusterConfig;
 use toolhost::plugin::Manifest;
 use toolhost::speculation::Settings as SpeculationSettings;
 use toolhost::supply::TrustSettings;
@@ -69,6 +70,8 @@ pub struct Config {
     /// What plugins may load: the lock file, approvals, vendors' keys.
     #[serde(default)]
     pub trust: TrustSettings,
+    /// The Redis replicas share prefetches on; absent, one machine alone.
+    pub cluster: Option<ClusterConfig>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -65,7 +65,9 @@ pub async fn serve(
     let reporter = stats::spawn_reporter(host.clone(), stats_file.clone());
     let serving = async {
         match access {
-            Some((addr, access)) => mcp::serve_http(host.clone(), front.log, addr, access).await,
+            Some((addr, access)) => {
+                mcp::serve_http(host.clone(), front.log, addr, access, config.cluster.is_some()).await
+            }
             None => mcp::serve_stdio(host.clone(), front.log).await,
         }
     };

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use anyhow::Context;
 
 use crate::config::Config;
+use toolhost::cluster::Cluster;
 use toolhost::pipeline::{Options, Sources, Toolhost};
 use toolhost::plugin::{LoadReport, Runtime};
 use toolhost::tools::{NativeTools, Root};
@@ -81,9 +82,13 @@ pub async fn build(
         upstreams,
         bindings: config.bind.clone(),
     };
+    let mut speculation = config.speculation.clone();
+    if let Some(cluster) = &config.cluster {
+        speculation.cluster = Some(Cluster::connect(&cluster.redis, &cluster.prefix)?);
+    }
     let options = Options {
         value_models: config.tools.clone(),
-        speculation: config.speculation.clone(),
+        speculation,
     };
     let host = Toolhost::with_options(sources, options).await?;
     errors.extend(host.refusals().iter().map(ToString::to_string));

@@ -32,6 +32,7 @@
 //! - [`supply`]: knowing what runs: safe plugin paths, the lock file,
 //!   approvals of each component's authority, vendors' signatures.
 //! - [`atomic_file`]: replacing a file whole (write, edit, statistics).
+//! - [`cluster`]: replicas sharing prefetches and invalidations on Redis.
 //!
 //! The command line (`toolhost serve`, `call`, `check`, `new`, `stats`) and
 //! the configuration file are the `toolhost-cli` crate, built on this one.
@@ -45,6 +46,7 @@ pub mod auth;
 pub mod bounds;
 pub mod catalog;
 pub mod client_log;
+pub mod cluster;
 pub mod enrich;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;

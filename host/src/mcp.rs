@@ -31,8 +31,11 @@
 //!
 //! Logging: each session is sent the plugin and upstream log lines of a
 //! [`ClientLog`] at the level it set with `logging/setLevel` (see
-//! `crate::client_log`). Over HTTP, requests pass `crate::auth` first.
+//! `crate::client_log`). Over HTTP, requests pass `crate::auth` first;
+//! `/metrics` ([`metrics`]) counts the calls, and `/healthz` answers
+//! probes. A call's log span carries the `traceparent` of its `_meta`.
 
+mod metrics;
 mod revision;
 mod stdio;
 
@@ -57,6 +60,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpService, session::lo
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
+use tracing::Instrument;
 
 use crate::auth::HttpAccess;
 use crate::client_log::{ClientLog, SessionLog};
@@ -84,6 +88,7 @@ pub struct McpServer {
     next_session: Arc<AtomicU64>,
     log: ClientLog,
     session_log: SessionLog,
+    metrics: Arc<metrics::CallMetrics>,
 }
 
 impl McpServer {
@@ -109,6 +114,7 @@ impl McpServer {
             next_session: Arc::new(AtomicU64::new(1)),
             log,
             session_log,
+            metrics: metrics::CallMetrics::new(),
         }
     }
 
@@ -122,6 +128,7 @@ impl McpServer {
             next_session: self.next_session.clone(),
             log: self.log.clone(),
             session_log: self.log.session(),
+            metrics: self.metrics.clone(),
         }
     }
 
@@ -513,7 +520,21 @@ impl ServerHandler for McpServer {
             }));
         }
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
-        let outcome = self.host.call_tool(&request.name, args, &ctx).await;
+        // The caller's trace context, so the call's log lines join its trace.
+        let traceparent = context
+            .meta
+            .get("traceparent")
+            .and_then(Value::as_str)
+            .filter(|t| t.len() <= 128)
+            .unwrap_or_default()
+            .to_owned();
+        let span = tracing::info_span!("call", tool = %request.name, traceparent = %traceparent);
+        let started = std::time::Instant::now();
+        let outcome = self
+            .host
+            .call_tool(&request.name, args, &ctx)
+            .instrument(span)
+            .await;
         // Send every progress notification before the result, which ends
         // the request: dropping the context closes the channel.
         drop(ctx);
@@ -529,6 +550,21 @@ impl ServerHandler for McpServer {
                 CallToolResult::error(vec![ContentBlock::text(error_text(&e))])
             }
         };
+        // Labelled by name only for tools served: a client's made-up names
+        // would grow the metrics without bound.
+        let served = self
+            .host
+            .list_tools()
+            .tools
+            .iter()
+            .any(|t| t.name == request.name);
+        let label = if served {
+            request.name.as_ref()
+        } else {
+            "(unknown)"
+        };
+        self.metrics
+            .call(label, started.elapsed(), result.is_error == Some(true));
         Ok(result.into())
     }
 }
@@ -541,20 +577,51 @@ pub async fn serve_stdio(host: Arc<Toolhost>, log: ClientLog) -> anyhow::Result<
 }
 
 /// Serve streamable HTTP at `http://ADDR/mcp` until interrupted, behind
-/// `access` (its authorization and accepted `Host` names).
+/// `access` (its authorization and accepted `Host` names), with
+/// `/metrics` behind the same, and `ok` at `/healthz` to anyone.
+///
+/// `stateless` (a replica of a cluster): no MCP session is kept, so that
+/// any replica answers any request. It costs clients before 2026-07-28
+/// every message sent outside a request's own response: `tools/list_changed`
+/// and the other list changes, resource updates (so no `resources/subscribe`
+/// is kept), and log lines outside a call; and `logging/setLevel` lasts for
+/// its own request only. A call's progress still reaches its client, on its
+/// response stream, and clients on 2026-07-28 are told of changes on the
+/// `subscriptions/listen` stream they open on any replica.
 pub async fn serve_http(
     host: Arc<Toolhost>,
     log: ClientLog,
     addr: SocketAddr,
     access: HttpAccess,
+    stateless: bool,
 ) -> anyhow::Result<()> {
-    let server = McpServer::new(host, log);
+    let server = McpServer::new(host.clone(), log);
+    let metrics = server.metrics.clone();
+    let scrape = move || {
+        let (metrics, host) = (metrics.clone(), host.clone());
+        async move {
+            (
+                [(http::header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
+                metrics.render(&host),
+            )
+        }
+    };
+    let mut config = access.service_config();
+    config.legacy_session_mode = !stateless;
     let service = StreamableHttpService::new(
         move || Ok(server.session()),
         Arc::new(LocalSessionManager::default()),
-        access.service_config(),
+        config,
     );
-    let router = access.protect(axum::Router::new().nest_service("/mcp", service));
+    // `/healthz` answers without authorization: a balancer or an
+    // orchestrator's probe asks whether the process serves, nothing more.
+    let router = access
+        .protect(
+            axum::Router::new()
+                .nest_service("/mcp", service)
+                .route("/metrics", axum::routing::get(scrape)),
+        )
+        .route("/healthz", axum::routing::get(|| async { "ok\n" }));
     let listener = tokio::net::TcpListener::bind(addr).await?;
     eprintln!("toolhost: serving MCP at http://{}/mcp", listener.local_addr()?);
     // A response goes out in several writes (the SSE priming event, then

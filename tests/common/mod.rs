@@ -16,6 +16,7 @@ use toolhost::pipeline::{CallControl, Toolhost};
 use toolhost::plugin::{LoadReport, LogLine, Plugin, Runtime, RuntimeOptions};
 
 pub mod backend;
+pub mod cluster;
 pub mod load;
 pub mod traces;
 

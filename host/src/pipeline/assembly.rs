@@ -165,7 +165,8 @@ impl Generation {
                     core.models.clone(),
                     enrichers,
                     options.speculation.clone(),
-                ),
+                )
+                .with_cluster(options.speculation.cluster.clone()),
             })
         });
         if let (Some(engine), Some(changed)) = (&speculation, changed) {

@@ -177,6 +177,26 @@ impl Target for Core {
         }
     }
 
+    /// A result is shared with the other replicas as MCP carries it (with
+    /// its `details`); a file is not: it is checked against this machine's
+    /// own file system, which another replica's need not be.
+    fn encode(&self, _tool: &str, output: &Prefetch) -> Option<Value> {
+        let Prefetch::Result(result) = output else {
+            return None;
+        };
+        let details = result.details.clone();
+        let mcp = serde_json::to_value(crate::output::mcp::to_mcp(CallOutput::clone(result))).ok()?;
+        Some(serde_json::json!({"result": mcp, "details": details}))
+    }
+
+    fn decode(&self, _tool: &str, mut body: Value) -> Option<Prefetch> {
+        let details = body.get_mut("details").map(Value::take).filter(|d| !d.is_null());
+        let mcp = serde_json::from_value(body.get_mut("result")?.take()).ok()?;
+        let mut result = crate::output::mcp::from_mcp(mcp);
+        result.details = details;
+        Some(Prefetch::Result(Arc::new(result)))
+    }
+
     fn neighbours(&self, tool: &str) -> Vec<String> {
         let category = self.tools.get(tool).and_then(|b| b.category.as_deref());
         self.tools

@@ -54,7 +54,7 @@ impl Generation {
         }
         let engine = self.speculation.as_ref();
         if let Some(engine) = engine {
-            engine.invalidate_for(name);
+            engine.invalidate_for(name).await;
         }
         let served = match engine {
             Some(engine) => tokio::select! {
@@ -77,7 +77,7 @@ impl Generation {
             Err(e) => CallOutput::error(error_text(&e)),
         };
         if let Some(engine) = engine {
-            engine.invalidate_for(name);
+            engine.invalidate_for(name).await;
             if !result.is_error
                 && engine.follows_up(name)
                 && let Some(structured) = &result.structured_content

@@ -71,6 +71,10 @@ pub enum LoadErrorKind {
     Invalid,
     /// The plugin trapped, or ran out of CPU or time, while loading.
     Failed,
+    /// Refused before any of its code ran (an [`Admission`]: a path others
+    /// can write, a lock file it does not match, no approval, no valid
+    /// signature).
+    NotAdmitted,
 }
 
 /// A failure while loading one file, before it is given the file's path.
@@ -135,7 +139,7 @@ impl Admission for AdmitAll {
 /// A `.wasm` file found, with its manifest.
 struct Candidate {
     path: PathBuf,
-    manifest: Result<Manifest, String>,
+    manifest: Result<Manifest, Fail>,
 }
 
 impl Runtime {
@@ -176,12 +180,15 @@ impl Runtime {
                 continue;
             }
             let manifest =
-                Manifest::read(&path.with_extension("toml"), self.settings_for(&path)).and_then(|m| match m
-                    .enabled
-                {
-                    true => admission.admit(&path, &plugin_name(&path), &m).map(|()| m),
-                    false => Ok(m),
-                });
+                Manifest::read(&path.with_extension("toml"), self.settings_for(&path))
+                    .map_err(|message| (LoadErrorKind::Manifest, message))
+                    .and_then(|m| match m.enabled {
+                        true => admission
+                            .admit(&path, &plugin_name(&path), &m)
+                            .map(|()| m)
+                            .map_err(|message| (LoadErrorKind::NotAdmitted, message)),
+                        false => Ok(m),
+                    });
             candidates.push(Candidate { path, manifest });
         }
         // A `[plugin.NAME]` that matches no file is most likely a typo, and
@@ -213,7 +220,7 @@ impl Runtime {
             let loaded = match candidate.manifest {
                 Ok(m) if !m.enabled => None,
                 Ok(m) => Some(self.load(&candidate.path, m).await),
-                Err(message) => Some(Err((LoadErrorKind::Manifest, message))),
+                Err(fail) => Some(Err(fail)),
             };
             (candidate.path, loaded)
         });

@@ -52,6 +52,11 @@ impl Key {
             args: text,
         }
     }
+
+    /// The canonical arguments (JSON, object keys sorted).
+    pub fn args(&self) -> &str {
+        &self.args
+    }
 }
 
 /// JSON with object keys sorted at every level.

@@ -59,6 +59,8 @@ use super::metrics::{Metrics, Snapshot};
 use super::planner::{self, DeclineReason};
 use super::projection;
 use super::settings::{Settings, hostname};
+use super::shared::Shared;
+use crate::cluster::{Cluster, Entry};
 use crate::enrich::Enrichers;
 use crate::value_model::{FollowUpLink, ValueModels};
 
@@ -120,6 +122,18 @@ pub trait Target: Send + Sync + 'static {
     /// call): the target may watch its source from now on and report a
     /// change with [`Engine::changed`].
     fn follow(&self, _tool: &str, _output: &Self::Output) {}
+
+    /// `output` as JSON other replicas can [decode](Target::decode), if it
+    /// is worth sharing with them (not what is checked against this
+    /// machine's own files).
+    fn encode(&self, _tool: &str, _output: &Self::Output) -> Option<Value> {
+        None
+    }
+
+    /// What [`Target::encode`] made of an output; `None` if it is not one.
+    fn decode(&self, _tool: &str, _body: Value) -> Option<Self::Output> {
+        None
+    }
 }
 
 /// The origin a result fetched again after its source changed is learned
@@ -140,6 +154,8 @@ pub struct Engine<T: Target> {
     metrics: Arc<Metrics>,
     /// Follow-ups being planned in the background.
     planning: Arc<AtomicUsize>,
+    /// The replicas this one shares prefetches with, if any.
+    shared: Option<Arc<Shared<T::Output>>>,
 }
 
 /// Counts a background planning task until it ends, however it ends.
@@ -164,6 +180,8 @@ enum How {
     Hit,
     Kept,
     Joined(Duration),
+    /// In Redis, from a prefetch another replica made.
+    Cluster,
 }
 
 /// One candidate follow-up call.
@@ -189,7 +207,15 @@ impl<T: Target> Engine<T> {
             fanout: Arc::default(),
             metrics,
             planning: Arc::default(),
+            shared: None,
         }
+    }
+
+    /// This engine sharing its prefetches and invalidations with the other
+    /// replicas of `cluster`.
+    pub fn with_cluster(mut self, cluster: Option<Arc<Cluster>>) -> Self {
+        self.shared = cluster.map(|c| Shared::new(c, self.cache.clone()));
+        self
     }
 
     /// An engine for a rebuilt catalog: what was learned (fan-out) and
@@ -199,7 +225,8 @@ impl<T: Target> Engine<T> {
     /// the new one.
     pub fn renew(&self, target: Arc<T>, models: Arc<ValueModels>) -> Self {
         let settings = self.settings.clone();
-        Self {
+        let cluster = self.shared.as_ref().map(|s| s.cluster().clone());
+        let renewed = Self {
             target,
             models,
             enrichers: self.enrichers.clone(),
@@ -212,7 +239,9 @@ impl<T: Target> Engine<T> {
             fanout: self.fanout.clone(),
             metrics: self.metrics.clone(),
             planning: Arc::default(),
-        }
+            shared: None,
+        };
+        renewed.with_cluster(cluster)
     }
 
     /// Before a real call executes: its answer from a prefetch, if any.
@@ -232,6 +261,11 @@ impl<T: Target> Engine<T> {
             }
             Lookup::Miss => None,
         };
+        let found = match (found, &self.shared) {
+            (found, None) | (found @ Some((_, How::Kept)), _) => found,
+            (Some(found), Some(shared)) if shared.confirm(tool).await => Some(found),
+            (_, Some(shared)) => self.from_cluster(shared, tool, &key).await,
+        };
         let Some((p, how)) = found else {
             return Served::Run;
         };
@@ -244,8 +278,29 @@ impl<T: Target> Engine<T> {
             How::Hit => self.metrics.hit(p.took),
             How::Kept => self.metrics.reused(),
             How::Joined(waited) => self.metrics.join(p.took.saturating_sub(waited)),
+            How::Cluster => self.metrics.cluster_hit(p.took),
         }
         Served::Prefetched(self.target.answer(tool, args, &p.value))
+    }
+
+    /// What another replica prefetched for `key`, if Redis holds it under
+    /// the tool's generation now.
+    async fn from_cluster(
+        &self,
+        shared: &Shared<T::Output>,
+        tool: &str,
+        key: &Key,
+    ) -> Option<(Prefetched<T::Output>, How)> {
+        let (generation, entry) = shared.cluster().fetch(tool, key.args()).await?;
+        shared.observe(tool, generation);
+        let entry = entry?;
+        let took = entry.took();
+        let value = self.target.decode(tool, entry.body)?;
+        // Written by a replica, yet bounded as any entry of this cache.
+        if T::size(&value) > self.settings.cache_bytes() {
+            return None;
+        }
+        Some((Prefetched { value, took }, How::Cluster))
     }
 
     /// Whether a real call of `tool` that was not served should be run for
@@ -314,10 +369,10 @@ impl<T: Target> Engine<T> {
             .map_or(self.settings.default_ttl(), |s| Duration::from_secs(s.into()))
     }
 
-    /// Drop what a call to `tool` makes stale, if it may change anything.
-    /// Called before and after the call runs, so a prefetch racing it is
-    /// discarded too.
-    pub fn invalidate_for(&self, tool: &str) {
+    /// Drop what a call to `tool` makes stale, if it may change anything,
+    /// here and on every replica of the cluster. Called before and after
+    /// the call runs, so a prefetch racing it is discarded too.
+    pub async fn invalidate_for(&self, tool: &str) {
         let model = self.models.get(tool);
         if model.is_some_and(|m| m.side_effect().is_speculatable()) {
             return;
@@ -328,6 +383,9 @@ impl<T: Target> Engine<T> {
         };
         tools.retain(|t| !self.target.self_validating(t));
         self.cache.invalidate(&tools);
+        if let Some(shared) = &self.shared {
+            shared.invalidate(&tools).await;
+        }
     }
 
     /// After `tool` returned `result` (its structured result): plan and
@@ -431,6 +489,20 @@ impl<T: Target> Engine<T> {
         };
         let key = Key::new(&c.tool, &self.target.cache_args(&c.tool, &args));
         let ttl = self.ttl(&c.tool);
+        let shared_args = key.args().to_owned();
+        // The generation the prefetch is made under, read before it runs;
+        // and if a replica already prefetched it, Redis serves it.
+        let generation = match &self.shared {
+            Some(shared) => match shared.cluster().fetch(&c.tool, key.args()).await {
+                Some((_, Some(_))) => return,
+                Some((generation, None)) => {
+                    shared.observe(&c.tool, generation);
+                    Some(generation)
+                }
+                None => None,
+            },
+            None => None,
+        };
         let likely = self
             .fanout
             .likely(&c.origin, c.prior, self.settings.probability_floor);
@@ -453,6 +525,7 @@ impl<T: Target> Engine<T> {
         ticket.arm();
         self.metrics.dispatched();
         let (target, cache, tool) = (self.target.clone(), self.cache.clone(), c.tool);
+        let cluster = self.shared.as_ref().map(|s| s.cluster().clone());
         let prefetch = async move {
             let start = Instant::now();
             if let Ok(value) = target.execute(tool.clone(), args).await {
@@ -460,15 +533,20 @@ impl<T: Target> Engine<T> {
                 // file a listing showed it and only then reads it.
                 target.follow(&tool, &value);
                 let bytes = T::size(&value);
-                cache.complete(
-                    ticket,
-                    Prefetched {
-                        value,
-                        took: start.elapsed(),
-                    },
-                    bytes,
-                    ttl,
-                );
+                let took = start.elapsed();
+                let body = cluster
+                    .as_ref()
+                    .and(generation)
+                    .and_then(|g| Some((g, target.encode(&tool, &value)?)));
+                cache.complete(ticket, Prefetched { value, took }, bytes, ttl);
+                if let (Some(cluster), Some((generation, body))) = (cluster, body) {
+                    let entry = Entry {
+                        generation,
+                        took_us: took.as_micros().min(u128::from(u64::MAX)) as u64,
+                        body,
+                    };
+                    cluster.store(&tool, &shared_args, &entry, ttl).await;
+                }
             }
         };
         self.dispatcher.spawn(reserved, prefetch);
@@ -686,9 +764,9 @@ mod tests {
         let e = engine(files.clone(), Some(60));
         glob(&e, &["a.rs"]).await;
         // The write happens after the prefetch landed.
-        e.invalidate_for("write");
+        e.invalidate_for("write").await;
         files.content.lock().unwrap().insert("a.rs".into(), "new".into());
-        e.invalidate_for("write");
+        e.invalidate_for("write").await;
         assert!(
             matches!(e.serve("read", &args("a.rs")).await, Served::Run),
             "the stale prefetch must not be served"
@@ -708,9 +786,9 @@ mod tests {
             tokio::spawn(async move { matches!(e.serve("read", &args("a.rs")).await, Served::Run) })
         };
         tokio::task::yield_now().await;
-        e.invalidate_for("write");
+        e.invalidate_for("write").await;
         files.content.lock().unwrap().insert("a.rs".into(), "new".into());
-        e.invalidate_for("write");
+        e.invalidate_for("write").await;
         hold.notify_one();
         assert!(
             joined.await.unwrap(),
@@ -796,17 +874,17 @@ mod tests {
             Settings::default(),
         );
         glob(&e, &["a.rs"]).await;
-        e.invalidate_for("grep");
+        e.invalidate_for("grep").await;
         assert!(
             matches!(e.serve("read", &args("a.rs")).await, Served::Prefetched(_)),
             "grep changes nothing"
         );
         glob(&e, &["a.rs"]).await;
         // A tool with no model at all is as unknown as a declared writer.
-        e.invalidate_for("no_model_at_all");
+        e.invalidate_for("no_model_at_all").await;
         assert!(matches!(e.serve("read", &args("a.rs")).await, Served::Run));
         glob(&e, &["a.rs"]).await;
-        e.invalidate_for("deploy");
+        e.invalidate_for("deploy").await;
         assert!(matches!(e.serve("read", &args("a.rs")).await, Served::Run));
     }
 

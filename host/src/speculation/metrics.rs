@@ -21,6 +21,7 @@ use super::planner::DeclineReason;
 pub struct Metrics {
     dispatched: AtomicU64,
     hits: AtomicU64,
+    cluster_hits: AtomicU64,
     joins: AtomicU64,
     reused: AtomicU64,
     saved_us: AtomicU64,
@@ -35,6 +36,10 @@ pub struct Metrics {
 pub struct Snapshot {
     pub dispatched: u64,
     pub hits: u64,
+    /// Of the hits, those answered from a prefetch in Redis that another
+    /// replica made (`[cluster]`).
+    #[serde(default)]
+    pub cluster_hits: u64,
     pub joins: u64,
     /// Real calls answered from what an earlier real call left in the
     /// cache (a re-read, or another slice, of a file read whole before);
@@ -80,6 +85,12 @@ impl Metrics {
             .fetch_add(saved.as_micros() as u64, Ordering::Relaxed);
     }
 
+    /// A real call served from a prefetch another replica made.
+    pub fn cluster_hit(&self, saved: Duration) {
+        self.cluster_hits.fetch_add(1, Ordering::Relaxed);
+        self.hit(saved);
+    }
+
     /// A real call that waited on a prefetch in flight, saving `saved`.
     pub fn join(&self, saved: Duration) {
         self.joins.fetch_add(1, Ordering::Relaxed);
@@ -115,6 +126,7 @@ impl Metrics {
         Snapshot {
             dispatched: self.dispatched.load(Ordering::Relaxed),
             hits: self.hits.load(Ordering::Relaxed),
+            cluster_hits: self.cluster_hits.load(Ordering::Relaxed),
             joins: self.joins.load(Ordering::Relaxed),
             reused: self.reused.load(Ordering::Relaxed),
             wasted: self.wasted.load(Ordering::Relaxed),

@@ -10,6 +10,8 @@
 //! - `settings`: `[speculation]` in the configuration;
 //! - `dispatcher`: background runs within global and per-host caps;
 //! - `engine`: the glue: plan, project, prepare, dispatch, serve;
+//! - `shared`: what this replica's entries are checked against when the
+//!   prefetches are shared with other replicas (`crate::cluster`);
 //! - `metrics`: what it all achieved.
 //!
 //! Only `pure` and `read-only` tools are ever called ahead of time.
@@ -22,6 +24,7 @@ pub mod metrics;
 pub mod planner;
 pub mod projection;
 pub mod settings;
+mod shared;
 
 pub use engine::{Engine, Served, Target};
 pub use metrics::Snapshot;

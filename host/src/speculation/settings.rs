@@ -11,11 +11,13 @@
 //! `reread_changed` reads a cached file again when the agent edits it.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
 
 use super::planner::PlannerOptions;
+use crate::cluster::Cluster;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -47,6 +49,10 @@ pub struct Settings {
     /// Where `toolhost serve` writes its statistics for `toolhost stats`
     /// (default: `stats.json` in the cache directory).
     pub stats_file: Option<PathBuf>,
+    /// The replicas prefetches are shared with (`[cluster]` in the
+    /// configuration, connected by the embedder), if any.
+    #[serde(skip)]
+    pub cluster: Option<Arc<Cluster>>,
 }
 
 impl Default for Settings {
@@ -64,6 +70,7 @@ impl Default for Settings {
             cache_mb: 16,
             default_ttl_s: 30,
             stats_file: None,
+            cluster: None,
         }
     }
 }

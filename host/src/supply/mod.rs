@@ -35,7 +35,7 @@ use std::sync::Mutex;
 
 use serde::Deserialize;
 
-use crate::plugin::{Admission, LoadError, LoadReport, Manifest, Runtime};
+use crate::plugin::{Admission, LoadError, LoadErrorKind, LoadReport, Manifest, Runtime};
 
 pub use approval::Approvals;
 pub use component::Digest;
@@ -257,6 +257,7 @@ pub async fn survey(runtime: &Runtime, settings: &TrustSettings, dir: &Path) -> 
                 })
                 .map_err(|message| LoadError {
                     path: path.to_owned(),
+                    kind: LoadErrorKind::NotAdmitted,
                     message,
                 });
             self.found.lock().expect("survey lock").push(found);

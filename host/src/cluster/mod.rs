@@ -1,0 +1,166 @@
+//! More than one machine: replicas of `toolhost serve --http` that share a
+//! Redis (`[cluster] redis = "redis://..."`), so that a prefetch one
+//! replica made answers a call another replica receives, and a write on
+//! any replica drops what it made stale on all of them. Without a cluster
+//! configured nothing here runs and no Redis is needed.
+//!
+//! - [`Cluster`] (this file): the connection, and whether Redis is
+//!   reachable: every operation is bounded by [`OP_TIMEOUT`], and a failure
+//!   is a miss, never a failed call. Redis going away is logged once, and so
+//!   is its return; meanwhile each replica serves from its own cache alone.
+//! - `prefetches`: prefetched results and the tools' generations in Redis.
+//! - `events`: the invalidations other replicas publish, relayed to this
+//!   replica's caches.
+//!
+//! Not here: what is cached and when (`speculation`), how results are
+//! encoded (the speculation target's).
+
+mod events;
+mod prefetches;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use tokio::sync::broadcast;
+
+pub use events::Invalidation;
+pub use prefetches::Entry;
+
+/// How long one Redis operation may take before it counts as failed (and
+/// the call goes on without Redis): a prefetch that could be in Redis is
+/// worth a round trip on a healthy network, not a stalled call.
+pub const OP_TIMEOUT: Duration = Duration::from_millis(250);
+
+/// `[cluster]` in the configuration.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterConfig {
+    /// The shared Redis: `redis://[:PASSWORD@]HOST[:PORT][/DB]`.
+    pub redis: String,
+    /// Namespaces the keys and channels, for deployments sharing a Redis.
+    #[serde(default = "default_prefix")]
+    pub prefix: String,
+}
+
+fn default_prefix() -> String {
+    "toolhost".into()
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error("[cluster] redis: {0}")]
+    Url(String),
+}
+
+/// The replicas' shared Redis.
+pub struct Cluster {
+    conn: ConnectionManager,
+    /// `host:port` of the server, for log lines (never the URL: it may hold
+    /// a password).
+    server: String,
+    /// Whether the last operation reached Redis.
+    up: AtomicBool,
+    /// Namespaces every key and channel, so deployments can share a Redis.
+    prefix: String,
+    invalidations: broadcast::Sender<Invalidation>,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cluster")
+            .field("server", &self.server)
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Cluster {
+    /// A cluster on the Redis at `url`, keys under `prefix`. Connects
+    /// lazily: a Redis down at start is the same as one lost later. Must
+    /// run inside a Tokio runtime (it starts listening for invalidations).
+    pub fn connect(url: &str, prefix: &str) -> Result<Arc<Self>, ClusterError> {
+        let client = redis::Client::open(url).map_err(|e| ClusterError::Url(e.to_string()))?;
+        let info = client.get_connection_info();
+        let server = info.addr().to_string();
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(OP_TIMEOUT))
+            .set_response_timeout(Some(OP_TIMEOUT))
+            .set_number_of_retries(1)
+            .set_max_delay(Duration::from_secs(1));
+        let conn = client
+            .get_connection_manager_lazy(config)
+            .map_err(|e| ClusterError::Url(e.to_string()))?;
+        let (invalidations, _) = broadcast::channel(1024);
+        let cluster = Arc::new(Self {
+            conn,
+            server,
+            up: AtomicBool::new(true),
+            prefix: prefix.to_owned(),
+            invalidations,
+        });
+        events::listen(client, Arc::downgrade(&cluster));
+        Ok(cluster)
+    }
+
+    /// The invalidations published by every replica (this one's too).
+    pub fn invalidations(&self) -> broadcast::Receiver<Invalidation> {
+        self.invalidations.subscribe()
+    }
+
+    /// Whether the last operation reached Redis.
+    pub fn is_up(&self) -> bool {
+        self.up.load(Ordering::Relaxed)
+    }
+
+    fn key(&self, parts: &[&str]) -> String {
+        let mut key = self.prefix.clone();
+        for part in parts {
+            key.push(':');
+            key.push_str(part);
+        }
+        key
+    }
+
+    /// Run one operation against Redis, within [`OP_TIMEOUT`]; `None` if it
+    /// failed, logged only when Redis was reachable until then.
+    async fn run<T, F>(&self, what: &str, op: F) -> Option<T>
+    where
+        F: Future<Output = redis::RedisResult<T>>,
+    {
+        let outcome = match tokio::time::timeout(OP_TIMEOUT, op).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err(format!("no answer within {} ms", OP_TIMEOUT.as_millis())),
+        };
+        match outcome {
+            Ok(value) => {
+                self.reached();
+                Some(value)
+            }
+            Err(e) => {
+                self.lost(&format!("{what}: {e}"));
+                None
+            }
+        }
+    }
+
+    fn reached(&self) {
+        if !self.up.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                "cluster: redis at {} is back: prefetches and invalidations are shared again",
+                self.server
+            );
+        }
+    }
+
+    fn lost(&self, why: &str) {
+        if self.up.swap(false, Ordering::Relaxed) {
+            tracing::warn!(
+                "cluster: redis at {} unreachable ({why}): serving from this replica's own cache until it is back",
+                self.server
+            );
+        }
+    }
+}

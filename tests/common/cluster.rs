@@ -1,0 +1,392 @@
+//! A cluster on loopback, for the `cluster` tests and the `cluster` bench:
+//! a real `redis-server` (Debian's, installed by `make redis`) on a free
+//! port, `toolhost serve --http` replicas sharing it, a round-robin
+//! balancer in front of them that sends each HTTP request to the next
+//! replica alive, and an issue tracker on loopback whose reads the
+//! replicas prefetch (the tracker plugin behind the Jira enricher).
+
+use std::io::BufRead;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+
+use crate::{LoopbackServer, catalog_bindings, plugin_dir, runtime};
+
+/// How long a process may take to start serving.
+const START_LIMIT: Duration = Duration::from_secs(120);
+
+/// A free loopback port (bound, then let go).
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+    listener.local_addr().expect("address").port()
+}
+
+/// A `redis-server` on loopback, without persistence.
+pub struct Redis {
+    child: Option<Child>,
+    pub port: u16,
+}
+
+impl Redis {
+    pub fn start() -> Result<Self> {
+        Self::on(free_port())
+    }
+
+    /// On `port`, to bring one back where it was.
+    pub fn on(port: u16) -> Result<Self> {
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("cannot start redis-server: run `make redis` first")?;
+        let redis = Self {
+            child: Some(child),
+            port,
+        };
+        for _ in 0..500 {
+            if redis.cli(&["PING"]).is_ok_and(|out| out.trim() == "PONG") {
+                return Ok(redis);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        bail!("redis-server on port {port} did not answer PING")
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// What `redis-cli` prints for `args`.
+    pub fn cli(&self, args: &[&str]) -> Result<String> {
+        let out = Command::new("redis-cli")
+            .args(["-p", &self.port.to_string()])
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .context("cannot run redis-cli")?;
+        if !out.status.success() {
+            bail!("redis-cli {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// How many prefetched results Redis holds.
+    pub fn prefetches(&self) -> usize {
+        self.cli(&["--scan", "--pattern", "toolhost:p:*"])
+            .map_or(0, |out| out.lines().filter(|l| !l.is_empty()).count())
+    }
+
+    /// Wait until Redis holds `n` prefetched results.
+    pub async fn await_prefetches(&self, n: usize) {
+        while self.prefetches() < n {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// Kill it (SIGKILL: it goes away as a crashed server does).
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// An issue tracker on loopback: `GET /issues`, `GET /issues/KEY`,
+/// `GET /issues/KEY/comments`, `POST /issues/KEY` (a new title).
+pub struct Tracker {
+    pub server: LoopbackServer,
+    pub titles: Arc<Mutex<std::collections::BTreeMap<String, String>>>,
+}
+
+impl Tracker {
+    /// With `issues` issues, answering after `delay`.
+    pub async fn start(issues: usize, delay: Duration) -> Self {
+        let titles: Arc<Mutex<std::collections::BTreeMap<String, String>>> = Arc::new(Mutex::new(
+            (1..=issues)
+                .map(|i| (format!("WEB-{i}"), format!("title {i}")))
+                .collect(),
+        ));
+        let state = titles.clone();
+        let server = LoopbackServer::start(delay, move |r| {
+            let mut titles = state.lock().unwrap();
+            let path = r.path.split('?').next().unwrap_or_default();
+            if path == "/issues" {
+                let issues: Vec<Value> = titles.keys().map(|k| json!({"key": k})).collect();
+                return (200, json!({ "issues": issues }).to_string());
+            }
+            let rest = path.trim_start_matches("/issues/");
+            if let Some(key) = rest.strip_suffix("/comments") {
+                return (200, json!({"key": key, "comments": ["looks good"]}).to_string());
+            }
+            if r.method == "POST"
+                && let Ok(patch) = serde_json::from_str::<Value>(&r.body)
+                && let Some(title) = patch["title"].as_str()
+            {
+                titles.insert(rest.to_owned(), title.to_owned());
+            }
+            match titles.get(rest) {
+                Some(title) => (200, json!({"key": rest, "title": title}).to_string()),
+                None => (404, "{}".into()),
+            }
+        })
+        .await;
+        Self { server, titles }
+    }
+
+    /// `GET` requests the tracker answered, by path.
+    pub fn reads(&self) -> std::collections::BTreeMap<String, usize> {
+        let mut reads = std::collections::BTreeMap::new();
+        for r in self
+            .server
+            .seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| r.method == "GET")
+        {
+            *reads.entry(r.path.clone()).or_default() += 1;
+        }
+        reads
+    }
+}
+
+/// What the replicas serve: the tracker plugin and the Jira enricher, with
+/// `toolhost.toml` switching speculation on for the tracker's reads.
+pub struct Layout {
+    pub dir: tempfile::TempDir,
+    pub plugins: tempfile::TempDir,
+}
+
+impl Layout {
+    /// For `tracker`, sharing `redis` if given.
+    pub async fn new(tracker: &Tracker, redis: Option<&Redis>) -> Result<Self> {
+        let addr = tracker.server.addr;
+        let manifest =
+            format!("[grants]\nhttp = [\"http://{addr}\"]\n[config]\nbase_url = \"http://{addr}\"\n");
+        let jira = "[config]\nhost = \"jira.test\"\n[[config.projects]]\nkey = \"WEB\"\n";
+        let plugins = plugin_dir(&[
+            ("10-jira", "jira", Some(jira)),
+            ("20-tracker", "tracker_tools", Some(&manifest)),
+        ]);
+        let (rt, _) = runtime();
+        let report = rt.load_dir(plugins.path()).await?;
+        if !report.errors.is_empty() {
+            bail!("plugins did not load: {:?}", report.errors);
+        }
+        let mut toml = String::from("cache = false\n[speculation]\nhosts = [\"jira.test\"]\nper_host = 8\n");
+        for tool in ["get_issues", "get_issue", "get_issue_comments"] {
+            toml.push_str(&format!(
+                "[tools.{tool}]\nside_effect = \"read-only\"\nrate_limit_host = \"jira.test\"\n"
+            ));
+        }
+        toml.push_str("[bind]\n");
+        for (tool, plugin) in catalog_bindings(&report.plugins[1]) {
+            toml.push_str(&format!("{tool} = {}\n", json!(plugin)));
+        }
+        if let Some(redis) = redis {
+            toml.push_str(&format!("[cluster]\nredis = {}\n", json!(redis.url())));
+        }
+        let dir = tempfile::tempdir()?;
+        std::fs::write(dir.path().join("toolhost.toml"), toml)?;
+        Ok(Self { dir, plugins })
+    }
+}
+
+/// One `toolhost serve --http` on loopback.
+pub struct Replica {
+    child: Child,
+    pub addr: SocketAddr,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Replica {
+    pub fn start(toolhost: &Path, layout: &Layout) -> Result<Self> {
+        let mut child = Command::new(toolhost)
+            .arg("--config")
+            .arg(layout.dir.path().join("toolhost.toml"))
+            .arg("--plugins")
+            .arg(layout.plugins.path())
+            .args(["serve", "--http", "127.0.0.1:0"])
+            .current_dir(layout.dir.path())
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("cannot start {}", toolhost.display()))?;
+        let stderr = child.stderr.take().expect("piped");
+        let log: Arc<Mutex<Vec<String>>> = Arc::default();
+        let (url_tx, url_rx) = std::sync::mpsc::channel();
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(url) = line.strip_prefix("toolhost: serving MCP at http://") {
+                    let _ = url_tx.send(url.trim().trim_end_matches("/mcp").to_owned());
+                }
+                sink.lock().unwrap().push(line);
+            }
+        });
+        let log_text = |log: &Mutex<Vec<String>>| log.lock().unwrap().join("\n");
+        match url_rx.recv_timeout(START_LIMIT) {
+            Ok(addr) => Ok(Self {
+                child,
+                addr: addr.parse().with_context(|| format!("address {addr}"))?,
+                log,
+            }),
+            Err(_) => {
+                let _ = child.kill();
+                bail!("toolhost did not start serving:\n{}", log_text(&log))
+            }
+        }
+    }
+
+    pub fn log_text(&self) -> String {
+        self.log.lock().unwrap().join("\n")
+    }
+
+    /// Kill it (SIGKILL: no graceful shutdown).
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A TCP balancer on loopback: each connection goes to the next backend
+/// that accepts it, round robin. A client that opens a connection per
+/// request ([`Client`]) so has its requests spread over every replica.
+pub struct Balancer {
+    pub addr: SocketAddr,
+    /// Connections sent to each backend.
+    sent: Arc<Vec<AtomicUsize>>,
+    accept: tokio::task::AbortHandle,
+}
+
+impl Balancer {
+    pub async fn start(backends: Vec<SocketAddr>) -> Result<Self> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let next = Arc::new(AtomicUsize::new(0));
+        let sent: Arc<Vec<AtomicUsize>> = Arc::new(backends.iter().map(|_| AtomicUsize::new(0)).collect());
+        let counts = sent.clone();
+        let accept = tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                let (backends, next, counts) = (backends.clone(), next.clone(), counts.clone());
+                tokio::spawn(async move {
+                    for _ in 0..backends.len() {
+                        let i = next.fetch_add(1, Ordering::Relaxed) % backends.len();
+                        if let Ok(mut outbound) = tokio::net::TcpStream::connect(backends[i]).await {
+                            counts[i].fetch_add(1, Ordering::Relaxed);
+                            let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                            return;
+                        }
+                    }
+                });
+            }
+        })
+        .abort_handle();
+        Ok(Self { addr, sent, accept })
+    }
+
+    /// Connections sent to each backend so far.
+    pub fn sent(&self) -> Vec<usize> {
+        self.sent.iter().map(|n| n.load(Ordering::Relaxed)).collect()
+    }
+}
+
+impl Drop for Balancer {
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
+}
+
+/// An MCP client (rmcp, streamable HTTP) that opens a new connection for
+/// every request, so that a balancer can send each to another replica.
+pub struct Client {
+    service: RunningService<RoleClient, ()>,
+}
+
+impl Client {
+    pub async fn connect(addr: SocketAddr) -> Result<Self> {
+        let http = toolhost::http_client::builder()
+            .pool_max_idle_per_host(0)
+            .build()?;
+        let transport = StreamableHttpClientTransport::with_client(
+            http,
+            StreamableHttpClientTransportConfig::with_uri(format!("http://{addr}/mcp")),
+        );
+        let service = ().serve(transport).await.with_context(|| format!("cannot connect to {addr}"))?;
+        Ok(Self { service })
+    }
+
+    pub async fn call(&self, tool: &str, args: Value) -> Result<CallToolResult> {
+        let mut params = CallToolRequestParams::new(tool.to_owned());
+        params.arguments = args.as_object().cloned();
+        let call = self.service.peer().call_tool(params);
+        match tokio::time::timeout(crate::load::CALL_LIMIT, call).await {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(e)) => bail!("{tool}: {e}"),
+            Err(_) => bail!("{tool}: no answer within {:?}", crate::load::CALL_LIMIT),
+        }
+    }
+
+    /// [`Client::call`], tried again up to `tries` times on a transport
+    /// error (the replica that had it went away).
+    pub async fn call_retrying(&self, tool: &str, args: Value, tries: usize) -> Result<CallToolResult> {
+        let mut last = None;
+        for _ in 0..tries.max(1) {
+            match self.call(tool, args.clone()).await {
+                Ok(result) => return Ok(result),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.expect("tried once"))
+    }
+}
+
+/// The structured result's `title`, or the text of an error.
+pub fn title(result: &CallToolResult) -> String {
+    match result.structured_content.as_ref().and_then(|s| s.get("title")) {
+        Some(Value::String(title)) => title.clone(),
+        _ => format!("{:?}", result.content),
+    }
+}
+
+/// The built `toolhost` binary.
+pub fn toolhost_bin() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/toolhost")
+}
