@@ -190,7 +190,6 @@ async fn redis_going_away_leaves_every_call_answered_and_is_logged() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "/metrics answers an empty body: being fixed (issue #18)"]
 async fn metrics_count_calls_errors_latency_and_speculation_and_health_answers() {
     let tracker = Tracker::start(2, Duration::ZERO).await;
     let redis = Redis::start().unwrap();

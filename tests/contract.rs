@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use toolhost::output::ToolError;
-use toolhost::pipeline::{CallContext, CallOutput, Sources, Toolhost};
+use toolhost::pipeline::{CallControl, CallOutput, Sources, Toolhost};
 use toolhost::plugin::{LoadErrorKind, LoadReport, Plugin, Version};
 use toolhost_tests::{Logs, plugin_dir, runtime};
 
@@ -41,7 +41,7 @@ async fn host(plugins: Vec<Arc<Plugin>>) -> Toolhost {
 }
 
 async fn call(host: &Toolhost, tool: &str, args: Value) -> Result<CallOutput, ToolError> {
-    host.call_tool(tool, args, &CallContext::new("t")).await
+    host.call_tool(tool, args, &CallControl::new("t")).await
 }
 
 #[tokio::test(flavor = "multi_thread")]

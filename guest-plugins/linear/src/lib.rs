@@ -83,19 +83,26 @@ impl Enricher for Linear {
         match tool {
             "create_issue" | "update_issue" => {
                 schema.remove_params(&["issueType"]);
-                schema.set_enum("priority", ["urgent", "high", "medium", "low", "none"])?;
-                schema.set_description("priority", "Linear priority: urgent, high, medium, low, or none")?;
-                // An enricher before this one (ClickUp's) may have removed it.
+                // An enricher before this one (GitHub's, ClickUp's) may have
+                // removed any of these: only what is still there is adapted.
+                if schema.has_property("priority") {
+                    schema.set_enum("priority", ["urgent", "high", "medium", "low", "none"])?;
+                    schema.set_description("priority", "Linear priority: urgent, high, medium, low, or none")?;
+                }
                 if schema.has_property("projectId") {
                     schema.set_description("projectId", "Linear project id (a UUID)")?;
                 }
-                schema.set_description(
-                    "parentId",
-                    "Parent issue identifier (e.g. ENG-12); \"none\" detaches the parent",
-                )?;
-                schema.set_description("status", "Workflow state name; takes precedence over `state`")?;
-                if !states.is_empty() {
-                    schema.set_enum("status", states)?;
+                if schema.has_property("parentId") {
+                    schema.set_description(
+                        "parentId",
+                        "Parent issue identifier (e.g. ENG-12); \"none\" detaches the parent",
+                    )?;
+                }
+                if schema.has_property("status") {
+                    schema.set_description("status", "Workflow state name; takes precedence over `state`")?;
+                    if !states.is_empty() {
+                        schema.set_enum("status", states)?;
+                    }
                 }
             }
             "get_issues" => {
@@ -107,7 +114,7 @@ impl Enricher for Linear {
                     "Match all labels (and) or any (or)",
                     ["and", "or"],
                 )?;
-                if !states.is_empty() {
+                if !states.is_empty() && schema.has_property("status") {
                     schema.set_description(
                         "status",
                         &format!("Workflow state name, one of: {}", states.join(", ")),
