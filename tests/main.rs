@@ -3,8 +3,8 @@
 //! integration -- NAME::`.
 
 mod cli;
-mod contract;
 mod cluster;
+mod contract;
 mod enrichment;
 mod http_grants;
 mod languages;

@@ -87,7 +87,8 @@ impl Enricher for Linear {
                 // removed any of these: only what is still there is adapted.
                 if schema.has_property("priority") {
                     schema.set_enum("priority", ["urgent", "high", "medium", "low", "none"])?;
-                    schema.set_description("priority", "Linear priority: urgent, high, medium, low, or none")?;
+                    schema
+                        .set_description("priority", "Linear priority: urgent, high, medium, low, or none")?;
                 }
                 if schema.has_property("projectId") {
                     schema.set_description("projectId", "Linear project id (a UUID)")?;

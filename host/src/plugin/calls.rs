@@ -22,10 +22,10 @@ use super::instance::Instance;
 use super::redact::Redactor;
 use super::wit::{self, latest};
 use super::{Plugin, PluginError};
+use crate::args_edit::ArgsEdit;
 use crate::bounds::{self, shown};
 use crate::catalog::Annotations;
 use crate::output::{Block, CallOutput, ToolError};
-use crate::args_edit::ArgsEdit;
 use crate::schema::{SchemaEdit, ToolSchema};
 use crate::value_model::{FollowUpLink, ValueModel};
 

@@ -179,16 +179,15 @@ impl Runtime {
                     .push(LoadError::new(&path, (LoadErrorKind::NotAFile, message)));
                 continue;
             }
-            let manifest =
-                Manifest::read(&path.with_extension("toml"), self.settings_for(&path))
-                    .map_err(|message| (LoadErrorKind::Manifest, message))
-                    .and_then(|m| match m.enabled {
-                        true => admission
-                            .admit(&path, &plugin_name(&path), &m)
-                            .map(|()| m)
-                            .map_err(|message| (LoadErrorKind::NotAdmitted, message)),
-                        false => Ok(m),
-                    });
+            let manifest = Manifest::read(&path.with_extension("toml"), self.settings_for(&path))
+                .map_err(|message| (LoadErrorKind::Manifest, message))
+                .and_then(|m| match m.enabled {
+                    true => admission
+                        .admit(&path, &plugin_name(&path), &m)
+                        .map(|()| m)
+                        .map_err(|message| (LoadErrorKind::NotAdmitted, message)),
+                    false => Ok(m),
+                });
             candidates.push(Candidate { path, manifest });
         }
         // A `[plugin.NAME]` that matches no file is most likely a typo, and

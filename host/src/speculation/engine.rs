@@ -264,7 +264,7 @@ impl<T: Target> Engine<T> {
         let found = match (found, &self.shared) {
             (found, None) | (found @ Some((_, How::Kept)), _) => found,
             (Some(found), Some(shared)) if shared.confirm(tool).await => Some(found),
-            (_, Some(shared)) => self.from_cluster(shared, tool, &key).await,
+            (_, Some(shared)) => self.lookup_cluster(shared, tool, &key).await,
         };
         let Some((p, how)) = found else {
             return Served::Run;
@@ -285,7 +285,7 @@ impl<T: Target> Engine<T> {
 
     /// What another replica prefetched for `key`, if Redis holds it under
     /// the tool's generation now.
-    async fn from_cluster(
+    async fn lookup_cluster(
         &self,
         shared: &Shared<T::Output>,
         tool: &str,

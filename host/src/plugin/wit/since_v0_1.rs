@@ -16,8 +16,8 @@ use wasmtime::component::Resource;
 
 use super::convert::Override;
 use super::latest;
-use crate::plugin::host_api::{CallContext, HostState};
 use crate::args_edit::ArgsEdit;
+use crate::plugin::host_api::{CallContext, HostState};
 use crate::schema::SchemaEdit;
 
 wasmtime::component::bindgen!({

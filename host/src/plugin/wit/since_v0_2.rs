@@ -34,9 +34,9 @@ use std::sync::atomic::Ordering;
 
 use wasmtime::component::Resource;
 
+use crate::args_edit::ArgsEdit;
 use crate::bounds::{MAX_LOG_LINE, cut};
 use crate::plugin::host_api::{CallContext, HostState, LogLevel};
-use crate::args_edit::ArgsEdit;
 use crate::schema::{EditError, SchemaEdit};
 
 impl From<EditError> for types::EditError {
