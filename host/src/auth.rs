@@ -302,7 +302,10 @@ impl HttpAccess {
     /// The service's settings: rmcp's loopback `Host` names (its guard
     /// against DNS rebinding) plus the configured ones.
     pub fn service_config(&self) -> StreamableHttpServerConfig {
-        let mut config = StreamableHttpServerConfig::default();
+        // A stateless request whose handler sends nothing before its result
+        // is answered as plain JSON, not as a one-event SSE stream; one that
+        // sends progress or log lines first still gets the stream.
+        let mut config = StreamableHttpServerConfig::default().with_json_response(true);
         config.allowed_hosts.extend(self.allowed_hosts.iter().cloned());
         config
     }

@@ -3,7 +3,8 @@
 //! file) through `toolhost serve` over stdio and over streamable HTTP (real
 //! transports, rmcp's client), one call after another and many at once; the
 //! cost of proxying an upstream server (`server-everything`'s `echo`, direct
-//! and through toolhost, called in turn in rounds); and the time from process start to the first
+//! and through toolhost, called in turn in rounds, as stdio and HTTP are for
+//! their ratio); and the time from process start to the first
 //! `tools/list` answer with eleven cached plugins (nine Rust, one JavaScript,
 //! one Python). Each figure is printed beside its target.
 //!
@@ -46,12 +47,12 @@ struct Args {
     /// Rounds of the many-sessions measurement; its rate is their median.
     #[arg(long, default_value_t = 5)]
     session_rounds: usize,
-    /// Rounds of the upstream measurement: each calls `echo` directly and
-    /// through toolhost, in turn, and the added cost is the median of the
-    /// rounds' differences.
+    /// Rounds of each interleaved comparison (stdio against HTTP, an
+    /// upstream directly against through toolhost): each round calls both
+    /// in turn, and a figure is the median of the rounds' own.
     #[arg(long, default_value_t = 100)]
-    upstream_rounds: usize,
-    /// Calls of each kind per upstream round.
+    rounds: usize,
+    /// Calls of each kind per round.
     #[arg(long, default_value_t = 20)]
     round_calls: usize,
     /// Process starts timed to the first `tools/list` answer.
@@ -311,23 +312,77 @@ async fn direct(workspace: &Workspace, n: usize) -> Result<Figures> {
     ))
 }
 
-/// What proxying costs: server-everything's `echo` called directly and
-/// through toolhost (which runs its own server-everything), both clients
-/// open at once and called in turn, `rounds` rounds of `calls` calls of
-/// each. Whatever else loads the machine then weighs on both sides of a
-/// round alike, and the median of the rounds' differences of medians is
-/// the figure.
-struct Proxying {
-    direct: Figures,
-    through: Figures,
-    /// The median over rounds of (through p50 - direct p50), in µs.
+/// Two ways of making a call, compared in turn: `rounds` rounds of
+/// `calls` calls of each, alternating which goes first, so that whatever
+/// else loads the machine weighs on both sides of a round alike. The
+/// figures are the median over rounds of each round's difference and ratio
+/// of medians, and the same over the first and the second half of the
+/// rounds (how steady they are within one run).
+struct Interleaved {
+    a: Figures,
+    b: Figures,
+    /// Median over rounds of (b p50 - a p50), in µs.
     added_p50_us: f64,
-    /// The same over the first and the second half of the rounds: how
-    /// steady the figure is within one run.
-    halves_us: (f64, f64),
+    /// Median over rounds of (b p50 / a p50).
+    ratio_p50: f64,
+    halves_added_us: (f64, f64),
 }
 
-async fn upstream(rounds: usize, calls: usize) -> Result<Proxying> {
+async fn interleaved(
+    (a_name, a, a_params): (&str, &Client, &CallToolRequestParams),
+    (b_name, b, b_params): (&str, &Client, &CallToolRequestParams),
+    rounds: usize,
+    calls: usize,
+) -> Result<Interleaved> {
+    let (rounds, calls) = (rounds.max(1), calls.max(1));
+    // Warm both paths (caches, connections, a node upstream's JIT) first.
+    for _ in 0..rounds * calls / 10 {
+        call(a, a_params.clone()).await?;
+        call(b, b_params.clone()).await?;
+    }
+    let median = |mut v: Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2].as_secs_f64() * 1e6
+    };
+    let (mut all_a, mut all_b, mut added, mut ratio) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let (mut round_a, mut round_b) = (Vec::with_capacity(calls), Vec::with_capacity(calls));
+        for i in 0..calls {
+            let a_first = (round + i) % 2 == 0;
+            if a_first {
+                round_a.push(call(a, a_params.clone()).await?);
+            }
+            round_b.push(call(b, b_params.clone()).await?);
+            if !a_first {
+                round_a.push(call(a, a_params.clone()).await?);
+            }
+        }
+        let (pa, pb) = (median(round_a.clone()), median(round_b.clone()));
+        added.push(pb - pa);
+        ratio.push(pb / pa);
+        all_a.extend(round_a);
+        all_b.extend(round_b);
+    }
+    let median_f = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let half = added.len() / 2;
+    let (a_wall, b_wall) = (all_a.iter().sum(), all_b.iter().sum());
+    Ok(Interleaved {
+        a: Figures::new(a_name, all_a, a_wall),
+        b: Figures::new(b_name, all_b, b_wall),
+        added_p50_us: median_f(&added),
+        ratio_p50: median_f(&ratio),
+        halves_added_us: (median_f(&added[..half.max(1)]), median_f(&added[half..])),
+    })
+}
+
+/// What proxying costs: server-everything's `echo` called directly and
+/// through toolhost (which runs its own server-everything), both clients
+/// open at once and called in turn.
+async fn upstream(rounds: usize, calls: usize) -> Result<Interleaved> {
     let server = everything_server();
     let mut node = tokio::process::Command::new("node");
     node.arg(&server).arg("stdio");
@@ -342,63 +397,26 @@ async fn upstream(rounds: usize, calls: usize) -> Result<Proxying> {
         CallToolRequestParams::new(name)
             .with_arguments(json!({"message": "hi"}).as_object().cloned().unwrap_or_default())
     };
-    let (direct_echo, proxied_echo) = (echo("echo"), echo("ev_echo"));
-    // Warm both paths (node's JIT most of all) before counting.
-    for _ in 0..rounds.max(1) * calls / 10 {
-        call(&everything, direct_echo.clone()).await?;
-        call(&proxied, proxied_echo.clone()).await?;
-    }
-    let median = |mut v: Vec<Duration>| {
-        v.sort();
-        v[v.len() / 2].as_secs_f64() * 1e6
-    };
-    let (mut all_direct, mut all_through, mut added) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut direct_wall, mut through_wall) = (Duration::ZERO, Duration::ZERO);
-    for round in 0..rounds.max(1) {
-        let (mut direct, mut through) = (Vec::with_capacity(calls), Vec::with_capacity(calls));
-        // Alternate which side goes first, so neither always follows a
-        // pause (or the other's burst).
-        for i in 0..calls.max(1) {
-            let direct_first = (round + i) % 2 == 0;
-            if direct_first {
-                direct.push(call(&everything, direct_echo.clone()).await?);
-            }
-            through.push(call(&proxied, proxied_echo.clone()).await?);
-            if !direct_first {
-                direct.push(call(&everything, direct_echo.clone()).await?);
-            }
-        }
-        direct_wall += direct.iter().sum::<Duration>();
-        through_wall += through.iter().sum::<Duration>();
-        added.push(median(through.clone()) - median(direct.clone()));
-        all_direct.extend(direct);
-        all_through.extend(through);
-    }
+    let figures = interleaved(
+        (
+            "upstream echo, direct (stdio, interleaved)",
+            &everything,
+            &echo("echo"),
+        ),
+        (
+            "upstream echo, through toolhost (stdio, interleaved)",
+            &proxied,
+            &echo("ev_echo"),
+        ),
+        rounds,
+        calls,
+    )
+    .await;
     everything.cancel().await?;
     proxied.cancel().await?;
-    let median_f = |v: &[f64]| {
-        let mut v = v.to_vec();
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    let half = added.len() / 2;
-    Ok(Proxying {
-        direct: Figures::new(
-            "upstream echo, direct (stdio, interleaved)",
-            all_direct,
-            direct_wall,
-        ),
-        through: Figures::new(
-            "upstream echo, through toolhost (stdio, interleaved)",
-            all_through,
-            through_wall,
-        ),
-        added_p50_us: median_f(&added),
-        halves_us: (median_f(&added[..half.max(1)]), median_f(&added[half..])),
-    })
+    figures
 }
 
-/// The eleven plugins of the start-up measurement, in a directory.
 fn eleven_plugins(dir: &Path) -> Result<()> {
     let rust = [
         ("10-format-pipeline", "format_pipeline", None),
@@ -485,7 +503,6 @@ async fn main() -> Result<()> {
         args.in_flight,
     )
     .await?;
-    stdio.cancel().await?;
 
     let (_server, url) = workspace.http_server().await?;
     let http = http_client(&url).await?;
@@ -497,20 +514,23 @@ async fn main() -> Result<()> {
         args.in_flight,
     )
     .await?;
+    let front = interleaved(
+        ("stdio, interleaved with http", &stdio, &read_call()),
+        ("http, interleaved with stdio", &http, &read_call()),
+        args.rounds,
+        args.round_calls,
+    )
+    .await?;
+    stdio.cancel().await?;
     http.cancel().await?;
     let (sessions, sessions_low, sessions_high) =
         many_sessions(&url, args.sessions, args.calls_per_session, args.session_rounds).await?;
 
-    let proxying = upstream(args.upstream_rounds, args.round_calls).await?;
+    let proxying = upstream(args.rounds, args.round_calls).await?;
     let start = start_up(args.starts).await?;
 
     let targets = vec![
-        at_most(
-            "HTTP p50 / stdio p50",
-            http_seq.p50_us / stdio_seq.p50_us,
-            "x",
-            2.0,
-        ),
+        at_most("HTTP p50 / stdio p50 (interleaved)", front.ratio_p50, "x", 2.0),
         at_least(
             "calls/s over HTTP at many sessions",
             sessions.calls_per_s,
@@ -532,19 +552,13 @@ async fn main() -> Result<()> {
     ];
     let base = direct.p50_us;
     figures.extend([
-        direct,
-        stdio_seq,
-        stdio_conc,
-        http_seq,
-        http_conc,
-        sessions,
-        proxying.direct,
-        proxying.through,
-        start,
+        direct, stdio_seq, stdio_conc, http_seq, http_conc, front.a, front.b, sessions, proxying.a,
+        proxying.b, start,
     ]);
     let spread = json!({
         "calls_per_s_many_sessions_low_high": [sessions_low, sessions_high],
-        "proxying_added_p50_us_halves": [proxying.halves_us.0, proxying.halves_us.1],
+        "http_added_over_stdio_p50_us_halves": [front.halves_added_us.0, front.halves_added_us.1],
+        "proxying_added_p50_us_halves": [proxying.halves_added_us.0, proxying.halves_added_us.1],
     });
 
     if args.json {
@@ -572,8 +586,12 @@ async fn main() -> Result<()> {
     println!();
     println!(
         "many sessions: rounds ranged {sessions_low:.0} to {sessions_high:.0} calls/s; \
-         proxying added {:.1} µs over the first half of the rounds, {:.1} µs over the second",
-        proxying.halves_us.0, proxying.halves_us.1
+         HTTP added {:.1} µs over stdio in the first half of its rounds, {:.1} µs in the second; \
+         proxying added {:.1} µs, then {:.1} µs",
+        front.halves_added_us.0,
+        front.halves_added_us.1,
+        proxying.halves_added_us.0,
+        proxying.halves_added_us.1
     );
     println!();
     for t in &targets {
