@@ -3,6 +3,7 @@
 use std::process::{Command, Output};
 
 use serde_json::Value;
+use toolhost_tests::providers::BUNDLE;
 use toolhost_tests::{guest, plugin_dir, run, toolhost};
 
 #[path = "http_auth.rs"]
@@ -619,8 +620,8 @@ fn the_first_vendor_implements_a_catalog_tool_and_bind_picks_another() {
         "serve",
         &stderr,
         &[
-            "error: plugin `gitlab` lists tool `get_issues`, but the name is the base-catalog tool's, \
-           implemented by plugin `github` (registered first; choose another with `[bind] get_issues",
+            "error: plugin `gitlab`: 18 tools not offered, their names are taken (18 provided by plugin `github`): \
+           get_issues,",
         ],
     );
     assert_eq!(
@@ -643,4 +644,64 @@ fn the_first_vendor_implements_a_catalog_tool_and_bind_picks_another() {
            bound to `gitlab` by `[bind]`",
         ],
     );
+}
+
+/// The seven providers together clash on every catalog tool a vendor
+/// registered before them implements: each command sums that up in one line
+/// per plugin, the counts adding up to every refusal, and
+/// `tools --explain NAME` gives each refusal of that tool in full.
+#[test]
+fn the_provider_bundle_reports_its_clashes_in_one_line_per_plugin() {
+    let dir = plugin_dir(&BUNDLE);
+    let cwd = tempfile::tempdir().unwrap();
+    let with_plugins = || {
+        let mut cmd = toolhost();
+        cmd.current_dir(cwd.path()).arg("--plugins").arg(dir.path());
+        cmd
+    };
+    let (_, stdout, _) = run(with_plugins().args(["plugins", "--json"]));
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["plugins"].as_array().unwrap().len(), 7, "{stdout}");
+    let refused = v["refused"].as_array().unwrap().len();
+    assert!(
+        refused > 40,
+        "the vendors share the issue-tracker tools: {refused}"
+    );
+
+    let (served, stderr) = served_tools(with_plugins().arg("serve"));
+    assert!(served.contains(&"get_issues".to_owned()), "{served:?}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error: ")).collect();
+    let plugins: Vec<&str> = errors.iter().map(|l| l.split('`').nth(1).unwrap_or(l)).collect();
+    assert_eq!(plugins, ["gitlab", "jira", "clickup", "linear"], "{stderr}");
+    let mut counted = 0;
+    for line in &errors {
+        let (_, rest) = line.split_once("`: ").expect(line);
+        let (count, rest) = rest
+            .split_once(" tools not offered, their names are taken (")
+            .expect(line);
+        assert!(
+            rest.contains("provided by plugin `github`") && rest.contains(" more; "),
+            "{line}"
+        );
+        assert!(line.len() < 400, "bounded: {line}");
+        counted += count.parse::<usize>().unwrap();
+    }
+    assert_eq!(counted, refused, "{stderr}");
+
+    let (out, stdout, _) = run(with_plugins().args(["tools", "--explain", "get_issues"]));
+    assert_eq!(out.status.code(), Some(2), "refusals are errors");
+    let explained: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("not offered: "))
+        .collect();
+    assert_eq!(explained.len(), 4, "{stdout}");
+    for (line, plugin) in explained.iter().zip(["gitlab", "jira", "clickup", "linear"]) {
+        assert!(
+            line.starts_with(&format!(
+                "not offered: plugin `{plugin}` lists tool `get_issues`, but the name is the base-catalog \
+                 tool's, implemented by plugin `github` (registered first; choose another with `[bind] get_issues"
+            )),
+            "{line}"
+        );
+    }
 }

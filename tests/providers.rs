@@ -15,62 +15,11 @@ use toolhost::plugin::{Plugin, PluginError};
 use toolhost::schema::ToolSchema;
 use toolhost::value_model::{SideEffect, ValueClass};
 use toolhost_cli::check::{Verdict, check};
+use toolhost_tests::providers::{CLICKUP, GITHUB, GITLAB, JIRA};
 use toolhost_tests::{args, load, plugin_dir, runtime};
 
 #[path = "providers/end_to_end.rs"]
 mod end_to_end;
-
-const JIRA: &str = r#"
-[config]
-host = "acme.atlassian.net"
-priorities = ["Medium", "Highest", "Low", "High", "Lowest"]
-link_types = ["Blocks", "Relates"]
-structures = [{ id = 12, name = "Roadmap", description = "Quarterly plan" }, { id = 14, name = "Ops" }]
-
-[[config.projects]]
-key = "WEB"
-components = ["checkout", "api"]
-issue_types = [{ name = "Story" }, { name = "Bug" }, { name = "Sub-task", subtask = true }]
-custom_fields = [
-  { id = "customfield_100", name = "Story Points", type = "number" },
-  { id = "customfield_200", name = "Team", type = "select", options = [{ id = "1", name = "Red" }, { id = "2", name = "Blue" }] },
-  { id = "customfield_300", name = "Epic Link", type = "text" },
-  { id = "customfield_301", name = "Sprint", type = "number" },
-  { id = "customfield_400", name = "Платформа", type = "multi-select", options = [{ id = "7", name = "iOS" }, { id = "8", name = "Web" }] },
-]
-
-[[config.projects]]
-key = "API"
-components = ["gateway", "api"]
-issue_types = [{ name = "Task" }, { name = "Bug" }]
-custom_fields = [
-  { id = "customfield_900", name = "Team", type = "text" },
-  { id = "customfield_901", name = "Epic Link", type = "text" },
-]
-
-[grants]
-http = ["acme.atlassian.net"]
-"#;
-
-/// GitHub's plugin runs its tools too: it needs the repository and its API.
-const GITHUB: &str =
-    "[config]\nowner = \"acme\"\nrepo = \"widgets\"\n[grants]\nhttp = [\"https://api.github.com\"]\n";
-
-/// GitLab's plugin runs its tools too: its project and its API.
-const GITLAB: &str = "[config]\nproject = \"acme/widgets\"\n[grants]\nhttp = [\"https://gitlab.com\"]\n";
-
-const CLICKUP: &str = r#"
-[config]
-statuses = ["to do", "in progress", "done"]
-custom_fields = [
-  { id = "cf-team", name = "Team", type = "drop_down", options = [{ name = "Red", orderindex = 0 }, { name = "Blue", orderindex = 1 }] },
-  { id = "cf-tags", name = "Tags", type = "labels", options = [{ id = "l1", name = "ux" }, { id = "l2", name = "perf" }] },
-  { id = "cf-est", name = "Estimate", type = "currency" },
-  { id = "cf-ok", name = "Approved", type = "checkbox" },
-  { id = "cf-goals", name = "Goals", type = "text" },
-  { id = "cf-x", name = "Mystery", type = "unknown" },
-]
-"#;
 
 /// Load one provider with `manifest`.
 async fn provider(crate_name: &str, manifest: Option<&str>) -> (Arc<Plugin>, Enrichers, tempfile::TempDir) {
@@ -815,5 +764,77 @@ async fn all_providers_with_format_pipeline_match_the_reviewed_snapshot() {
         got == want,
         "tools/list differs from {}: rerun with UPDATE_SNAPSHOTS=1 and review the diff",
         path.display()
+    );
+}
+
+/// A plain value `prop` accepts: its first enum value or `anyOf` branch,
+/// else one of its type (an array holds one item).
+fn sample(prop: &Value) -> Value {
+    if let Some(first) = prop.get("enum").and_then(|e| e.get(0)) {
+        return first.clone();
+    }
+    if let Some(first) = ["anyOf", "oneOf"].iter().find_map(|k| prop.get(*k)?.get(0)) {
+        return sample(first);
+    }
+    let kind = match prop.get("type") {
+        Some(Value::Array(kinds)) => kinds.iter().find(|k| *k != "null").cloned(),
+        other => other.cloned(),
+    };
+    match kind.as_ref().and_then(Value::as_str) {
+        Some("integer" | "number") => json!(1),
+        Some("boolean") => json!(true),
+        Some("array") => json!([sample(prop.get("items").unwrap_or(&Value::Null))]),
+        Some("object") => json!({}),
+        _ => json!("sample"),
+    }
+}
+
+/// Each provider declares `transforms-args` exactly for the catalog tools
+/// whose arguments its `transform-args` changes (given every parameter its
+/// enrichment leaves): a `false` it does not keep would send the backend
+/// arguments it does not take, a `true` it does not need enters the plugin
+/// on every call for nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_provider_declares_transforms_args_truthfully() {
+    let (report, _, _dir) = load(&toolhost_tests::providers::BUNDLE).await;
+    assert_eq!(report.plugins.len(), 7, "{:?}", report.errors);
+    let mut transformed = Vec::new();
+    for p in &report.plugins {
+        for tool in base_catalog()
+            .iter()
+            .filter(|t| t.category.as_deref().is_some_and(|c| p.claims(c)))
+        {
+            let schema = ToolSchema::new(tool.description.clone(), tool.input_schema.clone()).unwrap();
+            let Ok(enrichment) = p.enrich_schema(&tool.name, schema).await else {
+                continue;
+            };
+            let schema = enrichment.edit.schema;
+            let given: Map<String, Value> = schema
+                .property_names()
+                .into_iter()
+                .map(|name| {
+                    let value = sample(schema.property(&name).unwrap());
+                    (name, value)
+                })
+                .collect();
+            let changed = p.transform_args(&tool.name, given.clone()).await.unwrap() != given;
+            assert_eq!(
+                enrichment.transforms_args,
+                changed,
+                "{}: {} declares transforms-args {} but its transform-args {} {given:?}",
+                p.name,
+                tool.name,
+                enrichment.transforms_args,
+                if changed { "changes" } else { "leaves" },
+            );
+            if changed {
+                transformed.push(format!("{} {}", p.name, tool.name));
+            }
+        }
+    }
+    assert!(
+        transformed.iter().any(|t| t == "clickup create_epic")
+            && transformed.iter().any(|t| t == "jira create_issue"),
+        "{transformed:?}"
     );
 }

@@ -31,8 +31,8 @@ pub async fn run(
     };
     // Reported as `serve`, `call` and `tools` report them.
     let refused = ownership::plugin_refusals(&report.plugins, &config.bind);
-    for refusal in &refused {
-        eprintln!("error: {refusal}");
+    for line in ownership::summary(&refused) {
+        eprintln!("error: {line}");
     }
     print_plugins(plugin_dir, &report, &refused, json)?;
     Ok(if refused.is_empty() {

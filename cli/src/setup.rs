@@ -20,6 +20,7 @@ use anyhow::Context;
 
 use crate::config::Config;
 use toolhost::cluster::Cluster;
+use toolhost::ownership;
 use toolhost::pipeline::{Options, Sources, Toolhost};
 use toolhost::plugin::{LoadReport, Runtime};
 use toolhost::tools::{NativeTools, Root};
@@ -91,6 +92,6 @@ pub async fn build(
         speculation,
     };
     let host = Toolhost::with_options(sources, options).await?;
-    errors.extend(host.refusals().iter().map(ToString::to_string));
+    errors.extend(ownership::summary(&host.refusals()));
     Ok((host, errors))
 }

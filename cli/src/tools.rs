@@ -94,7 +94,8 @@ fn print_tools(listing: &Listing, as_json: bool, all: bool) -> Result<()> {
 async fn explain_cmd(host: &Toolhost, config: &Config, listing: &Listing, name: &str) -> Result<()> {
     if let Some(tool) = listing.tools.iter().find(|t| t.name == name) {
         let models = host.value_models();
-        return explain_tool(tool, &models);
+        explain_tool(tool, &models)?;
+        return explain_refusals(host, name);
     }
     let Some(hidden) = listing.hidden.iter().find(|h| h.name == name) else {
         anyhow::bail!(
@@ -102,6 +103,7 @@ async fn explain_cmd(host: &Toolhost, config: &Config, listing: &Listing, name: 
         );
     };
     println!("{name}: not served: {}", hidden.reason);
+    explain_refusals(host, name)?;
     let Some(spec) = base_tool(name) else {
         return Ok(());
     };
@@ -117,6 +119,16 @@ async fn explain_cmd(host: &Toolhost, config: &Config, listing: &Listing, name: 
             Ok(())
         }
     }
+}
+
+/// The sources that listed `name` too and were refused it, each in full
+/// (`serve` and the other commands sum them up per source).
+fn explain_refusals(host: &Toolhost, name: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    for refusal in host.refusals().iter().filter(|r| r.tool == name) {
+        writeln!(out, "not offered: {refusal}")?;
+    }
+    Ok(())
 }
 
 fn explain_tool(tool: &EnrichedTool, models: &ValueModels) -> Result<()> {

@@ -22,7 +22,10 @@
 //!
 //! A refused tool is left out with a [`Refusal`] naming both sides; the
 //! source's other tools are served. `toolhost serve`, `call`, `tools` and
-//! `plugins` report refusals the same way, as errors beside the load errors.
+//! `plugins` report refusals the same way, as errors beside the load errors,
+//! one line per source ([`summary`]): two vendors of one category clash on
+//! every tool of it, and a line per tool would bury the load errors. Each
+//! refusal in full stays with the tool (`toolhost tools --explain NAME`).
 //! This module owns the rule; the tools' sources and backends are the
 //! pipeline's.
 
@@ -43,6 +46,32 @@ pub struct Refusal {
     pub source: String,
     /// Who the name belongs to, and why.
     pub owner: String,
+    /// The same, as the one-line [`summary`] counts it.
+    #[serde(skip)]
+    holder: Holder,
+}
+
+/// Who holds a refused name, as [`summary`] groups them.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Holder {
+    Native,
+    /// A base-catalog tool no source is bound to.
+    Catalog,
+    /// A base-catalog tool `[bind]` gives to this backend.
+    Bound(String),
+    /// A source that serves it: `plugin `x`` or `upstream `y``.
+    Source(String),
+}
+
+impl Holder {
+    fn phrase(&self) -> String {
+        match self {
+            Holder::Native => "reserved for the native tools".to_owned(),
+            Holder::Catalog => "reserved for the base catalog".to_owned(),
+            Holder::Bound(backend) => format!("bound to `{backend}` by `[bind]`"),
+            Holder::Source(source) => format!("provided by {source}"),
+        }
+    }
 }
 
 impl std::fmt::Display for Refusal {
@@ -111,7 +140,7 @@ pub fn bindings(explicit: &BTreeMap<String, String>, plugins: &[Arc<Plugin>]) ->
 pub struct Names<'a> {
     bindings: &'a BTreeMap<String, Binding>,
     /// Name → who has it, as a refusal states it.
-    taken: HashMap<String, String>,
+    taken: HashMap<String, (String, Holder)>,
     refused: Vec<Refusal>,
 }
 
@@ -120,26 +149,33 @@ impl<'a> Names<'a> {
     pub fn new(bindings: &'a BTreeMap<String, Binding>) -> Self {
         let mut taken = HashMap::new();
         for name in NATIVE_NAMES {
-            taken.insert(
-                name.to_owned(),
-                "the name is reserved for the native tools".to_owned(),
-            );
+            let owner = "the name is reserved for the native tools".to_owned();
+            taken.insert(name.to_owned(), (owner, Holder::Native));
         }
         for tool in base_catalog() {
             let owner = match bindings.get(&tool.name) {
                 Some(Binding {
                     backend,
                     explicit: true,
-                }) => format!("the name is the base-catalog tool's, bound to `{backend}` by `[bind]`"),
-                Some(Binding { backend, .. }) => format!(
-                    "the name is the base-catalog tool's, implemented by plugin `{backend}` \
-                     (registered first; choose another with `[bind] {} = \"<source name>\"`)",
-                    tool.name
+                }) => (
+                    format!("the name is the base-catalog tool's, bound to `{backend}` by `[bind]`"),
+                    Holder::Bound(backend.clone()),
                 ),
-                None => format!(
-                    "the name is reserved for the base-catalog tool (serve this one with \
-                     `[bind] {} = \"<source name>\"`)",
-                    tool.name
+                Some(Binding { backend, .. }) => (
+                    format!(
+                        "the name is the base-catalog tool's, implemented by plugin `{backend}` \
+                         (registered first; choose another with `[bind] {} = \"<source name>\"`)",
+                        tool.name
+                    ),
+                    Holder::Source(format!("plugin `{backend}`")),
+                ),
+                None => (
+                    format!(
+                        "the name is reserved for the base-catalog tool (serve this one with \
+                         `[bind] {} = \"<source name>\"`)",
+                        tool.name
+                    ),
+                    Holder::Catalog,
                 ),
             };
             taken.insert(tool.name.clone(), owner);
@@ -158,19 +194,19 @@ impl<'a> Names<'a> {
             return Claim::Bound;
         }
         match self.taken.get(tool) {
-            Some(owner) => {
+            Some((owner, holder)) => {
                 self.refused.push(Refusal {
                     tool: tool.to_owned(),
                     source: source.to_owned(),
                     owner: owner.clone(),
+                    holder: holder.clone(),
                 });
                 Claim::Refused
             }
             None => {
-                self.taken.insert(
-                    tool.to_owned(),
-                    format!("{source} (registered first) provides it"),
-                );
+                let owner = format!("{source} (registered first) provides it");
+                self.taken
+                    .insert(tool.to_owned(), (owner, Holder::Source(source.to_owned())));
                 Claim::Serve
             }
         }
@@ -209,6 +245,56 @@ pub fn plugin_refusals(plugins: &[Arc<Plugin>], explicit: &BTreeMap<String, Stri
     names.into_refused()
 }
 
+/// How many refused names a [`summary`] line spells out.
+const SUMMARY_NAMES: usize = 6;
+
+/// `refused` as reported: one line per source, in the order the sources
+/// were refused. A source refused once gets the refusal itself; one refused
+/// more often gets how many, who holds the names, and the first few of them.
+pub fn summary(refused: &[Refusal]) -> Vec<String> {
+    let mut sources: Vec<(&str, Vec<&Refusal>)> = Vec::new();
+    for refusal in refused {
+        match sources.iter_mut().find(|(s, _)| *s == refusal.source) {
+            Some((_, group)) => group.push(refusal),
+            None => sources.push((&refusal.source, vec![refusal])),
+        }
+    }
+    sources
+        .into_iter()
+        .map(|(source, group)| match group.as_slice() {
+            [one] => one.to_string(),
+            _ => {
+                let mut holders: BTreeMap<&Holder, usize> = BTreeMap::new();
+                for r in &group {
+                    *holders.entry(&r.holder).or_default() += 1;
+                }
+                let holders: Vec<String> = holders
+                    .iter()
+                    .map(|(h, n)| format!("{n} {}", h.phrase()))
+                    .collect();
+                let names: Vec<&str> = group
+                    .iter()
+                    .take(SUMMARY_NAMES)
+                    .map(|r| r.tool.as_str())
+                    .collect();
+                let more = group.len().saturating_sub(SUMMARY_NAMES);
+                let more = if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                };
+                format!(
+                    "{source}: {} tools not offered, their names are taken ({}): {}{more}; \
+                     the others are served (`toolhost tools --explain NAME` says why and how to choose)",
+                    group.len(),
+                    holders.join(", "),
+                    names.join(", "),
+                )
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,6 +325,47 @@ mod tests {
         assert!(refused[0].to_string().contains("native tools"));
         assert!(refused[2].to_string().contains("[bind] get_issue"));
         assert!(refused[3].to_string().contains("bound to `tracker`"));
+    }
+
+    #[test]
+    fn the_summary_is_one_line_per_source() {
+        let bindings = BTreeMap::new();
+        let mut names = Names::new(&bindings);
+        names.claim("word_count", "text", "plugin `text`");
+        let tools = ["read", "grep", "word_count", "get_issue", "a", "b", "c"];
+        for tool in tools {
+            names.claim(tool, "other", "plugin `other`");
+        }
+        for tool in ["a", "b", "c"] {
+            names.claim(tool, "third", "plugin `third`");
+        }
+        names.claim("glob", "lone", "plugin `lone`");
+        let refused = names.into_refused();
+        let lines = summary(&refused);
+        assert_eq!(lines.len(), 3, "{lines:#?}");
+        assert_eq!(
+            lines[0],
+            "plugin `other`: 4 tools not offered, their names are taken (2 reserved for the native \
+             tools, 1 reserved for the base catalog, 1 provided by plugin `text`): read, grep, \
+             word_count, get_issue; the others are served (`toolhost tools --explain NAME` says \
+             why and how to choose)"
+        );
+        assert!(
+            lines[1].starts_with("plugin `third`: 3 tools not offered, their names are taken (3 provided by plugin `other`): a, b, c;"),
+            "{}",
+            lines[1]
+        );
+        assert_eq!(lines[2], refused.last().unwrap().to_string());
+
+        let mut names = Names::new(&bindings);
+        for tool in NATIVE_NAMES.iter().chain(["get_issue", "get_issues"].iter()) {
+            names.claim(tool, "x", "plugin `x`");
+        }
+        let line = &summary(&names.into_refused())[0];
+        assert!(
+            line.contains(": read, glob, grep, ls, web_fetch, write and 3 more;"),
+            "{line}"
+        );
     }
 
     #[test]

@@ -18,6 +18,7 @@ use toolhost::plugin::{LoadReport, LogLine, Plugin, Runtime, RuntimeOptions};
 pub mod backend;
 pub mod cluster;
 pub mod load;
+pub mod providers;
 pub mod traces;
 
 /// The directory holding the built guest components.

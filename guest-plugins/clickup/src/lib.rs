@@ -204,7 +204,17 @@ impl Enricher for ClickUp {
         Ok(())
     }
 
+    /// Epics carry their goal as a custom field; issues take the priority
+    /// as a level and the custom fields `enrich_schema` added as one list.
+    /// No other tool's arguments are touched.
+    fn transforms_args(&self, tool: &str) -> bool {
+        matches!(tool, "create_epic" | "update_epic" | "create_issue" | "update_issue")
+    }
+
     fn transform_args(&self, tool: &str, args: &mut Args<'_>) -> Result<(), String> {
+        if !self.transforms_args(tool) {
+            return Ok(());
+        }
         if matches!(tool, "create_epic" | "update_epic")
             && let Some(goal) = args.get("goalId")
         {

@@ -25,7 +25,7 @@ use super::call::CallControl;
 use crate::enrich::Listing;
 use crate::gateway::Gateway;
 use crate::output::{CallOutput, ToolError};
-use crate::ownership::Refusal;
+use crate::ownership::{self, Refusal};
 use crate::plugin::{Hooks, Plugin};
 use crate::prompt::SystemPrompt;
 use crate::speculation;
@@ -229,8 +229,8 @@ impl Shared {
                 return Err(e);
             }
         };
-        for refusal in &next.core.refused {
-            tracing::error!("{refusal}");
+        for line in ownership::summary(&next.core.refused) {
+            tracing::error!("{line}");
         }
         *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(next);
         self.rebuilt.send_modify(|n| *n += 1);
