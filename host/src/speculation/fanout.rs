@@ -31,6 +31,10 @@
 //! opening stops costing calls within the run, and one it opens again
 //! comes back.
 //!
+//! With a cluster, every replica learns from all of them: the counts are
+//! the totals in Redis as of the last flush plus what this replica counted
+//! since ([`FanOut::unflushed`], [`FanOut::adopt`], driven by `tally`).
+//!
 //! It owns the counters and the memory of offered candidates, not the
 //! decision to plan a link (the planner) or the cache.
 
@@ -41,6 +45,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::cache::Key;
+use crate::cluster::Rank;
 
 /// Pseudo-observations the declared probability is worth.
 pub const PRIOR_WEIGHT: f64 = 5.0;
@@ -60,6 +65,11 @@ pub struct Origin {
 struct Counts {
     offered: u64,
     used: u64,
+    /// Of these, what was not flushed to the cluster yet.
+    new_offered: u64,
+    new_used: u64,
+    /// The link's declared probability, as last asked.
+    prior: Option<f32>,
 }
 
 struct Offered {
@@ -97,8 +107,14 @@ impl FanOut {
     /// Whether a candidate of `origin` is still worth dispatching at
     /// `floor` (see the module doc).
     pub fn likely(&self, origin: &Origin, prior: f32, floor: f32) -> bool {
-        let inner = self.lock();
-        let (offered, used) = inner.counts.get(origin).map_or((0, 0), |c| (c.offered, c.used));
+        let mut inner = self.lock();
+        let (offered, used) = match inner.counts.get_mut(origin) {
+            Some(c) => {
+                c.prior = Some(prior);
+                (c.offered, c.used)
+            }
+            None => (0, 0),
+        };
         let posterior = Posterior::new(offered, used, prior, origin.rank);
         posterior.mean + posterior.deviation >= f64::from(floor)
     }
@@ -123,7 +139,9 @@ impl FanOut {
                 inner.offered.remove(&oldest);
             }
         }
-        inner.counts.entry(origin.clone()).or_default().offered += 1;
+        let counts = inner.counts.entry(origin.clone()).or_default();
+        counts.offered += 1;
+        counts.new_offered += 1;
         inner.offered.insert(
             key,
             Offered {
@@ -143,6 +161,60 @@ impl FanOut {
             && let Some(c) = inner.counts.get_mut(&offered.origin)
         {
             c.used += 1;
+            c.new_used += 1;
+        }
+    }
+
+    /// What was counted since the last flush, taken: to be added to the
+    /// cluster's totals, or given back ([`FanOut::restore`]) if that fails.
+    /// A rank is offered only after its link's prior was asked
+    /// ([`FanOut::likely`]), so each carries it.
+    pub(super) fn unflushed(&self) -> Vec<Rank> {
+        let mut inner = self.lock();
+        inner
+            .counts
+            .iter_mut()
+            .filter(|(_, c)| c.new_offered + c.new_used > 0)
+            .map(|(o, c)| Rank {
+                from: o.from.clone(),
+                to: o.to.clone(),
+                rank: o.rank,
+                offered: std::mem::take(&mut c.new_offered),
+                used: std::mem::take(&mut c.new_used),
+                prior: c.prior.unwrap_or(0.5),
+            })
+            .collect()
+    }
+
+    /// `taken` ([`FanOut::unflushed`]) did not reach the cluster.
+    pub(super) fn restore(&self, taken: Vec<Rank>) {
+        let mut inner = self.lock();
+        for r in taken {
+            let origin = Origin {
+                from: r.from,
+                to: r.to,
+                rank: r.rank,
+            };
+            let c = inner.counts.entry(origin).or_default();
+            c.new_offered += r.offered;
+            c.new_used += r.used;
+        }
+    }
+
+    /// The cluster's totals, read after this replica's flush: the counts
+    /// become them, plus what was counted here since.
+    pub(super) fn adopt(&self, totals: Vec<Rank>) {
+        let mut inner = self.lock();
+        for r in totals {
+            let origin = Origin {
+                from: r.from,
+                to: r.to,
+                rank: r.rank,
+            };
+            let c = inner.counts.entry(origin).or_default();
+            c.offered = r.offered + c.new_offered;
+            c.used = r.used.min(r.offered) + c.new_used;
+            c.prior.get_or_insert(r.prior);
         }
     }
 
@@ -159,10 +231,16 @@ impl FanOut {
                 rank: o.rank,
                 offered: c.offered,
                 used: c.used,
-                estimate: Posterior::new(c.offered, c.used, prior(&o.from, &o.to), o.rank).mean,
+                estimate: estimate(c.offered, c.used, prior(&o.from, &o.to), o.rank),
             })
             .collect()
     }
+}
+
+/// The estimated probability that a candidate of `rank` is called, after
+/// `offered` offers of which `used` were (the posterior mean).
+pub fn estimate(offered: u64, used: u64, prior: f32, rank: usize) -> f64 {
+    Posterior::new(offered, used, prior, rank).mean
 }
 
 /// The Beta posterior of a rank's probability of being called.
