@@ -92,14 +92,16 @@ impl Cluster {
         pipe.atomic();
         let stats = self.key(&["stats"]);
         for (counter, n) in delta.counters.iter().filter(|(_, n)| **n > 0) {
-            pipe.hincr(&stats, counter, (*n).min(i64::MAX as u64) as i64).ignore();
+            pipe.hincr(&stats, counter, (*n).min(i64::MAX as u64) as i64)
+                .ignore();
         }
         let [offered, used, prior] = self.fanout_keys();
         for r in &delta.ranks {
             let name = field(&r.from, &r.to, r.rank);
             pipe.hincr(&offered, &name, r.offered.min(i64::MAX as u64) as i64)
                 .ignore();
-            pipe.hincr(&used, &name, r.used.min(i64::MAX as u64) as i64).ignore();
+            pipe.hincr(&used, &name, r.used.min(i64::MAX as u64) as i64)
+                .ignore();
             pipe.hset(&prior, &name, r.prior.to_string()).ignore();
         }
         self.read_fanout(&mut pipe);

@@ -50,12 +50,19 @@ pub struct Invalidation {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
-    Invalidated { done: Vec<Invalidation> },
+    Invalidated {
+        done: Vec<Invalidation>,
+    },
     /// A call of `tool` with `args` (canonical) was answered from the
     /// prefetch in Redis.
-    Served { tool: String, args: String },
+    Served {
+        tool: String,
+        args: String,
+    },
     /// The replica `replica` rebuilt its catalog.
-    Catalog { replica: String },
+    Catalog {
+        replica: String,
+    },
 }
 
 /// Relay the published events until the cluster is dropped.

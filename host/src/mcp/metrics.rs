@@ -205,3 +205,44 @@ impl CallMetrics {
         text
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A vendor's names cannot break the exposition format: every sample
+    /// stays on its own line, its label values quoted and escaped, and a
+    /// long name is cut.
+    #[test]
+    fn hostile_names_are_escaped_and_bounded() {
+        let metrics = CallMetrics::new();
+        let tool = "get\"} 1\ntoolhost_calls_total{tool=\"forged";
+        let plugin = format!("evil\\\"\n{}", "x".repeat(1000));
+        metrics.call(tool, Some(&plugin), Duration::from_millis(3), true);
+        let mut text = String::new();
+        encode(&mut text, &metrics.registry).unwrap();
+        let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert!(
+            !samples
+                .iter()
+                .any(|l| l.starts_with("toolhost_calls_total{tool=\"forged")),
+            "a forged sample:\n{text}"
+        );
+        for line in &samples {
+            assert!(
+                line.starts_with("toolhost_"),
+                "a line that is no sample: {line:?}\n{text}"
+            );
+            assert!(line.len() < 2 * MAX_LABEL + 200, "unbounded: {line}");
+        }
+        assert!(
+            text.contains(r#"toolhost_calls_total{tool="get\"} 1\ntoolhost_calls_total{tool=\"forged"} 1"#),
+            "{text}"
+        );
+        let cut = format!(
+            r#"toolhost_plugin_call_errors_total{{plugin="evil\\\"\n{}"}} 1"#,
+            "x".repeat(MAX_LABEL - 7)
+        );
+        assert!(text.lines().any(|l| l == cut), "{text}");
+    }
+}

@@ -68,8 +68,6 @@ struct Counts {
     /// Of these, what was not flushed to the cluster yet.
     new_offered: u64,
     new_used: u64,
-    /// The link's declared probability, as last asked.
-    prior: Option<f32>,
 }
 
 struct Offered {
@@ -80,6 +78,8 @@ struct Offered {
 #[derive(Default)]
 struct Inner {
     counts: BTreeMap<Origin, Counts>,
+    /// Each link's declared probability as last asked, for the cluster.
+    priors: HashMap<Origin, f32>,
     offered: HashMap<Key, Offered>,
 }
 
@@ -108,13 +108,8 @@ impl FanOut {
     /// `floor` (see the module doc).
     pub fn likely(&self, origin: &Origin, prior: f32, floor: f32) -> bool {
         let mut inner = self.lock();
-        let (offered, used) = match inner.counts.get_mut(origin) {
-            Some(c) => {
-                c.prior = Some(prior);
-                (c.offered, c.used)
-            }
-            None => (0, 0),
-        };
+        let (offered, used) = inner.counts.get(origin).map_or((0, 0), |c| (c.offered, c.used));
+        inner.priors.insert(origin.clone(), prior);
         let posterior = Posterior::new(offered, used, prior, origin.rank);
         posterior.mean + posterior.deviation >= f64::from(floor)
     }
@@ -171,8 +166,8 @@ impl FanOut {
     /// ([`FanOut::likely`]), so each carries it.
     pub(super) fn unflushed(&self) -> Vec<Rank> {
         let mut inner = self.lock();
-        inner
-            .counts
+        let Inner { counts, priors, .. } = &mut *inner;
+        counts
             .iter_mut()
             .filter(|(_, c)| c.new_offered + c.new_used > 0)
             .map(|(o, c)| Rank {
@@ -181,7 +176,7 @@ impl FanOut {
                 rank: o.rank,
                 offered: std::mem::take(&mut c.new_offered),
                 used: std::mem::take(&mut c.new_used),
-                prior: c.prior.unwrap_or(0.5),
+                prior: priors.get(o).copied().unwrap_or(0.5),
             })
             .collect()
     }
@@ -214,7 +209,6 @@ impl FanOut {
             let c = inner.counts.entry(origin).or_default();
             c.offered = r.offered + c.new_offered;
             c.used = r.used.min(r.offered) + c.new_used;
-            c.prior.get_or_insert(r.prior);
         }
     }
 
@@ -348,6 +342,40 @@ mod tests {
         let table = fan.table(|_, _| 0.5);
         let counts: Vec<(usize, u64, u64)> = table.iter().map(|r| (r.rank, r.offered, r.used)).collect();
         assert_eq!(counts, vec![(0, 1, 1), (1, 1, 0)]);
+    }
+
+    /// With a cluster: what is taken for a flush is given back if it fails,
+    /// and the totals read back become the counts, plus what came since.
+    #[test]
+    fn flushes_take_restore_and_adopt_the_clusters_totals() {
+        let fan = FanOut::default();
+        assert!(fan.likely(&origin(0), 0.4, 0.3));
+        fan.offer(key("a"), origin(0), MINUTE);
+        fan.called(&key("a"));
+        let taken = fan.unflushed();
+        assert_eq!(
+            taken
+                .iter()
+                .map(|r| (r.offered, r.used, r.prior))
+                .collect::<Vec<_>>(),
+            vec![(1, 1, 0.4)]
+        );
+        assert!(fan.unflushed().is_empty(), "taken once");
+        fan.restore(taken);
+        fan.offer(key("b"), origin(0), MINUTE);
+        let taken = fan.unflushed();
+        assert_eq!((taken[0].offered, taken[0].used), (2, 1));
+        // Another replica offered 10 and saw 6 used; this one offered one
+        // more since its flush.
+        fan.offer(key("c"), origin(0), MINUTE);
+        fan.adopt(vec![Rank {
+            offered: 12,
+            used: 7,
+            ..taken[0].clone()
+        }]);
+        let table = fan.table(|_, _| 0.4);
+        assert_eq!((table[0].offered, table[0].used), (13, 7));
+        assert_eq!(fan.unflushed()[0].offered, 1, "only what came since");
     }
 
     #[test]

@@ -229,10 +229,7 @@ impl Metrics {
             wasted: self.wasted.load(Ordering::Relaxed),
             unserved,
             stale: self.stale.load(Ordering::Relaxed),
-            declined: declined
-                .iter()
-                .map(|(r, n)| (reason_name(r), *n))
-                .collect(),
+            declined: declined.iter().map(|(r, n)| (reason_name(r), *n)).collect(),
             saved_ms: self.saved_us.load(Ordering::Relaxed) / 1000,
             ranks,
         }
