@@ -227,4 +227,137 @@ async fn metrics_count_calls_errors_latency_and_speculation_and_health_answers()
         !text.contains("no_such_tool"),
         "made-up names are not labels:\n{text}"
     );
+    // Per plugin: the tracker's tools are the tracker plugin's calls (the
+    // made-up tool is no plugin's); every plugin loaded has its failure,
+    // quarantine and refusal counters. (A hostile name's escaping is
+    // unit-tested in host/src/mcp/metrics.rs.)
+    let per_plugin = |family: &str| -> Vec<&str> {
+        text.lines()
+            .filter(|l| l.starts_with(&format!("toolhost_{family}{{plugin=")))
+            .collect()
+    };
+    let calls = per_plugin("plugin_calls_total");
+    assert_eq!(calls.len(), 1, "{text}");
+    assert!(calls[0].ends_with("} 4"), "{text}");
+    assert!(
+        per_plugin("plugin_call_errors_total")[0].ends_with("} 1"),
+        "{text}"
+    );
+    assert!(!per_plugin("plugin_call_seconds_count").is_empty(), "{text}");
+    for family in [
+        "plugin_traps_total",
+        "plugin_quarantines_total",
+        "plugin_refusals_total",
+    ] {
+        let lines = per_plugin(family);
+        assert_eq!(lines.len(), 2, "one per plugin loaded: {text}");
+        assert!(lines.iter().all(|l| l.ends_with("} 0")), "{text}");
+    }
+}
+
+/// `toolhost stats --json` with the replicas' configuration: the totals
+/// every replica added to Redis.
+fn cluster_stats(layout: &Layout) -> serde_json::Value {
+    let out = std::process::Command::new(toolhost_bin())
+        .arg("--config")
+        .arg(layout.dir.path().join("toolhost.toml"))
+        .arg("--plugins")
+        .arg(layout.plugins.path())
+        .args(["stats", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// A replica's `/metrics`, as text.
+async fn metrics(replica: &Replica) -> String {
+    let http = toolhost::http_client::builder().build().unwrap();
+    http.get(format!("http://{}/metrics", replica.addr))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
+/// The value of the sample `name` (the whole name with its labels) in
+/// `text`, 0 if absent.
+fn sample(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stats_sum_every_replica_and_a_prefetch_served_elsewhere_is_not_wasted() {
+    let tracker = Tracker::start(2, Duration::ZERO).await;
+    let redis = Redis::start().unwrap();
+    let layout = Layout::new(&tracker, Some(&redis)).await.unwrap();
+    let replicas: Vec<Replica> = (0..2)
+        .map(|_| Replica::start(&toolhost_bin(), &layout).unwrap())
+        .collect();
+    let (a, b) = (
+        Client::connect(replicas[0].addr).await.unwrap(),
+        Client::connect(replicas[1].addr).await.unwrap(),
+    );
+    // A prefetches; B is answered by every one of its prefetches.
+    a.call("get_issues", json!({})).await.unwrap();
+    redis.await_prefetches(PREFETCHES).await;
+    for key in ["WEB-1", "WEB-2"] {
+        b.call("get_issue", json!({ "key": key })).await.unwrap();
+        b.call("get_issue_comments", json!({ "key": key })).await.unwrap();
+    }
+    // Each replica counted its own share; `toolhost stats` sums them once
+    // both have flushed.
+    let summed = loop {
+        let summed = cluster_stats(&layout);
+        if summed["stats"]["hits"] == PREFETCHES {
+            break summed;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(summed["stats"]["dispatched"], PREFETCHES, "{summed:#}");
+    assert_eq!(summed["stats"]["cluster_hits"], PREFETCHES, "{summed:#}");
+    assert!(
+        summed["cluster"]
+            .as_str()
+            .unwrap()
+            .contains(&redis.port.to_string()),
+        "says where it read: {summed:#}"
+    );
+    let a_says = metrics(&replicas[0]).await;
+    let b_says = metrics(&replicas[1]).await;
+    assert_eq!(
+        sample(&a_says, "toolhost_speculation_total{kind=\"prefetches\"}"),
+        4
+    );
+    assert_eq!(sample(&a_says, "toolhost_speculation_total{kind=\"hits\"}"), 0);
+    assert_eq!(
+        sample(&b_says, "toolhost_speculation_total{kind=\"cluster_hits\"}"),
+        4
+    );
+    // A write on A drops A's own copies of what B used: used, so not
+    // wasted.
+    a.call("update_issue", json!({"key": "WEB-1", "title": "renamed"}))
+        .await
+        .unwrap();
+    let a_says = metrics(&replicas[0]).await;
+    assert_eq!(
+        sample(&a_says, "toolhost_speculation_total{kind=\"wasted\"}"),
+        0,
+        "{a_says}"
+    );
+    // The text rendering says where the figures come from.
+    let out = std::process::Command::new(toolhost_bin())
+        .arg("--config")
+        .arg(layout.dir.path().join("toolhost.toml"))
+        .arg("--plugins")
+        .arg(layout.plugins.path())
+        .arg("stats")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("summed over every replica"), "{text}");
 }

@@ -212,7 +212,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Call { tool, args, json } => {
             call::run(&runtime, &config, plugin_dir.as_deref(), &tool, &args, json).await
         }
-        Command::Stats { json } => stats::run(&config, json),
+        Command::Stats { json } => stats::run(&config, json).await,
         Command::New { name, lang, dir } => {
             let dir = toolhost_cli::scaffold::scaffold(&dir, &name, lang)?;
             println!("created {0}: build it with `make -C {0}`", dir.display());

@@ -7,6 +7,10 @@
 //! [`INTERVAL`], and once more when the server stops. With several servers
 //! sharing one file the last writer wins; give each its own
 //! `[speculation] stats_file` to keep them apart.
+//!
+//! With `[cluster]` configured, `toolhost stats` reads the totals every
+//! replica adds to Redis instead (`toolhost::speculation` keeps them), and
+//! says so.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -160,8 +164,47 @@ pub fn spawn_reporter(host: Arc<Toolhost>, path: Option<PathBuf>) -> tokio::task
     })
 }
 
-/// Print what the last server recorded of speculation.
-pub fn run(config: &Config, as_json: bool) -> Result<ExitCode> {
+/// What every replica of a cluster counted, as `toolhost stats --json`
+/// prints it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Summed {
+    /// Where the totals were read (never the URL: it may hold a password).
+    pub cluster: String,
+    pub stats: Snapshot,
+}
+
+/// The full report of `toolhost stats` for a cluster.
+pub fn render_summed(s: &Summed) -> String {
+    let recorded = Recorded {
+        pid: 0,
+        updated: 0,
+        stats: s.stats.clone(),
+    };
+    let text = render(&recorded);
+    let body = text.split_once('\n').map_or("", |(_, rest)| rest);
+    format!("summed over every replica of the cluster ({})\n{body}", s.cluster)
+}
+
+/// Print what the last server recorded of speculation, or with a cluster
+/// what every replica counted.
+pub async fn run(config: &Config, as_json: bool) -> Result<ExitCode> {
+    if let Some(cluster) = &config.cluster {
+        let shared = toolhost::cluster::Cluster::connect(&cluster.redis, &cluster.prefix)?;
+        let totals = shared
+            .totals()
+            .await
+            .with_context(|| format!("cannot read the cluster's statistics from {}", shared.describe()))?;
+        let summed = Summed {
+            cluster: shared.describe(),
+            stats: Snapshot::summed(&totals),
+        };
+        if as_json {
+            println!("{}", serde_json::to_string_pretty(&summed)?);
+        } else {
+            print!("{}", render_summed(&summed));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let path = config
         .stats_file()
         .context("no statistics file: set [speculation] stats_file or enable the cache directory")?;

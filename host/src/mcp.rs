@@ -563,8 +563,13 @@ impl ServerHandler for McpServer {
         } else {
             "(unknown)"
         };
-        self.metrics
-            .call(label, started.elapsed(), result.is_error == Some(true));
+        let plugin = served.then(|| self.host.tool_plugin(&request.name)).flatten();
+        self.metrics.call(
+            label,
+            plugin.as_deref(),
+            started.elapsed(),
+            result.is_error == Some(true),
+        );
         Ok(result.into())
     }
 }
@@ -602,7 +607,7 @@ pub async fn serve_http(
         async move {
             (
                 [(http::header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
-                metrics.render(&host),
+                metrics.render(&host).await,
             )
         }
     };

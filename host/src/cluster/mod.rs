@@ -9,12 +9,15 @@
 //!   is a miss, never a failed call. Redis going away is logged once, and so
 //!   is its return; meanwhile each replica serves from its own cache alone.
 //! - `prefetches`: prefetched results and the tools' generations in Redis.
-//! - `events`: the invalidations other replicas publish, relayed to this
-//!   replica's caches.
+//! - `events`: what replicas tell each other (invalidations, prefetches
+//!   served elsewhere, catalog changes), relayed to this replica.
+//! - `counters`: the speculation counters and learned fan-out of every
+//!   replica, summed in Redis.
 //!
 //! Not here: what is cached and when (`speculation`), how results are
 //! encoded (the speculation target's).
 
+mod counters;
 mod events;
 mod prefetches;
 
@@ -25,7 +28,8 @@ use std::time::Duration;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::sync::broadcast;
 
-pub use events::Invalidation;
+pub use counters::{Delta, Rank, Totals};
+pub use events::{Event, Invalidation};
 pub use prefetches::Entry;
 
 /// How long one Redis operation may take before it counts as failed (and
@@ -64,7 +68,10 @@ pub struct Cluster {
     up: AtomicBool,
     /// Namespaces every key and channel, so deployments can share a Redis.
     prefix: String,
-    invalidations: broadcast::Sender<Invalidation>,
+    /// This replica among those sharing the Redis: tells its own catalog
+    /// changes from the others'.
+    replica: String,
+    events: broadcast::Sender<Event>,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -92,21 +99,32 @@ impl Cluster {
         let conn = client
             .get_connection_manager_lazy(config)
             .map_err(|e| ClusterError::Url(e.to_string()))?;
-        let (invalidations, _) = broadcast::channel(1024);
+        let (events, _) = broadcast::channel(1024);
+        let since = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let replica = format!("{}-{since:x}", std::process::id());
         let cluster = Arc::new(Self {
             conn,
             server,
             up: AtomicBool::new(true),
             prefix: prefix.to_owned(),
-            invalidations,
+            replica,
+            events,
         });
         events::listen(client, Arc::downgrade(&cluster));
         Ok(cluster)
     }
 
-    /// The invalidations published by every replica (this one's too).
-    pub fn invalidations(&self) -> broadcast::Receiver<Invalidation> {
-        self.invalidations.subscribe()
+    /// The events published by every replica (this one's too).
+    pub fn events(&self) -> broadcast::Receiver<Event> {
+        self.events.subscribe()
+    }
+
+    /// Where the Redis is, `host:port` (never the URL: it may hold a
+    /// password), and the prefix of the keys: for `toolhost stats`.
+    pub fn describe(&self) -> String {
+        format!("redis at {}, prefix {:?}", self.server, self.prefix)
     }
 
     /// Whether the last operation reached Redis.

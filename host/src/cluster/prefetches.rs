@@ -18,7 +18,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::Cluster;
-use super::events::{CHANNEL, Invalidation};
+use super::events::{Event, Invalidation};
 
 /// A prefetched result as stored in Redis.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -111,13 +111,7 @@ impl Cluster {
                 generation,
             })
             .collect();
-        if let Ok(message) = serde_json::to_string(&done) {
-            let mut conn = self.conn.clone();
-            let channel = self.key(&[CHANNEL]);
-            let _: Option<usize> = self
-                .run("PUBLISH", async move { conn.publish(channel, message).await })
-                .await;
-        }
+        self.publish(&Event::Invalidated { done: done.clone() }).await;
         Some(done)
     }
 }

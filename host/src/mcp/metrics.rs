@@ -1,11 +1,13 @@
 //! `/metrics` on the HTTP server, in the OpenMetrics text format
-//! Prometheus scrapes: calls, error results and latency per tool (as the
-//! front saw them, served from a prefetch or run), and the speculation
-//! counters of this replica (prefetches, hits, cluster hits, joins,
-//! wasted, stale), read from the host when scraped.
+//! Prometheus scrapes: calls, error results and latency per tool and per
+//! plugin (as the front saw them, served from a prefetch or run); traps
+//! (and other failures), quarantines and calls refused in quarantine per
+//! plugin, and the speculation counters of this replica (prefetches, hits,
+//! cluster hits, joins, wasted, stale), read from the host when scraped.
 //!
-//! Not here (yet): traps, quarantines and refusals per plugin, which the
-//! plugin runtime counts but does not expose.
+//! Label values are names a vendor chose: the encoder escapes them, and
+//! they are cut to [`MAX_LABEL`] bytes; only the tools served and the
+//! plugins loaded are labels, so their number is bounded by the catalog.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -28,6 +30,23 @@ struct ToolLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PluginLabel {
+    plugin: String,
+}
+
+/// The bytes of a label value kept at most.
+pub(super) const MAX_LABEL: usize = 128;
+
+/// `name` cut to [`MAX_LABEL`] bytes, on a character boundary.
+fn bounded(name: &str) -> String {
+    let mut end = name.len().min(MAX_LABEL);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    name[..end].to_owned()
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct KindLabel {
     kind: &'static str,
 }
@@ -37,6 +56,12 @@ pub(super) struct CallMetrics {
     calls: Family<ToolLabel, Counter>,
     errors: Family<ToolLabel, Counter>,
     latency: Family<ToolLabel, Histogram>,
+    plugin_calls: Family<PluginLabel, Counter>,
+    plugin_errors: Family<PluginLabel, Counter>,
+    plugin_latency: Family<PluginLabel, Histogram>,
+    traps: Family<PluginLabel, Counter>,
+    quarantines: Family<PluginLabel, Counter>,
+    refusals: Family<PluginLabel, Counter>,
     speculation: Family<KindLabel, Counter>,
     /// One scrape at a time brings the speculation counters up to date.
     scraping: Mutex<()>,
@@ -52,6 +77,44 @@ impl CallMetrics {
             Histogram::new(exponential_buckets(0.0005, 2.0, 16))
         });
         let speculation = Family::<KindLabel, Counter>::default();
+        let plugin_calls = Family::<PluginLabel, Counter>::default();
+        let plugin_errors = Family::<PluginLabel, Counter>::default();
+        let plugin_latency = Family::<PluginLabel, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.0005, 2.0, 16))
+        });
+        let traps = Family::<PluginLabel, Counter>::default();
+        let quarantines = Family::<PluginLabel, Counter>::default();
+        let refusals = Family::<PluginLabel, Counter>::default();
+        registry.register(
+            "plugin_calls",
+            "Tool calls answered, by the plugin that runs the tool",
+            plugin_calls.clone(),
+        );
+        registry.register(
+            "plugin_call_errors",
+            "Tool calls answered with an error result, by plugin",
+            plugin_errors.clone(),
+        );
+        registry.register(
+            "plugin_call_seconds",
+            "Time to answer a tool call, by plugin",
+            plugin_latency.clone(),
+        );
+        registry.register(
+            "plugin_traps",
+            "Plugin failures: traps, CPU or deadline exhausted, output too large",
+            traps.clone(),
+        );
+        registry.register(
+            "plugin_quarantines",
+            "Times a plugin was quarantined",
+            quarantines.clone(),
+        );
+        registry.register(
+            "plugin_refusals",
+            "Calls refused because their plugin was quarantined",
+            refusals.clone(),
+        );
         registry.register("calls", "Tool calls answered", calls.clone());
         registry.register(
             "call_errors",
@@ -69,26 +132,60 @@ impl CallMetrics {
             calls,
             errors,
             latency,
+            plugin_calls,
+            plugin_errors,
+            plugin_latency,
+            traps,
+            quarantines,
+            refusals,
             speculation,
             scraping: Mutex::new(()),
         })
     }
 
-    /// A call of `tool` answered in `took`, an error result or not.
-    pub(super) fn call(&self, tool: &str, took: Duration, error: bool) {
-        let label = ToolLabel {
-            tool: tool.to_owned(),
-        };
+    /// A call of `tool` (run by `plugin`, if a plugin runs it) answered in
+    /// `took`, an error result or not.
+    pub(super) fn call(&self, tool: &str, plugin: Option<&str>, took: Duration, error: bool) {
+        let label = ToolLabel { tool: bounded(tool) };
         self.calls.get_or_create(&label).inc();
         if error {
             self.errors.get_or_create(&label).inc();
         }
         self.latency.get_or_create(&label).observe(took.as_secs_f64());
+        if let Some(plugin) = plugin {
+            let label = PluginLabel {
+                plugin: bounded(plugin),
+            };
+            self.plugin_calls.get_or_create(&label).inc();
+            if error {
+                self.plugin_errors.get_or_create(&label).inc();
+            }
+            self.plugin_latency
+                .get_or_create(&label)
+                .observe(took.as_secs_f64());
+        }
+    }
+
+    /// Bring `counter` up to `now` (a count kept elsewhere, since load).
+    fn catch_up(counter: &Counter, now: u64) {
+        counter.inc_by(now.saturating_sub(counter.get()));
     }
 
     /// Everything, as of now.
-    pub(super) fn render(&self, host: &Toolhost) -> String {
+    pub(super) async fn render(&self, host: &Toolhost) -> String {
+        let plugins = host.plugins().await;
         let _one = self.scraping.lock().unwrap_or_else(|p| p.into_inner());
+        for plugin in &plugins {
+            let name = PluginLabel {
+                plugin: bounded(&plugin.name),
+            };
+            Self::catch_up(&self.traps.get_or_create(&name), plugin.traps());
+            Self::catch_up(
+                &self.quarantines.get_or_create(&name),
+                u64::from(plugin.quarantine_trips()),
+            );
+            Self::catch_up(&self.refusals.get_or_create(&name), plugin.refused_calls());
+        }
         if let Some(s) = host.stats() {
             for (kind, now) in [
                 ("prefetches", s.dispatched),
@@ -99,13 +196,53 @@ impl CallMetrics {
                 ("wasted", s.wasted),
                 ("stale", s.stale),
             ] {
-                let counter = self.speculation.get_or_create(&KindLabel { kind });
-                counter.inc_by(now.saturating_sub(counter.get()));
+                Self::catch_up(&self.speculation.get_or_create(&KindLabel { kind }), now);
             }
         }
         let mut text = String::new();
         // Writing to a String cannot fail.
         let _ = encode(&mut text, &self.registry);
         text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A vendor's names cannot break the exposition format: every sample
+    /// stays on its own line, its label values quoted and escaped, and a
+    /// long name is cut.
+    #[test]
+    fn hostile_names_are_escaped_and_bounded() {
+        let metrics = CallMetrics::new();
+        let tool = "get\"} 1\ntoolhost_calls_total{tool=\"forged";
+        let plugin = format!("evil\\\"\n{}", "x".repeat(1000));
+        metrics.call(tool, Some(&plugin), Duration::from_millis(3), true);
+        let mut text = String::new();
+        encode(&mut text, &metrics.registry).unwrap();
+        let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert!(
+            !samples
+                .iter()
+                .any(|l| l.starts_with("toolhost_calls_total{tool=\"forged")),
+            "a forged sample:\n{text}"
+        );
+        for line in &samples {
+            assert!(
+                line.starts_with("toolhost_"),
+                "a line that is no sample: {line:?}\n{text}"
+            );
+            assert!(line.len() < 2 * MAX_LABEL + 200, "unbounded: {line}");
+        }
+        assert!(
+            text.contains(r#"toolhost_calls_total{tool="get\"} 1\ntoolhost_calls_total{tool=\"forged"} 1"#),
+            "{text}"
+        );
+        let cut = format!(
+            r#"toolhost_plugin_call_errors_total{{plugin="evil\\\"\n{}"}} 1"#,
+            "x".repeat(MAX_LABEL - 7)
+        );
+        assert!(text.lines().any(|l| l == cut), "{text}");
     }
 }

@@ -13,6 +13,15 @@
 //! fails (a `[bind]` whose backend is gone) keeps the previous catalog and
 //! logs why. [`Toolhost::subscribe`] marks each rebuild for the MCP front.
 //!
+//! With a cluster (`[cluster]`), each rebuild is published to the other
+//! replicas, and theirs mark this one's [`Toolhost::subscribe`] as a
+//! rebuild would, so that every replica's clients list the tools again.
+//! A replica does not rebuild on another's word: each loads its plugin
+//! directory and follows its upstream servers itself (the replicas of a
+//! deployment share one plugin directory, each `serve --watch` on it), and
+//! a rebuild it was told of but has not made yet is announced again when it
+//! makes it.
+//!
 //! Not here: what a build does (`assembly`), the steps of a call (`steps`).
 
 use std::sync::{Arc, PoisonError, RwLock, Weak};
@@ -89,6 +98,14 @@ impl Toolhost {
             current: RwLock::new(Arc::new(generation)),
             rebuilt: watch::Sender::new(0),
         });
+        if let Some(cluster) = &shared.options.speculation.cluster {
+            let weak = Arc::downgrade(&shared);
+            cluster.follow_catalog(move || {
+                weak.upgrade()
+                    .map(|shared| shared.rebuilt.send_modify(|n| *n += 1))
+                    .is_some()
+            });
+        }
         let followers = upstreams
             .into_iter()
             .map(|server| tokio::spawn(follow(Arc::downgrade(&shared), server)))
@@ -142,6 +159,15 @@ impl Toolhost {
     /// should list the tools again.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.shared.rebuilt.subscribe()
+    }
+
+    /// The plugin that runs `tool`, if a plugin does (its own tool, or a
+    /// catalog tool bound to it), as of now.
+    pub fn tool_plugin(&self, tool: &str) -> Option<String> {
+        match &self.shared.current().core.tools.get(tool)?.backend {
+            Backend::Plugin(plugin, _) => Some(plugin.name.to_string()),
+            _ => None,
+        }
     }
 
     /// What speculation has done so far, if it is on.
@@ -234,6 +260,9 @@ impl Shared {
         }
         *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(next);
         self.rebuilt.send_modify(|n| *n += 1);
+        if let Some(cluster) = &self.options.speculation.cluster {
+            cluster.catalog_changed().await;
+        }
         if let Some(engine) = &previous.speculation {
             engine.shutdown().await;
         }

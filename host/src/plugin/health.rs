@@ -9,7 +9,7 @@
 //! answers, not failures, and do not count.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -37,6 +37,11 @@ pub struct Health {
     /// return without taking the lock. Only ever set under the lock.
     clear: AtomicBool,
     state: Mutex<State>,
+    /// Failures since load (traps, CPU or deadline exhausted, output too
+    /// large), for `/metrics`.
+    failures: AtomicU64,
+    /// Calls refused since load because the plugin was quarantined.
+    refused: AtomicU64,
 }
 
 struct State {
@@ -62,6 +67,8 @@ impl Health {
                 probation: false,
                 trips: 0,
             }),
+            failures: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
         }
     }
 
@@ -77,7 +84,10 @@ impl Health {
         }
         let mut s = self.lock();
         match s.until {
-            Some(until) if Instant::now() < until => Err(until - Instant::now()),
+            Some(until) if Instant::now() < until => {
+                self.refused.fetch_add(1, Ordering::Relaxed);
+                Err(until - Instant::now())
+            }
             Some(_) => {
                 s.until = None;
                 s.probation = true;
@@ -102,6 +112,7 @@ impl Health {
 
     /// Record a failure; returns true if it put the plugin in quarantine.
     pub fn failure(&self) -> bool {
+        self.failures.fetch_add(1, Ordering::Relaxed);
         let mut s = self.lock();
         // Cleared before the state changes, so a lock-free `success` that
         // still sees `clear` is ordered before this failure.
@@ -135,6 +146,16 @@ impl Health {
     pub fn trips(&self) -> u32 {
         self.lock().trips
     }
+
+    /// Failures since load.
+    pub fn failures(&self) -> u64 {
+        self.failures.load(Ordering::Relaxed)
+    }
+
+    /// Calls refused while quarantined, since load.
+    pub fn refused(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
 }
 
 #[cfg(test)]
@@ -157,6 +178,7 @@ mod tests {
         assert!(!h.failure());
         assert!(h.failure());
         assert_eq!(h.trips(), 1);
+        assert_eq!(h.failures(), 2);
         // A zero backoff has already ended: the next call is a trial.
         assert!(h.admit().is_ok());
         assert_eq!(h.status(), Status::Probation);

@@ -213,6 +213,17 @@ impl Plugin {
         self.instances.health.trips()
     }
 
+    /// Traps, and other failures (CPU, deadline, output too large), since
+    /// load.
+    pub fn traps(&self) -> u64 {
+        self.instances.health.failures()
+    }
+
+    /// Calls refused since load because the plugin was quarantined.
+    pub fn refused_calls(&self) -> u64 {
+        self.instances.health.refused()
+    }
+
     pub fn policy(&self, method: Method) -> Policy {
         self.manifest.failure.policy(method)
     }

@@ -54,6 +54,12 @@ impl Key {
     }
 
     /// The canonical arguments (JSON, object keys sorted).
+    /// The key of `tool` with `args` already canonical (as [`Key::args`]
+    /// gives them).
+    pub(crate) fn canonical(tool: String, args: String) -> Self {
+        Self { tool, args }
+    }
+
     pub fn args(&self) -> &str {
         &self.args
     }
@@ -231,6 +237,14 @@ impl<V: Clone> SpecCache<V> {
             }
             Some(Slot::InFlight { rx }) => Lookup::Pending(Join { rx: rx.clone() }),
             None => Lookup::Miss,
+        }
+    }
+
+    /// Another replica answered a call from the copy of `key`'s prefetch it
+    /// found in Redis: the entry held here was used, and is not wasted.
+    pub fn served_elsewhere(&self, key: &Key) {
+        if let Some(Slot::Ready { used, .. }) = self.lock().slots.get_mut(key) {
+            *used = true;
         }
     }
 

@@ -60,6 +60,7 @@ use super::planner::{self, DeclineReason};
 use super::projection;
 use super::settings::{Settings, hostname};
 use super::shared::Shared;
+use super::tally::Tally;
 use crate::cluster::{Cluster, Entry};
 use crate::enrich::Enrichers;
 use crate::value_model::{FollowUpLink, ValueModels};
@@ -156,6 +157,8 @@ pub struct Engine<T: Target> {
     planning: Arc<AtomicUsize>,
     /// The replicas this one shares prefetches with, if any.
     shared: Option<Arc<Shared<T::Output>>>,
+    /// What is counted here, added to the replicas' totals.
+    tally: Option<Arc<Tally>>,
 }
 
 /// Counts a background planning task until it ends, however it ends.
@@ -208,12 +211,16 @@ impl<T: Target> Engine<T> {
             metrics,
             planning: Arc::default(),
             shared: None,
+            tally: None,
         }
     }
 
     /// This engine sharing its prefetches and invalidations with the other
     /// replicas of `cluster`.
     pub fn with_cluster(mut self, cluster: Option<Arc<Cluster>>) -> Self {
+        self.tally = cluster
+            .as_ref()
+            .map(|c| Tally::start(c.clone(), self.metrics.clone(), self.fanout.clone()));
         self.shared = cluster.map(|c| Shared::new(c, self.cache.clone()));
         self
     }
@@ -240,8 +247,14 @@ impl<T: Target> Engine<T> {
             metrics: self.metrics.clone(),
             planning: Arc::default(),
             shared: None,
+            tally: self.tally.clone(),
         };
-        renewed.with_cluster(cluster)
+        renewed.with_shared(cluster)
+    }
+
+    fn with_shared(mut self, cluster: Option<Arc<Cluster>>) -> Self {
+        self.shared = cluster.map(|c| Shared::new(c, self.cache.clone()));
+        self
     }
 
     /// Before a real call executes: its answer from a prefetch, if any.
@@ -278,7 +291,14 @@ impl<T: Target> Engine<T> {
             How::Hit => self.metrics.hit(p.took),
             How::Kept => self.metrics.reused(),
             How::Joined(waited) => self.metrics.join(p.took.saturating_sub(waited)),
-            How::Cluster => self.metrics.cluster_hit(p.took),
+            How::Cluster => {
+                self.metrics.cluster_hit(p.took);
+                // The replica that made it holds it too, and counts it
+                // wasted if it drops it unused: tell it this one was used.
+                if let Some(shared) = &self.shared {
+                    shared.cluster().served(tool, key.args()).await;
+                }
+            }
         }
         Served::Prefetched(self.target.answer(tool, args, &p.value))
     }
@@ -577,6 +597,9 @@ impl<T: Target> Engine<T> {
     pub async fn shutdown(&self) {
         self.dispatcher.shutdown().await;
         self.cache.flush();
+        if let Some(tally) = &self.tally {
+            tally.flush(false).await;
+        }
     }
 }
 

@@ -31,6 +31,10 @@
 //! opening stops costing calls within the run, and one it opens again
 //! comes back.
 //!
+//! With a cluster, every replica learns from all of them: the counts are
+//! the totals in Redis as of the last flush plus what this replica counted
+//! since ([`FanOut::unflushed`], [`FanOut::adopt`], driven by `tally`).
+//!
 //! It owns the counters and the memory of offered candidates, not the
 //! decision to plan a link (the planner) or the cache.
 
@@ -41,6 +45,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::cache::Key;
+use crate::cluster::Rank;
 
 /// Pseudo-observations the declared probability is worth.
 pub const PRIOR_WEIGHT: f64 = 5.0;
@@ -60,6 +65,9 @@ pub struct Origin {
 struct Counts {
     offered: u64,
     used: u64,
+    /// Of these, what was not flushed to the cluster yet.
+    new_offered: u64,
+    new_used: u64,
 }
 
 struct Offered {
@@ -70,6 +78,8 @@ struct Offered {
 #[derive(Default)]
 struct Inner {
     counts: BTreeMap<Origin, Counts>,
+    /// Each link's declared probability as last asked, for the cluster.
+    priors: HashMap<Origin, f32>,
     offered: HashMap<Key, Offered>,
 }
 
@@ -97,8 +107,9 @@ impl FanOut {
     /// Whether a candidate of `origin` is still worth dispatching at
     /// `floor` (see the module doc).
     pub fn likely(&self, origin: &Origin, prior: f32, floor: f32) -> bool {
-        let inner = self.lock();
+        let mut inner = self.lock();
         let (offered, used) = inner.counts.get(origin).map_or((0, 0), |c| (c.offered, c.used));
+        inner.priors.insert(origin.clone(), prior);
         let posterior = Posterior::new(offered, used, prior, origin.rank);
         posterior.mean + posterior.deviation >= f64::from(floor)
     }
@@ -123,7 +134,9 @@ impl FanOut {
                 inner.offered.remove(&oldest);
             }
         }
-        inner.counts.entry(origin.clone()).or_default().offered += 1;
+        let counts = inner.counts.entry(origin.clone()).or_default();
+        counts.offered += 1;
+        counts.new_offered += 1;
         inner.offered.insert(
             key,
             Offered {
@@ -143,6 +156,59 @@ impl FanOut {
             && let Some(c) = inner.counts.get_mut(&offered.origin)
         {
             c.used += 1;
+            c.new_used += 1;
+        }
+    }
+
+    /// What was counted since the last flush, taken: to be added to the
+    /// cluster's totals, or given back ([`FanOut::restore`]) if that fails.
+    /// A rank is offered only after its link's prior was asked
+    /// ([`FanOut::likely`]), so each carries it.
+    pub(super) fn unflushed(&self) -> Vec<Rank> {
+        let mut inner = self.lock();
+        let Inner { counts, priors, .. } = &mut *inner;
+        counts
+            .iter_mut()
+            .filter(|(_, c)| c.new_offered + c.new_used > 0)
+            .map(|(o, c)| Rank {
+                from: o.from.clone(),
+                to: o.to.clone(),
+                rank: o.rank,
+                offered: std::mem::take(&mut c.new_offered),
+                used: std::mem::take(&mut c.new_used),
+                prior: priors.get(o).copied().unwrap_or(0.5),
+            })
+            .collect()
+    }
+
+    /// `taken` ([`FanOut::unflushed`]) did not reach the cluster.
+    pub(super) fn restore(&self, taken: Vec<Rank>) {
+        let mut inner = self.lock();
+        for r in taken {
+            let origin = Origin {
+                from: r.from,
+                to: r.to,
+                rank: r.rank,
+            };
+            let c = inner.counts.entry(origin).or_default();
+            c.new_offered += r.offered;
+            c.new_used += r.used;
+        }
+    }
+
+    /// The cluster's totals, read after this replica's flush: the counts
+    /// become them, plus what was counted here since.
+    pub(super) fn adopt(&self, totals: Vec<Rank>) {
+        let mut inner = self.lock();
+        for r in totals {
+            let origin = Origin {
+                from: r.from,
+                to: r.to,
+                rank: r.rank,
+            };
+            let c = inner.counts.entry(origin).or_default();
+            c.offered = r.offered + c.new_offered;
+            c.used = r.used.min(r.offered) + c.new_used;
         }
     }
 
@@ -159,10 +225,16 @@ impl FanOut {
                 rank: o.rank,
                 offered: c.offered,
                 used: c.used,
-                estimate: Posterior::new(c.offered, c.used, prior(&o.from, &o.to), o.rank).mean,
+                estimate: estimate(c.offered, c.used, prior(&o.from, &o.to), o.rank),
             })
             .collect()
     }
+}
+
+/// The estimated probability that a candidate of `rank` is called, after
+/// `offered` offers of which `used` were (the posterior mean).
+pub fn estimate(offered: u64, used: u64, prior: f32, rank: usize) -> f64 {
+    Posterior::new(offered, used, prior, rank).mean
 }
 
 /// The Beta posterior of a rank's probability of being called.
@@ -270,6 +342,40 @@ mod tests {
         let table = fan.table(|_, _| 0.5);
         let counts: Vec<(usize, u64, u64)> = table.iter().map(|r| (r.rank, r.offered, r.used)).collect();
         assert_eq!(counts, vec![(0, 1, 1), (1, 1, 0)]);
+    }
+
+    /// With a cluster: what is taken for a flush is given back if it fails,
+    /// and the totals read back become the counts, plus what came since.
+    #[test]
+    fn flushes_take_restore_and_adopt_the_clusters_totals() {
+        let fan = FanOut::default();
+        assert!(fan.likely(&origin(0), 0.4, 0.3));
+        fan.offer(key("a"), origin(0), MINUTE);
+        fan.called(&key("a"));
+        let taken = fan.unflushed();
+        assert_eq!(
+            taken
+                .iter()
+                .map(|r| (r.offered, r.used, r.prior))
+                .collect::<Vec<_>>(),
+            vec![(1, 1, 0.4)]
+        );
+        assert!(fan.unflushed().is_empty(), "taken once");
+        fan.restore(taken);
+        fan.offer(key("b"), origin(0), MINUTE);
+        let taken = fan.unflushed();
+        assert_eq!((taken[0].offered, taken[0].used), (2, 1));
+        // Another replica offered 10 and saw 6 used; this one offered one
+        // more since its flush.
+        fan.offer(key("c"), origin(0), MINUTE);
+        fan.adopt(vec![Rank {
+            offered: 12,
+            used: 7,
+            ..taken[0].clone()
+        }]);
+        let table = fan.table(|_, _| 0.4);
+        assert_eq!((table[0].offered, table[0].used), (13, 7));
+        assert_eq!(fan.unflushed()[0].offered, 1, "only what came since");
     }
 
     #[test]

@@ -6,6 +6,11 @@
 //! see `cache`), those not served yet, results not served because they
 //! were stale, declines by reason, the time hits and joins saved, and the
 //! learned fan-out.
+//!
+//! With a cluster, what each replica counted is also added to the totals in
+//! Redis (`tally`); these counters stay this replica's own (what its
+//! `/metrics` says: a scraper sums the replicas), and [`Snapshot::summed`]
+//! reads the totals back.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,6 +34,8 @@ pub struct Metrics {
     /// Shared with the caches, which count what they waste.
     wasted: Arc<AtomicU64>,
     declined: Mutex<BTreeMap<DeclineReason, u64>>,
+    /// The counters as last added to the cluster's totals.
+    flushed: Mutex<BTreeMap<String, u64>>,
 }
 
 /// A point-in-time copy of the counters.
@@ -73,7 +80,97 @@ impl Snapshot {
     }
 }
 
+/// The name of a decline reason, as `toolhost stats` shows it.
+fn reason_name(reason: &DeclineReason) -> String {
+    serde_json::to_value(reason)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// The prefix of a decline reason's counter in the cluster's totals.
+const DECLINED: &str = "declined:";
+
+impl Snapshot {
+    /// The figures of every replica, from the cluster's totals: what
+    /// nothing sums (prefetches not served yet) is 0.
+    pub fn summed(totals: &crate::cluster::Totals) -> Self {
+        let get = |name: &str| totals.counters.get(name).copied().unwrap_or(0);
+        Self {
+            dispatched: get("dispatched"),
+            hits: get("hits"),
+            cluster_hits: get("cluster_hits"),
+            joins: get("joins"),
+            reused: get("reused"),
+            wasted: get("wasted"),
+            unserved: 0,
+            stale: get("stale"),
+            declined: totals
+                .counters
+                .iter()
+                .filter_map(|(k, n)| Some((k.strip_prefix(DECLINED)?.to_owned(), *n)))
+                .collect(),
+            saved_ms: get("saved_us") / 1000,
+            ranks: totals
+                .ranks
+                .iter()
+                .map(|r| RankStats {
+                    from: r.from.clone(),
+                    to: r.to.clone(),
+                    rank: r.rank,
+                    offered: r.offered,
+                    used: r.used,
+                    estimate: super::fanout::estimate(r.offered, r.used, r.prior, r.rank),
+                })
+                .collect(),
+        }
+    }
+}
+
 impl Metrics {
+    /// Every counter by name, as the cluster's totals hold them.
+    fn counts(&self) -> BTreeMap<String, u64> {
+        let mut counts: BTreeMap<String, u64> = [
+            ("dispatched", &self.dispatched),
+            ("hits", &self.hits),
+            ("cluster_hits", &self.cluster_hits),
+            ("joins", &self.joins),
+            ("reused", &self.reused),
+            ("saved_us", &self.saved_us),
+            ("stale", &self.stale),
+            ("wasted", &*self.wasted),
+        ]
+        .into_iter()
+        .map(|(name, n)| (name.to_owned(), n.load(Ordering::Relaxed)))
+        .collect();
+        let declined = self.declined.lock().unwrap_or_else(|p| p.into_inner());
+        for (reason, n) in declined.iter() {
+            counts.insert(format!("{DECLINED}{}", reason_name(reason)), *n);
+        }
+        counts
+    }
+
+    /// What was counted since the last [`Metrics::flushed`].
+    pub(super) fn unflushed(&self) -> BTreeMap<String, u64> {
+        let flushed = self.flushed.lock().unwrap_or_else(|p| p.into_inner());
+        self.counts()
+            .into_iter()
+            .map(|(name, n)| {
+                let before = flushed.get(&name).copied().unwrap_or(0);
+                (name, n.saturating_sub(before))
+            })
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    }
+
+    /// `sent` ([`Metrics::unflushed`]) was added to the cluster's totals.
+    pub(super) fn flushed(&self, sent: &BTreeMap<String, u64>) {
+        let mut flushed = self.flushed.lock().unwrap_or_else(|p| p.into_inner());
+        for (name, n) in sent {
+            *flushed.entry(name.clone()).or_default() += n;
+        }
+    }
+
     pub fn dispatched(&self) {
         self.dispatched.fetch_add(1, Ordering::Relaxed);
     }
@@ -132,18 +229,7 @@ impl Metrics {
             wasted: self.wasted.load(Ordering::Relaxed),
             unserved,
             stale: self.stale.load(Ordering::Relaxed),
-            declined: declined
-                .iter()
-                .map(|(r, n)| {
-                    (
-                        serde_json::to_value(r)
-                            .ok()
-                            .and_then(|v| v.as_str().map(str::to_owned))
-                            .unwrap_or_default(),
-                        *n,
-                    )
-                })
-                .collect(),
+            declined: declined.iter().map(|(r, n)| (reason_name(r), *n)).collect(),
             saved_ms: self.saved_us.load(Ordering::Relaxed) / 1000,
             ranks,
         }

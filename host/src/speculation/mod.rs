@@ -12,6 +12,7 @@
 //! - `engine`: the glue: plan, project, prepare, dispatch, serve;
 //! - `shared`: what this replica's entries are checked against when the
 //!   prefetches are shared with other replicas (`crate::cluster`);
+//! - `tally`: the counters and the fan-out summed over the replicas;
 //! - `metrics`: what it all achieved.
 //!
 //! Only `pure` and `read-only` tools are ever called ahead of time.
@@ -25,6 +26,7 @@ pub mod planner;
 pub mod projection;
 pub mod settings;
 mod shared;
+mod tally;
 
 pub use engine::{Engine, Served, Target};
 pub use metrics::Snapshot;

@@ -10,14 +10,18 @@
 //! made under, it drops them (and discards the tool's prefetches in
 //! flight, as a local write would). While Redis is unreachable nothing can
 //! be confirmed, and the local cache serves alone, as one machine does.
+//!
+//! A prefetch this replica made that another served from Redis is marked
+//! used here when that replica says so, so that it is not also counted
+//! wasted here when it expires.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
 use tokio::sync::broadcast::error::RecvError;
 
-use super::cache::SpecCache;
-use crate::cluster::Cluster;
+use super::cache::{Key, SpecCache};
+use crate::cluster::{Cluster, Event};
 
 pub(super) struct Shared<V> {
     cluster: Arc<Cluster>,
@@ -35,12 +39,12 @@ impl<V: Clone + Send + Sync + 'static> Shared<V> {
             cache,
             observed: Mutex::default(),
         });
-        let mut published = shared.cluster.invalidations();
+        let mut published = shared.cluster.events();
         let weak: Weak<Self> = Arc::downgrade(&shared);
         tokio::spawn(async move {
             loop {
-                let invalidation = match published.recv().await {
-                    Ok(invalidation) => invalidation,
+                let event = match published.recv().await {
+                    Ok(event) => event,
                     // Missed ones are caught when entries are confirmed.
                     Err(RecvError::Lagged(_)) => continue,
                     Err(RecvError::Closed) => return,
@@ -48,7 +52,17 @@ impl<V: Clone + Send + Sync + 'static> Shared<V> {
                 let Some(shared) = weak.upgrade() else {
                     return;
                 };
-                shared.observe(&invalidation.tool, invalidation.generation);
+                match event {
+                    Event::Invalidated { done } => {
+                        for invalidation in done {
+                            shared.observe(&invalidation.tool, invalidation.generation);
+                        }
+                    }
+                    Event::Served { tool, args } => {
+                        shared.cache.served_elsewhere(&Key::canonical(tool, args));
+                    }
+                    Event::Catalog { .. } => {}
+                }
             }
         });
         shared
