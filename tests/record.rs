@@ -107,7 +107,10 @@ impl Session {
 
     /// `toolhost ARGS` in the working directory.
     fn toolhost(&self, args: &[&str]) -> (std::process::Output, String, String) {
-        run(toolhost().current_dir(self.top.path()).env(TOKEN_ENV, TOKEN).args(args))
+        run(toolhost()
+            .current_dir(self.top.path())
+            .env(TOKEN_ENV, TOKEN)
+            .args(args))
     }
 }
 
@@ -151,16 +154,30 @@ async fn a_recorded_session_replays_the_same_and_a_changed_plugin_shows_its_diff
     assert!(
         transform
             .iter()
-            .any(|c| c["input"]["args"]["priority"] == "high" && c["output"]["ok"]["args"]["priority_code"] == "2"),
+            .any(|c| c["input"]["args"]["priority"] == "high"
+                && c["output"]["ok"]["args"]["priority_code"] == "2"),
         "{transform:?}"
     );
     for export in ["supported-categories", "enrich-schema"] {
         assert!(!find(&calls, "a", export).is_empty(), "no {export} recorded");
     }
-    for export in ["list-tools", "prepare-arguments", "before-call", "execute", "after-call"] {
-        assert!(!find(&calls, "text-tools", export).is_empty(), "no {export} recorded");
+    for export in [
+        "list-tools",
+        "prepare-arguments",
+        "before-call",
+        "execute",
+        "after-call",
+    ] {
+        assert!(
+            !find(&calls, "text-tools", export).is_empty(),
+            "no {export} recorded"
+        );
     }
-    assert!(calls.iter().all(|c| c["digest"].as_str().unwrap().starts_with("sha256:")));
+    assert!(
+        calls
+            .iter()
+            .all(|c| c["digest"].as_str().unwrap().starts_with("sha256:"))
+    );
     // The secret was in word_count's arguments and in its answer: neither
     // is in the recording, which names it instead.
     let text: String = std::fs::read_dir(&recording)
@@ -171,23 +188,29 @@ async fn a_recorded_session_replays_the_same_and_a_changed_plugin_shows_its_diff
     assert!(text.contains("[redacted:tracker]"), "{text}");
 
     // Against the plugins recorded: nothing differs.
-    let (out, stdout, stderr) = s.toolhost(&["--no-cache", "replay", "rec"]);
+    let (out, stdout, stderr) = s.toolhost(&["replay", "rec"]);
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(!stdout.contains("differs:"), "{stdout}");
     let n = calls.len();
     let skipped = find(&calls, "text-tools", "execute").len();
     assert!(
-        stdout.contains(&format!("{n} calls, {} same, 0 differ, 0 missing plugin", n - skipped)),
+        stdout.contains(&format!(
+            "{n} calls, {} same, 0 differ, 0 missing plugin",
+            n - skipped
+        )),
         "{stdout}"
     );
-    assert!(stdout.contains(&format!("{skipped} execute not run (pass --execute)")), "{stdout}");
+    assert!(
+        stdout.contains(&format!("{skipped} execute not run (pass --execute)")),
+        "{stdout}"
+    );
 
     // Against a changed `a` (chain_b's component under a's name), and no
     // text-tools: a's differences, each named, and the missing plugin.
     let other = s.path("other");
     std::fs::create_dir(&other).unwrap();
     std::fs::copy(guest("fixture_chain_b"), other.join("10-a.wasm")).unwrap();
-    let (out, stdout, _) = s.toolhost(&["--no-cache", "--plugins", "other", "replay", "rec"]);
+    let (out, stdout, _) = s.toolhost(&["--plugins", "other", "replay", "rec"]);
     assert!(!out.status.success(), "{stdout}");
     assert!(
         stdout.contains("differs: a enrich-schema (tool create_issue")
@@ -202,7 +225,10 @@ async fn a_recorded_session_replays_the_same_and_a_changed_plugin_shows_its_diff
     assert!(stdout.contains("missing: text-tools list-tools"), "{stdout}");
     let summary = stdout.lines().last().unwrap();
     assert!(summary.starts_with(&format!("{n} calls, ")), "{summary}");
-    assert!(!summary.contains(" 0 differ") && !summary.contains(" 0 missing"), "{summary}");
+    assert!(
+        !summary.contains(" 0 differ") && !summary.contains(" 0 missing"),
+        "{summary}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -210,7 +236,10 @@ async fn a_shadow_that_transforms_otherwise_is_counted_and_never_served() {
     let candidate_dir = tempfile::tempdir().unwrap();
     let candidate = candidate_dir.path().join("a-next.wasm");
     std::fs::copy(guest("fixture_chain_b"), &candidate).unwrap();
-    let s = Session::new(&format!("[plugin.a]\nshadow = {:?}\n", candidate.display().to_string()));
+    let s = Session::new(&format!(
+        "[plugin.a]\nshadow = {:?}\n",
+        candidate.display().to_string()
+    ));
     let (listed, _, _) = s.serve(&["--record", "rec"]).await;
     // What is served is the current plugin's: a's enum, and the arguments
     // text-tools ran with transformed by a.
@@ -245,7 +274,11 @@ async fn a_shadow_that_transforms_otherwise_is_counted_and_never_served() {
     }
     // Nothing of the candidate's is recorded as a call of its own, and it
     // never executes.
-    assert!(calls.iter().all(|c| c["plugin"] == "a" || c["plugin"] == "text-tools"));
+    assert!(
+        calls
+            .iter()
+            .all(|c| c["plugin"] == "a" || c["plugin"] == "text-tools")
+    );
     let (_, text, _) = s.toolhost(&["stats"]);
     assert!(text.contains("a transform-args:"), "{text}");
 }
@@ -260,16 +293,25 @@ async fn a_shadow_that_traps_does_not_touch_what_is_served() {
         "[config]\ntrap_in = [\"enrich_schema\", \"transform_args\"]\n",
     )
     .unwrap();
-    let s = Session::new(&format!("[plugin.a]\nshadow = {:?}\n", candidate.display().to_string()));
+    let s = Session::new(&format!(
+        "[plugin.a]\nshadow = {:?}\n",
+        candidate.display().to_string()
+    ));
     let (listed, issue, words) = s.serve(&["--record", "rec"]).await;
     assert_eq!(priority_enum(&listed), json!(["low", "high"]));
     assert!(words.to_string().contains("3 words"), "{words}");
     // The call went through a's transform to text-tools, which has no
     // create_issue of its own: its answer, not a trap's.
-    assert!(issue.to_string().contains("no tool named create_issue"), "{issue}");
+    assert!(
+        issue.to_string().contains("no tool named create_issue"),
+        "{issue}"
+    );
     let calls = recorded(&s.path("rec"));
     let transformed = find(&calls, "a", "transform-args");
-    assert!(transformed.iter().all(|c| c["output"].get("ok").is_some()), "{transformed:?}");
+    assert!(
+        transformed.iter().all(|c| c["output"].get("ok").is_some()),
+        "{transformed:?}"
+    );
 
     let (_, stdout, _) = s.toolhost(&["stats", "--json"]);
     let stats: Value = serde_json::from_str(&stdout).unwrap();

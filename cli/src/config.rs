@@ -107,7 +107,10 @@ impl Config {
         for settings in config.plugin.values_mut() {
             if let Some(toml::Value::String(shadow)) = settings.get_mut().get_mut("shadow") {
                 let at = base.join(&*shadow);
-                *shadow = std::path::absolute(&at).unwrap_or(at).to_string_lossy().into_owned();
+                *shadow = std::path::absolute(&at)
+                    .unwrap_or(at)
+                    .to_string_lossy()
+                    .into_owned();
             }
         }
         config.plugins = config.plugins.map(|p| base.join(p));

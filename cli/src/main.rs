@@ -8,7 +8,9 @@ use clap::{Parser, Subcommand};
 use toolhost::client_log::ClientLog;
 use toolhost::plugin::{Recorder, Runtime, RuntimeOptions, tracing_sink};
 use toolhost_cli::config::Config;
-use toolhost_cli::{call, check, consent, lock, plugins, replay, scaffold, serve, setup, signing, stats, tools};
+use toolhost_cli::{
+    call, check, consent, lock, plugins, replay, scaffold, serve, setup, signing, stats, tools,
+};
 
 #[derive(Parser)]
 #[command(

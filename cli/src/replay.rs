@@ -63,10 +63,7 @@ pub async fn run(
             _ => None,
         });
         let Some(plugin_dir) = plugins.map(Path::to_owned).or(recorded_dir) else {
-            bail!(
-                "{} names no plugin directory: pass --plugins DIR",
-                file.display()
-            );
+            bail!("{} names no plugin directory: pass --plugins DIR", file.display());
         };
         println!("replaying {} against {}", file.display(), plugin_dir.display());
         let report = supply::load_dir(runtime, &config.trust, &plugin_dir).await?;
@@ -135,13 +132,17 @@ fn session_files(dir: &Path) -> Result<Vec<PathBuf>> {
     if dir.is_file() {
         return Ok(vec![dir.to_owned()]);
     }
-    let entries = std::fs::read_dir(dir).with_context(|| format!("cannot read the recording {}", dir.display()))?;
+    let entries =
+        std::fs::read_dir(dir).with_context(|| format!("cannot read the recording {}", dir.display()))?;
     let files: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
         .collect();
     if files.is_empty() {
-        bail!("{} holds no recording (*.jsonl): record one with `toolhost serve --record DIR`", dir.display());
+        bail!(
+            "{} holds no recording (*.jsonl): record one with `toolhost serve --record DIR`",
+            dir.display()
+        );
     }
     Ok(files)
 }
@@ -178,7 +179,10 @@ fn difference(call: &Call, digest_now: &str, now: &Outcome) -> String {
         summary_of(&call.input)
     );
     if call.digest != digest_now {
-        out.push_str(&format!("  component: recorded {}, now {digest_now}\n", call.digest));
+        out.push_str(&format!(
+            "  component: recorded {}, now {digest_now}\n",
+            call.digest
+        ));
     }
     let mut lines = Vec::new();
     let (was, is) = (outcome_value(&call.output), outcome_value(now));

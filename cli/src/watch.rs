@@ -72,8 +72,8 @@ impl PluginWatch {
         let writing = Arc::new(Mutex::new(BTreeSet::new()));
         let open = writing.clone();
         let plugin_dir = std::path::absolute(dir).with_context(cannot)?;
-        let supply_files = [trust.lock_path(dir), trust.approvals_path(dir)]
-            .map(|p| std::path::absolute(&p).unwrap_or(p));
+        let supply_files =
+            [trust.lock_path(dir), trust.approvals_path(dir)].map(|p| std::path::absolute(&p).unwrap_or(p));
         let relevant = Relevant {
             plugin_dir: plugin_dir.clone(),
             supply_files: supply_files.to_vec(),

@@ -45,8 +45,13 @@ impl Plugin {
 
     pub(super) async fn call_supported_categories(&self) -> Result<Vec<String>, PluginError> {
         let input = self.observing().then(|| json!({}));
-        self.observed("supported-categories", input, |c| json!(c), self.supported_categories_now())
-            .await
+        self.observed(
+            "supported-categories",
+            input,
+            |c| json!(c),
+            self.supported_categories_now(),
+        )
+        .await
     }
 
     /// Let the plugin edit `schema` of `tool`. On failure, or on the
@@ -115,14 +120,24 @@ impl Plugin {
         args: &Map<String, Value>,
     ) -> Result<Option<String>, PluginError> {
         let input = self.observing().then(|| json!({"tool": tool, "args": args}));
-        self.observed("rate-limit-host", input, |h| json!(h), self.rate_limit_host_now(tool, args))
-            .await
+        self.observed(
+            "rate-limit-host",
+            input,
+            |h| json!(h),
+            self.rate_limit_host_now(tool, args),
+        )
+        .await
     }
 
     pub(super) async fn call_list_tools(&self) -> Result<Vec<ToolDefinition>, PluginError> {
         let input = self.observing().then(|| json!({}));
-        self.observed("list-tools", input, |t| rerun::definitions_json(t), self.list_tools_now())
-            .await
+        self.observed(
+            "list-tools",
+            input,
+            |t| rerun::definitions_json(t),
+            self.list_tools_now(),
+        )
+        .await
     }
 
     pub async fn prepare_arguments(
@@ -146,8 +161,13 @@ impl Plugin {
         args: &Map<String, Value>,
     ) -> Result<BeforeCallDecision, PluginError> {
         let input = self.observing().then(|| json!({"tool": tool, "args": args}));
-        self.observed("before-call", input, rerun::decision_json, self.before_call_now(tool, args))
-            .await
+        self.observed(
+            "before-call",
+            input,
+            rerun::decision_json,
+            self.before_call_now(tool, args),
+        )
+        .await
     }
 
     /// Run a tool. The outer error is the plugin failing; the inner one is
@@ -176,9 +196,9 @@ impl Plugin {
         result: &CallOutput,
         is_error: bool,
     ) -> Result<Option<AfterCallOverride>, PluginError> {
-        let input = self.observing().then(|| {
-            json!({"tool": tool, "result": rerun::output_json(result), "is_error": is_error})
-        });
+        let input = self
+            .observing()
+            .then(|| json!({"tool": tool, "result": rerun::output_json(result), "is_error": is_error}));
         self.observed(
             "after-call",
             input,
@@ -188,12 +208,22 @@ impl Plugin {
         .await
     }
 
-    pub async fn render_call(&self, tool: &str, args: &Value, width: u32) -> Result<Option<String>, PluginError> {
+    pub async fn render_call(
+        &self,
+        tool: &str,
+        args: &Value,
+        width: u32,
+    ) -> Result<Option<String>, PluginError> {
         let input = self
             .observing()
             .then(|| json!({"tool": tool, "args": args, "width": width}));
-        self.observed("render-call", input, |t| json!(t), self.render_call_now(tool, args, width))
-            .await
+        self.observed(
+            "render-call",
+            input,
+            |t| json!(t),
+            self.render_call_now(tool, args, width),
+        )
+        .await
     }
 
     pub async fn render_result(

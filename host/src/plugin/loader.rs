@@ -258,8 +258,13 @@ impl Runtime {
     /// and the plugin serves without it.
     async fn load(&self, path: &Path, manifest: Manifest) -> Result<Plugin, Fail> {
         let name = plugin_name(path);
-        let shadow = manifest.shadow.as_ref().map(|p| path.parent().unwrap_or(Path::new(".")).join(p));
-        let mut plugin = self.load_plugin(path, name.clone(), manifest.clone(), true).await?;
+        let shadow = manifest
+            .shadow
+            .as_ref()
+            .map(|p| path.parent().unwrap_or(Path::new(".")).join(p));
+        let mut plugin = self
+            .load_plugin(path, name.clone(), manifest.clone(), true)
+            .await?;
         if let Some(candidate) = shadow {
             match self.load_candidate(&candidate, name, manifest).await {
                 Ok(candidate) => plugin.shadow = Some(Shadow::new(candidate, self.shadows.clone())),
@@ -356,7 +361,8 @@ impl Runtime {
         // Read again for its digest only when recording: the code cache
         // may have spared reading it.
         if recorded && let Some(recorder) = &self.recorder {
-            let bytes = std::fs::read(path).map_err(|e| (K::InvalidComponent, format!("cannot read it: {e}")))?;
+            let bytes =
+                std::fs::read(path).map_err(|e| (K::InvalidComponent, format!("cannot read it: {e}")))?;
             plugin.recording = Some((recorder.clone(), crate::supply::Digest::of(&bytes).to_string()));
         }
         if worlds.enricher {

@@ -27,7 +27,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -44,7 +44,9 @@ pub enum Line {
     Session(Session),
     Call(Call),
     /// The file reached its cap: no later call is in it.
-    Capped { bytes: u64 },
+    Capped {
+        bytes: u64,
+    },
 }
 
 /// What the first line says of the session.
@@ -137,25 +139,8 @@ impl Recorder {
     }
 
     /// Record one call, redacted with `redactor`.
-    pub(super) fn call(
-        &self,
-        redactor: &Redactor,
-        plugin: &str,
-        digest: &str,
-        export: &str,
-        input: Value,
-        output: Outcome,
-        took: Duration,
-    ) {
-        let line = Line::Call(Call {
-            plugin: plugin.to_owned(),
-            digest: digest.to_owned(),
-            export: export.to_owned(),
-            input,
-            output,
-            micros: took.as_micros() as u64,
-        });
-        self.append(redactor, &line);
+    pub(super) fn call(&self, redactor: &Redactor, call: Call) {
+        self.append(redactor, &Line::Call(call));
     }
 
     fn append(&self, redactor: &Redactor, line: &Line) {
@@ -181,7 +166,10 @@ impl Recorder {
             Ok(()) => state.written += text.len() as u64,
             Err(e) => {
                 state.capped = true;
-                tracing::warn!("cannot write the recording {}: {e}; recording stopped", self.path.display());
+                tracing::warn!(
+                    "cannot write the recording {}: {e}; recording stopped",
+                    self.path.display()
+                );
             }
         }
     }
@@ -211,15 +199,15 @@ mod tests {
         let recorder = Recorder::with_cap(dir.path(), Some(Path::new("/p")), 600).unwrap();
         let redactor = Redactor::new([("tok", "s3cret")]);
         let call = |n: u32| {
-            recorder.call(
-                &redactor,
-                "a",
-                "sha256:00",
-                "transform-args",
-                serde_json::json!({"tool": "t", "args": {"k": format!("s3cret {n}")}}),
-                Outcome::Ok(serde_json::json!({"n": n})),
-                Duration::from_micros(5),
-            )
+            let call = Call {
+                plugin: "a".into(),
+                digest: "sha256:00".into(),
+                export: "transform-args".into(),
+                input: serde_json::json!({"tool": "t", "args": {"k": format!("s3cret {n}")}}),
+                output: Outcome::Ok(serde_json::json!({"n": n})),
+                micros: 5,
+            };
+            recorder.call(&redactor, call)
         };
         for n in 0..10 {
             call(n);

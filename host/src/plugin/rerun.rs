@@ -30,7 +30,7 @@ use std::time::Instant;
 use serde_json::{Map, Value, json};
 
 use super::definition::{AfterCallOverride, BeforeCallDecision, RenderOptions, ToolDefinition};
-use super::record::Outcome;
+use super::record::{Call, Outcome};
 use super::{Plugin, PluginError};
 use crate::bounds;
 use crate::output::{CallOutput, ToolError, mcp};
@@ -77,7 +77,15 @@ impl Plugin {
             shadow.compare(self, export, &input, &outcome);
         }
         if let Some((recorder, digest)) = &self.recording {
-            recorder.call(self.redactor(), &self.name, digest, export, input, outcome, took);
+            let call = Call {
+                plugin: self.name.to_string(),
+                digest: digest.clone(),
+                export: export.to_owned(),
+                input,
+                output: outcome,
+                micros: took.as_micros() as u64,
+            };
+            recorder.call(self.redactor(), call);
         }
         result
     }
@@ -96,7 +104,10 @@ impl Plugin {
                 let description = str_field(input, "description")?;
                 let schema = ToolSchema::new(description, field(input, "schema")?.clone())
                     .map_err(|e| format!("the recorded schema: {e}"))?;
-                done(outcome(self.enrich_schema(&tool()?, schema).await, enrichment_json))
+                done(outcome(
+                    self.enrich_schema(&tool()?, schema).await,
+                    enrichment_json,
+                ))
             }
             "transform-args" => {
                 let room = input
@@ -114,13 +125,16 @@ impl Plugin {
                     .map_err(|e| format!("the recorded link: {e}"))?;
                 let prev = str_field(input, "prev_tool")?;
                 let result = field(input, "prev_result")?;
-                done(outcome(self.project_args(&prev, result, &link).await, |p| json!(p)))
+                done(outcome(self.project_args(&prev, result, &link).await, |p| {
+                    json!(p)
+                }))
             }
-            "rate-limit-host" => done(outcome(self.rate_limit_host(&tool()?, &args()?).await, |h| json!(h))),
-            "prepare-arguments" => done(outcome(
-                self.prepare_arguments(&tool()?, args()?).await,
-                |a| json!(a),
-            )),
+            "rate-limit-host" => done(outcome(self.rate_limit_host(&tool()?, &args()?).await, |h| {
+                json!(h)
+            })),
+            "prepare-arguments" => done(outcome(self.prepare_arguments(&tool()?, args()?).await, |a| {
+                json!(a)
+            })),
             "before-call" => done(outcome(self.before_call(&tool()?, &args()?).await, decision_json)),
             EXECUTE if !execute => Rerun::Skipped("execute runs only with --execute: it may reach HTTP"),
             EXECUTE => {
@@ -133,15 +147,16 @@ impl Plugin {
             "after-call" => {
                 let result = output_from_json(field(input, "result")?)?;
                 let is_error = input.get("is_error").and_then(Value::as_bool).unwrap_or(false);
-                done(outcome(
-                    self.after_call(&tool()?, &result, is_error).await,
-                    |o| json!(o.as_ref().map(override_json)),
-                ))
+                done(outcome(self.after_call(&tool()?, &result, is_error).await, |o| {
+                    json!(o.as_ref().map(override_json))
+                }))
             }
             "render-call" => {
                 let width = input.get("width").and_then(Value::as_u64).unwrap_or(80) as u32;
                 let args = field(input, "args")?;
-                done(outcome(self.render_call(&tool()?, args, width).await, |t| json!(t)))
+                done(outcome(self.render_call(&tool()?, args, width).await, |t| {
+                    json!(t)
+                }))
             }
             "render-result" => {
                 let result = output_from_json(field(input, "result")?)?;
@@ -233,8 +248,8 @@ pub(super) fn output_json(o: &CallOutput) -> Value {
 }
 
 fn output_from_json(v: &Value) -> Result<CallOutput, String> {
-    let result = serde_json::from_value(field(v, "mcp")?.clone())
-        .map_err(|e| format!("the recorded result: {e}"))?;
+    let result =
+        serde_json::from_value(field(v, "mcp")?.clone()).map_err(|e| format!("the recorded result: {e}"))?;
     let mut output = mcp::from_mcp(result);
     output.details = v.get("details").filter(|d| !d.is_null()).cloned();
     Ok(output)
