@@ -14,6 +14,7 @@ mod mcp_upstreams;
 mod native;
 mod pipeline;
 mod providers;
+mod record;
 mod sandbox;
 mod speculation;
 mod supply;

@@ -404,3 +404,35 @@ fn a_file_being_written_is_not_loaded_by_the_watch_until_it_is_closed() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+/// `toolhost lock` while serving with `--watch` reloads at once: the lock
+/// file alone changed, nothing in the plugin directory.
+#[test]
+fn a_new_lock_file_alone_reloads_the_watch() {
+    let s = Setup::new(&[("10-text", "text_tools", None)], "");
+    let mut child = toolhost()
+        .current_dir(s.top.path())
+        .args(["serve", "--watch"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut stdin = child.stdin.take().unwrap();
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"supply-test","version":"1"}}}"#;
+    writeln!(stdin, "{initialize}").unwrap();
+    let mut answer = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut answer)
+        .unwrap();
+    assert!(answer.contains("serverInfo"), "{answer}");
+
+    let (out, _, err) = s.toolhost(&["lock"]);
+    assert!(out.status.success(), "{err}");
+    assert!(s.top.path().join("plugins.lock").is_file());
+    lines_until(&mut stderr, "reloaded (plugins text)");
+    drop(stdin);
+    child.kill().unwrap();
+    child.wait().unwrap();
+}

@@ -102,6 +102,17 @@ impl Config {
             })?;
         }
         let base = path.parent().unwrap_or(Path::new("."));
+        // A shadow candidate is named from this file's directory (a
+        // sidecar's, from the sidecar's): made absolute here.
+        for settings in config.plugin.values_mut() {
+            if let Some(toml::Value::String(shadow)) = settings.get_mut().get_mut("shadow") {
+                let at = base.join(&*shadow);
+                *shadow = std::path::absolute(&at)
+                    .unwrap_or(at)
+                    .to_string_lossy()
+                    .into_owned();
+            }
+        }
         config.plugins = config.plugins.map(|p| base.join(p));
         config.root = config.root.map(|p| base.join(p));
         config.auth.resolve_paths(base);

@@ -13,6 +13,7 @@
 //! - [`lock`]: `toolhost lock`, the plugin directory pinned by digest.
 //! - [`consent`]: `toolhost plugins --grants` and `toolhost approve`.
 //! - [`signing`]: `toolhost keygen` and `toolhost sign`, for vendors.
+//! - [`replay`]: `toolhost replay`, recorded plugin calls run again.
 //!
 //! What they share:
 //! - [`config`]: the user's configuration file, `toolhost.toml`.
@@ -32,6 +33,7 @@ pub mod expect;
 pub mod lock;
 pub mod plugins;
 pub mod render;
+pub mod replay;
 pub mod scaffold;
 pub mod serve;
 pub mod setup;

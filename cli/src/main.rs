@@ -6,9 +6,11 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 use toolhost::client_log::ClientLog;
-use toolhost::plugin::{Runtime, RuntimeOptions, tracing_sink};
+use toolhost::plugin::{Recorder, Runtime, RuntimeOptions, tracing_sink};
 use toolhost_cli::config::Config;
-use toolhost_cli::{call, check, consent, lock, plugins, scaffold, serve, setup, signing, stats, tools};
+use toolhost_cli::{
+    call, check, consent, lock, plugins, replay, scaffold, serve, setup, signing, stats, tools,
+};
 
 #[derive(Parser)]
 #[command(
@@ -114,6 +116,19 @@ enum Command {
         /// every tool.
         #[arg(long)]
         insecure: bool,
+        /// Record every call into a plugin (export, inputs, answer, time;
+        /// secrets redacted) to a new file in DIR, for `toolhost replay`.
+        #[arg(long, value_name = "DIR")]
+        record: Option<PathBuf>,
+    },
+    /// Run the calls `serve --record DIR` recorded again, against the
+    /// plugins recorded (or --plugins OTHER), and print every difference.
+    Replay {
+        /// A recording directory, or one of its files.
+        dir: PathBuf,
+        /// Run recorded `execute` calls too (they may reach HTTP).
+        #[arg(long)]
+        execute: bool,
     },
     /// Show what speculation did in the last `toolhost serve`.
     Stats {
@@ -187,20 +202,33 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         config.root = Some(root);
     }
     let cache_dir = if cli.no_cache { None } else { config.cache_dir() };
+    let plugin_dir = setup::plugin_dir(cli.plugins.as_deref(), &config);
+    let record = match &cli.command {
+        Command::Serve {
+            record: Some(dir), ..
+        } => {
+            let recorder = Recorder::create(dir, plugin_dir.as_deref())
+                .map_err(|e| anyhow::anyhow!("cannot record to {}: {e}", dir.display()))?;
+            tracing::info!("recording every plugin call to {}", recorder.path().display());
+            Some(std::sync::Arc::new(recorder))
+        }
+        _ => None,
+    };
     // Plugin and upstream log lines go to the host's log and to MCP clients.
     let client_log = ClientLog::default();
     let runtime = Runtime::new(RuntimeOptions {
         cache_dir,
         plugin_settings: config.plugin_settings(),
         log: client_log.sink(tracing_sink()),
+        record,
     })?;
-    let plugin_dir = setup::plugin_dir(cli.plugins.as_deref(), &config);
     match cli.command {
         Command::Check { file, json, expect } => check::run(&runtime, &file, json, expect.as_deref()).await,
         Command::Serve {
             http,
             watch,
             insecure,
+            record: _,
         } => {
             let front = serve::Front {
                 http,
@@ -227,6 +255,9 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Lock => lock::run(&runtime, &config, &needs_dir(plugin_dir)?).await,
         Command::Approve { name } => {
             consent::approve(&runtime, &config, &needs_dir(plugin_dir)?, &name).await
+        }
+        Command::Replay { dir, execute } => {
+            replay::run(&runtime, &config, &dir, cli.plugins.as_deref(), execute).await
         }
         Command::Keygen { name, dir } => signing::keygen(&dir, &name),
         Command::Sign { file, key, detached } => signing::sign(&file, &key, detached),

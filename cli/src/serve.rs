@@ -16,6 +16,9 @@ use toolhost::client_log::ClientLog;
 use toolhost::mcp;
 use toolhost::plugin::Runtime;
 
+/// How long a stopping server waits for shadow candidates' calls.
+const SHADOW_SETTLE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// How `serve` meets its clients.
 pub struct Front {
     /// Streamable HTTP at this address, else stdio.
@@ -62,7 +65,7 @@ pub async fn serve(
     }
     let host = Arc::new(host);
     let stats_file = config.stats_file();
-    let reporter = stats::spawn_reporter(host.clone(), stats_file.clone());
+    let reporter = stats::spawn_reporter(host.clone(), runtime.shadows().clone(), stats_file.clone());
     let serving = async {
         match access {
             Some((addr, access)) => {
@@ -87,10 +90,15 @@ pub async fn serve(
     };
     reporter.abort();
     host.shutdown().await;
-    if let Some(last) = host.stats() {
-        tracing::info!(target: "toolhost_cli::stats", "{}", stats::summary(&last));
+    // Candidate calls still running are let finish, so their counts are
+    // in, for a while: a hanging candidate does not hold the exit up.
+    let _ = tokio::time::timeout(SHADOW_SETTLE, runtime.shadows().settle()).await;
+    if let Some((last, shadows)) = stats::figures(&host, runtime.shadows()) {
+        if host.stats().is_some() {
+            tracing::info!(target: "toolhost_cli::stats", "{}", stats::summary(&last));
+        }
         if let Some(path) = &stats_file {
-            stats::write(path, &last)?;
+            stats::write(path, &last, &shadows)?;
         }
     }
     served?;

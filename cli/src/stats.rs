@@ -21,6 +21,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use toolhost::pipeline::Toolhost;
+use toolhost::plugin::{ShadowCount, ShadowTally};
 use toolhost::speculation::Snapshot;
 
 use crate::config::Config;
@@ -35,6 +36,9 @@ pub struct Recorded {
     /// Seconds since the Unix epoch.
     pub updated: u64,
     pub stats: Snapshot,
+    /// What each shadow candidate did, by plugin and export.
+    #[serde(default)]
+    pub shadows: Vec<ShadowCount>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -64,7 +68,7 @@ pub fn read(path: &Path) -> Result<Recorded, StatsError> {
     })
 }
 
-pub fn write(path: &Path, stats: &Snapshot) -> Result<(), StatsError> {
+pub fn write(path: &Path, stats: &Snapshot, shadows: &[ShadowCount]) -> Result<(), StatsError> {
     let io = |source| StatsError::Io {
         path: path.into(),
         source,
@@ -75,6 +79,7 @@ pub fn write(path: &Path, stats: &Snapshot) -> Result<(), StatsError> {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
         stats: stats.clone(),
+        shadows: shadows.to_vec(),
     };
     let text = serde_json::to_string_pretty(&recorded).expect("statistics serialise");
     toolhost::atomic_file::replace(path, text.as_bytes()).map_err(io)
@@ -123,6 +128,15 @@ pub fn render(r: &Recorded) -> String {
             out.push_str(&format!("  {reason:<20} {n:>8}\n"));
         }
     }
+    if !r.shadows.is_empty() {
+        out.push_str("shadow candidates (compared, same, differ, skipped):\n");
+        for c in &r.shadows {
+            out.push_str(&format!(
+                "  {} {}: {}, {}, {}, {}\n",
+                c.plugin, c.export, c.compared, c.same, c.differ, c.skipped
+            ));
+        }
+    }
     if !s.ranks.is_empty() {
         out.push_str("follow-ups by rank (offered, called, estimate):\n");
         for k in &s.ranks {
@@ -140,28 +154,45 @@ pub fn render(r: &Recorded) -> String {
     out
 }
 
-/// Keep `path` (if any) and the log up to date with `host`'s figures until
-/// the task is aborted; the caller writes the last figures itself.
-pub fn spawn_reporter(host: Arc<Toolhost>, path: Option<PathBuf>) -> tokio::task::JoinHandle<()> {
+/// Keep `path` (if any) and the log up to date with `host`'s figures and
+/// the shadow candidates' counts until the task is aborted; the caller
+/// writes the last figures itself ([`last`]).
+pub fn spawn_reporter(
+    host: Arc<Toolhost>,
+    shadows: Arc<ShadowTally>,
+    path: Option<PathBuf>,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut last = None;
         loop {
             tokio::time::sleep(INTERVAL).await;
-            let Some(now) = host.stats() else {
-                return;
+            let Some(now) = figures(&host, &shadows) else {
+                continue;
             };
             if last.as_ref() == Some(&now) {
                 continue;
             }
-            tracing::info!(target: "toolhost_cli::stats", "{}", summary(&now));
+            if let Some(stats) = host.stats() {
+                tracing::info!(target: "toolhost_cli::stats", "{}", summary(&stats));
+            }
             if let Some(path) = &path
-                && let Err(e) = write(path, &now)
+                && let Err(e) = write(path, &now.0, &now.1)
             {
                 tracing::warn!("cannot write statistics: {e}");
             }
             last = Some(now);
         }
     })
+}
+
+/// The figures worth writing: speculation's (if on) and the shadows'
+/// (if any); `None` with neither.
+pub fn figures(host: &Toolhost, shadows: &ShadowTally) -> Option<(Snapshot, Vec<ShadowCount>)> {
+    let (stats, shadows) = (host.stats(), shadows.counts());
+    if stats.is_none() && shadows.is_empty() {
+        return None;
+    }
+    Some((stats.unwrap_or_default(), shadows))
 }
 
 /// What every replica of a cluster counted, as `toolhost stats --json`
@@ -179,6 +210,7 @@ pub fn render_summed(s: &Summed) -> String {
         pid: 0,
         updated: 0,
         stats: s.stats.clone(),
+        shadows: Vec::new(),
     };
     let text = render(&recorded);
     let body = text.split_once('\n').map_or("", |(_, rest)| rest);
@@ -233,7 +265,7 @@ mod tests {
             reused: 5,
             ..Snapshot::default()
         };
-        write(&path, &stats).unwrap();
+        write(&path, &stats, &[]).unwrap();
         let back = read(&path).unwrap();
         assert_eq!(back.stats, stats);
         let text = render(&back);

@@ -20,8 +20,10 @@
 //!   is read, the supply checks refuse it for that reload (see
 //!   `toolhost::supply`).
 //! - Each reload reads the lock file, approvals and keys afresh
-//!   ([`supply::load_dir`]): `toolhost lock` or `approve` while serving
-//!   takes effect at the next reload.
+//!   ([`supply::load_dir`]), and a change of the lock file or the approvals
+//!   alone reloads too (their directory is watched as well, for those two
+//!   files only): `toolhost lock` or `approve` while serving takes effect
+//!   at once.
 //! - A reload is all or nothing for the catalog: if the directory cannot be
 //!   read, or the catalog does not build with the new plugins (a `[bind]`
 //!   to a tool plugin that is gone), the previous plugins keep serving and
@@ -69,8 +71,15 @@ impl PluginWatch {
         let (tx, changes) = mpsc::unbounded_channel();
         let writing = Arc::new(Mutex::new(BTreeSet::new()));
         let open = writing.clone();
+        let plugin_dir = std::path::absolute(dir).with_context(cannot)?;
+        let supply_files =
+            [trust.lock_path(dir), trust.approvals_path(dir)].map(|p| std::path::absolute(&p).unwrap_or(p));
+        let relevant = Relevant {
+            plugin_dir: plugin_dir.clone(),
+            supply_files: supply_files.to_vec(),
+        };
         let mut watcher = notify::recommended_watcher(move |event: notify::Result<Event>| match event {
-            Ok(event) if is_change(&event) => {
+            Ok(event) if relevant.is_change(&event) => {
                 track_writers(&event, &mut open.lock().expect("writers lock"));
                 let _ = tx.send(());
             }
@@ -79,8 +88,21 @@ impl PluginWatch {
         })
         .with_context(cannot)?;
         watcher
-            .watch(dir, RecursiveMode::NonRecursive)
+            .watch(&plugin_dir, RecursiveMode::NonRecursive)
             .with_context(cannot)?;
+        // The lock file and the approvals live beside the directory (or
+        // where `[trust]` says): their directories are watched too.
+        let mut watched = BTreeSet::from([plugin_dir]);
+        for file in &supply_files {
+            if let Some(parent) = file.parent()
+                && parent.is_dir()
+                && watched.insert(parent.to_owned())
+            {
+                watcher
+                    .watch(parent, RecursiveMode::NonRecursive)
+                    .with_context(|| format!("cannot watch {}", parent.display()))?;
+            }
+        }
         Ok(Self {
             dir: dir.to_owned(),
             trust: trust.clone(),
@@ -158,19 +180,32 @@ impl PluginWatch {
     }
 }
 
-/// A change that may alter what loads: a component or a manifest created,
-/// written, renamed or removed. Reads (the reload's own) are not changes.
-fn is_change(event: &Event) -> bool {
-    let relevant_path = event
-        .paths
-        .iter()
-        .any(|p| p.extension().is_some_and(|e| e == "wasm" || e == "toml"));
-    let relevant_kind = match event.kind {
-        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
-        EventKind::Access(_) => false,
-        _ => true,
-    };
-    relevant_path && relevant_kind
+/// The files whose changes may alter what loads.
+struct Relevant {
+    /// Absolute, as notify names the paths of a directory watched by an
+    /// absolute path.
+    plugin_dir: PathBuf,
+    /// The lock file and the approvals, absolute.
+    supply_files: Vec<PathBuf>,
+}
+
+impl Relevant {
+    /// A change that may alter what loads: a component or a manifest of
+    /// the directory, the lock file or the approvals created, written,
+    /// renamed or removed. Reads (the reload's own) are not changes.
+    fn is_change(&self, event: &Event) -> bool {
+        let relevant_path = event.paths.iter().any(|p| {
+            let plugin_file = p.parent() == Some(self.plugin_dir.as_path())
+                && p.extension().is_some_and(|e| e == "wasm" || e == "toml");
+            plugin_file || self.supply_files.contains(p)
+        });
+        let relevant_kind = match event.kind {
+            EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+            EventKind::Access(_) => false,
+            _ => true,
+        };
+        relevant_path && relevant_kind
+    }
 }
 
 /// Keep `writing` (the files open for writing) up to date with `event`.

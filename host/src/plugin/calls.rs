@@ -13,13 +13,14 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use wasmtime::component::Resource;
 
 use super::definition::{AfterCallOverride, BeforeCallDecision, RenderOptions, ToolDefinition};
 use super::host_api::{CallContext, ProgressFn};
 use super::instance::Instance;
 use super::redact::Redactor;
+use super::rerun;
 use super::wit::{self, latest};
 use super::{Plugin, PluginError};
 use crate::args_edit::ArgsEdit;
@@ -36,6 +37,212 @@ pub struct Enrichment {
     /// Whether calls to the tool need the plugin's `transform-args` (always,
     /// for a 0.1 plugin).
     pub transforms_args: bool,
+}
+
+impl Plugin {
+    // Each export as the rest of the host calls it: observed (`rerun`),
+    // then checked (the `*_now` methods below).
+
+    pub(super) async fn call_supported_categories(&self) -> Result<Vec<String>, PluginError> {
+        let input = self.observing().then(|| json!({}));
+        self.observed(
+            "supported-categories",
+            input,
+            |c| json!(c),
+            self.supported_categories_now(),
+        )
+        .await
+    }
+
+    /// Let the plugin edit `schema` of `tool`. On failure, or on the
+    /// plugin's own error (`Rejected`: an answer, not a crash, so its health
+    /// is untouched), nothing the plugin did is kept.
+    pub async fn enrich_schema(&self, tool: &str, schema: ToolSchema) -> Result<Enrichment, PluginError> {
+        let input = self.observing().then(|| rerun::schema_input(tool, &schema));
+        self.observed(
+            "enrich-schema",
+            input,
+            rerun::enrichment_json,
+            self.enrich_schema_now(tool, schema),
+        )
+        .await
+    }
+
+    /// [`Plugin::transform_args`] with `room` bytes the plugin may still
+    /// write into the arguments; returns the room left, for the next
+    /// enricher of the chain.
+    pub(crate) async fn transform_args_within(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+        room: usize,
+    ) -> Result<(Map<String, Value>, usize), PluginError> {
+        let input = self
+            .observing()
+            .then(|| json!({"tool": tool, "args": &args, "room": room}));
+        self.observed(
+            "transform-args",
+            input,
+            |(args, room)| rerun::transformed_json(args, *room),
+            self.transform_args_now(tool, args, room),
+        )
+        .await
+    }
+
+    pub async fn value_model(&self, tool: &str) -> Result<Option<ValueModel>, PluginError> {
+        let input = self.observing().then(|| json!({"tool": tool}));
+        self.observed("value-model", input, |m| json!(m), self.value_model_now(tool))
+            .await
+    }
+
+    /// Argument objects for follow-up calls, or `None` for no opinion.
+    pub async fn project_args(
+        &self,
+        prev_tool: &str,
+        prev_result: &Value,
+        link: &FollowUpLink,
+    ) -> Result<Option<Vec<Map<String, Value>>>, PluginError> {
+        let input = self
+            .observing()
+            .then(|| json!({"prev_tool": prev_tool, "prev_result": prev_result, "link": link}));
+        self.observed(
+            "project-args",
+            input,
+            |p| json!(p),
+            self.project_args_now(prev_tool, prev_result, link),
+        )
+        .await
+    }
+
+    pub async fn rate_limit_host(
+        &self,
+        tool: &str,
+        args: &Map<String, Value>,
+    ) -> Result<Option<String>, PluginError> {
+        let input = self.observing().then(|| json!({"tool": tool, "args": args}));
+        self.observed(
+            "rate-limit-host",
+            input,
+            |h| json!(h),
+            self.rate_limit_host_now(tool, args),
+        )
+        .await
+    }
+
+    pub(super) async fn call_list_tools(&self) -> Result<Vec<ToolDefinition>, PluginError> {
+        let input = self.observing().then(|| json!({}));
+        self.observed(
+            "list-tools",
+            input,
+            |t| rerun::definitions_json(t),
+            self.list_tools_now(),
+        )
+        .await
+    }
+
+    pub async fn prepare_arguments(
+        &self,
+        tool: &str,
+        args: Map<String, Value>,
+    ) -> Result<Map<String, Value>, PluginError> {
+        let input = self.observing().then(|| json!({"tool": tool, "args": &args}));
+        self.observed(
+            "prepare-arguments",
+            input,
+            |a| json!(a),
+            self.prepare_arguments_now(tool, args),
+        )
+        .await
+    }
+
+    pub async fn before_call(
+        &self,
+        tool: &str,
+        args: &Map<String, Value>,
+    ) -> Result<BeforeCallDecision, PluginError> {
+        let input = self.observing().then(|| json!({"tool": tool, "args": args}));
+        self.observed(
+            "before-call",
+            input,
+            rerun::decision_json,
+            self.before_call_now(tool, args),
+        )
+        .await
+    }
+
+    /// Run a tool. The outer error is the plugin failing; the inner one is
+    /// the tool's own answer.
+    pub async fn execute(
+        &self,
+        tool: &str,
+        args: &Map<String, Value>,
+        call_id: String,
+        cancelled: Arc<AtomicBool>,
+        progress: Option<ProgressFn>,
+    ) -> Result<Result<CallOutput, ToolError>, PluginError> {
+        let input = self.observing().then(|| json!({"tool": tool, "args": args}));
+        self.observed(
+            rerun::EXECUTE,
+            input,
+            rerun::execution_json,
+            self.execute_now(tool, args, call_id, cancelled, progress),
+        )
+        .await
+    }
+
+    pub async fn after_call(
+        &self,
+        tool: &str,
+        result: &CallOutput,
+        is_error: bool,
+    ) -> Result<Option<AfterCallOverride>, PluginError> {
+        let input = self
+            .observing()
+            .then(|| json!({"tool": tool, "result": rerun::output_json(result), "is_error": is_error}));
+        self.observed(
+            "after-call",
+            input,
+            |o| json!(o.as_ref().map(rerun::override_json)),
+            self.after_call_now(tool, result, is_error),
+        )
+        .await
+    }
+
+    pub async fn render_call(
+        &self,
+        tool: &str,
+        args: &Value,
+        width: u32,
+    ) -> Result<Option<String>, PluginError> {
+        let input = self
+            .observing()
+            .then(|| json!({"tool": tool, "args": args, "width": width}));
+        self.observed(
+            "render-call",
+            input,
+            |t| json!(t),
+            self.render_call_now(tool, args, width),
+        )
+        .await
+    }
+
+    pub async fn render_result(
+        &self,
+        tool: &str,
+        result: &CallOutput,
+        options: RenderOptions,
+    ) -> Result<Option<String>, PluginError> {
+        let input = self.observing().then(|| {
+            json!({"tool": tool, "result": rerun::output_json(result), "options": rerun::options_json(&options)})
+        });
+        self.observed(
+            "render-result",
+            input,
+            |t| json!(t),
+            self.render_result_now(tool, result, options),
+        )
+        .await
+    }
 }
 
 impl Plugin {
@@ -108,11 +315,11 @@ impl Plugin {
 
     /// Replaces the plugin's secret values in all it hands over (results,
     /// tool definitions, refusals, renderings); its log has its own pass.
-    fn redactor(&self) -> &Redactor {
+    pub(super) fn redactor(&self) -> &Redactor {
         self.instances.identity().http.redactor()
     }
 
-    pub(super) async fn call_supported_categories(&self) -> Result<Vec<String>, PluginError> {
+    async fn supported_categories_now(&self) -> Result<Vec<String>, PluginError> {
         const M: &str = "supported-categories";
         self.require_enricher(M)?;
         let answer = self
@@ -146,10 +353,7 @@ impl Plugin {
         Ok(categories)
     }
 
-    /// Let the plugin edit `schema` of `tool`. On failure, or on the
-    /// plugin's own error (`Rejected`: an answer, not a crash, so its health
-    /// is untouched), nothing the plugin did is kept.
-    pub async fn enrich_schema(&self, tool: &str, schema: ToolSchema) -> Result<Enrichment, PluginError> {
+    async fn enrich_schema_now(&self, tool: &str, schema: ToolSchema) -> Result<Enrichment, PluginError> {
         const M: &str = "enrich-schema";
         self.require_enricher(M)?;
         let (name, cap) = (self.name.clone(), self.limits().max_output_bytes);
@@ -189,10 +393,7 @@ impl Plugin {
             .0)
     }
 
-    /// [`Plugin::transform_args`] with `room` bytes the plugin may still
-    /// write into the arguments; returns the room left, for the next
-    /// enricher of the chain.
-    pub(crate) async fn transform_args_within(
+    async fn transform_args_now(
         &self,
         tool: &str,
         args: Map<String, Value>,
@@ -216,7 +417,7 @@ impl Plugin {
         Ok((edit.args, room))
     }
 
-    pub async fn value_model(&self, tool: &str) -> Result<Option<ValueModel>, PluginError> {
+    async fn value_model_now(&self, tool: &str) -> Result<Option<ValueModel>, PluginError> {
         const M: &str = "value-model";
         self.require_enricher(M)?;
         let model = self
@@ -246,8 +447,7 @@ impl Plugin {
         Ok(Some(model))
     }
 
-    /// Argument objects for follow-up calls, or `None` for no opinion.
-    pub async fn project_args(
+    async fn project_args_now(
         &self,
         prev_tool: &str,
         prev_result: &Value,
@@ -277,7 +477,7 @@ impl Plugin {
             .map(Some)
     }
 
-    pub async fn rate_limit_host(
+    async fn rate_limit_host_now(
         &self,
         tool: &str,
         args: &Map<String, Value>,
@@ -304,7 +504,7 @@ impl Plugin {
         }
     }
 
-    pub(super) async fn call_list_tools(&self) -> Result<Vec<ToolDefinition>, PluginError> {
+    async fn list_tools_now(&self) -> Result<Vec<ToolDefinition>, PluginError> {
         const M: &str = "list-tools";
         self.require_tool(M)?;
         let answer = self
@@ -347,7 +547,7 @@ impl Plugin {
         Ok(definitions)
     }
 
-    pub async fn prepare_arguments(
+    async fn prepare_arguments_now(
         &self,
         tool: &str,
         args: Map<String, Value>,
@@ -369,7 +569,7 @@ impl Plugin {
         Ok(edit.args)
     }
 
-    pub async fn before_call(
+    async fn before_call_now(
         &self,
         tool: &str,
         args: &Map<String, Value>,
@@ -395,9 +595,7 @@ impl Plugin {
         Ok(decision)
     }
 
-    /// Run a tool. The outer error is the plugin failing; the inner one is
-    /// the tool's own answer.
-    pub async fn execute(
+    async fn execute_now(
         &self,
         tool: &str,
         args: &Map<String, Value>,
@@ -454,7 +652,7 @@ impl Plugin {
         Ok(output)
     }
 
-    pub async fn after_call(
+    async fn after_call_now(
         &self,
         tool: &str,
         result: &CallOutput,
@@ -488,7 +686,7 @@ impl Plugin {
         Ok(Some(over))
     }
 
-    pub async fn render_call(
+    async fn render_call_now(
         &self,
         tool: &str,
         args: &Value,
@@ -508,7 +706,7 @@ impl Plugin {
         Ok(text.map(|t| self.redactor().text(&t).into_owned()))
     }
 
-    pub async fn render_result(
+    async fn render_result_now(
         &self,
         tool: &str,
         result: &CallOutput,

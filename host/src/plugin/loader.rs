@@ -23,6 +23,7 @@ use super::host_api::PluginIdentity;
 use super::http::HttpGrant;
 use super::instance::Instances;
 use super::manifest::Manifest;
+use super::shadow::Shadow;
 use super::wit::{Indices, PACKAGE, Version};
 use super::{Plugin, PluginError, Runtime, Worlds};
 
@@ -252,7 +253,55 @@ impl Runtime {
         self.plugin_settings.get(&*plugin_name(path))
     }
 
+    /// Load the plugin at `path` and, if its manifest names one, its shadow
+    /// candidate. A candidate that does not load is logged, naming both,
+    /// and the plugin serves without it.
     async fn load(&self, path: &Path, manifest: Manifest) -> Result<Plugin, Fail> {
+        let name = plugin_name(path);
+        let shadow = manifest
+            .shadow
+            .as_ref()
+            .map(|p| path.parent().unwrap_or(Path::new(".")).join(p));
+        let mut plugin = self
+            .load_plugin(path, name.clone(), manifest.clone(), true)
+            .await?;
+        if let Some(candidate) = shadow {
+            match self.load_candidate(&candidate, name, manifest).await {
+                Ok(candidate) => plugin.shadow = Some(Shadow::new(candidate, self.shadows.clone())),
+                Err((_, message)) => tracing::error!(
+                    plugin = %plugin.name,
+                    "the shadow candidate {} does not load, the plugin serves without it: {message}",
+                    candidate.display()
+                ),
+            }
+        }
+        Ok(plugin)
+    }
+
+    /// A shadow candidate of plugin `name`: named as the plugin, with its
+    /// own sidecar manifest or the plugin's, every grant removed (no HTTP
+    /// origin, no secret), never recorded. Its file must be as safe as a
+    /// plugin's (see `supply`).
+    async fn load_candidate(&self, path: &Path, name: Arc<str>, current: Manifest) -> Result<Plugin, Fail> {
+        crate::supply::check_safe_path(path).map_err(|m| (LoadErrorKind::NotAdmitted, m))?;
+        let sidecar = path.with_extension("toml");
+        let mut manifest = if sidecar.is_file() {
+            Manifest::read(&sidecar, None).map_err(|m| (LoadErrorKind::Manifest, m))?
+        } else {
+            current
+        };
+        manifest.grants = Default::default();
+        manifest.shadow = None;
+        self.load_plugin(path, name, manifest, false).await
+    }
+
+    async fn load_plugin(
+        &self,
+        path: &Path,
+        name: Arc<str>,
+        manifest: Manifest,
+        recorded: bool,
+    ) -> Result<Plugin, Fail> {
         use LoadErrorKind as K;
         let start = Instant::now();
         let size = read_header(path)?;
@@ -283,7 +332,6 @@ impl Runtime {
         let exports =
             Indices::new(version, &pre, worlds.enricher, worlds.tool).map_err(|e| (K::BadExport, e))?;
 
-        let name = plugin_name(path);
         let http = HttpGrant::new(name.clone(), &manifest.grants)
             .map_err(|e| (K::Manifest, format!("manifest: {e}")))?;
         let identity = Arc::new(PluginIdentity {
@@ -307,7 +355,16 @@ impl Runtime {
             load_time: loaded.elapsed,
             imports,
             instances,
+            recording: None,
+            shadow: None,
         };
+        // Read again for its digest only when recording: the code cache
+        // may have spared reading it.
+        if recorded && let Some(recorder) = &self.recorder {
+            let bytes =
+                std::fs::read(path).map_err(|e| (K::InvalidComponent, format!("cannot read it: {e}")))?;
+            plugin.recording = Some((recorder.clone(), crate::supply::Digest::of(&bytes).to_string()));
+        }
         if worlds.enricher {
             plugin.categories = plugin.call_supported_categories().await?;
         }

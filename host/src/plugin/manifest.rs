@@ -60,6 +60,10 @@ pub struct Manifest {
     /// The plugin's own configuration, handed to it as JSON by `config()`.
     #[serde(default)]
     pub config: toml::Table,
+    /// A candidate version run beside this one on real traffic, its
+    /// results compared and never served (see `plugin::shadow`). A
+    /// relative path is taken from the manifest's directory.
+    pub shadow: Option<std::path::PathBuf>,
 }
 
 fn yes() -> bool {
@@ -76,6 +80,7 @@ impl Default for Manifest {
             failure: FailureSpec::default(),
             grants: Grants::default(),
             config: toml::Table::new(),
+            shadow: None,
         }
     }
 }

@@ -22,7 +22,10 @@ mod loader;
 pub mod manifest;
 mod origin;
 mod rate_limit;
+pub mod record;
 pub(crate) mod redact;
+mod rerun;
+pub mod shadow;
 mod wit;
 
 use std::collections::BTreeMap;
@@ -42,6 +45,9 @@ pub use host_api::{LogLevel, LogLine, LogSink, ProgressFn, tracing_sink};
 pub use loader::{Admission, LoadError, LoadErrorKind, LoadReport};
 pub use manifest::{Limits, Manifest, Method, Policy};
 pub use origin::Origin;
+pub use record::Recorder;
+pub use rerun::Rerun;
+pub use shadow::{ShadowCount, ShadowTally};
 
 use host_api::HostState;
 use instance::Instances;
@@ -133,6 +139,8 @@ pub struct RuntimeOptions {
     /// The user's per-plugin settings (`[plugin.NAME]` of `toolhost.toml`),
     /// by plugin name, laid over each plugin's sidecar manifest.
     pub plugin_settings: BTreeMap<String, toml::Table>,
+    /// Where every call into a plugin is recorded (`serve --record`).
+    pub record: Option<Arc<Recorder>>,
 }
 
 impl Default for RuntimeOptions {
@@ -141,6 +149,7 @@ impl Default for RuntimeOptions {
             cache_dir: cache::CodeCache::default_dir(),
             log: tracing_sink(),
             plugin_settings: BTreeMap::new(),
+            record: None,
         }
     }
 }
@@ -154,6 +163,9 @@ pub struct Runtime {
     plugin_settings: BTreeMap<String, toml::Table>,
     /// Shared with every plugin, so CPU budgets hold as long as any plugin lives.
     ticker: Arc<engine::EpochTicker>,
+    recorder: Option<Arc<Recorder>>,
+    /// The differences of every shadow candidate, across reloads.
+    shadows: Arc<ShadowTally>,
 }
 
 impl Runtime {
@@ -171,7 +183,14 @@ impl Runtime {
             log: options.log,
             plugin_settings: options.plugin_settings,
             ticker,
+            recorder: options.record,
+            shadows: Arc::default(),
         })
+    }
+
+    /// What the shadow candidates of this runtime's plugins did.
+    pub fn shadows(&self) -> &Arc<ShadowTally> {
+        &self.shadows
     }
 
     /// Where plugin log lines go; upstream servers' lines go there too.
@@ -198,6 +217,9 @@ pub struct Plugin {
     /// Interfaces the component imports (WASI and toolhost), for `check`.
     pub imports: Vec<String>,
     instances: Instances,
+    /// Where its calls are recorded, with the file's digest.
+    recording: Option<(Arc<Recorder>, String)>,
+    shadow: Option<shadow::Shadow>,
 }
 
 impl Plugin {
@@ -236,6 +258,11 @@ impl Plugin {
     /// over HTTP, without scheme or port, each once.
     pub fn http_hosts(&self) -> &[String] {
         self.instances.identity().http.hosts()
+    }
+
+    /// The candidate run beside this plugin, if any.
+    pub fn shadow(&self) -> Option<&shadow::Shadow> {
+        self.shadow.as_ref()
     }
 
     /// Time to create one fresh instance, for `check` and benchmarks.

@@ -42,6 +42,7 @@ pub use component::Digest;
 pub use consent::{Consent, LimitConsent, SecretConsent};
 pub use facts::Facts;
 pub use lock::Lock;
+pub use safe_path::check as check_safe_path;
 pub use signature::TrustedKeys;
 
 /// `[trust]` of toolhost.toml.

@@ -1,0 +1,325 @@
+//! Recording plugin calls (`serve --record`), replaying them
+//! (`toolhost replay`), and shadow candidates (`[plugin.NAME] shadow`),
+//! through the release `toolhost` served to a real MCP client (rmcp over
+//! stdio) with plugins built from source.
+//!
+//! The session: `create_issue` bound to text-tools, enriched and
+//! transformed by fixture_chain_a (`a`); chain_b, which enriches and
+//! transforms `create_issue` otherwise, is the changed plugin and the
+//! differing candidate, fixture_trap the trapping one.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::TokioChildProcess;
+use serde_json::{Value, json};
+use toolhost_tests::{fill_plugin_dir, guest, run, toolhost, toolhost_binary};
+
+const TOKEN_ENV: &str = "RECORD_TEST_TOKEN";
+const TOKEN: &str = "rec-s3cret-7f1d";
+
+/// text-tools granted a secret (sent nowhere it could be reached): its
+/// redactor knows the value.
+const TEXT_TOOLS_MANIFEST: &str = "[grants]\nhttp = [\"http://127.0.0.1:9\"]\n\
+    [grants.secrets.tracker]\nenv = \"RECORD_TEST_TOKEN\"\nheader = \"Authorization\"\n\
+    hosts = [\"http://127.0.0.1:9\"]\nallow_loopback_http = true\n";
+
+/// A working directory: `plugins/` with `a` and text-tools, and a
+/// toolhost.toml binding `create_issue` to text-tools, with `extra`.
+struct Session {
+    top: tempfile::TempDir,
+}
+
+impl Session {
+    fn new(extra: &str) -> Self {
+        let top = tempfile::tempdir().unwrap();
+        let plugins = top.path().join("plugins");
+        std::fs::create_dir(&plugins).unwrap();
+        fill_plugin_dir(
+            &plugins,
+            &[
+                ("10-a", "fixture_chain_a", None),
+                ("20-text-tools", "text_tools", Some(TEXT_TOOLS_MANIFEST)),
+            ],
+        );
+        std::fs::write(
+            top.path().join("toolhost.toml"),
+            format!(
+                "plugins = \"plugins\"\n[bind]\ncreate_issue = \"text-tools\"\n\
+                 [speculation]\nstats_file = \"stats.json\"\n{extra}"
+            ),
+        )
+        .unwrap();
+        Self { top }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.top.path().join(name)
+    }
+
+    /// Serve (`serve ARGS`) to an rmcp client: list the tools, call
+    /// `create_issue` and `word_count` (whose text carries the secret), and
+    /// stop. The listed `create_issue` and both results.
+    async fn serve(&self, args: &[&str]) -> (Value, Value, Value) {
+        let mut command = tokio::process::Command::new(toolhost_binary());
+        command
+            .current_dir(self.top.path())
+            .env(TOKEN_ENV, TOKEN)
+            .args(["--no-cache", "serve"])
+            .args(args);
+        let transport = TokioChildProcess::builder(command)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+            .0;
+        let client = ().serve(transport).await.unwrap();
+        let tools = client.peer().list_tools(None).await.unwrap();
+        let listed = tools
+            .tools
+            .iter()
+            .find(|t| t.name == "create_issue")
+            .map(|t| serde_json::to_value(t).unwrap())
+            .expect("create_issue is served");
+        let call = |name: &'static str, args: Value| {
+            let mut params = CallToolRequestParams::new(name);
+            params.arguments = args.as_object().cloned();
+            params
+        };
+        let issue = client
+            .peer()
+            .call_tool(call("create_issue", json!({"title": "t", "priority": "high"})))
+            .await
+            .unwrap();
+        let words = client
+            .peer()
+            .call_tool(call("word_count", json!({"text": format!("key {TOKEN} here")})))
+            .await
+            .unwrap();
+        client.cancel().await.unwrap();
+        (
+            listed,
+            serde_json::to_value(issue).unwrap(),
+            serde_json::to_value(words).unwrap(),
+        )
+    }
+
+    /// `toolhost ARGS` in the working directory.
+    fn toolhost(&self, args: &[&str]) -> (std::process::Output, String, String) {
+        run(toolhost()
+            .current_dir(self.top.path())
+            .env(TOKEN_ENV, TOKEN)
+            .args(args))
+    }
+}
+
+/// Every recorded call of the session files in `dir`.
+fn recorded(dir: &Path) -> Vec<Value> {
+    let mut calls = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        for line in text.lines() {
+            let line: Value = serde_json::from_str(line).unwrap();
+            if let Some(call) = line.get("call") {
+                calls.push(call.clone());
+            }
+        }
+    }
+    calls
+}
+
+fn find<'c>(calls: &'c [Value], plugin: &str, export: &str) -> Vec<&'c Value> {
+    calls
+        .iter()
+        .filter(|c| c["plugin"] == plugin && c["export"] == export)
+        .collect()
+}
+
+/// The enum of `create_issue`'s `priority`, as listed.
+fn priority_enum(listed: &Value) -> Value {
+    listed["inputSchema"]["properties"]["priority"]["enum"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_recorded_session_replays_the_same_and_a_changed_plugin_shows_its_differences() {
+    let s = Session::new("");
+    let (listed, _, words) = s.serve(&["--record", "rec"]).await;
+    assert_eq!(priority_enum(&listed), json!(["low", "high"]));
+    assert!(words.to_string().contains("3 words"), "{words}");
+
+    let recording = s.path("rec");
+    let calls = recorded(&recording);
+    let transform = find(&calls, "a", "transform-args");
+    assert!(
+        transform
+            .iter()
+            .any(|c| c["input"]["args"]["priority"] == "high"
+                && c["output"]["ok"]["args"]["priority_code"] == "2"),
+        "{transform:?}"
+    );
+    for export in ["supported-categories", "enrich-schema"] {
+        assert!(!find(&calls, "a", export).is_empty(), "no {export} recorded");
+    }
+    for export in [
+        "list-tools",
+        "prepare-arguments",
+        "before-call",
+        "execute",
+        "after-call",
+    ] {
+        assert!(
+            !find(&calls, "text-tools", export).is_empty(),
+            "no {export} recorded"
+        );
+    }
+    assert!(
+        calls
+            .iter()
+            .all(|c| c["digest"].as_str().unwrap().starts_with("sha256:"))
+    );
+    // The secret was in word_count's arguments and in its answer: neither
+    // is in the recording, which names it instead.
+    let text: String = std::fs::read_dir(&recording)
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect();
+    assert!(!text.contains(TOKEN), "the secret is in the recording");
+    assert!(text.contains("[redacted:tracker]"), "{text}");
+
+    // Against the plugins recorded: nothing differs.
+    let (out, stdout, stderr) = s.toolhost(&["replay", "rec"]);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(!stdout.contains("differs:"), "{stdout}");
+    let n = calls.len();
+    let skipped = find(&calls, "text-tools", "execute").len();
+    assert!(
+        stdout.contains(&format!(
+            "{n} calls, {} same, 0 differ, 0 missing plugin",
+            n - skipped
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("{skipped} execute not run (pass --execute)")),
+        "{stdout}"
+    );
+
+    // Against a changed `a` (chain_b's component under a's name), and no
+    // text-tools: a's differences, each named, and the missing plugin.
+    let other = s.path("other");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::copy(guest("fixture_chain_b"), other.join("10-a.wasm")).unwrap();
+    let (out, stdout, _) = s.toolhost(&["--plugins", "other", "replay", "rec"]);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("differs: a enrich-schema (tool create_issue")
+            && stdout.contains("differs: a transform-args (tool create_issue"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("  component: recorded sha256:"), "{stdout}");
+    assert!(
+        stdout.contains("/ok/args/priority_code: recorded \"2\", now absent"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("missing: text-tools list-tools"), "{stdout}");
+    let summary = stdout.lines().last().unwrap();
+    assert!(summary.starts_with(&format!("{n} calls, ")), "{summary}");
+    assert!(
+        !summary.contains(" 0 differ") && !summary.contains(" 0 missing"),
+        "{summary}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_shadow_that_transforms_otherwise_is_counted_and_never_served() {
+    let candidate_dir = tempfile::tempdir().unwrap();
+    let candidate = candidate_dir.path().join("a-next.wasm");
+    std::fs::copy(guest("fixture_chain_b"), &candidate).unwrap();
+    let s = Session::new(&format!(
+        "[plugin.a]\nshadow = {:?}\n",
+        candidate.display().to_string()
+    ));
+    let (listed, _, _) = s.serve(&["--record", "rec"]).await;
+    // What is served is the current plugin's: a's enum, and the arguments
+    // text-tools ran with transformed by a.
+    assert_eq!(priority_enum(&listed), json!(["low", "high"]));
+    let calls = recorded(&s.path("rec"));
+    let executed = find(&calls, "text-tools", "execute");
+    let issue = executed
+        .iter()
+        .find(|c| c["input"]["tool"] == "create_issue")
+        .expect("create_issue ran");
+    assert_eq!(issue["input"]["args"]["priority_code"], "2", "{issue}");
+
+    let (out, stdout, stderr) = s.toolhost(&["stats", "--json"]);
+    assert!(out.status.success(), "{stderr}");
+    let stats: Value = serde_json::from_str(&stdout).unwrap();
+    let count = |export: &str| {
+        stats["shadows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["plugin"] == "a" && c["export"] == export)
+            .cloned()
+            .unwrap_or_else(|| panic!("no shadow count for a {export}: {stdout}"))
+    };
+    for export in ["enrich-schema", "transform-args"] {
+        let c = count(export);
+        assert!(c["differ"].as_u64().unwrap() >= 1, "{c}");
+        assert_eq!(
+            c["compared"].as_u64().unwrap(),
+            c["same"].as_u64().unwrap() + c["differ"].as_u64().unwrap()
+        );
+    }
+    // Nothing of the candidate's is recorded as a call of its own, and it
+    // never executes.
+    assert!(
+        calls
+            .iter()
+            .all(|c| c["plugin"] == "a" || c["plugin"] == "text-tools")
+    );
+    let (_, text, _) = s.toolhost(&["stats"]);
+    assert!(text.contains("a transform-args:"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_shadow_that_traps_does_not_touch_what_is_served() {
+    let candidate_dir = tempfile::tempdir().unwrap();
+    let candidate = candidate_dir.path().join("a-next.wasm");
+    std::fs::copy(guest("fixture_trap"), &candidate).unwrap();
+    std::fs::write(
+        candidate.with_extension("toml"),
+        "[config]\ntrap_in = [\"enrich_schema\", \"transform_args\"]\n",
+    )
+    .unwrap();
+    let s = Session::new(&format!(
+        "[plugin.a]\nshadow = {:?}\n",
+        candidate.display().to_string()
+    ));
+    let (listed, issue, words) = s.serve(&["--record", "rec"]).await;
+    assert_eq!(priority_enum(&listed), json!(["low", "high"]));
+    assert!(words.to_string().contains("3 words"), "{words}");
+    // The call went through a's transform to text-tools, which has no
+    // create_issue of its own: its answer, not a trap's.
+    assert!(
+        issue.to_string().contains("no tool named create_issue"),
+        "{issue}"
+    );
+    let calls = recorded(&s.path("rec"));
+    let transformed = find(&calls, "a", "transform-args");
+    assert!(
+        transformed.iter().all(|c| c["output"].get("ok").is_some()),
+        "{transformed:?}"
+    );
+
+    let (_, stdout, _) = s.toolhost(&["stats", "--json"]);
+    let stats: Value = serde_json::from_str(&stdout).unwrap();
+    let shadows = stats["shadows"].as_array().unwrap();
+    let transform = shadows
+        .iter()
+        .find(|c| c["plugin"] == "a" && c["export"] == "transform-args")
+        .expect("transform-args shadowed");
+    assert_eq!(transform["differ"], transform["compared"], "{transform}");
+    assert!(transform["differ"].as_u64().unwrap() >= 1, "{transform}");
+}
