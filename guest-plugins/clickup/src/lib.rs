@@ -208,7 +208,10 @@ impl Enricher for ClickUp {
     /// as a level and the custom fields `enrich_schema` added as one list.
     /// No other tool's arguments are touched.
     fn transforms_args(&self, tool: &str) -> bool {
-        matches!(tool, "create_epic" | "update_epic" | "create_issue" | "update_issue")
+        matches!(
+            tool,
+            "create_epic" | "update_epic" | "create_issue" | "update_issue"
+        )
     }
 
     fn transform_args(&self, tool: &str, args: &mut Args<'_>) -> Result<(), String> {

@@ -50,6 +50,15 @@ fn field(from: &str, to: &str, rank: usize) -> String {
     serde_json::json!([from, to, rank]).to_string()
 }
 
+/// What `Cluster::totals` reads back, as Redis returns it: the counters,
+/// then the fan-out's offered and used counts and priors, each by edge.
+type TotalsReply = (
+    BTreeMap<String, u64>,
+    HashMap<String, u64>,
+    HashMap<String, u64>,
+    HashMap<String, String>,
+);
+
 fn ranks(
     offered: HashMap<String, u64>,
     used: HashMap<String, u64>,
@@ -118,12 +127,7 @@ impl Cluster {
         pipe.hgetall(self.key(&["stats"]));
         self.read_fanout(&mut pipe);
         let mut conn = self.conn.clone();
-        let (counters, offered, used, priors): (
-            BTreeMap<String, u64>,
-            HashMap<String, u64>,
-            HashMap<String, u64>,
-            HashMap<String, String>,
-        ) = self
+        let (counters, offered, used, priors): TotalsReply = self
             .run("HGETALL", async move { pipe.query_async(&mut conn).await })
             .await?;
         Some(Totals {
