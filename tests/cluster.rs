@@ -13,16 +13,16 @@
 use std::time::Duration;
 
 use serde_json::json;
-use toolhost_tests::cluster::{Balancer, Client, Layout, Redis, Replica, Tracker, title, toolhost_bin};
+use toolhost_tests::cluster::{Balancer, Client, Layout, Redis, Tracker, title};
+use toolhost_tests::served::Served;
+use toolhost_tests::{expect_driver_ok, python_driver, toolhost_binary};
 
 /// Prefetched by `get_issues` with two issues: each issue and its comments.
 const PREFETCHES: usize = 4;
 
 /// Replicas of `layout` and a client whose requests go round robin to them.
-async fn cluster(layout: &Layout, n: usize) -> (Vec<Replica>, Balancer, Client) {
-    let replicas: Vec<Replica> = (0..n)
-        .map(|_| Replica::start(&toolhost_bin(), layout).expect("replica"))
-        .collect();
+async fn cluster(layout: &Layout, n: usize) -> (Vec<Served>, Balancer, Client) {
+    let replicas = layout.replicas(n).expect("replicas");
     let balancer = Balancer::start(replicas.iter().map(|r| r.addr).collect())
         .await
         .unwrap();
@@ -48,6 +48,14 @@ async fn session(client: &Client, settled: impl AsyncFn()) -> Vec<String> {
         answers.push(title(&client.call(tool, args).await.unwrap()));
     }
     answers
+}
+
+/// Two replicas of `layout`, and a client of each.
+async fn pair(layout: &Layout) -> (Vec<Served>, Client, Client) {
+    let replicas = layout.replicas(2).expect("replicas");
+    let a = Client::connect(replicas[0].addr).await.unwrap();
+    let b = Client::connect(replicas[1].addr).await.unwrap();
+    (replicas, a, b)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -103,13 +111,7 @@ async fn a_prefetch_serves_another_replica_and_a_write_there_is_seen_where_it_wa
     let tracker = Tracker::start(2, Duration::ZERO).await;
     let redis = Redis::start().unwrap();
     let layout = Layout::new(&tracker, Some(&redis)).await.unwrap();
-    let replicas: Vec<Replica> = (0..2)
-        .map(|_| Replica::start(&toolhost_bin(), &layout).unwrap())
-        .collect();
-    let (a, b) = (
-        Client::connect(replicas[0].addr).await.unwrap(),
-        Client::connect(replicas[1].addr).await.unwrap(),
-    );
+    let (_replicas, a, b) = pair(&layout).await;
     // A prefetches both issues and holds them in its own cache too.
     a.call("get_issues", json!({})).await.unwrap();
     redis.await_prefetches(PREFETCHES).await;
@@ -255,23 +257,24 @@ async fn metrics_count_calls_errors_latency_and_speculation_and_health_answers()
     }
 }
 
-/// `toolhost stats --json` with the replicas' configuration: the totals
-/// every replica added to Redis.
-fn cluster_stats(layout: &Layout) -> serde_json::Value {
-    let out = std::process::Command::new(toolhost_bin())
+/// `toolhost stats` (with `--json` if `json`) with the replicas'
+/// configuration: the totals every replica added to Redis.
+fn cluster_stats(layout: &Layout, json: bool) -> String {
+    let out = std::process::Command::new(toolhost_binary())
         .arg("--config")
         .arg(layout.dir.path().join("toolhost.toml"))
         .arg("--plugins")
         .arg(layout.plugins.path())
-        .args(["stats", "--json"])
+        .arg("stats")
+        .args(json.then_some("--json"))
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap()
+    String::from_utf8(out.stdout).unwrap()
 }
 
 /// A replica's `/metrics`, as text.
-async fn metrics(replica: &Replica) -> String {
+async fn metrics(replica: &Served) -> String {
     let http = toolhost::http_client::builder().build().unwrap();
     http.get(format!("http://{}/metrics", replica.addr))
         .send()
@@ -295,13 +298,7 @@ async fn stats_sum_every_replica_and_a_prefetch_served_elsewhere_is_not_wasted()
     let tracker = Tracker::start(2, Duration::ZERO).await;
     let redis = Redis::start().unwrap();
     let layout = Layout::new(&tracker, Some(&redis)).await.unwrap();
-    let replicas: Vec<Replica> = (0..2)
-        .map(|_| Replica::start(&toolhost_bin(), &layout).unwrap())
-        .collect();
-    let (a, b) = (
-        Client::connect(replicas[0].addr).await.unwrap(),
-        Client::connect(replicas[1].addr).await.unwrap(),
-    );
+    let (replicas, a, b) = pair(&layout).await;
     // A prefetches; B is answered by every one of its prefetches.
     a.call("get_issues", json!({})).await.unwrap();
     redis.await_prefetches(PREFETCHES).await;
@@ -312,7 +309,7 @@ async fn stats_sum_every_replica_and_a_prefetch_served_elsewhere_is_not_wasted()
     // Each replica counted its own share; `toolhost stats` sums them once
     // both have flushed.
     let summed = loop {
-        let summed = cluster_stats(&layout);
+        let summed: serde_json::Value = serde_json::from_str(&cluster_stats(&layout, true)).unwrap();
         if summed["stats"]["hits"] == PREFETCHES {
             break summed;
         }
@@ -350,14 +347,42 @@ async fn stats_sum_every_replica_and_a_prefetch_served_elsewhere_is_not_wasted()
         "{a_says}"
     );
     // The text rendering says where the figures come from.
-    let out = std::process::Command::new(toolhost_bin())
-        .arg("--config")
-        .arg(layout.dir.path().join("toolhost.toml"))
-        .arg("--plugins")
-        .arg(layout.plugins.path())
-        .arg("stats")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = cluster_stats(&layout, false);
     assert!(text.starts_with("summed over every replica"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_catalog_change_on_one_replica_reaches_a_client_listening_on_another() {
+    let tracker = Tracker::start(2, Duration::ZERO).await;
+    let redis = Redis::start().unwrap();
+    let layout = Layout::new(&tracker, Some(&redis)).await.unwrap();
+    // A watches the shared plugin directory; B does not, so its client can
+    // hear of the change only through Redis.
+    let a = layout.replica(&["--watch"]).unwrap();
+    let b = layout.replica(&[]).unwrap();
+    let ready = layout.dir.path().join("listening");
+    let mut driver = python_driver("listen.py");
+    driver.arg("--url").arg(&b.url).arg("--ready").arg(&ready);
+    let listener = std::thread::spawn(move || expect_driver_ok(&mut driver, "listen"));
+    for _ in 0..1200 {
+        if ready.exists() || listener.is_finished() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        ready.exists(),
+        "the client on B never listened:\n{}",
+        b.log_text()
+    );
+    std::fs::remove_file(layout.plugins.path().join("10-jira.wasm")).unwrap();
+    let heard = tokio::task::spawn_blocking(move || listener.join())
+        .await
+        .unwrap();
+    assert!(
+        heard.is_ok(),
+        "the client on B was not told\nA:\n{}\nB:\n{}",
+        a.log_text(),
+        b.log_text()
+    );
 }

@@ -4,9 +4,7 @@
 //! a JWKS URL served by the test, with the RS256 test keys of `keys/`; and
 //! the refusal to serve a non-loopback address without either.
 
-use std::io::Read;
 use std::path::Path;
-use std::process::{Child, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
@@ -17,76 +15,47 @@ use ring::rsa::PublicKeyComponents;
 use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair, RsaKeyPair};
 use serde_json::{Value, json};
 use toolhost_tests::LoopbackServer;
+use toolhost_tests::served::Served;
 
 use super::toolhost;
 
-/// A `toolhost serve --http` child, killed when dropped.
-struct Served {
-    child: Child,
-    /// `http://127.0.0.1:PORT`.
+/// A `toolhost serve --http` child, and where to reach it.
+struct Running {
+    served: Served,
+    /// `http://127.0.0.1:PORT`: traffic goes to loopback whatever address
+    /// it was bound to.
     base: String,
-    log: std::path::PathBuf,
 }
 
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Served {
+impl Running {
     fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
+        self.served.log_text()
     }
 }
 
 /// Start `toolhost serve --http ADDR` in `dir` with `config` as its
 /// configuration and wait for its address; `Err(stderr)` if it exits.
-fn serve(dir: &Path, config: &str, addr: &str, extra: &[&str]) -> Result<Served, String> {
+fn serve(dir: &Path, config: &str, addr: &str, extra: &[&str]) -> Result<Running, String> {
     let config_path = dir.join("toolhost.toml");
     std::fs::create_dir_all(dir.join("plugins")).unwrap();
     std::fs::write(&config_path, config).unwrap();
-    let log = dir.join(format!("serve-{}.log", addr.replace([':', '.', '[', ']'], "_")));
-    let mut child = toolhost()
+    let mut command = toolhost();
+    command
         .current_dir(dir)
         .arg("--config")
         .arg(&config_path)
         .arg("--plugins")
         .arg(dir.join("plugins"))
         .args(["serve", "--http", addr])
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    // Bounded: a broken server fails the test instead of hanging it.
-    for _ in 0..600 {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        if let Some(rest) = text.split("serving MCP at http://").nth(1) {
-            let port = rest.split_whitespace().next().unwrap().trim_end_matches("/mcp");
-            let port = port.rsplit(':').next().unwrap();
-            return Ok(Served {
-                child,
-                base: format!("http://127.0.0.1:{port}"),
-                log,
-            });
-        }
-        if child.try_wait().unwrap().is_some() {
-            let mut stderr = String::new();
-            std::fs::File::open(&log)
-                .unwrap()
-                .read_to_string(&mut stderr)
-                .unwrap();
-            return Err(stderr);
-        }
-        std::thread::sleep(Duration::from_millis(50));
+        .args(extra);
+    match Served::start(command) {
+        Ok(served) => Ok(Running {
+            base: format!("http://127.0.0.1:{}", served.addr.port()),
+            served,
+        }),
+        Err(e) if e.exited => Err(e.log),
+        Err(e) => panic!("{e}"),
     }
-    panic!(
-        "the server never said where it listens:\n{}",
-        std::fs::read_to_string(&log).unwrap()
-    );
 }
 
 fn client() -> reqwest::Client {

@@ -4,11 +4,12 @@
 //! and is granted, vendors' signatures, and a file written while
 //! `serve --watch` reloads.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+use toolhost_tests::served::Served;
 use toolhost_tests::{fill_plugin_dir, guest, run, toolhost};
 
 /// A working directory holding `plugins/` (mode 0755) with `entries`, and
@@ -44,6 +45,15 @@ impl Setup {
     /// `toolhost ARGS` in the working directory.
     fn toolhost(&self, args: &[&str]) -> (std::process::Output, String, String) {
         run(toolhost().current_dir(self.top.path()).args(args))
+    }
+
+    /// `toolhost serve --http --watch` in the working directory, serving.
+    fn serve_watching(&self) -> Served {
+        let mut command = toolhost();
+        command
+            .current_dir(self.top.path())
+            .args(["serve", "--http", "127.0.0.1:0", "--watch"]);
+        Served::start(command).unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// The names of the plugins `toolhost plugins` loads, and its stderr.
@@ -339,70 +349,29 @@ fn with_required_signatures_only_files_a_trusted_key_signed_load() {
     );
 }
 
-/// Read `serve`'s stderr until a line containing `needle`, returning the
-/// lines before it.
-fn lines_until(stderr: &mut impl BufRead, needle: &str) -> Vec<String> {
-    let mut seen = Vec::new();
-    loop {
-        let mut line = String::new();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "serve ended before `{needle}`:\n{}",
-            seen.join("")
-        );
-        if line.contains(needle) {
-            return seen;
-        }
-        seen.push(line);
-    }
-}
-
 #[test]
 fn a_file_being_written_is_not_loaded_by_the_watch_until_it_is_closed() {
     let s = Setup::new(&[("10-text", "text_tools", None)], "");
-    let mut child = toolhost()
-        .current_dir(s.top.path())
-        .args(["serve", "--watch"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    // The server answers once it serves, and it watches before it serves.
-    let mut stdin = child.stdin.take().unwrap();
-    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"supply-test","version":"1"}}}"#;
-    writeln!(stdin, "{initialize}").unwrap();
-    let mut answer = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut answer)
-        .unwrap();
-    assert!(answer.contains("serverInfo"), "{answer}");
+    let served = s.serve_watching();
     // A first reload.
     std::fs::write(s.file("10-text.toml"), "order = 1\n").unwrap();
-    lines_until(&mut stderr, "reloaded (plugins text)");
+    served.wait_for("reloaded (plugins text)");
 
     // Half of a component, written and flushed, the file still open.
     let bytes = std::fs::read(guest("format_pipeline")).unwrap();
     let mut file = std::fs::File::create(s.file("20-format.wasm")).unwrap();
     file.write_all(&bytes[..bytes.len() / 2]).unwrap();
     file.flush().unwrap();
-    let before = lines_until(
-        &mut stderr,
-        "waiting for 20-format.wasm to be closed by its writer",
-    );
+    let waiting = "waiting for 20-format.wasm to be closed by its writer";
+    served.wait_for(waiting);
     file.write_all(&bytes[bytes.len() / 2..]).unwrap();
     drop(file);
-    let during = lines_until(&mut stderr, "reloaded (plugins text, format)");
-    for line in before.iter().chain(&during) {
+    for line in served.wait_for("reloaded (plugins text, format)") {
         assert!(
-            !line.contains("20-format.wasm"),
+            line.contains(waiting) || !line.contains("20-format.wasm"),
             "the half-written file was loaded: {line}"
         );
     }
-    drop(stdin);
-    child.kill().unwrap();
-    child.wait().unwrap();
 }
 
 /// `toolhost lock` while serving with `--watch` reloads at once: the lock
@@ -410,29 +379,80 @@ fn a_file_being_written_is_not_loaded_by_the_watch_until_it_is_closed() {
 #[test]
 fn a_new_lock_file_alone_reloads_the_watch() {
     let s = Setup::new(&[("10-text", "text_tools", None)], "");
-    let mut child = toolhost()
-        .current_dir(s.top.path())
-        .args(["serve", "--watch"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut stdin = child.stdin.take().unwrap();
-    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"supply-test","version":"1"}}}"#;
-    writeln!(stdin, "{initialize}").unwrap();
-    let mut answer = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut answer)
-        .unwrap();
-    assert!(answer.contains("serverInfo"), "{answer}");
-
+    let served = s.serve_watching();
     let (out, _, err) = s.toolhost(&["lock"]);
     assert!(out.status.success(), "{err}");
     assert!(s.top.path().join("plugins.lock").is_file());
-    lines_until(&mut stderr, "reloaded (plugins text)");
-    drop(stdin);
-    child.kill().unwrap();
-    child.wait().unwrap();
+    served.wait_for("reloaded (plugins text)");
+}
+
+/// `/metrics` of `served`, as text.
+async fn metrics(served: &Served) -> String {
+    let http = toolhost::http_client::builder().build().unwrap();
+    let response = http.get(format!("http://{}/metrics", served.addr)).send().await;
+    response.unwrap().text().await.unwrap()
+}
+
+/// The sample `name{plugin="PLUGIN"}` of `text`, 0 if absent.
+fn plugin_sample(text: &str, name: &str, plugin: &str) -> u64 {
+    let prefix = format!("toolhost_{name}{{plugin=\"{plugin}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix)?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// A plugin file the lock file refuses is counted at each load; a reload
+/// brings new plugins counting from zero, and the counters of their names
+/// go on from where they were.
+#[tokio::test(flavor = "multi_thread")]
+async fn refused_loads_are_counted_and_plugin_counters_go_on_across_a_reload() {
+    let trap = "[limits]\nquarantine_after = 1\n[config]\nrole = \"tool\"\ntrap_every = 1\n";
+    let enrich = "[config]\nrole = \"enricher\"\ntag = \"a\"\n";
+    let s = Setup::new(
+        &[
+            ("10-enrich", "fixture_trap_every", Some(enrich)),
+            ("20-trap", "fixture_trap_every", Some(trap)),
+            ("30-extra", "text_tools", None),
+        ],
+        "",
+    );
+    let (out, _, err) = s.toolhost(&["lock"]);
+    assert!(out.status.success(), "{err}");
+    tamper(&s.file("30-extra.wasm"));
+    let served = s.serve_watching();
+    let client = toolhost_tests::cluster::Client::connect(served.addr)
+        .await
+        .unwrap();
+    let mix = || client.call("mix", serde_json::json!({"n": 1}));
+    // Traps, and so is quarantined; then refuses a call.
+    for _ in 0..2 {
+        let result = mix().await.unwrap();
+        assert_eq!(result.is_error, Some(true), "{result:?}");
+    }
+    let text = metrics(&served).await;
+    for (family, plugin, n) in [
+        ("plugin_traps_total", "trap", 1),
+        ("plugin_quarantines_total", "trap", 1),
+        ("plugin_refusals_total", "trap", 1),
+        ("plugin_refused_loads_total", "extra", 1),
+    ] {
+        assert_eq!(plugin_sample(&text, family, plugin), n, "{family}:\n{text}");
+    }
+
+    // Changed again: reloaded, refused again, and `trap` loaded anew.
+    rebuild(&s.file("30-extra.wasm"));
+    served.wait_for("reloaded (plugins enrich, trap)");
+    for _ in 0..2 {
+        let result = mix().await.unwrap();
+        assert_eq!(result.is_error, Some(true), "{result:?}");
+    }
+    let text = metrics(&served).await;
+    for (family, plugin, n) in [
+        ("plugin_traps_total", "trap", 2),
+        ("plugin_quarantines_total", "trap", 2),
+        ("plugin_refusals_total", "trap", 2),
+        ("plugin_refused_loads_total", "extra", 2),
+    ] {
+        assert_eq!(plugin_sample(&text, family, plugin), n, "{family}:\n{text}");
+    }
 }

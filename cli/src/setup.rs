@@ -70,6 +70,7 @@ pub async fn build(
     let root = Root::new(&root_dir).with_context(|| format!("tool root {}", root_dir.display()))?;
     let native = NativeTools::new(root, config.web.clone())?.writable(config.writable);
     let mut errors: Vec<String> = report.errors.iter().map(ToString::to_string).collect();
+    let load_errors = report.errors;
     let mut upstreams = Vec::new();
     for server in &config.upstream {
         match Upstream::connect(server.clone(), runtime.log_sink()).await {
@@ -92,6 +93,7 @@ pub async fn build(
         speculation,
     };
     let host = Toolhost::with_options(sources, options).await?;
+    host.count_refused_loads(&load_errors);
     errors.extend(ownership::summary(&host.refusals()));
     Ok((host, errors))
 }

@@ -164,6 +164,7 @@ impl PluginWatch {
         for error in &report.errors {
             tracing::error!("{error}");
         }
+        host.count_refused_loads(&report.errors);
         let loaded = match report.plugins.len() {
             0 => "no plugins".to_owned(),
             _ => {

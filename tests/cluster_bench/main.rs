@@ -18,7 +18,7 @@ use anyhow::{Result, bail};
 use clap::Parser;
 use serde::Serialize;
 use serde_json::json;
-use toolhost_tests::cluster::{Client, Layout, Redis, Replica, Tracker, title, toolhost_bin};
+use toolhost_tests::cluster::{Client, Layout, Redis, Tracker, title};
 
 #[derive(Parser)]
 #[command(about = "One toolhost replica against three sharing Redis")]
@@ -54,9 +54,7 @@ async fn run(replicas: usize, args: &Args) -> Result<Report> {
     let tracker = Tracker::start(ISSUES, Duration::from_millis(args.delay_ms)).await;
     let redis = Redis::start()?;
     let layout = Layout::new(&tracker, Some(&redis)).await?;
-    let servers: Vec<Replica> = (0..replicas)
-        .map(|_| Replica::start(&toolhost_bin(), &layout))
-        .collect::<Result<_>>()?;
+    let servers = layout.replicas(replicas)?;
     let mut clients = Vec::new();
     for server in &servers {
         clients.push(Client::connect(server.addr).await?);

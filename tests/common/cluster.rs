@@ -5,9 +5,7 @@
 //! replica alive, and an issue tracker on loopback whose reads the
 //! replicas prefetch (the tracker plugin behind the Jira enricher).
 
-use std::io::BufRead;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -21,10 +19,8 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
 
-use crate::{LoopbackServer, catalog_bindings, plugin_dir, runtime};
-
-/// How long a process may take to start serving.
-const START_LIMIT: Duration = Duration::from_secs(120);
+use crate::served::Served;
+use crate::{LoopbackServer, catalog_bindings, plugin_dir, runtime, toolhost_binary};
 
 /// A free loopback port (bound, then let go).
 fn free_port() -> u16 {
@@ -221,68 +217,26 @@ impl Layout {
     }
 }
 
-/// One `toolhost serve --http` on loopback.
-pub struct Replica {
-    child: Child,
-    pub addr: SocketAddr,
-    log: Arc<Mutex<Vec<String>>>,
-}
-
-impl Replica {
-    pub fn start(toolhost: &Path, layout: &Layout) -> Result<Self> {
-        let mut child = Command::new(toolhost)
+impl Layout {
+    /// One replica: `toolhost serve --http` on loopback with this layout,
+    /// and `extra` arguments after `serve`.
+    pub fn replica(&self, extra: &[&str]) -> Result<Served> {
+        let mut command = Command::new(toolhost_binary());
+        command
             .arg("--config")
-            .arg(layout.dir.path().join("toolhost.toml"))
+            .arg(self.dir.path().join("toolhost.toml"))
             .arg("--plugins")
-            .arg(layout.plugins.path())
+            .arg(self.plugins.path())
             .args(["serve", "--http", "127.0.0.1:0"])
-            .current_dir(layout.dir.path())
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .with_context(|| format!("cannot start {}", toolhost.display()))?;
-        let stderr = child.stderr.take().expect("piped");
-        let log: Arc<Mutex<Vec<String>>> = Arc::default();
-        let (url_tx, url_rx) = std::sync::mpsc::channel();
-        let sink = log.clone();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(url) = line.strip_prefix("toolhost: serving MCP at http://") {
-                    let _ = url_tx.send(url.trim().trim_end_matches("/mcp").to_owned());
-                }
-                sink.lock().unwrap().push(line);
-            }
-        });
-        let log_text = |log: &Mutex<Vec<String>>| log.lock().unwrap().join("\n");
-        match url_rx.recv_timeout(START_LIMIT) {
-            Ok(addr) => Ok(Self {
-                child,
-                addr: addr.parse().with_context(|| format!("address {addr}"))?,
-                log,
-            }),
-            Err(_) => {
-                let _ = child.kill();
-                bail!("toolhost did not start serving:\n{}", log_text(&log))
-            }
-        }
+            .args(extra)
+            .current_dir(self.dir.path())
+            .env("RUST_LOG", "warn");
+        Ok(Served::start(command)?)
     }
 
-    pub fn log_text(&self) -> String {
-        self.log.lock().unwrap().join("\n")
-    }
-
-    /// Kill it (SIGKILL: no graceful shutdown).
-    pub fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        self.kill();
+    /// `n` replicas, as [`Layout::replica`] starts them.
+    pub fn replicas(&self, n: usize) -> Result<Vec<Served>> {
+        (0..n).map(|_| self.replica(&[])).collect()
     }
 }
 
@@ -384,9 +338,4 @@ pub fn title(result: &CallToolResult) -> String {
         Some(Value::String(title)) => title.clone(),
         _ => format!("{:?}", result.content),
     }
-}
-
-/// The built `toolhost` binary.
-pub fn toolhost_bin() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/toolhost")
 }

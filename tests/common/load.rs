@@ -35,9 +35,8 @@
 //! them) are the remaining calls paced, so that calls stay in flight while
 //! it happens.
 
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -52,6 +51,8 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde::Serialize;
 use serde_json::json;
+
+use crate::served::Served;
 
 /// The enrichers' tags, in registration order: the `trail` every answer has.
 pub const TAGS: [&str; 8] = ["a", "b", "c", "d", "e", "f", "g", "h"];
@@ -148,65 +149,27 @@ impl ClientHandler for Listener {
     }
 }
 
-/// The served host: killed when dropped.
-struct Server {
-    child: Child,
-    log: Arc<Mutex<Vec<String>>>,
+/// Start `toolhost serve --http 127.0.0.1:0 --watch` on the laid-out `top`.
+fn serve(toolhost: &Path, top: &Path) -> Result<Served> {
+    let mut command = Command::new(toolhost);
+    command
+        .arg("--config")
+        .arg(top.join("toolhost.toml"))
+        .arg("--plugins")
+        .arg(top.join("plugins"))
+        .args(["serve", "--http", "127.0.0.1:0", "--watch"])
+        .current_dir(top.join("root"));
+    Ok(Served::start(command)?)
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Server {
-    /// Start `toolhost serve --http 127.0.0.1:0 --watch` and wait for its URL.
-    fn start(toolhost: &Path, top: &Path) -> Result<(Self, String)> {
-        let mut child = Command::new(toolhost)
-            .arg("--config")
-            .arg(top.join("toolhost.toml"))
-            .arg("--plugins")
-            .arg(top.join("plugins"))
-            .args(["serve", "--http", "127.0.0.1:0", "--watch"])
-            .current_dir(top.join("root"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .with_context(|| format!("cannot start {}", toolhost.display()))?;
-        let stderr = child.stderr.take().expect("piped");
-        let log: Arc<Mutex<Vec<String>>> = Arc::default();
-        let (url_tx, url_rx) = std::sync::mpsc::channel();
-        let sink = log.clone();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(url) = line.strip_prefix("toolhost: serving MCP at ") {
-                    let _ = url_tx.send(url.trim().to_owned());
-                }
-                sink.lock().unwrap().push(line);
-            }
-        });
-        let server = Self { child, log };
-        match url_rx.recv_timeout(Duration::from_secs(120)) {
-            Ok(url) => Ok((server, url)),
-            Err(_) => bail!("toolhost did not start serving:\n{}", server.log_text()),
-        }
-    }
-
-    fn log_text(&self) -> String {
-        self.log.lock().unwrap().join("\n")
-    }
-
-    fn peak_rss_kib(&self) -> Result<u64> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .context("no VmHWM in /proc/PID/status")
-    }
+/// The peak resident set of process `pid`, in KiB.
+fn peak_rss_kib(pid: u32) -> Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .context("no VmHWM in /proc/PID/status")
 }
 
 /// Lay out the top directory: plugins (8 enrichers and the tool), the
@@ -334,7 +297,8 @@ async fn announced(counter: &AtomicU64, at_least: u64) -> bool {
 pub async fn run(toolhost: &Path, component: &Path, spec: &LoadSpec) -> Result<LoadReport> {
     let top = tempfile::tempdir()?;
     lay_out(top.path(), component, spec.trap_every)?;
-    let (server, url) = Server::start(toolhost, top.path())?;
+    let server = serve(toolhost, top.path())?;
+    let url = server.url.clone();
 
     let changed = Arc::new(AtomicU64::new(0));
     let in_flight = Arc::new(AtomicUsize::new(0));
@@ -420,12 +384,10 @@ pub async fn run(toolhost: &Path, component: &Path, spec: &LoadSpec) -> Result<L
         task.await??;
     }
     let reloads_done = announced(&changed, 2).await;
-    let peak_rss_kib = server.peak_rss_kib()?;
+    let peak_rss_kib = peak_rss_kib(server.pid())?;
     let reloads_logged = server
-        .log
-        .lock()
-        .unwrap()
-        .iter()
+        .log_text()
+        .lines()
         .filter(|l| l.contains("reloaded ("))
         .count();
 

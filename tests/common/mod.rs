@@ -19,6 +19,7 @@ pub mod backend;
 pub mod cluster;
 pub mod load;
 pub mod providers;
+pub mod served;
 pub mod traces;
 
 /// The directory holding the built guest components.

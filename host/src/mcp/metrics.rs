@@ -2,14 +2,18 @@
 //! Prometheus scrapes: calls, error results and latency per tool and per
 //! plugin (as the front saw them, served from a prefetch or run); traps
 //! (and other failures), quarantines and calls refused in quarantine per
-//! plugin, and the speculation counters of this replica (prefetches, hits,
-//! cluster hits, joins, wasted, stale), read from the host when scraped.
+//! plugin, loads that refused a plugin's file, and the speculation counters
+//! of this replica (prefetches, hits, cluster hits, joins, wasted, stale),
+//! read from the host when scraped. Every counter goes on across reloads of
+//! the plugin directory: a reloaded plugin's counts since its load are
+//! added to what its name had counted before.
 //!
 //! Label values are names a vendor chose: the encoder escapes them, and
 //! they are cut to [`MAX_LABEL`] bytes; only the tools served and the
 //! plugins loaded are labels, so their number is bounded by the catalog.
 
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -20,6 +24,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 use crate::pipeline::Toolhost;
+use crate::plugin::Plugin;
 
 /// The content type of what [`CallMetrics::render`] returns.
 pub(super) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -62,9 +67,23 @@ pub(super) struct CallMetrics {
     traps: Family<PluginLabel, Counter>,
     quarantines: Family<PluginLabel, Counter>,
     refusals: Family<PluginLabel, Counter>,
+    refused_loads: Family<PluginLabel, Counter>,
     speculation: Family<KindLabel, Counter>,
-    /// One scrape at a time brings the speculation counters up to date.
-    scraping: Mutex<()>,
+    /// What each plugin had counted at the last scrape. Held by one scrape
+    /// at a time, which brings the counters kept elsewhere up to date.
+    scraped: Mutex<HashMap<String, Scraped>>,
+}
+
+/// A loaded plugin's own counts (since its load) at the last scrape. A
+/// reload brings a new [`Plugin`] counting from zero: its counts are added
+/// whole, so the exported counters never go back.
+struct Scraped {
+    /// Which load: held weakly, so that a plugin dropped since cannot have
+    /// its place taken by a new one at the same address.
+    plugin: Weak<Plugin>,
+    traps: u64,
+    trips: u64,
+    refused: u64,
 }
 
 impl CallMetrics {
@@ -85,6 +104,7 @@ impl CallMetrics {
         let traps = Family::<PluginLabel, Counter>::default();
         let quarantines = Family::<PluginLabel, Counter>::default();
         let refusals = Family::<PluginLabel, Counter>::default();
+        let refused_loads = Family::<PluginLabel, Counter>::default();
         registry.register(
             "plugin_calls",
             "Tool calls answered, by the plugin that runs the tool",
@@ -115,6 +135,11 @@ impl CallMetrics {
             "Calls refused because their plugin was quarantined",
             refusals.clone(),
         );
+        registry.register(
+            "plugin_refused_loads",
+            "Loads of the plugin directory that refused the plugin's file (lock file, approval, signature, unsafe path)",
+            refused_loads.clone(),
+        );
         registry.register("calls", "Tool calls answered", calls.clone());
         registry.register(
             "call_errors",
@@ -138,8 +163,9 @@ impl CallMetrics {
             traps,
             quarantines,
             refusals,
+            refused_loads,
             speculation,
-            scraping: Mutex::new(()),
+            scraped: Mutex::default(),
         })
     }
 
@@ -166,7 +192,7 @@ impl CallMetrics {
         }
     }
 
-    /// Bring `counter` up to `now` (a count kept elsewhere, since load).
+    /// Bring `counter` up to `now` (a count kept elsewhere, since start).
     fn catch_up(counter: &Counter, now: u64) {
         counter.inc_by(now.saturating_sub(counter.get()));
     }
@@ -174,17 +200,37 @@ impl CallMetrics {
     /// Everything, as of now.
     pub(super) async fn render(&self, host: &Toolhost) -> String {
         let plugins = host.plugins().await;
-        let _one = self.scraping.lock().unwrap_or_else(|p| p.into_inner());
+        let mut scraped = self.scraped.lock().unwrap_or_else(|p| p.into_inner());
         for plugin in &plugins {
             let name = PluginLabel {
                 plugin: bounded(&plugin.name),
             };
-            Self::catch_up(&self.traps.get_or_create(&name), plugin.traps());
-            Self::catch_up(
-                &self.quarantines.get_or_create(&name),
-                u64::from(plugin.quarantine_trips()),
-            );
-            Self::catch_up(&self.refusals.get_or_create(&name), plugin.refused_calls());
+            let now = Scraped {
+                plugin: Arc::downgrade(plugin),
+                traps: plugin.traps(),
+                trips: u64::from(plugin.quarantine_trips()),
+                refused: plugin.refused_calls(),
+            };
+            let before = match scraped.get(&name.plugin) {
+                Some(last) if last.plugin.ptr_eq(&now.plugin) => (last.traps, last.trips, last.refused),
+                _ => (0, 0, 0),
+            };
+            self.traps
+                .get_or_create(&name)
+                .inc_by(now.traps.saturating_sub(before.0));
+            self.quarantines
+                .get_or_create(&name)
+                .inc_by(now.trips.saturating_sub(before.1));
+            self.refusals
+                .get_or_create(&name)
+                .inc_by(now.refused.saturating_sub(before.2));
+            scraped.insert(name.plugin, now);
+        }
+        for (plugin, refused) in host.refused_loads() {
+            let name = PluginLabel {
+                plugin: bounded(&plugin),
+            };
+            Self::catch_up(&self.refused_loads.get_or_create(&name), refused);
         }
         if let Some(s) = host.stats() {
             for (kind, now) in [

@@ -24,7 +24,8 @@
 //!
 //! Not here: what a build does (`assembly`), the steps of a call (`steps`).
 
-use std::sync::{Arc, PoisonError, RwLock, Weak};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 
 use serde_json::Value;
 use tokio::sync::watch;
@@ -35,7 +36,7 @@ use crate::enrich::Listing;
 use crate::gateway::Gateway;
 use crate::output::{CallOutput, ToolError};
 use crate::ownership::{self, Refusal};
-use crate::plugin::{Hooks, Plugin};
+use crate::plugin::{Hooks, LoadError, LoadErrorKind, Plugin};
 use crate::prompt::SystemPrompt;
 use crate::speculation;
 use crate::tools::NativeTools;
@@ -62,6 +63,9 @@ struct Shared {
     current: RwLock<Arc<Generation>>,
     /// Counts rebuilds, for the MCP front's `tools/list_changed`.
     rebuilt: watch::Sender<u64>,
+    /// By plugin name: how many loads refused its file before any of its
+    /// code ran (the trust checks), since this host started.
+    refused_loads: Mutex<BTreeMap<Arc<str>, u64>>,
 }
 
 impl Toolhost {
@@ -97,6 +101,7 @@ impl Toolhost {
             options,
             current: RwLock::new(Arc::new(generation)),
             rebuilt: watch::Sender::new(0),
+            refused_loads: Mutex::default(),
         });
         if let Some(cluster) = &shared.options.speculation.cluster {
             let weak = Arc::downgrade(&shared);
@@ -133,6 +138,30 @@ impl Toolhost {
     /// name (see `ownership`), as of now.
     pub fn refusals(&self) -> Vec<Refusal> {
         self.shared.current().core.refused.clone()
+    }
+
+    /// Count the plugin files a load of the plugin directory refused before
+    /// any of their code ran (`errors` of that load; other errors are not
+    /// refusals and are not counted).
+    pub fn count_refused_loads(&self, errors: &[LoadError]) {
+        let mut counts = self
+            .shared
+            .refused_loads
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        for error in errors.iter().filter(|e| e.kind == LoadErrorKind::NotAdmitted) {
+            *counts.entry(error.plugin()).or_default() += 1;
+        }
+    }
+
+    /// By plugin name, the loads that refused its file, since start.
+    pub fn refused_loads(&self) -> Vec<(Arc<str>, u64)> {
+        let counts = self
+            .shared
+            .refused_loads
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        counts.iter().map(|(name, n)| (name.clone(), *n)).collect()
     }
 
     /// The loaded plugins the catalog was built from, as of now.

@@ -82,6 +82,11 @@ pub enum LoadErrorKind {
 type Fail = (LoadErrorKind, String);
 
 impl LoadError {
+    /// The name the plugin would have had: `10-github.wasm` → `github`.
+    pub fn plugin(&self) -> Arc<str> {
+        plugin_name(&self.path)
+    }
+
     fn new(path: &Path, (kind, message): Fail) -> Self {
         Self {
             path: path.to_owned(),
