@@ -308,13 +308,22 @@ async fn stats_sum_every_replica_and_a_prefetch_served_elsewhere_is_not_wasted()
     }
     // Each replica counted its own share; `toolhost stats` sums them once
     // both have flushed.
-    let summed = loop {
-        let summed: serde_json::Value = serde_json::from_str(&cluster_stats(&layout, true)).unwrap();
-        if summed["stats"]["hits"] == PREFETCHES {
-            break summed;
+    // The ranks B used count as used where A offered them: B's word
+    // reached A, whose fan-out flushes them.
+    let used = |summed: &serde_json::Value| -> u64 {
+        summed["stats"]["ranks"].as_array().map_or(0, |ranks| {
+            ranks.iter().map(|r| r["used"].as_u64().unwrap_or(0)).sum()
+        })
+    };
+    let mut summed = serde_json::Value::Null;
+    for _ in 0..600 {
+        summed = serde_json::from_str(&cluster_stats(&layout, true)).unwrap();
+        if summed["stats"]["hits"] == PREFETCHES && used(&summed) == PREFETCHES as u64 {
+            break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    }
+    assert_eq!(used(&summed), PREFETCHES as u64, "{summed:#}");
     assert_eq!(summed["stats"]["dispatched"], PREFETCHES, "{summed:#}");
     assert_eq!(summed["stats"]["cluster_hits"], PREFETCHES, "{summed:#}");
     assert!(

@@ -94,9 +94,16 @@ impl Redis {
             .map_or(0, |out| out.lines().filter(|l| !l.is_empty()).count())
     }
 
-    /// Wait until Redis holds `n` prefetched results.
+    /// Wait until Redis holds `n` prefetched results; panics if it does
+    /// not within a minute (the replicas stopped prefetching).
     pub async fn await_prefetches(&self, n: usize) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
         while self.prefetches() < n {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "Redis holds {} prefetched results, not {n}, after a minute",
+                self.prefetches()
+            );
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }

@@ -221,7 +221,7 @@ impl<T: Target> Engine<T> {
         self.tally = cluster
             .as_ref()
             .map(|c| Tally::start(c.clone(), self.metrics.clone(), self.fanout.clone()));
-        self.shared = cluster.map(|c| Shared::new(c, self.cache.clone()));
+        self.shared = cluster.map(|c| Shared::new(c, self.cache.clone(), self.fanout.clone()));
         self
     }
 
@@ -253,7 +253,7 @@ impl<T: Target> Engine<T> {
     }
 
     fn with_shared(mut self, cluster: Option<Arc<Cluster>>) -> Self {
-        self.shared = cluster.map(|c| Shared::new(c, self.cache.clone()));
+        self.shared = cluster.map(|c| Shared::new(c, self.cache.clone(), self.fanout.clone()));
         self
     }
 

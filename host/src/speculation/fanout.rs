@@ -83,6 +83,13 @@ struct Inner {
     offered: HashMap<Key, Offered>,
 }
 
+impl Inner {
+    /// The counts of one rank of one link, made empty if new.
+    fn counts_of(&mut self, from: String, to: String, rank: usize) -> &mut Counts {
+        self.counts.entry(Origin { from, to, rank }).or_default()
+    }
+}
+
 /// One rank's record, for `toolhost stats`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RankStats {
@@ -185,12 +192,7 @@ impl FanOut {
     pub(super) fn restore(&self, taken: Vec<Rank>) {
         let mut inner = self.lock();
         for r in taken {
-            let origin = Origin {
-                from: r.from,
-                to: r.to,
-                rank: r.rank,
-            };
-            let c = inner.counts.entry(origin).or_default();
+            let c = inner.counts_of(r.from, r.to, r.rank);
             c.new_offered += r.offered;
             c.new_used += r.used;
         }
@@ -201,12 +203,7 @@ impl FanOut {
     pub(super) fn adopt(&self, totals: Vec<Rank>) {
         let mut inner = self.lock();
         for r in totals {
-            let origin = Origin {
-                from: r.from,
-                to: r.to,
-                rank: r.rank,
-            };
-            let c = inner.counts.entry(origin).or_default();
+            let c = inner.counts_of(r.from, r.to, r.rank);
             c.offered = r.offered + c.new_offered;
             c.used = r.used.min(r.offered) + c.new_used;
         }

@@ -13,7 +13,9 @@
 //!
 //! A prefetch this replica made that another served from Redis is marked
 //! used here when that replica says so, so that it is not also counted
-//! wasted here when it expires.
+//! wasted here when it expires, and so that the rank of the follow-up it
+//! was offered at counts as used: a replica that never learned of the
+//! others' hits would find its prefetches unused and stop making them.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -21,11 +23,13 @@ use std::sync::{Arc, Mutex, Weak};
 use tokio::sync::broadcast::error::RecvError;
 
 use super::cache::{Key, SpecCache};
+use super::fanout::FanOut;
 use crate::cluster::{Cluster, Event};
 
 pub(super) struct Shared<V> {
     cluster: Arc<Cluster>,
     cache: Arc<SpecCache<V>>,
+    fanout: Arc<FanOut>,
     /// The generation of each tool this replica's entries were made under.
     observed: Mutex<HashMap<String, u64>>,
 }
@@ -33,10 +37,11 @@ pub(super) struct Shared<V> {
 impl<V: Clone + Send + Sync + 'static> Shared<V> {
     /// The cluster's side of `cache`; follows the invalidations published
     /// until it is dropped.
-    pub(super) fn new(cluster: Arc<Cluster>, cache: Arc<SpecCache<V>>) -> Arc<Self> {
+    pub(super) fn new(cluster: Arc<Cluster>, cache: Arc<SpecCache<V>>, fanout: Arc<FanOut>) -> Arc<Self> {
         let shared = Arc::new(Self {
             cluster,
             cache,
+            fanout,
             observed: Mutex::default(),
         });
         let mut published = shared.cluster.events();
@@ -59,7 +64,9 @@ impl<V: Clone + Send + Sync + 'static> Shared<V> {
                         }
                     }
                     Event::Served { tool, args } => {
-                        shared.cache.served_elsewhere(&Key::canonical(tool, args));
+                        let key = Key::canonical(tool, args);
+                        shared.cache.served_elsewhere(&key);
+                        shared.fanout.called(&key);
                     }
                     Event::Catalog { .. } => {}
                 }
