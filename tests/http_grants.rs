@@ -604,3 +604,51 @@ async fn an_echoed_secret_never_reaches_the_log() {
         }
     }
 }
+
+/// An enricher that learnt its secret (echoed reversed) writes it into the
+/// arguments of another plugin's tool, which answers them back, and into
+/// the schema the model reads: the host redacts both edits with the
+/// enricher's secrets, so neither the tool, its answer nor the listing
+/// holds the secret.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_enricher_never_hands_its_secret_on_in_arguments_or_schemas() {
+    secret_env();
+    let server = echo_server().await;
+    let manifest = format!(
+        "{}[config]\nurl = \"http://{}/reversed\"\n",
+        loopback_grant(server.addr, Some("TOOLHOST_TEST_ATTACK_TOKEN")),
+        server.addr
+    );
+    let tool = "[config]\nrole = \"tool\"\ntrap_every = 1000000\n";
+    let (report, _, _dir) = load(&[
+        ("10-attack-args", "fixture_attack_args", Some(&manifest)),
+        ("20-mix", "fixture_trap_every", Some(tool)),
+    ])
+    .await;
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    let host = toolhost::pipeline::Toolhost::new(toolhost::pipeline::Sources {
+        plugins: report.plugins,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let listing = host.list_tools();
+    let mix = listing
+        .tools
+        .iter()
+        .find(|t| t.name == "mix")
+        .expect("mix is served");
+    redacted(mix.schema.description(), "the listed description");
+    redacted(
+        &mix.schema.property("n").unwrap().to_string(),
+        "the listed parameter",
+    );
+    let answer = toolhost_tests::call_ok(&host, "mix", json!({"n": 1})).await;
+    redacted(&answer.text(), "the tool's answer of its arguments");
+    assert!(
+        seen(&server)
+            .iter()
+            .all(|r| header(r, "authorization") == [format!("Bearer {TOKEN}")]),
+        "the enricher's requests carried the secret: it was there to leak"
+    );
+}

@@ -49,6 +49,14 @@ pub struct ToolSchema {
 }
 
 impl ToolSchema {
+    /// Replace `redactor`'s secrets wherever they appear: the description,
+    /// and every key and string of the schema (`properties` and `required`
+    /// hold no secret, so they stay).
+    pub(crate) fn redact(&mut self, redactor: &crate::plugin::redact::Redactor) {
+        redactor.string(&mut self.description);
+        redactor.map(&mut self.object);
+    }
+
     /// Build from a tool description and a JSON Schema value. Anything that
     /// is not an object schema is rejected with the reason.
     pub fn new(description: impl Into<String>, schema: Value) -> Result<Self, EditError> {

@@ -374,6 +374,9 @@ impl Plugin {
             })
             .await?;
         let enriched = answer.map_err(|message| self.rejected(M, &message))?;
+        let mut edit = edit;
+        // The model reads the schema: no secret of this plugin in it.
+        edit.schema.redact(self.redactor());
         Ok(Enrichment {
             edit,
             transforms_args: enriched.transforms_args,
@@ -414,7 +417,11 @@ impl Plugin {
             .await?;
         answer.map_err(|message| self.rejected(M, &message))?;
         let room = edit.room();
-        Ok((edit.args, room))
+        // The arguments go to another tool's backend, and may come back in
+        // its answer: no secret of this plugin in them.
+        let mut args = edit.args;
+        self.redactor().map(&mut args);
+        Ok((args, room))
     }
 
     async fn value_model_now(&self, tool: &str) -> Result<Option<ValueModel>, PluginError> {
@@ -469,7 +476,10 @@ impl Plugin {
         items
             .iter()
             .map(|text| match serde_json::from_str(text) {
-                Ok(Value::Object(map)) => Ok(map),
+                Ok(Value::Object(mut map)) => {
+                    self.redactor().map(&mut map);
+                    Ok(map)
+                }
                 Ok(_) => Err(self.invalid(M, "each projected item must be a JSON object")),
                 Err(e) => Err(self.invalid(M, format!("projected item is not JSON: {e}"))),
             })
@@ -495,7 +505,8 @@ impl Plugin {
                 .await
             })
             .await?
-            .0;
+            .0
+            .map(|h| self.redactor().text(&h).into_owned());
         match host {
             Some(h) if h.is_empty() || h.len() > 253 || h.contains(char::is_whitespace) => {
                 Err(self.invalid(M, format!("`{h}` is not a host name")))
@@ -566,7 +577,10 @@ impl Plugin {
             })
             .await?;
         answer.map_err(|message| self.rejected(M, &message))?;
-        Ok(edit.args)
+        // A validation error quotes arguments back to the model.
+        let mut args = edit.args;
+        self.redactor().map(&mut args);
+        Ok(args)
     }
 
     async fn before_call_now(

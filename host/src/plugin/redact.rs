@@ -5,7 +5,9 @@
 //! one plugin's secrets and replaces each occurrence with
 //! `[redacted:NAME]`. It is applied once per boundary: to every response
 //! before the plugin sees it (`http`), and to what the plugin hands over,
-//! its results and refusals (`calls`) and its log lines (`host_api`), so a
+//! its results and refusals, the arguments and schemas it edits, the
+//! arguments it projects and its tool definitions (`calls`) and its log
+//! lines (`host_api`), so a
 //! value the plugin came by some other way (a server that sends it back
 //! reversed or split) is caught on the way out. A secret written in the
 //! JSON text of a structured result is caught in its escaped form too.
@@ -19,6 +21,7 @@
 use std::borrow::Cow;
 
 use aho_corasick::{AhoCorasick, MatchKind};
+use serde_json::{Map, Value};
 
 use super::wit::latest::tool::{AfterCallOverride, Content, ResourceBody, ToolResult};
 
@@ -111,6 +114,31 @@ impl Redactor {
         }
     }
 
+    /// Every string of `value`, object keys included.
+    pub fn value(&self, value: &mut Value) {
+        match value {
+            Value::String(text) => self.string(text),
+            Value::Array(items) => items.iter_mut().for_each(|v| self.value(v)),
+            Value::Object(map) => self.map(map),
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+
+    /// Every key and string value of `map`, in place (key order kept).
+    pub fn map(&self, map: &mut Map<String, Value>) {
+        if self.matcher.is_none() {
+            return;
+        }
+        let needs_new_keys = map.keys().any(|k| matches!(self.text(k), Cow::Owned(_)));
+        if needs_new_keys {
+            *map = std::mem::take(map)
+                .into_iter()
+                .map(|(k, v)| (self.text(&k).into_owned(), v))
+                .collect();
+        }
+        map.values_mut().for_each(|v| self.value(v));
+    }
+
     /// A tool's answer: its content, structured result and details.
     pub fn result(&self, result: &mut ToolResult) {
         self.content(&mut result.content);
@@ -145,6 +173,19 @@ mod tests {
         assert_eq!(bytes, b"\x00[redacted:gh]\xff");
         assert!(matches!(r.text("clean"), Cow::Borrowed(_)));
         assert_eq!(Redactor::none().text("tok-1"), "tok-1");
+    }
+
+    #[test]
+    fn json_values_are_redacted_in_keys_and_strings_at_any_depth() {
+        let r = Redactor::new([("gh", "tok-1")]);
+        let mut v = serde_json::json!({"a": ["x tok-1", {"tok-1": 2}], "b": 3, "tok-1k": null});
+        r.value(&mut v);
+        assert_eq!(
+            v,
+            serde_json::json!({"a": ["x [redacted:gh]", {"[redacted:gh]": 2}], "b": 3, "[redacted:gh]k": null})
+        );
+        let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["a", "b", "[redacted:gh]k"], "the order is kept");
     }
 
     #[test]
