@@ -190,7 +190,7 @@ impl Enricher for ClickUp {
         if schema.has_property("priority") {
             schema.set_enum("priority", PRIORITIES)?;
         }
-        if matches!(tool, "link_issues" | "unlink_issues") {
+        if matches!(tool, "link_issues" | "unlink_issues") && schema.has_property("link_type") {
             schema.set_enum("link_type", ["blocks", "blocked_by", "relates_to", "subtask"])?;
         }
         if matches!(tool, "create_issue" | "update_issue") {

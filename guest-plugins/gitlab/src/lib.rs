@@ -83,7 +83,8 @@ impl Enricher for GitLab {
 
     fn enrich_schema(&self, tool: &str, schema: &mut Schema<'_>) -> Result<(), String> {
         git_host::remove_tracker_fields(tool, schema);
-        if matches!(tool, "link_issues" | "unlink_issues") {
+        // An enricher before this one may have taken the field away.
+        if matches!(tool, "link_issues" | "unlink_issues") && schema.has_property("link_type") {
             schema.set_enum("link_type", ["relates_to", "blocks", "is_blocked_by"])?;
         }
         Ok(())

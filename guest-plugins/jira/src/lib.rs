@@ -245,7 +245,7 @@ impl Jira {
         if !components.is_empty() && schema.has_property("components") {
             schema.set_enum("components", &components)?;
         }
-        if tool == "link_issues" && !self.config.link_types.is_empty() {
+        if tool == "link_issues" && !self.config.link_types.is_empty() && schema.has_property("link_type") {
             schema.set_enum("link_type", &self.config.link_types)?;
         }
         if matches!(tool, "create_issue" | "update_issue") {
