@@ -667,7 +667,7 @@ async fn bench(args: Args) -> Result<()> {
     println!();
     for t in &targets {
         println!(
-            "{:<40} {:>10.2} {:<8} target {} {:<8} {}",
+            "{:<40} {:>10.2} {:<8} target {} {:<8.2} {}",
             t.what,
             t.measured,
             t.unit,
