@@ -347,6 +347,37 @@ fn with_required_signatures_only_files_a_trusted_key_signed_load() {
         stderr.contains("10-signed.wasm: its signature verifies with no key"),
         "{stderr}"
     );
+
+    // A shadow candidate runs code too: unsigned, it does not load (the
+    // plugin serves without it); signed by the vendor, it does.
+    let candidates = s.top.path().join("candidates");
+    std::fs::create_dir(&candidates).unwrap();
+    chmod(&candidates, 0o755);
+    let candidate = candidates.join("detached-next.wasm");
+    std::fs::copy(guest("format_pipeline"), &candidate).unwrap();
+    let config = s.top.path().join("toolhost.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("[plugin.detached]\nshadow = \"candidates/detached-next.wasm\"\n");
+    std::fs::write(&config, text).unwrap();
+    let (loaded, stderr) = s.loaded();
+    assert_eq!(loaded, ["detached"], "{stderr}");
+    assert!(
+        stderr.lines().any(|l| l.contains("the shadow candidate")
+            && l.contains("detached-next.wasm")
+            && l.contains("is not signed")),
+        "{stderr}"
+    );
+    let key = keys.join("vendor.key");
+    let (out, stdout, stderr) = s.toolhost(&[
+        "sign",
+        candidate.to_str().unwrap(),
+        "--key",
+        key.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    let (loaded, stderr) = s.loaded();
+    assert_eq!(loaded, ["detached"], "{stderr}");
+    assert!(!stderr.contains("shadow candidate"), "{stderr}");
 }
 
 #[test]

@@ -131,6 +131,13 @@ pub struct LoadReport {
 /// reported for the file like any load error.
 pub trait Admission: Sync {
     fn admit(&self, path: &Path, name: &str, manifest: &Manifest) -> Result<(), String>;
+
+    /// Whether a plugin's shadow candidate (`shadow = "FILE"`) may load. It
+    /// is never locked or approved (it is what may replace the plugin, and
+    /// it runs with no grant), but its file must be as safe as a plugin's.
+    fn admit_candidate(&self, path: &Path) -> Result<(), String> {
+        crate::supply::check_safe_path(path)
+    }
 }
 
 /// Admits every file: a directory loaded without supply-chain checks.
@@ -224,7 +231,7 @@ impl Runtime {
         let loads = candidates.into_iter().map(|candidate| async move {
             let loaded = match candidate.manifest {
                 Ok(m) if !m.enabled => None,
-                Ok(m) => Some(self.load(&candidate.path, m).await),
+                Ok(m) => Some(self.load(&candidate.path, m, admission).await),
                 Err(fail) => Some(Err(fail)),
             };
             (candidate.path, loaded)
@@ -249,7 +256,7 @@ impl Runtime {
     pub async fn load_file(&self, path: &Path) -> Result<Plugin, LoadError> {
         let manifest = Manifest::read(&path.with_extension("toml"), self.settings_for(path))
             .map_err(|message| LoadError::new(path, (LoadErrorKind::Manifest, message)))?;
-        self.load(path, manifest)
+        self.load(path, manifest, &AdmitAll)
             .await
             .map_err(|fail| LoadError::new(path, fail))
     }
@@ -261,7 +268,7 @@ impl Runtime {
     /// Load the plugin at `path` and, if its manifest names one, its shadow
     /// candidate. A candidate that does not load is logged, naming both,
     /// and the plugin serves without it.
-    async fn load(&self, path: &Path, manifest: Manifest) -> Result<Plugin, Fail> {
+    async fn load(&self, path: &Path, manifest: Manifest, admission: &dyn Admission) -> Result<Plugin, Fail> {
         let name = plugin_name(path);
         let shadow = manifest
             .shadow
@@ -271,7 +278,7 @@ impl Runtime {
             .load_plugin(path, name.clone(), manifest.clone(), true)
             .await?;
         if let Some(candidate) = shadow {
-            match self.load_candidate(&candidate, name, manifest).await {
+            match self.load_candidate(&candidate, name, manifest, admission).await {
                 Ok(candidate) => plugin.shadow = Some(Shadow::new(candidate, self.shadows.clone())),
                 Err((_, message)) => tracing::error!(
                     plugin = %plugin.name,
@@ -285,10 +292,18 @@ impl Runtime {
 
     /// A shadow candidate of plugin `name`: named as the plugin, with its
     /// own sidecar manifest or the plugin's, every grant removed (no HTTP
-    /// origin, no secret), never recorded. Its file must be as safe as a
-    /// plugin's (see `supply`).
-    async fn load_candidate(&self, path: &Path, name: Arc<str>, current: Manifest) -> Result<Plugin, Fail> {
-        crate::supply::check_safe_path(path).map_err(|m| (LoadErrorKind::NotAdmitted, m))?;
+    /// origin, no secret), never recorded, admitted as a candidate
+    /// ([`Admission::admit_candidate`]).
+    async fn load_candidate(
+        &self,
+        path: &Path,
+        name: Arc<str>,
+        current: Manifest,
+        admission: &dyn Admission,
+    ) -> Result<Plugin, Fail> {
+        admission
+            .admit_candidate(path)
+            .map_err(|m| (LoadErrorKind::NotAdmitted, m))?;
         let sidecar = path.with_extension("toml");
         let mut manifest = if sidecar.is_file() {
             Manifest::read(&sidecar, None).map_err(|m| (LoadErrorKind::Manifest, m))?

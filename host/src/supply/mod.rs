@@ -214,6 +214,18 @@ impl Admission for Supply {
         }
         Ok(())
     }
+
+    /// Safe paths, and with `require_signatures` a trusted key's signature:
+    /// a candidate runs code too. No lock or approval: it has not been
+    /// locked yet, and it runs with no grant.
+    fn admit_candidate(&self, path: &Path) -> Result<(), String> {
+        Self::check_paths(path)?;
+        if self.require_signatures {
+            let bytes = std::fs::read(path).map_err(|e| format!("cannot read it: {e}"))?;
+            self.keys.verify(path, &bytes)?;
+        }
+        Ok(())
+    }
 }
 
 /// Load `dir` as `runtime` does, admitting only what passes the checks.
