@@ -454,36 +454,27 @@ async fn refused_loads_are_counted_and_plugin_counters_go_on_across_a_reload() {
     let client = toolhost_tests::cluster::Client::connect(served.addr)
         .await
         .unwrap();
-    let mix = || client.call("mix", serde_json::json!({"n": 1}));
-    // Traps, and so is quarantined; then refuses a call.
-    for _ in 0..2 {
-        let result = mix().await.unwrap();
-        assert_eq!(result.is_error, Some(true), "{result:?}");
-    }
-    let text = metrics(&served).await;
-    for (family, plugin, n) in [
-        ("plugin_traps_total", "trap", 1),
-        ("plugin_quarantines_total", "trap", 1),
-        ("plugin_refusals_total", "trap", 1),
-        ("plugin_refused_loads_total", "extra", 1),
-    ] {
-        assert_eq!(plugin_sample(&text, family, plugin), n, "{family}:\n{text}");
-    }
-
+    // Two calls: the first traps, and so quarantines; the second is
+    // refused. Then every counter of `trap`, and `extra`'s refused loads,
+    // stand at `n`.
+    let trap_twice_and_count = async |n: u64| {
+        for _ in 0..2 {
+            let result = client.call("mix", serde_json::json!({"n": 1})).await.unwrap();
+            assert_eq!(result.is_error, Some(true), "{result:?}");
+        }
+        let text = metrics(&served).await;
+        for (family, plugin) in [
+            ("plugin_traps_total", "trap"),
+            ("plugin_quarantines_total", "trap"),
+            ("plugin_refusals_total", "trap"),
+            ("plugin_refused_loads_total", "extra"),
+        ] {
+            assert_eq!(plugin_sample(&text, family, plugin), n, "{family}:\n{text}");
+        }
+    };
+    trap_twice_and_count(1).await;
     // Changed again: reloaded, refused again, and `trap` loaded anew.
     rebuild(&s.file("30-extra.wasm"));
     served.wait_for("reloaded (plugins enrich, trap)");
-    for _ in 0..2 {
-        let result = mix().await.unwrap();
-        assert_eq!(result.is_error, Some(true), "{result:?}");
-    }
-    let text = metrics(&served).await;
-    for (family, plugin, n) in [
-        ("plugin_traps_total", "trap", 2),
-        ("plugin_quarantines_total", "trap", 2),
-        ("plugin_refusals_total", "trap", 2),
-        ("plugin_refused_loads_total", "extra", 2),
-    ] {
-        assert_eq!(plugin_sample(&text, family, plugin), n, "{family}:\n{text}");
-    }
+    trap_twice_and_count(2).await;
 }

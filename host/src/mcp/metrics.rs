@@ -81,9 +81,9 @@ struct Scraped {
     /// Which load: held weakly, so that a plugin dropped since cannot have
     /// its place taken by a new one at the same address.
     plugin: Weak<Plugin>,
-    traps: u64,
-    trips: u64,
-    refused: u64,
+    /// Traps, quarantines, refused calls, in the order of
+    /// [`CallMetrics::health`].
+    counts: [u64; 3],
 }
 
 impl CallMetrics {
@@ -192,6 +192,11 @@ impl CallMetrics {
         }
     }
 
+    /// The per-plugin health families, in the order of [`Scraped::counts`].
+    fn health(&self) -> [&Family<PluginLabel, Counter>; 3] {
+        [&self.traps, &self.quarantines, &self.refusals]
+    }
+
     /// Bring `counter` up to `now` (a count kept elsewhere, since start).
     fn catch_up(counter: &Counter, now: u64) {
         counter.inc_by(now.saturating_sub(counter.get()));
@@ -205,26 +210,20 @@ impl CallMetrics {
             let name = PluginLabel {
                 plugin: bounded(&plugin.name),
             };
-            let now = Scraped {
-                plugin: Arc::downgrade(plugin),
-                traps: plugin.traps(),
-                trips: u64::from(plugin.quarantine_trips()),
-                refused: plugin.refused_calls(),
-            };
+            let load = Arc::downgrade(plugin);
+            let counts = [
+                plugin.traps(),
+                u64::from(plugin.quarantine_trips()),
+                plugin.refused_calls(),
+            ];
             let before = match scraped.get(&name.plugin) {
-                Some(last) if last.plugin.ptr_eq(&now.plugin) => (last.traps, last.trips, last.refused),
-                _ => (0, 0, 0),
+                Some(last) if last.plugin.ptr_eq(&load) => last.counts,
+                _ => [0; 3],
             };
-            self.traps
-                .get_or_create(&name)
-                .inc_by(now.traps.saturating_sub(before.0));
-            self.quarantines
-                .get_or_create(&name)
-                .inc_by(now.trips.saturating_sub(before.1));
-            self.refusals
-                .get_or_create(&name)
-                .inc_by(now.refused.saturating_sub(before.2));
-            scraped.insert(name.plugin, now);
+            for ((family, now), was) in self.health().into_iter().zip(counts).zip(before) {
+                family.get_or_create(&name).inc_by(now.saturating_sub(was));
+            }
+            scraped.insert(name.plugin, Scraped { plugin: load, counts });
         }
         for (plugin, refused) in host.refused_loads() {
             let name = PluginLabel {

@@ -357,7 +357,7 @@ impl Plugin {
         const M: &str = "enrich-schema";
         self.require_enricher(M)?;
         let (name, cap) = (self.name.clone(), self.limits().max_output_bytes);
-        let (answer, edit) = self
+        let (answer, mut edit) = self
             .instances
             .run(M, async |i: &mut Instance| {
                 let handle = i
@@ -374,7 +374,6 @@ impl Plugin {
             })
             .await?;
         let enriched = answer.map_err(|message| self.rejected(M, &message))?;
-        let mut edit = edit;
         // The model reads the schema: no secret of this plugin in it.
         edit.schema.redact(self.redactor());
         Ok(Enrichment {
