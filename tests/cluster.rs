@@ -334,7 +334,7 @@ async fn stats_sum_every_replica_and_a_prefetch_served_elsewhere_is_not_wasted()
     };
     let mut summed = serde_json::Value::Null;
     for _ in 0..600 {
-        summed = serde_json::from_str(&cluster_stats(&layout, true)).unwrap();
+        summed = serde_json::from_str(&cluster_stats(layout, true)).unwrap();
         if summed["stats"]["hits"] == PREFETCHES && used(&summed) == PREFETCHES as u64 {
             break;
         }
@@ -373,7 +373,7 @@ async fn stats_sum_every_replica_and_a_prefetch_served_elsewhere_is_not_wasted()
         "{a_says}"
     );
     // The text rendering says where the figures come from.
-    let text = cluster_stats(&layout, false);
+    let text = cluster_stats(layout, false);
     assert!(text.starts_with("summed over every replica"), "{text}");
 }
 
