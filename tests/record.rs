@@ -7,15 +7,22 @@
 //! transformed by fixture_chain_a (`a`); chain_b, which enriches and
 //! transforms `create_issue` otherwise, is the changed plugin and the
 //! differing candidate, fixture_trap the trapping one.
+//!
+//! Replay is run on recordings from anyone: forged ones whose hooks fetch
+//! (fixture_attack_http, granted a [`LoopbackServer`] that counts what it
+//! receives, with a secret), that name another plugin directory or
+//! another component, or that are absurd.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::time::Duration;
 
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
-use toolhost_tests::{fill_plugin_dir, guest, run, toolhost, toolhost_binary};
+use toolhost::supply::Digest;
+use toolhost_tests::{LoopbackServer, fill_plugin_dir, guest, run, toolhost, toolhost_binary};
 
 const TOKEN_ENV: &str = "RECORD_TEST_TOKEN";
 const TOKEN: &str = "rec-s3cret-7f1d";
@@ -210,7 +217,7 @@ async fn a_recorded_session_replays_the_same_and_a_changed_plugin_shows_its_diff
     let other = s.path("other");
     std::fs::create_dir(&other).unwrap();
     std::fs::copy(guest("fixture_chain_b"), other.join("10-a.wasm")).unwrap();
-    let (out, stdout, _) = s.toolhost(&["--plugins", "other", "replay", "rec"]);
+    let (out, stdout, _) = s.toolhost(&["--plugins", "other", "replay", "--changed", "rec"]);
     assert!(!out.status.success(), "{stdout}");
     assert!(
         stdout.contains("differs: a enrich-schema (tool create_issue")
@@ -322,4 +329,327 @@ async fn a_shadow_that_traps_does_not_touch_what_is_served() {
         .expect("transform-args shadowed");
     assert_eq!(transform["differ"], transform["compared"], "{transform}");
     assert!(transform["differ"].as_u64().unwrap() >= 1, "{transform}");
+}
+
+/// A sidecar manifest for fixture_attack_http: granted `server` with the
+/// secret `tracker` (from [`TOKEN_ENV`]), its hooks (`leak = "block"`:
+/// before-call; `"refusal"`: prepare-arguments) and `execute` sending
+/// `method` there.
+fn attack_manifest(server: &LoopbackServer, leak: &str, method: &str) -> String {
+    let origin = format!("http://{}", server.addr);
+    format!(
+        "[grants]\nhttp = [{origin:?}]\n[grants.secrets.tracker]\nenv = \"{TOKEN_ENV}\"\n\
+         header = \"Authorization\"\nprefix = \"Bearer \"\nhosts = [{origin:?}]\n\
+         allow_loopback_http = true\n[config]\nmethod = {method:?}\nurl = \"{origin}/issues/1\"\n\
+         leak = {leak:?}\n"
+    )
+}
+
+/// A server that answers every request, counting them.
+async fn counting_server() -> LoopbackServer {
+    LoopbackServer::start(Duration::ZERO, |_| (200, "{}".into())).await
+}
+
+/// A recording as anyone could write one, `rec/calls-1-1.jsonl` in `top`:
+/// a session line naming the plugin directory `named` (as recordings
+/// once did), then each call (plugin, the component it was recorded
+/// with, export), with the input `{tool: "attack", args: {}}`.
+fn forged(top: &Path, named: &Path, calls: &[(&str, &Path, &str)]) -> PathBuf {
+    let rec = top.join("rec");
+    std::fs::create_dir_all(&rec).unwrap();
+    let mut text = json!({"session": {"plugins": named, "started": 1, "toolhost": "0.1.0"}}).to_string();
+    for (plugin, component, export) in calls {
+        let digest = Digest::of(&std::fs::read(component).unwrap()).to_string();
+        let call = json!({"call": {
+            "plugin": plugin, "digest": digest, "export": export,
+            "input": {"tool": "attack", "args": {}}, "output": {"ok": "allow"}, "micros": 1,
+        }});
+        text += &format!("\n{call}");
+    }
+    let file = rec.join("calls-1-1.jsonl");
+    std::fs::write(&file, text + "\n").unwrap();
+    file
+}
+
+/// `toolhost ARGS` in `top`, with the secret's variable set.
+fn toolhost_in(top: &Path, args: &[&str]) -> (std::process::Output, String, String) {
+    run(toolhost().current_dir(top).env(TOKEN_ENV, TOKEN).args(args))
+}
+
+fn requests(server: &LoopbackServer) -> Vec<toolhost_tests::SeenRequest> {
+    server.seen.lock().unwrap().clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_without_execute_sends_nothing_from_any_hook_and_reads_no_secret() {
+    let server = counting_server().await;
+    let top = tempfile::tempdir().unwrap();
+    let plugins = top.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    fill_plugin_dir(
+        &plugins,
+        &[
+            (
+                "attack",
+                "fixture_attack_http",
+                Some(&attack_manifest(&server, "block", "POST")),
+            ),
+            (
+                "refuse",
+                "fixture_attack_http",
+                Some(&attack_manifest(&server, "refusal", "POST")),
+            ),
+        ],
+    );
+    let component = guest("fixture_attack_http");
+    forged(
+        top.path(),
+        &plugins,
+        &[
+            ("attack", &component, "before-call"),
+            ("refuse", &component, "prepare-arguments"),
+            ("attack", &component, "execute"),
+        ],
+    );
+    let replay = ["--plugins", "plugins", "replay", "rec"];
+
+    // The secret is set: the hooks ran, and each request was refused
+    // before it left.
+    let (_, stdout, stderr) = toolhost_in(top.path(), &replay);
+    assert!(requests(&server).is_empty(), "{:?}", requests(&server));
+    assert!(
+        stdout.contains("offline: no plugin reaches the network"),
+        "{stdout}"
+    );
+    for ran in ["differs: attack before-call", "differs: refuse prepare-arguments"] {
+        assert!(stdout.contains(ran), "{ran}: {stdout}\n{stderr}");
+    }
+    assert!(stdout.contains("host-not-allowed"), "{stdout}");
+    assert!(stdout.contains("1 execute not run"), "{stdout}");
+
+    // The secret's variable is unset: nothing asks for it.
+    let (_, stdout, stderr) = run(toolhost()
+        .current_dir(top.path())
+        .env_remove(TOKEN_ENV)
+        .args(replay));
+    assert!(!stderr.contains(TOKEN_ENV), "{stderr}");
+    assert!(!stdout.contains("missing:"), "{stdout}\n{stderr}");
+    assert!(requests(&server).is_empty(), "{:?}", requests(&server));
+
+    // Asked for: the grants apply, the secret goes where it is granted,
+    // and never into what replay prints.
+    let (_, stdout, stderr) = toolhost_in(
+        top.path(),
+        &["--plugins", "plugins", "replay", "--execute", "rec"],
+    );
+    let seen = requests(&server);
+    assert_eq!(seen.len(), 3, "{seen:?}\n{stdout}\n{stderr}");
+    let bearer = format!("Bearer {TOKEN}");
+    assert!(
+        seen.iter().all(|r| r
+            .headers
+            .iter()
+            .any(|(k, v)| k == "authorization" && *v == bearer)),
+        "{seen:?}"
+    );
+    assert!(
+        !stdout.contains(TOKEN) && !stderr.contains(TOKEN),
+        "{stdout}\n{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recording_does_not_choose_the_plugin_directory() {
+    let server = counting_server().await;
+    let top = tempfile::tempdir().unwrap();
+    // The user's: plugins/ (text-tools), named by toolhost.toml.
+    let plugins = top.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    fill_plugin_dir(&plugins, &[("text-tools", "text_tools", None)]);
+    std::fs::write(top.path().join("toolhost.toml"), "plugins = \"plugins\"\n").unwrap();
+    // The recording's: a directory whose `attack` grants itself the
+    // user's secret and sends a DELETE from before-call and execute.
+    let evil = top.path().join("evil");
+    std::fs::create_dir(&evil).unwrap();
+    fill_plugin_dir(
+        &evil,
+        &[(
+            "attack",
+            "fixture_attack_http",
+            Some(&attack_manifest(&server, "block", "DELETE")),
+        )],
+    );
+    let component = guest("fixture_attack_http");
+    forged(
+        top.path(),
+        &evil,
+        &[
+            ("attack", &component, "before-call"),
+            ("attack", &component, "execute"),
+        ],
+    );
+
+    // Even with --execute, which gives the user's plugins their grants.
+    let (out, stdout, stderr) = toolhost_in(top.path(), &["replay", "--execute", "rec"]);
+    assert!(requests(&server).is_empty(), "{:?}", requests(&server));
+    assert!(!out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("missing: attack before-call"),
+        "{stdout}\n{stderr}"
+    );
+    let heading = stdout.lines().next().unwrap_or_default();
+    assert!(heading.ends_with("plugins"), "{stdout}");
+    assert!(
+        !stdout.contains("evil") && !stderr.contains("evil"),
+        "{stdout}\n{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_recorded_as_another_component_is_refused_by_name() {
+    let server = counting_server().await;
+    let top = tempfile::tempdir().unwrap();
+    let plugins = top.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    fill_plugin_dir(
+        &plugins,
+        &[(
+            "attack",
+            "fixture_attack_http",
+            Some(&attack_manifest(&server, "block", "DELETE")),
+        )],
+    );
+    // Recorded with chain_a's component under the name `attack`.
+    let other = guest("fixture_chain_a");
+    forged(
+        top.path(),
+        &plugins,
+        &[("attack", &other, "before-call"), ("attack", &other, "execute")],
+    );
+    let recorded = Digest::of(&std::fs::read(&other).unwrap()).to_string();
+
+    let (out, stdout, stderr) = toolhost_in(
+        top.path(),
+        &["--plugins", "plugins", "replay", "--execute", "rec"],
+    );
+    assert!(requests(&server).is_empty(), "{:?}", requests(&server));
+    assert!(!out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains(&format!("refused: plugin `attack` was recorded as {recorded}")),
+        "{stdout}\n{stderr}"
+    );
+    assert_eq!(stdout.matches("refused: plugin").count(), 1, "{stdout}");
+    assert!(stdout.contains("2 refused"), "{stdout}");
+
+    // Asked for, offline: the installed component answers, compared.
+    let (_, stdout, stderr) = toolhost_in(
+        top.path(),
+        &["--plugins", "plugins", "replay", "--changed", "rec"],
+    );
+    assert!(requests(&server).is_empty(), "{:?}", requests(&server));
+    assert!(
+        stdout.contains("differs: attack before-call"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(
+        stdout.contains(&format!("component: recorded {recorded}")),
+        "{stdout}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_absurd_recording_is_refused_before_anything_runs() {
+    let server = counting_server().await;
+    let top = tempfile::tempdir().unwrap();
+    let plugins = top.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    fill_plugin_dir(
+        &plugins,
+        &[(
+            "attack",
+            "fixture_attack_http",
+            Some(&attack_manifest(&server, "block", "POST")),
+        )],
+    );
+    let component = guest("fixture_attack_http");
+    let digest = Digest::of(&std::fs::read(&component).unwrap()).to_string();
+    let line = |plugin: &str, args: Value| {
+        json!({"call": {
+            "plugin": plugin, "digest": digest, "export": "before-call",
+            "input": {"tool": "attack", "args": args}, "output": {"ok": "allow"}, "micros": 1,
+        }})
+        .to_string()
+    };
+    let mut deep = json!(1);
+    for _ in 0..150 {
+        deep = json!([deep]);
+    }
+    let cases: [(&str, String, &str); 4] = [
+        (
+            "huge arguments",
+            line("attack", json!({"blob": "x".repeat(17 << 20)})),
+            "bytes, over the cap of 16777216",
+        ),
+        (
+            "millions of entries",
+            line("attack", json!({"list": vec![0; 1_500_000]})),
+            "holds more than 1000000 array elements",
+        ),
+        (
+            "deep JSON",
+            line("attack", json!({"deep": deep})),
+            "deeper than 100",
+        ),
+        (
+            "a path in a plugin's name",
+            line("../evil/attack", json!({})),
+            "plugin \"../evil/attack\" is not a plugin's name",
+        ),
+    ];
+    for (what, absurd, said) in cases {
+        let file = forged(top.path(), &plugins, &[("attack", &component, "before-call")]);
+        // A good call first: it must not run either.
+        let text = std::fs::read_to_string(&file).unwrap() + &absurd + "\n";
+        std::fs::write(&file, text).unwrap();
+        let (out, stdout, stderr) = toolhost_in(
+            top.path(),
+            &["--plugins", "plugins", "replay", "--execute", "rec"],
+        );
+        assert!(!out.status.success(), "{what}: {stdout}");
+        assert!(
+            stderr.contains(&format!("{} line 3: ", file.display())) && stderr.contains(said),
+            "{what}: {stderr}"
+        );
+        assert!(stderr.contains("refused"), "{what}: {stderr}");
+        assert!(!stdout.contains("calls,"), "{what} ran: {stdout}");
+        assert!(requests(&server).is_empty(), "{what}: {:?}", requests(&server));
+    }
+
+    // A file over the recorder's cap (sparse: no disk spent), and more
+    // session files than a recording holds.
+    let file = forged(top.path(), &plugins, &[("attack", &component, "before-call")]);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_len(65 << 20)
+        .unwrap();
+    let (out, _, stderr) = toolhost_in(
+        top.path(),
+        &["--plugins", "plugins", "replay", "--execute", "rec"],
+    );
+    assert!(!out.status.success());
+    assert!(stderr.contains("is over 67108928 bytes"), "{stderr}");
+    std::fs::remove_file(&file).unwrap();
+    forged(top.path(), &plugins, &[("attack", &component, "before-call")]);
+    for n in 0..1000 {
+        std::fs::write(top.path().join(format!("rec/calls-2-{n}.jsonl")), "").unwrap();
+    }
+    let (out, _, stderr) = toolhost_in(
+        top.path(),
+        &["--plugins", "plugins", "replay", "--execute", "rec"],
+    );
+    assert!(!out.status.success());
+    assert!(stderr.contains("more than 1000 session files"), "{stderr}");
+    assert!(requests(&server).is_empty(), "{:?}", requests(&server));
 }

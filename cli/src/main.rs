@@ -121,14 +121,22 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         record: Option<PathBuf>,
     },
-    /// Run the calls `serve --record DIR` recorded again, against the
-    /// plugins recorded (or --plugins OTHER), and print every difference.
+    /// Run the calls `serve --record DIR` recorded again, against your
+    /// plugins (--plugins, or the configuration's), and print every
+    /// difference. Offline unless --execute.
     Replay {
         /// A recording directory, or one of its files.
         dir: PathBuf,
-        /// Run recorded `execute` calls too (they may reach HTTP).
+        /// Let plugins reach what their grants reach, with their secrets,
+        /// and run recorded `execute` calls too: only for a recording you
+        /// trust.
         #[arg(long)]
         execute: bool,
+        /// Run the calls of a plugin recorded with another component than
+        /// the one installed (a vendor's regression check), instead of
+        /// refusing them.
+        #[arg(long)]
+        changed: bool,
     },
     /// Show what speculation did in the last `toolhost serve`.
     Stats {
@@ -207,7 +215,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Serve {
             record: Some(dir), ..
         } => {
-            let recorder = Recorder::create(dir, plugin_dir.as_deref())
+            let recorder = Recorder::create(dir)
                 .map_err(|e| anyhow::anyhow!("cannot record to {}: {e}", dir.display()))?;
             tracing::info!("recording every plugin call to {}", recorder.path().display());
             Some(std::sync::Arc::new(recorder))
@@ -221,6 +229,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         plugin_settings: config.plugin_settings(),
         log: client_log.sink(tracing_sink()),
         record,
+        offline: matches!(cli.command, Command::Replay { execute: false, .. }),
     })?;
     match cli.command {
         Command::Check { file, json, expect } => check::run(&runtime, &file, json, expect.as_deref()).await,
@@ -256,8 +265,13 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Approve { name } => {
             consent::approve(&runtime, &config, &needs_dir(plugin_dir)?, &name).await
         }
-        Command::Replay { dir, execute } => {
-            replay::run(&runtime, &config, &dir, cli.plugins.as_deref(), execute).await
+        Command::Replay {
+            dir,
+            execute,
+            changed,
+        } => {
+            let options = replay::Options { execute, changed };
+            replay::run(&runtime, &config, &dir, plugin_dir.as_deref(), options).await
         }
         Command::Keygen { name, dir } => signing::keygen(&dir, &name),
         Command::Sign { file, key, detached } => signing::sign(&file, &key, detached),

@@ -1,29 +1,40 @@
 //! `toolhost replay DIR`: the calls `serve --record DIR` recorded, run
-//! again against the plugins (those recorded, or `--plugins OTHER`), and
-//! every difference printed: a vendor's regression check, a user's bug
-//! report.
+//! again against the user's plugins, and every difference printed: a
+//! vendor's regression check, a user's bug report.
 //!
-//! Owns reading the session files, matching each call to a plugin by name,
-//! the structural JSON diff and the summary; the record format and running
-//! a call again are `toolhost::plugin::{record, rerun}`'s.
+//! Owns choosing the session files, matching each call to a plugin by name
+//! and digest, the structural JSON diff and the summary; the record format
+//! and its bounded reading are `toolhost::plugin::record`'s, running a
+//! call again `toolhost::plugin::rerun`'s.
 //!
-//! Decisions:
-//! - `execute` may reach HTTP, so it is not run by default: every other
-//!   export is a pure hook of what the host handed it, and is run again.
-//!   `--execute` runs recorded `execute` calls too (against whatever the
-//!   plugin's grants reach now); its differences then count like others.
+//! Decisions (a recording is a file from anyone, a bug report):
+//! - The recording chooses nothing: the plugin directory is the user's
+//!   (`--plugins`, else the configuration's, as for `serve`), and so are
+//!   the grants. The recording only names plugins, by name and digest.
+//! - Offline unless `--execute`: the runtime loads every plugin with no
+//!   grant (`RuntimeOptions::offline`), so no hook's request leaves and no
+//!   secret is read; the recording holds no HTTP exchanges to answer them
+//!   from, so they are refused. `execute` is not run. `--execute` gives
+//!   the plugins their grants and runs `execute` too.
+//! - A call recorded with another component than the installed one is
+//!   refused, naming the plugin and both digests, unless `--changed`.
+//! - Every file is read and checked (`Recording::open`) before any plugin
+//!   is loaded: a recording over a cap, or with a line that is not a
+//!   record, is refused whole.
 //! - The plugins load through the supply checks of `[trust]`, as `serve`
 //!   loads them (a lock file applies to a replay too).
-//! - The exit status is 1 when any call differs or names a plugin that is
-//!   not loaded, 0 when every call that ran answered as recorded.
+//! - The exit status is 1 when any call differs, names a plugin that is
+//!   not loaded or is refused, 0 when every call that ran answered as
+//!   recorded.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use toolhost::bounds;
-use toolhost::plugin::record::{self, Call, Line, Outcome};
+use toolhost::plugin::record::{Call, Line, Outcome, Recording};
 use toolhost::plugin::{Rerun, Runtime};
 use toolhost::supply::{self, Digest};
 
@@ -34,6 +45,15 @@ const MAX_DIFF_LINES: usize = 20;
 /// Of a value in a diff line or an input summary.
 const SHOWN_BYTES: usize = 160;
 
+/// What the user allowed a replay.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// Grants apply, and `execute` is run (the runtime is not offline).
+    pub execute: bool,
+    /// Calls recorded with another component run against the installed one.
+    pub changed: bool,
+}
+
 /// What a replay found.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Summary {
@@ -41,72 +61,100 @@ pub struct Summary {
     pub same: usize,
     pub differ: usize,
     pub missing: usize,
+    pub refused: usize,
     pub skipped: usize,
 }
 
 /// Replay the sessions in `dir` (a directory of `*.jsonl`, or one file)
-/// against `plugins` if given, else the directory each was recorded from.
+/// against the plugins of `plugins`.
 pub async fn run(
     runtime: &Runtime,
     config: &Config,
     dir: &Path,
     plugins: Option<&Path>,
-    execute: bool,
+    options: Options,
 ) -> Result<ExitCode> {
-    let mut files = session_files(dir)?;
-    files.sort();
+    let files = session_files(dir)?;
+    for file in &files {
+        Recording::open(file)?;
+    }
+    let Some(plugin_dir) = plugins else {
+        bail!("no plugin directory to replay against: pass --plugins DIR, or set `plugins` in toolhost.toml");
+    };
+    println!("replaying {} against {}", dir.display(), plugin_dir.display());
+    if !options.execute {
+        println!(
+            "offline: no plugin reaches the network and no secret is read; \
+             pass --execute to give them their grants"
+        );
+    }
+    let report = supply::load_dir(runtime, &config.trust, plugin_dir).await?;
+    for error in &report.errors {
+        eprintln!("error: {error}");
+    }
+    let installed: BTreeMap<&str, _> = report
+        .plugins
+        .iter()
+        .map(|p| (&*p.name, (p, digest_of(&p.path))))
+        .collect();
+    let mut refused = BTreeSet::new();
     let mut total = Summary::default();
     for file in &files {
-        let lines = record::read(file).map_err(anyhow::Error::msg)?;
-        let recorded_dir = lines.iter().find_map(|l| match l {
-            Line::Session(s) => s.plugins.clone(),
-            _ => None,
-        });
-        let Some(plugin_dir) = plugins.map(Path::to_owned).or(recorded_dir) else {
-            bail!("{} names no plugin directory: pass --plugins DIR", file.display());
-        };
-        println!("replaying {} against {}", file.display(), plugin_dir.display());
-        let report = supply::load_dir(runtime, &config.trust, &plugin_dir).await?;
-        for error in &report.errors {
-            eprintln!("error: {error}");
-        }
-        for line in &lines {
-            match line {
-                Line::Session(_) => {}
-                Line::Capped { bytes } => println!(
-                    "note: the recording reached its cap of {bytes} bytes; later calls were not recorded"
-                ),
-                Line::Call(call) => {
-                    total.calls += 1;
-                    let Some(plugin) = report.plugins.iter().find(|p| *p.name == *call.plugin) else {
-                        total.missing += 1;
-                        println!(
-                            "missing: {} {} ({}): no plugin `{}` in {}",
-                            call.plugin,
-                            call.export,
-                            summary_of(&call.input),
-                            call.plugin,
-                            plugin_dir.display()
-                        );
-                        continue;
-                    };
-                    match plugin.rerun(&call.export, &call.input, execute).await {
-                        Ok(Rerun::Skipped(_)) => total.skipped += 1,
-                        Ok(Rerun::Done(now)) if now == call.output => total.same += 1,
-                        Ok(Rerun::Done(now)) => {
-                            total.differ += 1;
-                            print!("{}", difference(call, &digest_of(&plugin.path), &now));
-                        }
-                        Err(why) => {
-                            total.differ += 1;
-                            println!(
-                                "differs: {} {} ({}): cannot run it again: {why}",
-                                call.plugin,
-                                call.export,
-                                summary_of(&call.input)
-                            );
-                        }
-                    }
+        let recording = Recording::open(file)?;
+        for line in recording.lines() {
+            let call = match line?.1 {
+                Line::Session(_) => continue,
+                Line::Capped { bytes } => {
+                    println!(
+                        "note: {} reached its cap of {bytes} bytes; later calls were not recorded",
+                        file.display()
+                    );
+                    continue;
+                }
+                Line::Call(call) => call,
+            };
+            total.calls += 1;
+            let Some((plugin, digest)) = installed.get(call.plugin.as_str()) else {
+                total.missing += 1;
+                println!(
+                    "missing: {} {} ({}): no plugin `{}` in {}",
+                    call.plugin,
+                    call.export,
+                    summary_of(&call.input),
+                    call.plugin,
+                    plugin_dir.display()
+                );
+                continue;
+            };
+            if call.digest != *digest && !options.changed {
+                total.refused += 1;
+                if refused.insert((call.plugin.clone(), call.digest.clone())) {
+                    println!(
+                        "refused: plugin `{}` was recorded as {}, but {} is {}: its calls are not \
+                         run (pass --changed to run them against the installed one)",
+                        call.plugin,
+                        call.digest,
+                        plugin.path.display(),
+                        digest
+                    );
+                }
+                continue;
+            }
+            match plugin.rerun(&call.export, &call.input, options.execute).await {
+                Ok(Rerun::Skipped(_)) => total.skipped += 1,
+                Ok(Rerun::Done(now)) if now == call.output => total.same += 1,
+                Ok(Rerun::Done(now)) => {
+                    total.differ += 1;
+                    print!("{}", difference(&call, digest, &now));
+                }
+                Err(why) => {
+                    total.differ += 1;
+                    println!(
+                        "differs: {} {} ({}): cannot run it again: {why}",
+                        call.plugin,
+                        call.export,
+                        summary_of(&call.input)
+                    );
                 }
             }
         }
@@ -116,34 +164,61 @@ pub async fn run(
         "{} calls, {} same, {} differ, {} missing plugin",
         t.calls, t.same, t.differ, t.missing
     );
+    if t.refused > 0 {
+        print!(", {} refused (another component)", t.refused);
+    }
     if t.skipped > 0 {
         print!(", {} execute not run (pass --execute)", t.skipped);
     }
     println!();
-    Ok(if t.differ > 0 || t.missing > 0 {
+    Ok(if t.differ > 0 || t.missing > 0 || t.refused > 0 {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
     })
 }
 
-/// The session files of `dir`, or `dir` itself if it is one.
+/// The session files of `dir` (at most [`bounds::MAX_RECORDING_FILES`], in
+/// name order), or `dir` itself if it is one.
 fn session_files(dir: &Path) -> Result<Vec<PathBuf>> {
     if dir.is_file() {
         return Ok(vec![dir.to_owned()]);
     }
     let entries =
         std::fs::read_dir(dir).with_context(|| format!("cannot read the recording {}", dir.display()))?;
-    let files: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
+    let mut files = Vec::new();
+    for entry in entries {
+        let path = entry
+            .with_context(|| format!("cannot read the recording {}", dir.display()))?
+            .path();
+        if path.extension().is_none_or(|e| e != "jsonl") {
+            continue;
+        }
+        // Its name is printed: it must not write on the terminal.
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        if name.chars().any(bounds::is_control) {
+            bail!(
+                "the recording {} holds a session file named {}: control characters; refused",
+                dir.display(),
+                bounds::shown(&name)
+            );
+        }
+        if files.len() == bounds::MAX_RECORDING_FILES {
+            bail!(
+                "the recording {} holds more than {} session files: refused",
+                dir.display(),
+                bounds::MAX_RECORDING_FILES
+            );
+        }
+        files.push(path);
+    }
     if files.is_empty() {
         bail!(
             "{} holds no recording (*.jsonl): record one with `toolhost serve --record DIR`",
             dir.display()
         );
     }
+    files.sort();
     Ok(files)
 }
 

@@ -31,6 +31,7 @@
 //! | a media block's MIME type | 1 KiB, no control characters |
 //! | a content annotation's priority | 0.0 to 1.0 |
 //! | a log line; log lines per call | 4 KiB; 200 |
+//! | a recording (`serve --record`, read by `replay`): a file; a line; its nesting; its entries; files in a directory | 64 MiB; 16 MiB; 100 levels; 1,000,000; 1,000 |
 //!
 //! Text a plugin sent that is shown inside one of the host's own messages
 //! (a refused tool name, a bad category) is escaped and shortened first
@@ -81,6 +82,20 @@ pub const MAX_ERROR_TEXT: usize = 16 << 10;
 pub const MAX_LOG_LINE: usize = 4096;
 /// Log lines a plugin may write per call before the rest are dropped.
 pub const MAX_LOG_LINES_PER_CALL: u32 = 200;
+/// Largest session file `serve --record` writes (one last line past it
+/// says the file was cut), and so the largest `replay` reads.
+pub const MAX_RECORDING_BYTES: u64 = 64 << 20;
+/// Longest line of a recording: a call over it is not recorded, a
+/// recording holding one is refused.
+pub const MAX_RECORDED_LINE_BYTES: usize = 16 << 20;
+/// Deepest nesting of arrays and objects in one line of a recording
+/// (below `serde_json`'s own limit, so the refusal says what it is).
+pub const MAX_RECORDED_DEPTH: usize = 100;
+/// Most array elements and object members in one line of a recording: a
+/// line of tiny values would take ~30 times its size once parsed.
+pub const MAX_RECORDED_ENTRIES: usize = 1_000_000;
+/// Most session files `replay` reads from one recording directory.
+pub const MAX_RECORDING_FILES: usize = 1000;
 
 /// Longest excerpt of plugin text quoted inside a host message.
 const SHOWN_CHARS: usize = 80;

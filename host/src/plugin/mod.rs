@@ -141,6 +141,10 @@ pub struct RuntimeOptions {
     pub plugin_settings: BTreeMap<String, toml::Table>,
     /// Where every call into a plugin is recorded (`serve --record`).
     pub record: Option<Arc<Recorder>>,
+    /// Load every plugin with no grant, whatever its manifest and the
+    /// user's settings say: no request leaves, no secret is read (a
+    /// `toolhost replay` that was not asked to reach the network).
+    pub offline: bool,
 }
 
 impl Default for RuntimeOptions {
@@ -150,6 +154,7 @@ impl Default for RuntimeOptions {
             log: tracing_sink(),
             plugin_settings: BTreeMap::new(),
             record: None,
+            offline: false,
         }
     }
 }
@@ -164,6 +169,7 @@ pub struct Runtime {
     /// Shared with every plugin, so CPU budgets hold as long as any plugin lives.
     ticker: Arc<engine::EpochTicker>,
     recorder: Option<Arc<Recorder>>,
+    offline: bool,
     /// The differences of every shadow candidate, across reloads.
     shadows: Arc<ShadowTally>,
 }
@@ -184,6 +190,7 @@ impl Runtime {
             plugin_settings: options.plugin_settings,
             ticker,
             recorder: options.record,
+            offline: options.offline,
             shadows: Arc::default(),
         })
     }

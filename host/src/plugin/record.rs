@@ -1,22 +1,29 @@
 //! Recording the calls the host makes into plugins (`serve --record DIR`),
-//! and the record format `toolhost replay` reads back.
+//! and reading a recording back for `toolhost replay`.
 //!
-//! Owns the file format ([`Line`], [`Call`], [`Outcome`]) and the
+//! Owns the file format ([`Line`], [`Call`], [`Outcome`]), the
 //! [`Recorder`], which appends one JSON line per call to one file per
-//! session. The JSON form of each export's inputs and outputs, and
-//! running a recorded call again, are `calls`'; comparing and printing
-//! differences is the command line's.
+//! session, and the bounded reader ([`Recording`]). The JSON form of each
+//! export's inputs and outputs, and running a recorded call again, are
+//! `rerun`'s; comparing and printing differences is the command line's.
 //!
 //! Decisions:
 //! - One file per session, `calls-SECONDS-PID.jsonl` in DIR (made 0700),
 //!   opened for appending: a line is written whole, with one `write`, as
 //!   the call returns, so a server that dies leaves every call before it.
-//!   The first line ([`Session`]) names the plugin directory, so a replay
-//!   without `--plugins` runs against the plugins that were recorded.
+//!   The first line ([`Session`]) says when and by which toolhost; it
+//!   names no directory: which plugins a replay runs is the replaying
+//!   user's choice, never the file's.
 //! - Bounded: once a file holds [`MAX_RECORDING_BYTES`], one last line
 //!   ([`Line::Capped`]) says so, one warning is logged, and later calls
-//!   are not recorded (the server goes on serving). A replay says the
-//!   recording was cut.
+//!   are not recorded (the server goes on serving). A call whose line is
+//!   over the caps a reader holds to (bytes, nesting, entries: `bounds`)
+//!   is not recorded either, with a warning naming it.
+//! - A recording is read as a file from anyone: over the caps, a line that
+//!   is not a record, a plugin name that could be a path, an export or
+//!   digest that is not one is refused, naming the file and line, before
+//!   anything of it runs. It is parsed a line at a time: a file's size in
+//!   memory is its text and one line's values.
 //! - Secrets: each line is passed through the plugin's own redactor
 //!   (`redact`, the one every other boundary uses) before it is written,
 //!   so a secret value in arguments, results or errors is written
@@ -24,7 +31,7 @@
 //! - No cost when off: the runtime holds an `Option<Arc<Recorder>>`; with
 //!   none (and no shadow) no call builds its JSON form.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -33,9 +40,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::redact::Redactor;
+use crate::bounds::{
+    self, MAX_RECORDED_DEPTH, MAX_RECORDED_ENTRIES, MAX_RECORDED_LINE_BYTES, MAX_RECORDING_BYTES,
+};
 
-/// The most one session's file holds.
-pub const MAX_RECORDING_BYTES: u64 = 64 << 20;
+/// Room past [`MAX_RECORDING_BYTES`] for the [`Line::Capped`] line.
+const CAPPED_LINE_ROOM: u64 = 64;
+/// Longest plugin name a recording may hold: a file name's.
+const MAX_PLUGIN_NAME: usize = 255;
 
 /// One line of a recording.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -52,8 +64,6 @@ pub enum Line {
 /// What the first line says of the session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Session {
-    /// The plugin directory served, if any.
-    pub plugins: Option<PathBuf>,
     /// Seconds since the Unix epoch.
     pub started: u64,
     pub toolhost: String,
@@ -96,13 +106,12 @@ struct State {
 }
 
 impl Recorder {
-    /// Start a session file in `dir` (created if missing), for a server
-    /// of the plugin directory `plugins`.
-    pub fn create(dir: &Path, plugins: Option<&Path>) -> std::io::Result<Self> {
-        Self::with_cap(dir, plugins, MAX_RECORDING_BYTES)
+    /// Start a session file in `dir` (created if missing).
+    pub fn create(dir: &Path) -> std::io::Result<Self> {
+        Self::with_cap(dir, MAX_RECORDING_BYTES)
     }
 
-    fn with_cap(dir: &Path, plugins: Option<&Path>, cap: u64) -> std::io::Result<Self> {
+    fn with_cap(dir: &Path, cap: u64) -> std::io::Result<Self> {
         let mut builder = std::fs::DirBuilder::new();
         builder.recursive(true);
         std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
@@ -125,7 +134,6 @@ impl Recorder {
             cap,
         };
         let session = Line::Session(Session {
-            plugins: plugins.map(|p| std::path::absolute(p).unwrap_or_else(|_| p.to_owned())),
             started,
             toolhost: env!("CARGO_PKG_VERSION").to_owned(),
         });
@@ -146,6 +154,18 @@ impl Recorder {
     fn append(&self, redactor: &Redactor, line: &Line) {
         let text = serde_json::to_string(line).expect("a record serialises");
         let mut text = redactor.text(&text).into_owned();
+        // A line no replay would read is not written.
+        if let Err(why) = within_caps(&text) {
+            if let Line::Call(call) = line {
+                tracing::warn!(
+                    plugin = %call.plugin,
+                    export = %call.export,
+                    "a call is not recorded in {}: {why}",
+                    self.path.display()
+                );
+            }
+            return;
+        }
         text.push('\n');
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if state.capped {
@@ -175,53 +195,246 @@ impl Recorder {
     }
 }
 
-/// Read every line of a session file; a line that is not one names its
-/// number.
-pub fn read(path: &Path) -> Result<Vec<Line>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(n, l)| {
-            serde_json::from_str(l)
-                .map_err(|e| format!("{} line {}: not a recorded call: {e}", path.display(), n + 1))
-        })
-        .collect()
+/// Why a recording is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("cannot read the recording {}: {source}", path.display())]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error(
+        "the recording {} is over {max} bytes, more than `serve --record` writes to one file: refused",
+        path.display()
+    )]
+    TooLarge { path: PathBuf, max: u64 },
+    #[error("the recording {} line {line}: {message}: refused", path.display())]
+    Line {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+}
+
+/// One session file, read within the caps and every line of it checked.
+pub struct Recording {
+    path: PathBuf,
+    text: String,
+}
+
+impl Recording {
+    /// Read `path` and check each line: the first error refuses it.
+    pub fn open(path: &Path) -> Result<Self, ReadError> {
+        let io = |source| ReadError::Io {
+            path: path.to_owned(),
+            source,
+        };
+        let max = MAX_RECORDING_BYTES + CAPPED_LINE_ROOM;
+        let too_large = || ReadError::TooLarge {
+            path: path.to_owned(),
+            max,
+        };
+        let file = std::fs::File::open(path).map_err(io)?;
+        if file.metadata().map_err(io)?.len() > max {
+            return Err(too_large());
+        }
+        let mut text = String::new();
+        file.take(max + 1).read_to_string(&mut text).map_err(io)?;
+        if text.len() as u64 > max {
+            return Err(too_large());
+        }
+        let recording = Self {
+            path: path.to_owned(),
+            text,
+        };
+        recording.check()?;
+        Ok(recording)
+    }
+
+    /// Each line parses, a session line only starts the file and a capped
+    /// line only ends it.
+    fn check(&self) -> Result<(), ReadError> {
+        let mut lines = self.lines().peekable();
+        let mut first = true;
+        while let Some(line) = lines.next() {
+            let (number, line) = line?;
+            let misplaced = match line {
+                Line::Session(_) if !first => Some("a session line only starts a recording"),
+                Line::Capped { .. } if lines.peek().is_some() => Some("a capped line only ends a recording"),
+                _ => None,
+            };
+            if let Some(message) = misplaced {
+                return Err(self.error(number, message.to_owned()));
+            }
+            first = false;
+        }
+        Ok(())
+    }
+
+    /// Every line, parsed one at a time, with its number.
+    pub fn lines(&self) -> impl Iterator<Item = Result<(usize, Line), ReadError>> + '_ {
+        self.text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .map(|(n, l)| {
+                let line = parse(l).map_err(|message| self.error(n + 1, message))?;
+                Ok((n + 1, line))
+            })
+    }
+
+    fn error(&self, line: usize, message: String) -> ReadError {
+        ReadError::Line {
+            path: self.path.clone(),
+            line,
+            message,
+        }
+    }
+}
+
+/// One line of a recording, within the caps, whose call names a plugin
+/// and an export as the host does, and a digest.
+fn parse(text: &str) -> Result<Line, String> {
+    within_caps(text)?;
+    let line: Line = serde_json::from_str(text).map_err(|e| format!("not a recorded call: {e}"))?;
+    if let Line::Call(call) = &line {
+        if !is_plugin_name(&call.plugin) {
+            return Err(format!(
+                "plugin {} is not a plugin's name (a file stem: no path, no control characters, \
+                 at most {MAX_PLUGIN_NAME} bytes)",
+                bounds::shown(&call.plugin)
+            ));
+        }
+        if !bounds::is_tool_name(&call.export) {
+            return Err(format!(
+                "export {} is not an export's name",
+                bounds::shown(&call.export)
+            ));
+        }
+        if !is_digest(&call.digest) {
+            return Err(format!(
+                "digest {} is not `sha256:` and 64 hex digits",
+                bounds::shown(&call.digest)
+            ));
+        }
+    }
+    Ok(line)
+}
+
+/// Whether `text` is within the bytes, nesting and entries a recording's
+/// line may have. Counted over the text before it is parsed, so a line
+/// over them never takes the memory its values would.
+fn within_caps(text: &str) -> Result<(), String> {
+    if text.len() > MAX_RECORDED_LINE_BYTES {
+        return Err(format!(
+            "the line is {} bytes, over the cap of {MAX_RECORDED_LINE_BYTES}",
+            text.len()
+        ));
+    }
+    let (mut depth, mut entries) = (0usize, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for byte in text.bytes() {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                entries += 1;
+                if depth > MAX_RECORDED_DEPTH {
+                    return Err(format!(
+                        "the line nests arrays and objects deeper than {MAX_RECORDED_DEPTH}"
+                    ));
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            b',' => entries += 1,
+            _ => {}
+        }
+        if entries > MAX_RECORDED_ENTRIES {
+            return Err(format!(
+                "the line holds more than {MAX_RECORDED_ENTRIES} array elements and object members"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A name the loader could have given a plugin: a file stem.
+fn is_plugin_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_PLUGIN_NAME
+        && name != "."
+        && name != ".."
+        && !name.contains(['/', '\\'])
+        && !name.chars().any(bounds::is_control)
+}
+
+fn is_digest(digest: &str) -> bool {
+    digest
+        .strip_prefix("sha256:")
+        .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const DIGEST: &str = "sha256:00000000000000000000000000000000000000000000000000000000000000ff";
+
+    fn call(args: serde_json::Value) -> Call {
+        Call {
+            plugin: "a".into(),
+            digest: DIGEST.into(),
+            export: "transform-args".into(),
+            input: serde_json::json!({"tool": "t", "args": args}),
+            output: Outcome::Ok(serde_json::json!({"n": 1})),
+            micros: 5,
+        }
+    }
+
+    fn read(path: &Path) -> Vec<Line> {
+        let recording = Recording::open(path).unwrap();
+        recording.lines().map(|l| l.unwrap().1).collect()
+    }
+
     #[test]
     fn lines_round_trip_secrets_are_redacted_and_the_cap_ends_the_file() {
         let dir = tempfile::tempdir().unwrap();
-        let recorder = Recorder::with_cap(dir.path(), Some(Path::new("/p")), 600).unwrap();
+        let recorder = Recorder::with_cap(dir.path(), 1000).unwrap();
         let redactor = Redactor::new([("tok", "s3cret")]);
-        let call = |n: u32| {
-            let call = Call {
-                plugin: "a".into(),
-                digest: "sha256:00".into(),
-                export: "transform-args".into(),
-                input: serde_json::json!({"tool": "t", "args": {"k": format!("s3cret {n}")}}),
-                output: Outcome::Ok(serde_json::json!({"n": n})),
-                micros: 5,
-            };
-            recorder.call(&redactor, call)
-        };
         for n in 0..10 {
-            call(n);
+            recorder.call(&redactor, call(serde_json::json!({"k": format!("s3cret {n}")})));
         }
         let text = std::fs::read_to_string(recorder.path()).unwrap();
         assert!(!text.contains("s3cret"), "{text}");
-        assert!(text.len() <= 600 + 40, "{}", text.len());
-        let lines = read(recorder.path()).unwrap();
-        assert!(matches!(&lines[0], Line::Session(s) if s.plugins.as_deref() == Some(Path::new("/p"))));
-        assert!(matches!(lines.last(), Some(Line::Capped { bytes: 600 })));
+        assert!(text.len() <= 1000 + 40, "{}", text.len());
+        let lines = read(recorder.path());
+        assert!(matches!(&lines[0], Line::Session(_)));
+        assert!(matches!(lines.last(), Some(Line::Capped { bytes: 1000 })));
         let Line::Call(first) = &lines[1] else {
             panic!("{lines:?}")
         };
         assert_eq!(first.input["args"]["k"], "[redacted:tok] 0");
         assert!(lines.len() < 12, "calls past the cap were recorded");
+    }
+
+    #[test]
+    fn a_call_no_reader_would_take_is_not_recorded_and_later_ones_are() {
+        let dir = tempfile::tempdir().unwrap();
+        let recorder = Recorder::create(dir.path()).unwrap();
+        let mut deep = serde_json::json!(1);
+        for _ in 0..MAX_RECORDED_DEPTH {
+            deep = serde_json::json!([deep]);
+        }
+        recorder.call(&Redactor::none(), call(serde_json::json!({"deep": deep})));
+        recorder.call(&Redactor::none(), call(serde_json::json!({"k": "kept"})));
+        let lines = read(recorder.path());
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(matches!(&lines[1], Line::Call(c) if c.input["args"]["k"] == "kept"));
     }
 }
