@@ -8,6 +8,8 @@ use toolhost_tests::{guest, plugin_dir, run, toolhost};
 
 #[path = "http_auth.rs"]
 mod http_auth;
+#[path = "http_front.rs"]
+mod http_front;
 
 #[test]
 fn plugins_lists_order_worlds_and_errors() {

@@ -20,11 +20,11 @@ use toolhost_tests::served::Served;
 use super::toolhost;
 
 /// A `toolhost serve --http` child, and where to reach it.
-struct Running {
+pub(super) struct Running {
     served: Served,
     /// `http://127.0.0.1:PORT`: traffic goes to loopback whatever address
     /// it was bound to.
-    base: String,
+    pub(super) base: String,
 }
 
 impl Running {
@@ -35,7 +35,7 @@ impl Running {
 
 /// Start `toolhost serve --http ADDR` in `dir` with `config` as its
 /// configuration and wait for its address; `Err(stderr)` if it exits.
-fn serve(dir: &Path, config: &str, addr: &str, extra: &[&str]) -> Result<Running, String> {
+pub(super) fn serve(dir: &Path, config: &str, addr: &str, extra: &[&str]) -> Result<Running, String> {
     let config_path = dir.join("toolhost.toml");
     std::fs::create_dir_all(dir.join("plugins")).unwrap();
     std::fs::write(&config_path, config).unwrap();
@@ -58,7 +58,7 @@ fn serve(dir: &Path, config: &str, addr: &str, extra: &[&str]) -> Result<Running
     }
 }
 
-fn client() -> reqwest::Client {
+pub(super) fn client() -> reqwest::Client {
     toolhost::http_client::builder()
         .timeout(Duration::from_secs(30))
         .build()
@@ -67,7 +67,7 @@ fn client() -> reqwest::Client {
 
 /// POST one JSON-RPC message to `/mcp`; the status, the headers and the
 /// JSON-RPC message of the answer (from an SSE or a JSON body).
-async fn post(
+pub(super) async fn post(
     base: &str,
     token: Option<&str>,
     session: Option<&str>,
@@ -101,7 +101,7 @@ async fn post(
     (status, headers, message)
 }
 
-fn initialize() -> Value {
+pub(super) fn initialize() -> Value {
     json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "auth-test", "version": "1"}}})
@@ -199,7 +199,7 @@ const RESOURCE: &str = "https://mcp.toolhost.test/mcp";
 const ISSUER: &str = "https://login.toolhost.test";
 
 #[tokio::test(flavor = "multi_thread")]
-async fn oauth_jwts_are_checked_for_signature_issuer_audience_and_expiry() {
+async fn oauth_jwts_are_checked_for_signature_issuer_audience_expiry_and_not_before() {
     let dir = tempfile::tempdir().unwrap();
     let (key, jwk) = es256_key("k1");
     // Another key under the same kid: a forger's.
@@ -256,6 +256,27 @@ async fn oauth_jwts_are_checked_for_signature_issuer_audience_and_expiry() {
             "expired an hour ago",
             jwt(&key, "k1", claims(RESOURCE, ISSUER, now - 3600)),
         ),
+        // No leeway worth a replay: the library's default is 60 s.
+        (
+            "expired 55 s ago",
+            jwt(&key, "k1", claims(RESOURCE, ISSUER, now - 55)),
+        ),
+        (
+            "not valid before a month from now",
+            jwt(
+                &key,
+                "k1",
+                with_nbf(claims(RESOURCE, ISSUER, now + 600), now + 30 * 86_400),
+            ),
+        ),
+        (
+            "not valid before a minute from now",
+            jwt(
+                &key,
+                "k1",
+                with_nbf(claims(RESOURCE, ISSUER, now + 600), now + 60),
+            ),
+        ),
         (
             "signed with another key",
             jwt(&forged, "k1", claims(RESOURCE, ISSUER, now + 600)),
@@ -274,6 +295,19 @@ async fn oauth_jwts_are_checked_for_signature_issuer_audience_and_expiry() {
         );
     }
     mcp_works(&served.base, Some(&good)).await;
+    // A token whose `nbf` has passed is good.
+    let started = jwt(
+        &key,
+        "k1",
+        with_nbf(claims(RESOURCE, ISSUER, now + 600), now - 60),
+    );
+    mcp_works(&served.base, Some(&started)).await;
+}
+
+/// `claims` with a `nbf` (not before) of `nbf`.
+fn with_nbf(mut claims: Value, nbf: u64) -> Value {
+    claims["nbf"] = json!(nbf);
+    claims
 }
 
 /// An RS256 test key of `tests/keys/` (generated once with `openssl genrsa

@@ -9,7 +9,8 @@
 //!   the configured JWKS (a file, or a URL fetched at start and again when a
 //!   token names a key it does not have, at most once a minute), with the
 //!   configured issuer, the
-//!   resource's URL as audience, and an expiry in the future. The RFC 9728
+//!   resource's URL as audience, an expiry in the future and a `nbf` (if
+//!   any) in the past, both within a few seconds of clock skew. The RFC 9728
 //!   protected-resource metadata is served at
 //!   `/.well-known/oauth-protected-resource` (and under the resource's path),
 //!   and every 401 points to it in `WWW-Authenticate`. A JWKS URL that
@@ -48,6 +49,10 @@ pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 const JWKS_REFETCH: Duration = Duration::from_secs(60);
 /// How long fetching a JWKS may take.
 const JWKS_TIMEOUT: Duration = Duration::from_secs(10);
+/// The clock skew forgiven on a JWT's `exp` and `nbf`, in seconds: a few
+/// seconds between the issuer's clock and this one, not the library's
+/// default minute, which would take a token a minute after it expired.
+const JWT_LEEWAY_S: u64 = 5;
 
 /// The `[auth]` table.
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -458,8 +463,8 @@ impl OAuth {
             }
             if !known(&keys) && refetch.failed {
                 return Err(Refusal::KeysUnavailable(format!(
-                    "no key {:?} in the JWKS, and {url} cannot be fetched",
-                    head.kid
+                    "no key {} in the JWKS, and {url} cannot be fetched",
+                    kid_shown(head.kid.as_deref())
                 )));
             }
         }
@@ -467,13 +472,20 @@ impl OAuth {
         validation.set_issuer(&[&self.issuer]);
         validation.set_audience(&[&self.resource]);
         validation.set_required_spec_claims(&["exp", "iss", "aud"]);
-        let mut last = format!("no key of the JWKS matches kid {:?} and {:?}", head.kid, head.alg);
+        // `nbf` is checked when a token has one: it is not valid before.
+        validation.validate_nbf = true;
+        validation.leeway = JWT_LEEWAY_S;
+        let mut last = format!(
+            "no key of the JWKS matches kid {} and {:?}",
+            kid_shown(head.kid.as_deref()),
+            head.alg
+        );
         for key in keys
             .iter()
             .filter(|k| k.alg == head.alg && (head.kid.is_none() || k.kid == head.kid))
         {
-            // Signature, issuer, audience and expiry are all that is
-            // checked; the other claims are not the host's business.
+            // Signature, issuer, audience, expiry and not-before are all
+            // that is checked; the other claims are not the host's business.
             match jsonwebtoken::decode::<serde::de::IgnoredAny>(token, &key.key, &validation) {
                 Ok(_) => return Ok(()),
                 Err(e) => last = e.to_string(),
@@ -481,6 +493,11 @@ impl OAuth {
         }
         Err(Refusal::Invalid(last))
     }
+}
+
+/// A token's `kid` as logged: the client's text, escaped and shortened.
+fn kid_shown(kid: Option<&str>) -> String {
+    kid.map_or_else(|| "(none)".to_owned(), crate::bounds::shown)
 }
 
 /// The RS256 and ES256 keys of a JWKS; other keys are skipped.

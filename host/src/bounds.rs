@@ -1,12 +1,14 @@
-//! Every cap on what a plugin hands the host, in one place.
+//! Every cap on what a plugin or a client hands the host, in one place.
 //!
 //! A plugin is untrusted: each value crossing from it is bounded in count
 //! and in bytes, per call and per tool, before the rest of the host sees it.
+//! So is a client: what the host builds from its requests (errors quoting
+//! them, sessions, notifications it is owed) is bounded the same way.
 //! The per-plugin limits a user sets (memory, CPU, wall clock, the largest
 //! value a plugin may return: `max_output_kb`) are in the manifest
 //! (`plugin::manifest`); the caps here are the host's own and hold whatever
-//! a manifest says. This module owns the values and the two helpers that
-//! apply them to text ([`cut`], [`shown`]); the checks themselves are where
+//! a manifest says. This module owns the values and the helpers that
+//! apply them to text ([`cut`], [`shown`], [`label`], [`excerpt`]); the checks themselves are where
 //! the values arrive (`plugin::calls`, `schema`, `plugin::host_api`).
 //!
 //! | what | cap |
@@ -32,6 +34,10 @@
 //! | a content annotation's priority | 0.0 to 1.0 |
 //! | a log line; log lines per call | 4 KiB; 200 |
 //! | a recording (`serve --record`, read by `replay`): a file; a line; its nesting; its entries; files in a directory | 64 MiB; 16 MiB; 100 levels; 1,000,000; 1,000 |
+//! | a validation error (arguments, output schema) | 16 problems listed, the rest counted; each value quoted 128 bytes, 8 enum options; 2 KiB of the arguments shown; 16 KiB in all |
+//! | a client's name quoted in an error or a log line (a tool, a prompt, a resource URI, a property) | 80 characters, escaped ([`label`]) |
+//! | progress notifications one call sends | 100, the rest coalesced into the newest, one held for a slow client |
+//! | MCP sessions open over HTTP | 256 (each freed on `DELETE` or after 5 idle minutes) |
 //!
 //! Text a plugin sent that is shown inside one of the host's own messages
 //! (a refused tool name, a bad category) is escaped and shortened first
@@ -97,6 +103,24 @@ pub const MAX_RECORDED_ENTRIES: usize = 1_000_000;
 /// Most session files `replay` reads from one recording directory.
 pub const MAX_RECORDING_FILES: usize = 1000;
 
+/// Problems one validation error lists; the rest are counted.
+pub const MAX_LISTED_PROBLEMS: usize = 16;
+/// Longest excerpt of a value (an argument, a result field, an enum option)
+/// quoted inside an error.
+pub const MAX_QUOTED: usize = 128;
+/// Enum options an error lists; the rest are counted.
+pub const MAX_OPTIONS_SHOWN: usize = 8;
+/// Longest excerpt of a call's arguments shown back in a validation error.
+pub const MAX_RECEIVED_SHOWN: usize = 2 << 10;
+
+/// `notifications/progress` one call sends its client; reports beyond
+/// them, and any a slow client has not taken yet, are coalesced into the
+/// newest (see `mcp::progress`).
+pub const MAX_PROGRESS_PER_CALL: usize = 100;
+/// MCP sessions the HTTP front keeps open at once; an `initialize` beyond
+/// them is refused until one closes or expires.
+pub const MAX_HTTP_SESSIONS: usize = 256;
+
 /// Longest excerpt of plugin text quoted inside a host message.
 const SHOWN_CHARS: usize = 80;
 
@@ -126,6 +150,63 @@ pub fn shown(text: &str) -> String {
         excerpt.push_str(&format!("… ({} bytes)", text.len()));
     }
     excerpt
+}
+
+/// A name that came from outside (a property, a tool asked for) as quoted
+/// in a host message: as it is when short and free of control characters,
+/// else [`shown`].
+pub fn label(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.len() <= SHOWN_CHARS && !text.chars().any(is_control) {
+        text.into()
+    } else {
+        shown(text).into()
+    }
+}
+
+/// `value` as JSON (pretty-printed if `pretty`), at most `max` bytes of it
+/// and a marker if there was more. The encoding stops at `max`: a huge value
+/// is never written out whole just to be cut.
+pub fn excerpt(value: &(impl serde::Serialize + ?Sized), max: usize, pretty: bool) -> String {
+    /// A writer that takes `max` bytes, then refuses.
+    struct Capped {
+        out: Vec<u8>,
+        max: usize,
+    }
+    impl std::io::Write for Capped {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let room = self.max - self.out.len();
+            if room == 0 {
+                return Err(std::io::ErrorKind::WriteZero.into());
+            }
+            let n = buf.len().min(room);
+            self.out.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    const MARKER: &str = "… [cut]";
+    let mut capped = Capped {
+        out: Vec::new(),
+        max: max.saturating_sub(MARKER.len()),
+    };
+    let whole = if pretty {
+        serde_json::to_writer_pretty(&mut capped, value)
+    } else {
+        serde_json::to_writer(&mut capped, value)
+    }
+    .is_ok();
+    let mut bytes = capped.out;
+    // The cut may fall inside a character: keep the whole ones.
+    if let Err(e) = std::str::from_utf8(&bytes) {
+        bytes.truncate(e.valid_up_to());
+    }
+    let mut text = String::from_utf8(bytes).unwrap_or_default();
+    if !whole {
+        text.push_str(MARKER);
+    }
+    text
 }
 
 /// Whether `c` is a control character in the sense above.
@@ -163,6 +244,25 @@ mod tests {
         assert_eq!(shown("\0"), "\"\\0\"");
         let long = shown(&"x".repeat(10_000));
         assert!(long.len() < 120 && long.ends_with("(10000 bytes)"), "{long}");
+    }
+
+    #[test]
+    fn excerpts_stop_at_their_cap() {
+        let small = serde_json::json!({"a": [1, "é"]});
+        assert_eq!(excerpt(&small, 64, false), r#"{"a":[1,"é"]}"#);
+        assert_eq!(
+            excerpt(&small, 64, true),
+            "{\n  \"a\": [\n    1,\n    \"é\"\n  ]\n}"
+        );
+        let big = serde_json::json!(["é".repeat(1 << 20)]);
+        let out = excerpt(&big, 100, false);
+        assert!(
+            out.len() <= 100 && out.starts_with("[\"éé") && out.ends_with("… [cut]"),
+            "{out}"
+        );
+        assert_eq!(label("path"), "path");
+        assert_eq!(label("a\nb"), "\"a\\nb\"");
+        assert!(label(&"k".repeat(500)).ends_with("(500 bytes)"));
     }
 
     #[test]

@@ -27,6 +27,7 @@ use rmcp::model::{
 };
 use tokio::sync::broadcast;
 
+use crate::bounds::label;
 use crate::upstream::{Event, Upstream};
 
 /// What changed, for the MCP front to tell its sessions.
@@ -142,7 +143,7 @@ impl Gateway {
                     .any(|p| p.name == own)
                     .then(|| (s, own.to_owned()))
             })
-            .ok_or_else(|| GatewayError::UnknownPrompt(name.to_owned()))
+            .ok_or_else(|| GatewayError::UnknownPrompt(label(name).into_owned()))
     }
 
     pub async fn get_prompt(
@@ -198,7 +199,7 @@ impl Gateway {
             .filter(|s| s.info().is_some_and(|i| i.capabilities.resources.is_some()));
         match (serving.next(), serving.next()) {
             (Some(only), None) => Ok(only),
-            _ => Err(GatewayError::UnknownResource(uri.to_owned())),
+            _ => Err(GatewayError::UnknownResource(label(uri).into_owned())),
         }
     }
 

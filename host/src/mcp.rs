@@ -7,18 +7,20 @@
 //!
 //! A client's `notifications/cancelled` cancels the call's token; progress
 //! a tool reports is sent as `notifications/progress` when the request
-//! carried a progress token. Tool failures are results with `isError`
-//! (the model reads them); only malformed requests are protocol errors.
+//! carried a progress token, bounded per call ([`progress`]). Tool
+//! failures are results with `isError` (the model reads them); only
+//! malformed requests are protocol errors.
 //! Serves stdio ([`serve_stdio`]) and streamable HTTP at `/mcp`
 //! ([`serve_http`]). Owns the protocol mapping, not the pipeline.
 //!
 //! Protocol revisions up to 2026-07-28 are served ([`revision`] says what
 //! differs). `tools/list_changed`: up to 2025-11-25, every client session
 //! that has sent `initialized` is remembered (one over stdio, one per HTTP
-//! session); each time the host rebuilds its catalog every session still
-//! open is sent the notification, and sessions that closed are forgotten
-//! then. A 2026-07-28 client has no session: it is told on the
-//! `subscriptions/listen` stream it opens.
+//! session) until it ends, when its server is dropped; each time the host
+//! rebuilds its catalog every session still open is sent the notification.
+//! HTTP sessions are capped in count ([`sessions`]). A 2026-07-28 client
+//! has no session: it is told on the `subscriptions/listen` stream it
+//! opens.
 //!
 //! Upstream servers pass through whole: tools with every field, results
 //! with every content kind (`output::mcp` maps them), and their prompts,
@@ -36,7 +38,9 @@
 //! probes. A call's log span carries the `traceparent` of its `_meta`.
 
 mod metrics;
+mod progress;
 mod revision;
+mod sessions;
 mod stdio;
 
 use std::borrow::Cow;
@@ -50,27 +54,30 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
     ContentBlock, ErrorCode, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, Prompt, PromptMessage, PromptsCapability,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ResourceUpdatedNotificationParam,
-    ResourcesCapability, Role, ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter,
-    Tool, UnsubscribeRequestParams,
+    PaginatedRequestParams, Prompt, PromptMessage, PromptsCapability, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ResourceUpdatedNotificationParam, ResourcesCapability,
+    Role, ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
-use rmcp::transport::streamable_http_server::{StreamableHttpService, session::local::LocalSessionManager};
+use rmcp::transport::streamable_http_server::StreamableHttpService;
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 use tracing::Instrument;
 
 use crate::auth::HttpAccess;
+use crate::bounds::label;
 use crate::client_log::{ClientLog, SessionLog};
 use crate::enrich::EnrichedTool;
 use crate::gateway::{GatewayError, Notice, merge_instructions};
 use crate::output::{ToolError, mcp};
 use crate::pipeline::{CallControl, Toolhost, error_text};
 use crate::prompt::PROMPT_NAME;
+use sessions::CappedSessions;
 
-type SessionList = Mutex<Vec<Peer<RoleServer>>>;
+/// The sessions that have sent `initialized`, by session number.
+type SessionList = Mutex<HashMap<u64, Peer<RoleServer>>>;
 type Sessions = Arc<SessionList>;
 /// URI → the sessions subscribed to it, by session number.
 type SubscriptionMap = Mutex<HashMap<String, HashMap<u64, Peer<RoleServer>>>>;
@@ -157,6 +164,44 @@ impl McpServer {
     }
 }
 
+/// A session's server is dropped when its session ends (`DELETE`, idle
+/// expiry, closed transport): what was kept for it goes with it, so a
+/// closed session holds no memory until the next catalog rebuild.
+impl Drop for McpServer {
+    fn drop(&mut self) {
+        self.sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.session);
+        let abandoned: Vec<String> = {
+            let mut all = self.subscriptions.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut abandoned = Vec::new();
+            all.retain(|uri, peers| {
+                let left = peers.remove(&self.session).is_none() || !peers.is_empty();
+                if !left {
+                    abandoned.push(uri.clone());
+                }
+                left
+            });
+            abandoned
+        };
+        // A URI this session was the last to follow is withdrawn upstream.
+        if !abandoned.is_empty()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            let host = Arc::downgrade(&self.host);
+            runtime.spawn(async move {
+                let Some(host) = host.upgrade() else { return };
+                for uri in abandoned {
+                    if let Err(e) = host.gateway().unsubscribe(&uri).await {
+                        tracing::debug!("{uri}: not unsubscribed: {e}");
+                    }
+                }
+            });
+        }
+    }
+}
+
 /// A request the gateway could not serve, as a protocol error.
 fn gateway_error(e: GatewayError) -> McpError {
     let code = match e {
@@ -204,19 +249,14 @@ async fn relay(
         let (Some(sessions), Some(subscriptions)) = (sessions.upgrade(), subscriptions.upgrade()) else {
             return;
         };
-        let open = |all: &SessionList| {
-            let mut all = all.lock().unwrap_or_else(PoisonError::into_inner);
-            all.retain(|peer| !peer.is_transport_closed());
-            all.clone()
-        };
         match notice {
             Notice::PromptsChanged => {
-                for peer in open(&sessions) {
+                for peer in open_sessions(&sessions) {
                     let _ = peer.notify_prompt_list_changed().await;
                 }
             }
             Notice::ResourcesChanged => {
-                for peer in open(&sessions) {
+                for peer in open_sessions(&sessions) {
                     let _ = peer.notify_resource_list_changed().await;
                 }
             }
@@ -251,18 +291,20 @@ async fn relay(
     }
 }
 
+/// The sessions whose transport is open.
+fn open_sessions(all: &SessionList) -> Vec<Peer<RoleServer>> {
+    let mut all = all.lock().unwrap_or_else(PoisonError::into_inner);
+    all.retain(|_, peer| !peer.is_transport_closed());
+    all.values().cloned().collect()
+}
+
 /// Send `tools/list_changed` to every open session on each rebuild.
 async fn announce(mut rebuilt: watch::Receiver<u64>, sessions: Weak<SessionList>) {
     while rebuilt.changed().await.is_ok() {
         let Some(sessions) = sessions.upgrade() else {
             return;
         };
-        let open: Vec<Peer<RoleServer>> = {
-            let mut all = sessions.lock().unwrap_or_else(PoisonError::into_inner);
-            all.retain(|peer| !peer.is_transport_closed());
-            all.clone()
-        };
-        for peer in open {
+        for peer in open_sessions(&sessions) {
             if let Err(e) = peer.notify_tool_list_changed().await {
                 tracing::debug!("tools/list_changed not sent: {e}");
             }
@@ -276,7 +318,7 @@ impl ServerHandler for McpServer {
         self.sessions
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .push(context.peer);
+            .insert(self.session, context.peer);
     }
 
     /// The instructions are the system-prompt sections as of the session's
@@ -326,7 +368,7 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
         if request.name != PROMPT_NAME {
-            let name = request.name.clone();
+            let name = label(&request.name).into_owned();
             return match self.host.gateway().get_prompt(request).await {
                 Ok(result) => Ok(result.into()),
                 Err(GatewayError::UnknownPrompt(_)) => Err(McpError::invalid_params(
@@ -501,23 +543,9 @@ impl ServerHandler for McpServer {
         ctx.cancel = context.ct.clone();
         let mut forwarder = None;
         if let Some(token) = context.meta.get_progress_token() {
-            // Progress is reported synchronously from inside the call; a
-            // channel hands it to a task that sends the notifications.
-            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ProgressNotificationParam>();
-            let peer = context.peer.clone();
-            forwarder = Some(tokio::spawn(async move {
-                while let Some(note) = rx.recv().await {
-                    if peer.notify_progress(note).await.is_err() {
-                        break;
-                    }
-                }
-            }));
-            ctx = ctx.with_progress(Arc::new(move |progress, total, message| {
-                let mut note = ProgressNotificationParam::new(token.clone(), progress);
-                note.total = total;
-                note.message = message;
-                let _ = tx.send(note);
-            }));
+            let (sink, sender) = progress::relay(context.peer.clone(), token);
+            ctx = ctx.with_progress(sink);
+            forwarder = Some(sender);
         }
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
         // The caller's trace context, so the call's log lines join its trace.
@@ -528,15 +556,16 @@ impl ServerHandler for McpServer {
             .filter(|t| t.len() <= 128)
             .unwrap_or_default()
             .to_owned();
-        let span = tracing::info_span!("call", tool = %request.name, traceparent = %traceparent);
+        // The name is the client's: quoted in the log only as a label.
+        let span = tracing::info_span!("call", tool = %label(&request.name), traceparent = %traceparent);
         let started = std::time::Instant::now();
         let outcome = self
             .host
             .call_tool(&request.name, args, &ctx)
             .instrument(span)
             .await;
-        // Send every progress notification before the result, which ends
-        // the request: dropping the context closes the channel.
+        // Send the final progress notification before the result, which
+        // ends the request: dropping the context closes the channel.
         drop(ctx);
         if let Some(forwarder) = forwarder {
             let _ = forwarder.await;
@@ -545,7 +574,7 @@ impl ServerHandler for McpServer {
             Ok(output) => mcp::to_mcp(output),
             Err(e) => {
                 if matches!(e, ToolError::Cancelled) {
-                    tracing::info!("call {}: {} cancelled", context.id, request.name);
+                    tracing::info!("call {}: {} cancelled", context.id, label(&request.name));
                 }
                 CallToolResult::error(vec![ContentBlock::text(error_text(&e))])
             }
@@ -600,33 +629,12 @@ pub async fn serve_http(
     access: HttpAccess,
     stateless: bool,
 ) -> anyhow::Result<()> {
-    let server = McpServer::new(host.clone(), log);
-    let metrics = server.metrics.clone();
-    let scrape = move || {
-        let (metrics, host) = (metrics.clone(), host.clone());
-        async move {
-            (
-                [(http::header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
-                metrics.render(&host).await,
-            )
-        }
-    };
-    let mut config = access.service_config();
-    config.legacy_session_mode = !stateless;
-    let service = StreamableHttpService::new(
-        move || Ok(server.session()),
-        Arc::new(LocalSessionManager::default()),
-        config,
+    let router = http_router(
+        McpServer::new(host, log),
+        &access,
+        stateless,
+        CappedSessions::new(),
     );
-    // `/healthz` answers without authorization: a balancer or an
-    // orchestrator's probe asks whether the process serves, nothing more.
-    let router = access
-        .protect(
-            axum::Router::new()
-                .nest_service("/mcp", service)
-                .route("/metrics", axum::routing::get(scrape)),
-        )
-        .route("/healthz", axum::routing::get(|| async { "ok\n" }));
     let listener = tokio::net::TcpListener::bind(addr).await?;
     eprintln!("toolhost: serving MCP at http://{}/mcp", listener.local_addr()?);
     // A response goes out in several writes (the SSE priming event, then
@@ -645,5 +653,41 @@ pub async fn serve_http(
     Ok(())
 }
 
+/// The routes of `serve --http`: MCP at `/mcp` (its sessions kept in
+/// `sessions`) and `/metrics`, both behind `access`, and `/healthz`.
+fn http_router(
+    server: McpServer,
+    access: &HttpAccess,
+    stateless: bool,
+    sessions: Arc<CappedSessions>,
+) -> axum::Router {
+    let (metrics, host) = (server.metrics.clone(), server.host.clone());
+    let scrape = move || {
+        let (metrics, host) = (metrics.clone(), host.clone());
+        async move {
+            (
+                [(http::header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
+                metrics.render(&host).await,
+            )
+        }
+    };
+    let mut config = access.service_config();
+    config.legacy_session_mode = !stateless;
+    let service = StreamableHttpService::new(move || Ok(server.session()), sessions, config);
+    // `/healthz` answers without authorization: a balancer or an
+    // orchestrator's probe asks whether the process serves, nothing more.
+    access
+        .protect(
+            axum::Router::new()
+                .nest_service("/mcp", service)
+                .route("/metrics", axum::routing::get(scrape)),
+        )
+        .route("/healthz", axum::routing::get(|| async { "ok\n" }))
+}
+
 #[cfg(test)]
 mod fuzz;
+#[cfg(test)]
+mod http_fuzz;
+#[cfg(test)]
+mod loopback;

@@ -28,7 +28,7 @@ const ANSWER: Duration = Duration::from_secs(5);
 /// One message the client sends, and the request id it must be answered
 /// with (if it is a request).
 #[derive(Debug, Clone)]
-enum Message {
+pub(super) enum Message {
     Request {
         id: Value,
         method: String,
@@ -43,7 +43,7 @@ enum Message {
 }
 
 impl Message {
-    fn line(&self) -> Vec<u8> {
+    pub(super) fn line(&self) -> Vec<u8> {
         let object = |id: Option<&Value>, method: &str, params: &Option<Value>| {
             let mut m = Map::new();
             m.insert("jsonrpc".into(), json!("2.0"));
@@ -114,7 +114,7 @@ fn id() -> impl Strategy<Value = Value> {
     ]
 }
 
-fn message() -> impl Strategy<Value = Message> {
+pub(super) fn message() -> impl Strategy<Value = Message> {
     prop_oneof![
         6 => (id(), method(), params()).prop_map(|(id, method, params)| Message::Request { id, method, params }),
         2 => (method(), params()).prop_map(|(method, params)| Message::Notification { method, params }),

@@ -6,6 +6,7 @@
 
 use tokio_util::sync::CancellationToken;
 
+use crate::bounds::{MAX_ERROR_TEXT, cut};
 use crate::output::ToolError;
 use crate::plugin::ProgressFn;
 
@@ -32,7 +33,8 @@ impl CallControl {
     }
 }
 
-/// A tool error as the model reads it.
+/// A tool error as the model reads it, within [`MAX_ERROR_TEXT`] whatever
+/// built it.
 pub fn error_text(e: &ToolError) -> String {
-    e.to_string()
+    cut(e.to_string(), MAX_ERROR_TEXT)
 }

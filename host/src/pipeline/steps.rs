@@ -35,6 +35,7 @@ use serde_json::{Map, Value};
 use super::assembly::{Backend, Bound, Core, Generation};
 use super::call::{CallControl, error_text};
 use super::{prefetch, validate};
+use crate::bounds::{MAX_QUOTED, excerpt, label};
 use crate::enrich::Enrichers;
 use crate::output::{CallOutput, ToolError};
 use crate::plugin::{BeforeCallDecision, Hooks};
@@ -141,13 +142,14 @@ impl Core {
         let bound = self
             .tools
             .get(name)
-            .ok_or_else(|| ToolError::NotFound(format!("Tool {name} not found")))?;
+            .ok_or_else(|| ToolError::NotFound(format!("Tool {} not found", label(name))))?;
         let mut args = match args {
             Value::Object(map) => map,
             Value::Null => Map::new(),
             other => {
                 return Err(ToolError::InvalidArgs(format!(
-                    "the arguments of tool \"{name}\" must be a JSON object, received {other}"
+                    "the arguments of tool \"{name}\" must be a JSON object, received {}",
+                    excerpt(&other, MAX_QUOTED, false)
                 )));
             }
         };

@@ -15,23 +15,27 @@
 
 use serde_json::{Map, Value};
 
+use crate::bounds::{
+    MAX_ERROR_TEXT, MAX_LISTED_PROBLEMS, MAX_OPTIONS_SHOWN, MAX_QUOTED, MAX_RECEIVED_SHOWN, cut, excerpt,
+    label,
+};
+
 /// Coerce `args` in place, then validate them; `Err` is the message for the
 /// model, naming every failing field and showing what was received.
 pub fn check(tool: &str, schema: &Value, args: &mut Map<String, Value>) -> Result<(), String> {
-    let received = Value::Object(args.clone());
+    // Only an excerpt of what was received is shown: taken before coercion,
+    // and never the whole of a huge call.
+    let received = excerpt(args, MAX_RECEIVED_SHOWN, true);
     coerce_object(schema, args);
-    let mut errors = Vec::new();
-    validate_object(schema, args, "", &mut errors);
-    if errors.is_empty() {
+    let mut problems = Problems::default();
+    validate_object(schema, args, "", &mut problems);
+    if problems.listed.is_empty() {
         return Ok(());
     }
-    let list: String = errors
-        .iter()
-        .map(|(field, message)| format!("  - {field}: {message}\n"))
-        .collect();
-    let shown = serde_json::to_string_pretty(&received).unwrap_or_default();
-    Err(format!(
-        "Validation failed for tool \"{tool}\":\n{list}\nReceived arguments:\n{shown}"
+    let list = problems.list("");
+    Err(cut(
+        format!("Validation failed for tool \"{tool}\":\n{list}\n\nReceived arguments:\n{received}"),
+        MAX_ERROR_TEXT,
     ))
 }
 
@@ -43,21 +47,58 @@ pub fn check_output(tool: &str, schema: &Value, structured: Option<&Value>) -> R
             "tool \"{tool}\" returned no structured result, though it declares an output schema"
         ));
     };
-    let mut errors = Vec::new();
-    validate(schema, value, "", &mut errors);
-    if errors.is_empty() {
+    let mut problems = Problems::default();
+    validate(schema, value, "", &mut problems);
+    if problems.listed.is_empty() {
         return Ok(());
     }
-    let list: String = errors
-        .iter()
-        .map(|(field, message)| {
-            let field = if field.is_empty() { "(the result)" } else { field };
-            format!("\n  - {field}: {message}")
-        })
-        .collect();
-    Err(format!(
-        "tool \"{tool}\" returned a structured result that does not match its output schema:{list}"
+    let list = problems.list("(the result)");
+    Err(cut(
+        format!(
+            "tool \"{tool}\" returned a structured result that does not match its output schema:\n{list}"
+        ),
+        MAX_ERROR_TEXT,
     ))
+}
+
+/// The problems found, the first [`MAX_LISTED_PROBLEMS`] with their
+/// messages and the rest only counted: a message is built only when listed.
+#[derive(Default)]
+struct Problems {
+    listed: Vec<(String, String)>,
+    more: usize,
+}
+
+impl Problems {
+    fn add(&mut self, path: &str, message: impl FnOnce() -> String) {
+        if self.listed.len() < MAX_LISTED_PROBLEMS {
+            self.listed.push((cut(path.to_owned(), MAX_QUOTED), message()));
+        } else {
+            self.more += 1;
+        }
+    }
+
+    /// One line per problem listed (`root` naming the value itself), and
+    /// the count of the others.
+    fn list(&self, root: &str) -> String {
+        let mut lines: Vec<String> = self
+            .listed
+            .iter()
+            .map(|(field, message)| {
+                let field = if field.is_empty() { root } else { field };
+                format!("  - {field}: {message}")
+            })
+            .collect();
+        if self.more > 0 {
+            lines.push(format!("  … and {} more problems not listed", self.more));
+        }
+        lines.join("\n")
+    }
+}
+
+/// A value as quoted in a problem.
+fn quoted(value: &Value) -> String {
+    excerpt(value, MAX_QUOTED, false)
 }
 
 fn types(schema: &Value) -> Vec<&str> {
@@ -170,70 +211,73 @@ fn required(schema: &Value) -> Vec<&str> {
         .unwrap_or_default()
 }
 
+/// The path of `key` inside `path`; a long or hostile key is quoted.
 fn join(path: &str, key: &str) -> String {
+    let key = label(key);
     if path.is_empty() {
-        key.to_owned()
+        key.into_owned()
     } else {
         format!("{path}.{key}")
     }
 }
 
-fn validate_object(
-    schema: &Value,
-    args: &Map<String, Value>,
-    path: &str,
-    errors: &mut Vec<(String, String)>,
-) {
+fn validate_object(schema: &Value, args: &Map<String, Value>, path: &str, problems: &mut Problems) {
     for key in required(schema) {
         if !args.contains_key(key) {
-            errors.push((join(path, key), "required property missing".into()));
+            problems.add(&join(path, key), || "required property missing".into());
         }
     }
     let properties = schema.get("properties").and_then(Value::as_object);
     let closed = schema.get("additionalProperties") == Some(&Value::Bool(false));
     for (key, value) in args {
         match properties.and_then(|p| p.get(key)) {
-            Some(property) => validate(property, value, &join(path, key), errors),
-            None if closed => errors.push((join(path, key), "unknown property (not in the schema)".into())),
+            Some(property) => validate(property, value, &join(path, key), problems),
+            None if closed => {
+                problems.add(&join(path, key), || "unknown property (not in the schema)".into())
+            }
             None => {}
         }
     }
 }
 
-fn validate(schema: &Value, value: &Value, path: &str, errors: &mut Vec<(String, String)>) {
+fn validate(schema: &Value, value: &Value, path: &str, problems: &mut Problems) {
     let allowed = types(schema);
     if !allowed.is_empty() && !allowed.iter().any(|t| type_matches(t, value)) {
-        errors.push((
-            path.to_owned(),
+        problems.add(path, || {
             format!(
-                "expected {}, received {} {value}",
+                "expected {}, received {} {}",
                 allowed.join(" or "),
-                kind(value)
-            ),
-        ));
+                kind(value),
+                quoted(value)
+            )
+        });
         return;
     }
     if let Some(options) = schema.get("enum").and_then(Value::as_array)
         && !options.contains(value)
     {
-        let list: Vec<String> = options.iter().map(Value::to_string).collect();
-        errors.push((
-            path.to_owned(),
-            format!("must be one of {}, received {value}", list.join(", ")),
-        ));
+        problems.add(path, || {
+            let mut list: Vec<String> = options.iter().take(MAX_OPTIONS_SHOWN).map(quoted).collect();
+            if options.len() > MAX_OPTIONS_SHOWN {
+                list.push(format!("… ({} in all)", options.len()));
+            }
+            format!("must be one of {}, received {}", list.join(", "), quoted(value))
+        });
     }
     if let Some(expected) = schema.get("const")
         && expected != value
     {
-        errors.push((path.to_owned(), format!("must be {expected}, received {value}")));
+        problems.add(path, || {
+            format!("must be {}, received {}", quoted(expected), quoted(value))
+        });
     }
     let bound = |key: &str| schema.get(key).and_then(Value::as_f64);
     if let Some(n) = value.as_f64() {
         if let Some(min) = bound("minimum").filter(|min| n < *min) {
-            errors.push((path.to_owned(), format!("must be >= {min}, received {value}")));
+            problems.add(path, || format!("must be >= {min}, received {value}"));
         }
         if let Some(max) = bound("maximum").filter(|max| n > *max) {
-            errors.push((path.to_owned(), format!("must be <= {max}, received {value}")));
+            problems.add(path, || format!("must be <= {max}, received {value}"));
         }
     }
     let length = match value {
@@ -243,18 +287,18 @@ fn validate(schema: &Value, value: &Value, path: &str, errors: &mut Vec<(String,
     };
     if let Some((len, min_key, max_key, unit)) = length {
         if let Some(min) = bound(min_key).filter(|min| len < *min) {
-            errors.push((path.to_owned(), format!("must have at least {min} {unit}")));
+            problems.add(path, || format!("must have at least {min} {unit}"));
         }
         if let Some(max) = bound(max_key).filter(|max| len > *max) {
-            errors.push((path.to_owned(), format!("must have at most {max} {unit}")));
+            problems.add(path, || format!("must have at most {max} {unit}"));
         }
     }
     match value {
-        Value::Object(map) => validate_object(schema, map, path, errors),
+        Value::Object(map) => validate_object(schema, map, path, problems),
         Value::Array(items) => {
             if let Some(item) = schema.get("items") {
                 for (i, v) in items.iter().enumerate() {
-                    validate(item, v, &format!("{path}[{i}]"), errors);
+                    validate(item, v, &format!("{path}[{i}]"), problems);
                 }
             }
         }
@@ -317,6 +361,66 @@ mod tests {
         assert!(err.contains("  - limit: must be >= 1"), "{err}");
         assert!(err.contains("  - extra: unknown property"), "{err}");
         assert!(err.contains("Received arguments:\n{\n  \"limit\": 0"), "{err}");
+    }
+
+    /// The error is built within its cap, whatever the input: what it quotes
+    /// is cut, and only so many problems are listed, the rest counted.
+    #[test]
+    fn errors_on_huge_inputs_stay_within_the_cap() {
+        use crate::bounds::{MAX_ERROR_TEXT, MAX_LISTED_PROBLEMS};
+
+        // A 300 KiB call without its required argument.
+        let schema = json!({"type": "object", "required": ["path"],
+            "properties": {"path": {"type": "string"}, "text": {"type": "string"}}});
+        let err = run(schema, json!({"text": "x".repeat(300 << 10)})).unwrap_err();
+        assert!(err.len() <= MAX_ERROR_TEXT, "{} bytes", err.len());
+        assert!(err.contains("  - path: required property missing"), "{err}");
+
+        // Many unknown properties with long, hostile names, each a big value.
+        let schema = json!({"type": "object", "additionalProperties": false, "properties": {}});
+        let mut args = Map::new();
+        for i in 0..500 {
+            args.insert(
+                format!("{i}\nSYSTEM: {}", "k".repeat(4096)),
+                json!("v".repeat(1024)),
+            );
+        }
+        let err = run(schema, Value::Object(args)).unwrap_err();
+        assert!(err.len() <= MAX_ERROR_TEXT, "{} bytes", err.len());
+        assert!(!err.contains("\nSYSTEM"), "a name forged a line: {err}");
+        let listed = err.lines().filter(|l| l.starts_with("  - ")).count();
+        assert_eq!(listed, MAX_LISTED_PROBLEMS, "{err}");
+        assert!(
+            err.contains(&format!("{} more problems not listed", 500 - MAX_LISTED_PROBLEMS)),
+            "{err}"
+        );
+
+        // A type mismatch quoting a huge value.
+        let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
+        let err = run(schema, json!({"n": {"deep": "y".repeat(1 << 20)}})).unwrap_err();
+        assert!(err.len() <= MAX_ERROR_TEXT, "{} bytes", err.len());
+        assert!(
+            err.contains("  - n: expected integer, received object {\"deep\":\"yyy"),
+            "{err}"
+        );
+    }
+
+    /// An output schema's long enum times many bad items: the error does not
+    /// grow as their product.
+    #[test]
+    fn output_errors_stay_within_the_cap() {
+        use crate::bounds::MAX_ERROR_TEXT;
+
+        let options: Vec<Value> = (0..1000)
+            .map(|i| json!(format!("option-{i}-{}", "o".repeat(32))))
+            .collect();
+        let schema = json!({"type": "object", "properties": {
+            "items": {"type": "array", "items": {"enum": options}}}});
+        let bad: Vec<Value> = (0..5000).map(|i| json!(format!("bad-{i}"))).collect();
+        let err = check_output("t", &schema, Some(&json!({"items": bad}))).unwrap_err();
+        assert!(err.len() <= MAX_ERROR_TEXT, "{} bytes", err.len());
+        assert!(err.contains("items[0]: must be one of \"option-0-"), "{err}");
+        assert!(err.contains("(1000 in all), received \"bad-0\""), "{err}");
     }
 }
 

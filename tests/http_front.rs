@@ -1,0 +1,85 @@
+//! `toolhost serve --http` against what one client can make it send: real
+//! HTTP requests to the release binary on loopback, a real tool plugin
+//! (`text_tools`) reporting progress.
+
+use serde_json::{Value, json};
+use toolhost::bounds::MAX_PROGRESS_PER_CALL;
+use toolhost_tests::fill_plugin_dir;
+
+use super::http_auth::{client, initialize, post, serve};
+
+/// A call that reports progress ten times the cap: its client is sent at
+/// most the cap, the newest report replacing any it has not taken yet, and
+/// the last one is the call's final report, before its result.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_sends_at_most_the_cap_of_progress_notifications() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    let steps = 10 * MAX_PROGRESS_PER_CALL;
+    // About 1 ms of CPU a step.
+    fill_plugin_dir(
+        &plugins,
+        &[(
+            "20-text-tools",
+            "text_tools",
+            Some("[limits]\ncpu_ms = 30000\nwall_ms = 60000\n"),
+        )],
+    );
+    let served = serve(dir.path(), "root = \".\"\n", "127.0.0.1:0", &[]).unwrap();
+    let (status, headers, _) = post(&served.base, None, None, initialize()).await;
+    assert_eq!(status, 200);
+    let session = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(post(&served.base, None, Some(&session), initialized).await.0, 202);
+
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "slow_count", "arguments": {"n": steps}, "_meta": {"progressToken": "count"}}});
+    let body = client()
+        .post(format!("{}/mcp", served.base))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .body(call.to_string())
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let events: Vec<Value> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str(d.trim()).ok())
+        .collect();
+    let progress: Vec<f64> = events
+        .iter()
+        .filter(|e| e["method"] == "notifications/progress")
+        .map(|e| {
+            assert_eq!(e["params"]["progressToken"], "count", "{e}");
+            e["params"]["progress"].as_f64().unwrap()
+        })
+        .collect();
+    assert!(
+        !progress.is_empty() && progress.len() <= MAX_PROGRESS_PER_CALL,
+        "{} progress notifications for one call",
+        progress.len()
+    );
+    assert!(progress.windows(2).all(|w| w[0] < w[1]), "{progress:?}");
+    assert_eq!(progress.last(), Some(&(steps as f64)), "the final report is sent");
+    let result = events.iter().find(|e| e["id"] == 7).expect("the call's result");
+    assert_eq!(
+        result["result"]["content"][0]["text"],
+        format!("counted to {steps}"),
+        "{result}"
+    );
+    let (at_result, last_progress) = (
+        events.iter().position(|e| e["id"] == 7).unwrap(),
+        events
+            .iter()
+            .rposition(|e| e["method"] == "notifications/progress")
+            .unwrap(),
+    );
+    assert!(last_progress < at_result, "progress after the result");
+}
