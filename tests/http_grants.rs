@@ -652,3 +652,230 @@ async fn an_enricher_never_hands_its_secret_on_in_arguments_or_schemas() {
         "the enricher's requests carried the secret: it was there to leak"
     );
 }
+
+// ---- the gate: what a client gets, whatever the plugin encodes ----
+
+impl Attack {
+    /// The attack plugin served by a host, as a client reaches it: every
+    /// result passes the host's gate.
+    async fn served(&self) -> toolhost::pipeline::Toolhost {
+        toolhost::pipeline::Toolhost::new(toolhost::pipeline::Sources {
+            plugins: vec![self.plugin.clone()],
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+    }
+
+    /// One call of `attack` as a client makes it.
+    async fn served_call(&self) -> CallOutput {
+        toolhost_tests::call_ok(&self.served().await, "attack", json!({})).await
+    }
+}
+
+/// Whether an outsider reading `text` gets the secret back: as written or
+/// reversed, in any case, or by decoding percent-escapes, hex or base64
+/// (any run of it, at any offset, either alphabet).
+fn recovers_secret(text: &str) -> bool {
+    use base64::Engine as _;
+    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+    let token = TOKEN.to_lowercase();
+    let reversed: String = token.chars().rev().collect();
+    let holds = |bytes: &[u8]| {
+        let s = String::from_utf8_lossy(bytes).to_lowercase();
+        s.contains(&token) || s.contains(&reversed)
+    };
+    let runs = |ok: fn(&u8) -> bool| {
+        text.as_bytes()
+            .split(move |b| !ok(b))
+            .filter(|r| r.len() >= 8)
+            .collect::<Vec<_>>()
+    };
+    let hex = |r: &[u8]| -> Vec<u8> {
+        r.chunks_exact(2)
+            .filter_map(|p| u8::from_str_radix(std::str::from_utf8(p).ok()?, 16).ok())
+            .collect()
+    };
+    let mut percent = Vec::new();
+    let mut rest = text.as_bytes();
+    while let Some((&b, tail)) = rest.split_first() {
+        match (b, tail.get(..2).map(hex)) {
+            (b'%', Some(d)) if d.len() == 1 => {
+                percent.push(d[0]);
+                rest = &tail[2..];
+            }
+            _ => {
+                percent.push(b);
+                rest = tail;
+            }
+        }
+    }
+    let lenient = GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        GeneralPurposeConfig::new()
+            .with_decode_padding_mode(DecodePaddingMode::Indifferent)
+            .with_decode_allow_trailing_bits(true),
+    );
+    let base64 = |r: &[u8]| {
+        let std: Vec<u8> = r
+            .iter()
+            .map(|b| match b {
+                b'-' => b'+',
+                b'_' => b'/',
+                b => *b,
+            })
+            .collect();
+        (0..4).any(|at| {
+            let s = &std[at..];
+            lenient.decode(&s[..s.len() / 4 * 4]).is_ok_and(|d| holds(&d))
+        })
+    };
+    holds(text.as_bytes())
+        || holds(&percent)
+        || runs(u8::is_ascii_hexdigit)
+            .into_iter()
+            .any(|r| holds(&hex(r)) || holds(&hex(&r[1..])))
+        || runs(|b| b.is_ascii_alphanumeric() || b"+/-_".contains(b))
+            .into_iter()
+            .any(base64)
+}
+
+/// Every string a client is served of `result`, joined as a client joins
+/// its blocks (with nothing between them).
+fn served_text(result: &CallOutput) -> String {
+    let structured = result.structured().map(|v| v.to_string()).unwrap_or_default();
+    format!(
+        "{}{}{structured}",
+        result
+            .content
+            .iter()
+            .map(|b| match b {
+                toolhost::output::Block::Text(t) => t.text.as_str(),
+                _ => "",
+            })
+            .collect::<String>(),
+        block_texts(result)
+    )
+}
+
+/// A vendor server that echoes the request's headers, gzip-compressed
+/// when the request accepts gzip (or, at `/always`, whatever it accepts).
+async fn gzip_echo_server() -> LoopbackServer {
+    LoopbackServer::start_with_bytes(|r| {
+        let body = json!({"headers": r.headers}).to_string();
+        let accepts = header(r, "accept-encoding").iter().any(|v| v.contains("gzip"));
+        if !(accepts || r.path == "/always") {
+            return (200, Vec::new(), body.into_bytes());
+        }
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        std::io::Write::write_all(&mut gz, body.as_bytes()).unwrap();
+        let encoding = vec![("content-encoding".to_owned(), "gzip".to_owned())];
+        (200, encoding, gz.finish().unwrap())
+    })
+    .await
+}
+
+/// The plugin asks a granted server that echoes request headers for gzip,
+/// inflates the answer in the sandbox (redaction saw only compressed
+/// bytes) and returns it base64-encoded: the host never lets the plugin
+/// choose an encoding, and the gate finds the secret in base64 anyway.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_secret_inflated_from_a_gzip_echo_never_reaches_the_client() {
+    let server = gzip_echo_server().await;
+    let config = format!(
+        "url = \"http://{}/plain\"\nheaders = [[\"Accept-Encoding\", \"gzip\"]]\ninflate = true\n\
+         encode = \"base64\"\nleak = \"text\"",
+        server.addr
+    );
+    let attack = Attack::load(
+        &loopback_grant(server.addr, Some("TOOLHOST_TEST_ATTACK_TOKEN")),
+        &config,
+    )
+    .await;
+    let result = attack.served_call().await;
+    let text = served_text(&result);
+    assert!(!recovers_secret(&text), "the secret leaked: {text}");
+}
+
+/// The host owns content encoding: it asks for none, a plugin may not ask
+/// for one, and a server that compresses all the same is refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn content_encoding_is_the_hosts() {
+    refused_header("Accept-Encoding", "gzip", None).await;
+    let server = gzip_echo_server().await;
+    let grants = loopback_grant(server.addr, Some("TOOLHOST_TEST_ATTACK_TOKEN"));
+    let attack = Attack::load(&grants, &format!("url = \"http://{}/plain\"", server.addr)).await;
+    assert_eq!(attack.report().await["status"], 200);
+    assert_eq!(header(&seen(&server)[0], "accept-encoding"), ["identity"]);
+    let attack = Attack::load(&grants, &format!("url = \"http://{}/always\"", server.addr)).await;
+    let error = attack.refusal().await;
+    assert!(
+        error.contains("Content-Encoding") && error.contains("gzip") && error.contains("`attack`"),
+        "{error}"
+    );
+}
+
+/// The plugin writes the learnt secret into its structured result with
+/// every character a `\uXXXX` escape: the client must not get it clear.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_secret_escaped_in_structured_content_never_reaches_the_client() {
+    let server = echo_server().await;
+    let result = echo_attack(&server, "escaped", true).await.served_call().await;
+    let structured = result.structured().expect("the structured result");
+    assert!(!recovers_secret(&structured.to_string()), "{structured}");
+    assert!(structured.to_string().contains(REDACTED), "{structured}");
+}
+
+/// The plugin splits the learnt secret across two text blocks, each of
+/// which alone holds no secret.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_secret_split_across_two_blocks_never_reaches_the_client() {
+    let server = echo_server().await;
+    let result = echo_attack(&server, "split", true).await.served_call().await;
+    assert_eq!(result.content.len(), 2, "{result:?}");
+    let joined = served_text(&result);
+    assert!(!recovers_secret(&joined), "{joined}");
+    assert!(joined.contains(REDACTED), "{joined}");
+}
+
+/// During `list-tools` the plugin fetches the echo and writes the learnt
+/// secret, escaped, into a parameter's description: no client's
+/// `tools/list` may show it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_secret_escaped_into_a_listed_description_never_reaches_tools_list() {
+    let server = echo_server().await;
+    let config = format!("list_url = \"http://{}/reversed\"\nreversed = true", server.addr);
+    let attack = Attack::load(
+        &loopback_grant(server.addr, Some("TOOLHOST_TEST_ATTACK_TOKEN")),
+        &config,
+    )
+    .await;
+    let host = attack.served().await;
+    let listing = host.list_tools();
+    let tool = listing.tools.iter().find(|t| t.name == "attack").expect("served");
+    let q = tool.schema.property("q").expect("the leaking parameter")["description"].to_string();
+    assert!(!recovers_secret(&q), "{q}");
+    assert!(q.contains(REDACTED), "{q}");
+    assert!(!recovers_secret(&tool.schema.to_value().to_string()));
+}
+
+/// The learnt secret written hex (either case), percent-escaped, reversed
+/// in capitals and in base64 of both alphabets at another alignment.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_encoded_secret_never_reaches_the_client() {
+    let server = echo_server().await;
+    for encode in ["hex", "HEX", "url", "reversed-upper", "base64", "base64url"] {
+        let config = format!(
+            "url = \"http://{}/reversed\"\nreversed = true\nencode = \"{encode}\"\nleak = \"text\"",
+            server.addr
+        );
+        let attack = Attack::load(
+            &loopback_grant(server.addr, Some("TOOLHOST_TEST_ATTACK_TOKEN")),
+            &config,
+        )
+        .await;
+        let text = served_text(&attack.served_call().await);
+        assert!(!recovers_secret(&text), "{encode}: {text}");
+        assert!(text.contains(REDACTED), "{encode}: {text}");
+    }
+}

@@ -6,6 +6,7 @@ mod cli;
 mod cluster;
 mod contract;
 mod enrichment;
+mod gate;
 mod http_grants;
 mod languages;
 mod loading;

@@ -188,7 +188,7 @@ impl LoopbackServer {
     ) -> Self {
         Self::serve(delay, move |r| {
             let (status, body) = handler(r);
-            (status, Vec::new(), body)
+            (status, Vec::new(), body.into_bytes())
         })
         .await
     }
@@ -198,12 +198,24 @@ impl LoopbackServer {
     pub async fn start_with_headers(
         handler: impl Fn(&SeenRequest) -> (u16, Vec<(String, String)>, String) + Send + Sync + 'static,
     ) -> Self {
+        Self::start_with_bytes(move |r| {
+            let (status, headers, body) = handler(r);
+            (status, headers, body.into_bytes())
+        })
+        .await
+    }
+
+    /// Like [`LoopbackServer::start_with_headers`], with a body of any bytes
+    /// (a compressed one).
+    pub async fn start_with_bytes(
+        handler: impl Fn(&SeenRequest) -> (u16, Vec<(String, String)>, Vec<u8>) + Send + Sync + 'static,
+    ) -> Self {
         Self::serve(|_| std::time::Duration::ZERO, handler).await
     }
 
     async fn serve(
         delay: impl Fn(&SeenRequest) -> std::time::Duration + Send + Sync + 'static,
-        handler: impl Fn(&SeenRequest) -> (u16, Vec<(String, String)>, String) + Send + Sync + 'static,
+        handler: impl Fn(&SeenRequest) -> (u16, Vec<(String, String)>, Vec<u8>) + Send + Sync + 'static,
     ) -> Self {
         use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -256,11 +268,12 @@ impl LoopbackServer {
                         tokio::time::sleep(delay(&request)).await;
                         let (status, headers, body) = handler(&request);
                         let headers: String = headers.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
-                        let response = format!(
-                            "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n{headers}content-length: {}\r\n\r\n{body}",
+                        let head = format!(
+                            "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n{headers}content-length: {}\r\n\r\n",
                             body.len()
                         );
-                        if reader.get_mut().write_all(response.as_bytes()).await.is_err() {
+                        let response = [head.into_bytes(), body].concat();
+                        if reader.get_mut().write_all(&response).await.is_err() {
                             return;
                         }
                     }
