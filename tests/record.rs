@@ -617,7 +617,7 @@ async fn an_absurd_recording_is_refused_before_anything_runs() {
         );
         assert!(!out.status.success(), "{what}: {stdout}");
         assert!(
-            stderr.contains(&format!("{} line 3: ", file.display())) && stderr.contains(said),
+            stderr.contains("the recording rec/calls-1-1.jsonl line 3: ") && stderr.contains(said),
             "{what}: {stderr}"
         );
         assert!(stderr.contains("refused"), "{what}: {stderr}");
