@@ -9,7 +9,8 @@
 //! (`plugin::manifest`); the caps here are the host's own and hold whatever
 //! a manifest says. This module owns the values and the helpers that
 //! apply them to text ([`cut`], [`shown`], [`label`], [`excerpt`]); the checks themselves are where
-//! the values arrive (`plugin::calls`, `schema`, `plugin::host_api`).
+//! the values arrive (`plugin::calls`, `schema`, `plugin::host_api`), and,
+//! for what any source serves, at the gate (`gate`).
 //!
 //! | what | cap |
 //! |---|---|
@@ -38,6 +39,10 @@
 //! | a client's name quoted in an error or a log line (a tool, a prompt, a resource URI, a property) | 80 characters, escaped ([`label`]) |
 //! | progress notifications one call sends | 100, the rest coalesced into the newest, one held for a slow client |
 //! | MCP sessions open over HTTP | 256 (each freed on `DELETE` or after 5 idle minutes) |
+//! | content blocks of a result served, from any source | 1,000 |
+//! | a result served, from any source (every byte: text, base64 data, URIs, names, structured content, `_meta`, 25 a block) | the plugin's `max_output_kb`, and at most 32 MiB |
+//! | nesting of a served result's structured content, details and `_meta`, and of a tool's schemas and `_meta` | 64 levels |
+//! | a tool definition served, from any source | 1 MiB |
 //!
 //! Text a plugin sent that is shown inside one of the host's own messages
 //! (a refused tool name, a bad category) is escaped and shortened first
@@ -120,6 +125,18 @@ pub const MAX_PROGRESS_PER_CALL: usize = 100;
 /// MCP sessions the HTTP front keeps open at once; an `initialize` beyond
 /// them is refused until one closes or expires.
 pub const MAX_HTTP_SESSIONS: usize = 256;
+
+/// Most content blocks of one result the gate serves, whatever its source.
+pub const MAX_RESULT_BLOCKS: usize = 1000;
+/// Largest result the gate serves, whatever its source (`CallOutput::size`);
+/// a plugin's own `max_output_kb` holds below it.
+pub const MAX_RESULT_BYTES: usize = 32 << 20;
+/// Deepest nesting of JSON the gate serves: a result's structured content,
+/// details and `_meta`, a tool's schemas and `_meta`.
+pub const MAX_JSON_DEPTH: usize = 64;
+/// Largest tool definition the gate serves (every string of it), whatever
+/// its source.
+pub const MAX_TOOL_DEFINITION_BYTES: usize = 1 << 20;
 
 /// Longest excerpt of plugin text quoted inside a host message.
 const SHOWN_CHARS: usize = 80;

@@ -12,7 +12,9 @@
 //! same way, counted in the same summary.
 //!
 //! Owns the delivery, not the content: lines arrive redacted (each source
-//! redacts its own secrets, see `crate::redact`) and already cut to length.
+//! redacts its own secrets, see `crate::redact`) and already cut to length,
+//! and each leaves through the [`Redact`] its session follows with (the
+//! host's gate, `crate::gate`), which knows every source's secrets.
 
 #![allow(deprecated)] // rmcp marks MCP logging deprecated (SEP-2577); clients still use it.
 
@@ -41,6 +43,9 @@ const BACKLOG: usize = 1024;
 const CLOSED_CHECK: Duration = Duration::from_secs(5);
 /// The logger of the lines toolhost itself adds (the drop summaries).
 const OWN_LOGGER: &str = "toolhost";
+
+/// What a line's text passes last on its way to a client.
+pub type Redact = Arc<dyn Fn(&str) -> String + Send + Sync>;
 
 /// The hub every log line passes through on its way to the sessions.
 #[derive(Clone)]
@@ -94,12 +99,13 @@ impl SessionLog {
         self.level.store(rank(level), Ordering::Relaxed);
     }
 
-    /// Send this session its lines, from its start on, until its client
-    /// goes away; once only. Must run inside a Tokio runtime.
-    pub fn follow(&self, peer: Peer<RoleServer>) {
+    /// Send this session its lines, from its start on, each through
+    /// `redact`, until its client goes away; once only. Must run inside a
+    /// Tokio runtime.
+    pub fn follow(&self, peer: Peer<RoleServer>, redact: Redact) {
         let lines = self.lines.lock().unwrap_or_else(PoisonError::into_inner).take();
         if let Some(lines) = lines {
-            tokio::spawn(forward(lines, peer, self.level.clone()));
+            tokio::spawn(forward(lines, peer, self.level.clone(), redact));
         }
     }
 }
@@ -217,7 +223,12 @@ fn notification(level: LoggingLevel, logger: &str, text: String) -> LoggingMessa
 }
 
 /// Send one session its lines: filtered by its level, limited by its bucket.
-async fn forward(mut lines: broadcast::Receiver<Arc<LogLine>>, peer: Peer<RoleServer>, level: Arc<AtomicU8>) {
+async fn forward(
+    mut lines: broadcast::Receiver<Arc<LogLine>>,
+    peer: Peer<RoleServer>,
+    level: Arc<AtomicU8>,
+    redact: Redact,
+) {
     let mut bucket = Bucket::full();
     let mut dropped = Dropped::default();
     loop {
@@ -236,7 +247,7 @@ async fn forward(mut lines: broadcast::Receiver<Arc<LogLine>>, peer: Peer<RoleSe
                     if dropped.count > 0 && peer.notify_logging_message(dropped.summary()).await.is_err() {
                         return;
                     }
-                    notification(line_level, &line.plugin, line.message.clone())
+                    notification(line_level, &line.plugin, redact(&line.message))
                 }
                 // Lines this session fell behind on, of unknown level.
                 Err(broadcast::error::RecvError::Lagged(n)) => {

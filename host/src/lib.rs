@@ -16,6 +16,7 @@
 //!   cache, dispatcher, engine).
 //! - [`tools`]: the native tools (read, glob, grep, ls, web_fetch; write and
 //!   edit when the root is writable).
+//! - [`gate`]: the one check everything served passes: caps and secrets.
 //! - [`output`]: tool results as the host owns them (every MCP content
 //!   kind), and their conversions to and from rmcp's.
 //! - [`pipeline`]: the call pipeline and [`pipeline::Toolhost`], the library API.
@@ -50,6 +51,7 @@ pub mod cluster;
 pub mod enrich;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
+pub mod gate;
 pub mod gateway;
 pub mod http_client;
 #[cfg(feature = "mcp-server")]

@@ -161,6 +161,16 @@ impl McpServer {
             Some(&self.host.system_prompt()),
             &self.host.gateway().instructions(),
         )
+        .map(|text| self.host.gate().text(&text))
+    }
+
+    /// An upstream's prompt or resource through the gate; one it cannot
+    /// pass redacted is withheld.
+    fn gated<T: serde::Serialize + serde::de::DeserializeOwned>(&self, what: T) -> Result<T, McpError> {
+        self.host
+            .gate()
+            .message(what)
+            .ok_or_else(|| McpError::internal_error("withheld: it held a secret value the host holds", None))
     }
 }
 
@@ -314,7 +324,11 @@ async fn announce(mut rebuilt: watch::Receiver<u64>, sessions: Weak<SessionList>
 
 impl ServerHandler for McpServer {
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.session_log.follow(context.peer.clone());
+        // Log lines leave through the gate of the catalog current as each
+        // is sent.
+        let host = Arc::downgrade(&self.host);
+        let gate = move |text: &str| host.upgrade().map(|h| h.gate().text(text)).unwrap_or_default();
+        self.session_log.follow(context.peer.clone(), Arc::new(gate));
         self.sessions
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -358,7 +372,7 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
         let mut prompts = vec![self.system_prompt()];
-        prompts.extend(self.host.gateway().list_prompts());
+        prompts.extend(self.gated(self.host.gateway().list_prompts())?);
         Ok(ListPromptsResult::with_all_items(prompts))
     }
 
@@ -370,7 +384,7 @@ impl ServerHandler for McpServer {
         if request.name != PROMPT_NAME {
             let name = label(&request.name).into_owned();
             return match self.host.gateway().get_prompt(request).await {
-                Ok(result) => Ok(result.into()),
+                Ok(result) => Ok(self.gated(result)?.into()),
                 Err(GatewayError::UnknownPrompt(_)) => Err(McpError::invalid_params(
                     format!(
                         "no prompt named `{name}`: toolhost serves `{PROMPT_NAME}` and its upstreams' prompts"
@@ -456,7 +470,7 @@ impl ServerHandler for McpServer {
             .read_resource(request)
             .await
             .map_err(gateway_error)?;
-        Ok(result.into())
+        Ok(self.gated(result)?.into())
     }
 
     async fn complete(

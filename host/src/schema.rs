@@ -57,6 +57,12 @@ impl ToolSchema {
         redactor.map(&mut self.object);
     }
 
+    /// The description and the schema object, for the gate to redact
+    /// (which keeps `properties` an object: only strings change).
+    pub(crate) fn parts_mut(&mut self) -> (&mut String, &mut Map<String, Value>) {
+        (&mut self.description, &mut self.object)
+    }
+
     /// Build from a tool description and a JSON Schema value. Anything that
     /// is not an object schema is rejected with the reason.
     pub fn new(description: impl Into<String>, schema: Value) -> Result<Self, EditError> {

@@ -66,6 +66,23 @@ pub struct UpstreamConfig {
     pub connect_timeout: Duration,
 }
 
+impl UpstreamConfig {
+    /// The secrets sent to the server, by header name: each configured
+    /// header value, and the token of a `Bearer TOKEN` value.
+    pub(crate) fn secrets(&self) -> Vec<(String, String)> {
+        match &self.transport {
+            Transport::Http { headers, .. } => headers
+                .iter()
+                .filter_map(|(name, v)| Some((name.as_str(), v.to_str().ok()?)))
+                .flat_map(|(name, v)| [(name, v), (name, v.rsplit(' ').next().unwrap_or(v))])
+                .filter(|(_, v)| !v.is_empty())
+                .map(|(name, v)| (name.to_owned(), v.to_owned()))
+                .collect(),
+            Transport::Stdio { .. } => Vec::new(),
+        }
+    }
+}
+
 /// The default of `connect_timeout_s`: time enough for `npx` to fetch a
 /// package on first use.
 const DEFAULT_CONNECT_TIMEOUT_S: u64 = 60;
@@ -272,18 +289,7 @@ impl Upstream {
             message,
         };
         let (changed_tx, changed) = watch::channel(0);
-        // Each configured header value is a secret, and so is the token of
-        // a `Bearer TOKEN` value.
-        let secrets: Vec<(String, String)> = match &config.transport {
-            Transport::Http { headers, .. } => headers
-                .iter()
-                .filter_map(|(name, v)| Some((name.as_str(), v.to_str().ok()?)))
-                .flat_map(|(name, v)| [(name, v), (name, v.rsplit(' ').next().unwrap_or(v))])
-                .filter(|(_, v)| !v.is_empty())
-                .map(|(name, v)| (name.to_owned(), v.to_owned()))
-                .collect(),
-            Transport::Stdio { .. } => Vec::new(),
-        };
+        let secrets = config.secrets();
         let (events, _) = broadcast::channel(EVENT_BACKLOG);
         let listener = Listener {
             changed: changed_tx,

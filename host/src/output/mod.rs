@@ -75,14 +75,14 @@ impl CallOutput {
         self.structured_content.clone()
     }
 
-    /// Roughly how many bytes the result holds, for size caps and caches.
+    /// Roughly how many bytes the result holds, for size caps and caches:
+    /// every string and JSON value of it, and [`BLOCK_COST`] a block.
     pub fn size(&self) -> usize {
         let json = |v: &Value| v.to_string().len();
-        let meta = serde_json::to_string(&self.meta).map_or(0, |m| m.len());
         self.content.iter().map(Block::size).sum::<usize>()
             + self.structured_content.as_ref().map_or(0, json)
             + self.details.as_ref().map_or(0, json)
-            + meta
+            + meta_size(&self.meta)
     }
 }
 
@@ -97,6 +97,17 @@ pub enum ToolError {
     InvalidArgs(String),
     #[error("the call was cancelled")]
     Cancelled,
+}
+
+/// What each content block costs in a result's size beside its strings:
+/// the JSON of the emptiest one, `{"type":"text","text":""}`, so a result
+/// of many empty blocks is as large as it is on the wire.
+pub const BLOCK_COST: usize = 25;
+
+/// The encoded length of a `_meta`, if there is one.
+fn meta_size(meta: &Option<Meta>) -> usize {
+    meta.as_ref()
+        .map_or(0, |m| serde_json::to_string(m).map_or(0, |m| m.len()))
 }
 
 /// One MCP content block.
@@ -119,7 +130,7 @@ impl Block {
     }
 
     /// Roughly how many bytes the block holds (binary data as base64),
-    /// every text it carries counted.
+    /// every text and `_meta` it carries counted, and [`BLOCK_COST`].
     pub fn size(&self) -> usize {
         let text = |t: &Option<String>| t.as_ref().map_or(0, String::len);
         let annotations = |a: &Option<Annotations>| {
@@ -127,26 +138,38 @@ impl Block {
                 text(&a.last_modified) + a.audience.as_ref().map_or(0, Vec::len)
             })
         };
-        match self {
-            Self::Text(t) => t.text.len() + annotations(&t.annotations),
-            Self::Image(m) | Self::Audio(m) => m.data.len() + m.mime_type.len() + annotations(&m.annotations),
-            Self::ResourceLink(l) => {
-                l.uri.len()
-                    + l.name.len()
-                    + text(&l.title)
-                    + text(&l.description)
-                    + text(&l.mime_type)
-                    + annotations(&l.annotations)
+        BLOCK_COST
+            + match self {
+                Self::Text(t) => t.text.len() + annotations(&t.annotations) + meta_size(&t.meta),
+                Self::Image(m) | Self::Audio(m) => {
+                    m.data.len() + m.mime_type.len() + annotations(&m.annotations) + meta_size(&m.meta)
+                }
+                Self::ResourceLink(l) => {
+                    let icons = l.icons.iter().flatten().map(|i| {
+                        i.src.len()
+                            + text(&i.mime_type)
+                            + i.sizes.iter().flatten().map(String::len).sum::<usize>()
+                    });
+                    l.uri.len()
+                        + l.name.len()
+                        + text(&l.title)
+                        + text(&l.description)
+                        + text(&l.mime_type)
+                        + icons.sum::<usize>()
+                        + annotations(&l.annotations)
+                        + meta_size(&l.meta)
+                }
+                Self::Resource(e) => {
+                    e.resource.uri.len()
+                        + text(&e.resource.mime_type)
+                        + match &e.resource.body {
+                            Body::Text(t) | Body::Blob(t) => t.len(),
+                        }
+                        + annotations(&e.annotations)
+                        + meta_size(&e.resource.meta)
+                        + meta_size(&e.meta)
+                }
             }
-            Self::Resource(e) => {
-                e.resource.uri.len()
-                    + text(&e.resource.mime_type)
-                    + match &e.resource.body {
-                        Body::Text(t) | Body::Blob(t) => t.len(),
-                    }
-                    + annotations(&e.annotations)
-            }
-        }
     }
 }
 

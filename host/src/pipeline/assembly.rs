@@ -24,6 +24,7 @@ use serde_json::Value;
 use super::prefetch;
 use crate::catalog::{Annotations, ToolMeta, ToolSpec, base_catalog, base_tool};
 use crate::enrich::{Enrichers, Hidden, Listing, Owner};
+use crate::gate::Gate;
 use crate::ownership::{self, Binding, Claim, Names, Refusal};
 use crate::plugin::{Hooks, Plugin, ToolDefinition};
 use crate::speculation::{self, Engine};
@@ -100,6 +101,8 @@ pub(super) struct Core {
     /// The files read that speculation follows, to read them again when
     /// they change.
     pub(super) changes: Option<crate::tools::Changes>,
+    /// What every result, error and definition served passes last.
+    pub(super) gate: Arc<Gate>,
 }
 
 impl Generation {
@@ -115,6 +118,9 @@ impl Generation {
         let only_specs: Vec<ToolSpec> = specs.iter().map(|(s, ..)| s.clone()).collect();
         let mut listing = enrichers.list(&only_specs).await;
         listing.hidden.extend(unserved(&only_specs, &enrichers));
+        // Before anything is bound: a tool the gate hides cannot be called.
+        let gate = Arc::new(gate(sources));
+        gate.listing(&mut listing);
         let mut backends: HashMap<String, (ToolSpec, Backend, Owner)> = specs
             .into_iter()
             .map(|(s, b, o)| (s.name.clone(), (s, b, o)))
@@ -156,6 +162,7 @@ impl Generation {
             settings: options.speculation.clone(),
             refused,
             changes,
+            gate,
         });
         let speculation = options.speculation.enabled.then(|| {
             Arc::new(match previous {
@@ -174,6 +181,18 @@ impl Generation {
         }
         Ok(Self { core, speculation })
     }
+}
+
+/// The gate over every secret the sources hold: each plugin's granted
+/// secrets and each upstream server's configured header values.
+fn gate(sources: &Sources) -> Gate {
+    let upstreams: Vec<(String, String)> = sources
+        .upstreams
+        .iter()
+        .flat_map(|u| u.config.secrets())
+        .collect();
+    let plugins = sources.plugins.iter().flat_map(|p| p.secrets());
+    Gate::new(plugins.chain(&upstreams).map(|(n, v)| (n.as_str(), v.as_str())))
 }
 
 /// The tools known but not served, with why: a categorised tool no

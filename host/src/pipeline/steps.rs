@@ -24,6 +24,9 @@
 //! becomes an error result naming the fields, since an MCP client rejects
 //! it anyway.
 //!
+//! Whatever the call's outcome, it leaves through the gate (`gate`): the
+//! result within the caps and redacted, an error's text redacted.
+//!
 //! Not here: how the catalog is built (`assembly`), the speculation
 //! machinery (`speculation`, reached through `prefetch`), the tools.
 
@@ -42,13 +45,22 @@ use crate::plugin::{BeforeCallDecision, Hooks};
 use crate::speculation::Served;
 
 impl Generation {
-    /// Run one call through every step on this catalog.
+    /// Run one call through every step on this catalog, and its outcome
+    /// through the gate, as the caller is to see it.
     pub(super) async fn call(
         &self,
         name: &str,
         args: Value,
         ctx: &CallControl,
     ) -> Result<CallOutput, ToolError> {
+        let gate = &self.core.gate;
+        match self.run(name, args, ctx).await {
+            Ok(output) => Ok(gate.result(name, self.core.max_output(name), output)),
+            Err(e) => Err(gate.error(e)),
+        }
+    }
+
+    async fn run(&self, name: &str, args: Value, ctx: &CallControl) -> Result<CallOutput, ToolError> {
         let (bound, args) = self.core.prepare(name, args).await?;
         if ctx.cancel.is_cancelled() {
             return Err(ToolError::Cancelled);
@@ -132,6 +144,15 @@ async fn after_call(bound: &Bound, name: &str, result: &mut CallOutput) {
 }
 
 impl Core {
+    /// The most bytes a result of `name` may hold: its plugin's output cap,
+    /// or the host's for every other source.
+    fn max_output(&self, name: &str) -> usize {
+        match self.tools.get(name).map(|b| &b.backend) {
+            Some(Backend::Plugin(plugin, _)) => plugin.limits().max_output_bytes,
+            _ => crate::bounds::MAX_RESULT_BYTES,
+        }
+    }
+
     /// A call up to execution (real or prefetched): resolve, prepare-arguments, validate,
     /// before-call, transform-args.
     pub(super) async fn prepare(

@@ -243,6 +243,12 @@ impl Toolhost {
         }
     }
 
+    /// The gate of the catalog as of now, for what the MCP front serves
+    /// besides tools and calls (instructions, prompts, resources).
+    pub(crate) fn gate(&self) -> Arc<crate::gate::Gate> {
+        self.shared.current().core.gate.clone()
+    }
+
     /// The system-prompt sections ("Available tools", "Guidelines") of the
     /// listed tools, as of now: toolhost's part of an agent's system prompt.
     pub fn system_prompt(&self) -> String {

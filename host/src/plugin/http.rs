@@ -21,6 +21,11 @@
 //! see the secret of a loopback grant in clear); https ones use the
 //! system's. Bodies are read up to the plugin's output cap.
 //!
+//! Content encoding is the host's: every request says
+//! `Accept-Encoding: identity` (a plugin may not set the header), and a
+//! response that comes compressed all the same is refused, since redaction
+//! reads the body as sent.
+//!
 //! A plugin with no `grants.http` can still call `fetch`; every request is
 //! refused with `host-not-allowed`. Every refusal names the plugin, the
 //! origin asked for and what its grants lack, never a secret's value.
@@ -50,6 +55,11 @@ const HOST_HEADERS: [&str; 9] = [
     "upgrade",
 ];
 
+/// Only the host says which content encodings it takes: none. A body
+/// compressed on the way would reach the plugin with its secrets unseen by
+/// redaction, which matches bytes as sent.
+const ACCEPT_ENCODING: &str = "accept-encoding";
+
 /// Time left for the provider to answer a retried request.
 const RETRY_MARGIN: Duration = Duration::from_millis(250);
 
@@ -71,6 +81,8 @@ pub struct HttpGrant {
     /// The granted origins' hosts, each once.
     hosts: Vec<String>,
     secrets: Vec<Secret>,
+    /// Each secret's name and value, for the gate.
+    values: Vec<(String, String)>,
     redactor: Arc<Redactor>,
     clients: Option<Clients>,
 }
@@ -92,6 +104,7 @@ impl HttpGrant {
             origins: Vec::new(),
             hosts: Vec::new(),
             secrets: Vec::new(),
+            values: Vec::new(),
             redactor: Arc::new(Redactor::none()),
             clients: None,
         };
@@ -146,6 +159,7 @@ impl HttpGrant {
         grant.redactor = Arc::new(Redactor::new(
             values.iter().map(|(name, value)| (name.as_str(), value.as_str())),
         ));
+        grant.values = values;
         let build = |builder: reqwest::ClientBuilder| {
             builder
                 .redirect(reqwest::redirect::Policy::none())
@@ -169,6 +183,11 @@ impl HttpGrant {
     /// or port, each once.
     pub fn hosts(&self) -> &[String] {
         &self.hosts
+    }
+
+    /// Each granted secret's name and value.
+    pub(crate) fn secrets(&self) -> &[(String, String)] {
+        &self.values
     }
 
     /// Replaces this plugin's secret values wherever they show up.
@@ -234,7 +253,7 @@ impl HttpGrant {
             let shown = name.escape_debug();
             let header = HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| self.invalid(format_args!("`{shown}` is not a header name")))?;
-            if HOST_HEADERS.contains(&header.as_str()) {
+            if HOST_HEADERS.contains(&header.as_str()) || header.as_str() == ACCEPT_ENCODING {
                 return Err(self.invalid(format_args!(
                     "header `{shown}` is set by the host, not the plugin"
                 )));
@@ -255,6 +274,10 @@ impl HttpGrant {
         for s in secrets {
             headers.insert(s.header.clone(), s.value.clone());
         }
+        headers.insert(
+            HeaderName::from_static(ACCEPT_ENCODING),
+            HeaderValue::from_static("identity"),
+        );
         let client = if origin.is_cleartext() {
             &clients.cleartext
         } else {
@@ -288,6 +311,18 @@ impl HttpGrant {
             drop(response);
             tokio::time::sleep(wait).await;
         };
+        if let Some(encoding) = response
+            .headers()
+            .get(reqwest::header::CONTENT_ENCODING)
+            .filter(|e| !e.as_bytes().eq_ignore_ascii_case(b"identity"))
+        {
+            return Err(HttpError::Transport(format!(
+                "plugin `{}`: {origin} answered with Content-Encoding `{}` though the host asked for \
+                 none: refused, since a compressed body hides what redaction must see",
+                self.plugin,
+                String::from_utf8_lossy(encoding.as_bytes()).escape_debug()
+            )));
+        }
         let status = response.status().as_u16();
         let mut headers: Vec<(String, String)> = response
             .headers()

@@ -267,6 +267,11 @@ impl Plugin {
         self.instances.identity().http.hosts()
     }
 
+    /// The plugin's granted secrets, by name and value (for the gate).
+    pub(crate) fn secrets(&self) -> &[(String, String)] {
+        self.instances.identity().http.secrets()
+    }
+
     /// The candidate run beside this plugin, if any.
     pub fn shadow(&self) -> Option<&shadow::Shadow> {
         self.shadow.as_ref()
