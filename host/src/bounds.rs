@@ -1,4 +1,5 @@
-//! Every cap on what a plugin hands the host, in one place.
+//! Every cap on what a plugin hands the host, in one place (and those on
+//! what an upstream server or the cluster's Redis hands it).
 //!
 //! A plugin is untrusted: each value crossing from it is bounded in count
 //! and in bytes, per call and per tool, before the rest of the host sees it.
@@ -31,6 +32,8 @@
 //! | a media block's MIME type | 1 KiB, no control characters |
 //! | a content annotation's priority | 0.0 to 1.0 |
 //! | a log line; log lines per call | 4 KiB; 200 |
+//! | an upstream server's message (so a result of one of its tools); its tool names and texts | 16 MiB, or its `max_message_kb` up to 256 MiB; as a plugin's |
+//! | a prefetch another replica shared (Redis) | 32 MiB read before parsing, sealed by the replicas' key, then its tool's output cap |
 //!
 //! Text a plugin sent that is shown inside one of the host's own messages
 //! (a refused tool name, a bad category) is escaped and shortened first
@@ -81,6 +84,14 @@ pub const MAX_ERROR_TEXT: usize = 16 << 10;
 pub const MAX_LOG_LINE: usize = 4096;
 /// Log lines a plugin may write per call before the rest are dropped.
 pub const MAX_LOG_LINES_PER_CALL: u32 = 200;
+/// Largest message an upstream server may send unless its `max_message_kb`
+/// says otherwise: the MCP client's own limit over HTTP.
+pub const DEFAULT_UPSTREAM_MESSAGE: usize = 16 << 20;
+/// Largest `max_message_kb` an upstream server may be given.
+pub const MAX_UPSTREAM_MESSAGE: usize = 256 << 20;
+/// Largest value read from the cluster's Redis before it is parsed (a
+/// shared prefetch is then held to its tool's own output cap).
+pub const MAX_SHARED_ENTRY: usize = 32 << 20;
 
 /// Longest excerpt of plugin text quoted inside a host message.
 const SHOWN_CHARS: usize = 80;
