@@ -13,9 +13,9 @@
 use std::time::Duration;
 
 use serde_json::json;
-use toolhost_tests::cluster::{Balancer, Client, Layout, Redis, Tracker, title};
+use toolhost_tests::cluster::{Balancer, Client, KEY, KEY_ENV, Layout, Redis, Tracker, title};
 use toolhost_tests::served::Served;
-use toolhost_tests::{expect_driver_ok, python_driver, toolhost_binary};
+use toolhost_tests::{expect_driver_ok, python_driver, run_within, toolhost_binary};
 
 /// Prefetched by `get_issues` with two issues: each issue and its comments.
 const PREFETCHES: usize = 4;
@@ -282,6 +282,7 @@ async fn metrics_count_calls_errors_latency_and_speculation_and_health_answers()
 /// configuration: the totals every replica added to Redis.
 fn cluster_stats(layout: &Layout, json: bool) -> String {
     let out = std::process::Command::new(toolhost_binary())
+        .env(KEY_ENV, KEY)
         .arg("--config")
         .arg(layout.dir.path().join("toolhost.toml"))
         .arg("--plugins")
@@ -411,4 +412,124 @@ async fn a_catalog_change_on_one_replica_reaches_a_client_listening_on_another()
         a.log_text(),
         b.log_text()
     );
+}
+
+/// How many entries in Redis `replica` refused rather than served.
+async fn refused(replica: &Served) -> u64 {
+    sample(
+        &metrics(replica).await,
+        "toolhost_speculation_total{kind=\"cluster_refused\"}",
+    )
+}
+
+/// B read `key` from the tracker itself, not from what Redis held: the
+/// tracker was asked twice (A's prefetch, B's call), B counted the entry
+/// refused and logged why, without the entry's text.
+async fn b_refused(two: &Prefetched, key: &str, forged: &str) {
+    let b = &two.replicas[1];
+    assert_eq!(
+        two.tracker.reads()[&format!("/issues/{key}")],
+        2,
+        "{}",
+        b.log_text()
+    );
+    assert_eq!(refused(b).await, 1, "{}", b.log_text());
+    let log = b.log_text();
+    assert!(
+        log.contains("shared result of `get_issue` in Redis was refused"),
+        "{log}"
+    );
+    assert!(!log.contains(forged), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_entry_forged_in_redis_is_not_served() {
+    let two = Prefetched::on_a().await;
+    // Whoever reaches Redis edits what a replica stored there.
+    let (key, value) = two.redis.entry_with("get_issue", "title 1");
+    let forged = value.replace("title 1", "forged by SET");
+    two.redis.cli(&["SET", &key, &forged]).unwrap();
+    let read = two.b.call("get_issue", json!({"key": "WEB-1"})).await.unwrap();
+    assert_eq!(title(&read), "title 1");
+    b_refused(&two, "WEB-1", "forged by SET").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_valid_entry_moved_to_another_key_is_not_served() {
+    let two = Prefetched::on_a().await;
+    let (one, _) = two.redis.entry_with("get_issue", "title 1");
+    let (_, other) = two.redis.entry_with("get_issue", "title 2");
+    two.redis.cli(&["SET", &one, &other]).unwrap();
+    let read = two.b.call("get_issue", json!({"key": "WEB-1"})).await.unwrap();
+    assert_eq!(title(&read), "title 1");
+    b_refused(&two, "WEB-1", "title 2").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_entry_over_its_tools_output_cap_is_not_served() {
+    // A's tracker may answer 1 MiB (the default), B's 64 KiB: an entry
+    // A sealed, valid, still holds more than B's tool could answer.
+    let tracker = Tracker::start(2, Duration::ZERO).await;
+    let big = "x".repeat(300 << 10);
+    tracker.titles.lock().unwrap().insert("WEB-1".into(), big.clone());
+    let redis = Redis::start().unwrap();
+    let layout = Layout::new(&tracker, Some(&redis)).await.unwrap();
+    let a = layout.replica(&[]).unwrap();
+    let capped = format!("[plugin.{}.limits]\nmax_output_kb = 64\n", layout.tracker);
+    let b = layout.replica_with(&capped, &[]).unwrap();
+    Client::connect(a.addr)
+        .await
+        .unwrap()
+        .call("get_issues", json!({}))
+        .await
+        .unwrap();
+    redis.await_prefetches(PREFETCHES).await;
+    assert!(redis.entry_with("get_issue", &big).1.len() > 300 << 10);
+    let read = Client::connect(b.addr)
+        .await
+        .unwrap()
+        .call("get_issue", json!({"key": "WEB-1"}))
+        .await
+        .unwrap();
+    let answer = serde_json::to_string(&read).unwrap();
+    assert!(answer.len() < 64 << 10, "B answered {} bytes", answer.len());
+    assert_eq!(read.is_error, Some(true), "{answer}");
+    assert_eq!(refused(&b).await, 1, "{}", b.log_text());
+    assert!(
+        b.log_text().contains("over the tool's output cap of 65536"),
+        "{}",
+        b.log_text()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cluster_does_not_start_without_its_shared_key_and_never_shows_it() {
+    let tracker = Tracker::start(1, Duration::ZERO).await;
+    let redis = Redis::start().unwrap();
+    let layout = Layout::new(&tracker, Some(&redis)).await.unwrap();
+    for (key, expect) in [
+        (None, "`TOOLHOST_CLUSTER_KEY` (`key_env`) is not set"),
+        (Some("hunter2"), "has 7 bytes, fewer than 32"),
+    ] {
+        let mut command = std::process::Command::new(toolhost_binary());
+        command
+            .env_remove(KEY_ENV)
+            .arg("--config")
+            .arg(layout.dir.path().join("toolhost.toml"))
+            .arg("--plugins")
+            .arg(layout.plugins.path())
+            .args(["serve", "--http", "127.0.0.1:0"]);
+        if let Some(key) = key {
+            command.env(KEY_ENV, key);
+        }
+        // It must refuse by itself: one that serves is stopped after a
+        // minute, and fails the test.
+        let (status, _, stderr) = run_within(&mut command, Duration::from_secs(60));
+        assert!(
+            status.is_some_and(|s| !s.success()),
+            "a replica served without a key: {stderr}"
+        );
+        assert!(stderr.contains(expect), "{stderr}");
+        assert!(!stderr.contains("hunter2"), "{stderr}");
+    }
 }

@@ -74,7 +74,10 @@ pub async fn build(
     let mut upstreams = Vec::new();
     for server in &config.upstream {
         match Upstream::connect(server.clone(), runtime.log_sink()).await {
-            Ok(upstream) => upstreams.push(upstream),
+            Ok(upstream) => {
+                errors.extend(upstream.refused());
+                upstreams.push(upstream);
+            }
             Err(e) => errors.push(e.to_string()),
         }
     }
@@ -86,7 +89,7 @@ pub async fn build(
     };
     let mut speculation = config.speculation.clone();
     if let Some(cluster) = &config.cluster {
-        speculation.cluster = Some(Cluster::connect(&cluster.redis, &cluster.prefix)?);
+        speculation.cluster = Some(Cluster::connect(&cluster.redis, &cluster.prefix, cluster.key()?)?);
     }
     let options = Options {
         value_models: config.tools.clone(),

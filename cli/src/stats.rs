@@ -221,7 +221,7 @@ pub fn render_summed(s: &Summed) -> String {
 /// what every replica counted.
 pub async fn run(config: &Config, as_json: bool) -> Result<ExitCode> {
     if let Some(cluster) = &config.cluster {
-        let shared = toolhost::cluster::Cluster::connect(&cluster.redis, &cluster.prefix)?;
+        let shared = toolhost::cluster::Cluster::connect(&cluster.redis, &cluster.prefix, cluster.key()?)?;
         let totals = shared
             .totals()
             .await

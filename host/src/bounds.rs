@@ -1,4 +1,5 @@
-//! Every cap on what a plugin or a client hands the host, in one place.
+//! Every cap on what a plugin or a client hands the host, in one place (and
+//! those on what an upstream server or the cluster's Redis hands it).
 //!
 //! A plugin is untrusted: each value crossing from it is bounded in count
 //! and in bytes, per call and per tool, before the rest of the host sees it.
@@ -43,6 +44,8 @@
 //! | a result served, from any source (every byte: text, base64 data, URIs, names, structured content, `_meta`, 25 a block) | the plugin's `max_output_kb`, and at most 32 MiB |
 //! | nesting of a served result's structured content, details and `_meta`, and of a tool's schemas and `_meta` | 64 levels |
 //! | a tool definition served, from any source | 1 MiB |
+//! | an upstream server's message (so a result of one of its tools); its tool names and texts | 16 MiB, or its `max_message_kb` up to 256 MiB; as a plugin's |
+//! | a prefetch another replica shared (Redis) | 32 MiB read before parsing, sealed by the replicas' key, then its tool's output cap |
 //!
 //! Text a plugin sent that is shown inside one of the host's own messages
 //! (a refused tool name, a bad category) is escaped and shortened first
@@ -137,6 +140,14 @@ pub const MAX_JSON_DEPTH: usize = 64;
 /// Largest tool definition the gate serves (every string of it), whatever
 /// its source.
 pub const MAX_TOOL_DEFINITION_BYTES: usize = 1 << 20;
+/// Largest message an upstream server may send unless its `max_message_kb`
+/// says otherwise: the MCP client's own limit over HTTP.
+pub const DEFAULT_UPSTREAM_MESSAGE: usize = 16 << 20;
+/// Largest `max_message_kb` an upstream server may be given.
+pub const MAX_UPSTREAM_MESSAGE: usize = 256 << 20;
+/// Largest value read from the cluster's Redis before it is parsed (a
+/// shared prefetch is then held to its tool's own output cap).
+pub const MAX_SHARED_ENTRY: usize = 32 << 20;
 
 /// Longest excerpt of plugin text quoted inside a host message.
 const SHOWN_CHARS: usize = 80;

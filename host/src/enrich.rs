@@ -29,7 +29,7 @@
 //! claims, which may only make it more conservative (see `value_model`).
 //! The user's layer is added by the caller.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -184,6 +184,9 @@ impl Enrichers {
     pub async fn list(&self, tools: &[ToolSpec]) -> Listing {
         let mut listing = Listing::default();
         for tool in tools {
+            // A rebuild of thousands of tools runs beside the calls being
+            // served, on the same threads (one, over stdio): it gives way.
+            tokio::task::coop::consume_budget().await;
             if !self.lists(tool) {
                 continue;
             }
@@ -258,8 +261,18 @@ impl Enrichers {
         tools: impl IntoIterator<Item = (&'a ToolSpec, &'a Owner)>,
     ) -> ValueModels {
         let tools: Vec<(&ToolSpec, &Owner)> = tools.into_iter().collect();
+        // Each category's tools, gathered once: asked per tool, this was a
+        // pass over every tool for each one, quadratic in their number.
+        let mut by_category: HashMap<Option<&str>, Vec<String>> = HashMap::new();
+        for (t, _) in &tools {
+            by_category
+                .entry(t.category.as_deref())
+                .or_default()
+                .push(t.name.clone());
+        }
         let mut models = ValueModels::default();
         for &(tool, owner) in &tools {
+            tokio::task::coop::consume_budget().await;
             let name = tool.name.as_str();
             let owning = match owner {
                 Owner::Host => {
@@ -289,17 +302,15 @@ impl Enrichers {
                     Some(plugin)
                 }
             };
-            let neighbours: Vec<String> = tools
-                .iter()
-                .filter(|(t, _)| t.category == tool.category)
-                .map(|(t, _)| t.name.clone())
-                .collect();
+            let neighbours = by_category
+                .get(&tool.category.as_deref())
+                .map_or(&[][..], Vec::as_slice);
             for plugin in self.for_category(tool.category.as_deref()) {
                 if owning.is_some_and(|o| Arc::ptr_eq(o, plugin)) {
                     continue;
                 }
                 if let Some(model) = self.ask(plugin, name).await {
-                    models.claim(name, &plugin.name, &model, &neighbours);
+                    models.claim(name, &plugin.name, &model, neighbours);
                 }
             }
         }

@@ -18,6 +18,19 @@
 //! typically) go to the configured origin only. The server's log lines
 //! (`notifications/message`) go to the log sink given at connect, the
 //! header values redacted.
+//!
+//! Nothing a server says is served on its word. Each tool it lists passes
+//! the checks a plugin's definitions pass (`plugin::Texts`: its name under
+//! the configured prefix, title, description); one that fails is refused
+//! with an error naming the server and the tool ([`Upstream::refused`],
+//! logged when a list changes), and the rest are served. Every
+//! call has a deadline (`call_timeout_s`), and every message the server
+//! sends is bounded (`max_message_kb`): over stdio, by [`bounded`], which
+//! answers a call whose answer is over the cap with an error at once; over
+//! HTTP, by the client's response limits. A call is answered, whatever the
+//! server does.
+
+mod bounded;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, PoisonError, RwLock};
@@ -30,17 +43,19 @@ use rmcp::model::{
     ResourceUpdatedNotificationParam, ServerPeerInfo, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RoleClient, RunningService, ServiceError, ServiceExt};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use tokio::sync::{broadcast, watch};
 
+use crate::bounds::{self, shown};
 use crate::catalog::ToolSpec;
 use crate::client_log;
 use crate::output::{CallOutput, ToolError, mcp};
 use crate::plugin::redact::Redactor;
-use crate::plugin::{LogLine, LogSink};
+use crate::plugin::{LogLine, LogSink, Texts};
 
 /// One `[[upstream]]` table of `toolhost.toml`.
 #[derive(Debug, Clone, Deserialize)]
@@ -64,6 +79,11 @@ pub struct UpstreamConfig {
     /// How long the server has to start, answer `initialize` and list its
     /// tools: one that hangs must not hold up the host's start.
     pub connect_timeout: Duration,
+    /// How long one call may wait for the server's answer.
+    pub call_timeout: Duration,
+    /// The largest message the server may send, and so the largest result
+    /// of one of its tools.
+    pub max_message_bytes: usize,
 }
 
 impl UpstreamConfig {
@@ -86,6 +106,8 @@ impl UpstreamConfig {
 /// The default of `connect_timeout_s`: time enough for `npx` to fetch a
 /// package on first use.
 const DEFAULT_CONNECT_TIMEOUT_S: u64 = 60;
+/// The default of `call_timeout_s`: a call may be slow, never endless.
+const DEFAULT_CALL_TIMEOUT_S: u64 = 60;
 
 /// How the server is reached.
 #[derive(Debug, Clone)]
@@ -119,6 +141,8 @@ struct RawConfig {
     #[serde(default)]
     trust_annotations: bool,
     connect_timeout_s: Option<u64>,
+    call_timeout_s: Option<u64>,
+    max_message_kb: Option<u64>,
 }
 
 impl TryFrom<RawConfig> for UpstreamConfig {
@@ -167,6 +191,16 @@ impl TryFrom<RawConfig> for UpstreamConfig {
             Some(0) => return Err(fail("`connect_timeout_s` must be at least 1".into())),
             seconds => Duration::from_secs(seconds.unwrap_or(DEFAULT_CONNECT_TIMEOUT_S)),
         };
+        let call_timeout = match raw.call_timeout_s {
+            Some(0) => return Err(fail("`call_timeout_s` must be at least 1".into())),
+            seconds => Duration::from_secs(seconds.unwrap_or(DEFAULT_CALL_TIMEOUT_S)),
+        };
+        let most = (bounds::MAX_UPSTREAM_MESSAGE >> 10) as u64;
+        let max_message_bytes = match raw.max_message_kb {
+            None => bounds::DEFAULT_UPSTREAM_MESSAGE,
+            Some(kb) if (1..=most).contains(&kb) => (kb << 10) as usize,
+            Some(kb) => return Err(fail(format!("`max_message_kb` is {kb}, not 1 to {most}"))),
+        };
         Ok(Self {
             name,
             transport,
@@ -175,6 +209,8 @@ impl TryFrom<RawConfig> for UpstreamConfig {
             speculate: raw.speculate,
             trust_annotations: raw.trust_annotations,
             connect_timeout,
+            call_timeout,
+            max_message_bytes,
         })
     }
 }
@@ -254,7 +290,11 @@ impl ClientHandler for Listener {
 pub struct Upstream {
     pub config: UpstreamConfig,
     client: RunningService<RoleClient, Listener>,
+    /// A stdio server's process, killed when the upstream is dropped.
+    _process: Option<tokio::process::Child>,
     tools: RwLock<Arc<Vec<Tool>>>,
+    /// Why each tool of the last list that is not served was refused.
+    refused: RwLock<Vec<String>>,
     prompts: RwLock<Arc<Vec<Prompt>>>,
     resources: RwLock<Arc<Vec<Resource>>>,
     templates: RwLock<Arc<Vec<ResourceTemplate>>>,
@@ -298,15 +338,27 @@ impl Upstream {
             log,
             redactor: Redactor::new(secrets.iter().map(|(n, v)| (n.as_str(), v.as_str()))),
         };
+        let cap = config.max_message_bytes;
+        let mut process = None;
         let client = match &config.transport {
             Transport::Stdio { command, args } => {
-                let mut child = tokio::process::Command::new(command);
-                child.args(args);
-                let transport = TokioChildProcess::builder(child)
-                    .stderr(std::process::Stdio::inherit())
+                use std::process::Stdio;
+                let mut child = tokio::process::Command::new(command)
+                    .args(args)
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::inherit())
+                    .kill_on_drop(true)
                     .spawn()
-                    .map(|(t, _)| t)
                     .map_err(|e| fail(format!("cannot start `{command}`: {e}")))?;
+                let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+                    return Err(fail(format!("`{command}` started without its pipes")));
+                };
+                process = Some(child);
+                // Lines over the cap are answered by `bounded`; what passes
+                // it is within rmcp's own cap, which drops a line silently.
+                let lines = bounded::BoundedLines::new(stdout, cap, &config.name);
+                let transport = AsyncRwTransport::new_client(lines, stdin).with_max_line_length(cap + 1);
                 listener
                     .serve(transport)
                     .await
@@ -320,7 +372,9 @@ impl Upstream {
                 let transport = StreamableHttpClientTransport::with_client(
                     http,
                     StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                        .custom_headers(headers.clone()),
+                        .custom_headers(headers.clone())
+                        .max_json_response_size(cap)
+                        .max_sse_event_size(cap),
                 );
                 listener
                     .serve(transport)
@@ -333,10 +387,13 @@ impl Upstream {
             .list_all_tools()
             .await
             .map_err(|e| fail(format!("tools/list: {}", chain(&e))))?;
+        let (tools, refused) = admit(&config, tools);
         let server = Arc::new(Self {
             config,
             client,
+            _process: process,
             tools: RwLock::new(Arc::new(tools)),
+            refused: RwLock::new(refused),
             prompts: RwLock::default(),
             resources: RwLock::default(),
             templates: RwLock::default(),
@@ -504,8 +561,22 @@ impl Upstream {
                 name: self.config.name.clone(),
                 message: format!("tools/list: {}", chain(&e)),
             })?;
+        let (tools, refused) = admit(&self.config, tools);
+        for why in &refused {
+            tracing::error!("{why}");
+        }
         *self.tools.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(tools);
+        *self.refused.write().unwrap_or_else(PoisonError::into_inner) = refused;
         Ok(())
+    }
+
+    /// Why each tool the server listed last and that is not served was
+    /// refused, each naming the server and the tool.
+    pub fn refused(&self) -> Vec<String> {
+        self.refused
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// The catalog entries, as (spec under our name, the server's name).
@@ -526,18 +597,77 @@ impl Upstream {
             .collect()
     }
 
-    /// Forward a call. Dropping the future cancels the request upstream.
+    /// Forward a call, within the server's deadline and message cap.
+    /// Dropping the future cancels the request upstream.
     pub async fn call(&self, remote: &str, args: Map<String, Value>) -> Result<CallOutput, ToolError> {
+        let (name, limit, cap) = (
+            &self.config.name,
+            self.config.call_timeout,
+            self.config.max_message_bytes,
+        );
+        let fail =
+            |message: String| ToolError::Failed(format!("upstream `{name}`, tool `{remote}`: {message}"));
         let mut params = CallToolRequestParams::new(remote.to_owned());
         params.arguments = Some(args);
-        let answer = self
-            .client
-            .peer()
-            .call_tool(params)
-            .await
-            .map_err(|e| ToolError::Failed(format!("upstream `{}`: {}", self.config.name, chain(&e))))?;
-        Ok(mcp::from_mcp(answer))
+        let answer = match tokio::time::timeout(limit, self.client.peer().call_tool(params)).await {
+            Ok(answer) => answer.map_err(|e| fail(chain(&e)))?,
+            Err(_) => {
+                return Err(fail(format!(
+                    "no answer within {} s (`call_timeout_s`)",
+                    limit.as_secs()
+                )));
+            }
+        };
+        let output = mcp::from_mcp(answer);
+        if output.size() > cap {
+            return Err(fail(format!(
+                "its result has {} bytes, more than the cap of {cap} (`max_message_kb`)",
+                output.size()
+            )));
+        }
+        Ok(output)
     }
+}
+
+/// The tools of `listed` that pass the checks a plugin's tools pass
+/// (`plugin::Texts`), under the name they are served by (the prefix and
+/// the server's name, each checked), and why each other one is refused,
+/// naming the server and the tool.
+fn admit(config: &UpstreamConfig, listed: Vec<Tool>) -> (Vec<Tool>, Vec<String>) {
+    let check = |t: &Tool| -> Result<(), String> {
+        let texts = Texts {
+            name: &t.name,
+            title: t.title.as_deref(),
+            description: t.description.as_deref().unwrap_or_default(),
+            snippet: None,
+            guidelines: &[],
+        };
+        texts.check()?;
+        if let Some(title) = t.annotations.as_ref().and_then(|a| a.title.as_deref()) {
+            texts.line("title", title, bounds::MAX_TITLE)?;
+        }
+        let served = format!("{}{}", config.prefix, t.name);
+        if !bounds::is_tool_name(&served) {
+            return Err(format!(
+                "tool name {} (with the prefix) is not 1 to {} characters of [A-Za-z0-9_-]",
+                shown(&served),
+                bounds::MAX_TOOL_NAME
+            ));
+        }
+        Ok(())
+    };
+    let mut refused = Vec::new();
+    let admitted = listed
+        .into_iter()
+        .filter(|t| match check(t) {
+            Ok(()) => true,
+            Err(e) => {
+                refused.push(format!("upstream `{}`: {e}: not served", config.name));
+                false
+            }
+        })
+        .collect();
+    (admitted, refused)
 }
 
 /// An error with its causes: transport errors put the useful part

@@ -22,6 +22,11 @@ use serde_json::{Value, json};
 use crate::served::Served;
 use crate::{LoopbackServer, catalog_bindings, plugin_dir, runtime, toolhost_binary};
 
+/// The replicas' shared key (`[cluster] key_env`'s default variable).
+pub const KEY_ENV: &str = "TOOLHOST_CLUSTER_KEY";
+/// The key every replica of these tests seals what it shares with.
+pub const KEY: &str = "a test key, 32 bytes or more, never a real one";
+
 /// A free loopback port (bound, then let go).
 fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
@@ -86,6 +91,29 @@ impl Redis {
             bail!("redis-cli {args:?}: {}", String::from_utf8_lossy(&out.stderr));
         }
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// The keys of the prefetched results of `tool` Redis holds, with
+    /// their values as stored.
+    pub fn entries(&self, tool: &str) -> Vec<(String, String)> {
+        let keys = self
+            .cli(&["--scan", "--pattern", &format!("toolhost:p:{tool}:*")])
+            .unwrap_or_default();
+        keys.lines()
+            .filter(|k| !k.is_empty())
+            .map(|k| {
+                let value = self.cli(&["GET", k]).unwrap_or_default();
+                (k.to_owned(), value.trim_end_matches('\n').to_owned())
+            })
+            .collect()
+    }
+
+    /// The key and value of `tool`'s entry whose value holds `text`.
+    pub fn entry_with(&self, tool: &str, text: &str) -> (String, String) {
+        self.entries(tool)
+            .into_iter()
+            .find(|(_, value)| value.contains(text))
+            .unwrap_or_else(|| panic!("no entry of {tool} holds {text:?}: {:?}", self.entries(tool)))
     }
 
     /// How many prefetched results Redis holds.
@@ -187,6 +215,8 @@ impl Tracker {
 pub struct Layout {
     pub dir: tempfile::TempDir,
     pub plugins: tempfile::TempDir,
+    /// The tracker plugin's name, for `[plugin.NAME]`.
+    pub tracker: String,
 }
 
 impl Layout {
@@ -220,7 +250,12 @@ impl Layout {
         }
         let dir = tempfile::tempdir()?;
         std::fs::write(dir.path().join("toolhost.toml"), toml)?;
-        Ok(Self { dir, plugins })
+        let tracker = report.plugins[1].name.to_string();
+        Ok(Self {
+            dir,
+            plugins,
+            tracker,
+        })
     }
 }
 
@@ -228,10 +263,23 @@ impl Layout {
     /// One replica: `toolhost serve --http` on loopback with this layout,
     /// and `extra` arguments after `serve`.
     pub fn replica(&self, extra: &[&str]) -> Result<Served> {
+        self.replica_with("", extra)
+    }
+
+    /// A replica as [`Layout::replica`] starts one, with `toml` added to
+    /// its configuration (a replica configured apart from the others).
+    pub fn replica_with(&self, toml: &str, extra: &[&str]) -> Result<Served> {
+        let mut config = self.dir.path().join("toolhost.toml");
+        if !toml.is_empty() {
+            let text = std::fs::read_to_string(&config)? + toml;
+            config = self.dir.path().join(format!("replica-{}.toml", free_port()));
+            std::fs::write(&config, text)?;
+        }
         let mut command = Command::new(toolhost_binary());
         command
+            .env(KEY_ENV, KEY)
             .arg("--config")
-            .arg(self.dir.path().join("toolhost.toml"))
+            .arg(config)
             .arg("--plugins")
             .arg(self.plugins.path())
             .args(["serve", "--http", "127.0.0.1:0"])

@@ -76,6 +76,47 @@ pub fn run(cmd: &mut std::process::Command) -> (std::process::Output, String, St
     (out, stdout, stderr)
 }
 
+/// Run `cmd` for at most `limit`: its status (`None` if it was still
+/// running and was killed), stdout and stderr. A command that should end by
+/// itself and does not fails its test instead of hanging it.
+pub fn run_within(
+    cmd: &mut std::process::Command,
+    limit: std::time::Duration,
+) -> (Option<std::process::ExitStatus>, String, String) {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read both pipes as they fill, or a chatty child blocks on a full one.
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = Vec::new();
+            let _ = pipe.read_to_end(&mut text);
+            String::from_utf8_lossy(&text).into_owned()
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
+    let deadline = std::time::Instant::now() + limit;
+    let mut status = None;
+    while std::time::Instant::now() < deadline {
+        status = child.try_wait().unwrap();
+        if status.is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    if status.is_none() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    (status, stdout.join().unwrap(), stderr.join().unwrap())
+}
+
 /// A plugin directory of `entries` (as [`plugin_dir`]) loaded by a fresh
 /// [`runtime`], every plugin of it: a load error fails the test, naming
 /// the plugin. The directory lives as long as the returned handle.

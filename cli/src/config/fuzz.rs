@@ -42,6 +42,8 @@ const KEYS: &[&str] = &[
     "prefix",
     "speculate",
     "connect_timeout_s",
+    "call_timeout_s",
+    "max_message_kb",
     "enabled",
     "native",
     "reread_changed",

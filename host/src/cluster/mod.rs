@@ -9,6 +9,9 @@
 //!   is a miss, never a failed call. Redis going away is logged once, and so
 //!   is its return; meanwhile each replica serves from its own cache alone.
 //! - `prefetches`: prefetched results and the tools' generations in Redis.
+//! - `seal`: the replicas' shared key, and the seal every entry carries:
+//!   Redis is a store, not a witness, so nothing read from it is served
+//!   on its word.
 //! - `events`: what replicas tell each other (invalidations, prefetches
 //!   served elsewhere, catalog changes), relayed to this replica.
 //! - `counters`: the speculation counters and learned fan-out of every
@@ -20,6 +23,7 @@
 mod counters;
 mod events;
 mod prefetches;
+mod seal;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,7 +34,8 @@ use tokio::sync::broadcast;
 
 pub use counters::{Delta, Rank, Totals};
 pub use events::{Event, Invalidation};
-pub use prefetches::Entry;
+pub use prefetches::{Entry, Stored};
+pub use seal::{ClusterKey, MIN_KEY_BYTES};
 
 /// How long one Redis operation may take before it counts as failed (and
 /// the call goes on without Redis): a prefetch that could be in Redis is
@@ -46,16 +51,47 @@ pub struct ClusterConfig {
     /// Namespaces the keys and channels, for deployments sharing a Redis.
     #[serde(default = "default_prefix")]
     pub prefix: String,
+    /// The environment variable holding the key every replica seals what it
+    /// shares with (the same on every replica; see [`ClusterKey`]).
+    #[serde(default = "default_key_env")]
+    pub key_env: String,
 }
 
 fn default_prefix() -> String {
     "toolhost".into()
 }
 
+fn default_key_env() -> String {
+    "TOOLHOST_CLUSTER_KEY".into()
+}
+
+impl ClusterConfig {
+    /// The replicas' shared key, from the environment: a cluster does not
+    /// start without one.
+    pub fn key(&self) -> Result<ClusterKey, ClusterError> {
+        ClusterKey::from_env(&self.key_env)
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
     #[error("[cluster] redis: {0}")]
     Url(String),
+    #[error(
+        "[cluster]: no shared key: the environment variable `{var}` (`key_env`) is not set; \
+         set it on every replica to the same random secret of at least {min} bytes \
+         (`openssl rand -hex 32`)",
+        min = MIN_KEY_BYTES
+    )]
+    NoKey { var: String },
+    #[error("[cluster]: the shared key has {bytes} bytes, fewer than {min}", min = MIN_KEY_BYTES)]
+    ShortKey { bytes: usize },
+    #[error(
+        "[cluster]: the shared key in `{var}` has {bytes} bytes, fewer than {min} \
+         (`openssl rand -hex 32` makes one)",
+        min = MIN_KEY_BYTES
+    )]
+    ShortEnvKey { var: String, bytes: usize },
 }
 
 /// The replicas' shared Redis.
@@ -72,6 +108,8 @@ pub struct Cluster {
     /// changes from the others'.
     replica: String,
     events: broadcast::Sender<Event>,
+    /// Seals what this replica stores, and opens what it reads.
+    key: ClusterKey,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -84,10 +122,11 @@ impl std::fmt::Debug for Cluster {
 }
 
 impl Cluster {
-    /// A cluster on the Redis at `url`, keys under `prefix`. Connects
-    /// lazily: a Redis down at start is the same as one lost later. Must
-    /// run inside a Tokio runtime (it starts listening for invalidations).
-    pub fn connect(url: &str, prefix: &str) -> Result<Arc<Self>, ClusterError> {
+    /// A cluster on the Redis at `url`, keys under `prefix`, entries sealed
+    /// with `key`. Connects lazily: a Redis down at start is the same as
+    /// one lost later. Must run inside a Tokio runtime (it starts listening
+    /// for invalidations).
+    pub fn connect(url: &str, prefix: &str, key: ClusterKey) -> Result<Arc<Self>, ClusterError> {
         let client = redis::Client::open(url).map_err(|e| ClusterError::Url(e.to_string()))?;
         let info = client.get_connection_info();
         let server = info.addr().to_string();
@@ -111,6 +150,7 @@ impl Cluster {
             prefix: prefix.to_owned(),
             replica,
             events,
+            key,
         });
         events::listen(client, Arc::downgrade(&cluster));
         Ok(cluster)

@@ -236,6 +236,7 @@ impl CallMetrics {
                 ("prefetches", s.dispatched),
                 ("hits", s.hits),
                 ("cluster_hits", s.cluster_hits),
+                ("cluster_refused", s.cluster_refused),
                 ("joins", s.joins),
                 ("reused", s.reused),
                 ("wasted", s.wasted),

@@ -178,23 +178,40 @@ impl Target for Core {
     }
 
     /// A result is shared with the other replicas as MCP carries it (with
-    /// its `details`); a file is not: it is checked against this machine's
-    /// own file system, which another replica's need not be.
-    fn encode(&self, _tool: &str, output: &Prefetch) -> Option<Value> {
+    /// its `details`); a native tool's is not: it is this machine's files
+    /// (or this replica's web policy), which another replica's need not be.
+    fn encode(&self, tool: &str, output: &Prefetch) -> Option<Value> {
         let Prefetch::Result(result) = output else {
             return None;
         };
+        self.output_cap(tool)?;
         let details = result.details.clone();
         let mcp = serde_json::to_value(crate::output::mcp::to_mcp(CallOutput::clone(result))).ok()?;
         Some(serde_json::json!({"result": mcp, "details": details}))
     }
 
-    fn decode(&self, _tool: &str, mut body: Value) -> Option<Prefetch> {
+    /// Another replica's result, held to what `tool`'s own backend may
+    /// answer here: a native tool's is never taken, and a result over the
+    /// tool's output cap is refused.
+    fn decode(&self, tool: &str, mut body: Value) -> Result<Prefetch, String> {
+        let cap = self
+            .output_cap(tool)
+            .ok_or_else(|| format!("`{tool}` is not a tool whose results replicas share"))?;
         let details = body.get_mut("details").map(Value::take).filter(|d| !d.is_null());
-        let mcp = serde_json::from_value(body.get_mut("result")?.take()).ok()?;
+        let result = body
+            .get_mut("result")
+            .map(Value::take)
+            .ok_or_else(|| "not a result".to_owned())?;
+        let mcp = serde_json::from_value(result).map_err(|e| format!("not a result: {e}"))?;
         let mut result = crate::output::mcp::from_mcp(mcp);
         result.details = details;
-        Some(Prefetch::Result(Arc::new(result)))
+        if result.size() > cap {
+            return Err(format!(
+                "{} bytes, over the tool's output cap of {cap}",
+                result.size()
+            ));
+        }
+        Ok(Prefetch::Result(Arc::new(result)))
     }
 
     fn neighbours(&self, tool: &str) -> Vec<String> {
@@ -204,6 +221,19 @@ impl Target for Core {
             .filter(|(_, b)| category.is_none() || b.category.as_deref() == category)
             .map(|(name, _)| name.clone())
             .collect()
+    }
+}
+
+impl Core {
+    /// The most a result of `tool` may hold when its backend answers it
+    /// here, for the tools whose results replicas share (none for a native
+    /// tool).
+    fn output_cap(&self, tool: &str) -> Option<usize> {
+        match &self.tools.get(tool)?.backend {
+            Backend::Native(_) => None,
+            Backend::Plugin(plugin, _) => Some(plugin.limits().max_output_bytes),
+            Backend::Upstream(server, _) => Some(server.config.max_message_bytes),
+        }
     }
 }
 

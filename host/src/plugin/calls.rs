@@ -16,7 +16,7 @@ use std::sync::atomic::AtomicBool;
 use serde_json::{Map, Value, json};
 use wasmtime::component::Resource;
 
-use super::definition::{AfterCallOverride, BeforeCallDecision, RenderOptions, ToolDefinition};
+use super::definition::{AfterCallOverride, BeforeCallDecision, RenderOptions, Texts, ToolDefinition};
 use super::host_api::{CallContext, ProgressFn};
 use super::instance::Instance;
 use super::redact::Redactor;
@@ -755,58 +755,15 @@ fn definition_size(t: &latest::tool::ToolDefinition) -> usize {
 /// A tool definition within the contract and the caps of `bounds`, as the
 /// host's own, or what is wrong with it.
 fn definition(t: latest::tool::ToolDefinition) -> Result<ToolDefinition, String> {
-    if !bounds::is_tool_name(&t.name) {
-        return Err(format!(
-            "tool name {} is not 1 to {} characters of [A-Za-z0-9_-]",
-            shown(&t.name),
-            bounds::MAX_TOOL_NAME
-        ));
+    Texts {
+        name: &t.name,
+        title: t.title.as_deref(),
+        description: &t.description,
+        snippet: t.snippet.as_deref(),
+        guidelines: &t.guidelines,
     }
+    .check()?;
     let name = &t.name;
-    let line = |what: &str, text: &str, max: usize| {
-        if text.len() > max {
-            Err(format!(
-                "tool `{name}`: its {what} has {} bytes, more than {max}",
-                text.len()
-            ))
-        } else if text.chars().any(bounds::is_control) {
-            Err(format!(
-                "tool `{name}`: its {what} {} has control characters",
-                shown(text)
-            ))
-        } else {
-            Ok(())
-        }
-    };
-    if let Some(title) = &t.title {
-        line("title", title, bounds::MAX_TITLE)?;
-    }
-    if let Some(snippet) = &t.snippet {
-        line("snippet", snippet, bounds::MAX_PROMPT_LINE)?;
-    }
-    if t.guidelines.len() > bounds::MAX_GUIDELINES {
-        return Err(format!(
-            "tool `{name}`: {} guidelines, more than {}",
-            t.guidelines.len(),
-            bounds::MAX_GUIDELINES
-        ));
-    }
-    for guideline in &t.guidelines {
-        line("guideline", guideline, bounds::MAX_PROMPT_LINE)?;
-    }
-    if t.description.len() > bounds::MAX_DESCRIPTION {
-        return Err(format!(
-            "tool `{name}`: its description has {} bytes, more than {}",
-            t.description.len(),
-            bounds::MAX_DESCRIPTION
-        ));
-    }
-    if t.description
-        .chars()
-        .any(|c| bounds::is_control(c) && !matches!(c, '\n' | '\r' | '\t'))
-    {
-        return Err(format!("tool `{name}`: its description has control characters"));
-    }
     if let Some(category) = t.category.as_deref().filter(|c| !is_category(c)) {
         return Err(format!("tool `{name}`: {} is not a category", shown(category)));
     }

@@ -1,12 +1,92 @@
 //! What a tool plugin says about its tools and hooks, as the host owns it:
 //! the same for every version of the contract (each version's values are
 //! converted in `wit`), checked against the caps of `bounds` by `calls`
-//! before anyone else sees them.
+//! before anyone else sees them. The checks of the texts that reach the
+//! model ([`Texts`]) are here, since an upstream server's tools pass them
+//! too.
 
 use serde_json::Value;
 
+use crate::bounds::{self, shown};
 use crate::catalog::{Annotations, ToolMeta, ToolSpec};
 use crate::output::Block;
+
+/// What a tool's definition says that reaches the model's view (its name,
+/// the prompt fields, the description), from whichever source defines it:
+/// a plugin's `list-tools` and an upstream server's `tools/list` are held
+/// to the same caps of `bounds`.
+pub(crate) struct Texts<'a> {
+    pub name: &'a str,
+    pub title: Option<&'a str>,
+    pub description: &'a str,
+    pub snippet: Option<&'a str>,
+    pub guidelines: &'a [String],
+}
+
+impl Texts<'_> {
+    /// Whether each text is within its cap and free of control characters
+    /// (a description may have tabs and line breaks), or what is wrong,
+    /// naming the tool (escaped and shortened, if its name is the fault).
+    pub(crate) fn check(&self) -> Result<(), String> {
+        if !bounds::is_tool_name(self.name) {
+            return Err(format!(
+                "tool name {} is not 1 to {} characters of [A-Za-z0-9_-]",
+                shown(self.name),
+                bounds::MAX_TOOL_NAME
+            ));
+        }
+        if let Some(title) = self.title {
+            self.line("title", title, bounds::MAX_TITLE)?;
+        }
+        if let Some(snippet) = self.snippet {
+            self.line("snippet", snippet, bounds::MAX_PROMPT_LINE)?;
+        }
+        let name = self.name;
+        if self.guidelines.len() > bounds::MAX_GUIDELINES {
+            return Err(format!(
+                "tool `{name}`: {} guidelines, more than {}",
+                self.guidelines.len(),
+                bounds::MAX_GUIDELINES
+            ));
+        }
+        for guideline in self.guidelines {
+            self.line("guideline", guideline, bounds::MAX_PROMPT_LINE)?;
+        }
+        if self.description.len() > bounds::MAX_DESCRIPTION {
+            return Err(format!(
+                "tool `{name}`: its description has {} bytes, more than {}",
+                self.description.len(),
+                bounds::MAX_DESCRIPTION
+            ));
+        }
+        if self
+            .description
+            .chars()
+            .any(|c| bounds::is_control(c) && !matches!(c, '\n' | '\r' | '\t'))
+        {
+            return Err(format!("tool `{name}`: its description has control characters"));
+        }
+        Ok(())
+    }
+
+    /// One line of text (a title, a snippet, a guideline) within `max`.
+    pub(crate) fn line(&self, what: &str, text: &str, max: usize) -> Result<(), String> {
+        let name = self.name;
+        if text.len() > max {
+            Err(format!(
+                "tool `{name}`: its {what} has {} bytes, more than {max}",
+                text.len()
+            ))
+        } else if text.chars().any(bounds::is_control) {
+            Err(format!(
+                "tool `{name}`: its {what} {} has control characters",
+                shown(text)
+            ))
+        } else {
+            Ok(())
+        }
+    }
+}
 
 /// One tool a plugin provides, as its `list-tools` defined it. Its schemas
 /// are JSON objects of `"type": "object"` (the loader refuses any other).

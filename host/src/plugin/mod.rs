@@ -39,6 +39,7 @@ use wasmtime::component::Linker;
 
 pub use cache::CodeSource;
 pub use calls::Enrichment;
+pub(crate) use definition::Texts;
 pub use definition::{AfterCallOverride, BeforeCallDecision, Hooks, RenderOptions, ToolDefinition};
 pub use health::Status;
 pub use host_api::{LogLevel, LogLine, LogSink, ProgressFn, tracing_sink};

@@ -61,7 +61,7 @@ use super::projection;
 use super::settings::{Settings, hostname};
 use super::shared::Shared;
 use super::tally::Tally;
-use crate::cluster::{Cluster, Entry};
+use crate::cluster::{Cluster, Entry, Stored};
 use crate::enrich::Enrichers;
 use crate::value_model::{FollowUpLink, ValueModels};
 
@@ -131,9 +131,11 @@ pub trait Target: Send + Sync + 'static {
         None
     }
 
-    /// What [`Target::encode`] made of an output; `None` if it is not one.
-    fn decode(&self, _tool: &str, _body: Value) -> Option<Self::Output> {
-        None
+    /// What [`Target::encode`] made of an output, if it is one `tool`
+    /// could have answered (within its output cap); else why not. Another
+    /// replica's word is no more than a plugin's.
+    fn decode(&self, _tool: &str, _body: Value) -> Result<Self::Output, String> {
+        Err("not shared".into())
     }
 }
 
@@ -311,16 +313,31 @@ impl<T: Target> Engine<T> {
         tool: &str,
         key: &Key,
     ) -> Option<(Prefetched<T::Output>, How)> {
-        let (generation, entry) = shared.cluster().fetch(tool, key.args()).await?;
+        let (generation, stored) = shared.cluster().fetch(tool, key.args()).await?;
         shared.observe(tool, generation);
-        let entry = entry?;
+        let entry = match stored {
+            Stored::Entry(entry) => entry,
+            Stored::Absent => return None,
+            Stored::Refused(why) => return self.refuse_shared(tool, &why),
+        };
         let took = entry.took();
-        let value = self.target.decode(tool, entry.body)?;
+        let value = match self.target.decode(tool, entry.body) {
+            Ok(value) => value,
+            Err(why) => return self.refuse_shared(tool, &why),
+        };
         // Written by a replica, yet bounded as any entry of this cache.
         if T::size(&value) > self.settings.cache_bytes() {
             return None;
         }
         Some((Prefetched { value, took }, How::Cluster))
+    }
+
+    /// An entry in Redis for `tool` is not to be believed: counted, logged
+    /// (the tool and why; never the entry), and the call runs.
+    fn refuse_shared<X>(&self, tool: &str, why: &str) -> Option<X> {
+        self.metrics.cluster_refused();
+        tracing::warn!("cluster: a shared result of `{tool}` in Redis was refused ({why}): running the call");
+        None
     }
 
     /// Whether a real call of `tool` that was not served should be run for
@@ -514,8 +531,9 @@ impl<T: Target> Engine<T> {
         // and if a replica already prefetched it, Redis serves it.
         let generation = match &self.shared {
             Some(shared) => match shared.cluster().fetch(&c.tool, key.args()).await {
-                Some((_, Some(_))) => return,
-                Some((generation, None)) => {
+                Some((_, Stored::Entry(_))) => return,
+                // A refused entry is overwritten by this prefetch's own.
+                Some((generation, Stored::Absent | Stored::Refused(_))) => {
                     shared.observe(&c.tool, generation);
                     Some(generation)
                 }
@@ -565,7 +583,7 @@ impl<T: Target> Engine<T> {
                         took_us: took.as_micros().min(u128::from(u64::MAX)) as u64,
                         body,
                     };
-                    cluster.store(&tool, &shared_args, &entry, ttl).await;
+                    cluster.store(&tool, &shared_args, entry, ttl).await;
                 }
             }
         };

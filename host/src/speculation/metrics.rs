@@ -27,6 +27,7 @@ pub struct Metrics {
     dispatched: AtomicU64,
     hits: AtomicU64,
     cluster_hits: AtomicU64,
+    cluster_refused: AtomicU64,
     joins: AtomicU64,
     reused: AtomicU64,
     saved_us: AtomicU64,
@@ -47,6 +48,10 @@ pub struct Snapshot {
     /// replica made (`[cluster]`).
     #[serde(default)]
     pub cluster_hits: u64,
+    /// Entries in Redis refused rather than served: not sealed by a
+    /// replica for their key, expired, or over their tool's output cap.
+    #[serde(default)]
+    pub cluster_refused: u64,
     pub joins: u64,
     /// Real calls answered from what an earlier real call left in the
     /// cache (a re-read, or another slice, of a file read whole before);
@@ -100,6 +105,7 @@ impl Snapshot {
             dispatched: get("dispatched"),
             hits: get("hits"),
             cluster_hits: get("cluster_hits"),
+            cluster_refused: get("cluster_refused"),
             joins: get("joins"),
             reused: get("reused"),
             wasted: get("wasted"),
@@ -134,6 +140,7 @@ impl Metrics {
             ("dispatched", &self.dispatched),
             ("hits", &self.hits),
             ("cluster_hits", &self.cluster_hits),
+            ("cluster_refused", &self.cluster_refused),
             ("joins", &self.joins),
             ("reused", &self.reused),
             ("saved_us", &self.saved_us),
@@ -188,6 +195,11 @@ impl Metrics {
         self.hit(saved);
     }
 
+    /// An entry in Redis refused rather than served.
+    pub fn cluster_refused(&self) {
+        self.cluster_refused.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// A real call that waited on a prefetch in flight, saving `saved`.
     pub fn join(&self, saved: Duration) {
         self.joins.fetch_add(1, Ordering::Relaxed);
@@ -224,6 +236,7 @@ impl Metrics {
             dispatched: self.dispatched.load(Ordering::Relaxed),
             hits: self.hits.load(Ordering::Relaxed),
             cluster_hits: self.cluster_hits.load(Ordering::Relaxed),
+            cluster_refused: self.cluster_refused.load(Ordering::Relaxed),
             joins: self.joins.load(Ordering::Relaxed),
             reused: self.reused.load(Ordering::Relaxed),
             wasted: self.wasted.load(Ordering::Relaxed),
