@@ -1,9 +1,13 @@
 //! Loading a plugin directory: registration order, bad files, manifests,
 //! and the compiled-code cache.
 
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 use toolhost::catalog::base_tool;
 use toolhost::enrich::Enrichers;
+
 use toolhost::plugin::{CodeSource, LoadErrorKind};
+use toolhost::supply::{self, Lock, TrustSettings, signature};
 use toolhost_tests::{guest, load, plugin_dir, runtime, runtime_with_cache};
 
 fn names(report: &toolhost::plugin::LoadReport) -> Vec<String> {
@@ -121,9 +125,6 @@ async fn second_start_compiles_nothing() {
         ("10-format", "format_pipeline", None),
         ("20-text", "text_tools", None),
     ]);
-    let sources = |report: &toolhost::plugin::LoadReport| {
-        report.plugins.iter().map(|p| p.code_source).collect::<Vec<_>>()
-    };
 
     let (first, _) = runtime_with_cache(Some(cache.path().to_owned()));
     let report = first.load_dir(dir.path()).await.unwrap();
@@ -161,6 +162,117 @@ async fn a_corrupt_cache_entry_is_recompiled() {
     let report = rt.load_dir(dir.path()).await.unwrap();
     assert_eq!(report.plugins[0].code_source, CodeSource::Compiled);
     assert!(report.errors.is_empty(), "{:?}", report.errors);
+}
+
+/// The entry of `cache` compiled from the component at `path`: named by
+/// the component's digest.
+fn cache_entry(cache: &Path, path: &Path) -> PathBuf {
+    let digest = supply::Digest::of(&std::fs::read(path).unwrap()).to_string();
+    let hex = digest.strip_prefix("sha256:").unwrap().to_owned();
+    std::fs::read_dir(cache)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.starts_with(&hex) && name.ends_with(".cwasm")
+        })
+        .unwrap_or_else(|| panic!("no cache entry for {}", path.display()))
+}
+
+fn sources(report: &toolhost::plugin::LoadReport) -> Vec<CodeSource> {
+    report.plugins.iter().map(|p| p.code_source).collect()
+}
+
+/// The tool names of plugin `name` in `report`.
+fn tools_of(report: &toolhost::plugin::LoadReport, name: &str) -> Vec<String> {
+    let plugin = report.plugins.iter().find(|p| &*p.name == name).unwrap();
+    plugin.tools.iter().map(|t| t.name.clone()).collect()
+}
+
+/// Another plugin's valid compiled code, planted in the cache under a
+/// signed and locked plugin's entry, never runs: the entry is checked at
+/// every load, and the plugin is compiled again from its verified file.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_planted_cache_entry_is_not_run_for_a_signed_locked_plugin() {
+    let cache = tempfile::tempdir().unwrap();
+    let dir = plugin_dir(&[
+        ("10-text", "text_tools", None),
+        ("20-format", "format_pipeline", None),
+    ]);
+    let keys = tempfile::tempdir().unwrap();
+    let (secret, public) = signature::keygen(keys.path(), "vendor").unwrap();
+    for file in ["10-text.wasm", "20-format.wasm"] {
+        signature::sign(&dir.path().join(file), &secret, false).unwrap();
+    }
+    let settings = TrustSettings {
+        keys: [("vendor".to_owned(), public)].into(),
+        require_signatures: true,
+        lock: Some(dir.path().join("plugins.lock")),
+        ..TrustSettings::default()
+    };
+    let (rt, _) = runtime_with_cache(Some(cache.path().to_owned()));
+    let survey = supply::survey(&rt, &settings, dir.path()).await.unwrap();
+    let facts: Vec<_> = survey.plugins.into_iter().map(|s| s.facts).collect();
+    Lock::of(&facts).write(&settings.lock_path(dir.path())).unwrap();
+    let report = supply::load_dir(&rt, &settings, dir.path()).await.unwrap();
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert_eq!(sources(&report), [CodeSource::Compiled, CodeSource::Compiled]);
+    let text_tools = tools_of(&report, "text");
+    assert!(text_tools.iter().any(|t| t == "word_count"), "{text_tools:?}");
+    drop((report, rt));
+
+    let text_entry = cache_entry(cache.path(), &dir.path().join("10-text.wasm"));
+    let format_entry = cache_entry(cache.path(), &dir.path().join("20-format.wasm"));
+    std::fs::copy(&format_entry, &text_entry).unwrap();
+    let (rt, _) = runtime_with_cache(Some(cache.path().to_owned()));
+    let report = supply::load_dir(&rt, &settings, dir.path()).await.unwrap();
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert_eq!(tools_of(&report, "text"), text_tools);
+    assert_eq!(sources(&report), [CodeSource::Compiled, CodeSource::Cached]);
+
+    // Garbage in its place is not run either.
+    std::fs::write(&text_entry, b"garbage").unwrap();
+    let report = supply::load_dir(&rt, &settings, dir.path()).await.unwrap();
+    assert_eq!(tools_of(&report, "text"), text_tools);
+    assert_eq!(sources(&report), [CodeSource::Compiled, CodeSource::Cached]);
+
+    // The entry was replaced by one of its own: the next start maps it.
+    let (rt, _) = runtime_with_cache(Some(cache.path().to_owned()));
+    let report = supply::load_dir(&rt, &settings, dir.path()).await.unwrap();
+    assert_eq!(sources(&report), [CodeSource::Cached, CodeSource::Cached]);
+    assert_eq!(tools_of(&report, "text"), text_tools);
+}
+
+/// A code cache its group or every user can write is not used (what is in
+/// it may have been planted): plugins are compiled, and behave as
+/// themselves.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_code_cache_others_can_write_is_not_used() {
+    let cache = tempfile::tempdir().unwrap();
+    let dir = plugin_dir(&[
+        ("10-text", "text_tools", None),
+        ("20-format", "format_pipeline", None),
+    ]);
+    let (rt, _) = runtime_with_cache(Some(cache.path().to_owned()));
+    let report = rt.load_dir(dir.path()).await.unwrap();
+    let text_tools = tools_of(&report, "text");
+    drop((report, rt));
+    let text_entry = cache_entry(cache.path(), &dir.path().join("10-text.wasm"));
+    let format_entry = cache_entry(cache.path(), &dir.path().join("20-format.wasm"));
+    for mode in [0o770, 0o777] {
+        std::fs::set_permissions(cache.path(), std::fs::Permissions::from_mode(mode)).unwrap();
+        std::fs::copy(&format_entry, &text_entry).unwrap();
+        let (rt, _) = runtime_with_cache(Some(cache.path().to_owned()));
+        let report = rt.load_dir(dir.path()).await.unwrap();
+        assert!(report.errors.is_empty(), "{:?}", report.errors);
+        assert_eq!(
+            sources(&report),
+            [CodeSource::Compiled, CodeSource::Compiled],
+            "mode {mode:o}"
+        );
+        assert_eq!(tools_of(&report, "text"), text_tools, "mode {mode:o}");
+    }
+    std::fs::set_permissions(cache.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
 }
 
 /// The attack plugin in mode `mode`, with more `[config]` keys, alone in a

@@ -13,8 +13,7 @@ use toolhost_tests::served::Served;
 use toolhost_tests::{fill_plugin_dir, guest, run, toolhost};
 
 /// A working directory holding `plugins/` (mode 0755) with `entries`, and
-/// `toolhost.toml` with `config`: the lock and approvals go beside
-/// `plugins/`, in the working directory.
+/// `toolhost.toml` with `config`: the lock and approvals go in `plugins/`.
 struct Setup {
     top: tempfile::TempDir,
 }
@@ -156,7 +155,7 @@ fn with_a_lock_file_only_what_it_records_loads_and_a_mismatch_says_what_changed(
     );
     let (out, stdout, stderr) = s.toolhost(&["lock"]);
     assert!(out.status.success(), "{stdout}{stderr}");
-    let lock = s.top.path().join("plugins.lock");
+    let lock = s.dir().join("plugins.lock");
     assert!(
         stdout.contains(&format!("wrote {} (2 plugins)", lock.display())),
         "{stdout}"
@@ -280,6 +279,84 @@ fn an_unapproved_plugin_does_not_load_and_an_upgrade_that_imports_more_needs_app
     assert!(loaded.is_empty(), "{stderr}");
     assert!(
         stderr.contains("it may reach https://api.github.com:443"),
+        "{stderr}"
+    );
+}
+
+/// The place in the registration order decides who serves a tool name
+/// (and whose hooks see a call's arguments first): an approved plugin that
+/// moves ahead, by `order` or by its file name, needs approval again.
+#[test]
+fn an_approved_plugin_moved_ahead_in_the_order_needs_approval_again() {
+    let s = Setup::new(
+        &[("10-text", "text_tools", None), ("20-copy", "text_tools", None)],
+        "[trust]\nrequire_approval = true\n",
+    );
+    for name in ["text", "copy"] {
+        let (out, stdout, stderr) = s.toolhost(&["approve", name]);
+        assert!(out.status.success(), "{stdout}{stderr}");
+    }
+    assert_eq!(s.loaded().0, ["text", "copy"]);
+
+    std::fs::write(s.file("20-copy.toml"), "order = -5\n").unwrap();
+    let (loaded, stderr) = s.loaded();
+    assert_eq!(loaded, ["text"], "{stderr}");
+    assert!(
+        stderr.contains("plugin `copy` needs approval again")
+            && stderr.contains("it has order = -5 (was none)")
+            && stderr.contains("`toolhost approve copy`"),
+        "{stderr}"
+    );
+    let (_, stdout, _) = s.toolhost(&["plugins", "--grants"]);
+    assert!(stdout.contains("  order: -5"), "{stdout}");
+    s.toolhost(&["approve", "copy"]);
+    assert_eq!(s.loaded().0, ["copy", "text"]);
+
+    // Among plugins of one order, the file name decides.
+    std::fs::rename(s.file("10-text.wasm"), s.file("01-text.wasm")).unwrap();
+    let (loaded, stderr) = s.loaded();
+    assert_eq!(loaded, ["copy"], "{stderr}");
+    assert!(
+        stderr.contains("plugin `text` needs approval again")
+            && stderr.contains("it is now the file 01-text.wasm (was 10-text.wasm)"),
+        "{stderr}"
+    );
+}
+
+/// The lock lives in the plugin directory. One beside it, where an older
+/// toolhost put it, still holds if only the user can have written it; in
+/// a shared sticky directory (as `/tmp`) anyone could have: it is ignored,
+/// blocks nothing, and no advice says to chmod that directory.
+#[test]
+fn the_lock_lives_in_the_plugin_directory_and_one_planted_beside_it_blocks_nothing() {
+    let s = Setup::new(&[("10-text", "text_tools", None)], "");
+    let (out, stdout, stderr) = s.toolhost(&["lock"]);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    let lock = s.dir().join("plugins.lock");
+    assert!(
+        stdout.contains(&format!("wrote {} (1 plugins)", lock.display())),
+        "{stdout}"
+    );
+    std::fs::copy(guest("format_pipeline"), s.file("20-format.wasm")).unwrap();
+    let (loaded, stderr) = s.loaded();
+    assert_eq!(loaded, ["text"], "{stderr}");
+    assert!(stderr.contains("plugin `format` is not in"), "{stderr}");
+
+    let beside = s.top.path().join("plugins.lock");
+    std::fs::rename(&lock, &beside).unwrap();
+    let (loaded, stderr) = s.loaded();
+    assert_eq!(loaded, ["text"], "{stderr}");
+    assert!(
+        stderr.contains(&format!("move it to {}", lock.display())),
+        "{stderr}"
+    );
+
+    chmod(s.top.path(), 0o1777);
+    let (loaded, stderr) = s.loaded();
+    chmod(s.top.path(), 0o700);
+    assert_eq!(loaded, ["text", "format"], "{stderr}");
+    assert!(
+        stderr.contains(&format!("ignored {}", beside.display())) && !stderr.contains("chmod"),
         "{stderr}"
     );
 }
@@ -413,7 +490,7 @@ fn a_new_lock_file_alone_reloads_the_watch() {
     let served = s.serve_watching();
     let (out, _, err) = s.toolhost(&["lock"]);
     assert!(out.status.success(), "{err}");
-    assert!(s.top.path().join("plugins.lock").is_file());
+    assert!(s.dir().join("plugins.lock").is_file());
     served.wait_for("reloaded (plugins text)");
 }
 

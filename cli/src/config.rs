@@ -299,7 +299,7 @@ mod tests {
         let default = parse("").unwrap();
         assert_eq!(
             default.trust.approvals_path(Path::new("/x/plugins")),
-            Path::new("/x/plugins.approvals")
+            Path::new("/x/plugins/plugins.approvals")
         );
         let err = parse("[trust]\nrequire_signature = true\n")
             .unwrap_err()

@@ -81,6 +81,11 @@ fn print_consent(out: &mut impl Write, c: &Consent) -> std::io::Result<()> {
         false => items.join(", "),
     };
     writeln!(out, "  imports: {}", list(c.imports.iter().cloned().collect()))?;
+    let order = c.order.map_or("none".to_owned(), |o| o.to_string());
+    writeln!(out, "  order: {order}")?;
+    if let Some(shadow) = &c.shadow {
+        writeln!(out, "  shadow: {shadow}")?;
+    }
     writeln!(out, "  http: {}", list(c.http.iter().cloned().collect()))?;
     let secrets = c
         .secrets
@@ -111,7 +116,8 @@ pub async fn approve(runtime: &Runtime, config: &Config, dir: &Path, name: &str)
         );
     };
     let path = config.trust.approvals_path(dir);
-    let mut approvals = Approvals::read(&path)?;
+    // An older toolhost's approvals, beside the directory, move in with it.
+    let mut approvals = Approvals::read(&config.trust.approvals_source(dir))?;
     approvals.approve(&path, &found.facts)?;
     let mut out = std::io::stdout().lock();
     writeln!(

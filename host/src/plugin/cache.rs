@@ -3,18 +3,36 @@
 //! A component compiled once is stored as a `.cwasm` file named by the
 //! SHA-256 of the component's bytes and of the engine's compatibility hash
 //! (wasmtime version, target, and every codegen setting), so a changed
-//! plugin or a changed engine never loads stale code. Later starts mmap the
-//! file instead of compiling: milliseconds instead of seconds for JavaScript
-//! and Python components.
+//! plugin or a changed engine never loads stale code. Later starts load
+//! the file instead of compiling: milliseconds instead of seconds for
+//! JavaScript and Python components.
 //!
-//! Trust: loading a `.cwasm` runs native code it contains, so the cache
-//! directory must be writable only by the user running the host. It is
-//! created with mode 0700, and files are written to a temporary name and
-//! renamed, so a crash never leaves a torn entry. A file that fails to load
-//! (truncated, or from another build) is recompiled and replaced.
+//! Trust: an entry is native code the host runs as it stands (wasmtime's
+//! `deserialize` is unsafe because it trusts the bytes), so an entry runs
+//! only if this cache wrote it, for the component now being loaded:
+//! - The directory is created with mode 0700 and checked at every load,
+//!   as a plugin's path is (`supply::check_safe_dir`: owned by this user or
+//!   root, writable by nobody else, nor is any directory above it unless
+//!   sticky). A directory that fails is not used at all: a warning says
+//!   why, and plugins are compiled.
+//! - Each entry starts with the digest of the component it was compiled
+//!   from and a tag: HMAC-SHA-256 of the compiled bytes under a key
+//!   derived from the cache's key, the engine and that digest. The key is
+//!   32 random bytes in the directory (mode 0600, readable by this user
+//!   alone). An entry is read whole, its digest and tag checked, and only
+//!   those same bytes are deserialized: a planted, swapped, truncated or
+//!   foreign entry never runs; it is compiled again and replaced.
+//! - Where the supply checks read and verified a component, the loader
+//!   hands over those bytes and their digest ([`CodeCache::load`]): the
+//!   entry looked up, and the code compiled on a miss, are those of the
+//!   component verified, not of whatever is at its path later.
+//!
+//! Entries are written to a temporary name and renamed, so a crash never
+//! leaves a torn entry.
 //!
 //! Reading and hashing a plugin is most of a cached start for a language
-//! runtime (18 MB for Python): [`CodeCache::load_file`] also records which
+//! runtime (18 MB for Python): without supply checks that read it,
+//! [`CodeCache::load_file`] also records (tagged as entries are) which
 //! digest a plugin file had, keyed by its path and its metadata (device,
 //! inode, size, modification and change times, to the nanosecond; any write
 //! or replacement changes one), so a file unchanged since is neither read
@@ -22,9 +40,12 @@
 
 use std::fs;
 use std::hash::{Hash, Hasher};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use ring::hmac;
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
@@ -40,16 +61,36 @@ pub enum CodeSource {
 }
 
 /// A loaded component and how long it took.
-pub struct Loaded {
+pub(crate) struct Loaded {
     pub component: Component,
     pub source: CodeSource,
     pub elapsed: Duration,
 }
 
+/// The SHA-256 of a component's bytes.
+pub(crate) type Sha = [u8; 32];
+
+/// What an entry starts with: this format's magic, the digest of the
+/// component compiled, and the tag of the compiled bytes that follow.
+const MAGIC: &[u8; 8] = b"thcwasm1";
+const HEADER: usize = MAGIC.len() + 32 + 32;
+/// The cache's key, in its directory.
+const KEY_FILE: &str = "key";
+const KEY_BYTES: usize = 32;
+
 #[derive(Clone)]
-pub struct CodeCache {
+pub(crate) struct CodeCache {
     dir: Option<PathBuf>,
     engine_key: String,
+    /// The last reason the directory was not used, so one bad directory
+    /// is one warning, not one per plugin.
+    warned: Arc<Mutex<Option<String>>>,
+}
+
+/// The cache directory as checked for one load, with its key.
+struct Open {
+    dir: PathBuf,
+    key: hmac::Key,
 }
 
 impl CodeCache {
@@ -57,8 +98,14 @@ impl CodeCache {
     pub fn new(engine: &Engine, dir: Option<PathBuf>) -> Self {
         let mut hasher = ShaHasher(Sha256::new());
         engine.precompile_compatibility_hash().hash(&mut hasher);
+        // Entries of an older layout are never opened.
+        MAGIC.hash(&mut hasher);
         let engine_key = hex::encode(&hasher.0.finalize()[..8]);
-        Self { dir, engine_key }
+        Self {
+            dir,
+            engine_key,
+            warned: Arc::default(),
+        }
     }
 
     /// The default location: `$XDG_CACHE_HOME/toolhost/code`, else
@@ -70,32 +117,28 @@ impl CodeCache {
         Some(base.join("toolhost").join("code"))
     }
 
-    /// Load the component in the file at `path`: from the cache without
-    /// reading the file if it is unchanged since it was last loaded, else
-    /// as [`CodeCache::load`] does.
+    /// Load the component in the file at `path`, which nothing verified:
+    /// from the cache without reading the file if it is unchanged since it
+    /// was last loaded, else as [`CodeCache::load`] does.
     pub fn load_file(&self, engine: &Engine, path: &Path) -> wasmtime::Result<Loaded> {
         let start = Instant::now();
-        let key = self.file_key(path);
-        let entry = key
-            .as_deref()
-            .and_then(known_digest)
-            .and_then(|digest| self.entry_for(&digest))
-            .filter(|entry| entry.exists());
-        if let Some(entry) = entry {
-            // SAFETY: as in `load`: written by `store` for this engine
-            // configuration, in a directory only this user can write.
-            if let Ok(component) = unsafe { Component::deserialize_file(engine, &entry) } {
-                return Ok(Loaded {
-                    component,
-                    source: CodeSource::Cached,
-                    elapsed: start.elapsed(),
-                });
-            }
+        let open = self.open();
+        let index = open.as_ref().and_then(|open| file_key(open, path));
+        if let (Some(open), Some(index)) = (&open, &index)
+            && let Some(sha) = known_digest(open, index)
+            && let Some(component) = self.cached(engine, open, &sha)
+        {
+            return Ok(Loaded {
+                component,
+                source: CodeSource::Cached,
+                elapsed: start.elapsed(),
+            });
         }
         let bytes = fs::read(path)?;
-        let mut loaded = self.load(engine, &bytes)?;
-        if let Some(key) = key
-            && let Err(e) = remember(&key, &hex::encode(Sha256::digest(&bytes)))
+        let sha: Sha = Sha256::digest(&bytes).into();
+        let mut loaded = self.load_in(engine, open.as_ref(), &bytes, &sha)?;
+        if let (Some(open), Some(index)) = (&open, &index)
+            && let Err(e) = remember(open, index, &sha)
         {
             tracing::debug!(path = %path.display(), "plugin digest not recorded: {e:#}");
         }
@@ -103,64 +146,37 @@ impl CodeCache {
         Ok(loaded)
     }
 
-    /// The index entry of the file at `path` as it is now, if the cache is on.
-    fn file_key(&self, path: &Path) -> Option<PathBuf> {
-        let dir = self.dir.as_ref()?;
-        let meta = fs::metadata(path).ok()?;
-        let path = fs::canonicalize(path).ok()?;
-        let mut stamp = Sha256::new();
-        stamp.update(path.as_os_str().as_encoded_bytes());
-        stamp.update(format!("\0{}", meta.len()));
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::MetadataExt;
-            stamp.update(format!(
-                "\0{}\0{}\0{}.{}\0{}.{}",
-                meta.dev(),
-                meta.ino(),
-                meta.mtime(),
-                meta.mtime_nsec(),
-                meta.ctime(),
-                meta.ctime_nsec()
-            ));
-        }
-        #[cfg(not(unix))]
-        stamp.update(format!("\0{:?}", meta.modified().ok()));
-        Some(dir.join("files").join(hex::encode(&stamp.finalize()[..16])))
+    /// Load the component `bytes`, whose SHA-256 is `sha` (as the supply
+    /// checks verified them): its own entry if the cache holds a sound
+    /// one, else compiled from `bytes` and stored.
+    pub fn load(&self, engine: &Engine, bytes: &[u8], sha: &Sha) -> wasmtime::Result<Loaded> {
+        let start = Instant::now();
+        let mut loaded = self.load_in(engine, self.open().as_ref(), bytes, sha)?;
+        loaded.elapsed = start.elapsed();
+        Ok(loaded)
     }
 
-    /// Load `bytes` as a component, from the cache if it holds it.
-    pub fn load(&self, engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Loaded> {
+    fn load_in(
+        &self,
+        engine: &Engine,
+        open: Option<&Open>,
+        bytes: &[u8],
+        sha: &Sha,
+    ) -> wasmtime::Result<Loaded> {
         let start = Instant::now();
-        let Some(path) = self.entry_path(bytes) else {
-            let component = Component::new(engine, bytes)?;
+        if let Some(component) = open.and_then(|open| self.cached(engine, open, sha)) {
             return Ok(Loaded {
                 component,
-                source: CodeSource::Compiled,
+                source: CodeSource::Cached,
                 elapsed: start.elapsed(),
             });
-        };
-        if path.exists() {
-            // SAFETY: the file was written by `store` below from
-            // `Component::serialize` of this engine configuration (its name
-            // carries the compatibility hash), in a directory only this user
-            // can write. wasmtime still checks its header and version.
-            match unsafe { Component::deserialize_file(engine, &path) } {
-                Ok(component) => {
-                    return Ok(Loaded {
-                        component,
-                        source: CodeSource::Cached,
-                        elapsed: start.elapsed(),
-                    });
-                }
-                Err(e) => {
-                    tracing::warn!(path = %path.display(), "recompiling unusable cache entry: {e:#}")
-                }
-            }
         }
         let component = Component::new(engine, bytes)?;
-        if let Err(e) = store(&path, &component) {
-            tracing::warn!(path = %path.display(), "could not write compiled-code cache: {e:#}");
+        if let Some(open) = open {
+            let path = self.entry_path(open, sha);
+            if let Err(e) = self.store(open, &path, sha, &component) {
+                tracing::warn!(path = %path.display(), "could not write compiled-code cache: {e:#}");
+            }
         }
         Ok(Loaded {
             component,
@@ -169,38 +185,211 @@ impl CodeCache {
         })
     }
 
-    fn entry_path(&self, bytes: &[u8]) -> Option<PathBuf> {
-        self.entry_for(&hex::encode(Sha256::digest(bytes)))
-    }
-
-    fn entry_for(&self, digest: &str) -> Option<PathBuf> {
+    /// The directory, if the cache is on and it is safe, with its key; a
+    /// warning (once per reason) if it is on and not usable.
+    fn open(&self) -> Option<Open> {
         let dir = self.dir.as_ref()?;
-        Some(dir.join(format!("{digest}-{}.cwasm", self.engine_key)))
+        match open_dir(dir) {
+            Ok(key) => Some(Open {
+                dir: dir.clone(),
+                key,
+            }),
+            Err(why) => {
+                let mut warned = self.warned.lock().unwrap_or_else(|e| e.into_inner());
+                if warned.as_deref() != Some(why.as_str()) {
+                    tracing::warn!(
+                        "not using the compiled-code cache {}: {why}; plugins are compiled instead",
+                        dir.display()
+                    );
+                    *warned = Some(why);
+                }
+                None
+            }
+        }
+    }
+
+    /// The component of the sound entry for `sha`, if there is one. An
+    /// entry that is there and not sound is said, and left to be replaced.
+    fn cached(&self, engine: &Engine, open: &Open, sha: &Sha) -> Option<Component> {
+        let path = self.entry_path(open, sha);
+        let bytes = match fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => {
+                tracing::warn!(path = %path.display(), "recompiling: cannot read the cache entry: {e}");
+                return None;
+            }
+        };
+        let sound = bytes.len() >= HEADER
+            && bytes[..MAGIC.len()] == *MAGIC
+            && bytes[MAGIC.len()..MAGIC.len() + 32] == *sha
+            && hmac::verify(
+                &self.entry_key(open, sha),
+                &bytes[HEADER..],
+                &bytes[MAGIC.len() + 32..HEADER],
+            )
+            .is_ok();
+        if !sound {
+            tracing::warn!(
+                path = %path.display(),
+                "recompiling: the cache entry was not written by this cache for this component"
+            );
+            return None;
+        }
+        // SAFETY: these bytes, read once and checked above, are the output
+        // of `Component::serialize` by this cache (only its key makes the
+        // tag) for this engine configuration and this component. wasmtime
+        // still checks their header and version.
+        match unsafe { Component::deserialize(engine, &bytes[HEADER..]) } {
+            Ok(component) => Some(component),
+            Err(e) => {
+                tracing::warn!(path = %path.display(), "recompiling unusable cache entry: {e:#}");
+                None
+            }
+        }
+    }
+
+    fn store(&self, open: &Open, path: &Path, sha: &Sha, component: &Component) -> anyhow::Result<()> {
+        let code = component.serialize()?;
+        let tag = hmac::sign(&self.entry_key(open, sha), &code);
+        write_private(&open.dir, path, &[MAGIC, sha, tag.as_ref(), &code])
+    }
+
+    /// The key that tags the entry of component `sha` for this engine: an
+    /// entry's tag holds for it alone.
+    fn entry_key(&self, open: &Open, sha: &Sha) -> hmac::Key {
+        let mut derive = hmac::Context::with_key(&open.key);
+        derive.update(b"entry\0");
+        derive.update(self.engine_key.as_bytes());
+        derive.update(b"\0");
+        derive.update(sha);
+        hmac::Key::new(hmac::HMAC_SHA256, derive.sign().as_ref())
+    }
+
+    fn entry_path(&self, open: &Open, sha: &Sha) -> PathBuf {
+        open.dir
+            .join(format!("{}-{}.cwasm", hex::encode(sha), self.engine_key))
     }
 }
 
-/// The digest recorded in an index entry, if it holds one.
-fn known_digest(key: &Path) -> Option<String> {
-    let digest = fs::read_to_string(key).ok()?;
-    (digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit())).then_some(digest)
+/// Create `dir` (mode 0700) if need be, check it, and read its key
+/// (making one if it has none).
+fn open_dir(dir: &Path) -> Result<hmac::Key, String> {
+    create_private_dir(dir).map_err(|e| format!("cannot create it: {e}"))?;
+    crate::supply::check_safe_dir(dir)?;
+    let path = dir.join(KEY_FILE);
+    let key = match read_key(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            new_key(dir, &path).and_then(|()| read_key(&path))
+        }
+        read => read,
+    };
+    key.map_err(|e| format!("its key {}: {e}", path.display()))
 }
 
-fn remember(key: &Path, digest: &str) -> anyhow::Result<()> {
-    let dir = key.parent().expect("index entries live in a directory");
-    create_private_dir(dir)?;
-    let tmp = tempfile_in(dir)?;
-    fs::write(&tmp, digest)?;
-    fs::rename(&tmp, key)?;
-    Ok(())
+/// The key at `path`: this user's file of 32 bytes, readable by no one else.
+fn read_key(path: &Path) -> std::io::Result<hmac::Key> {
+    use std::os::unix::fs::MetadataExt;
+    let invalid = |what: String| std::io::Error::new(std::io::ErrorKind::InvalidData, what);
+    let mut file = fs::File::open(path)?;
+    let meta = file.metadata()?;
+    if meta.uid() != rustix::process::geteuid().as_raw() || meta.mode() & 0o077 != 0 {
+        return Err(invalid(format!(
+            "must be this user's and readable by no one else (uid {}, mode {:04o}): \
+             remove it and a new key is made",
+            meta.uid(),
+            meta.mode() & 0o7777
+        )));
+    }
+    let mut key = Vec::with_capacity(KEY_BYTES);
+    Read::by_ref(&mut file).take(KEY_BYTES as u64 + 1).read_to_end(&mut key)?;
+    if key.len() != KEY_BYTES {
+        return Err(invalid(format!(
+            "holds {} bytes, not {KEY_BYTES}: remove it and a new key is made",
+            key.len()
+        )));
+    }
+    Ok(hmac::Key::new(hmac::HMAC_SHA256, &key))
 }
 
-fn store(path: &Path, component: &Component) -> anyhow::Result<()> {
-    let dir = path.parent().expect("cache entries live in a directory");
+/// Make a key at `path`, unless another process just did.
+fn new_key(dir: &Path, path: &Path) -> std::io::Result<()> {
+    use ring::rand::SecureRandom;
+    let mut key = [0u8; KEY_BYTES];
+    ring::rand::SystemRandom::new()
+        .fill(&mut key)
+        .map_err(|_| std::io::Error::other("no random bytes for the key"))?;
+    let (tmp, mut file) = temp_file(dir)?;
+    // A link never replaces: the first process's key stands.
+    let written = file
+        .write_all(&key)
+        .and_then(|()| match fs::hard_link(&tmp, path) {
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(e),
+            _ => Ok(()),
+        });
+    let _ = fs::remove_file(&tmp);
+    written
+}
+
+/// The index entry of the file at `path` as it is now.
+fn file_key(open: &Open, path: &Path) -> Option<PathBuf> {
+    let meta = fs::metadata(path).ok()?;
+    let path = fs::canonicalize(path).ok()?;
+    let mut stamp = Sha256::new();
+    stamp.update(path.as_os_str().as_encoded_bytes());
+    stamp.update(format!("\0{}", meta.len()));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        stamp.update(format!(
+            "\0{}\0{}\0{}.{}\0{}.{}",
+            meta.dev(),
+            meta.ino(),
+            meta.mtime(),
+            meta.mtime_nsec(),
+            meta.ctime(),
+            meta.ctime_nsec()
+        ));
+    }
+    #[cfg(not(unix))]
+    stamp.update(format!("\0{:?}", meta.modified().ok()));
+    Some(open.dir.join("files").join(hex::encode(&stamp.finalize()[..16])))
+}
+
+/// What the tag of index entry `index` recording `sha` is made over.
+fn index_message(index: &Path, sha: &Sha) -> Vec<u8> {
+    [b"file\0", index.as_os_str().as_encoded_bytes(), b"\0", sha].concat()
+}
+
+/// The digest an index entry records, if it holds one this cache tagged.
+fn known_digest(open: &Open, index: &Path) -> Option<Sha> {
+    let text = fs::read_to_string(index).ok()?;
+    let (sha, tag) = text.split_once(' ')?;
+    let sha: Sha = hex::decode(sha).ok()?.try_into().ok()?;
+    let tag = hex::decode(tag).ok()?;
+    hmac::verify(&open.key, &index_message(index, &sha), &tag).ok()?;
+    Some(sha)
+}
+
+fn remember(open: &Open, index: &Path, sha: &Sha) -> anyhow::Result<()> {
+    let dir = index.parent().expect("index entries live in a directory");
     create_private_dir(dir)?;
-    let tmp = tempfile_in(dir)?;
-    fs::write(&tmp, component.serialize()?)?;
-    fs::rename(&tmp, path)?;
-    Ok(())
+    let tag = hmac::sign(&open.key, &index_message(index, sha));
+    let line = format!("{} {}", hex::encode(sha), hex::encode(tag.as_ref()));
+    write_private(dir, index, &[line.as_bytes()])
+}
+
+/// Write `parts` to `path` whole: to a new private file in `dir`, renamed.
+fn write_private(dir: &Path, path: &Path, parts: &[&[u8]]) -> anyhow::Result<()> {
+    let (tmp, mut file) = temp_file(dir)?;
+    let written = parts
+        .iter()
+        .try_for_each(|part| file.write_all(part))
+        .and_then(|()| fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    Ok(written?)
 }
 
 fn create_private_dir(dir: &Path) -> std::io::Result<()> {
@@ -211,12 +400,24 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     builder.create(dir)
 }
 
-fn tempfile_in(dir: &Path) -> std::io::Result<PathBuf> {
+/// A new file of mode 0600 in `dir`, under a name no other writer uses.
+fn temp_file(dir: &Path) -> std::io::Result<(PathBuf, fs::File)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    // Plugins load on several threads at once.
+    static NEXT: AtomicU64 = AtomicU64::new(0);
     let nonce: u64 = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
         .unwrap_or_default();
-    Ok(dir.join(format!(".tmp-{}-{nonce}", std::process::id())))
+    let count = NEXT.fetch_add(1, Ordering::Relaxed);
+    let path = dir.join(format!(".tmp-{}-{nonce}-{count}", std::process::id()));
+    let file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)?;
+    Ok((path, file))
 }
 
 /// Feeds `Hash` output into SHA-256, so the key is stable across runs

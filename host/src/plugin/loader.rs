@@ -26,6 +26,7 @@ use super::manifest::Manifest;
 use super::shadow::Shadow;
 use super::wit::{Indices, PACKAGE, Version};
 use super::{Plugin, PluginError, Runtime, Worlds};
+use crate::supply::ComponentFile;
 
 /// A file that could not be loaded, and why.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -128,15 +129,17 @@ pub struct LoadReport {
 
 /// Decides, before a file's code is compiled or run, whether it may load
 /// (the supply-chain checks of `crate::supply`). `Err` is the reason,
-/// reported for the file like any load error.
+/// reported for the file like any load error. `Ok(Some(file))` is the
+/// component as read and checked: those bytes are what is compiled (or
+/// found in the code cache by their digest) and run.
 pub trait Admission: Sync {
-    fn admit(&self, path: &Path, name: &str, manifest: &Manifest) -> Result<(), String>;
+    fn admit(&self, path: &Path, name: &str, manifest: &Manifest) -> Result<Option<ComponentFile>, String>;
 
     /// Whether a plugin's shadow candidate (`shadow = "FILE"`) may load. It
     /// is never locked or approved (it is what may replace the plugin, and
     /// it runs with no grant), but its file must be as safe as a plugin's.
-    fn admit_candidate(&self, path: &Path) -> Result<(), String> {
-        crate::supply::check_safe_path(path)
+    fn admit_candidate(&self, path: &Path) -> Result<Option<ComponentFile>, String> {
+        crate::supply::check_safe_path(path).map(|()| None)
     }
 }
 
@@ -144,15 +147,16 @@ pub trait Admission: Sync {
 struct AdmitAll;
 
 impl Admission for AdmitAll {
-    fn admit(&self, _: &Path, _: &str, _: &Manifest) -> Result<(), String> {
-        Ok(())
+    fn admit(&self, _: &Path, _: &str, _: &Manifest) -> Result<Option<ComponentFile>, String> {
+        Ok(None)
     }
 }
 
-/// A `.wasm` file found, with its manifest.
+/// A `.wasm` file found, with its manifest and, if the admission read it,
+/// its component as checked.
 struct Candidate {
     path: PathBuf,
-    manifest: Result<Manifest, Fail>,
+    manifest: Result<(Manifest, Option<ComponentFile>), Fail>,
 }
 
 impl Runtime {
@@ -197,9 +201,9 @@ impl Runtime {
                 .and_then(|m| match m.enabled {
                     true => admission
                         .admit(&path, &plugin_name(&path), &m)
-                        .map(|()| m)
+                        .map(|code| (m, code))
                         .map_err(|message| (LoadErrorKind::NotAdmitted, message)),
-                    false => Ok(m),
+                    false => Ok((m, None)),
                 });
             candidates.push(Candidate { path, manifest });
         }
@@ -215,7 +219,7 @@ impl Runtime {
             }
         }
         candidates.sort_by(|a, b| {
-            let order = |c: &Candidate| c.manifest.as_ref().ok().and_then(|m| m.order);
+            let order = |c: &Candidate| c.manifest.as_ref().ok().and_then(|(m, _)| m.order);
             let key = |c: &Candidate| {
                 (
                     order(c).is_none(),
@@ -230,8 +234,8 @@ impl Runtime {
         // on blocking threads, one core each), registered in order.
         let loads = candidates.into_iter().map(|candidate| async move {
             let loaded = match candidate.manifest {
-                Ok(m) if !m.enabled => None,
-                Ok(m) => Some(self.load(&candidate.path, m, admission).await),
+                Ok((m, _)) if !m.enabled => None,
+                Ok((m, code)) => Some(self.load(&candidate.path, m, code, admission).await),
                 Err(fail) => Some(Err(fail)),
             };
             (candidate.path, loaded)
@@ -256,7 +260,7 @@ impl Runtime {
     pub async fn load_file(&self, path: &Path) -> Result<Plugin, LoadError> {
         let manifest = Manifest::read(&path.with_extension("toml"), self.settings_for(path))
             .map_err(|message| LoadError::new(path, (LoadErrorKind::Manifest, message)))?;
-        self.load(path, manifest, &AdmitAll)
+        self.load(path, manifest, None, &AdmitAll)
             .await
             .map_err(|fail| LoadError::new(path, fail))
     }
@@ -265,17 +269,24 @@ impl Runtime {
         self.plugin_settings.get(&*plugin_name(path))
     }
 
-    /// Load the plugin at `path` and, if its manifest names one, its shadow
-    /// candidate. A candidate that does not load is logged, naming both,
-    /// and the plugin serves without it.
-    async fn load(&self, path: &Path, manifest: Manifest, admission: &dyn Admission) -> Result<Plugin, Fail> {
+    /// Load the plugin at `path` (from `code`, its component as admitted,
+    /// if the admission read it) and, if its manifest names one, its
+    /// shadow candidate. A candidate that does not load is logged, naming
+    /// both, and the plugin serves without it.
+    async fn load(
+        &self,
+        path: &Path,
+        manifest: Manifest,
+        code: Option<ComponentFile>,
+        admission: &dyn Admission,
+    ) -> Result<Plugin, Fail> {
         let name = plugin_name(path);
         let shadow = manifest
             .shadow
             .as_ref()
             .map(|p| path.parent().unwrap_or(Path::new(".")).join(p));
         let mut plugin = self
-            .load_plugin(path, name.clone(), manifest.clone(), true)
+            .load_plugin(path, name.clone(), manifest.clone(), code, true)
             .await?;
         if let Some(candidate) = shadow {
             match self.load_candidate(&candidate, name, manifest, admission).await {
@@ -301,7 +312,7 @@ impl Runtime {
         current: Manifest,
         admission: &dyn Admission,
     ) -> Result<Plugin, Fail> {
-        admission
+        let code = admission
             .admit_candidate(path)
             .map_err(|m| (LoadErrorKind::NotAdmitted, m))?;
         let sidecar = path.with_extension("toml");
@@ -312,7 +323,7 @@ impl Runtime {
         };
         manifest.grants = Default::default();
         manifest.shadow = None;
-        self.load_plugin(path, name, manifest, false).await
+        self.load_plugin(path, name, manifest, code, false).await
     }
 
     async fn load_plugin(
@@ -320,6 +331,7 @@ impl Runtime {
         path: &Path,
         name: Arc<str>,
         mut manifest: Manifest,
+        code: Option<ComponentFile>,
         recorded: bool,
     ) -> Result<Plugin, Fail> {
         use LoadErrorKind as K;
@@ -329,7 +341,10 @@ impl Runtime {
             manifest.grants = Default::default();
         }
         let start = Instant::now();
-        let size = read_header(path)?;
+        let size = match &code {
+            Some(file) => check_header(&file.bytes).map(|()| file.bytes.len())?,
+            None => read_header(path)?,
+        };
         let limits = manifest
             .limits
             .resolve(size)
@@ -337,11 +352,15 @@ impl Runtime {
 
         // Reading and compiling take seconds for language runtimes: keep
         // them off the async workers.
+        let digest = code.as_ref().map(|file| file.digest.to_string());
         let (engine, cache, file) = (self.engine.clone(), self.cache.clone(), path.to_owned());
-        let loaded = tokio::task::spawn_blocking(move || cache.load_file(&engine, &file))
-            .await
-            .map_err(|e| (K::InvalidComponent, format!("compilation crashed: {e}")))?
-            .map_err(|e| (K::InvalidComponent, format!("not a valid component: {e:#}")))?;
+        let loaded = tokio::task::spawn_blocking(move || match code {
+            Some(code) => cache.load(&engine, &code.bytes, &code.sha256),
+            None => cache.load_file(&engine, &file),
+        })
+        .await
+        .map_err(|e| (K::InvalidComponent, format!("compilation crashed: {e}")))?
+        .map_err(|e| (K::InvalidComponent, format!("not a valid component: {e:#}")))?;
         let component = loaded.component;
 
         let (worlds, version) = exported_worlds(&self.engine, &component)?;
@@ -383,12 +402,18 @@ impl Runtime {
             recording: None,
             shadow: None,
         };
-        // Read again for its digest only when recording: the code cache
-        // may have spared reading it.
+        // Read again for its digest only when recording and not read by
+        // the admission: the code cache may have spared reading it.
         if recorded && let Some(recorder) = &self.recorder {
-            let bytes =
-                std::fs::read(path).map_err(|e| (K::InvalidComponent, format!("cannot read it: {e}")))?;
-            plugin.recording = Some((recorder.clone(), crate::supply::Digest::of(&bytes).to_string()));
+            let digest = match digest {
+                Some(digest) => digest,
+                None => {
+                    let bytes = std::fs::read(path)
+                        .map_err(|e| (K::InvalidComponent, format!("cannot read it: {e}")))?;
+                    crate::supply::Digest::of(&bytes).to_string()
+                }
+            };
+            plugin.recording = Some((recorder.clone(), digest));
         }
         if worlds.enricher {
             plugin.categories = plugin.call_supported_categories().await?;

@@ -1,9 +1,13 @@
-//! Approvals (`plugins.approvals` beside the lock file unless `[trust]
+//! Approvals (`plugins.approvals` in the plugin directory, unless `[trust]
 //! approvals` says otherwise): the user's consent to a plugin's authority,
 //! recorded by `toolhost approve NAME` with the digest of the component
 //! approved. With `require_approval = true` a plugin loads only within its
 //! approval: an upgrade that imports no more and is granted no more needs
-//! no new approval, one that widens either does.
+//! no new approval, one that widens either does, as does any change of its
+//! place in the registration order (`order`, or its file name, which
+//! orders plugins of one `order`): that place decides which tool names it
+//! takes. An approval written before file names were recorded has none,
+//! and is held to the rest.
 //!
 //! Owns the format and the comparison; not where it is enforced.
 
@@ -30,6 +34,9 @@ pub struct Approvals {
 pub struct Approval {
     /// The component approved.
     pub wasm: Digest,
+    /// Its file name in the plugin directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
     pub consent: Consent,
 }
 
@@ -49,6 +56,7 @@ impl Approvals {
     pub fn approve(&mut self, path: &Path, facts: &Facts) -> Result<(), SupplyError> {
         let approval = Approval {
             wasm: facts.wasm.clone(),
+            file: Some(facts.file_name()),
             consent: facts.consent.clone(),
         };
         self.plugins.insert(facts.name.clone(), approval);
@@ -71,7 +79,10 @@ impl Approvals {
         let Some(approval) = self.plugins.get(name) else {
             return Err(format!("plugin `{name}` is not approved: {approve}"));
         };
-        let wider = facts.consent.widening(&approval.consent);
+        let mut wider = facts.consent.widening(&approval.consent);
+        if let Some(file) = approval.file.as_ref().filter(|f| **f != facts.file_name()) {
+            wider.push(format!("is now the file {} (was {file})", facts.file_name()));
+        }
         if wider.is_empty() {
             return Ok(());
         }

@@ -39,6 +39,8 @@ impl std::fmt::Display for Digest {
 pub struct ComponentFile {
     pub bytes: Vec<u8>,
     pub digest: Digest,
+    /// The digest's bytes, for the code cache.
+    pub(crate) sha256: [u8; 32],
 }
 
 impl ComponentFile {
@@ -62,8 +64,13 @@ impl ComponentFile {
                 "is being written (it changed while it was read): it loads once it is complete".into(),
             );
         }
-        let digest = Digest::of(&bytes);
-        Ok(Self { bytes, digest })
+        let sha256: [u8; 32] = Sha256::digest(&bytes).into();
+        let digest = Digest(format!("sha256:{}", hex::encode(sha256)));
+        Ok(Self {
+            bytes,
+            digest,
+            sha256,
+        })
     }
 
     /// The names of the component's own imports (`wasi:cli/environment@0.2.3`,

@@ -1,11 +1,16 @@
-//! What a plugin may do: the interfaces its component imports and what the
-//! user's manifest grants it (HTTP origins, secrets, limits), and whether
-//! one such set is wider than another, for the lock file and approvals.
+//! What a plugin may do: the interfaces its component imports, what the
+//! user's manifest grants it (HTTP origins, secrets, limits), and what of
+//! the manifest decides what it takes (its `order`, which decides who
+//! serves a tool name and whose hooks see a call's arguments first, and
+//! the `shadow` candidate run beside it); and whether one such set goes
+//! beyond another, for the lock file and approvals.
 //!
 //! Imports are compared by interface without its version
 //! (`wasi:cli/environment`): a rebuild against a newer WASI patch release
 //! is not more authority, a new interface is. Limits are wider when any
-//! of memory, CPU, wall-clock time or output size is larger.
+//! of memory, CPU, wall-clock time or output size is larger. Any change of
+//! `order`, and any new shadow candidate, goes beyond: moving later can
+//! hand a name to another plugin as moving earlier takes one.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -19,6 +24,12 @@ use crate::plugin::Manifest;
 pub struct Consent {
     /// Interfaces imported, with their versions, as in the component.
     pub imports: BTreeSet<String>,
+    /// `order` of the manifest: the plugin's place in the registration order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<i64>,
+    /// `shadow` of the manifest: the candidate component run beside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shadow: Option<String>,
     /// Origins granted in `grants.http`.
     pub http: BTreeSet<String>,
     /// Secrets granted, by name: which variable goes as which header where.
@@ -67,6 +78,8 @@ impl Consent {
             .collect();
         Ok(Self {
             imports: imports.iter().cloned().collect(),
+            order: manifest.order,
+            shadow: manifest.shadow.as_ref().map(|p| p.display().to_string()),
             http: manifest.grants.http.iter().map(ToString::to_string).collect(),
             secrets,
             limits: LimitConsent {
@@ -82,6 +95,19 @@ impl Consent {
     /// when it stays within it.
     pub fn widening(&self, before: &Consent) -> Vec<String> {
         let mut wider = Vec::new();
+        if self.order != before.order {
+            let order = |o: Option<i64>| o.map_or("none".to_owned(), |o| o.to_string());
+            wider.push(format!(
+                "has order = {} (was {})",
+                order(self.order),
+                order(before.order)
+            ));
+        }
+        if let Some(shadow) = &self.shadow
+            && before.shadow.as_ref() != Some(shadow)
+        {
+            wider.push(format!("runs the shadow candidate {shadow} beside it"));
+        }
         let old_interfaces: BTreeSet<&str> = before.imports.iter().map(|i| unversioned(i)).collect();
         for import in &self.imports {
             if !old_interfaces.contains(unversioned(import)) {
@@ -164,6 +190,27 @@ mod tests {
         );
         // Narrower is not wider.
         assert!(base.widening(&http).is_empty());
+    }
+
+    #[test]
+    fn any_change_of_order_and_a_new_shadow_go_beyond() {
+        let base = consent(&[], "");
+        assert_eq!(
+            consent(&[], "order = -5\n").widening(&base),
+            ["has order = -5 (was none)"]
+        );
+        let ordered = consent(&[], "order = 1\n");
+        assert_eq!(
+            consent(&[], "order = 2\n").widening(&ordered),
+            ["has order = 2 (was 1)"]
+        );
+        assert_eq!(base.widening(&ordered), ["has order = none (was 1)"]);
+        let shadow = consent(&[], "shadow = \"next.wasm\"\n");
+        assert_eq!(
+            shadow.widening(&base),
+            ["runs the shadow candidate next.wasm beside it"]
+        );
+        assert!(base.widening(&shadow).is_empty());
     }
 
     #[test]

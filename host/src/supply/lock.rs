@@ -1,4 +1,4 @@
-//! The lock file (`plugins.lock`, beside the plugin directory unless
+//! The lock file (`plugins.lock` in the plugin directory, unless
 //! `[trust] lock` says otherwise): for each plugin, the digest of its
 //! component, the digest of its manifest in effect (the sidecar with its
 //! `[plugin.NAME]` settings laid over it, so a change in either shows),

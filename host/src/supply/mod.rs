@@ -5,6 +5,13 @@
 //!   directory above them (as ssh requires of keys).
 //! - [`lock`]: when `plugins.lock` exists, only the plugins it records,
 //!   with the digests and authority it records, load.
+//!
+//! The lock and the approvals live in the plugin directory, which only
+//! its owner can write (else nothing in it loads). An older toolhost kept
+//! them beside it: such a file is still read if only the user can have
+//! written it there, with a warning to move it, and ignored (with a
+//! warning) in a directory others can write, such as `/tmp`, where anyone
+//! could have put it.
 //! - [`approval`]: with `require_approval = true`, only plugins within the
 //!   authority the user approved load.
 //! - [`signature`]: with `require_signatures = true`, only plugins signed
@@ -17,9 +24,10 @@
 //! read from the file once, whole; with no lock and nothing required only
 //! the paths are checked, so a plain start reads no file twice.
 //!
-//! The file is checked, then loaded by the loader from the same path:
-//! nobody but the user (or root) can change it in between, as
-//! [`safe_path`] made sure.
+//! When the checks read the file, the loader compiles (or finds in the
+//! code cache, by digest) exactly the bytes they checked, not whatever is
+//! at the path by then; when they read nothing, the path is one nobody
+//! but the user (or root) can change, as [`safe_path`] made sure.
 
 mod approval;
 mod component;
@@ -38,11 +46,13 @@ use serde::Deserialize;
 use crate::plugin::{Admission, LoadError, LoadErrorKind, LoadReport, Manifest, Runtime};
 
 pub use approval::Approvals;
+pub use component::ComponentFile;
 pub use component::Digest;
 pub use consent::{Consent, LimitConsent, SecretConsent};
 pub use facts::Facts;
 pub use lock::Lock;
 pub use safe_path::check as check_safe_path;
+pub(crate) use safe_path::check_dir as check_safe_dir;
 pub use signature::TrustedKeys;
 
 /// `[trust]` of toolhost.toml.
@@ -58,9 +68,9 @@ pub struct TrustSettings {
     /// Load only plugins within their approval (`toolhost approve`).
     #[serde(default)]
     pub require_approval: bool,
-    /// The lock file (default: `plugins.lock` beside the plugin directory).
+    /// The lock file (default: `plugins.lock` in the plugin directory).
     pub lock: Option<PathBuf>,
-    /// The approvals (default: `plugins.approvals` beside the plugin directory).
+    /// The approvals (default: `plugins.approvals` in the plugin directory).
     pub approvals: Option<PathBuf>,
 }
 
@@ -74,23 +84,77 @@ impl TrustSettings {
         self.approvals = self.approvals.as_ref().map(|p| base.join(p));
     }
 
+    /// Where `toolhost lock` writes the lock file.
     pub fn lock_path(&self, plugin_dir: &Path) -> PathBuf {
-        self.lock
-            .clone()
-            .unwrap_or_else(|| beside(plugin_dir, "plugins.lock"))
+        self.lock.clone().unwrap_or_else(|| inside(plugin_dir, LOCK))
     }
 
+    /// Where `toolhost approve` writes the approvals.
     pub fn approvals_path(&self, plugin_dir: &Path) -> PathBuf {
         self.approvals
             .clone()
-            .unwrap_or_else(|| beside(plugin_dir, "plugins.approvals"))
+            .unwrap_or_else(|| inside(plugin_dir, APPROVALS))
+    }
+
+    /// Where the lock file is read from: [`TrustSettings::lock_path`], or
+    /// an older toolhost's beside the plugin directory, if only the user
+    /// can have written it there.
+    pub fn lock_source(&self, plugin_dir: &Path) -> PathBuf {
+        located(self.lock.as_deref(), plugin_dir, LOCK)
+    }
+
+    /// Where the approvals are read from, as [`TrustSettings::lock_source`].
+    pub fn approvals_source(&self, plugin_dir: &Path) -> PathBuf {
+        located(self.approvals.as_deref(), plugin_dir, APPROVALS)
     }
 }
 
-/// `name` in the directory that holds `dir`.
-fn beside(dir: &Path, name: &str) -> PathBuf {
-    let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_owned());
-    dir.parent().unwrap_or(Path::new("/")).join(name)
+/// `name` in `plugin_dir`, as an absolute path.
+fn inside(plugin_dir: &Path, name: &str) -> PathBuf {
+    std::path::absolute(plugin_dir)
+        .unwrap_or_else(|_| plugin_dir.to_owned())
+        .join(name)
+}
+
+const LOCK: &str = "plugins.lock";
+const APPROVALS: &str = "plugins.approvals";
+
+/// The file `name` of `plugin_dir`: the path `[trust]` gives, else the one
+/// in the directory if it exists, else one an older toolhost kept beside
+/// the directory if only the user can have written it there (a directory
+/// others can write, sticky or not, proves nothing of who wrote it).
+fn located(configured: Option<&Path>, plugin_dir: &Path, name: &str) -> PathBuf {
+    if let Some(path) = configured {
+        return path.to_owned();
+    }
+    let inside = inside(plugin_dir, name);
+    let Some(holder) = inside.parent().and_then(Path::parent) else {
+        return inside;
+    };
+    let beside = holder.join(name);
+    if inside.exists() || !beside.exists() {
+        return inside;
+    }
+    match safe_path::check_dir(holder) {
+        Ok(()) => {
+            tracing::warn!(
+                "using {}, where an older toolhost kept it: move it to {}",
+                beside.display(),
+                inside.display()
+            );
+            beside
+        }
+        Err(_) => {
+            tracing::warn!(
+                "ignored {}: {} is not yours alone to write, so anyone could have put it \
+                 there; it belongs in the plugin directory, {}",
+                beside.display(),
+                holder.display(),
+                inside.display()
+            );
+            inside
+        }
+    }
 }
 
 /// A file the checks rest on is unsafe, unreadable or malformed: nothing
@@ -154,11 +218,11 @@ impl Supply {
     /// The checks for `plugin_dir`: its lock file (if any), the approvals
     /// (if required) and the trusted keys, read now.
     pub fn open(settings: &TrustSettings, plugin_dir: &Path) -> Result<Self, SupplyError> {
-        let lock_path = settings.lock_path(plugin_dir);
+        let lock_path = settings.lock_source(plugin_dir);
         let lock = Lock::read(&lock_path)?.map(|lock| (lock_path, lock));
         let approvals = settings
             .require_approval
-            .then(|| Approvals::read(&settings.approvals_path(plugin_dir)))
+            .then(|| Approvals::read(&settings.approvals_source(plugin_dir)))
             .transpose()?;
         Ok(Self {
             require_signatures: settings.require_signatures,
@@ -195,10 +259,10 @@ impl Supply {
 }
 
 impl Admission for Supply {
-    fn admit(&self, path: &Path, name: &str, manifest: &Manifest) -> Result<(), String> {
+    fn admit(&self, path: &Path, name: &str, manifest: &Manifest) -> Result<Option<ComponentFile>, String> {
         Self::check_paths(path)?;
         if !self.reads_contents() {
-            return Ok(());
+            return Ok(None);
         }
         let (facts, file) = Facts::gather(path, name, manifest)?;
         if self.require_signatures {
@@ -212,19 +276,20 @@ impl Admission for Supply {
                 .check(&facts)
                 .map_err(|e| format!("require_approval = true, and {e}"))?;
         }
-        Ok(())
+        Ok(Some(file))
     }
 
     /// Safe paths, and with `require_signatures` a trusted key's signature:
     /// a candidate runs code too. No lock or approval: it has not been
     /// locked yet, and it runs with no grant.
-    fn admit_candidate(&self, path: &Path) -> Result<(), String> {
+    fn admit_candidate(&self, path: &Path) -> Result<Option<ComponentFile>, String> {
         Self::check_paths(path)?;
-        if self.require_signatures {
-            let bytes = std::fs::read(path).map_err(|e| format!("cannot read it: {e}"))?;
-            self.keys.verify(path, &bytes)?;
+        if !self.require_signatures {
+            return Ok(None);
         }
-        Ok(())
+        let file = ComponentFile::read(path)?;
+        self.keys.verify(path, &file.bytes)?;
+        Ok(Some(file))
     }
 }
 
@@ -261,7 +326,12 @@ pub async fn survey(runtime: &Runtime, settings: &TrustSettings, dir: &Path) -> 
     }
     const SURVEYED: &str = "surveyed";
     impl Admission for Recorder<'_> {
-        fn admit(&self, path: &Path, name: &str, manifest: &Manifest) -> Result<(), String> {
+        fn admit(
+            &self,
+            path: &Path,
+            name: &str,
+            manifest: &Manifest,
+        ) -> Result<Option<ComponentFile>, String> {
             let found = Supply::check_paths(path)
                 .and_then(|()| Facts::gather(path, name, manifest))
                 .map(|(facts, file)| {
@@ -280,7 +350,7 @@ pub async fn survey(runtime: &Runtime, settings: &TrustSettings, dir: &Path) -> 
     let supply = Supply::open(settings, dir)?;
     let recorder = Recorder {
         supply: &supply,
-        approvals: Approvals::read(&settings.approvals_path(dir))?,
+        approvals: Approvals::read(&settings.approvals_source(dir))?,
         found: Mutex::default(),
     };
     let report = runtime.load_dir_admitting(dir, &recorder).await?;

@@ -8,7 +8,10 @@
 //! directory above may be writable by others if it is sticky (`/tmp`), as
 //! then nobody else can rename or remove what is in it. The directory that
 //! holds the file itself may not be (sticky or not, others could add
-//! a plugin to it). Owns these checks; not what is refused because of them.
+//! a plugin to it). An error advises `chmod go-w` only on a path the user
+//! owns that is not sticky, and else to move the plugins: a shared
+//! directory such as `/tmp` is never theirs to change. Owns these checks;
+//! not what is refused because of them.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
@@ -17,8 +20,22 @@ const GROUP_OR_OTHER_WRITE: u32 = 0o022;
 const STICKY: u32 = 0o1000;
 
 /// Check `path` (which must exist) and the directories above it. The
-/// error says what is unsafe and the command that fixes it.
+/// error says what is unsafe and how to fix it.
 pub fn check(path: &Path) -> Result<(), String> {
+    check_from(path, 2)
+}
+
+/// Check the directory `dir` (which must exist) and those above it, for a
+/// directory the host itself keeps files in (the code cache): as
+/// [`check`], but the directory holding it may be sticky (`/tmp`), as
+/// then nobody else can rename or replace `dir`.
+pub fn check_dir(dir: &Path) -> Result<(), String> {
+    check_from(dir, 1)
+}
+
+/// The check, tolerating a sticky world-writable directory from `depth`
+/// ancestors up.
+fn check_from(path: &Path, sticky_from: usize) -> Result<(), String> {
     let resolved =
         std::fs::canonicalize(path).map_err(|e| format!("cannot resolve {}: {e}", path.display()))?;
     let me = rustix::process::geteuid().as_raw();
@@ -33,33 +50,42 @@ pub fn check(path: &Path) -> Result<(), String> {
         if meta.uid() != me && meta.uid() != 0 {
             return Err(format!(
                 "the {what} {} is owned by another user (uid {}): they could change what runs; \
-                 fix: `chown {me} {}` (or move the plugins somewhere only you own)",
+                 fix: {}",
                 at.display(),
                 meta.uid(),
-                at.display()
+                MOVE
             ));
         }
         // The file and the directory holding it: no writer but the owner.
         // Directories further up: a sticky one lets nobody else rename
         // what is in it.
-        let tolerated = depth >= 2 && mode & STICKY != 0;
+        let tolerated = depth >= sticky_from && mode & STICKY != 0;
         if mode & GROUP_OR_OTHER_WRITE != 0 && !tolerated {
             let who = if mode & 0o002 != 0 {
                 "every user"
             } else {
                 "its group"
             };
+            // Only what the user owns, and is no shared sticky directory
+            // (`/tmp`), is theirs to chmod: opening up or locking down a
+            // system directory breaks the system.
+            let fix = if meta.uid() == me && mode & STICKY == 0 {
+                format!("`chmod go-w {}`", at.display())
+            } else {
+                MOVE.to_owned()
+            };
             return Err(format!(
-                "the {what} {} is writable by {who} (mode {:04o}): they could change what runs; \
-                 fix: `chmod go-w {}`",
+                "the {what} {} is writable by {who} (mode {:04o}): they could change what runs; fix: {fix}",
                 at.display(),
                 mode & 0o7777,
-                at.display()
             ));
         }
     }
     Ok(())
 }
+
+/// The fix when the unsafe directory is not the user's to change.
+const MOVE: &str = "move the plugins (and their lock and approvals) to a directory only you can write";
 
 #[cfg(test)]
 mod tests {
@@ -88,6 +114,11 @@ mod tests {
         chmod(dir.path(), 0o1777);
         let err = check(&file).unwrap_err();
         assert!(err.contains("directory") && err.contains("1777"), "{err}");
+        // A shared sticky directory is never the user's to chmod.
+        assert!(
+            !err.contains("chmod") && err.contains("fix: move the plugins"),
+            "{err}"
+        );
         chmod(dir.path(), 0o775);
         assert!(check(&file).unwrap_err().contains("its group"));
         chmod(dir.path(), 0o755);
@@ -112,6 +143,24 @@ mod tests {
                 .unwrap_err()
                 .contains(&outer.path().display().to_string())
         );
+        chmod(outer.path(), 0o755);
+    }
+
+    #[test]
+    fn a_directory_in_a_sticky_one_is_safe_and_one_others_can_write_is_not() {
+        let outer = tempfile::tempdir().unwrap();
+        chmod(outer.path(), 0o1777);
+        let inner = outer.path().join("cache");
+        std::fs::create_dir(&inner).unwrap();
+        chmod(&inner, 0o700);
+        check_dir(&inner).unwrap();
+        chmod(&inner, 0o777);
+        let err = check_dir(&inner).unwrap_err();
+        assert!(
+            err.contains("writable by every user") && err.contains("chmod go-w"),
+            "{err}"
+        );
+        chmod(&inner, 0o700);
         chmod(outer.path(), 0o755);
     }
 }
