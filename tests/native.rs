@@ -486,3 +486,262 @@ async fn writable_host(root: &std::path::Path, web: WebSettings) -> Toolhost {
     .await
     .unwrap()
 }
+
+/// How long a check of a hostile tree may take before it counts as hung:
+/// generous, since it only has to tell an answer from a thread stuck for good.
+const HUNG: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Run `check` on a runtime of its own in a thread, and fail if it has not
+/// finished within [`HUNG`]: a call that blocks forever (a named pipe's open
+/// waits for a writer) fails the test instead of hanging the run.
+fn answers_within_bounds<F>(what: &str, check: impl FnOnce() -> F + Send + 'static)
+where
+    F: std::future::Future<Output = ()>,
+{
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runtime.block_on(check())));
+        let _ = done.send(outcome);
+    });
+    match finished.recv_timeout(HUNG) {
+        Ok(Ok(())) => {}
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+        Err(_) => panic!("{what}: no answer within {HUNG:?}; a file tool is stuck"),
+    }
+}
+
+/// A named pipe (nothing ever writes to it) as the file named, as a file in
+/// a walked tree and as a directory's `.gitignore`, through every file tool,
+/// and 64 reads of it at once: each is answered (refused, naming the path,
+/// where it names the pipe), and a plain read still answers after.
+#[test]
+fn a_named_pipe_never_holds_a_file_tool() {
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path().to_owned();
+    std::fs::create_dir(r.join("sub")).unwrap();
+    std::fs::write(r.join("notes.txt"), "a needle\n").unwrap();
+    std::fs::write(r.join("sub/code.rs"), "needle()\n").unwrap();
+    let mode = rustix::fs::Mode::from_raw_mode(0o644);
+    for pipe in ["pipe.txt", "sub/.gitignore"] {
+        rustix::fs::mkfifoat(rustix::fs::CWD, r.join(pipe), mode).unwrap();
+    }
+    answers_within_bounds("the file tools on a named pipe", move || async move {
+        let host = writable_host(&r, WebSettings::default()).await;
+        for (tool, args) in [
+            ("read", json!({"path": "pipe.txt"})),
+            ("grep", json!({"pattern": "needle", "path": "pipe.txt"})),
+            (
+                "edit",
+                json!({"path": "pipe.txt", "old_string": "a", "new_string": "b"}),
+            ),
+            ("write", json!({"path": "pipe.txt", "content": "replaced\n"})),
+        ] {
+            refused(
+                &host,
+                tool,
+                args,
+                "`pipe.txt` is a named pipe, not a regular file",
+            )
+            .await;
+        }
+        refused(&host, "ls", json!({"path": "pipe.txt"}), "pipe.txt").await;
+        let kind = std::fs::symlink_metadata(r.join("pipe.txt")).unwrap().file_type();
+        assert!(
+            std::os::unix::fs::FileTypeExt::is_fifo(&kind),
+            "the pipe was replaced"
+        );
+        let listed = ok(&host, "glob", json!({"pattern": "**/*"})).await;
+        assert_eq!(listed["paths"], json!(["notes.txt", "sub/code.rs"]));
+        let found = ok(&host, "grep", json!({"pattern": "needle"})).await;
+        assert_eq!(paths(&found, "matches"), ["notes.txt", "sub/code.rs"]);
+        let reads = (0..64).map(|_| call(&host, "read", json!({"path": "pipe.txt"})));
+        for out in futures::future::join_all(reads).await {
+            assert!(out.unwrap().is_error);
+        }
+        let got = ok(&host, "read", json!({"path": "notes.txt"})).await;
+        assert_eq!(got["content"], "a needle");
+    });
+}
+
+/// A chain of `depth` directories `d/d/…/d` below `top` with `bottom.txt`
+/// (holding `needle`) at its end; built and removed one level at a time
+/// with short paths, since the whole path is longer than the system allows.
+struct Chain {
+    top: std::path::PathBuf,
+}
+
+impl Chain {
+    fn new(top: &std::path::Path, depth: usize) -> Self {
+        std::fs::create_dir(top.join("d")).unwrap();
+        std::fs::write(top.join("d/bottom.txt"), "needle\n").unwrap();
+        for _ in 1..depth {
+            std::fs::create_dir(top.join("n")).unwrap();
+            std::fs::rename(top.join("d"), top.join("n/d")).unwrap();
+            std::fs::rename(top.join("n"), top.join("d")).unwrap();
+        }
+        Self { top: top.to_owned() }
+    }
+}
+
+impl Drop for Chain {
+    fn drop(&mut self) {
+        let (d, n) = (self.top.join("d"), self.top.join("n"));
+        while std::fs::rename(d.join("d"), &n).is_ok() {
+            let _ = std::fs::remove_dir(&d);
+            let _ = std::fs::rename(&n, &d);
+        }
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}
+
+/// glob and grep over a chain of 6,000 nested directories answer with what
+/// they found above the depth cap and say they stopped; no stack overflow.
+#[tokio::test]
+async fn a_6000_deep_directory_chain_is_walked_to_a_bounded_depth() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("top.txt"), "needle\n").unwrap();
+    let _chain = Chain::new(root.path(), 6000);
+    let host = writable_host(root.path(), WebSettings::default()).await;
+    let out = call(&host, "glob", json!({"pattern": "**/*.txt"})).await.unwrap();
+    assert!(!out.is_error, "{}", out.text());
+    let listed = out.structured().unwrap();
+    assert_eq!(listed["paths"], json!(["top.txt"]));
+    assert_eq!(listed["truncated"], true);
+    assert!(out.text().contains("levels"), "{}", out.text());
+    let out = call(&host, "grep", json!({"pattern": "needle"})).await.unwrap();
+    let found = out.structured().unwrap();
+    assert_eq!(paths(&found, "matches"), ["top.txt"]);
+    assert_eq!(found["truncated"], true);
+    assert!(out.text().contains("levels"), "{}", out.text());
+    // Asked to start deep down, the walk still answers.
+    let deep = vec!["d"; 60].join("/");
+    let listed = ok(&host, "glob", json!({"pattern": "**/*.txt", "path": deep})).await;
+    assert_eq!(listed["truncated"], true);
+}
+
+/// grep over a file of one 40 MiB line holds at most a bounded line: the
+/// file is skipped past it and grep says so, the other files' matches are
+/// answered, and a limit past the cap is held to it.
+#[tokio::test]
+async fn grep_never_holds_a_giant_line_whole() {
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    let mut giant = b"needle before\n".to_vec();
+    giant.resize(giant.len() + (40 << 20), b'x');
+    giant.extend_from_slice(b" needle after\nneedle past\n");
+    std::fs::write(r.join("giant.txt"), &giant).unwrap();
+    drop(giant);
+    std::fs::write(r.join("small.txt"), "a needle\n").unwrap();
+    std::fs::write(r.join("many.log"), "needle\n".repeat(5000)).unwrap();
+    let host = writable_host(r, WebSettings::default()).await;
+    let out = call(&host, "grep", json!({"pattern": "needle", "glob": "*.txt"}))
+        .await
+        .unwrap();
+    assert!(!out.is_error, "{}", out.text());
+    let found = out.structured().unwrap();
+    let lines: Vec<(&str, u64, &str)> = found["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["path"].as_str().unwrap(),
+                m["line"].as_u64().unwrap(),
+                m["text"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        lines,
+        [("giant.txt", 1, "needle before"), ("small.txt", 1, "a needle")]
+    );
+    assert_eq!(found["skipped"][0]["path"], "giant.txt");
+    let reason = found["skipped"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("1 MiB"), "{reason}");
+    assert!(
+        out.text().contains("giant.txt") && out.text().contains("1 MiB"),
+        "{}",
+        out.text()
+    );
+    let many = ok(
+        &host,
+        "grep",
+        json!({"pattern": "needle", "path": "many.log", "limit": 100000}),
+    )
+    .await;
+    assert_eq!(many["matches"].as_array().unwrap().len(), 1000);
+    assert_eq!(many["truncated"], true);
+}
+
+/// `ls` of a directory of 60,000 files answers the first 1,000 by name and
+/// says it stopped, in its text and its structured result.
+#[tokio::test]
+async fn ls_of_60000_files_is_capped_and_says_so() {
+    let root = tempfile::tempdir().unwrap();
+    let big = root.path().join("big");
+    std::fs::create_dir(&big).unwrap();
+    for i in 0..60_000 {
+        std::fs::File::create(big.join(format!("f{i:05}"))).unwrap();
+    }
+    let host = writable_host(root.path(), WebSettings::default()).await;
+    let out = call(&host, "ls", json!({"path": "big"})).await.unwrap();
+    assert!(!out.is_error, "{}", out.text());
+    let listed = out.structured().unwrap();
+    let names: Vec<&str> = listed["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 1000);
+    assert_eq!((names[0], names[999]), ("f00000", "f00999"));
+    assert_eq!(listed["truncated"], true);
+    assert!(
+        out.text().contains("1000 of 60000"),
+        "{}",
+        &out.text()[out.text().len().saturating_sub(200)..]
+    );
+    let small = ok(&host, "ls", json!({})).await;
+    assert_eq!(small["truncated"], false);
+}
+
+/// `edit` and `write` hold a file to the size `read` reads: a file over it
+/// is not loaded for an edit, and neither an edit nor a write makes one.
+#[tokio::test]
+async fn edit_and_write_are_bounded_like_read() {
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    let mut over = "x".repeat((16 << 20) + 1);
+    std::fs::write(r.join("over.txt"), &over).unwrap();
+    std::fs::write(r.join("small.txt"), "x".repeat(1000)).unwrap();
+    let host = writable_host(r, WebSettings::default()).await;
+    refused(
+        &host,
+        "edit",
+        json!({"path": "over.txt", "old_string": "x", "new_string": "y"}),
+        "16 MiB",
+    )
+    .await;
+    // 1,000 replacements of 20 KiB each would make a 20 MB file.
+    refused(
+        &host,
+        "edit",
+        json!({"path": "small.txt", "old_string": "x", "new_string": "y".repeat(20 << 10), "replace_all": true}),
+        "16 MiB",
+    )
+    .await;
+    assert_eq!(std::fs::metadata(r.join("small.txt")).unwrap().len(), 1000);
+    over.push('\n');
+    refused(
+        &host,
+        "write",
+        json!({"path": "new.txt", "content": over}),
+        "16 MiB",
+    )
+    .await;
+    assert!(!r.join("new.txt").exists());
+}

@@ -56,6 +56,9 @@
 //!
 //! Time counts too: time a plugin spends inside the host's imports is
 //! charged to its CPU budget (see `plugin::host_api`).
+//!
+//! The native file tools are bounded too ([`native`]): what one call may
+//! read, walk, hold and answer, and the threads and time it may take.
 
 /// Longest tool name (the WIT contract).
 pub const MAX_TOOL_NAME: usize = 64;
@@ -148,6 +151,40 @@ pub const MAX_UPSTREAM_MESSAGE: usize = 256 << 20;
 /// Largest value read from the cluster's Redis before it is parsed (a
 /// shared prefetch is then held to its tool's own output cap).
 pub const MAX_SHARED_ENTRY: usize = 32 << 20;
+
+/// What one call of a native file tool may touch (`tools`): a read's
+/// file, a walk's depth and the names it holds, a listing's and a search's
+/// answer, the threads and the time file work takes.
+pub mod native {
+    use std::time::Duration;
+
+    /// Largest file `read` loads, `edit` changes and `write` or `edit` makes.
+    pub const MAX_FILE_BYTES: u64 = 16 << 20;
+    /// Largest `.gitignore` or `.ignore` a walk reads; a larger one is not used.
+    pub const MAX_IGNORE_FILE_BYTES: u64 = 1 << 20;
+    /// Paths `glob` answers, and entries `ls` answers.
+    pub const MAX_LISTED: usize = 1000;
+    /// Names `ls` reads from its directory, and names a walk holds at once
+    /// over the directories it has open.
+    pub const MAX_NAMES_HELD: usize = 100_000;
+    /// Directories below its start a walk (`glob`, `grep`) goes down.
+    pub const MAX_WALK_DEPTH: usize = 64;
+    /// Longest line `grep` holds; a file is not searched past a longer one.
+    pub const MAX_GREP_LINE_BYTES: usize = 1 << 20;
+    /// Matches `grep` answers, whatever its `limit`.
+    pub const MAX_GREP_MATCHES: usize = 1000;
+    /// Characters of a matching line `grep` answers; longer lines are cut.
+    pub const MAX_MATCH_CHARS: usize = 500;
+    /// Files `grep` names as not searched (whole).
+    pub const MAX_GREP_SKIPPED: usize = 100;
+    /// Threads the file tools of one host block at once.
+    pub const MAX_FILE_WORKERS: usize = 8;
+    /// Time a walk searches before it answers what it found.
+    pub const FILE_WORK_BUDGET: Duration = Duration::from_secs(20);
+    /// Time after which a call of a file tool is answered with an error,
+    /// whether or not its thread is done.
+    pub const FILE_WORK_DEADLINE: Duration = Duration::from_secs(30);
+}
 
 /// Longest excerpt of plugin text quoted inside a host message.
 const SHOWN_CHARS: usize = 80;

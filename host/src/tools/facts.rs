@@ -84,12 +84,12 @@ pub fn specs(writable: bool) -> Vec<ToolSpec> {
                 "path": {"type": "string", "description": "File or directory to search (default: the tool root)."},
                 "glob": {"type": "string", "description": "Only search files whose path relative to `path` matches this glob (as glob's `pattern`)."},
                 "ignore_case": {"type": "boolean", "description": "Match case-insensitively."},
-                "limit": {"type": "integer", "minimum": 1, "description": "Most matches to return (default 200)."}
+                "limit": {"type": "integer", "minimum": 1, "description": "Most matches to return (default 200, at most 1000)."}
             }, "required": ["pattern"], "additionalProperties": false}),
         ),
         spec(
             "ls",
-            "List a directory below the tool root: each entry's name, type and size.",
+            "List a directory below the tool root: each entry's name, type and size (the first 1000 by name).",
             json!({"type": "object", "properties": {
                 "path": {"type": "string", "description": "Directory, relative to the tool root (default: the root)."}
             }, "additionalProperties": false}),
@@ -169,11 +169,13 @@ fn output_schema(name: &str) -> Value {
             "lines": {"type": "array", "items": integer, "minItems": 2, "maxItems": 2}})),
         "ls" => object(
             json!({"path": string, "entries": {"type": "array", "items": object(json!({
-            "name": string, "type": {"type": "string", "enum": ["file", "dir", "symlink"]}, "size": integer}))}}),
+            "name": string, "type": {"type": "string", "enum": ["file", "dir", "symlink"]}, "size": integer}))},
+            "truncated": boolean}),
         ),
         "glob" => object(json!({"paths": {"type": "array", "items": string}, "truncated": boolean})),
         "grep" => object(json!({"matches": {"type": "array", "items": object(json!({
-            "path": string, "line": integer, "text": string}))}, "truncated": boolean})),
+            "path": string, "line": integer, "text": string}))}, "truncated": boolean,
+            "skipped": {"type": "array", "items": object(json!({"path": string, "reason": string}))}})),
         "web_fetch" => object(json!({"url": string, "status": integer, "content_type": string,
             "content": string, "truncated": boolean})),
         "write" => object(json!({"path": string, "bytes": integer, "created": boolean})),

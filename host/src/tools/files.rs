@@ -2,18 +2,18 @@
 //! loads its file whole ([`FileText`]) and answers the slice asked for, so a
 //! cached file answers every slice of it as a direct read does.
 
-use std::io::Read;
+use std::collections::BinaryHeap;
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
 
 use super::fresh::Seen;
 use super::{CallOutput, Root, ToolError, opt_str, opt_usize, result, str_arg};
+use crate::bounds::native::{MAX_LISTED, MAX_NAMES_HELD};
 
 /// Lines returned when the call gives no limit.
 const DEFAULT_LINES: usize = 2000;
-/// Files larger than this are refused; read them with grep instead.
-const MAX_FILE_BYTES: u64 = 16 << 20;
 
 /// A whole text file as `read` loaded it: any slice of it is answered from
 /// here exactly as a direct `read` of that slice would be.
@@ -48,26 +48,7 @@ pub fn read(root: &Root, args: &Map<String, Value>) -> Result<CallOutput, ToolEr
 
 /// The whole of the text file `given` names.
 pub fn load(root: &Root, given: &str) -> Result<FileText, ToolError> {
-    let (mut file, rel) = root.open_file(given)?;
-    let meta = file
-        .metadata()
-        .map_err(|e| ToolError::Failed(format!("{given}: {e}")))?;
-    if !meta.is_file() {
-        return Err(ToolError::InvalidArgs(format!("path: `{given}` is not a file")));
-    }
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(ToolError::Failed(format!(
-            "{given}: {} bytes is over the {} MiB read limit",
-            meta.len(),
-            MAX_FILE_BYTES >> 20
-        )));
-    }
-    let mut bytes = Vec::new();
-    // The cap holds even if the file grows after the check.
-    (&mut file)
-        .take(MAX_FILE_BYTES)
-        .read_to_end(&mut bytes)
-        .map_err(|e| ToolError::Failed(format!("{given}: {e}")))?;
+    let (bytes, meta, rel) = root.read(given)?;
     if bytes.contains(&0) {
         return Err(ToolError::Failed(format!("{given}: a binary file, not text")));
     }
@@ -109,17 +90,33 @@ pub fn slice(file: &FileText, args: &Map<String, Value>) -> Result<CallOutput, T
     ))
 }
 
+/// The entries of a directory, the first [`MAX_LISTED`] by name: of all its
+/// entries, or of the first [`MAX_NAMES_HELD`] read from a larger one. Only
+/// the names kept are held while the rest are read.
 pub fn ls(root: &Root, args: &Map<String, Value>) -> Result<CallOutput, ToolError> {
     let given = opt_str(args, "path").unwrap_or("");
     let (dir, rel) = root.open_dir(given)?;
     let read = dir
         .entries()
         .map_err(|e| ToolError::Failed(format!("{given}: {e}")))?;
-    let mut entries = Vec::new();
+    let mut first: BinaryHeap<OsString> = BinaryHeap::new();
+    let (mut seen, mut read_whole) = (0, true);
     for entry in read.flatten() {
+        if seen == MAX_NAMES_HELD {
+            read_whole = false;
+            break;
+        }
+        seen += 1;
+        first.push(entry.file_name());
+        if first.len() > MAX_LISTED {
+            first.pop();
+        }
+    }
+    let mut entries = Vec::new();
+    for name in first.into_sorted_vec() {
         // The entry's own metadata: links are reported as links, never
         // what they point at.
-        let Ok(meta) = entry.metadata() else {
+        let Ok(meta) = dir.symlink_metadata(&name) else {
             continue;
         };
         let kind = if meta.is_symlink() {
@@ -129,10 +126,9 @@ pub fn ls(root: &Root, args: &Map<String, Value>) -> Result<CallOutput, ToolErro
         } else {
             "file"
         };
-        entries.push((entry.file_name().to_string_lossy().into_owned(), kind, meta.len()));
+        entries.push((name.to_string_lossy().into_owned(), kind, meta.len()));
     }
-    entries.sort();
-    let text = entries
+    let mut text = entries
         .iter()
         .map(|(name, kind, _)| {
             if *kind == "dir" {
@@ -143,12 +139,22 @@ pub fn ls(root: &Root, args: &Map<String, Value>) -> Result<CallOutput, ToolErro
         })
         .collect::<Vec<_>>()
         .join("\n");
+    let truncated = seen > MAX_LISTED || !read_whole;
+    if !read_whole {
+        text.push_str(&format!(
+            "\n[the first {MAX_LISTED} by name of the first {MAX_NAMES_HELD} entries read; list a narrower path or use glob]"
+        ));
+    } else if truncated {
+        text.push_str(&format!(
+            "\n[the first {MAX_LISTED} of {seen} entries by name; use glob to find the others]"
+        ));
+    }
     let listed: Vec<Value> = entries
         .iter()
         .map(|(name, kind, size)| json!({"name": name, "type": kind, "size": size}))
         .collect();
     Ok(result(
         text,
-        json!({"path": Root::display(&rel), "entries": listed}),
+        json!({"path": Root::display(&rel), "entries": listed, "truncated": truncated}),
     ))
 }

@@ -108,7 +108,7 @@ impl Seen {
             Check::Stamp => true,
             Check::Never => false,
             Check::Digest(digest) => {
-                let Ok((file, _)) = root.open_file(&path) else {
+                let Ok((file, _, _)) = root.open_file(&path) else {
                     return false;
                 };
                 let mut bytes = Vec::new();
@@ -125,8 +125,7 @@ mod tests {
     use super::*;
 
     fn seen(root: &Root, name: &str) -> Seen {
-        let (mut file, _) = root.open_file(name).unwrap();
-        let meta = file.metadata().unwrap();
+        let (mut file, meta, _) = root.open_file(name).unwrap();
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).unwrap();
         Seen::new(&meta, &bytes)

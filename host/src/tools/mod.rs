@@ -10,6 +10,13 @@
 //! is in [`facts`], in one place; the rest of this module runs the tools.
 //! Validation against the schema, hooks and cancellation belong to the call
 //! pipeline.
+//!
+//! Every resource a call can touch is bounded (the caps are in
+//! [`bounds::native`](crate::bounds::native)): files are opened without
+//! blocking and only if regular (`root`), walks go a bounded depth on a
+//! stack of their own (`walk`), grep holds a bounded line, listings and
+//! searches answer a bounded count and say they stopped, and the blocking
+//! work runs on a bounded number of threads with a deadline (`work`).
 
 mod changes;
 pub mod facts;
@@ -19,6 +26,7 @@ mod root;
 mod search;
 mod walk;
 mod web;
+mod work;
 mod write;
 
 use std::time::Duration;
@@ -37,6 +45,7 @@ pub use web::WebSettings;
 pub struct NativeTools {
     root: Root,
     web: web::Fetcher,
+    work: work::FileWork,
     writable: bool,
     latency: Option<Latency>,
 }
@@ -50,6 +59,7 @@ impl NativeTools {
         Ok(Self {
             root,
             web: web::Fetcher::new(web)?,
+            work: work::FileWork::new(),
             writable: false,
             latency: None,
         })
@@ -106,9 +116,7 @@ impl NativeTools {
         }
         let root = self.root.clone();
         let given = str_arg(args, "path")?.to_owned();
-        tokio::task::spawn_blocking(move || files::load(&root, &given))
-            .await
-            .unwrap_or_else(|e| Err(ToolError::Failed(format!("native tool panicked: {e}"))))
+        self.work.run("read", move |_| files::load(&root, &given)).await
     }
 
     /// What a `read` call with `args` answers, from its file loaded whole.
@@ -130,20 +138,19 @@ impl NativeTools {
             return self.web.fetch(str_arg(args, "url")?).await;
         }
         let (root, writable) = (self.root.clone(), self.writable);
-        let (name, args) = (name.to_owned(), args.clone());
-        // File walks and reads block: keep them off the async workers.
-        tokio::task::spawn_blocking(move || match name.as_str() {
-            "read" => files::read(&root, &args),
-            "ls" => files::ls(&root, &args),
-            "glob" => search::glob(&root, &args),
-            "grep" => search::grep(&root, &args),
-            "write" | "edit" if !writable => Err(ToolError::NotFound(format!("Tool {name} not found"))),
-            "write" => write::write(&root, &args),
-            "edit" => write::edit(&root, &args),
-            other => Err(ToolError::NotFound(format!("Tool {other} not found"))),
-        })
-        .await
-        .unwrap_or_else(|e| Err(ToolError::Failed(format!("native tool panicked: {e}"))))
+        let (owned, args) = (name.to_owned(), args.clone());
+        self.work
+            .run(name, move |budget| match owned.as_str() {
+                "read" => files::read(&root, &args),
+                "ls" => files::ls(&root, &args),
+                "glob" => search::glob(&root, &args, budget),
+                "grep" => search::grep(&root, &args, budget),
+                "write" | "edit" if !writable => Err(ToolError::NotFound(format!("Tool {owned} not found"))),
+                "write" => write::write(&root, &args),
+                "edit" => write::edit(&root, &args),
+                other => Err(ToolError::NotFound(format!("Tool {other} not found"))),
+            })
+            .await
     }
 }
 

@@ -11,18 +11,26 @@
 //! touched. A symlink inside the root is followed while it stays inside
 //! (through relative targets); walks and listings never follow one.
 //!
+//! Every file the tools read is opened here ([`open_regular`]): without
+//! blocking, and only if it is a regular file, judged on the open file, so a
+//! named pipe, a socket or a device (or one swapped in since a listing)
+//! never holds a thread; reads stop at [`MAX_FILE_BYTES`].
+//!
 //! Writes replace a file whole through its directory's handle (a temporary
 //! file renamed over it), so a reader never sees half of it; a write to a
-//! path whose last step is a symlink is refused rather than replace the link.
+//! path whose last step is a symlink, or is not a regular file, is refused
+//! rather than replace it.
 
 use std::io::{Read, Write};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
+use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
 use cap_std::ambient_authority;
-use cap_std::fs::{Dir, File, Metadata, Permissions};
+use cap_std::fs::{Dir, File, FileType, FileTypeExt, Metadata, OpenOptions, OpenOptionsExt, Permissions};
 
 use super::ToolError;
+use crate::bounds::native::MAX_FILE_BYTES;
 
 /// A directory the native tools may read (and write) below.
 #[derive(Debug, Clone)]
@@ -84,12 +92,41 @@ impl Root {
         Ok(parts.iter().collect())
     }
 
-    /// The regular file `path` names, opened for reading, with its path
-    /// relative to the root.
-    pub fn open_file(&self, path: &str) -> Result<(File, PathBuf), ToolError> {
+    /// The regular file `path` names, opened for reading ([`open_regular`]),
+    /// with its metadata and its path relative to the root.
+    pub fn open_file(&self, path: &str) -> Result<(File, Metadata, PathBuf), ToolError> {
         let rel = self.relative(path)?;
-        let file = self.handle.open(at(&rel)).map_err(|e| error(path, e))?;
-        Ok((file, rel))
+        let (file, meta) =
+            open_regular(&self.handle, at(&rel), FollowSymlinks::Yes).map_err(|e| match e {
+                Unopened::Io(e) => error(path, e),
+                Unopened::Not(kind) => not_regular(path, kind),
+            })?;
+        Ok((file, meta, rel))
+    }
+
+    /// The whole content of the regular file `path` names, refused if it is
+    /// over [`MAX_FILE_BYTES`], with the metadata it had before it was read
+    /// and its path relative to the root.
+    pub(super) fn read(&self, path: &str) -> Result<(Vec<u8>, Metadata, PathBuf), ToolError> {
+        let (file, meta, rel) = self.open_file(path)?;
+        let too_big = |len: u64| {
+            ToolError::Failed(format!(
+                "{path}: {len} bytes is over the {} MiB read limit",
+                MAX_FILE_BYTES >> 20
+            ))
+        };
+        if meta.len() > MAX_FILE_BYTES {
+            return Err(too_big(meta.len()));
+        }
+        let mut bytes = Vec::new();
+        // The cap holds even if the file grows after the check.
+        file.take(MAX_FILE_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| ToolError::Failed(format!("{path}: {e}")))?;
+        if bytes.len() as u64 > MAX_FILE_BYTES {
+            return Err(too_big(bytes.len() as u64));
+        }
+        Ok((bytes, meta, rel))
     }
 
     /// The directory `path` names, opened, with its path relative to the root.
@@ -105,20 +142,25 @@ impl Root {
         self.handle.metadata(at(&rel)).map_err(|e| error(path, e))
     }
 
-    /// The whole content of the file `path` names.
+    /// The whole content of the text file `path` names ([`Root::read`]).
     pub fn read_to_string(&self, path: &str) -> Result<String, ToolError> {
-        let (mut file, _) = self.open_file(path)?;
-        let mut text = String::new();
-        file.read_to_string(&mut text)
-            .map_err(|e| ToolError::Failed(format!("{path}: {e}")))?;
-        Ok(text)
+        let (bytes, _, _) = self.read(path)?;
+        String::from_utf8(bytes).map_err(|_| ToolError::Failed(format!("{path}: not UTF-8 text")))
     }
 
     /// Replace the file `path` names with `bytes` (creating it and missing
     /// directories), through the handle of its directory. The file keeps the
-    /// mode of the one it replaces, or gets the usual 0644.
+    /// mode of the one it replaces, or gets the usual 0644. No more than
+    /// [`MAX_FILE_BYTES`] are written: a file the tools make is one they read.
     pub fn write(&self, path: &str, bytes: &[u8]) -> Result<Written, ToolError> {
         let rel = self.relative(path)?;
+        if bytes.len() as u64 > MAX_FILE_BYTES {
+            return Err(ToolError::InvalidArgs(format!(
+                "{path}: {} bytes is over the {} MiB file limit",
+                bytes.len(),
+                MAX_FILE_BYTES >> 20
+            )));
+        }
         let name = rel
             .file_name()
             .ok_or_else(|| ToolError::InvalidArgs(format!("path: `{path}` is a directory")))?;
@@ -143,6 +185,7 @@ impl Root {
             Ok(meta) if meta.is_dir() => {
                 return Err(ToolError::InvalidArgs(format!("path: `{path}` is a directory")));
             }
+            Ok(meta) if !meta.is_file() => return Err(not_regular(path, meta.file_type())),
             Ok(meta) => Some(meta.permissions()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(failed(e)),
@@ -166,6 +209,62 @@ impl Root {
             .join("/");
         if text.is_empty() { ".".into() } else { text }
     }
+}
+
+/// Why [`open_regular`] opened nothing.
+pub(super) enum Unopened {
+    Io(std::io::Error),
+    /// It is there, but not a regular file.
+    Not(FileType),
+}
+
+/// `path` in `dir`, opened for reading if it is a regular file, with its
+/// metadata. It is looked at first, so a device is not even opened; opened
+/// non-blocking, so a named pipe swapped in since then (whose open would
+/// wait for a writer) does not hold the thread; and judged again on the open
+/// file, which is what is read.
+pub(super) fn open_regular(
+    dir: &Dir,
+    path: &Path,
+    follow: FollowSymlinks,
+) -> Result<(File, Metadata), Unopened> {
+    let seen = match follow {
+        FollowSymlinks::Yes => dir.metadata(path),
+        FollowSymlinks::No => dir.symlink_metadata(path),
+    }
+    .map_err(Unopened::Io)?;
+    if !seen.is_file() {
+        return Err(Unopened::Not(seen.file_type()));
+    }
+    let mut options = OpenOptions::new();
+    options
+        .read(true)
+        .follow(follow)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+    let file = dir.open_with(path, &options).map_err(Unopened::Io)?;
+    let meta = file.metadata().map_err(Unopened::Io)?;
+    if !meta.is_file() {
+        return Err(Unopened::Not(meta.file_type()));
+    }
+    Ok((file, meta))
+}
+
+/// The refusal of `path`, which is a `kind` and not a regular file.
+fn not_regular(path: &str, kind: FileType) -> ToolError {
+    let kind = if kind.is_dir() {
+        "a directory"
+    } else if kind.is_symlink() {
+        "a symbolic link"
+    } else if kind.is_fifo() {
+        "a named pipe"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_block_device() || kind.is_char_device() {
+        "a device"
+    } else {
+        "something"
+    };
+    ToolError::InvalidArgs(format!("path: `{path}` is {kind}, not a regular file"))
 }
 
 /// The root itself is `.` to the handle.

@@ -4,25 +4,32 @@
 //! at a cap so one call cannot flood the model. `glob`'s `pattern` and
 //! grep's `glob` are one kind of pattern: matched against each file's path
 //! relative to the call's `path` (a file's own name when `path` is a file).
+//!
+//! grep streams each file through a buffer of at most
+//! [`MAX_GREP_LINE_BYTES`]: a file with a longer line is searched up to it
+//! and named as skipped past it, so no file, however large, is held whole.
 
 use std::ffi::OsStr;
 use std::ops::ControlFlow;
 use std::path::Path;
+use std::time::Instant;
 
-use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
-use cap_std::fs::{Dir, File, OpenOptions};
+use cap_fs_ext::FollowSymlinks;
+use cap_std::fs::{Dir, File};
 use globset::{Glob, GlobMatcher};
 use grep_regex::RegexMatcherBuilder;
-use grep_searcher::sinks::UTF8;
+use grep_searcher::sinks::Bytes;
 use grep_searcher::{BinaryDetection, SearcherBuilder};
 use serde_json::{Map, Value, json};
 
-use super::{CallOutput, Root, ToolError, opt_str, opt_usize, result, str_arg, walk};
+use super::root::open_regular;
+use super::walk::{self, Cuts};
+use super::{CallOutput, Root, ToolError, opt_str, opt_usize, result, str_arg};
+use crate::bounds::native::{
+    MAX_GREP_LINE_BYTES, MAX_GREP_MATCHES, MAX_GREP_SKIPPED, MAX_LISTED, MAX_MATCH_CHARS,
+};
 
-const MAX_PATHS: usize = 1000;
 const DEFAULT_MATCHES: usize = 200;
-/// Longest matching line returned whole; longer ones are cut.
-const MAX_LINE_CHARS: usize = 500;
 
 fn matcher(field: &str, pattern: &str) -> Result<GlobMatcher, ToolError> {
     Glob::new(pattern)
@@ -32,56 +39,53 @@ fn matcher(field: &str, pattern: &str) -> Result<GlobMatcher, ToolError> {
 
 /// Visit the regular files `given` names (a directory's, below it, or
 /// the one file) as (an open file, its path relative to the root, its path
-/// relative to `given`'s directory), until `visit` breaks. Globs match the
-/// last, so `glob` and grep's `glob` read a pattern alike.
+/// relative to `given`'s directory), until `visit` breaks or `deadline`.
+/// Globs match the last, so `glob` and grep's `glob` read a pattern alike.
+/// Returns what cut the walk short.
 fn each_file(
     root: &Root,
     given: &str,
+    deadline: Instant,
     mut visit: impl FnMut(File, &Path, &Path) -> ControlFlow<()>,
-) -> Result<(), ToolError> {
+) -> Result<Cuts, ToolError> {
     if !root.metadata(given)?.is_dir() {
-        let (file, rel) = root.open_file(given)?;
+        let (file, _, rel) = root.open_file(given)?;
         let name = rel.file_name().map_or(rel.as_path(), Path::new);
         let _ = visit(file, &rel, name);
-        return Ok(());
+        return Ok(Cuts::default());
     }
     let (start, rel) = root.open_dir(given)?;
-    walk::files(
+    Ok(walk::files(
         root.handle(),
-        &start,
+        start,
         &rel,
-        &mut |dir: &Dir, name: &OsStr, path: &Path| match open_nofollow(dir, name) {
-            Some(file) => visit(file, path, path.strip_prefix(&rel).unwrap_or(path)),
-            None => ControlFlow::Continue(()),
+        deadline,
+        &mut |dir: &Dir, name: &OsStr, path: &Path| {
+            // Still a regular file, not a symlink or a pipe swapped in since the listing.
+            match open_regular(dir, Path::new(name), FollowSymlinks::No) {
+                Ok((file, _)) => visit(file, path, path.strip_prefix(&rel).unwrap_or(path)),
+                Err(_) => ControlFlow::Continue(()),
+            }
         },
-    );
-    Ok(())
+    ))
 }
 
-/// `name` in `dir` opened for reading if it is still a regular file (not a
-/// symlink swapped in since the listing).
-fn open_nofollow(dir: &Dir, name: &OsStr) -> Option<File> {
-    let mut options = OpenOptions::new();
-    options.read(true).follow(FollowSymlinks::No);
-    let file = dir.open_with(name, &options).ok()?;
-    file.metadata().ok()?.is_file().then_some(file)
-}
-
-pub fn glob(root: &Root, args: &Map<String, Value>) -> Result<CallOutput, ToolError> {
+pub fn glob(root: &Root, args: &Map<String, Value>, deadline: Instant) -> Result<CallOutput, ToolError> {
     let pattern = matcher("pattern", str_arg(args, "pattern")?)?;
     let given = opt_str(args, "path").unwrap_or("");
     let (start, rel) = root.open_dir(given)?;
     let mut paths = Vec::new();
-    let mut truncated = false;
-    walk::files(
+    let mut full = false;
+    let cuts = walk::files(
         root.handle(),
-        &start,
+        start,
         &rel,
+        deadline,
         &mut |_: &Dir, _: &OsStr, path: &Path| {
             let relative = path.strip_prefix(&rel).unwrap_or(path);
             if pattern.is_match(relative) {
-                if paths.len() == MAX_PATHS {
-                    truncated = true;
+                if paths.len() == MAX_LISTED {
+                    full = true;
                     return ControlFlow::Break(());
                 }
                 paths.push(Root::display(path));
@@ -94,60 +98,125 @@ pub fn glob(root: &Root, args: &Map<String, Value>) -> Result<CallOutput, ToolEr
     } else {
         paths.join("\n")
     };
-    if truncated {
-        text.push_str(&format!("\n[stopped at {MAX_PATHS} paths]"));
+    if full {
+        text.push_str(&format!("\n[stopped at {MAX_LISTED} paths]"));
     }
+    text.push_str(&cuts.notes());
+    let truncated = full || cuts.any();
     Ok(result(text, json!({"paths": paths, "truncated": truncated})))
 }
 
-pub fn grep(root: &Root, args: &Map<String, Value>) -> Result<CallOutput, ToolError> {
+pub fn grep(root: &Root, args: &Map<String, Value>, deadline: Instant) -> Result<CallOutput, ToolError> {
     let pattern = str_arg(args, "pattern")?;
     let regex = RegexMatcherBuilder::new()
         .case_insensitive(args.get("ignore_case").and_then(Value::as_bool) == Some(true))
         .build(pattern)
         .map_err(|e| ToolError::InvalidArgs(format!("pattern: {e}")))?;
     let only = opt_str(args, "glob").map(|g| matcher("glob", g)).transpose()?;
-    let limit = opt_usize(args, "limit").unwrap_or(DEFAULT_MATCHES).max(1);
+    let limit = opt_usize(args, "limit")
+        .unwrap_or(DEFAULT_MATCHES)
+        .clamp(1, MAX_GREP_MATCHES);
     let mut searcher = SearcherBuilder::new()
         .line_number(true)
         .binary_detection(BinaryDetection::quit(0))
+        .heap_limit(Some(MAX_GREP_LINE_BYTES))
         .build();
     let mut matches: Vec<Value> = Vec::new();
+    let mut skipped: Vec<Value> = Vec::new();
     let mut text = String::new();
-    let mut truncated = false;
-    each_file(root, opt_str(args, "path").unwrap_or(""), |file, path, below| {
-        if only.as_ref().is_some_and(|g| !g.is_match(below)) {
-            return ControlFlow::Continue(());
-        }
-        let shown = Root::display(path);
-        let mut found = Vec::new();
-        let sink = UTF8(|line, content: &str| {
-            found.push((line, content.trim_end_matches(['\n', '\r']).to_owned()));
-            Ok(found.len() < limit)
-        });
-        // Unreadable or non-UTF-8 files are skipped, as ripgrep does.
-        if searcher.search_file(&regex, &file.into_std(), sink).is_err() {
-            return ControlFlow::Continue(());
-        }
-        for (line, content) in found {
-            if matches.len() == limit {
-                truncated = true;
-                return ControlFlow::Break(());
+    let mut notes = String::new();
+    let mut full = false;
+    let cuts = each_file(
+        root,
+        opt_str(args, "path").unwrap_or(""),
+        deadline,
+        |file, path, below| {
+            if only.as_ref().is_some_and(|g| !g.is_match(below)) {
+                return ControlFlow::Continue(());
             }
-            let content: String = content.chars().take(MAX_LINE_CHARS).collect();
-            text.push_str(&format!("{shown}:{line}:{content}\n"));
-            matches.push(json!({"path": shown, "line": line, "text": content}));
-        }
-        ControlFlow::Continue(())
-    })?;
+            let shown = Root::display(path);
+            // One match past what is left tells that the answer is cut.
+            let room = limit - matches.len() + 1;
+            let mut found = Vec::new();
+            let sink = Bytes(|line, bytes: &[u8]| {
+                found.push((line, excerpt(bytes)));
+                Ok(found.len() < room)
+            });
+            // The matches before a line too long to hold are kept.
+            let outcome = searcher.search_file(&regex, &file.into_std(), sink);
+            for (line, content) in found {
+                if matches.len() == limit {
+                    full = true;
+                    return ControlFlow::Break(());
+                }
+                text.push_str(&format!("{shown}:{line}:{content}\n"));
+                matches.push(json!({"path": shown, "line": line, "text": content}));
+            }
+            if let Err(e) = outcome
+                && skipped.len() < MAX_GREP_SKIPPED
+            {
+                let reason = unsearched(&e);
+                notes.push_str(&format!("\n[{shown}: {reason}]"));
+                skipped.push(json!({"path": shown, "reason": reason}));
+            }
+            ControlFlow::Continue(())
+        },
+    )?;
     if matches.is_empty() {
         text.push_str("no matches");
     }
-    if truncated {
-        text.push_str(&format!("[stopped at {limit} matches]"));
+    let mut text = text.trim_end().to_owned();
+    if full {
+        text.push_str(&format!("\n[stopped at {limit} matches]"));
     }
+    text.push_str(&notes);
+    text.push_str(&cuts.notes());
     Ok(result(
-        text.trim_end().to_owned(),
-        json!({"matches": matches, "truncated": truncated}),
+        text,
+        json!({"matches": matches, "truncated": full || cuts.any(), "skipped": skipped}),
     ))
+}
+
+/// A matching line as answered: at most [`MAX_MATCH_CHARS`] characters,
+/// without its line ending; bytes that are not UTF-8 are replaced.
+fn excerpt(line: &[u8]) -> String {
+    let head = &line[..line.len().min(MAX_MATCH_CHARS * 4)];
+    String::from_utf8_lossy(head)
+        .trim_end_matches(['\n', '\r'])
+        .chars()
+        .take(MAX_MATCH_CHARS)
+        .collect()
+}
+
+/// Why a file was not searched to its end, for the model: the searcher's
+/// buffer cap is met by a line longer than [`MAX_GREP_LINE_BYTES`] (the
+/// crate says so only in the message); any other error is a failed read.
+fn unsearched(e: &std::io::Error) -> String {
+    if e.to_string().starts_with("configured allocation limit") {
+        format!("not searched past a line over {} MiB", MAX_GREP_LINE_BYTES >> 20)
+    } else {
+        format!("not searched to its end: {e}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_over_the_cap_is_named_as_such() {
+        let mut searcher = SearcherBuilder::new()
+            .heap_limit(Some(MAX_GREP_LINE_BYTES))
+            .build();
+        let regex = RegexMatcherBuilder::new().build("needle").unwrap();
+        let mut haystack = vec![b'x'; MAX_GREP_LINE_BYTES * 2];
+        haystack.extend_from_slice(b"needle\n");
+        let e = searcher
+            .search_reader(&regex, haystack.as_slice(), Bytes(|_, _| Ok(true)))
+            .unwrap_err();
+        assert_eq!(unsearched(&e), "not searched past a line over 1 MiB");
+        assert_eq!(excerpt(b"abc\r\n"), "abc");
+        let long = format!("{}\n", "é".repeat(1000));
+        assert_eq!(excerpt(long.as_bytes()), "é".repeat(MAX_MATCH_CHARS));
+    }
 }

@@ -1,11 +1,14 @@
 //! `write` and `edit`: the native tools that change files, served only when
 //! the configuration says `writable = true`. Both reach the file through the
 //! root's directory handles and replace it whole ([`Root::write`]), so they
-//! stay inside the root and a reader never sees half a file.
+//! stay inside the root and a reader never sees half a file. Neither reads
+//! nor makes a file over [`MAX_FILE_BYTES`]; an edit's size is known before
+//! it is built, so replacing every `x` with a long text is refused unbuilt.
 
 use serde_json::{Map, Value, json};
 
 use super::{CallOutput, Root, ToolError, result, str_arg};
+use crate::bounds::native::MAX_FILE_BYTES;
 
 pub fn write(root: &Root, args: &Map<String, Value>) -> Result<CallOutput, ToolError> {
     let given = str_arg(args, "path")?;
@@ -43,6 +46,14 @@ pub fn edit(root: &Root, args: &Map<String, Value>) -> Result<CallOutput, ToolEr
             )));
         }
         _ => {}
+    }
+    let replaced = if all { count } else { 1 };
+    let size = (text.len() - replaced * old.len()).saturating_add(replaced.saturating_mul(new.len()));
+    if size as u64 > MAX_FILE_BYTES {
+        return Err(ToolError::InvalidArgs(format!(
+            "new_string: the edit would make {given} {size} bytes, over the {} MiB file limit",
+            MAX_FILE_BYTES >> 20
+        )));
     }
     let updated = if all {
         text.replace(old, new)
