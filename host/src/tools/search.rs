@@ -198,25 +198,3 @@ fn unsearched(e: &std::io::Error) -> String {
         format!("not searched to its end: {e}")
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_line_over_the_cap_is_named_as_such() {
-        let mut searcher = SearcherBuilder::new()
-            .heap_limit(Some(MAX_GREP_LINE_BYTES))
-            .build();
-        let regex = RegexMatcherBuilder::new().build("needle").unwrap();
-        let mut haystack = vec![b'x'; MAX_GREP_LINE_BYTES * 2];
-        haystack.extend_from_slice(b"needle\n");
-        let e = searcher
-            .search_reader(&regex, haystack.as_slice(), Bytes(|_, _| Ok(true)))
-            .unwrap_err();
-        assert_eq!(unsearched(&e), "not searched past a line over 1 MiB");
-        assert_eq!(excerpt(b"abc\r\n"), "abc");
-        let long = format!("{}\n", "é".repeat(1000));
-        assert_eq!(excerpt(long.as_bytes()), "é".repeat(MAX_MATCH_CHARS));
-    }
-}
