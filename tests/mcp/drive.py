@@ -57,7 +57,13 @@ async def exercise(session, log_path, upstream):
 
     r = await session.call_tool("slow_count", {"n": 3}, progress_callback=on_progress)
     check(text(r) == "counted to 3", f"slow_count: {text(r)}")
-    check(seen == [(1, 3), (2, 3), (3, 3)], f"progress: {seen}")
+    # A report not yet sent is replaced by a newer one: some of the first
+    # may be skipped, never the final one.
+    check(
+        seen and seen[-1] == (3, 3) and all(t == 3 for _, t in seen)
+        and all(a[0] < b[0] for a, b in zip(seen, seen[1:])),
+        f"progress: {seen}",
+    )
 
     # Cancel a call that would run for minutes once it has reported progress;
     # the SDK sends notifications/cancelled and the server logs the outcome.
