@@ -302,7 +302,9 @@ fn read_key(path: &Path) -> std::io::Result<hmac::Key> {
         )));
     }
     let mut key = Vec::with_capacity(KEY_BYTES);
-    Read::by_ref(&mut file).take(KEY_BYTES as u64 + 1).read_to_end(&mut key)?;
+    Read::by_ref(&mut file)
+        .take(KEY_BYTES as u64 + 1)
+        .read_to_end(&mut key)?;
     if key.len() != KEY_BYTES {
         return Err(invalid(format!(
             "holds {} bytes, not {KEY_BYTES}: remove it and a new key is made",
