@@ -33,8 +33,13 @@ impl CallControl {
     }
 }
 
-/// A tool error as the model reads it, within [`MAX_ERROR_TEXT`] whatever
-/// built it.
+/// Room past [`MAX_ERROR_TEXT`] for the words a [`ToolError`] wraps around
+/// a text already cut to it (the tool's name, the step that failed), so that
+/// text is not cut twice and its marker still counts what the source sent.
+const WRAPPING: usize = 1 << 10;
+
+/// A tool error as the model reads it, within [`MAX_ERROR_TEXT`] (and the
+/// words wrapped around it) whatever built it.
 pub fn error_text(e: &ToolError) -> String {
-    cut(e.to_string(), MAX_ERROR_TEXT)
+    cut(e.to_string(), MAX_ERROR_TEXT + WRAPPING)
 }
