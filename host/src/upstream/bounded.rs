@@ -169,7 +169,7 @@ impl Scan {
     fn byte(&mut self, b: u8) {
         if self.in_string {
             if let Some(key) = &mut self.key
-                && !(b == b'"' && !self.escaped)
+                && (b != b'"' || self.escaped)
                 && key.len() < 8
             {
                 key.push(b);
