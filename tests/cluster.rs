@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde_json::json;
 use toolhost_tests::cluster::{Balancer, Client, KEY, KEY_ENV, Layout, Redis, Tracker, title};
 use toolhost_tests::served::Served;
-use toolhost_tests::{expect_driver_ok, python_driver, run_within, toolhost_binary};
+use toolhost_tests::{body_of, expect_driver_ok, python_driver, run_within, toolhost_binary};
 
 /// Prefetched by `get_issues` with two issues: each issue and its comments.
 const PREFETCHES: usize = 4;
@@ -228,14 +228,7 @@ async fn metrics_count_calls_errors_latency_and_speculation_and_health_answers()
     let base = format!("http://{}", replicas[0].addr);
     let health = http.get(format!("{base}/healthz")).send().await.unwrap();
     assert_eq!(health.text().await.unwrap(), "ok\n");
-    let text = http
-        .get(format!("{base}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = body_of(http.get(format!("{base}/metrics"))).await;
     for line in [
         "toolhost_calls_total{tool=\"get_issue\"} 3",
         "toolhost_calls_total{tool=\"get_issues\"} 1",
@@ -298,13 +291,7 @@ fn cluster_stats(layout: &Layout, json: bool) -> String {
 /// A replica's `/metrics`, as text.
 async fn metrics(replica: &Served) -> String {
     let http = toolhost::http_client::builder().build().unwrap();
-    http.get(format!("http://{}/metrics", replica.addr))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap()
+    body_of(http.get(format!("http://{}/metrics", replica.addr))).await
 }
 
 /// The value of the sample `name` (the whole name with its labels) in
@@ -412,6 +399,32 @@ async fn a_catalog_change_on_one_replica_reaches_a_client_listening_on_another()
         a.log_text(),
         b.log_text()
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_message_published_by_anyone_but_a_replica_is_dropped_unread() {
+    let tracker = Tracker::start(1, Duration::ZERO).await;
+    let redis = Redis::start().unwrap();
+    let layout = Layout::new(&tracker, Some(&redis)).await.unwrap();
+    let replica = layout.replica(&[]).unwrap();
+    // What a replica published before messages were sealed: every replica
+    // would have told its clients the tool list changed.
+    let forged = json!({"event": "catalog", "replica": "forged-by-PUBLISH"}).to_string();
+    let dropped = "a message on 127.0.0.1";
+    for _ in 0..200 {
+        // Published until the replica (subscribing as it starts) hears one.
+        redis.cli(&["PUBLISH", "toolhost:events", &forged]).unwrap();
+        if replica.log_text().contains(dropped) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let log = replica.log_text();
+    assert!(
+        log.contains("dropped: not sealed by a replica for this channel"),
+        "{log}"
+    );
+    assert!(!log.contains("forged-by-PUBLISH"), "{log}");
 }
 
 /// How many entries in Redis `replica` refused rather than served.

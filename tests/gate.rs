@@ -8,7 +8,7 @@
 
 use serde_json::json;
 use toolhost::pipeline::{Sources, Toolhost};
-use toolhost_tests::{call_ok, load};
+use toolhost_tests::{call_ok, joined_text, load};
 
 /// The attack plugin, with `limits`, returning `blocks` empty text blocks,
 /// served by a host.
@@ -179,17 +179,6 @@ async fn an_upstreams_configured_header_never_reaches_the_client() {
     assert!(!leaks(&listed), "{listed}");
     assert!(listed.contains("[redacted:authorization]"), "{listed}");
     let result = call_ok(&host, "lookup", json!({"q": "x"})).await;
-    let served = format!(
-        "{}{}",
-        result
-            .content
-            .iter()
-            .map(|b| match b {
-                toolhost::output::Block::Text(t) => t.text.as_str(),
-                _ => "",
-            })
-            .collect::<String>(),
-        json!(result.meta)
-    );
+    let served = format!("{}{}", joined_text(&result), json!(result.meta));
     assert!(!leaks(&served), "{served}");
 }

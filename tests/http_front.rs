@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 use toolhost::bounds::MAX_PROGRESS_PER_CALL;
-use toolhost_tests::fill_plugin_dir;
+use toolhost_tests::{body_of, fill_plugin_dir};
 
 use super::http_auth::{client, initialize, post, serve};
 
@@ -35,19 +35,14 @@ async fn a_call_sends_at_most_the_cap_of_progress_notifications() {
 
     let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
         "name": "slow_count", "arguments": {"n": steps}, "_meta": {"progressToken": "count"}}});
-    let body = client()
+    let request = client()
         .post(format!("{}/mcp", served.base))
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .header("mcp-session-id", &session)
         .header("mcp-protocol-version", "2025-06-18")
-        .body(call.to_string())
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+        .body(call.to_string());
+    let body = body_of(request).await;
     let events: Vec<Value> = body
         .lines()
         .filter_map(|l| l.strip_prefix("data:"))

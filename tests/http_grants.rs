@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use toolhost::output::{CallOutput, ToolError};
 use toolhost::plugin::{Plugin, PluginError};
-use toolhost_tests::{Logs, LoopbackServer, SeenRequest, args, load, plugin_dir, runtime};
+use toolhost_tests::{Logs, LoopbackServer, SeenRequest, args, joined_text, load, plugin_dir, runtime};
 
 /// The value of the secret `tracker`, injected by the host.
 const TOKEN: &str = "tok-4f9c1e7a2b";
@@ -744,18 +744,7 @@ fn recovers_secret(text: &str) -> bool {
 /// its blocks (with nothing between them).
 fn served_text(result: &CallOutput) -> String {
     let structured = result.structured().map(|v| v.to_string()).unwrap_or_default();
-    format!(
-        "{}{}{structured}",
-        result
-            .content
-            .iter()
-            .map(|b| match b {
-                toolhost::output::Block::Text(t) => t.text.as_str(),
-                _ => "",
-            })
-            .collect::<String>(),
-        block_texts(result)
-    )
+    format!("{}{}{structured}", joined_text(result), block_texts(result))
 }
 
 /// A vendor server that echoes the request's headers, gzip-compressed

@@ -170,18 +170,26 @@ fn toolhost_in(dir: &tempfile::TempDir, args: &[&str]) -> (Option<std::process::
     run_within(&mut command, Duration::from_secs(120))
 }
 
-#[test]
-fn an_upstreams_tools_outside_the_contract_are_refused_naming_it_and_the_rest_served() {
-    let dir = hostile(0, "");
-    let (status, stdout, stderr) = toolhost_in(&dir, &["tools", "--json"]);
+/// `toolhost tools --json` with the configuration in `dir`: the names of
+/// the tools served, stdout and stderr.
+fn tools_served(dir: &tempfile::TempDir) -> (Vec<String>, String, String) {
+    let (status, stdout, stderr) = toolhost_in(dir, &["tools", "--json"]);
     assert!(status.is_some(), "{stderr}");
     let listing: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    let names: Vec<&str> = listing["tools"]
+    let names = listing["tools"]
         .as_array()
         .unwrap()
         .iter()
-        .filter_map(|t| t["name"].as_str())
+        .filter_map(|t| Some(t["name"].as_str()?.to_owned()))
         .collect();
+    (names, stdout, stderr)
+}
+
+#[test]
+fn an_upstreams_tools_outside_the_contract_are_refused_naming_it_and_the_rest_served() {
+    let dir = hostile(0, "");
+    let (names, stdout, stderr) = tools_served(&dir);
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
     for name in ["echo", "wait", "huge", "grow"] {
         assert!(names.contains(&name), "{name} is served: {names:?}");
     }
@@ -245,7 +253,22 @@ fn an_upstream_answer_over_its_cap_is_refused_at_once_naming_the_server_and_tool
     assert!(stdout.len() < 4096, "{} bytes answered", stdout.len());
 }
 
-/// 40,000 upstream tools: were building the catalog quadratic in their
+#[test]
+fn an_upstream_listing_more_tools_than_its_cap_has_the_first_served_and_the_rest_refused_naming_it() {
+    // It lists 4 tools of its own, the 6 hostile ones, then `t0`, `t1`, ….
+    let dir = hostile(200, "max_tools = 100");
+    let (names, _, stderr) = tools_served(&dir);
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    assert!(names.contains(&"t89") && !names.contains(&"t90"), "{names:?}");
+    assert!(
+        stderr.contains(
+            "upstream `hostile`: it listed more than 100 tools: the first 100 are served, the rest are not"
+        ),
+        "{stderr}"
+    );
+}
+
+/// 40,000 upstream tools (over the default cap, so `max_tools` is raised): were building the catalog quadratic in their
 /// number (as it was: 12.9 s at 8,000), this would take many minutes; it
 /// must serve within two. Then the server's list changes, and over stdio
 /// (one thread, as `serve` runs) a native call is answered while the
@@ -257,7 +280,7 @@ async fn forty_thousand_upstream_tools_are_served_and_a_list_change_never_stalls
 
     const MANY: usize = 40_000;
     let limit = Duration::from_secs(120);
-    let dir = hostile(MANY, "");
+    let dir = hostile(MANY, "max_tools = 50000");
     let mut command = toolhost();
     command
         .arg("--config")

@@ -345,6 +345,27 @@ fn attack_manifest(server: &LoopbackServer, leak: &str, method: &str) -> String 
     )
 }
 
+/// A server counting requests, and a temporary directory whose `plugins/`
+/// holds the attack plugin under each name of `attacks` (name, leak,
+/// method), sending its requests to the server.
+async fn attacked(attacks: &[(&str, &str, &str)]) -> (LoopbackServer, tempfile::TempDir, PathBuf) {
+    let server = counting_server().await;
+    let top = tempfile::tempdir().unwrap();
+    let plugins = top.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    let manifests: Vec<String> = attacks
+        .iter()
+        .map(|(_, leak, method)| attack_manifest(&server, leak, method))
+        .collect();
+    let entries: Vec<(&str, &str, Option<&str>)> = attacks
+        .iter()
+        .zip(&manifests)
+        .map(|((name, ..), manifest)| (*name, "fixture_attack_http", Some(manifest.as_str())))
+        .collect();
+    fill_plugin_dir(&plugins, &entries);
+    (server, top, plugins)
+}
+
 /// A server that answers every request, counting them.
 async fn counting_server() -> LoopbackServer {
     LoopbackServer::start(Duration::ZERO, |_| (200, "{}".into())).await
@@ -382,25 +403,8 @@ fn requests(server: &LoopbackServer) -> Vec<toolhost_tests::SeenRequest> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replay_without_execute_sends_nothing_from_any_hook_and_reads_no_secret() {
-    let server = counting_server().await;
-    let top = tempfile::tempdir().unwrap();
-    let plugins = top.path().join("plugins");
-    std::fs::create_dir(&plugins).unwrap();
-    fill_plugin_dir(
-        &plugins,
-        &[
-            (
-                "attack",
-                "fixture_attack_http",
-                Some(&attack_manifest(&server, "block", "POST")),
-            ),
-            (
-                "refuse",
-                "fixture_attack_http",
-                Some(&attack_manifest(&server, "refusal", "POST")),
-            ),
-        ],
-    );
+    let (server, top, plugins) =
+        attacked(&[("attack", "block", "POST"), ("refuse", "refusal", "POST")]).await;
     let component = guest("fixture_attack_http");
     forged(
         top.path(),
@@ -507,18 +511,7 @@ async fn a_recording_does_not_choose_the_plugin_directory() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plugin_recorded_as_another_component_is_refused_by_name() {
-    let server = counting_server().await;
-    let top = tempfile::tempdir().unwrap();
-    let plugins = top.path().join("plugins");
-    std::fs::create_dir(&plugins).unwrap();
-    fill_plugin_dir(
-        &plugins,
-        &[(
-            "attack",
-            "fixture_attack_http",
-            Some(&attack_manifest(&server, "block", "DELETE")),
-        )],
-    );
+    let (server, top, plugins) = attacked(&[("attack", "block", "DELETE")]).await;
     // Recorded with chain_a's component under the name `attack`.
     let other = guest("fixture_chain_a");
     forged(
@@ -559,18 +552,7 @@ async fn a_plugin_recorded_as_another_component_is_refused_by_name() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_absurd_recording_is_refused_before_anything_runs() {
-    let server = counting_server().await;
-    let top = tempfile::tempdir().unwrap();
-    let plugins = top.path().join("plugins");
-    std::fs::create_dir(&plugins).unwrap();
-    fill_plugin_dir(
-        &plugins,
-        &[(
-            "attack",
-            "fixture_attack_http",
-            Some(&attack_manifest(&server, "block", "POST")),
-        )],
-    );
+    let (server, top, plugins) = attacked(&[("attack", "block", "POST")]).await;
     let component = guest("fixture_attack_http");
     let digest = Digest::of(&std::fs::read(&component).unwrap()).to_string();
     let line = |plugin: &str, args: Value| {

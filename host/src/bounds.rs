@@ -45,7 +45,10 @@
 //! | nesting of a served result's structured content, details and `_meta`, and of a tool's schemas and `_meta` | 64 levels |
 //! | a tool definition served, from any source | 1 MiB |
 //! | an upstream server's message (so a result of one of its tools); its tool names and texts | 16 MiB, or its `max_message_kb` up to 256 MiB; as a plugin's |
+//! | an upstream server's list (tools, prompts, resources, templates), over all its pages | 1,000 pages, its message cap in all; 10,000 tools, or its `max_tools` up to 100,000; 100,000 of the others |
 //! | a prefetch another replica shared (Redis) | 32 MiB read before parsing, sealed by the replicas' key, then its tool's output cap |
+//! | a message another replica published (Redis) | 1 MiB, sealed by the replicas' key, sent within the last minute |
+//! | the speculation totals summed in Redis (not sealed) | 10,000 fan-out ranks, between valid tool names |
 //!
 //! Text a plugin sent that is shown inside one of the host's own messages
 //! (a refused tool name, a bad category) is escaped and shortened first
@@ -148,9 +151,21 @@ pub const MAX_TOOL_DEFINITION_BYTES: usize = 1 << 20;
 pub const DEFAULT_UPSTREAM_MESSAGE: usize = 16 << 20;
 /// Largest `max_message_kb` an upstream server may be given.
 pub const MAX_UPSTREAM_MESSAGE: usize = 256 << 20;
+/// The most tools an upstream server may list unless its `max_tools` says
+/// otherwise.
+pub const DEFAULT_UPSTREAM_TOOLS: usize = 10_000;
+/// The most items of any one list an upstream server gives (tools, even
+/// with `max_tools`; prompts; resources; resource templates).
+pub const MAX_UPSTREAM_ITEMS: usize = 100_000;
 /// Largest value read from the cluster's Redis before it is parsed (a
 /// shared prefetch is then held to its tool's own output cap).
 pub const MAX_SHARED_ENTRY: usize = 32 << 20;
+/// Largest message one replica publishes to the others (an invalidation
+/// of every tool of a large catalog fits): a larger one is dropped unread.
+pub const MAX_SHARED_EVENT: usize = 1 << 20;
+/// Most ranks of the fan-out summed in Redis a replica learns from (each a
+/// link between two tools and a rank among its candidates).
+pub const MAX_SHARED_RANKS: usize = 10_000;
 
 /// What one call of a native file tool may touch (`tools`): a read's
 /// file, a walk's depth and the names it holds, a listing's and a search's

@@ -77,6 +77,23 @@ pub struct EnrichedTool {
     pub meta: ToolMeta,
 }
 
+#[cfg(test)]
+impl EnrichedTool {
+    /// A tool as its source lists it, no enricher having changed it.
+    pub(crate) fn listed(name: &str, schema: ToolSchema, meta: ToolMeta) -> Self {
+        Self {
+            name: name.into(),
+            category: None,
+            schema,
+            changes: Vec::new(),
+            conflicts: Vec::new(),
+            skipped: Vec::new(),
+            transformers: Vec::new(),
+            meta,
+        }
+    }
+}
+
 /// Who may say how a tool changes the world (its side effect, `speculate`
 /// and what it invalidates).
 #[derive(Clone)]

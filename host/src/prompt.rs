@@ -94,20 +94,15 @@ mod tests {
     use crate::schema::ToolSchema;
 
     fn tool(name: &str, description: &str, snippet: Option<&str>, guidelines: &[&str]) -> EnrichedTool {
-        EnrichedTool {
-            name: name.into(),
-            category: None,
-            schema: ToolSchema::new(description, json!({"type": "object", "properties": {}})).unwrap(),
-            changes: Vec::new(),
-            conflicts: Vec::new(),
-            skipped: Vec::new(),
-            transformers: Vec::new(),
-            meta: ToolMeta {
+        EnrichedTool::listed(
+            name,
+            ToolSchema::new(description, json!({"type": "object", "properties": {}})).unwrap(),
+            ToolMeta {
                 snippet: snippet.map(str::to_owned),
                 guidelines: guidelines.iter().map(|&g| g.to_owned()).collect(),
                 ..ToolMeta::default()
             },
-        }
+        )
     }
 
     #[test]

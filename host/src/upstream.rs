@@ -31,6 +31,7 @@
 //! server does.
 
 mod bounded;
+mod listing;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, PoisonError, RwLock};
@@ -38,9 +39,10 @@ use std::time::Duration;
 
 use rmcp::ClientHandler;
 use rmcp::model::{
-    CallToolRequestParams, CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult,
-    Prompt, ReadResourceRequestParams, ReadResourceResult, Resource, ResourceTemplate,
-    ResourceUpdatedNotificationParam, ServerPeerInfo, SubscribeRequestParams, Tool, UnsubscribeRequestParams,
+    CallToolRequestParams, CompleteRequestParams, CompleteResult, Cursor, GetPromptRequestParams,
+    GetPromptResult, PaginatedRequestParams, Prompt, ReadResourceRequestParams, ReadResourceResult, Resource,
+    ResourceTemplate, ResourceUpdatedNotificationParam, ServerPeerInfo, SubscribeRequestParams, Tool,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RoleClient, RunningService, ServiceError, ServiceExt};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -82,8 +84,11 @@ pub struct UpstreamConfig {
     /// How long one call may wait for the server's answer.
     pub call_timeout: Duration,
     /// The largest message the server may send, and so the largest result
-    /// of one of its tools.
+    /// of one of its tools, and the most bytes of each of its lists (tools,
+    /// prompts, resources), over all their pages.
     pub max_message_bytes: usize,
+    /// The most tools the server may list: the rest are not served.
+    pub max_tools: usize,
 }
 
 impl UpstreamConfig {
@@ -143,6 +148,7 @@ struct RawConfig {
     connect_timeout_s: Option<u64>,
     call_timeout_s: Option<u64>,
     max_message_kb: Option<u64>,
+    max_tools: Option<usize>,
 }
 
 impl TryFrom<RawConfig> for UpstreamConfig {
@@ -201,6 +207,16 @@ impl TryFrom<RawConfig> for UpstreamConfig {
             Some(kb) if (1..=most).contains(&kb) => (kb << 10) as usize,
             Some(kb) => return Err(fail(format!("`max_message_kb` is {kb}, not 1 to {most}"))),
         };
+        let max_tools = match raw.max_tools {
+            None => bounds::DEFAULT_UPSTREAM_TOOLS,
+            Some(n) if (1..=bounds::MAX_UPSTREAM_ITEMS).contains(&n) => n,
+            Some(n) => {
+                return Err(fail(format!(
+                    "`max_tools` is {n}, not 1 to {}",
+                    bounds::MAX_UPSTREAM_ITEMS
+                )));
+            }
+        };
         Ok(Self {
             name,
             transport,
@@ -211,6 +227,7 @@ impl TryFrom<RawConfig> for UpstreamConfig {
             connect_timeout,
             call_timeout,
             max_message_bytes,
+            max_tools,
         })
     }
 }
@@ -382,9 +399,7 @@ impl Upstream {
                     .map_err(|e| fail(format!("cannot connect to {url}: {}", chain(&e))))?
             }
         };
-        let tools = client
-            .peer()
-            .list_all_tools()
+        let tools = list_tools(&config, client.peer())
             .await
             .map_err(|e| fail(format!("tools/list: {}", chain(&e))))?;
         let (tools, refused) = admit(&config, tools);
@@ -432,15 +447,43 @@ impl Upstream {
         }
     }
 
+    /// The server's `what` (prompts, resources), read page by page within
+    /// [`bounds::MAX_UPSTREAM_ITEMS`] items and the message cap; what is
+    /// over them is logged and not served.
+    async fn list<T, Fut>(
+        &self,
+        what: &str,
+        page: impl FnMut(Option<PaginatedRequestParams>) -> Fut,
+    ) -> Result<Vec<T>, ServiceError>
+    where
+        T: serde::Serialize,
+        Fut: Future<Output = Result<(Vec<T>, Option<Cursor>), ServiceError>>,
+    {
+        let within = listing::Bounds {
+            items: bounds::MAX_UPSTREAM_ITEMS,
+            bytes: self.config.max_message_bytes,
+        };
+        let listed = listing::list(what, within, page).await?;
+        if let Some(cut) = listed.cut {
+            tracing::warn!("upstream `{}`: {what}: {cut}", self.config.name);
+        }
+        Ok(listed.items)
+    }
+
     /// List the server's prompts again (none if it has no prompts).
     pub async fn refresh_prompts(&self) -> Result<(), UpstreamError> {
         if self.info().is_none_or(|i| i.capabilities.prompts.is_none()) {
             return Ok(());
         }
+        let peer = self.client.peer();
         let prompts = self
-            .client
-            .peer()
-            .list_all_prompts()
+            .list("prompts", |p| {
+                let peer = peer.clone();
+                async move {
+                    let page = peer.list_prompts(p).await?;
+                    Ok((page.prompts, page.next_cursor))
+                }
+            })
             .await
             .map_err(|e| self.error("prompts/list", &e))?;
         *self.prompts.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(prompts);
@@ -453,12 +496,24 @@ impl Upstream {
             return Ok(());
         }
         let peer = self.client.peer();
-        let resources = peer
-            .list_all_resources()
+        let resources = self
+            .list("resources", |p| {
+                let peer = peer.clone();
+                async move {
+                    let page = peer.list_resources(p).await?;
+                    Ok((page.resources, page.next_cursor))
+                }
+            })
             .await
             .map_err(|e| self.error("resources/list", &e))?;
-        let templates = peer
-            .list_all_resource_templates()
+        let templates = self
+            .list("resource templates", |p| {
+                let peer = peer.clone();
+                async move {
+                    let page = peer.list_resource_templates(p).await?;
+                    Ok((page.resource_templates, page.next_cursor))
+                }
+            })
             .await
             .map_err(|e| self.error("resources/templates/list", &e))?;
         *self.resources.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(resources);
@@ -552,10 +607,7 @@ impl Upstream {
 
     /// List the server's tools again.
     pub async fn refresh(&self) -> Result<(), UpstreamError> {
-        let tools = self
-            .client
-            .peer()
-            .list_all_tools()
+        let tools = list_tools(&self.config, self.client.peer())
             .await
             .map_err(|e| UpstreamError {
                 name: self.config.name.clone(),
@@ -629,11 +681,31 @@ impl Upstream {
     }
 }
 
+/// The server's tools, page by page within its `max_tools` and its message
+/// cap; when it lists more, the first are kept and why the rest are not is
+/// the first of the refusals [`admit`] reports.
+async fn list_tools(config: &UpstreamConfig, peer: &rmcp::Peer<RoleClient>) -> Result<Listed, ServiceError> {
+    let within = listing::Bounds {
+        items: config.max_tools,
+        bytes: config.max_message_bytes,
+    };
+    listing::list("tools", within, |p| {
+        let peer = peer.clone();
+        async move {
+            let page = peer.list_tools(p).await?;
+            Ok((page.tools, page.next_cursor))
+        }
+    })
+    .await
+}
+
+type Listed = listing::Listed<Tool>;
+
 /// The tools of `listed` that pass the checks a plugin's tools pass
 /// (`plugin::Texts`), under the name they are served by (the prefix and
 /// the server's name, each checked), and why each other one is refused,
 /// naming the server and the tool.
-fn admit(config: &UpstreamConfig, listed: Vec<Tool>) -> (Vec<Tool>, Vec<String>) {
+fn admit(config: &UpstreamConfig, listed: Listed) -> (Vec<Tool>, Vec<String>) {
     let check = |t: &Tool| -> Result<(), String> {
         let texts = Texts {
             name: &t.name,
@@ -656,8 +728,18 @@ fn admit(config: &UpstreamConfig, listed: Vec<Tool>) -> (Vec<Tool>, Vec<String>)
         }
         Ok(())
     };
-    let mut refused = Vec::new();
+    let mut refused: Vec<String> = listed
+        .cut
+        .map(|cut| {
+            format!(
+                "upstream `{}`: {cut} (`max_tools`, `max_message_kb`)",
+                config.name
+            )
+        })
+        .into_iter()
+        .collect();
     let admitted = listed
+        .items
         .into_iter()
         .filter(|t| match check(t) {
             Ok(()) => true,

@@ -152,6 +152,24 @@ pub async fn call_ok(host: &Toolhost, tool: &str, args: Value) -> CallOutput {
         .unwrap_or_else(|e| panic!("{tool}: {e:?}"))
 }
 
+/// Every text block of `result`, joined as a client joins them: with
+/// nothing between.
+pub fn joined_text(result: &CallOutput) -> String {
+    result
+        .content
+        .iter()
+        .map(|b| match b {
+            toolhost::output::Block::Text(t) => t.text.as_str(),
+            _ => "",
+        })
+        .collect()
+}
+
+/// The body of the answer to `request`, which must be answered.
+pub async fn body_of(request: reqwest::RequestBuilder) -> String {
+    request.send().await.unwrap().text().await.unwrap()
+}
+
 /// `[bind]` of every base-catalog tool `plugin` lists to it: a catalog name
 /// is served only through a binding (see `toolhost::ownership`).
 pub fn catalog_bindings(plugin: &Plugin) -> std::collections::BTreeMap<String, String> {

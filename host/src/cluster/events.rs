@@ -10,6 +10,13 @@
 //!   reloaded, an upstream's tool list changed), so that every replica
 //!   tells its own clients to list the tools again.
 //!
+//! Every message is sealed with the replicas' key for the channel, with the
+//! time it was sent (`seal`), and bounded ([`bounds::MAX_SHARED_EVENT`]):
+//! one that anyone else publishes, or that is older than [`MAX_AGE`] (an
+//! old one published again), is dropped unread. Within that minute a
+//! message seen on the channel can be published again; what it then does
+//! is what it did the first time.
+//!
 //! A message can be late, or lost while Redis is away: correctness does
 //! not rest on it (an entry in Redis is checked against its tool's
 //! generation when read, and a local entry against the generation it was
@@ -21,19 +28,26 @@
 //! rebuilds.
 
 use std::sync::Weak;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 
-use super::Cluster;
+use super::{Cluster, now_ms};
+use crate::bounds;
 
 /// The channel, under the cluster's prefix.
 pub(super) const CHANNEL: &str = "events";
 
 /// How long to wait before subscribing again after losing Redis.
 const RETRY: Duration = Duration::from_millis(500);
+
+/// How old a message may be when it arrives (its sender's clock against
+/// this replica's, either way): enough for a late delivery and clocks a
+/// little apart, not for a message recorded and published again later.
+pub(super) const MAX_AGE: Duration = Duration::from_secs(60);
 
 /// The canonical arguments a "served" message carries at most: longer ones
 /// are not published (their maker counts them wasted, nothing worse).
@@ -65,6 +79,14 @@ pub enum Event {
     },
 }
 
+/// An event as published: sealed with when it was sent.
+#[derive(Serialize, Deserialize)]
+struct Message {
+    /// Milliseconds since the Unix epoch, by the sender's clock.
+    sent_ms: u64,
+    event: Event,
+}
+
 /// Relay the published events until the cluster is dropped.
 pub(super) fn listen(client: redis::Client, cluster: Weak<Cluster>) {
     tokio::spawn(async move {
@@ -82,8 +104,11 @@ pub(super) fn listen(client: redis::Client, cluster: Weak<Cluster>) {
                             let Some(cluster) = cluster.upgrade() else {
                                 return;
                             };
-                            if let Ok(event) = serde_json::from_slice::<Event>(message.get_payload_bytes()) {
-                                let _ = cluster.events.send(event);
+                            match cluster.open_event(&channel, message.get_payload_bytes()) {
+                                Ok(event) => {
+                                    let _ = cluster.events.send(event);
+                                }
+                                Err(why) => cluster.refused_event(why),
                             }
                         }
                     }
@@ -98,16 +123,65 @@ pub(super) fn listen(client: redis::Client, cluster: Weak<Cluster>) {
 impl Cluster {
     /// Tell every replica (this one too) of `event`; lost if Redis is away.
     pub(super) async fn publish(&self, event: &Event) {
-        let Ok(message) = serde_json::to_string(event) else {
+        let channel = self.key(&[CHANNEL]);
+        let Some(message) = self.seal_event(&channel, event) else {
             return;
         };
         let mut conn = self.conn.clone();
-        let channel = self.key(&[CHANNEL]);
         let _: Option<usize> = self
             .run("PUBLISH", async move {
                 redis::AsyncCommands::publish(&mut conn, channel, message).await
             })
             .await;
+    }
+
+    /// `event` sealed for `channel`, now; `None` if no replica would take
+    /// it (over [`bounds::MAX_SHARED_EVENT`]).
+    fn seal_event(&self, channel: &str, event: &Event) -> Option<String> {
+        let message = Message {
+            sent_ms: now_ms(),
+            event: event.clone(),
+        };
+        let text = serde_json::to_string(&message).ok()?;
+        let sealed = self.key.seal(channel, &text);
+        (sealed.len() <= bounds::MAX_SHARED_EVENT).then_some(sealed)
+    }
+
+    /// The event `payload` (received on `channel`) holds, if a replica
+    /// sealed it for that channel within the last [`MAX_AGE`]; else why not.
+    fn open_event(&self, channel: &str, payload: &[u8]) -> Result<Event, &'static str> {
+        if payload.len() > bounds::MAX_SHARED_EVENT {
+            return Err("too large");
+        }
+        let text = self
+            .key
+            .open(channel, payload)
+            .ok_or("not sealed by a replica for this channel")?;
+        let Message { sent_ms, event } =
+            serde_json::from_slice(text).map_err(|_| "sealed, yet not an event")?;
+        let age = now_ms().abs_diff(sent_ms);
+        if u128::from(age) > MAX_AGE.as_millis() {
+            return Err("sent over a minute away from now: an old message published again");
+        }
+        Ok(event)
+    }
+
+    /// A message on the channel was dropped: logged at most once a minute,
+    /// so that whoever floods the channel does not flood the log too.
+    fn refused_event(&self, why: &str) {
+        let now = now_ms();
+        let last = self.event_refused_ms.load(Ordering::Relaxed);
+        if now.saturating_sub(last) >= MAX_AGE.as_millis() as u64
+            && self
+                .event_refused_ms
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            tracing::warn!(
+                "cluster: a message on {}'s channel was dropped: {why} (is something besides the replicas publishing there?)",
+                self.server
+            );
+        }
     }
 
     /// A call of `tool` with `args` (canonical) was answered here from a
@@ -156,5 +230,69 @@ impl Cluster {
                 }
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{ClusterKey, MIN_KEY_BYTES};
+    use super::*;
+
+    fn cluster(byte: u8) -> std::sync::Arc<Cluster> {
+        let key = ClusterKey::new(&[byte; MIN_KEY_BYTES]).unwrap();
+        // Nothing listens there: nothing here reaches Redis.
+        Cluster::connect("redis://127.0.0.1:1", "t", key).unwrap()
+    }
+
+    #[tokio::test]
+    async fn only_a_recent_message_sealed_for_the_channel_by_a_replica_is_taken() {
+        let (replica, stranger) = (cluster(1), cluster(2));
+        let channel = replica.key(&[CHANNEL]);
+        let event = Event::Catalog {
+            replica: "other".into(),
+        };
+        let sealed = replica.seal_event(&channel, &event).unwrap();
+        assert_eq!(replica.open_event(&channel, sealed.as_bytes()), Ok(event.clone()));
+
+        let forged = serde_json::to_string(&Message {
+            sent_ms: now_ms(),
+            event: event.clone(),
+        })
+        .unwrap();
+        assert!(
+            replica.open_event(&channel, forged.as_bytes()).is_err(),
+            "unsealed"
+        );
+        let theirs = stranger.seal_event(&channel, &event).unwrap();
+        assert!(
+            replica.open_event(&channel, theirs.as_bytes()).is_err(),
+            "another key"
+        );
+        assert!(
+            replica.open_event("t:other", sealed.as_bytes()).is_err(),
+            "another channel"
+        );
+        let old = Message {
+            sent_ms: now_ms() - MAX_AGE.as_millis() as u64 - 1_000,
+            event,
+        };
+        let replayed = replica.key.seal(&channel, &serde_json::to_string(&old).unwrap());
+        let why = replica.open_event(&channel, replayed.as_bytes()).unwrap_err();
+        assert!(why.contains("old message"), "{why}");
+        let huge = vec![b'0'; bounds::MAX_SHARED_EVENT + 1];
+        assert_eq!(replica.open_event(&channel, &huge), Err("too large"));
+    }
+
+    #[tokio::test]
+    async fn an_event_too_large_for_the_others_is_not_published() {
+        let replica = cluster(1);
+        let done = (0..bounds::MAX_SHARED_EVENT / 16)
+            .map(|i| Invalidation {
+                tool: format!("tool_{i}"),
+                generation: 1,
+            })
+            .collect();
+        let event = Event::Invalidated { done };
+        assert_eq!(replica.seal_event("t:events", &event), None);
     }
 }

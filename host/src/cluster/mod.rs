@@ -13,7 +13,8 @@
 //!   Redis is a store, not a witness, so nothing read from it is served
 //!   on its word.
 //! - `events`: what replicas tell each other (invalidations, prefetches
-//!   served elsewhere, catalog changes), relayed to this replica.
+//!   served elsewhere, catalog changes), sealed too, relayed to this
+//!   replica.
 //! - `counters`: the speculation counters and learned fan-out of every
 //!   replica, summed in Redis.
 //!
@@ -26,7 +27,7 @@ mod prefetches;
 mod seal;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -94,6 +95,14 @@ pub enum ClusterError {
     ShortEnvKey { var: String, bytes: usize },
 }
 
+/// Milliseconds since the Unix epoch: what sealed entries and messages
+/// carry, so that an old one stored or published again is told apart.
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis().min(u128::from(u64::MAX)) as u64)
+}
+
 /// The replicas' shared Redis.
 pub struct Cluster {
     conn: ConnectionManager,
@@ -110,6 +119,8 @@ pub struct Cluster {
     events: broadcast::Sender<Event>,
     /// Seals what this replica stores, and opens what it reads.
     key: ClusterKey,
+    /// When a dropped message was last logged ([`now_ms`]).
+    event_refused_ms: AtomicU64,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -151,6 +162,7 @@ impl Cluster {
             replica,
             events,
             key,
+            event_refused_ms: AtomicU64::new(0),
         });
         events::listen(client, Arc::downgrade(&cluster));
         Ok(cluster)

@@ -18,15 +18,15 @@
 //! that fails is [`Stored::Refused`], never an entry; the caller counts and
 //! logs it, and bounds what it decodes by its tool's own output cap.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::Cluster;
 use super::events::{Event, Invalidation};
+use super::{Cluster, now_ms};
 use crate::bounds;
 
 /// A prefetched result as stored in Redis.
@@ -64,12 +64,6 @@ pub enum Stored {
     /// An entry that is not what a replica sealed for this key, or too
     /// large, or expired: never served. Why, for the log.
     Refused(String),
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis().min(u128::from(u64::MAX)) as u64)
 }
 
 impl Cluster {

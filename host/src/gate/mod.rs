@@ -382,3 +382,158 @@ fn map_strings(map: &mut Map<String, Value>, f: &mut Visit<'_>) {
             .collect();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::catalog::ToolMeta;
+    use crate::schema::ToolSchema;
+
+    const SECRET: &str = "s3cr3t-Token-42";
+
+    fn gate() -> Gate {
+        Gate::new([("TOKEN", SECRET)])
+    }
+
+    /// `depth` levels of nested arrays.
+    fn nested(depth: usize) -> Value {
+        (1..depth).fold(json!(0), |inner, _| json!([inner]))
+    }
+
+    #[test]
+    fn results_over_a_cap_become_an_error_naming_the_tool_and_the_cap() {
+        let many = CallOutput::new(vec![Block::text(""); bounds::MAX_RESULT_BLOCKS + 1]);
+        let served = gate().result("t", usize::MAX, many);
+        assert!(served.is_error);
+        let text = served.text();
+        assert!(
+            text.contains("tool `t`") && text.contains("more than the 1000 served"),
+            "{text}"
+        );
+
+        let big = CallOutput::new(vec![Block::text("x".repeat(100))]);
+        let served = gate().result("t", 64, big);
+        assert!(
+            served.is_error && served.text().contains("more than the 64 served"),
+            "{served:?}"
+        );
+
+        let deep = CallOutput::new(Vec::new()).with_structured(nested(bounds::MAX_JSON_DEPTH + 1));
+        let served = gate().result("t", usize::MAX, deep);
+        assert!(
+            served.is_error && served.text().contains("deeper than 64"),
+            "{served:?}"
+        );
+        let deepest = CallOutput::new(Vec::new()).with_structured(nested(bounds::MAX_JSON_DEPTH));
+        assert!(!gate().result("t", usize::MAX, deepest).is_error);
+        let mut deep_meta = CallOutput::new(Vec::new());
+        deep_meta.meta = Some(Meta::from_iter([(
+            "k".to_owned(),
+            nested(bounds::MAX_JSON_DEPTH),
+        )]));
+        let served = gate().result("t", usize::MAX, deep_meta);
+        assert!(served.is_error && served.text().contains("`_meta`"), "{served:?}");
+    }
+
+    fn tool(name: &str, description: &str, meta: ToolMeta) -> EnrichedTool {
+        let schema =
+            json!({"type": "object", "properties": {"q": {"type": "string", "description": SECRET}}});
+        EnrichedTool::listed(name, ToolSchema::new(description, schema).unwrap(), meta)
+    }
+
+    #[test]
+    fn every_string_of_a_definition_is_redacted_and_a_secret_name_is_not_served() {
+        let reversed: String = SECRET.chars().rev().collect();
+        let full = ToolMeta {
+            title: Some(format!("Title {SECRET}")),
+            output_schema: Some(json!({"type": "object", "description": hex::encode(SECRET)})),
+            wire_meta: Some(Meta::from_iter([("vendor".to_owned(), json!([SECRET]))])),
+            ..ToolMeta::default()
+        };
+        let mut listing = Listing {
+            tools: vec![
+                tool("search", &format!("Search as {reversed}."), full),
+                tool(SECRET, "Named for the secret.", ToolMeta::default()),
+                tool(
+                    "deep",
+                    "Its output schema nests too deep.",
+                    ToolMeta {
+                        output_schema: Some(nested(bounds::MAX_JSON_DEPTH + 1)),
+                        ..ToolMeta::default()
+                    },
+                ),
+                tool(
+                    "wordy",
+                    &"w".repeat(bounds::MAX_TOOL_DEFINITION_BYTES),
+                    ToolMeta::default(),
+                ),
+            ],
+            hidden: Vec::new(),
+        };
+        gate().listing(&mut listing);
+        let served: Vec<&str> = listing.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(served, ["search"]);
+        let search = &listing.tools[0];
+        let shown = format!(
+            "{} {} {} {:?}",
+            search.schema.description(),
+            search.schema.to_value(),
+            serde_json::to_string(&search.meta).unwrap(),
+            search.meta.wire_meta
+        );
+        assert!(!shown.contains(SECRET) && !shown.contains(&reversed), "{shown}");
+        assert!(!shown.contains(&hex::encode(SECRET)), "{shown}");
+        assert_eq!(shown.matches("[redacted:TOKEN]").count(), 5, "{shown}");
+        let hidden: Vec<(&str, &str)> = listing
+            .hidden
+            .iter()
+            .map(|h| (h.name.as_str(), h.reason.as_str()))
+            .collect();
+        assert_eq!(
+            hidden[0],
+            ("[redacted:TOKEN]", "its name holds a secret value the host holds")
+        );
+        assert!(
+            hidden[1].0 == "deep" && hidden[1].1.contains("deeper than 64"),
+            "{hidden:?}"
+        );
+        assert!(
+            hidden[2].0 == "wordy" && hidden[2].1.contains("more than the 1048576"),
+            "{hidden:?}"
+        );
+    }
+
+    #[test]
+    fn a_results_structured_content_is_redacted_after_decoding() {
+        let escaped: String = SECRET.chars().map(|c| format!("\\u{:04x}", c as u32)).collect();
+        let output = CallOutput::new(vec![
+            Block::text(format!("tail {}", &SECRET[..5])),
+            Block::text(format!("{} head", &SECRET[5..])),
+        ])
+        .with_structured(json!({"k": escaped}));
+        let served = gate().result("t", usize::MAX, output);
+        let wire = serde_json::to_string(&served.structured()).unwrap() + &served.text();
+        assert!(!wire.contains(SECRET) && !wire.contains(&escaped), "{wire}");
+        assert!(
+            !wire.contains(&SECRET[..5]) && !wire.contains(&SECRET[5..]),
+            "{wire}"
+        );
+        assert!(wire.contains("[redacted:TOKEN]"), "{wire}");
+    }
+
+    #[test]
+    fn errors_texts_and_messages_are_redacted() {
+        let error = gate().error(ToolError::Failed(format!("denied for {SECRET}")));
+        assert_eq!(error, ToolError::Failed("denied for [redacted:TOKEN]".into()));
+        assert_eq!(gate().error(ToolError::Cancelled), ToolError::Cancelled);
+        let message = json!({"messages": [{"text": format!("use {}", SECRET.to_lowercase())}]});
+        let clean = gate().message(message).unwrap();
+        assert_eq!(clean["messages"][0]["text"], "use [redacted:TOKEN]");
+        // With no secret held, a message passes untouched.
+        let none = Gate::new([]);
+        assert_eq!(none.message(json!({"a": SECRET})), Some(json!({"a": SECRET})));
+        assert_eq!(none.text(SECRET), SECRET);
+    }
+}

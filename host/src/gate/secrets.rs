@@ -273,3 +273,107 @@ fn unescape_json(text: &str) -> Cow<'_, str> {
     out.push_str(rest);
     Cow::Owned(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECRET: &str = "s3cr3t-Token-42";
+
+    fn secrets() -> Secrets {
+        Secrets::new([("TOKEN", SECRET)])
+    }
+
+    fn texts(pieces: &[&str]) -> Vec<Option<String>> {
+        let pieces: Vec<Piece> = pieces.iter().map(|p| Piece::Text((*p).to_owned())).collect();
+        secrets().redact(&pieces)
+    }
+
+    /// Base64 of `text` after `pad` bytes of something else, in `engine`'s
+    /// alphabet: the secret at every alignment a longer text gives it.
+    fn base64_after(pad: usize, text: &str, engine: &impl base64::Engine) -> String {
+        let mut bytes = vec![b'x'; pad];
+        bytes.extend_from_slice(text.as_bytes());
+        bytes.extend_from_slice(b" and more");
+        engine.encode(bytes)
+    }
+
+    #[test]
+    fn every_form_a_source_could_write_is_caught() {
+        let reversed: String = SECRET.chars().rev().collect();
+        let mut written = vec![
+            format!("as is {SECRET}."),
+            format!("upper {}", SECRET.to_uppercase()),
+            format!("reversed {reversed}"),
+            format!("hex {}", hex::encode(SECRET)),
+            format!("HEX {}", hex::encode_upper(SECRET)),
+            format!("reversed hex {}", hex::encode(&reversed)),
+            format!(
+                "escaped {}",
+                SECRET
+                    .chars()
+                    .map(|c| format!("\\u{:04x}", c as u32))
+                    .collect::<String>()
+            ),
+            format!(
+                "percent {}",
+                SECRET.bytes().map(|b| format!("%{b:02X}")).collect::<String>()
+            ),
+        ];
+        for pad in 0..3 {
+            written.push(base64_after(pad, SECRET, &STANDARD));
+            written.push(base64_after(pad, SECRET, &URL_SAFE_NO_PAD));
+            written.push(base64_after(pad, &reversed, &STANDARD));
+        }
+        for text in &written {
+            let clean = secrets().text(text);
+            assert!(
+                clean.contains("[redacted:TOKEN]"),
+                "not caught in {text:?}: {clean:?}"
+            );
+            assert!(!clean.contains(SECRET), "{clean}");
+        }
+    }
+
+    #[test]
+    fn a_secret_split_across_pieces_is_redacted_in_each() {
+        let (head, tail) = SECRET.split_at(6);
+        let fixed = texts(&["one", &format!("ends {head}"), &format!("{tail} starts"), "four"]);
+        assert_eq!(fixed[0], None);
+        assert_eq!(fixed[3], None);
+        for part in [&fixed[1], &fixed[2]] {
+            let part = part.as_deref().expect("each piece it touches is replaced");
+            assert!(part.contains("[redacted:TOKEN]"), "{part}");
+            assert!(!part.contains(head) && !part.contains(tail), "{part}");
+        }
+    }
+
+    #[test]
+    fn binary_data_holding_a_secret_is_redacted_in_its_bytes() {
+        let data = STANDARD.encode(format!("\x00\x01{SECRET}\x02"));
+        let fixed = secrets().redact(&[Piece::Binary(data)]);
+        let bytes = STANDARD.decode(fixed[0].as_deref().unwrap()).unwrap();
+        let bytes = String::from_utf8_lossy(&bytes);
+        assert!(
+            bytes.contains("[redacted:TOKEN]") && !bytes.contains(SECRET),
+            "{bytes}"
+        );
+    }
+
+    #[test]
+    fn text_without_a_secret_is_left_alone_and_short_secrets_are_not_encoded() {
+        assert_eq!(texts(&["nothing here", "746f6b"]), vec![None, None]);
+        let short = Secrets::new([("PIN", "tok")]);
+        assert_eq!(short.text("a tok here"), "a [redacted:PIN] here");
+        // `tok` in hex would match ordinary hex text: not matched.
+        assert_eq!(short.text("746f6b"), "746f6b");
+        assert!(Secrets::new([("EMPTY", "")]).is_empty());
+    }
+
+    #[test]
+    fn json_escapes_are_decoded_whichever_characters_are_escaped() {
+        assert_eq!(unescape_json(r#"a\"b\\c\n\u0041\ud83d\ude00"#), "a\"b\\c\nA😀");
+        assert_eq!(unescape_json(r"lone \ud800 and \q"), "lone \u{FFFD} and \\q");
+        assert!(matches!(unescape_json("plain"), Cow::Borrowed("plain")));
+    }
+}

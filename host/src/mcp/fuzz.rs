@@ -18,9 +18,8 @@ use serde_json::{Map, Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf};
 
 use super::McpServer;
+use super::loopback::native_host;
 use crate::fuzzing::{config, hostile_string, json_value};
-use crate::pipeline::{Sources, Toolhost};
-use crate::tools::{NativeTools, Root, WebSettings};
 
 /// How long the server may take to answer; only a dead server takes it.
 const ANSWER: Duration = Duration::from_secs(5);
@@ -133,15 +132,7 @@ struct Session {
 
 impl Session {
     async fn start() -> Self {
-        let root = tempfile::tempdir().unwrap();
-        std::fs::write(root.path().join("a.txt"), "one\ntwo\n").unwrap();
-        let native = NativeTools::new(Root::new(root.path()).unwrap(), WebSettings::default()).unwrap();
-        let host = Toolhost::new(Sources {
-            native: Some(Arc::new(native)),
-            ..Sources::default()
-        })
-        .await
-        .unwrap();
+        let (host, root) = native_host().await;
         let (client, server) = tokio::io::duplex(1 << 16);
         let mcp = McpServer::new(Arc::new(host), Default::default());
         tokio::spawn(async move {

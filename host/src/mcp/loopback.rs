@@ -1,6 +1,7 @@
 //! The HTTP front of `serve --http` in-process, on a loopback port, for
 //! the tests that attack it over real HTTP (`sessions`, `http_fuzz`): the
-//! native tools over a temporary root, no authorization.
+//! native tools over a temporary root, no authorization. The host itself
+//! ([`native_host`]) serves the stdio fuzz too.
 
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
@@ -12,6 +13,21 @@ use super::{McpServer, Sessions, http_router};
 use crate::auth::{AuthConfig, HttpAccess};
 use crate::pipeline::{Sources, Toolhost};
 use crate::tools::{NativeTools, Root, WebSettings};
+
+/// A host serving the native tools alone over a temporary root holding
+/// `a.txt`, and the root.
+pub(super) async fn native_host() -> (Toolhost, tempfile::TempDir) {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("a.txt"), "one\ntwo\n").unwrap();
+    let native = NativeTools::new(Root::new(root.path()).unwrap(), WebSettings::default()).unwrap();
+    let host = Toolhost::new(Sources {
+        native: Some(Arc::new(native)),
+        ..Sources::default()
+    })
+    .await
+    .unwrap();
+    (host, root)
+}
 
 /// How long one answer may take; only a dead or stuck server takes it.
 pub(super) const ANSWER: Duration = Duration::from_secs(10);
@@ -31,15 +47,7 @@ pub(super) struct Front {
 impl Front {
     /// Serve on `127.0.0.1:0` until the runtime ends.
     pub async fn start() -> Self {
-        let root = tempfile::tempdir().unwrap();
-        std::fs::write(root.path().join("a.txt"), "one\ntwo\n").unwrap();
-        let native = NativeTools::new(Root::new(root.path()).unwrap(), WebSettings::default()).unwrap();
-        let host = Toolhost::new(Sources {
-            native: Some(Arc::new(native)),
-            ..Sources::default()
-        })
-        .await
-        .unwrap();
+        let (host, root) = native_host().await;
         let server = McpServer::new(Arc::new(host), Default::default());
         let initialized = server.sessions.clone();
         let sessions = CappedSessions::new();

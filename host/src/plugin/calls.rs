@@ -284,6 +284,29 @@ impl Plugin {
         Ok(())
     }
 
+    /// Refuse content (and `strings` more bytes beside it) that holds more
+    /// blocks than a result may, or more bytes than the plugin's output
+    /// cap, before any copy of it is made (see [`wit::extent`]).
+    fn within(
+        &self,
+        method: &'static str,
+        content: &[latest::tool::Content],
+        strings: usize,
+    ) -> Result<(), PluginError> {
+        let (blocks, bytes) = wit::extent(content);
+        if blocks > bounds::MAX_RESULT_BLOCKS {
+            self.instances.health.failure();
+            return Err(self.invalid(
+                method,
+                format!(
+                    "it has {blocks} content blocks, more than the {} a result may hold",
+                    bounds::MAX_RESULT_BLOCKS
+                ),
+            ));
+        }
+        self.cap(method, bytes.saturating_add(strings))
+    }
+
     /// An error text from the plugin: its secrets redacted, then cut to the
     /// error cap (in that order, so no cut leaves part of a secret).
     fn error_text(&self, text: &str) -> String {
@@ -638,6 +661,12 @@ impl Plugin {
             .await?;
         match answer {
             Ok(mut result) => {
+                let strings = [&result.structured, &result.details];
+                self.within(
+                    M,
+                    &result.content,
+                    strings.iter().map(|s| s.as_ref().map_or(0, String::len)).sum(),
+                )?;
                 self.redactor().result(&mut result);
                 Ok(Ok(self.output(M, result)?))
             }
@@ -682,6 +711,12 @@ impl Plugin {
             })
             .await?;
         let Some(mut answer) = answer else { return Ok(None) };
+        let strings = [&answer.wit.structured, &answer.wit.details];
+        self.within(
+            M,
+            answer.wit.content.as_deref().unwrap_or_default(),
+            strings.iter().map(|s| s.as_ref().map_or(0, String::len)).sum(),
+        )?;
         self.redactor().after_call(&mut answer.wit);
         let over = wit::convert_after_call(answer).map_err(|e| self.invalid(M, e))?;
         let size = over.content.iter().flatten().map(Block::size).sum::<usize>()

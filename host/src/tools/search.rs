@@ -198,3 +198,41 @@ fn unsearched(e: &std::io::Error) -> String {
         format!("not searched to its end: {e}")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The searcher's error on a line over its buffer cap is told apart by
+    /// its message alone: this holds the crate to the message it gives.
+    #[test]
+    fn a_line_over_the_cap_is_named_as_such_and_the_matches_before_it_kept() {
+        let mut text = b"needle one\n".to_vec();
+        text.extend(std::iter::repeat_n(b'x', MAX_GREP_LINE_BYTES * 2));
+        text.extend_from_slice(b"\nneedle two\n");
+        let regex = RegexMatcherBuilder::new().build("needle").unwrap();
+        let mut searcher = SearcherBuilder::new()
+            .line_number(true)
+            .heap_limit(Some(MAX_GREP_LINE_BYTES))
+            .build();
+        let mut found = Vec::new();
+        let sink = Bytes(|line, bytes: &[u8]| {
+            found.push((line, excerpt(bytes)));
+            Ok(true)
+        });
+        let error = searcher.search_reader(&regex, &text[..], sink).unwrap_err();
+        assert_eq!(unsearched(&error), "not searched past a line over 1 MiB");
+        assert_eq!(found, vec![(1, "needle one".to_owned())]);
+        let other = std::io::Error::other("disk on fire");
+        assert_eq!(unsearched(&other), "not searched to its end: disk on fire");
+    }
+
+    #[test]
+    fn an_excerpt_is_cut_to_its_characters_without_the_line_ending() {
+        let long = "é".repeat(MAX_MATCH_CHARS * 2) + "\r\n";
+        let shown = excerpt(long.as_bytes());
+        assert_eq!(shown.chars().count(), MAX_MATCH_CHARS);
+        assert_eq!(excerpt(b"short\r\n"), "short");
+        assert_eq!(excerpt(b"bad \xff byte\n"), "bad \u{FFFD} byte");
+    }
+}

@@ -75,3 +75,55 @@ impl FileWork {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+
+    use super::*;
+
+    const SHORT: Duration = Duration::from_millis(200);
+
+    fn failed(answer: Result<(), ToolError>) -> String {
+        match answer {
+            Err(ToolError::Failed(m)) => m,
+            other => panic!("not a failure: {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn stuck_work_keeps_its_place_and_callers_are_answered() {
+        let work = FileWork::bounded(1, SHORT, SHORT);
+        let (release, stuck) = mpsc::channel::<()>();
+        // The disk stalls: the call is answered at the deadline anyway.
+        let first = work.run("read", move |_| {
+            let _ = stuck.recv();
+            Ok(())
+        });
+        let why = failed(first.await);
+        assert!(why.starts_with("read: the file system did not answer"), "{why}");
+        // Its thread still holds the only place: no second thread is taken.
+        let why = failed(work.run("grep", |_| Ok(())).await);
+        assert!(why.starts_with("grep: the file tools are all busy"), "{why}");
+        // Once the stalled read returns, its place serves the next call.
+        release.send(()).unwrap();
+        let mut answered = Err(ToolError::Failed("never tried".into()));
+        for _ in 0..100 {
+            answered = work.run("ls", |_| Ok(())).await;
+            if answered.is_ok() {
+                break;
+            }
+        }
+        answered.unwrap();
+    }
+
+    #[tokio::test]
+    async fn work_is_given_its_budget_and_a_panic_is_an_error_not_a_crash() {
+        let work = FileWork::bounded(2, Duration::from_secs(3600), Duration::from_secs(3600));
+        let before = Instant::now();
+        let budget = work.run("glob", Ok).await.unwrap();
+        assert!(budget >= before + Duration::from_secs(3599), "{budget:?}");
+        let why = failed(work.run("glob", |_| panic!("walked off a cliff")).await);
+        assert!(why.starts_with("glob: native tool panicked"), "{why}");
+    }
+}

@@ -39,6 +39,41 @@ fn json(what: &str, text: &str) -> Result<Value, String> {
     serde_json::from_str(text).map_err(|e| format!("its {what} is not JSON: {e}"))
 }
 
+/// What content a plugin handed over holds, counted where it lies, before
+/// anything is redacted or converted: its blocks, and the bytes of its
+/// strings and data (binary data before base64, so never more than
+/// [`CallOutput::size`] counts once it is converted). A result over a cap
+/// by this count is refused without another copy of it being made.
+pub fn extent(content: &[wit::Content]) -> (usize, usize) {
+    let text = |t: &Option<String>| t.as_ref().map_or(0, String::len);
+    let bytes = content
+        .iter()
+        .map(|c| {
+            output::BLOCK_COST
+                + match c {
+                    wit::Content::Text(t) => t.len(),
+                    wit::Content::Image(m) | wit::Content::Audio(m) => m.data.len() + m.mime_type.len(),
+                    wit::Content::ResourceLink(l) => {
+                        l.uri.len()
+                            + l.name.len()
+                            + text(&l.title)
+                            + text(&l.description)
+                            + text(&l.mime_type)
+                    }
+                    wit::Content::Resource(e) => {
+                        e.uri.len()
+                            + text(&e.mime_type)
+                            + match &e.body {
+                                wit::ResourceBody::Text(t) => t.len(),
+                                wit::ResourceBody::Blob(b) => b.len(),
+                            }
+                    }
+                }
+        })
+        .fold(0usize, usize::saturating_add);
+    (content.len(), bytes)
+}
+
 /// A plugin's result; `Err` if its structured result is not JSON. Details
 /// that are not JSON are dropped: they are for logs only.
 pub fn output(r: wit::ToolResult) -> Result<CallOutput, String> {

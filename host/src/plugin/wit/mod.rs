@@ -28,7 +28,7 @@ use crate::args_edit::ArgsEdit;
 use crate::schema::SchemaEdit;
 
 pub(super) use convert::{
-    Override, after_call as convert_after_call, output as convert_output, output_to_wit,
+    Override, after_call as convert_after_call, extent, output as convert_output, output_to_wit,
 };
 
 /// The package every version shares.
