@@ -323,4 +323,6 @@ mod tests {
 }
 
 #[cfg(test)]
+mod docs;
+#[cfg(test)]
 mod fuzz;

@@ -89,7 +89,7 @@ enum Command {
         file: PathBuf,
         #[arg(long)]
         json: bool,
-        /// The vendor's golden cases (TOML; its format is in the README).
+        /// The vendor's golden cases (TOML; its format is in cli/src/expect.rs).
         #[arg(long, value_name = "FILE")]
         expect: Option<PathBuf>,
     },

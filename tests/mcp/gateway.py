@@ -121,7 +121,7 @@ async def tools(p):
     for name, tool in via.items():
         expected = dict(direct[name[len(p.prefix) :]], name=name)
         # rmcp 3.11 models MCP 2026-07-28, which removed `execution`: it
-        # cannot pass through (README, "Upstream servers").
+        # cannot pass through (docs/guide.md, "Upstream servers").
         expected.pop("execution", None)
         check(tool == expected, f"{name}:\n  direct:           {expected}\n  through toolhost: {tool}")
     served = via[p.prefix + "get-structured-content"]
