@@ -1,5 +1,5 @@
-# toolhost build. `make run` builds everything and runs the main job;
-# `make test` builds everything and runs every test.
+# toolhost build. `make run` builds the host and the bundled plugins and runs
+# the main job; `make test` builds everything and runs every test.
 
 CARGO       ?= cargo
 WASM_TARGET := wasm32-wasip2
@@ -12,7 +12,7 @@ TOOLHOST    := target/release/toolhost
 # `slow_count` among them) stay in guest-plugins/target, where tests take them.
 BUNDLED := format_pipeline:10-format-pipeline
 
-.PHONY: all run setup plugins host test lint bench clean toolchains lang-plugins
+.PHONY: all run setup plugins bundled host test lint bench clean toolchains lang-plugins
 
 all: host plugins
 
@@ -21,9 +21,17 @@ setup:
 	@command -v rustup >/dev/null || { echo "rustup is required: https://rustup.rs" >&2; exit 1; }
 	@rustup target list --installed | grep -qx $(WASM_TARGET) || rustup target add $(WASM_TARGET)
 
+# Their packages, for building them alone (`make run`).
+BUNDLED_PACKAGES := $(foreach entry,$(BUNDLED),-p $(subst _,-,$(firstword $(subst :, ,$(entry)))))
+
 ## Every Rust guest plugin (bundled plugins and test fixtures).
-plugins: setup
+plugins: bundled
 	cd guest-plugins && $(CARGO) build --release --target $(WASM_TARGET) --locked
+
+## The bundled plugins alone, in the default plugin directory: what `make
+## run` serves.
+bundled: setup
+	cd guest-plugins && $(CARGO) build --release --target $(WASM_TARGET) --locked $(BUNDLED_PACKAGES)
 	@mkdir -p $(PLUGIN_DIR)
 	@rm -f $(PLUGIN_DIR)/*.wasm
 	@for entry in $(BUNDLED); do \
@@ -36,13 +44,15 @@ host:
 	$(CARGO) build --release --locked -p toolhost-cli
 
 ## The main job: load the bundled plugins and show what they do to the tools.
-run: host plugins
+run: host bundled
 	$(TOOLHOST) --plugins $(PLUGIN_DIR) plugins
 	$(TOOLHOST) --plugins $(PLUGIN_DIR) tools
 
+# Every test, none skipped: TOOLHOST_TEST_ALL=1 fails a test whose
+# toolchain is missing instead of skipping it (tests/common/toolchains.rs).
 test: host plugins lang-plugins venv upstream replay-trees redis
 	cd guest-plugins && $(CARGO) test --release --locked -p provider-kit
-	$(CARGO) test --release --locked --workspace
+	TOOLHOST_TEST_ALL=1 $(CARGO) test --release --locked --workspace
 
 lint:
 	$(CARGO) fmt --all -- --check
@@ -54,11 +64,11 @@ bench: host plugins lang-plugins upstream venv replay-trees redis
 	$(CARGO) bench --locked -p toolhost --bench plugins
 	$(CARGO) bench --locked -p toolhost --bench pipeline
 	$(CARGO) bench --locked -p toolhost --bench languages
-	$(CARGO) run --release --locked -p toolhost-tests --bin replay
-	$(CARGO) run --release --locked -p toolhost-tests --bin replay -- --traces
-	$(CARGO) run --release --locked -p toolhost-tests --bin front
-	$(CARGO) run --release --locked -p toolhost-tests --bin load
-	$(CARGO) run --release --locked -p toolhost-tests --bin cluster
+	$(CARGO) run --release --locked -p toolhost-bench --bin replay
+	$(CARGO) run --release --locked -p toolhost-bench --bin replay -- --traces
+	$(CARGO) run --release --locked -p toolhost-bench --bin front
+	$(CARGO) run --release --locked -p toolhost-bench --bin load
+	$(CARGO) run --release --locked -p toolhost-bench --bin cluster
 	$(PYTHON) tests/mcp/vendors/replay.py --toolhost $(abspath $(TOOLHOST)) --plugin $(abspath $(GUEST_OUT))/github.wasm
 
 ## ---------------------------------------------------------------------------

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use toolhost_tests::cluster::{Balancer, Client, KEY, KEY_ENV, Layout, Redis, Tracker, title};
+use toolhost_tests::needs;
 use toolhost_tests::served::Served;
 use toolhost_tests::{body_of, expect_driver_ok, python_driver, run_within, toolhost_binary};
 
@@ -84,6 +85,7 @@ impl Prefetched {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn three_replicas_answer_and_hit_as_one_and_see_each_others_writes() {
+    needs!(Redis);
     // One replica alone, no Redis: the baseline.
     let alone = Tracker::start(2, Duration::ZERO).await;
     let layout = Layout::new(&alone, None).await.unwrap();
@@ -132,6 +134,7 @@ async fn three_replicas_answer_and_hit_as_one_and_see_each_others_writes() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_prefetch_serves_another_replica_and_a_write_there_is_seen_where_it_was_made() {
+    needs!(Redis);
     // A prefetched both issues and holds them in its own cache too.
     // (Bound whole: a field left out of a pattern would be dropped here.)
     let two = Prefetched::on_a().await;
@@ -156,6 +159,7 @@ async fn a_prefetch_serves_another_replica_and_a_write_there_is_seen_where_it_wa
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_replica_killed_mid_run_loses_no_call_the_client_retries() {
+    needs!(Redis);
     let tracker = Tracker::start(4, Duration::ZERO).await;
     let redis = Redis::start().unwrap();
     let layout = Layout::new(&tracker, Some(&redis)).await.unwrap();
@@ -175,6 +179,7 @@ async fn a_replica_killed_mid_run_loses_no_call_the_client_retries() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn redis_going_away_leaves_every_call_answered_and_is_logged() {
+    needs!(Redis);
     let tracker = Tracker::start(2, Duration::ZERO).await;
     let mut redis = Redis::start().unwrap();
     let port = redis.port;
@@ -214,6 +219,7 @@ async fn redis_going_away_leaves_every_call_answered_and_is_logged() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn metrics_count_calls_errors_latency_and_speculation_and_health_answers() {
+    needs!(Redis);
     let tracker = Tracker::start(2, Duration::ZERO).await;
     let redis = Redis::start().unwrap();
     let layout = Layout::new(&tracker, Some(&redis)).await.unwrap();
@@ -304,6 +310,7 @@ fn sample(text: &str, name: &str) -> u64 {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn stats_sum_every_replica_and_a_prefetch_served_elsewhere_is_not_wasted() {
+    needs!(Redis);
     // A prefetched; B is answered by every one of its prefetches.
     let two = Prefetched::on_a().await;
     let (redis, layout, replicas, a, b) = (&two.redis, &two.layout, &two.replicas, &two.a, &two.b);
@@ -367,6 +374,7 @@ async fn stats_sum_every_replica_and_a_prefetch_served_elsewhere_is_not_wasted()
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_catalog_change_on_one_replica_reaches_a_client_listening_on_another() {
+    needs!(Redis, Python);
     let tracker = Tracker::start(2, Duration::ZERO).await;
     let redis = Redis::start().unwrap();
     let layout = Layout::new(&tracker, Some(&redis)).await.unwrap();
@@ -403,6 +411,7 @@ async fn a_catalog_change_on_one_replica_reaches_a_client_listening_on_another()
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_message_published_by_anyone_but_a_replica_is_dropped_unread() {
+    needs!(Redis);
     let tracker = Tracker::start(1, Duration::ZERO).await;
     let redis = Redis::start().unwrap();
     let layout = Layout::new(&tracker, Some(&redis)).await.unwrap();
@@ -457,6 +466,7 @@ async fn b_refused(two: &Prefetched, key: &str, forged: &str) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_entry_forged_in_redis_is_not_served() {
+    needs!(Redis);
     let two = Prefetched::on_a().await;
     // Whoever reaches Redis edits what a replica stored there.
     let (key, value) = two.redis.entry_with("get_issue", "title 1");
@@ -469,6 +479,7 @@ async fn an_entry_forged_in_redis_is_not_served() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_valid_entry_moved_to_another_key_is_not_served() {
+    needs!(Redis);
     let two = Prefetched::on_a().await;
     let (one, _) = two.redis.entry_with("get_issue", "title 1");
     let (_, other) = two.redis.entry_with("get_issue", "title 2");
@@ -480,6 +491,7 @@ async fn a_valid_entry_moved_to_another_key_is_not_served() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_entry_over_its_tools_output_cap_is_not_served() {
+    needs!(Redis);
     // A's tracker may answer 1 MiB (the default), B's 64 KiB: an entry
     // A sealed, valid, still holds more than B's tool could answer.
     let tracker = Tracker::start(2, Duration::ZERO).await;
@@ -517,6 +529,7 @@ async fn an_entry_over_its_tools_output_cap_is_not_served() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_cluster_does_not_start_without_its_shared_key_and_never_shows_it() {
+    needs!(Redis);
     let tracker = Tracker::start(1, Duration::ZERO).await;
     let redis = Redis::start().unwrap();
     let layout = Layout::new(&tracker, Some(&redis)).await.unwrap();

@@ -11,7 +11,7 @@ use toolhost::catalog::base_catalog;
 use toolhost::enrich::Enrichers;
 use toolhost::plugin::{Plugin, PluginError};
 use toolhost::value_model::FollowUpLink;
-use toolhost_tests::{REFERENCE_LANGS, args, reference, runtime};
+use toolhost_tests::{REFERENCE_LANGS, args, needs, reference, runtime};
 
 /// "Команда" through `sanitize_field_name`: transliterated, plus FNV-1a.
 const KOMANDA: &str = "cf_komanda_";
@@ -233,6 +233,7 @@ fn toolhost_sdk_sanitize(name: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_reference_enricher_behaves_identically_in_every_language() {
+    needs!(LangPlugins);
     let (rt, logs) = runtime();
     let mut seen = Vec::new();
     for lang in REFERENCE_LANGS {

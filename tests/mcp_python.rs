@@ -12,12 +12,12 @@
 //! `toolhost serve --http --watch` driven by Rust MCP clients (rmcp), every
 //! answer checked. `--bin load` runs the full count and prints its figures.
 //!
-//! Needs `make venv upstream host plugins` (the Makefile's `test` runs them); a
-//! missing piece fails with that instruction.
+//! Needs the Python venv and the npm upstreams (`make venv upstream`): a
+//! test skips without them, unless `TOOLHOST_TEST_ALL=1` (`toolchains`).
 
 use toolhost_tests::load::{LoadSpec, run};
 use toolhost_tests::{
-    everything_server, expect_driver_ok, guest, plugin_dir, python_driver, toolhost_binary,
+    everything_server, expect_driver_ok, guest, needs, plugin_dir, python_driver, toolhost_binary,
 };
 
 fn drive(transport: &str, upstream: bool) {
@@ -38,16 +38,19 @@ fn drive(transport: &str, upstream: bool) {
 
 #[test]
 fn stdio() {
+    needs!(Python, Upstream);
     drive("stdio", false);
 }
 
 #[test]
 fn streamable_http() {
+    needs!(Python, Upstream);
     drive("http", false);
 }
 
 #[test]
 fn stdio_proxying_an_upstream_server_with_an_enricher() {
+    needs!(Python, Upstream);
     drive("stdio", true);
 }
 
@@ -64,16 +67,19 @@ fn logs(transport: &str) {
 
 #[test]
 fn log_lines_reach_a_stdio_client_filtered_limited_and_redacted() {
+    needs!(Python);
     logs("stdio");
 }
 
 #[test]
 fn log_lines_reach_an_http_client_filtered_limited_and_redacted() {
+    needs!(Python);
     logs("http");
 }
 
 #[test]
 fn a_watched_plugin_directory_is_reloaded_and_the_client_told() {
+    needs!(Python);
     let mut command = python_driver("watch.py");
     command.arg("--tool-plugin").arg(guest("text_tools"));
     expect_driver_ok(&mut command, "watch");
@@ -93,11 +99,13 @@ fn agent(transport: &str) {
 
 #[test]
 fn the_agent_is_told_of_the_tools_over_stdio() {
+    needs!(Python);
     agent("stdio");
 }
 
 #[test]
 fn the_agent_is_told_of_the_tools_over_http() {
+    needs!(Python);
     agent("http");
 }
 
@@ -114,26 +122,31 @@ fn revision(transport: &str, mode: &str) {
 
 #[test]
 fn protocol_2025_11_25_over_stdio() {
+    needs!(Python);
     revision("stdio", "legacy");
 }
 
 #[test]
 fn protocol_2025_11_25_over_http() {
+    needs!(Python);
     revision("http", "legacy");
 }
 
 #[test]
 fn protocol_2026_07_28_over_stdio() {
+    needs!(Python);
     revision("stdio", "2026-07-28");
 }
 
 #[test]
 fn protocol_2026_07_28_over_http() {
+    needs!(Python);
     revision("http", "2026-07-28");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fault_and_load_over_streamable_http() {
+    needs!(Python);
     let spec = LoadSpec {
         calls: 1_000,
         concurrency: 16,

@@ -14,12 +14,12 @@
 //! as a user runs it: what it says is checked as a plugin's word is, and
 //! every call to it is answered, whatever it does.
 //!
-//! Needs `make venv upstream host` (the Makefile's `test` runs them); a
-//! missing piece fails with that instruction.
+//! Needs the Python venv and the npm upstreams (`make venv upstream`): a
+//! test skips without them, unless `TOOLHOST_TEST_ALL=1` (`toolchains`).
 
 use std::time::Duration;
 
-use toolhost_tests::{everything_server, expect_driver_ok, python_driver, run_within, toolhost};
+use toolhost_tests::{everything_server, expect_driver_ok, needs, python_driver, run_within, toolhost};
 
 fn drive(scenario: &str) {
     let mut command = python_driver("upstreams.py");
@@ -32,16 +32,19 @@ fn drive(scenario: &str) {
 
 #[test]
 fn an_upstream_reached_by_url_is_served_and_a_dead_one_is_named() {
+    needs!(Python, Upstream);
     drive("http");
 }
 
 #[test]
 fn an_upstreams_tool_list_change_reaches_the_client() {
+    needs!(Python, Upstream);
     drive("list-changed");
 }
 
 #[test]
 fn every_http_session_is_told_of_a_tool_list_change() {
+    needs!(Python, Upstream);
     drive("list-changed-http");
 }
 
@@ -57,81 +60,97 @@ fn gateway(scenario: &str) {
 
 #[test]
 fn gateway_tools_keep_every_field() {
+    needs!(Python, Upstream);
     gateway("tools");
 }
 
 #[test]
 fn gateway_text_content_is_unchanged() {
+    needs!(Python, Upstream);
     gateway("text");
 }
 
 #[test]
 fn gateway_image_content_is_unchanged() {
+    needs!(Python, Upstream);
     gateway("image");
 }
 
 #[test]
 fn gateway_content_keeps_its_annotations() {
+    needs!(Python, Upstream);
     gateway("annotations");
 }
 
 #[test]
 fn gateway_two_resource_links_stay_two_resource_links() {
+    needs!(Python, Upstream);
     gateway("resource-links");
 }
 
 #[test]
 fn gateway_embedded_resources_stay_embedded() {
+    needs!(Python, Upstream);
     gateway("embedded-resource");
 }
 
 #[test]
 fn gateway_structured_content_is_the_tools_own() {
+    needs!(Python, Upstream);
     gateway("structured");
 }
 
 #[test]
 fn gateway_audio_content_is_unchanged() {
+    needs!(Python, Upstream);
     gateway("audio");
 }
 
 #[test]
 fn gateway_serves_the_upstreams_prompts() {
+    needs!(Python, Upstream);
     gateway("prompts");
 }
 
 #[test]
 fn gateway_serves_the_upstreams_resources() {
+    needs!(Python, Upstream);
     gateway("resources");
 }
 
 #[test]
 fn gateway_serves_the_upstreams_resource_templates() {
+    needs!(Python, Upstream);
     gateway("templates");
 }
 
 #[test]
 fn gateway_forwards_completions() {
+    needs!(Python, Upstream);
     gateway("completions");
 }
 
 #[test]
 fn gateway_relays_resource_subscriptions() {
+    needs!(Python, Upstream);
     gateway("subscriptions");
 }
 
 #[test]
 fn gateway_relays_resource_list_changes() {
+    needs!(Python, Upstream);
     gateway("resources-changed");
 }
 
 #[test]
 fn gateway_relays_prompt_list_changes() {
+    needs!(Python, Upstream);
     gateway("prompts-changed");
 }
 
 #[test]
 fn gateway_merges_the_upstreams_instructions() {
+    needs!(Python, Upstream);
     gateway("instructions");
 }
 
@@ -187,6 +206,7 @@ fn tools_served(dir: &tempfile::TempDir) -> (Vec<String>, String, String) {
 
 #[test]
 fn an_upstreams_tools_outside_the_contract_are_refused_naming_it_and_the_rest_served() {
+    needs!(Python);
     let dir = hostile(0, "");
     let (names, stdout, stderr) = tools_served(&dir);
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -229,6 +249,7 @@ fn an_upstreams_tools_outside_the_contract_are_refused_naming_it_and_the_rest_se
 
 #[test]
 fn an_upstream_call_never_answered_fails_at_its_deadline_naming_the_server_and_tool() {
+    needs!(Python);
     let dir = hostile(0, "call_timeout_s = 1");
     let (status, stdout, stderr) = toolhost_in(&dir, &["call", "wait", "{}"]);
     assert!(status.is_some(), "the call was never answered: {stderr}");
@@ -240,6 +261,7 @@ fn an_upstream_call_never_answered_fails_at_its_deadline_naming_the_server_and_t
 
 #[test]
 fn an_upstream_answer_over_its_cap_is_refused_at_once_naming_the_server_and_tool() {
+    needs!(Python);
     // A deadline far away: the answer is refused as it arrives, not when
     // the call times out.
     let dir = hostile(0, "call_timeout_s = 3600");
@@ -255,6 +277,7 @@ fn an_upstream_answer_over_its_cap_is_refused_at_once_naming_the_server_and_tool
 
 #[test]
 fn an_upstream_listing_more_tools_than_its_cap_has_the_first_served_and_the_rest_refused_naming_it() {
+    needs!(Python);
     // It lists 4 tools of its own, the 6 hostile ones, then `t0`, `t1`, ….
     let dir = hostile(200, "max_tools = 100");
     let (names, _, stderr) = tools_served(&dir);
@@ -275,6 +298,7 @@ fn an_upstream_listing_more_tools_than_its_cap_has_the_first_served_and_the_rest
 /// catalog is rebuilt, and the new tool is listed.
 #[tokio::test(flavor = "multi_thread")]
 async fn forty_thousand_upstream_tools_are_served_and_a_list_change_never_stalls_a_native_call() {
+    needs!(Python);
     use rmcp::ServiceExt;
     use rmcp::model::CallToolRequestParams;
 

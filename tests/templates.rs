@@ -9,7 +9,7 @@ use std::process::Command;
 
 use toolhost_cli::check;
 use toolhost_cli::scaffold::{Lang, scaffold};
-use toolhost_tests::runtime;
+use toolhost_tests::{needs, runtime};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -146,6 +146,7 @@ async fn rust_template_builds_on_the_packaged_sdk_and_passes_check() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn js_template_builds_and_passes_check() {
+    needs!(Node);
     // The same pinned componentize-js as the reference plugin, not a download.
     let modules = repo().join("guest-plugins/reference-js/node_modules");
     scaffold_build_check("tpl-js", Lang::Js, &[], |dir| {
@@ -156,6 +157,7 @@ async fn js_template_builds_and_passes_check() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn python_template_builds_and_passes_check() {
+    needs!(Python);
     let tool = format!(
         "COMPONENTIZE_PY={}",
         repo().join("build/venv/bin/componentize-py").display()
@@ -165,6 +167,7 @@ async fn python_template_builds_and_passes_check() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn c_template_builds_and_passes_check() {
+    needs!(LangPlugins);
     let r = repo();
     let vars = [
         format!("WIT_BINDGEN={}", r.join("build/tools/bin/wit-bindgen").display()),
@@ -179,6 +182,7 @@ async fn c_template_builds_and_passes_check() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn go_template_builds_and_passes_check() {
+    needs!(LangPlugins);
     // The Go runtime package and the WASI adapter `make toolchains` put in
     // place: no Go module proxy, no download.
     let r = repo();

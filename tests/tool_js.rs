@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use toolhost::output::{Block, CallOutput, ToolError};
 use toolhost::plugin::{BeforeCallDecision, Hooks, RenderOptions};
-use toolhost_tests::{args, lang_plugin, runtime};
+use toolhost_tests::{args, lang_plugin, needs, runtime};
 
 fn stats(result: &CallOutput) -> Value {
     result.structured().expect("a structured result")
@@ -17,6 +17,7 @@ fn stats(result: &CallOutput) -> Value {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_javascript_tool_plugin_serves_every_hook() {
+    needs!(LangPlugins);
     let (rt, logs) = runtime();
     let plugin = rt.load_file(&lang_plugin("tool-js")).await.unwrap();
     assert_eq!(plugin.worlds.name(), "tool-plugin");

@@ -7,6 +7,7 @@
 
 use std::path::Path;
 
+use toolhost_tests::needs;
 use toolhost_tests::traces::{Replay, Step, Trace, Workspace, replay, traces_dir, trees_dir};
 
 fn all() -> Vec<Trace> {
@@ -46,6 +47,7 @@ fn every_trace_parses_and_is_cited() {
 
 #[test]
 fn the_converter_makes_every_committed_trace() {
+    needs!(Python, ReplayTrees);
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let python = repo.join("build/venv/bin/python");
     assert!(
@@ -89,6 +91,7 @@ fn a_malformed_step_is_named() {
 /// scale where those files are old enough for their stamps to be trusted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replayed_sessions_get_no_stale_answer() {
+    needs!(ReplayTrees);
     let traces = all();
     let runs = [
         ("django__django-11099", false),

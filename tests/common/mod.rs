@@ -3,8 +3,12 @@
 //! and loaded, a runtime whose plugin log is captured, and calls through a
 //! host's pipeline.
 //!
-//! The guest plugins are built from source by `make plugins` (the Makefile
-//! runs it before the tests); a missing file fails with that instruction.
+//! The Rust guest plugins are built from source by this crate's build
+//! script (`build.rs`, as `make plugins` does), and the `toolhost` binary
+//! by cargo beside the tests ([`toolhost_binary`]), so `cargo test` needs
+//! nothing else. What other tests need (the Python venv, plugins in other
+//! languages, npm upstreams, Redis) is in [`toolchains`]: without it they
+//! skip, unless `TOOLHOST_TEST_ALL=1`.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -20,6 +24,7 @@ pub mod cluster;
 pub mod load;
 pub mod providers;
 pub mod served;
+pub mod toolchains;
 pub mod traces;
 
 /// The directory holding the built guest components.
@@ -35,7 +40,8 @@ pub fn guest(crate_name: &str) -> PathBuf {
     let path = guest_dir().join(format!("{crate_name}.wasm"));
     assert!(
         path.is_file(),
-        "{} is missing: run `make plugins` first",
+        "{} is missing: this crate's build script builds it, unless TOOLHOST_GUEST_DIR names \
+         another directory (then `make plugins` there)",
         path.display()
     );
     path
@@ -58,7 +64,7 @@ pub fn fill_plugin_dir(dir: &Path, entries: &[(&str, &str, Option<&str>)]) {
     }
 }
 
-/// The release binary ([`toolhost_binary`]), without the code cache or a
+/// The binary under test ([`toolhost_binary`]), without the code cache or a
 /// plugin directory from the environment.
 pub fn toolhost() -> std::process::Command {
     let mut cmd = std::process::Command::new(toolhost_binary());
@@ -403,12 +409,21 @@ pub fn python_driver(script: &str) -> std::process::Command {
     command
 }
 
-/// The release `toolhost` binary the MCP tests serve with (`make host`).
+/// The `toolhost` binary the tests run: `toolhost-under-test`, which cargo
+/// builds from the command line's own `main.rs` for the profile under test
+/// (an integration test runs from `target/PROFILE/deps/`, the binary is in
+/// `target/PROFILE/`); for a bench binary (in `target/release/`), the
+/// `toolhost` that `make host` builds beside it.
 pub fn toolhost_binary() -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/toolhost");
+    let exe = std::env::current_exe().expect("the running binary's path");
+    let dir = exe.parent().expect("a binary is in a directory");
+    let path = match dir.file_name() {
+        Some(name) if name == "deps" => dir.with_file_name("toolhost-under-test"),
+        _ => dir.join("toolhost"),
+    };
     assert!(
         path.is_file(),
-        "{} is missing: run `make host` first",
+        "{} is missing: build it with `cargo test` (tests) or `make host` (benches)",
         path.display()
     );
     path

@@ -5,7 +5,7 @@
 //! path, query, body, the token the host injected); the client checks every
 //! result and error, the rate-limit retries, and prefetch on the real chains.
 
-use toolhost_tests::{expect_driver_ok, guest, python_driver};
+use toolhost_tests::{expect_driver_ok, guest, needs, python_driver};
 
 /// Run `tests/mcp/vendors/NAME.py` against the built `CRATE.wasm`.
 fn provider(name: &str, crate_name: &str) {
@@ -16,16 +16,19 @@ fn provider(name: &str, crate_name: &str) {
 
 #[test]
 fn github() {
+    needs!(Python);
     provider("github", "github");
 }
 
 #[test]
 fn jira() {
+    needs!(Python);
     provider("jira", "jira");
 }
 
 #[test]
 fn confluence() {
+    needs!(Python);
     provider("confluence", "confluence");
 }
 
@@ -34,6 +37,7 @@ fn confluence() {
 /// prefetched. It times nothing; `make bench` prints the times.
 #[test]
 fn github_replay() {
+    needs!(Python);
     let mut command = python_driver("vendors/replay.py");
     command.arg("--plugin").arg(guest("github")).arg("--check");
     expect_driver_ok(&mut command, "replay");
@@ -41,20 +45,24 @@ fn github_replay() {
 
 #[test]
 fn gitlab() {
+    needs!(Python);
     provider("gitlab", "gitlab");
 }
 
 #[test]
 fn linear() {
+    needs!(Python);
     provider("linear", "linear");
 }
 
 #[test]
 fn fireflies() {
+    needs!(Python);
     provider("fireflies", "fireflies");
 }
 
 #[test]
 fn clickup() {
+    needs!(Python);
     provider("clickup", "clickup");
 }

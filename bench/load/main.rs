@@ -5,7 +5,7 @@
 //! errors, wrong answers, calls/s, p50/p99 latency and the host's peak RSS;
 //! exits 1 if any call went unanswered or was answered wrong.
 //!
-//! `cargo run --release -p toolhost-tests --bin load -- --help`
+//! `cargo run --release -p toolhost-bench --bin load -- --help`
 //! (needs `make host plugins`).
 
 use std::path::PathBuf;

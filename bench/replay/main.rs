@@ -9,7 +9,7 @@
 //! With `--traces`, it replays public agent trajectories instead (see
 //! `trajectories` and tests/replay/traces/SOURCES.md).
 //!
-//! `cargo run --release -p toolhost-tests --bin replay -- --help`
+//! `cargo run --release -p toolhost-bench --bin replay -- --help`
 
 mod agent;
 mod trajectories;

@@ -11,7 +11,7 @@
 //!
 //! Needs `make host plugins lang-plugins upstream` (`make bench` runs them
 //! first: this binary times the `toolhost` built there).
-//! `cargo run --release -p toolhost-tests --bin front -- --help`
+//! `cargo run --release -p toolhost-bench --bin front -- --help`
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
