@@ -76,7 +76,8 @@ impl Toolhost {
         ToolhostBuilder::default()
     }
 
-    /// Merge the sources and enrich the listing, with default options.
+    /// Merge sources already loaded and reached, and enrich the listing,
+    /// with default options. [`Toolhost::builder`] loads them too.
     pub async fn new(sources: Sources) -> Result<Self, CatalogError> {
         Self::with_options(sources, Options::default()).await
     }
@@ -99,9 +100,10 @@ impl Toolhost {
         Self::with_options(sources, options).await
     }
 
-    /// Merge the sources, enrich the listing, layer the value models and
-    /// start speculation if it is on. Must run inside a Tokio runtime: it
-    /// starts following the upstream servers' tool lists.
+    /// Merge sources already loaded and reached, enrich the listing, layer
+    /// the value models and start speculation if it is on; what
+    /// [`ToolhostBuilder::build`] ends with. Must run inside a Tokio
+    /// runtime: it starts following the upstream servers' tool lists.
     pub async fn with_options(sources: Sources, options: Options) -> Result<Self, CatalogError> {
         let generation = Generation::build(&sources, &options, None).await?;
         let upstreams = sources.upstreams.clone();
