@@ -41,7 +41,9 @@ async fn host(plugins: Vec<Arc<Plugin>>) -> Toolhost {
 }
 
 async fn call(host: &Toolhost, tool: &str, args: Value) -> Result<CallOutput, ToolError> {
-    host.call_tool(tool, args, &CallControl::new("t")).await
+    host.call_tool(tool, args, &CallControl::new("t"))
+        .await
+        .map_err(|e| e.error)
 }
 
 #[tokio::test(flavor = "multi_thread")]

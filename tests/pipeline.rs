@@ -113,7 +113,11 @@ async fn progress_is_reported_and_a_cancelled_call_stops() {
         .call_tool("slow_count", json!({"n": 200000}), &ctx)
         .await
         .unwrap_err();
-    assert!(matches!(err, ToolError::Cancelled), "{err:?}");
+    assert_eq!(
+        (err.tool.as_str(), err.plugin.as_deref()),
+        ("slow_count", Some("text-tools"))
+    );
+    assert!(matches!(err.error, ToolError::Cancelled), "{err:?}");
 }
 
 #[tokio::test]

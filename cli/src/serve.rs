@@ -69,7 +69,23 @@ pub async fn serve(
     let serving = async {
         match access {
             Some((addr, access)) => {
-                mcp::serve_http(host.clone(), front.log, addr, access, config.cluster.is_some()).await
+                // Tests and scripts read the address from this line.
+                let announce = |bound| eprintln!("toolhost: serving MCP at http://{bound}/mcp");
+                let interrupted = async {
+                    let _ = tokio::signal::ctrl_c().await;
+                };
+                let stateless = config.cluster.is_some();
+                mcp::serve_http(
+                    host.clone(),
+                    front.log,
+                    addr,
+                    access,
+                    stateless,
+                    announce,
+                    interrupted,
+                )
+                .await
+                .map_err(anyhow::Error::from)
             }
             None => mcp::serve_stdio(host.clone(), front.log).await,
         }

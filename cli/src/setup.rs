@@ -1,7 +1,8 @@
 //! Building a [`Toolhost`] from the configuration: the plugin directory,
 //! the native tools' root and web policy, upstream servers and catalog
-//! bindings. Shared by `toolhost serve` and `toolhost call`; the library
-//! user who wants other sources builds [`Sources`] directly.
+//! bindings. Shared by `toolhost serve`, `call` and `tools`: the
+//! configuration read into a [`toolhost::ToolhostBuilder`], the one way a
+//! host is assembled.
 //!
 //! With no configuration at all the host still serves: the native tools
 //! confined to the working directory, and the bundled plugins if a plugin
@@ -14,17 +15,11 @@
 //! what was left out is still an error).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-
-use anyhow::Context;
 
 use crate::config::Config;
+use toolhost::Toolhost;
 use toolhost::cluster::Cluster;
-use toolhost::ownership;
-use toolhost::pipeline::{Options, Sources, Toolhost};
-use toolhost::plugin::{LoadReport, Runtime};
-use toolhost::tools::{NativeTools, Root};
-use toolhost::upstream::Upstream;
+use toolhost::plugin::Runtime;
 
 /// The plugin directory every command uses: the one named on the command
 /// line, else the configuration's `plugins`, else [`default_plugin_dir`].
@@ -52,51 +47,41 @@ fn default_plugin_dir() -> Option<PathBuf> {
 
 /// Load the plugins of `plugin_dir` (if any) that pass the supply checks
 /// of `[trust]` (see `toolhost::supply`), start the upstream servers and
-/// assemble the catalog. What could not be loaded or reached is returned
-/// beside the host, each error naming its plugin or server.
+/// assemble the catalog, with [`Toolhost::builder`]. What could not be
+/// loaded or reached is returned beside the host, each error naming its
+/// plugin or server.
 pub async fn build(
     runtime: &Runtime,
     config: &Config,
     plugin_dir: Option<&Path>,
 ) -> anyhow::Result<(Toolhost, Vec<String>)> {
-    let report = match plugin_dir {
-        Some(dir) => toolhost::supply::load_dir(runtime, &config.trust, dir).await?,
-        None => LoadReport::default(),
-    };
-    let root_dir = match &config.root {
+    let root = match &config.root {
         Some(dir) => dir.clone(),
         None => std::env::current_dir()?,
-    };
-    let root = Root::new(&root_dir).with_context(|| format!("tool root {}", root_dir.display()))?;
-    let native = NativeTools::new(root, config.web.clone())?.writable(config.writable);
-    let mut errors: Vec<String> = report.errors.iter().map(ToString::to_string).collect();
-    let load_errors = report.errors;
-    let mut upstreams = Vec::new();
-    for server in &config.upstream {
-        match Upstream::connect(server.clone(), runtime.log_sink()).await {
-            Ok(upstream) => {
-                errors.extend(upstream.refused());
-                upstreams.push(upstream);
-            }
-            Err(e) => errors.push(e.to_string()),
-        }
-    }
-    let sources = Sources {
-        native: Some(Arc::new(native)),
-        plugins: report.plugins,
-        upstreams,
-        bindings: config.bind.clone(),
     };
     let mut speculation = config.speculation.clone();
     if let Some(cluster) = &config.cluster {
         speculation.cluster = Some(Cluster::connect(&cluster.redis, &cluster.prefix, cluster.key()?)?);
     }
-    let options = Options {
-        value_models: config.tools.clone(),
-        speculation,
-    };
-    let host = Toolhost::with_options(sources, options).await?;
-    host.count_refused_loads(&load_errors);
-    errors.extend(ownership::summary(&host.refusals()));
-    Ok((host, errors))
+    let mut builder = Toolhost::builder()
+        .root(root)
+        .writable(config.writable)
+        .web(config.web.clone())
+        .trust(config.trust.clone())
+        .log(runtime.log_sink())
+        .speculation(speculation);
+    if let Some(dir) = plugin_dir {
+        builder = builder.plugins(runtime, dir);
+    }
+    for server in &config.upstream {
+        builder = builder.upstream(server.clone());
+    }
+    for (tool, backend) in &config.bind {
+        builder = builder.bind(tool, backend);
+    }
+    for (tool, model) in &config.tools {
+        builder = builder.value_model(tool, model.clone());
+    }
+    let (host, report) = builder.build().await?;
+    Ok((host, report.lines()))
 }

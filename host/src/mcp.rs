@@ -587,7 +587,7 @@ impl ServerHandler for McpServer {
         let result = match outcome {
             Ok(output) => mcp::to_mcp(output),
             Err(e) => {
-                if matches!(e, ToolError::Cancelled) {
+                if matches!(e.error, ToolError::Cancelled) {
                     tracing::info!("call {}: {} cancelled", context.id, label(&request.name));
                 }
                 CallToolResult::error(vec![ContentBlock::text(error_text(&e))])
@@ -624,9 +624,12 @@ pub async fn serve_stdio(host: Arc<Toolhost>, log: ClientLog) -> anyhow::Result<
     Ok(())
 }
 
-/// Serve streamable HTTP at `http://ADDR/mcp` until interrupted, behind
-/// `access` (its authorization and accepted `Host` names), with
+/// Serve streamable HTTP at `http://ADDR/mcp` until `shutdown` completes,
+/// behind `access` (its authorization and accepted `Host` names), with
 /// `/metrics` behind the same, and `ok` at `/healthz` to anyone.
+/// `on_bound` is told the address bound (the port the system chose, if
+/// `addr`'s is 0) before the first request is taken. On shutdown, requests
+/// in flight are let finish.
 ///
 /// `stateless` (a replica of a cluster): no MCP session is kept, so that
 /// any replica answers any request. It costs clients before 2026-07-28
@@ -642,7 +645,9 @@ pub async fn serve_http(
     addr: SocketAddr,
     access: HttpAccess,
     stateless: bool,
-) -> anyhow::Result<()> {
+    on_bound: impl FnOnce(SocketAddr),
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     let router = http_router(
         McpServer::new(host, log),
         &access,
@@ -650,7 +655,7 @@ pub async fn serve_http(
         CappedSessions::new(),
     );
     let listener = tokio::net::TcpListener::bind(addr).await?;
-    eprintln!("toolhost: serving MCP at http://{}/mcp", listener.local_addr()?);
+    on_bound(listener.local_addr()?);
     // A response goes out in several writes (the SSE priming event, then
     // the result): with Nagle's algorithm on, the second waits for the
     // client's delayed ACK, about 40 ms on every call.
@@ -660,11 +665,8 @@ pub async fn serve_http(
         }
     });
     axum::serve(listener, router)
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await?;
-    Ok(())
+        .with_graceful_shutdown(shutdown)
+        .await
 }
 
 /// The routes of `serve --http`: MCP at `/mcp` (its sessions kept in

@@ -41,6 +41,7 @@ use crate::tools::NATIVE_NAMES;
 /// A tool left out because its name is another source's.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Refusal {
+    /// The tool's name.
     pub tool: String,
     /// The source that listed it: `plugin `x`` or `upstream `y``.
     pub source: String,

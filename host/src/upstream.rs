@@ -232,10 +232,13 @@ impl TryFrom<RawConfig> for UpstreamConfig {
     }
 }
 
+/// An upstream server that could not be started, reached or called.
 #[derive(Debug, thiserror::Error)]
 #[error("upstream `{name}`: {message}")]
 pub struct UpstreamError {
+    /// The server, by its configured name.
     pub name: String,
+    /// What went wrong.
     pub message: String,
 }
 

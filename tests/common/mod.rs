@@ -108,18 +108,18 @@ pub fn run_within(
     let stdout = drain(Box::new(child.stdout.take().unwrap()));
     let stderr = drain(Box::new(child.stderr.take().unwrap()));
     let deadline = std::time::Instant::now() + limit;
-    let mut status = None;
-    while std::time::Instant::now() < deadline {
-        status = child.try_wait().unwrap();
-        if status.is_some() {
-            break;
+    // Every way out reaps the child (clippy's `zombie_processes`).
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if std::time::Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    if status.is_none() {
-        let _ = child.kill();
-        let _ = child.wait();
-    }
+    };
     (status, stdout.join().unwrap(), stderr.join().unwrap())
 }
 
@@ -145,9 +145,12 @@ pub fn args(value: Value) -> Map<String, Value> {
     }
 }
 
-/// One call through `host`'s pipeline.
+/// One call through `host`'s pipeline; an error as the tool or the
+/// pipeline said it.
 pub async fn call(host: &Toolhost, tool: &str, args: Value) -> Result<CallOutput, ToolError> {
-    host.call_tool(tool, args, &CallControl::new("t")).await
+    host.call_tool(tool, args, &CallControl::new("t"))
+        .await
+        .map_err(|e| e.error)
 }
 
 /// One call through `host`'s pipeline that must reach execution (its

@@ -33,6 +33,7 @@ pub struct CallOutput {
     /// For user interfaces and logs only (plugins' `details`); never served
     /// to the model.
     pub details: Option<Value>,
+    /// The tool ran and failed: the content says why, for the model.
     pub is_error: bool,
 }
 
@@ -53,6 +54,7 @@ impl CallOutput {
         }
     }
 
+    /// The same result, with `structured` as its structured content.
     pub fn with_structured(mut self, structured: Value) -> Self {
         self.structured_content = Some(structured);
         self
@@ -86,15 +88,20 @@ impl CallOutput {
     }
 }
 
-/// A call that did not produce a result.
+/// A call that did not produce a result, as the model is to read it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ToolError {
+    /// The call could not run: a plugin's hook blocked it or failed, or the
+    /// tool's source failed outside the tool's own logic.
     #[error("{0}")]
     Failed(String),
+    /// Something named does not exist: the tool, or what it was asked for.
     #[error("{0}")]
     NotFound(String),
+    /// The arguments do not fit the tool's schema, or the tool refused them.
     #[error("{0}")]
     InvalidArgs(String),
+    /// The call was cancelled by its caller.
     #[error("the call was cancelled")]
     Cancelled,
 }
@@ -113,14 +120,20 @@ fn meta_size(meta: &Option<Meta>) -> usize {
 /// One MCP content block.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Block {
+    /// Text for the model.
     Text(Text),
+    /// An image, base64-encoded.
     Image(Media),
+    /// An audio clip, base64-encoded.
     Audio(Media),
+    /// A resource the client may read.
     ResourceLink(ResourceLink),
+    /// A resource's contents, embedded.
     Resource(Embedded),
 }
 
 impl Block {
+    /// A text block of `text`, with no annotations.
     pub fn text(text: impl Into<String>) -> Self {
         Self::Text(Text {
             text: text.into(),
@@ -173,10 +186,14 @@ impl Block {
     }
 }
 
+/// Text for the model (`text`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Text {
+    /// The text.
     pub text: String,
+    /// How a client is to use it.
     pub annotations: Option<Annotations>,
+    /// The block's `_meta`.
     pub meta: Option<Meta>,
 }
 
@@ -185,44 +202,65 @@ pub struct Text {
 pub struct Media {
     /// Base64 (standard alphabet, padded), as MCP carries it.
     pub data: String,
+    /// `image/png`, `audio/wav`...
     pub mime_type: String,
+    /// How a client is to use it.
     pub annotations: Option<Annotations>,
+    /// The block's `_meta`.
     pub meta: Option<Meta>,
 }
 
 /// A resource the client may read (`resource_link`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResourceLink {
+    /// Where the resource is.
     pub uri: String,
+    /// Its name, for programs.
     pub name: String,
+    /// Its name, for people.
     pub title: Option<String>,
+    /// What it is.
     pub description: Option<String>,
+    /// Its media type, if known.
     pub mime_type: Option<String>,
+    /// Its size in bytes, if known.
     pub size: Option<u64>,
+    /// Icons a client may show for it.
     pub icons: Option<Vec<Icon>>,
+    /// How a client is to use it.
     pub annotations: Option<Annotations>,
+    /// The block's `_meta`.
     pub meta: Option<Meta>,
 }
 
 /// A resource's contents embedded in a result (`resource`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Embedded {
+    /// The resource and its contents.
     pub resource: ResourceContents,
+    /// How a client is to use it.
     pub annotations: Option<Annotations>,
+    /// The block's `_meta`.
     pub meta: Option<Meta>,
 }
 
 /// The contents of one resource.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResourceContents {
+    /// Where the resource is.
     pub uri: String,
+    /// Its media type, if known.
     pub mime_type: Option<String>,
+    /// Its contents.
     pub body: Body,
+    /// The contents' `_meta`.
     pub meta: Option<Meta>,
 }
 
+/// A resource's contents: text, or binary data.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Body {
+    /// Text.
     Text(String),
     /// Base64, as MCP carries it.
     Blob(String),
@@ -231,28 +269,41 @@ pub enum Body {
 /// Hints on how a client uses a block.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Annotations {
+    /// Who the block is for.
     pub audience: Option<Vec<Role>>,
+    /// How much it matters, from 0 (least) to 1 (most).
     pub priority: Option<f32>,
+    /// When it last changed (ISO 8601).
     pub last_modified: Option<String>,
 }
 
+/// Who a block is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
+    /// The person using the client.
     User,
+    /// The model.
     Assistant,
 }
 
 /// An icon a client may show (for a resource link, a tool).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Icon {
+    /// Where the image is (a URI, or a `data:` URI).
     pub src: String,
+    /// Its media type, if known.
     pub mime_type: Option<String>,
+    /// The sizes it fits (`48x48`, `any`).
     pub sizes: Option<Vec<String>>,
+    /// The theme it is drawn for.
     pub theme: Option<Theme>,
 }
 
+/// The theme an icon is drawn for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Theme {
+    /// A light background.
     Light,
+    /// A dark background.
     Dark,
 }

@@ -32,12 +32,16 @@ use crate::tools::NativeTools;
 use crate::upstream::Upstream;
 use crate::value_model::{UnsafeSpeculation, ValueModel, ValueModels};
 
-/// Where the tools come from.
+/// Where the tools come from, loaded and reached already: what
+/// [`Toolhost::with_options`](super::Toolhost::with_options) merges.
+/// [`Toolhost::builder`](super::Toolhost::builder) loads and reaches them.
 #[derive(Default)]
 pub struct Sources {
+    /// The native tools, if served.
     pub native: Option<Arc<NativeTools>>,
     /// Loaded plugins in registration order: enrichers and tool plugins.
     pub plugins: Vec<Arc<Plugin>>,
+    /// The upstream MCP servers, connected.
     pub upstreams: Vec<Arc<Upstream>>,
     /// `[bind]`: base-catalog tool name → backend name (a tool plugin or an
     /// upstream). Full plugins bind the catalog tools they list on top of
@@ -50,16 +54,29 @@ pub struct Sources {
 pub struct Options {
     /// The user's value-model overrides, layered last.
     pub value_models: BTreeMap<String, ValueModel>,
+    /// Speculative prefetch.
     pub speculation: speculation::Settings,
 }
 
 /// A catalog that cannot be built.
 #[derive(Debug, thiserror::Error)]
-pub enum BuildError {
+pub enum CatalogError {
+    /// A binding names a tool the base catalog does not have.
     #[error("binding of `{tool}`: no base-catalog tool has that name")]
-    UnknownCatalogTool { tool: String },
+    UnknownCatalogTool {
+        /// The tool the binding names.
+        tool: String,
+    },
+    /// A binding names a backend that is neither a loaded tool plugin nor
+    /// a connected upstream server.
     #[error("binding of `{tool}`: `{backend}` is neither a loaded tool plugin nor an upstream server")]
-    UnknownBackend { tool: String, backend: String },
+    UnknownBackend {
+        /// The tool bound.
+        tool: String,
+        /// The backend it is bound to.
+        backend: String,
+    },
+    /// A value model lets speculation call a tool that may change things.
     #[error(transparent)]
     UnsafeSpeculation(#[from] UnsafeSpeculation),
 }
@@ -105,6 +122,17 @@ pub(super) struct Core {
     pub(super) gate: Arc<Gate>,
 }
 
+impl Core {
+    /// The plugin that serves `tool`, if a plugin does (its own tool, or a
+    /// catalog tool bound to it).
+    pub(super) fn plugin(&self, tool: &str) -> Option<&Arc<Plugin>> {
+        match &self.tools.get(tool)?.backend {
+            Backend::Plugin(plugin, _) => Some(plugin),
+            _ => None,
+        }
+    }
+}
+
 impl Generation {
     /// Merge the sources, enrich the listing and layer the value models; a
     /// rebuild's speculation carries over what the previous one learned.
@@ -112,7 +140,7 @@ impl Generation {
         sources: &Sources,
         options: &Options,
         previous: Option<&Engine<Core>>,
-    ) -> Result<Self, BuildError> {
+    ) -> Result<Self, CatalogError> {
         let (specs, refused) = gather(sources)?;
         let enrichers = Enrichers::new(&sources.plugins);
         let only_specs: Vec<ToolSpec> = specs.iter().map(|(s, ..)| s.clone()).collect();
@@ -254,7 +282,7 @@ type Specs = Vec<(ToolSpec, Backend, Owner)>;
 /// Every source's tools with their backends and owners, each name given to
 /// one source by the ownership rule; the tools refused are returned beside
 /// them. A base-catalog tool is the host's, whatever backend serves it.
-fn gather(sources: &Sources) -> Result<(Specs, Vec<Refusal>), BuildError> {
+fn gather(sources: &Sources) -> Result<(Specs, Vec<Refusal>), CatalogError> {
     let mut specs: Specs = Vec::new();
     if let Some(native) = &sources.native {
         specs.extend(
@@ -291,7 +319,7 @@ fn gather(sources: &Sources) -> Result<(Specs, Vec<Refusal>), BuildError> {
         }
     }
     for (tool, Binding { backend, .. }) in &bindings {
-        let spec = base_tool(tool).ok_or_else(|| BuildError::UnknownCatalogTool { tool: tool.clone() })?;
+        let spec = base_tool(tool).ok_or_else(|| CatalogError::UnknownCatalogTool { tool: tool.clone() })?;
         let plugin = sources
             .plugins
             .iter()
@@ -307,7 +335,7 @@ fn gather(sources: &Sources) -> Result<(Specs, Vec<Refusal>), BuildError> {
             }
             (None, Some(u)) => (Backend::Upstream(u.clone(), tool.clone()), ToolMeta::default()),
             (None, None) => {
-                return Err(BuildError::UnknownBackend {
+                return Err(CatalogError::UnknownBackend {
                     tool: tool.clone(),
                     backend: backend.clone(),
                 });

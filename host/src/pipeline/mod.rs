@@ -13,8 +13,12 @@
 //! speculation plans its follow-ups.
 //!
 //! One concept a module:
-//! - `call`: a call as its caller holds it ([`CallControl`]) and an error
-//!   as the model reads it ([`error_text`]);
+//! - `builder`: assembling a [`Toolhost`] ([`ToolhostBuilder`]): loading
+//!   and reaching the sources, each default stated, and what was left out
+//!   ([`BuildReport`]);
+//! - `call`: a call as its caller holds it ([`CallControl`]), a call that
+//!   got no result ([`CallError`]) and an error as the model reads it
+//!   ([`error_text`]);
 //! - `assembly`: one build of the catalog from the [`Sources`]: gathering,
 //!   ownership, enrichment, value models, the speculation that runs on it;
 //! - `toolhost`: the [`Toolhost`] facade: the current catalog, rebuilt
@@ -28,6 +32,7 @@
 //! `upstream`).
 
 mod assembly;
+mod builder;
 mod call;
 mod prefetch;
 mod steps;
@@ -35,6 +40,7 @@ mod toolhost;
 mod validate;
 
 pub use crate::output::{CallOutput, ToolError};
-pub use assembly::{BuildError, Options, Sources};
-pub use call::{CallControl, error_text};
+pub use assembly::{CatalogError, Options, Sources};
+pub use builder::{BuildError, BuildReport, ToolhostBuilder};
+pub use call::{CallControl, CallError, error_text};
 pub use toolhost::Toolhost;

@@ -30,11 +30,12 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use super::assembly::{Backend, BuildError, Generation, Options, Sources};
-use super::call::CallControl;
+use super::assembly::{Backend, CatalogError, Generation, Options, Sources};
+use super::builder::ToolhostBuilder;
+use super::call::{CallControl, CallError};
 use crate::enrich::Listing;
 use crate::gateway::Gateway;
-use crate::output::{CallOutput, ToolError};
+use crate::output::CallOutput;
 use crate::ownership::{self, Refusal};
 use crate::plugin::{Hooks, LoadError, LoadErrorKind, Plugin};
 use crate::prompt::SystemPrompt;
@@ -69,15 +70,25 @@ struct Shared {
 }
 
 impl Toolhost {
-    /// Merge the sources and enrich the listing, with default options.
-    pub async fn new(sources: Sources) -> Result<Self, BuildError> {
+    /// The way to build a host: every source and option, each default
+    /// stated on its method; the plugins pass the trust checks.
+    pub fn builder() -> ToolhostBuilder<'static> {
+        ToolhostBuilder::default()
+    }
+
+    /// Merge sources already loaded and reached, and enrich the listing,
+    /// with default options. [`Toolhost::builder`] loads them too.
+    pub async fn new(sources: Sources) -> Result<Self, CatalogError> {
         Self::with_options(sources, Options::default()).await
     }
 
     /// A host serving the native tools alone, with `speculation`: the
     /// smallest embedding (and what the speculation tests and the replay of
     /// agent trajectories run).
-    pub async fn native(native: NativeTools, speculation: speculation::Settings) -> Result<Self, BuildError> {
+    pub async fn native(
+        native: NativeTools,
+        speculation: speculation::Settings,
+    ) -> Result<Self, CatalogError> {
         let sources = Sources {
             native: Some(Arc::new(native)),
             ..Sources::default()
@@ -89,10 +100,11 @@ impl Toolhost {
         Self::with_options(sources, options).await
     }
 
-    /// Merge the sources, enrich the listing, layer the value models and
-    /// start speculation if it is on. Must run inside a Tokio runtime: it
-    /// starts following the upstream servers' tool lists.
-    pub async fn with_options(sources: Sources, options: Options) -> Result<Self, BuildError> {
+    /// Merge sources already loaded and reached, enrich the listing, layer
+    /// the value models and start speculation if it is on; what
+    /// [`ToolhostBuilder::build`] ends with. Must run inside a Tokio
+    /// runtime: it starts following the upstream servers' tool lists.
+    pub async fn with_options(sources: Sources, options: Options) -> Result<Self, CatalogError> {
         let generation = Generation::build(&sources, &options, None).await?;
         let upstreams = sources.upstreams.clone();
         let gateway = Gateway::new(upstreams.clone());
@@ -179,7 +191,7 @@ impl Toolhost {
     /// `[bind]` to a tool plugin that is gone), the previous plugins and
     /// catalog stay, and the error says why. Tools refused by the ownership
     /// rule are logged and left out; the rest is served.
-    pub async fn replace_plugins(&self, plugins: Vec<Arc<Plugin>>) -> Result<(), BuildError> {
+    pub async fn replace_plugins(&self, plugins: Vec<Arc<Plugin>>) -> Result<(), CatalogError> {
         self.shared.rebuild(Some(plugins)).await
     }
 
@@ -193,10 +205,11 @@ impl Toolhost {
     /// The plugin that runs `tool`, if a plugin does (its own tool, or a
     /// catalog tool bound to it), as of now.
     pub fn tool_plugin(&self, tool: &str) -> Option<String> {
-        match &self.shared.current().core.tools.get(tool)?.backend {
-            Backend::Plugin(plugin, _) => Some(plugin.name.to_string()),
-            _ => None,
-        }
+        self.shared
+            .current()
+            .core
+            .plugin(tool)
+            .map(|p| p.name.to_string())
     }
 
     /// What speculation has done so far, if it is on.
@@ -223,15 +236,26 @@ impl Toolhost {
         }
     }
 
-    /// Run one call through the pipeline, on the catalog as it is when the
+    /// Run one call of the tool `name` with `args` (a JSON object, or null
+    /// for none) through the pipeline, on the catalog as it is when the
     /// call starts.
+    ///
+    /// A tool that ran and failed is `Ok` with [`CallOutput::is_error`]
+    /// set: the model reads it as any result. `Err` is a call that got no
+    /// result: an unknown tool, arguments that do not fit its schema, a
+    /// call a plugin's hook refused, a cancelled call.
     pub async fn call_tool(
         &self,
         name: &str,
         args: Value,
         ctx: &CallControl,
-    ) -> Result<CallOutput, ToolError> {
-        self.shared.current().call(name, args, ctx).await
+    ) -> Result<CallOutput, CallError> {
+        let catalog = self.shared.current();
+        catalog.call(name, args, ctx).await.map_err(|error| CallError {
+            tool: name.to_owned(),
+            plugin: catalog.core.plugin(name).map(|p| p.name.clone()),
+            error,
+        })
     }
 
     /// The tool plugin serving `name`, if one does and implements `hook`
@@ -277,7 +301,7 @@ impl Shared {
     /// Calls in flight finish on the one they started with; its speculation
     /// is shut down, so nothing it cached or is prefetching is ever served
     /// from the new one. On failure nothing changes.
-    async fn rebuild(&self, plugins: Option<Vec<Arc<Plugin>>>) -> Result<(), BuildError> {
+    async fn rebuild(&self, plugins: Option<Vec<Arc<Plugin>>>) -> Result<(), CatalogError> {
         let mut sources = self.sources.lock().await;
         let replaced = plugins.map(|p| std::mem::replace(&mut sources.plugins, p));
         let previous = self.current();

@@ -276,7 +276,7 @@ impl CodeCache {
 /// (making one if it has none).
 fn open_dir(dir: &Path) -> Result<hmac::Key, String> {
     create_private_dir(dir).map_err(|e| format!("cannot create it: {e}"))?;
-    crate::supply::check_safe_dir(dir)?;
+    crate::supply::check_safe_dir(dir).map_err(|e| e.message)?;
     let path = dir.join(KEY_FILE);
     let key = match read_key(&path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

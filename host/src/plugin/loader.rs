@@ -31,8 +31,11 @@ use crate::supply::ComponentFile;
 /// A file that could not be loaded, and why.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct LoadError {
+    /// The file (or, for settings of a plugin not there, the directory).
     pub path: PathBuf,
+    /// What kind of thing is wrong.
     pub kind: LoadErrorKind,
+    /// What is wrong, for a person.
     pub message: String,
 }
 
@@ -44,6 +47,7 @@ pub enum LoadErrorKind {
     NotAFile,
     /// The file could not be read.
     Unreadable,
+    /// Not WebAssembly at all.
     NotWebAssembly,
     /// A core module, not a component.
     CoreModule,
@@ -122,6 +126,7 @@ impl std::fmt::Display for LoadError {
 pub struct LoadReport {
     /// Loaded plugins, in registration order.
     pub plugins: Vec<Arc<Plugin>>,
+    /// The files that did not load, and why.
     pub errors: Vec<LoadError>,
     /// Files whose manifest says `enabled = false`.
     pub disabled: Vec<PathBuf>,
@@ -139,7 +144,9 @@ pub trait Admission: Sync {
     /// is never locked or approved (it is what may replace the plugin, and
     /// it runs with no grant), but its file must be as safe as a plugin's.
     fn admit_candidate(&self, path: &Path) -> Result<Option<ComponentFile>, String> {
-        crate::supply::check_safe_path(path).map(|()| None)
+        crate::supply::check_safe_path(path)
+            .map(|()| None)
+            .map_err(|e| e.message)
     }
 }
 
@@ -159,10 +166,25 @@ struct Candidate {
     manifest: Result<(Manifest, Option<ComponentFile>), Fail>,
 }
 
+/// A plugin directory that could not be listed: nothing in it loads. (A
+/// file in it that does not load is a [`LoadError`] of the report instead.)
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read the plugin directory {}: {source}", dir.display())]
+pub struct UnreadableDir {
+    /// The directory.
+    pub dir: PathBuf,
+    /// Why it could not be listed.
+    pub source: std::io::Error,
+}
+
 impl Runtime {
-    /// Load every `*.wasm` in `dir`, in registration order. Fails only if
-    /// the directory cannot be read.
-    pub async fn load_dir(&self, dir: &Path) -> anyhow::Result<LoadReport> {
+    /// Load every `*.wasm` in `dir`, in registration order, **without the
+    /// trust checks** (safe paths, the lock file, approvals, signatures):
+    /// for tests and tools that vouch for the directory themselves. An
+    /// embedder loads through [`crate::ToolhostBuilder::plugins`] (or
+    /// [`crate::supply::load_dir`]), which apply them. Fails only if the
+    /// directory cannot be read.
+    pub async fn load_dir(&self, dir: &Path) -> Result<LoadReport, UnreadableDir> {
         self.load_dir_admitting(dir, &AdmitAll).await
     }
 
@@ -172,13 +194,16 @@ impl Runtime {
         &self,
         dir: &Path,
         admission: &dyn Admission,
-    ) -> anyhow::Result<LoadReport> {
-        let entries = std::fs::read_dir(dir)
-            .map_err(|e| anyhow::anyhow!("cannot read the plugin directory {}: {e}", dir.display()))?;
+    ) -> Result<LoadReport, UnreadableDir> {
+        let unreadable = |source| UnreadableDir {
+            dir: dir.to_owned(),
+            source,
+        };
+        let entries = std::fs::read_dir(dir).map_err(unreadable)?;
         let mut candidates = Vec::new();
         let mut report = LoadReport::default();
         for entry in entries {
-            let path = entry?.path();
+            let path = entry.map_err(unreadable)?.path();
             if path.extension().is_none_or(|e| e != "wasm") {
                 continue;
             }

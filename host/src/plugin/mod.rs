@@ -43,7 +43,7 @@ pub(crate) use definition::Texts;
 pub use definition::{AfterCallOverride, BeforeCallDecision, Hooks, RenderOptions, ToolDefinition};
 pub use health::Status;
 pub use host_api::{LogLevel, LogLine, LogSink, ProgressFn, tracing_sink};
-pub use loader::{Admission, LoadError, LoadErrorKind, LoadReport};
+pub use loader::{Admission, LoadError, LoadErrorKind, LoadReport, UnreadableDir};
 pub use manifest::{Limits, Manifest, Method, Policy};
 pub use origin::Origin;
 pub use record::Recorder;
@@ -176,6 +176,8 @@ pub struct Runtime {
 }
 
 impl Runtime {
+    /// The engine and linker every plugin of this runtime shares, and its
+    /// code cache. Fails if the engine cannot be configured on this machine.
     pub fn new(options: RuntimeOptions) -> anyhow::Result<Self> {
         let engine = engine::new_engine()?;
         let mut linker = Linker::new(&engine);

@@ -43,7 +43,7 @@ use std::sync::Mutex;
 
 use serde::Deserialize;
 
-use crate::plugin::{Admission, LoadError, LoadErrorKind, LoadReport, Manifest, Runtime};
+use crate::plugin::{Admission, LoadError, LoadErrorKind, LoadReport, Manifest, Runtime, UnreadableDir};
 
 pub use approval::Approvals;
 pub use component::ComponentFile;
@@ -51,8 +51,8 @@ pub use component::Digest;
 pub use consent::{Consent, LimitConsent, SecretConsent};
 pub use facts::Facts;
 pub use lock::Lock;
-pub use safe_path::check as check_safe_path;
 pub(crate) use safe_path::check_dir as check_safe_dir;
+pub use safe_path::{UnsafePath, check as check_safe_path};
 pub use signature::TrustedKeys;
 
 /// `[trust]` of toolhost.toml.
@@ -157,33 +157,66 @@ fn located(configured: Option<&Path>, plugin_dir: &Path, name: &str) -> PathBuf 
     }
 }
 
-/// A file the checks rest on is unsafe, unreadable or malformed: nothing
-/// loads, as nothing could be checked.
+/// A file the checks rest on is unsafe, unreadable or malformed, or the
+/// plugin directory cannot be listed: nothing loads, as nothing could be
+/// checked.
 #[derive(Debug, thiserror::Error)]
 pub enum SupplyError {
-    #[error("{0}")]
-    Unsafe(String),
+    /// A file the checks rest on is one others could change.
+    #[error(transparent)]
+    Unsafe(#[from] UnsafePath),
+    /// A file the checks rest on could not be read.
     #[error("cannot read {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
-    #[error("cannot write {path}: {source}")]
-    Write { path: PathBuf, source: std::io::Error },
-    #[error("{path}: {message}")]
-    Malformed { path: PathBuf, message: String },
-    #[error("key `{name}` ({path}): {message}")]
-    Key {
-        name: String,
+    Read {
+        /// The file.
         path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The lock file or the approvals could not be written.
+    #[error("cannot write {path}: {source}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The lock file or the approvals do not parse.
+    #[error("{path}: {message}")]
+    Malformed {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong in it.
         message: String,
     },
+    /// A trusted key of `[trust] keys` cannot be used.
+    #[error("key `{name}` ({path}): {message}")]
+    Key {
+        /// The key's name in `[trust] keys`.
+        name: String,
+        /// Its file.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A vendor's plugin could not be signed.
     #[error("cannot sign {path}: {message}")]
-    Sign { path: PathBuf, message: String },
+    Sign {
+        /// The plugin file.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+    /// The plugin directory itself could not be listed.
+    #[error(transparent)]
+    Dir(#[from] UnreadableDir),
 }
 
 /// The text of `path` if it exists and is safe; `None` if it does not exist.
 fn read_optional(path: &Path) -> Result<Option<String>, SupplyError> {
     match std::fs::read_to_string(path) {
         Ok(text) => {
-            safe_path::check(path).map_err(SupplyError::Unsafe)?;
+            safe_path::check(path)?;
             Ok(Some(text))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -237,7 +270,7 @@ impl Supply {
     }
 
     /// The paths a plugin's code and authority come from are safe.
-    fn check_paths(path: &Path) -> Result<(), String> {
+    fn check_paths(path: &Path) -> Result<(), UnsafePath> {
         safe_path::check(path)?;
         let manifest = path.with_extension("toml");
         if manifest.exists() {
@@ -260,7 +293,7 @@ impl Supply {
 
 impl Admission for Supply {
     fn admit(&self, path: &Path, name: &str, manifest: &Manifest) -> Result<Option<ComponentFile>, String> {
-        Self::check_paths(path)?;
+        Self::check_paths(path).map_err(|e| e.message)?;
         if !self.reads_contents() {
             return Ok(None);
         }
@@ -283,7 +316,7 @@ impl Admission for Supply {
     /// a candidate runs code too. No lock or approval: it has not been
     /// locked yet, and it runs with no grant.
     fn admit_candidate(&self, path: &Path) -> Result<Option<ComponentFile>, String> {
-        Self::check_paths(path)?;
+        Self::check_paths(path).map_err(|e| e.message)?;
         if !self.require_signatures {
             return Ok(None);
         }
@@ -293,10 +326,17 @@ impl Admission for Supply {
     }
 }
 
-/// Load `dir` as `runtime` does, admitting only what passes the checks.
-pub async fn load_dir(runtime: &Runtime, settings: &TrustSettings, dir: &Path) -> anyhow::Result<LoadReport> {
+/// Load `dir` as `runtime` does, admitting only what passes the checks. A
+/// file refused is a [`LoadErrorKind::NotAdmitted`] error of the report;
+/// only a directory that cannot be listed, or a file the checks rest on
+/// that is unsafe or malformed, fails the whole load.
+pub async fn load_dir(
+    runtime: &Runtime,
+    settings: &TrustSettings,
+    dir: &Path,
+) -> Result<LoadReport, SupplyError> {
     let supply = Supply::open(settings, dir)?;
-    runtime.load_dir_admitting(dir, &supply).await
+    Ok(runtime.load_dir_admitting(dir, &supply).await?)
 }
 
 /// A plugin file found by [`survey`], with its facts and verdicts.
@@ -317,7 +357,7 @@ pub struct Survey {
 /// The facts and verdicts of every enabled plugin of `dir`, found and
 /// with their manifests layered exactly as loading finds them, but
 /// running none: for `toolhost lock`, `approve` and `plugins --grants`.
-pub async fn survey(runtime: &Runtime, settings: &TrustSettings, dir: &Path) -> anyhow::Result<Survey> {
+pub async fn survey(runtime: &Runtime, settings: &TrustSettings, dir: &Path) -> Result<Survey, SupplyError> {
     /// Records each file and refuses it, so nothing is compiled or run.
     struct Recorder<'a> {
         supply: &'a Supply,
@@ -333,6 +373,7 @@ pub async fn survey(runtime: &Runtime, settings: &TrustSettings, dir: &Path) -> 
             manifest: &Manifest,
         ) -> Result<Option<ComponentFile>, String> {
             let found = Supply::check_paths(path)
+                .map_err(|e| e.message)
                 .and_then(|()| Facts::gather(path, name, manifest))
                 .map(|(facts, file)| {
                     let verdicts = self.supply.verdicts(&facts, &file.bytes, &self.approvals);

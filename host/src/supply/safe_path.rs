@@ -14,14 +14,33 @@
 //! not what is refused because of them.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 const GROUP_OR_OTHER_WRITE: u32 = 0o022;
 const STICKY: u32 = 0o1000;
 
+/// A path another user could change, or that could not be inspected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct UnsafePath {
+    /// The file or directory at fault: the path checked, or one above it.
+    pub at: PathBuf,
+    /// What is unsafe about it and how to fix it, naming it.
+    pub message: String,
+}
+
+impl UnsafePath {
+    fn new(at: &Path, message: String) -> Self {
+        Self {
+            at: at.to_owned(),
+            message,
+        }
+    }
+}
+
 /// Check `path` (which must exist) and the directories above it. The
 /// error says what is unsafe and how to fix it.
-pub fn check(path: &Path) -> Result<(), String> {
+pub fn check(path: &Path) -> Result<(), UnsafePath> {
     check_from(path, 2)
 }
 
@@ -29,18 +48,19 @@ pub fn check(path: &Path) -> Result<(), String> {
 /// directory the host itself keeps files in (the code cache): as
 /// [`check`], but the directory holding it may be sticky (`/tmp`), as
 /// then nobody else can rename or replace `dir`.
-pub fn check_dir(dir: &Path) -> Result<(), String> {
+pub fn check_dir(dir: &Path) -> Result<(), UnsafePath> {
     check_from(dir, 1)
 }
 
 /// The check, tolerating a sticky world-writable directory from `depth`
 /// ancestors up.
-fn check_from(path: &Path, sticky_from: usize) -> Result<(), String> {
-    let resolved =
-        std::fs::canonicalize(path).map_err(|e| format!("cannot resolve {}: {e}", path.display()))?;
+fn check_from(path: &Path, sticky_from: usize) -> Result<(), UnsafePath> {
+    let resolved = std::fs::canonicalize(path)
+        .map_err(|e| UnsafePath::new(path, format!("cannot resolve {}: {e}", path.display())))?;
     let me = rustix::process::geteuid().as_raw();
     for (depth, at) in resolved.ancestors().enumerate() {
-        let meta = std::fs::metadata(at).map_err(|e| format!("cannot inspect {}: {e}", at.display()))?;
+        let meta = std::fs::metadata(at)
+            .map_err(|e| UnsafePath::new(at, format!("cannot inspect {}: {e}", at.display())))?;
         let mode = meta.permissions().mode();
         let what = match depth {
             0 if meta.is_dir() => "directory",
@@ -48,13 +68,14 @@ fn check_from(path: &Path, sticky_from: usize) -> Result<(), String> {
             _ => "directory",
         };
         if meta.uid() != me && meta.uid() != 0 {
-            return Err(format!(
+            let message = format!(
                 "the {what} {} is owned by another user (uid {}): they could change what runs; \
                  fix: {}",
                 at.display(),
                 meta.uid(),
                 MOVE
-            ));
+            );
+            return Err(UnsafePath::new(at, message));
         }
         // The file and the directory holding it: no writer but the owner.
         // Directories further up: a sticky one lets nobody else rename
@@ -74,11 +95,12 @@ fn check_from(path: &Path, sticky_from: usize) -> Result<(), String> {
             } else {
                 MOVE.to_owned()
             };
-            return Err(format!(
+            let message = format!(
                 "the {what} {} is writable by {who} (mode {:04o}): they could change what runs; fix: {fix}",
                 at.display(),
                 mode & 0o7777,
-            ));
+            );
+            return Err(UnsafePath::new(at, message));
         }
     }
     Ok(())
@@ -105,6 +127,8 @@ mod tests {
         check(&file).unwrap();
         chmod(&file, 0o666);
         let err = check(&file).unwrap_err();
+        assert_eq!(err.at, file.canonicalize().unwrap());
+        let err = err.message;
         assert!(
             err.contains("file") && err.contains("every user") && err.contains("chmod go-w"),
             "{err}"
@@ -112,7 +136,7 @@ mod tests {
         chmod(&file, 0o644);
         // The plugin directory: sticky does not make it safe.
         chmod(dir.path(), 0o1777);
-        let err = check(&file).unwrap_err();
+        let err = check(&file).unwrap_err().message;
         assert!(err.contains("directory") && err.contains("1777"), "{err}");
         // A shared sticky directory is never the user's to chmod.
         assert!(
@@ -120,7 +144,7 @@ mod tests {
             "{err}"
         );
         chmod(dir.path(), 0o775);
-        assert!(check(&file).unwrap_err().contains("its group"));
+        assert!(check(&file).unwrap_err().message.contains("its group"));
         chmod(dir.path(), 0o755);
     }
 
@@ -141,6 +165,7 @@ mod tests {
         assert!(
             check(&file)
                 .unwrap_err()
+                .message
                 .contains(&outer.path().display().to_string())
         );
         chmod(outer.path(), 0o755);
@@ -155,7 +180,7 @@ mod tests {
         chmod(&inner, 0o700);
         check_dir(&inner).unwrap();
         chmod(&inner, 0o777);
-        let err = check_dir(&inner).unwrap_err();
+        let err = check_dir(&inner).unwrap_err().message;
         assert!(
             err.contains("writable by every user") && err.contains("chmod go-w"),
             "{err}"

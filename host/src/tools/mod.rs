@@ -55,7 +55,10 @@ pub struct NativeTools {
 pub type Latency = std::sync::Arc<dyn Fn(&str, &Map<String, Value>) -> Duration + Send + Sync>;
 
 impl NativeTools {
-    pub fn new(root: Root, web: WebSettings) -> anyhow::Result<Self> {
+    /// The tools over `root`, fetching by `web`; read-only until
+    /// [`NativeTools::writable`]. Fails only if the HTTP client of
+    /// `web_fetch` cannot be built (no TLS provider).
+    pub fn new(root: Root, web: WebSettings) -> Result<Self, reqwest::Error> {
         Ok(Self {
             root,
             web: web::Fetcher::new(web)?,

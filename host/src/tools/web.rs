@@ -49,7 +49,7 @@ pub struct Fetcher {
 }
 
 impl Fetcher {
-    pub fn new(settings: WebSettings) -> anyhow::Result<Self> {
+    pub fn new(settings: WebSettings) -> Result<Self, reqwest::Error> {
         let policy = settings.clone();
         let client = crate::http_client::builder()
             .timeout(Duration::from_secs(settings.timeout_s))

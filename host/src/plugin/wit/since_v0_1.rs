@@ -36,7 +36,9 @@ wasmtime::component::bindgen!({
 });
 
 pub use exports::toolhost::plugin::{enricher, tool};
-use toolhost::plugin::{host, http, types, value_model_types as vm};
+// `self::`: in doctests the crate `toolhost` is in scope too, and a bare
+// `toolhost` in a `use` would be ambiguous with the generated module.
+use self::toolhost::plugin::{host, http, types, value_model_types as vm};
 
 use latest::tool as new;
 use latest::value_model_types as new_vm;

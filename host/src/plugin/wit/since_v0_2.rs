@@ -28,7 +28,9 @@ wasmtime::component::bindgen!({
 });
 
 pub use exports::toolhost::plugin::{enricher, tool};
-pub use toolhost::plugin::{host, http, types, value_model_types};
+// `self::`: in doctests the crate `toolhost` is in scope too, and a bare
+// `toolhost` in a `use` would be ambiguous with the generated module.
+pub use self::toolhost::plugin::{host, http, types, value_model_types};
 
 use std::sync::atomic::Ordering;
 
