@@ -7,6 +7,7 @@
 //!
 //! A test states its needs first: `needs!(Python, Upstream);`.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// One thing beyond Rust that a test needs.
@@ -88,7 +89,9 @@ pub fn available(needs: &[Needs]) -> bool {
     if std::env::var_os("TOOLHOST_TEST_ALL").is_some_and(|v| v == "1") {
         panic!("{test} needs {what}, and TOOLHOST_TEST_ALL=1 skips nothing");
     }
-    eprintln!("skipped: {test} needs {what}");
+    // Past the test harness's capture (which takes only `eprintln!`), so
+    // the line is seen whether or not the test passes.
+    let _ = writeln!(std::io::stderr(), "skipped: {test} needs {what}");
     false
 }
 
