@@ -10,7 +10,8 @@
 //! it ran and however late it lands, is never served after the write, and
 //! no replica needs to have heard of the write for that.
 //!
-//! Nothing read from Redis is served on its word: an entry is read at most
+//! Nothing read from Redis is served on its word: a generation is read at
+//! most 21 bytes of it, and an entry at most
 //! [`bounds::MAX_SHARED_ENTRY`] bytes of it (`GETRANGE`, so a larger one is
 //! never even transferred whole), must carry the seal of the replicas' key
 //! for its own Redis key (`seal`), and must not have outlived the expiry
@@ -66,6 +67,19 @@ pub enum Stored {
     Refused(String),
 }
 
+/// The most bytes of a generation read: a `u64` has at most 20 digits, so
+/// one byte more tells a value that is not one, however long it is.
+const GENERATION_BYTES: isize = 20;
+
+/// The generation a generation key holds (0 if none); `None` if it holds
+/// what no `INCR` writes, which is then no answer at all.
+fn generation_of(raw: &[u8]) -> Option<u64> {
+    if raw.is_empty() {
+        return Some(0);
+    }
+    std::str::from_utf8(raw).ok()?.parse().ok()
+}
+
 impl Cluster {
     fn generation_key(&self, tool: &str) -> String {
         self.key(&["g", tool])
@@ -80,8 +94,12 @@ impl Cluster {
     pub async fn generation(&self, tool: &str) -> Option<u64> {
         let mut conn = self.conn.clone();
         let key = self.generation_key(tool);
-        let got: Option<u64> = self.run("GET", async move { conn.get(key).await }).await?;
-        Some(got.unwrap_or(0))
+        let raw: Vec<u8> = self
+            .run("GETRANGE", async move {
+                conn.getrange(key, 0, GENERATION_BYTES).await
+            })
+            .await?;
+        generation_of(&raw)
     }
 
     /// `tool`'s generation now and what is stored for `args` (its canonical
@@ -91,12 +109,12 @@ impl Cluster {
         let key = self.entry_key(tool, args);
         let mut pipe = redis::pipe();
         // One byte more than the cap: enough to tell a value over it.
-        pipe.get(self.generation_key(tool))
+        pipe.getrange(self.generation_key(tool), 0, GENERATION_BYTES)
             .getrange(&key, 0, bounds::MAX_SHARED_ENTRY as isize);
-        let (generation, sealed): (Option<u64>, Vec<u8>) = self
+        let (generation, sealed): (Vec<u8>, Vec<u8>) = self
             .run("GETRANGE", async move { pipe.query_async(&mut conn).await })
             .await?;
-        let generation = generation.unwrap_or(0);
+        let generation = generation_of(&generation)?;
         Some((generation, self.open(&key, &sealed, generation)))
     }
 
@@ -194,6 +212,16 @@ mod tests {
         })
         .unwrap();
         cluster.key.seal(key, &text)
+    }
+
+    #[test]
+    fn a_generation_is_a_number_of_at_most_twenty_digits_or_no_answer() {
+        assert_eq!(generation_of(b""), Some(0));
+        assert_eq!(generation_of(b"42"), Some(42));
+        assert_eq!(generation_of(b"18446744073709551615"), Some(u64::MAX));
+        // What GETRANGE leaves of a longer value, and what INCR never writes.
+        assert_eq!(generation_of(b"184467440737095516159"), None);
+        assert_eq!(generation_of(b"forged"), None);
     }
 
     #[tokio::test]
