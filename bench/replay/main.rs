@@ -225,3 +225,24 @@ async fn main() -> Result<()> {
     }
     Ok(())
 }
+
+/// The bench runs: a change that breaks it fails `cargo test` (the figures
+/// themselves are `make bench`'s, measured at full scale).
+#[cfg(test)]
+mod smoke {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_replay_bench_runs_and_no_result_is_ever_stale() {
+        let args = Args::parse_from(["replay", "--sessions", "2", "--calls", "16", "--scale", "0.05"]);
+        for mix in [CORPUS, CHAIN_HEAVY] {
+            for speculate in [false, true] {
+                let run = run(&args, mix, speculate).await.unwrap();
+                let stats = run.stats.clone().unwrap_or_default();
+                assert_eq!(run.stale, 0, "{}", mix.name);
+                assert!(run.calls >= 30, "{}: {} calls", mix.name, run.calls);
+                assert_eq!(speculate, stats.hits + stats.joins > 0, "{}: {stats:?}", mix.name);
+            }
+        }
+    }
+}
