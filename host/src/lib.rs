@@ -116,43 +116,81 @@
 //!
 //! The WIT contract the plugins implement is in `wit/` at the repository root.
 
-// The front door. Not inlined, so the crate's page lists them as its first
+#![warn(missing_docs)]
+
+// The front door: what an embedder needs, re-exported from the private
+// modules below. Not inlined, so the crate's page lists them as its first
 // section (re-exports come before modules), each linking to its page.
 #[doc(no_inline)]
-pub use output::{Block, CallOutput, ToolError};
+pub use cluster::{Cluster, ClusterConfig};
+#[doc(no_inline)]
+pub use output::{Block, Body, CallOutput, ToolError};
 #[doc(no_inline)]
 pub use pipeline::{
-    BuildError, BuildReport, CallControl, CallError, CatalogError, Toolhost, ToolhostBuilder,
+    BuildError, BuildReport, CallControl, CallError, CatalogError, Toolhost, ToolhostBuilder, error_text,
 };
 #[doc(no_inline)]
-pub use plugin::{Runtime, RuntimeOptions};
+pub use plugin::{LogLevel, LogLine, LogSink, Runtime, RuntimeOptions, tracing_sink};
+#[doc(no_inline)]
+pub use schema::ToolSchema;
 #[doc(no_inline)]
 pub use supply::TrustSettings;
+#[doc(no_inline)]
+pub use tools::WebSettings;
+#[doc(no_inline)]
+pub use upstream::{Transport, UpstreamConfig};
+#[doc(no_inline)]
+pub use value_model::{FollowUpLink, UnsafeSpeculation, ValueModel, ValueModels};
 
-pub mod args_edit;
+// The concepts the `toolhost` command is built on, each a module.
 pub mod atomic_file;
-#[cfg(feature = "mcp-server")]
-pub mod auth;
 pub mod bounds;
 pub mod catalog;
-pub mod client_log;
-pub mod cluster;
 pub mod enrich;
-#[cfg(any(test, feature = "fuzzing"))]
-pub mod fuzzing;
-pub mod gate;
-pub mod gateway;
-pub mod http_client;
 #[cfg(feature = "mcp-server")]
 pub mod mcp;
-pub mod output;
 pub mod ownership;
-pub mod pipeline;
 pub mod plugin;
-pub mod prompt;
-pub mod schema;
 pub mod speculation;
 pub mod supply;
-pub mod tools;
-pub mod upstream;
-pub mod value_model;
+
+// Generators of hostile input, for the property tests of crates built on
+// this one (feature `fuzzing`).
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzzing;
+
+mod args_edit;
+#[cfg(feature = "mcp-server")]
+mod auth;
+mod client_log;
+mod cluster;
+mod gate;
+mod gateway;
+mod http_client;
+mod output;
+mod pipeline;
+mod prompt;
+mod schema;
+mod tools;
+mod upstream;
+mod value_model;
+
+/// What the workspace's own tests and benches reach past the API for.
+///
+/// Not API: no stability promise, hidden from the documentation (as serde's
+/// `__private`). It re-exports exactly what `tests/` and `bench/` use.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::output::mcp::to_mcp;
+    pub use crate::pipeline::{Options, Sources};
+    pub use crate::plugin::{BeforeCallDecision, CodeSource, LoadErrorKind, ProgressFn, Status, Version};
+    pub use crate::schema::Action;
+    pub use crate::tools::{NativeTools, Root};
+    pub use crate::upstream::Upstream;
+    pub use crate::value_model::{Layer, SideEffect, ValueClass};
+
+    /// The HTTP client stack the host uses.
+    pub mod http_client {
+        pub use crate::http_client::builder;
+    }
+}

@@ -66,15 +66,17 @@ use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 use tracing::Instrument;
 
-use crate::auth::HttpAccess;
 use crate::bounds::label;
-use crate::client_log::{ClientLog, SessionLog};
+use crate::client_log::SessionLog;
 use crate::enrich::EnrichedTool;
 use crate::gateway::{GatewayError, Notice, merge_instructions};
 use crate::output::{ToolError, mcp};
 use crate::pipeline::{CallControl, Toolhost, error_text};
 use crate::prompt::PROMPT_NAME;
 use sessions::CappedSessions;
+
+pub use crate::auth::{AuthConfig, HttpAccess};
+pub use crate::client_log::ClientLog;
 
 /// The sessions that have sent `initialized`, by session number.
 type SessionList = Mutex<HashMap<u64, Peer<RoleServer>>>;

@@ -34,7 +34,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::sync::broadcast;
 
 pub use counters::{Delta, Rank, Totals};
-pub use events::{Event, Invalidation};
+pub use events::Event;
 pub use prefetches::{Entry, Stored};
 pub use seal::{ClusterKey, MIN_KEY_BYTES};
 

@@ -19,13 +19,13 @@ mod host_api;
 mod http;
 mod instance;
 mod loader;
-pub mod manifest;
+pub(crate) mod manifest;
 mod origin;
 mod rate_limit;
 pub mod record;
 pub(crate) mod redact;
 mod rerun;
-pub mod shadow;
+pub(crate) mod shadow;
 mod wit;
 
 use std::collections::BTreeMap;
@@ -38,14 +38,16 @@ use wasmtime::Engine;
 use wasmtime::component::Linker;
 
 pub use cache::CodeSource;
-pub use calls::Enrichment;
+pub(crate) use calls::Enrichment;
 pub(crate) use definition::Texts;
-pub use definition::{AfterCallOverride, BeforeCallDecision, Hooks, RenderOptions, ToolDefinition};
+pub(crate) use definition::ToolDefinition;
+pub use definition::{BeforeCallDecision, Hooks, RenderOptions};
 pub use health::Status;
 pub use host_api::{LogLevel, LogLine, LogSink, ProgressFn, tracing_sink};
-pub use loader::{Admission, LoadError, LoadErrorKind, LoadReport, UnreadableDir};
-pub use manifest::{Limits, Manifest, Method, Policy};
-pub use origin::Origin;
+pub(crate) use loader::{Admission, UnreadableDir};
+pub use loader::{LoadError, LoadErrorKind, LoadReport};
+pub use manifest::Manifest;
+pub(crate) use manifest::{Limits, Method, Policy};
 pub use record::Recorder;
 pub use rerun::Rerun;
 pub use shadow::{ShadowCount, ShadowTally};
@@ -53,7 +55,7 @@ pub use shadow::{ShadowCount, ShadowTally};
 use host_api::HostState;
 use instance::Instances;
 
-pub use wit::{PACKAGE, Version};
+pub use wit::Version;
 
 /// A plugin failed, or refused, while serving one call.
 #[derive(Debug, Clone, thiserror::Error)]

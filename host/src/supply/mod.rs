@@ -46,14 +46,14 @@ use serde::Deserialize;
 use crate::plugin::{Admission, LoadError, LoadErrorKind, LoadReport, Manifest, Runtime, UnreadableDir};
 
 pub use approval::Approvals;
-pub use component::ComponentFile;
+pub(crate) use component::ComponentFile;
 pub use component::Digest;
-pub use consent::{Consent, LimitConsent, SecretConsent};
-pub use facts::Facts;
+pub use consent::Consent;
+pub(crate) use facts::Facts;
 pub use lock::Lock;
 pub(crate) use safe_path::check_dir as check_safe_dir;
-pub use safe_path::{UnsafePath, check as check_safe_path};
-pub use signature::TrustedKeys;
+pub(crate) use safe_path::{UnsafePath, check as check_safe_path};
+pub(crate) use signature::TrustedKeys;
 
 /// `[trust]` of toolhost.toml.
 #[derive(Debug, Clone, Default, Deserialize)]
