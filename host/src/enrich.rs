@@ -29,7 +29,7 @@
 //! claims, which may only make it more conservative (see `value_model`).
 //! The user's layer is added by the caller.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -141,13 +141,6 @@ impl Enrichers {
         self.plugins
             .iter()
             .filter(move |p| category.is_some_and(|c| p.claims(c)))
-    }
-
-    pub fn claimed_categories(&self) -> BTreeSet<&str> {
-        self.plugins
-            .iter()
-            .flat_map(|p| p.categories.iter().map(String::as_str))
-            .collect()
     }
 
     /// Whether `tool` is listed at all (before enrichment can hide it).

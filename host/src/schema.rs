@@ -130,7 +130,7 @@ impl ToolSchema {
         &self.description
     }
 
-    pub fn set_description(&mut self, description: String) {
+    pub(crate) fn set_description(&mut self, description: String) {
         self.description = description;
     }
 
@@ -194,7 +194,7 @@ impl ToolSchema {
         removed as u32
     }
 
-    pub fn set_required(&mut self, name: &str, required: bool) -> Result<(), EditError> {
+    pub(crate) fn set_required(&mut self, name: &str, required: bool) -> Result<(), EditError> {
         if !self.properties().contains_key(name) {
             return Err(EditError::NoSuchField(name.to_owned()));
         }
@@ -241,13 +241,13 @@ impl ToolSchema {
         Ok(())
     }
 
-    pub fn set_property_description(&mut self, name: &str, description: String) -> Result<(), EditError> {
+    pub(crate) fn set_property_description(&mut self, name: &str, description: String) -> Result<(), EditError> {
         self.property_object_mut(name)?
             .insert("description".into(), json!(description));
         Ok(())
     }
 
-    pub fn set_default(&mut self, name: &str, value: Value) -> Result<(), EditError> {
+    pub(crate) fn set_default(&mut self, name: &str, value: Value) -> Result<(), EditError> {
         self.property_object_mut(name)?.insert("default".into(), value);
         Ok(())
     }

@@ -539,7 +539,7 @@ impl Upstream {
             .clone()
     }
 
-    pub fn resource_templates(&self) -> Arc<Vec<ResourceTemplate>> {
+    pub(crate) fn resource_templates(&self) -> Arc<Vec<ResourceTemplate>> {
         self.templates
             .read()
             .unwrap_or_else(PoisonError::into_inner)

@@ -258,7 +258,7 @@ impl Plugin {
         self.instances.health.refused()
     }
 
-    pub fn policy(&self, method: Method) -> Policy {
+    pub(crate) fn policy(&self, method: Method) -> Policy {
         self.manifest.failure.policy(method)
     }
 

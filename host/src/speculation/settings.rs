@@ -84,7 +84,7 @@ impl Settings {
         }
     }
 
-    pub fn planner(&self) -> PlannerOptions {
+    pub(crate) fn planner(&self) -> PlannerOptions {
         PlannerOptions {
             min_probability: self.probability_floor,
             budget_tokens: self.budget_tokens,
@@ -96,11 +96,11 @@ impl Settings {
         Duration::from_millis(self.timeout_ms)
     }
 
-    pub fn default_ttl(&self) -> Duration {
+    pub(crate) fn default_ttl(&self) -> Duration {
         Duration::from_secs(self.default_ttl_s)
     }
 
-    pub fn cache_bytes(&self) -> usize {
+    pub(crate) fn cache_bytes(&self) -> usize {
         self.cache_mb.saturating_mul(1 << 20)
     }
 
