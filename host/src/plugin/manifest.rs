@@ -151,7 +151,7 @@ impl LimitsSpec {
     /// Resolve against defaults; heavy components get more memory (see
     /// [`HEAVY_COMPONENT_BYTES`]), and every plugin reused instances (see
     /// [`DEFAULT_MAX_USES`]).
-    pub fn resolve(&self, component_bytes: usize) -> Result<Limits, String> {
+    pub(crate) fn resolve(&self, component_bytes: usize) -> Result<Limits, String> {
         let heavy = component_bytes > HEAVY_COMPONENT_BYTES;
         let memory_mb = self.memory_mb.unwrap_or(if heavy { 256 } else { 64 });
         let memory_bytes = memory_mb as usize * (1 << 20);
@@ -325,7 +325,7 @@ impl Grants {
 
 impl Manifest {
     /// Read `path`; a missing file is the default manifest.
-    pub fn read(path: &Path, overlay: Option<&toml::Table>) -> Result<Self, String> {
+    pub(crate) fn read(path: &Path, overlay: Option<&toml::Table>) -> Result<Self, String> {
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),

@@ -72,7 +72,7 @@ impl Approvals {
 
     /// Whether `facts` are within their approval, else why not and the
     /// command that approves them.
-    pub fn check(&self, facts: &Facts) -> Result<(), String> {
+    pub(crate) fn check(&self, facts: &Facts) -> Result<(), String> {
         let name = &facts.name;
         let approve =
             format!("review it with `toolhost plugins --grants`, approve it with `toolhost approve {name}`");

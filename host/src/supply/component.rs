@@ -44,7 +44,7 @@ pub struct ComponentFile {
 }
 
 impl ComponentFile {
-    pub fn read(path: &Path) -> Result<Self, String> {
+    pub(crate) fn read(path: &Path) -> Result<Self, String> {
         let stamp = |meta: &std::fs::Metadata| {
             (
                 meta.len(),
@@ -76,7 +76,7 @@ impl ComponentFile {
     /// The names of the component's own imports (`wasi:cli/environment@0.2.3`,
     /// `toolhost:plugin/http@0.1.0`), in order; those of components and
     /// modules nested in it are theirs to satisfy from it, not the host.
-    pub fn imports(&self) -> Result<Vec<String>, String> {
+    pub(crate) fn imports(&self) -> Result<Vec<String>, String> {
         let mut imports = Vec::new();
         let mut depth = 0usize;
         for payload in wasmparser::Parser::new(0).parse_all(&self.bytes) {

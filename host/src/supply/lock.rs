@@ -95,7 +95,7 @@ impl Lock {
     }
 
     /// Whether `facts` match this lock (at `path`), else what differs.
-    pub fn check(&self, path: &Path, facts: &Facts) -> Result<(), String> {
+    pub(crate) fn check(&self, path: &Path, facts: &Facts) -> Result<(), String> {
         let lock = path.display();
         let Some(locked) = self.plugins.get(&facts.name) else {
             return Err(format!(
