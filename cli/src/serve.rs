@@ -87,7 +87,9 @@ pub async fn serve(
                 .await
                 .map_err(anyhow::Error::from)
             }
-            None => mcp::serve_stdio(host.clone(), front.log).await,
+            None => mcp::serve_stdio(host.clone(), front.log)
+                .await
+                .map_err(anyhow::Error::from),
         }
     };
     let served = match watch {

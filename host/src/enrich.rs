@@ -42,6 +42,17 @@ use crate::schema::{Change, ToolSchema};
 use crate::tools::facts;
 use crate::value_model::{Layer, ValueModel, ValueModels};
 
+/// Why a tool is hidden rather than listed: its input schema is invalid,
+/// or an enricher whose `enrich-schema` policy is closed failed on it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct EnrichError {
+    /// The tool hidden.
+    pub tool: String,
+    /// Why, as [`Listing::hidden`] names it (with the plugin at fault).
+    pub reason: String,
+}
+
 /// The loaded enrichers, in registration order.
 #[derive(Clone, Default)]
 pub struct Enrichers {
@@ -151,8 +162,16 @@ impl Enrichers {
         }
     }
 
-    /// Enrich one tool; `Err` is the reason it is hidden.
-    pub async fn enrich(&self, tool: &ToolSpec) -> Result<EnrichedTool, String> {
+    /// Enrich one tool; `Err` says why it is hidden.
+    pub async fn enrich(&self, tool: &ToolSpec) -> Result<EnrichedTool, EnrichError> {
+        self.enrich_or_reason(tool).await.map_err(|reason| EnrichError {
+            tool: tool.name.clone(),
+            reason,
+        })
+    }
+
+    /// [`Enrichers::enrich`], its `Err` the reason as listed.
+    async fn enrich_or_reason(&self, tool: &ToolSpec) -> Result<EnrichedTool, String> {
         let mut schema = ToolSchema::new(tool.description.clone(), tool.input_schema.clone())
             .map_err(|e| format!("its input schema is invalid: {e}"))?;
         let mut changes = Vec::new();
@@ -200,7 +219,7 @@ impl Enrichers {
             if !self.lists(tool) {
                 continue;
             }
-            match self.enrich(tool).await {
+            match self.enrich_or_reason(tool).await {
                 Ok(enriched) => listing.tools.push(enriched),
                 Err(reason) => listing.hidden.push(Hidden {
                     name: tool.name.clone(),

@@ -130,7 +130,7 @@ pub use pipeline::{
     BuildError, BuildReport, CallControl, CallError, CatalogError, Toolhost, ToolhostBuilder, error_text,
 };
 #[doc(no_inline)]
-pub use plugin::{LogLevel, LogLine, LogSink, Runtime, RuntimeOptions, tracing_sink};
+pub use plugin::{LogLevel, LogLine, LogSink, Runtime, RuntimeError, RuntimeOptions, tracing_sink};
 #[doc(no_inline)]
 pub use schema::ToolSchema;
 #[doc(no_inline)]

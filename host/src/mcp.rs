@@ -620,10 +620,27 @@ impl ServerHandler for McpServer {
 }
 
 /// Serve MCP on stdin and stdout until the client disconnects.
-pub async fn serve_stdio(host: Arc<Toolhost>, log: ClientLog) -> anyhow::Result<()> {
-    let running = McpServer::new(host, log).serve(stdio::streams()).await?;
-    running.waiting().await?;
+pub async fn serve_stdio(host: Arc<Toolhost>, log: ClientLog) -> Result<(), ServeError> {
+    let running = McpServer::new(host, log)
+        .serve(stdio::streams())
+        .await
+        .map_err(|e| ServeError::Initialize(Box::new(e)))?;
+    running
+        .waiting()
+        .await
+        .map_err(|e| ServeError::Session(Box::new(e)))?;
     Ok(())
+}
+
+/// Serving MCP over stdio ended other than by the client disconnecting.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The client never completed the MCP handshake.
+    #[error("the MCP session did not start: {0}")]
+    Initialize(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The task serving the session failed.
+    #[error("the MCP session failed: {0}")]
+    Session(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// Serve streamable HTTP at `http://ADDR/mcp` until `shutdown` completes,

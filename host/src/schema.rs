@@ -241,7 +241,11 @@ impl ToolSchema {
         Ok(())
     }
 
-    pub(crate) fn set_property_description(&mut self, name: &str, description: String) -> Result<(), EditError> {
+    pub(crate) fn set_property_description(
+        &mut self,
+        name: &str,
+        description: String,
+    ) -> Result<(), EditError> {
         self.property_object_mut(name)?
             .insert("description".into(), json!(description));
         Ok(())

@@ -22,6 +22,15 @@ use serde::{Deserialize, Serialize};
 use super::engine::MAX_MEMORY_BYTES;
 use super::origin::Origin;
 
+/// A plugin's settings (a manifest, or the `[plugin.NAME]` table laid
+/// over it) that are not a manifest's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ManifestError {
+    /// What is wrong, naming the key at fault.
+    pub message: String,
+}
+
 /// Components larger than this are language runtimes (JavaScript, Python):
 /// they get more memory by default.
 pub const HEAVY_COMPONENT_BYTES: usize = 4 << 20;
@@ -349,11 +358,13 @@ impl Manifest {
 
     /// Check the keys and types of a `[plugin.NAME]` table of
     /// `toolhost.toml` on its own, before any plugin is loaded.
-    pub fn check_overlay(overlay: &toml::Table) -> Result<(), String> {
+    pub fn check_overlay(overlay: &toml::Table) -> Result<(), ManifestError> {
         toml::Value::Table(overlay.clone())
             .try_into::<Self>()
             .map(drop)
-            .map_err(|e| e.message().to_owned())
+            .map_err(|e| ManifestError {
+                message: e.message().to_owned(),
+            })
     }
 
     /// The `config` table as the JSON text the plugin receives.

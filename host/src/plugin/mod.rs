@@ -46,16 +46,24 @@ pub use health::Status;
 pub use host_api::{LogLevel, LogLine, LogSink, ProgressFn, tracing_sink};
 pub(crate) use loader::{Admission, UnreadableDir};
 pub use loader::{LoadError, LoadErrorKind, LoadReport};
-pub use manifest::Manifest;
 pub(crate) use manifest::{Limits, Method, Policy};
+pub use manifest::{Manifest, ManifestError};
 pub use record::Recorder;
-pub use rerun::Rerun;
+pub use rerun::{Rerun, RerunError};
 pub use shadow::{ShadowCount, ShadowTally};
 
 use host_api::HostState;
 use instance::Instances;
 
 pub use wit::Version;
+
+/// The WebAssembly engine could not be set up on this machine.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("the WebAssembly engine could not be set up: {message}")]
+pub struct RuntimeError {
+    /// Why, as wasmtime tells it.
+    pub message: String,
+}
 
 /// A plugin failed, or refused, while serving one call.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -180,11 +188,14 @@ pub struct Runtime {
 impl Runtime {
     /// The engine and linker every plugin of this runtime shares, and its
     /// code cache. Fails if the engine cannot be configured on this machine.
-    pub fn new(options: RuntimeOptions) -> anyhow::Result<Self> {
-        let engine = engine::new_engine()?;
+    pub fn new(options: RuntimeOptions) -> Result<Self, RuntimeError> {
+        let error = |e: wasmtime::Error| RuntimeError {
+            message: format!("{e:#}"),
+        };
+        let engine = engine::new_engine().map_err(error)?;
         let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-        wit::add_to_linker(&mut linker)?;
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(error)?;
+        wit::add_to_linker(&mut linker).map_err(error)?;
         let cache = cache::CodeCache::new(&engine, options.cache_dir);
         let ticker = Arc::new(engine::EpochTicker::start(&engine));
         Ok(Self {
@@ -283,9 +294,18 @@ impl Plugin {
     }
 
     /// Time to create one fresh instance, for `check` and benchmarks.
-    pub async fn time_instantiation(&self) -> anyhow::Result<Duration> {
+    pub async fn time_instantiation(&self) -> Result<Duration, PluginError> {
         let start = std::time::Instant::now();
-        drop(self.instances.instantiate().await?);
+        let instance = self
+            .instances
+            .instantiate()
+            .await
+            .map_err(|e| PluginError::Trap {
+                plugin: self.name.clone(),
+                method: "instantiate",
+                message: format!("{e:#}"),
+            })?;
+        drop(instance);
         Ok(start.elapsed())
     }
 }

@@ -160,7 +160,7 @@ impl Shadow {
         let running = Running::new(tally.clone());
         runtime.spawn(async move {
             let (_permit, _running) = (permit, running);
-            let now = match candidate.rerun(export, &input, false).await {
+            let now = match candidate.rerun_or_reason(export, &input, false).await {
                 Ok(Rerun::Done(outcome)) => outcome,
                 Ok(Rerun::Skipped(why)) => Outcome::Error(why.to_owned()),
                 Err(e) => Outcome::Error(e),
