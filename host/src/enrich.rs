@@ -71,12 +71,16 @@ pub struct Conflict {
 /// A tool after every enricher that claims its category ran.
 #[derive(Debug, Clone, Serialize)]
 pub struct EnrichedTool {
+    /// The tool's name.
     pub name: String,
+    /// The category it was enriched for, if any.
     pub category: Option<String>,
+    /// Its schema after every enricher's edits.
     #[serde(skip)]
     pub schema: ToolSchema,
     /// Every change, in order, with the plugin that made it.
     pub changes: Vec<Change>,
+    /// Edits of the same field by more than one enricher (the last one wins).
     pub conflicts: Vec<Conflict>,
     /// Plugins whose enrichment of this tool failed and was skipped.
     pub skipped: Vec<String>,
@@ -121,14 +125,18 @@ pub enum Owner {
 /// A tool left out of the list, and why.
 #[derive(Debug, Clone, Serialize)]
 pub struct Hidden {
+    /// The tool hidden.
     pub name: String,
+    /// Why it is hidden, naming the plugin at fault.
     pub reason: String,
 }
 
 /// The enriched tool list.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Listing {
+    /// The tools listed, enriched.
     pub tools: Vec<EnrichedTool>,
+    /// The tools left out, each with its reason.
     pub hidden: Vec<Hidden>,
 }
 
@@ -140,6 +148,7 @@ impl Enrichers {
         }
     }
 
+    /// The enrichers of the chain, in the order they run.
     pub fn plugins(&self) -> &[Arc<Plugin>] {
         &self.plugins
     }

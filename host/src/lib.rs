@@ -116,7 +116,7 @@
 //!
 //! The WIT contract the plugins implement is in `wit/` at the repository root.
 
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 // The front door: what an embedder needs, re-exported from the private
 // modules below. Not inlined, so the crate's page lists them as its first

@@ -126,6 +126,7 @@ impl ToolSchema {
         Ok(schema)
     }
 
+    /// What the model is told the tool does.
     pub fn description(&self) -> &str {
         &self.description
     }
@@ -154,14 +155,17 @@ impl ToolSchema {
             .expect("invariant: required is an array")
     }
 
+    /// The names of its arguments.
     pub fn property_names(&self) -> Vec<String> {
         self.properties().keys().cloned().collect()
     }
 
+    /// The schema of argument `name`.
     pub fn property(&self, name: &str) -> Option<&Value> {
         self.properties().get(name)
     }
 
+    /// The arguments that must be given.
     pub fn required(&self) -> Vec<String> {
         self.object["required"]
             .as_array()
@@ -227,6 +231,7 @@ impl ToolSchema {
         Ok(())
     }
 
+    /// Add argument `name` taking one of `values`.
     pub fn add_enum_param(
         &mut self,
         name: &str,
@@ -378,13 +383,21 @@ fn check_property_schema(name: &str, schema: &Value) -> Result<(), EditError> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Action {
+    /// An argument added.
     Added,
+    /// An argument's schema replaced.
     Replaced,
+    /// An argument removed.
     Removed,
+    /// An argument's allowed values set.
     SetEnum,
+    /// An argument made required.
     SetRequired,
+    /// An argument made optional.
     SetOptional,
+    /// A description set.
     SetDescription,
+    /// An argument's default set.
     SetDefault,
 }
 

@@ -51,6 +51,7 @@ pub const HEAVY_COMPONENT_BYTES: usize = 4 << 20;
 /// manifest buys full isolation between calls at the measured price.
 pub const DEFAULT_MAX_USES: u32 = 1000;
 
+/// A plugin's manifest (`NAME.toml` beside `NAME.wasm`), with the user's `[plugin.NAME]` table laid over it.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Manifest {
@@ -60,10 +61,13 @@ pub struct Manifest {
     /// `false` keeps the file in the directory without loading it.
     #[serde(default = "yes")]
     pub enabled: bool,
+    /// Caps on the plugin's memory, CPU and time.
     #[serde(default)]
     pub limits: LimitsSpec,
+    /// What happens when the plugin fails: per-method policies, quarantine.
     #[serde(default)]
     pub failure: FailureSpec,
+    /// What the plugin may reach: hosts, secrets.
     #[serde(default)]
     pub grants: Grants,
     /// The plugin's own configuration, handed to it as JSON by `config()`.

@@ -68,48 +68,81 @@ pub struct RuntimeError {
 /// A plugin failed, or refused, while serving one call.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum PluginError {
+    /// The plugin trapped (panicked, or broke the sandbox's rules).
     #[error("plugin `{plugin}` trapped in {method}: {message}")]
     Trap {
+        /// The plugin at fault.
         plugin: Arc<str>,
+        /// The export called.
         method: &'static str,
+        /// The trap, as wasmtime tells it.
         message: String,
     },
+    /// The plugin ran out of CPU time.
     #[error("plugin `{plugin}` ran past its CPU budget of {cpu_ms} ms in {method}")]
     Cpu {
+        /// The plugin at fault.
         plugin: Arc<str>,
+        /// The export called.
         method: &'static str,
+        /// Its CPU cap, in milliseconds.
         cpu_ms: u64,
     },
+    /// The plugin ran out of wall-clock time.
     #[error("plugin `{plugin}` did not finish {method} within {wall_ms} ms")]
     Timeout {
+        /// The plugin at fault.
         plugin: Arc<str>,
+        /// The export called.
         method: &'static str,
+        /// Its time cap, in milliseconds.
         wall_ms: u64,
     },
+    /// The plugin failed too often lately and is not called until its
+    /// backoff ends.
     #[error("plugin `{plugin}` is quarantined after repeated failures; retry in {retry_in_ms} ms")]
-    Quarantined { plugin: Arc<str>, retry_in_ms: u64 },
+    Quarantined {
+        /// The plugin at fault.
+        plugin: Arc<str>,
+        /// Milliseconds until it is called again.
+        retry_in_ms: u64,
+    },
+    /// The plugin handed over more than the host takes.
     #[error("plugin `{plugin}` returned {bytes} bytes from {method}, over its limit of {limit}")]
     TooLarge {
+        /// The plugin at fault.
         plugin: Arc<str>,
+        /// The export called.
         method: &'static str,
+        /// The size handed over.
         bytes: usize,
+        /// The cap.
         limit: usize,
     },
+    /// The plugin handed over something malformed.
     #[error("plugin `{plugin}` returned something invalid from {method}: {message}")]
     Invalid {
+        /// The plugin at fault.
         plugin: Arc<str>,
+        /// The export called.
         method: &'static str,
+        /// What is wrong with it.
         message: String,
     },
+    /// The plugin refused the call (its own error).
     #[error("plugin `{plugin}` refused in {method}: {message}")]
     Rejected {
+        /// The plugin that refused.
         plugin: Arc<str>,
+        /// The export called.
         method: &'static str,
+        /// The plugin's reason.
         message: String,
     },
 }
 
 impl PluginError {
+    /// The plugin at fault.
     pub fn plugin(&self) -> &str {
         match self {
             Self::Trap { plugin, .. }
@@ -126,11 +159,14 @@ impl PluginError {
 /// Which interfaces a component exports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Worlds {
+    /// It exports the enricher world.
     pub enricher: bool,
+    /// It exports the tool world.
     pub tool: bool,
 }
 
 impl Worlds {
+    /// The worlds' name, as `check` reports them.
     pub fn name(self) -> &'static str {
         match (self.enricher, self.tool) {
             (true, true) => "full-plugin",
@@ -224,9 +260,13 @@ impl Runtime {
 
 /// One loaded plugin.
 pub struct Plugin {
+    /// The plugin's name (its file's stem).
     pub name: Arc<str>,
+    /// Its component file.
     pub path: PathBuf,
+    /// Its manifest, with the user's table laid over it.
     pub manifest: Manifest,
+    /// The worlds it exports.
     pub worlds: Worlds,
     /// The version of the contract the component was built against.
     pub version: Version,
@@ -234,8 +274,11 @@ pub struct Plugin {
     pub categories: Vec<String>,
     /// Tools provided (tool plugins), from `list-tools`.
     pub tools: Vec<ToolDefinition>,
+    /// The component's size.
     pub size_bytes: usize,
+    /// Where its compiled code came from.
     pub code_source: CodeSource,
+    /// How long it took to load.
     pub load_time: Duration,
     /// Interfaces the component imports (WASI and toolhost), for `check`.
     pub imports: Vec<String>,
@@ -246,14 +289,17 @@ pub struct Plugin {
 }
 
 impl Plugin {
+    /// Its resolved caps.
     pub fn limits(&self) -> &Limits {
         &self.instances.identity().limits
     }
 
+    /// Its health now.
     pub fn status(&self) -> Status {
         self.instances.health.status()
     }
 
+    /// How often it has been quarantined.
     pub fn quarantine_trips(&self) -> u32 {
         self.instances.health.trips()
     }
@@ -273,6 +319,7 @@ impl Plugin {
         self.manifest.failure.policy(method)
     }
 
+    /// Whether it claims `category` (an enricher's `supported-categories`).
     pub fn claims(&self, category: &str) -> bool {
         self.categories.iter().any(|c| c == category)
     }

@@ -53,6 +53,7 @@ pub struct RerunError {
 /// What running a recorded call again gave.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Rerun {
+    /// Run: what it gave now.
     Done(Outcome),
     /// Not run: `execute` without `--execute` (it may reach HTTP).
     Skipped(&'static str),

@@ -72,11 +72,15 @@ pub struct Shadow {
 /// Shadow calls of one plugin's export.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShadowCount {
+    /// The plugin whose candidate is compared.
     pub plugin: String,
+    /// The export compared.
     pub export: String,
     /// Calls the candidate answered (or failed).
     pub compared: u64,
+    /// Calls where the candidate answered the same.
     pub same: u64,
+    /// Calls where it answered otherwise.
     pub differ: u64,
     /// Calls not given to the candidate: [`MAX_IN_FLIGHT`] were running.
     pub skipped: u64,

@@ -19,6 +19,7 @@ use serde::Deserialize;
 use super::planner::PlannerOptions;
 use crate::cluster::Cluster;
 
+/// `[speculation]` of toolhost.toml: whether and how far the host calls tools ahead of the model.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Settings {
@@ -92,6 +93,7 @@ impl Settings {
         }
     }
 
+    /// How long a prefetch may run.
     pub fn timeout(&self) -> Duration {
         Duration::from_millis(self.timeout_ms)
     }

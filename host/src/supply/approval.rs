@@ -21,6 +21,7 @@ use super::component::Digest;
 use super::consent::Consent;
 use super::facts::Facts;
 
+/// The user's approvals of each plugin's authority (`toolhost approve`).
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Approvals {

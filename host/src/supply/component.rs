@@ -18,6 +18,7 @@ use sha2::{Digest as _, Sha256};
 pub struct Digest(String);
 
 impl Digest {
+    /// The digest of `bytes`.
     pub fn of(bytes: &[u8]) -> Self {
         Self(format!("sha256:{}", hex::encode(Sha256::digest(bytes))))
     }

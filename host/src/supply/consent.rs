@@ -34,6 +34,7 @@ pub struct Consent {
     pub http: BTreeSet<String>,
     /// Secrets granted, by name: which variable goes as which header where.
     pub secrets: BTreeMap<String, SecretConsent>,
+    /// The caps the plugin asks for.
     pub limits: LimitConsent,
 }
 

@@ -341,7 +341,9 @@ pub async fn load_dir(
 
 /// A plugin file found by [`survey`], with its facts and verdicts.
 pub struct Surveyed {
+    /// What the file is and asks for.
     pub facts: Facts,
+    /// What each trust check says of it.
     pub verdicts: Verdicts,
 }
 
