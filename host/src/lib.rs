@@ -77,42 +77,23 @@
 //!
 //! # The modules
 //!
-//! The types above are all an embedder needs to start; the modules hold
-//! the rest.
+//! The types above, re-exported here, are all an embedder needs; the
+//! modules holding them are private. A few modules are public, each a
+//! concept the `toolhost` command is built on:
 //!
-//! - [`pipeline`]: the call pipeline and [`Toolhost`], the library API.
-//! - [`plugin`]: the WASM runtime: loading, sandboxing, calling plugins.
-//! - [`supply`]: knowing what runs: safe plugin paths, the lock file,
-//!   approvals of each component's authority, vendors' signatures.
-//! - [`tools`]: the native tools (read, glob, grep, ls, web_fetch; write and
-//!   edit when the root is writable).
-//! - [`upstream`]: upstream MCP servers, a tool source: their connections,
-//!   tools and calls.
-//! - [`output`]: tool results as the host owns them (every MCP content
-//!   kind), and their conversions to and from rmcp's.
-//! - [`mcp`]: the MCP server front (feature `mcp-server`, on by default).
-//! - [`auth`]: who may call the MCP endpoint over HTTP (bearer token, OAuth;
-//!   feature `mcp-server`).
-//! - [`bounds`]: every cap on what a plugin hands the host, in one place.
-//! - [`ownership`]: who serves a tool name when sources clash.
-//! - [`schema`]: tool schemas as the host owns them, and the checked edits
-//!   plugins make.
-//! - [`args_edit`]: call arguments lent to a plugin, and the checked edits
-//!   it makes.
-//! - [`enrich`]: the enricher chain (listing, provenance, argument transforms,
-//!   value models).
-//! - [`value_model`]: value models and their layering.
+//! - [`mcp`]: serving a [`Toolhost`] over MCP, on stdio or streamable HTTP
+//!   with its authorization (feature `mcp-server`, on by default).
+//! - [`supply`]: knowing what runs: the lock file, approvals of each
+//!   component's authority, vendors' signatures.
+//! - [`plugin`]: one plugin, loaded and called directly (as `toolhost
+//!   check` does), its log lines, and the recordings `toolhost replay`
+//!   runs again.
 //! - [`catalog`]: the base catalog of provider tools.
-//! - [`speculation`]: speculative prefetch (planner, projection, fan-out,
-//!   cache, dispatcher, engine).
-//! - [`gate`]: the one check everything served passes: caps and secrets.
-//! - [`prompt`]: the system-prompt sections of the listed tools.
-//! - [`client_log`]: plugin and upstream log lines sent to MCP clients.
-//! - [`gateway`]: upstream servers' prompts, resources, completions and
-//!   instructions, routed for the MCP front.
-//! - [`http_client`]: the HTTP client stack (reqwest on rustls with ring).
-//! - [`atomic_file`]: replacing a file whole (write, edit, statistics).
-//! - [`cluster`]: replicas sharing prefetches and invalidations on Redis.
+//! - [`enrich`]: the enricher chain (listing, provenance, value models).
+//! - [`ownership`]: who serves a tool name when sources clash.
+//! - [`speculation`]: speculative prefetch: its settings and statistics.
+//! - [`bounds`]: every cap on what a plugin hands the host, in one place.
+//! - [`atomic_file`]: replacing a file whole.
 //!
 //! The WIT contract the plugins implement is in `wit/` at the repository root.
 
