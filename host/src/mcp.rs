@@ -7,18 +7,18 @@
 //!
 //! A client's `notifications/cancelled` cancels the call's token; progress
 //! a tool reports is sent as `notifications/progress` when the request
-//! carried a progress token, bounded per call ([`progress`]). Tool
+//! carried a progress token, bounded per call (`progress`). Tool
 //! failures are results with `isError` (the model reads them); only
 //! malformed requests are protocol errors.
 //! Serves stdio ([`serve_stdio`]) and streamable HTTP at `/mcp`
 //! ([`serve_http`]). Owns the protocol mapping, not the pipeline.
 //!
-//! Protocol revisions up to 2026-07-28 are served ([`revision`] says what
+//! Protocol revisions up to 2026-07-28 are served (`revision` says what
 //! differs). `tools/list_changed`: up to 2025-11-25, every client session
 //! that has sent `initialized` is remembered (one over stdio, one per HTTP
 //! session) until it ends, when its server is dropped; each time the host
 //! rebuilds its catalog every session still open is sent the notification.
-//! HTTP sessions are capped in count ([`sessions`]). A 2026-07-28 client
+//! HTTP sessions are capped in count (`sessions`). A 2026-07-28 client
 //! has no session: it is told on the `subscriptions/listen` stream it
 //! opens.
 //!
@@ -34,7 +34,7 @@
 //! Logging: each session is sent the plugin and upstream log lines of a
 //! [`ClientLog`] at the level it set with `logging/setLevel` (see
 //! `crate::client_log`). Over HTTP, requests pass `crate::auth` first;
-//! `/metrics` ([`metrics`]) counts the calls, and `/healthz` answers
+//! `/metrics` (`metrics`) counts the calls, and `/healthz` answers
 //! probes. A call's log span carries the `traceparent` of its `_meta`.
 
 mod metrics;

@@ -53,7 +53,7 @@ pub struct ClusterConfig {
     #[serde(default = "default_prefix")]
     pub prefix: String,
     /// The environment variable holding the key every replica seals what it
-    /// shares with (the same on every replica; see [`ClusterKey`]).
+    /// shares with (the same on every replica; see `ClusterKey`).
     #[serde(default = "default_key_env")]
     pub key_env: String,
 }

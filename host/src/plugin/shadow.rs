@@ -82,7 +82,7 @@ pub struct ShadowCount {
     pub same: u64,
     /// Calls where it answered otherwise.
     pub differ: u64,
-    /// Calls not given to the candidate: [`MAX_IN_FLIGHT`] were running.
+    /// Calls not given to the candidate: `MAX_IN_FLIGHT` were running.
     pub skipped: u64,
 }
 

@@ -1,9 +1,9 @@
 //! Knowing exactly what runs: the checks a plugin file passes before its
 //! code is compiled or run.
 //!
-//! - [`safe_path`]: no other user can write the file, its manifest, or a
+//! - `safe_path`: no other user can write the file, its manifest, or a
 //!   directory above them (as ssh requires of keys).
-//! - [`lock`]: when `plugins.lock` exists, only the plugins it records,
+//! - `lock`: when `plugins.lock` exists, only the plugins it records,
 //!   with the digests and authority it records, load.
 //!
 //! The lock and the approvals live in the plugin directory, which only
@@ -12,14 +12,14 @@
 //! written it there, with a warning to move it, and ignored (with a
 //! warning) in a directory others can write, such as `/tmp`, where anyone
 //! could have put it.
-//! - [`approval`]: with `require_approval = true`, only plugins within the
+//! - `approval`: with `require_approval = true`, only plugins within the
 //!   authority the user approved load.
 //! - [`signature`]: with `require_signatures = true`, only plugins signed
 //!   by a key of `[trust] keys` load.
 //!
-//! [`Supply`] is the loader's [`Admission`]: a file refused is reported by
+//! [`Supply`] is the loader's `Admission`: a file refused is reported by
 //! name with the reason and the command that fixes it, the other plugins
-//! load. The facts they rest on ([`Facts`]: digests, and [`Consent`], the
+//! load. The facts they rest on (`Facts`: digests, and [`Consent`], the
 //! imports read from the component itself and the grants in effect) are
 //! read from the file once, whole; with no lock and nothing required only
 //! the paths are checked, so a plain start reads no file twice.
@@ -27,7 +27,7 @@
 //! When the checks read the file, the loader compiles (or finds in the
 //! code cache, by digest) exactly the bytes they checked, not whatever is
 //! at the path by then; when they read nothing, the path is one nobody
-//! but the user (or root) can change, as [`safe_path`] made sure.
+//! but the user (or root) can change, as `safe_path` made sure.
 
 mod approval;
 mod component;
