@@ -230,7 +230,7 @@ async fn metrics_count_calls_errors_latency_and_speculation_and_health_answers()
         client.call("get_issue", json!({ "key": key })).await.unwrap();
     }
     let _ = client.call("no_such_tool", json!({})).await;
-    let http = toolhost::http_client::builder().build().unwrap();
+    let http = toolhost::internals::http_client::builder().build().unwrap();
     let base = format!("http://{}", replicas[0].addr);
     let health = http.get(format!("{base}/healthz")).send().await.unwrap();
     assert_eq!(health.text().await.unwrap(), "ok\n");
@@ -296,7 +296,7 @@ fn cluster_stats(layout: &Layout, json: bool) -> String {
 
 /// A replica's `/metrics`, as text.
 async fn metrics(replica: &Served) -> String {
-    let http = toolhost::http_client::builder().build().unwrap();
+    let http = toolhost::internals::http_client::builder().build().unwrap();
     body_of(http.get(format!("http://{}/metrics", replica.addr))).await
 }
 

@@ -8,9 +8,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use toolhost::output::ToolError;
-use toolhost::pipeline::{CallControl, CallOutput, Sources, Toolhost};
+use toolhost::ToolError;
+use toolhost::internals::Sources;
 use toolhost::plugin::{LoadErrorKind, LoadReport, Plugin, Version};
+use toolhost::{CallControl, CallOutput, Toolhost};
 use toolhost_tests::{Logs, plugin_dir, runtime};
 
 /// Load `entries`; the report, the log, and the directory to keep alive.

@@ -5,8 +5,8 @@
 use serde_json::{Value, json};
 use toolhost::catalog::{ToolSpec, base_catalog, base_tool};
 use toolhost::enrich::{Enrichers, Owner};
-use toolhost::schema::Action;
-use toolhost::value_model::{Layer, SideEffect, ValueClass};
+use toolhost::internals::Action;
+use toolhost::internals::{Layer, SideEffect, ValueClass};
 use toolhost_cli::config::Config;
 use toolhost_tests::load;
 

@@ -7,7 +7,8 @@
 //! of nothing but empty text blocks, served by a host as a client calls it.
 
 use serde_json::json;
-use toolhost::pipeline::{Sources, Toolhost};
+use toolhost::Toolhost;
+use toolhost::internals::Sources;
 use toolhost_tests::{call_ok, joined_text, load};
 
 /// The attack plugin, with `limits`, returning `blocks` empty text blocks,
@@ -26,8 +27,8 @@ async fn blocks(limits: &str, blocks: usize) -> (Toolhost, tempfile::TempDir) {
 }
 
 /// How many bytes a client is sent for `result`.
-fn on_the_wire(result: toolhost::output::CallOutput) -> usize {
-    serde_json::to_vec(&toolhost::output::mcp::to_mcp(result))
+fn on_the_wire(result: toolhost::CallOutput) -> usize {
+    serde_json::to_vec(&toolhost::internals::to_mcp(result))
         .unwrap()
         .len()
 }
@@ -146,13 +147,13 @@ mod hostile {
 async fn an_upstreams_configured_header_never_reaches_the_client() {
     const SECRET: &str = "ups-s3cret-77d0";
     let url = hostile::serve(hostile::Hostile(SECRET.into())).await;
-    let config: toolhost::upstream::UpstreamConfig = serde_json::from_value(json!({
+    let config: toolhost::UpstreamConfig = serde_json::from_value(json!({
         "name": "hostile",
         "url": url,
         "headers": {"Authorization": format!("Bearer {SECRET}")},
     }))
     .unwrap();
-    let server = toolhost::upstream::Upstream::connect(config, toolhost::plugin::tracing_sink())
+    let server = toolhost::internals::Upstream::connect(config, toolhost::plugin::tracing_sink())
         .await
         .unwrap();
     let host = Toolhost::new(Sources {

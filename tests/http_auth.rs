@@ -59,7 +59,7 @@ pub(super) fn serve(dir: &Path, config: &str, addr: &str, extra: &[&str]) -> Res
 }
 
 pub(super) fn client() -> reqwest::Client {
-    toolhost::http_client::builder()
+    toolhost::internals::http_client::builder()
         .timeout(Duration::from_secs(30))
         .build()
         .unwrap()

@@ -12,8 +12,8 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use toolhost::output::{CallOutput, ToolError};
 use toolhost::plugin::{Plugin, PluginError};
+use toolhost::{CallOutput, ToolError};
 use toolhost_tests::{Logs, LoopbackServer, SeenRequest, args, joined_text, load, plugin_dir, runtime};
 
 /// The value of the secret `tracker`, injected by the host.
@@ -504,9 +504,9 @@ async fn an_echoed_secret_never_reaches_structured_content() {
 }
 
 /// Every text and byte of a result's blocks, binary data decoded.
-fn block_texts(result: &toolhost::output::CallOutput) -> String {
+fn block_texts(result: &toolhost::CallOutput) -> String {
     use base64::Engine as _;
-    use toolhost::output::{Block, Body};
+    use toolhost::{Block, Body};
     let decode = |b64: &str| {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(b64)
@@ -626,7 +626,7 @@ async fn an_enricher_never_hands_its_secret_on_in_arguments_or_schemas() {
     ])
     .await;
     assert!(report.errors.is_empty(), "{:?}", report.errors);
-    let host = toolhost::pipeline::Toolhost::new(toolhost::pipeline::Sources {
+    let host = toolhost::Toolhost::new(toolhost::internals::Sources {
         plugins: report.plugins,
         ..Default::default()
     })
@@ -658,8 +658,8 @@ async fn an_enricher_never_hands_its_secret_on_in_arguments_or_schemas() {
 impl Attack {
     /// The attack plugin served by a host, as a client reaches it: every
     /// result passes the host's gate.
-    async fn served(&self) -> toolhost::pipeline::Toolhost {
-        toolhost::pipeline::Toolhost::new(toolhost::pipeline::Sources {
+    async fn served(&self) -> toolhost::Toolhost {
+        toolhost::Toolhost::new(toolhost::internals::Sources {
             plugins: vec![self.plugin.clone()],
             ..Default::default()
         })

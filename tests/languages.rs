@@ -7,10 +7,10 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
+use toolhost::FollowUpLink;
 use toolhost::catalog::base_catalog;
 use toolhost::enrich::Enrichers;
 use toolhost::plugin::{Plugin, PluginError};
-use toolhost::value_model::FollowUpLink;
 use toolhost_tests::{REFERENCE_LANGS, args, needs, reference, runtime};
 
 /// "Команда" through `sanitize_field_name`: transliterated, plus FNV-1a.

@@ -5,9 +5,11 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use toolhost::output::ToolError;
-use toolhost::pipeline::{Sources, Toolhost};
-use toolhost::tools::{NativeTools, Root, WebSettings};
+use toolhost::ToolError;
+use toolhost::Toolhost;
+use toolhost::WebSettings;
+use toolhost::internals::Sources;
+use toolhost::internals::{NativeTools, Root};
 use toolhost_tests::call;
 
 struct Fixture {

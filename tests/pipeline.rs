@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;
-use toolhost::output::{Block, CallOutput, ToolError};
-use toolhost::pipeline::{CallControl, Sources, Toolhost};
+use toolhost::internals::Sources;
+use toolhost::{Block, CallOutput, ToolError};
+use toolhost::{CallControl, Toolhost};
 use toolhost_tests::{call, load};
 
 async fn host_with(entries: &[(&str, &str, Option<&str>)], bindings: &[(&str, &str)]) -> Toolhost {
@@ -234,9 +235,9 @@ async fn an_upstream_that_never_answers_is_given_up_on() {
             held.push(socket);
         }
     });
-    let config: toolhost::upstream::UpstreamConfig =
+    let config: toolhost::UpstreamConfig =
         serde_json::from_value(json!({"name": "mute", "url": url, "connect_timeout_s": 1})).unwrap();
-    let connect = toolhost::upstream::Upstream::connect(config, toolhost::plugin::tracing_sink());
+    let connect = toolhost::internals::Upstream::connect(config, toolhost::plugin::tracing_sink());
     let err = tokio::time::timeout(std::time::Duration::from_secs(30), connect)
         .await
         .expect("connect gave up by itself")

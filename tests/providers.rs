@@ -9,11 +9,11 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
+use toolhost::ToolSchema;
 use toolhost::catalog::{base_catalog, base_tool};
 use toolhost::enrich::{EnrichedTool, Enrichers};
+use toolhost::internals::{SideEffect, ValueClass};
 use toolhost::plugin::{Plugin, PluginError};
-use toolhost::schema::ToolSchema;
-use toolhost::value_model::{SideEffect, ValueClass};
 use toolhost_cli::check::{Verdict, check};
 use toolhost_tests::providers::{CLICKUP, GITHUB, GITLAB, JIRA};
 use toolhost_tests::{args, load, plugin_dir, runtime};
@@ -32,7 +32,7 @@ async fn enrich(e: &Enrichers, tool: &str) -> ToolSchema {
 }
 
 /// A value model's follow-up links as (tool, probability), in order.
-fn links(model: &toolhost::value_model::ValueModel) -> Vec<(&str, f32)> {
+fn links(model: &toolhost::ValueModel) -> Vec<(&str, f32)> {
     model
         .follow_ups
         .iter()
@@ -168,7 +168,7 @@ async fn github() {
     );
 }
 
-async fn mrs_link(p: &Plugin, from: &str, to: &str) -> toolhost::value_model::FollowUpLink {
+async fn mrs_link(p: &Plugin, from: &str, to: &str) -> toolhost::FollowUpLink {
     let model = p.value_model(from).await.unwrap().unwrap();
     model
         .follow_ups

@@ -7,12 +7,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
+use toolhost::FollowUpLink;
 use toolhost::bounds::{MAX_ARGS_GROWTH, MAX_SCHEMA_BYTES};
 use toolhost::catalog::base_tool;
 use toolhost::enrich::Enrichers;
-use toolhost::pipeline::{CallControl, Sources, Toolhost, error_text};
+use toolhost::internals::Sources;
 use toolhost::plugin::{LoadReport, Plugin, PluginError, Status};
-use toolhost::value_model::FollowUpLink;
+use toolhost::{CallControl, Toolhost, error_text};
 use toolhost_tests::{Logs, args, load};
 
 /// Items of the large argument the heavy-imports attack reads: its JSON

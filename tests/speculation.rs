@@ -15,10 +15,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
-use toolhost::pipeline::{Options, Sources, Toolhost};
+use toolhost::Toolhost;
+use toolhost::ValueModel;
+use toolhost::WebSettings;
+use toolhost::internals::{NativeTools, Root};
+use toolhost::internals::{Options, Sources};
 use toolhost::speculation::Settings;
-use toolhost::tools::{NativeTools, Root, WebSettings};
-use toolhost::value_model::ValueModel;
 use toolhost_tests::{LoopbackServer, call_ok, catalog_bindings, load, toolhost_binary};
 
 #[path = "speculation/trust.rs"]

@@ -496,7 +496,7 @@ fn a_new_lock_file_alone_reloads_the_watch() {
 
 /// `/metrics` of `served`, as text.
 async fn metrics(served: &Served) -> String {
-    let http = toolhost::http_client::builder().build().unwrap();
+    let http = toolhost::internals::http_client::builder().build().unwrap();
     let response = http.get(format!("http://{}/metrics", served.addr)).send().await;
     response.unwrap().text().await.unwrap()
 }

@@ -7,8 +7,8 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
-use toolhost::output::{Block, CallOutput, ToolError};
 use toolhost::plugin::{BeforeCallDecision, Hooks, RenderOptions};
+use toolhost::{Block, CallOutput, ToolError};
 use toolhost_tests::{args, lang_plugin, needs, runtime};
 
 fn stats(result: &CallOutput) -> Value {

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Map, Value, json};
 use toolhost::catalog::base_tool;
 use toolhost::enrich::Enrichers;
-use toolhost::output::{Block, CallOutput, ToolError};
 use toolhost::plugin::{BeforeCallDecision, Hooks, RenderOptions};
+use toolhost::{Block, CallOutput, ToolError};
 use toolhost_tests::{args, load};
 
 fn no_cancel() -> Arc<AtomicBool> {

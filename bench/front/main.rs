@@ -25,7 +25,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde::Serialize;
 use serde_json::{Value, json};
-use toolhost::pipeline::CallControl;
+use toolhost::CallControl;
 use toolhost::plugin::{Runtime, RuntimeOptions};
 use toolhost_cli::config::Config;
 use toolhost_tests::served::Served;
@@ -169,7 +169,7 @@ impl Workspace {
 }
 
 async fn http_client(url: &str) -> Result<Client> {
-    let http = toolhost::http_client::builder().build()?;
+    let http = toolhost::internals::http_client::builder().build()?;
     let transport =
         StreamableHttpClientTransport::with_client(http, StreamableHttpClientTransportConfig::with_uri(url));
     Ok(().serve(transport).await?)
@@ -279,7 +279,7 @@ async fn direct(workspace: &Workspace, n: usize) -> Result<Figures> {
         let out = host
             .call_tool("read", json!({"path": "small.txt"}), &CallControl::new("bench"))
             .await
-            .map_err(|e| anyhow::anyhow!("{}", toolhost::pipeline::error_text(&e)))?;
+            .map_err(|e| anyhow::anyhow!("{}", toolhost::error_text(&e)))?;
         let took = start.elapsed();
         if out.is_error {
             bail!("read failed: {}", out.text());

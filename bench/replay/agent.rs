@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 use serde_json::{Value, json};
-use toolhost::pipeline::{CallControl, Toolhost};
+use toolhost::{CallControl, Toolhost};
 
 use crate::world::{FILES, GLOBS, WORDS, World};
 

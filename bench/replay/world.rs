@@ -17,10 +17,12 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
-use toolhost::pipeline::{Options, Sources, Toolhost};
+use toolhost::Toolhost;
+use toolhost::ValueModel;
+use toolhost::WebSettings;
+use toolhost::internals::{NativeTools, Root};
+use toolhost::internals::{Options, Sources};
 use toolhost::speculation::Settings;
-use toolhost::tools::{NativeTools, Root, WebSettings};
-use toolhost::value_model::ValueModel;
 use toolhost_tests::backend::{backdate, latency, native_latency};
 use toolhost_tests::{LoopbackServer, SeenRequest, catalog_bindings, plugin_dir, runtime};
 

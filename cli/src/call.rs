@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
-use toolhost::pipeline::{CallControl, error_text};
 use toolhost::plugin::Runtime;
+use toolhost::{CallControl, error_text};
 
 use crate::config::Config;
 use crate::{render, setup};

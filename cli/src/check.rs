@@ -19,9 +19,9 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::expect::Expectations;
+use toolhost::ToolSchema;
 use toolhost::catalog::{ToolSpec, base_catalog};
 use toolhost::plugin::{Plugin, Runtime};
-use toolhost::schema::ToolSchema;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -369,7 +369,7 @@ fn sample_args(schema: &ToolSchema) -> Map<String, Value> {
         .collect()
 }
 
-fn value_model_issues(model: &toolhost::value_model::ValueModel) -> Vec<String> {
+fn value_model_issues(model: &toolhost::ValueModel) -> Vec<String> {
     let mut issues = Vec::new();
     if model.cost.typical_kb.is_some_and(|kb| kb.is_nan() || kb < 0.0) {
         issues.push("typical_kb must be a non-negative number".into());

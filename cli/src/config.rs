@@ -9,14 +9,14 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use toolhost::auth::AuthConfig;
-use toolhost::cluster::ClusterConfig;
+use toolhost::ClusterConfig;
+use toolhost::UpstreamConfig;
+use toolhost::WebSettings;
+use toolhost::mcp::AuthConfig;
 use toolhost::plugin::Manifest;
 use toolhost::speculation::Settings as SpeculationSettings;
 use toolhost::supply::TrustSettings;
-use toolhost::tools::WebSettings;
-use toolhost::upstream::UpstreamConfig;
-use toolhost::value_model::{UnsafeSpeculation, ValueModel, ValueModels};
+use toolhost::{UnsafeSpeculation, ValueModel, ValueModels};
 
 /// The file looked for in the working directory when none is given.
 pub const DEFAULT_FILE: &str = "toolhost.toml";
@@ -173,7 +173,7 @@ fn line_of(text: &str, offset: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolhost::upstream::Transport;
+    use toolhost::Transport;
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
         let dir = tempfile::tempdir().unwrap();

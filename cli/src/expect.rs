@@ -44,10 +44,10 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use toolhost::FollowUpLink;
+use toolhost::ToolSchema;
 use toolhost::catalog::base_tool;
 use toolhost::plugin::{Plugin, PluginError};
-use toolhost::schema::ToolSchema;
-use toolhost::value_model::FollowUpLink;
 
 /// The golden cases of one expectations file.
 #[derive(Debug, Default, Deserialize)]

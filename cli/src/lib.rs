@@ -17,7 +17,7 @@
 //!
 //! What they share:
 //! - [`config`]: the user's configuration file, `toolhost.toml`.
-//! - [`setup`]: a [`toolhost::pipeline::Toolhost`] built from the configuration.
+//! - [`setup`]: a [`toolhost::Toolhost`] built from the configuration.
 //! - [`watch`]: the plugin directory reloaded while serving (`serve --watch`).
 //! - [`render`]: terminal views of a call and its result (`toolhost call`).
 //!

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
-use toolhost::client_log::ClientLog;
+use toolhost::mcp::ClientLog;
 use toolhost::plugin::{Recorder, Runtime, RuntimeOptions, tracing_sink};
 use toolhost_cli::config::Config;
 use toolhost_cli::{

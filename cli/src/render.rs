@@ -10,9 +10,9 @@
 
 use serde_json::Value;
 
-use toolhost::output::{Block, Body};
-use toolhost::pipeline::{CallOutput, Toolhost};
 use toolhost::plugin::{Hooks, RenderOptions};
+use toolhost::{Block, Body};
+use toolhost::{CallOutput, Toolhost};
 
 /// The call about to run: `render-call`'s text, else `tool {args}`.
 pub async fn call_view(host: &Toolhost, tool: &str, args: &Value, width: u32) -> String {

@@ -11,9 +11,9 @@ use crate::config::Config;
 use crate::watch::PluginWatch;
 use crate::{setup, stats};
 use anyhow::{Result, bail};
-use toolhost::auth::HttpAccess;
-use toolhost::client_log::ClientLog;
 use toolhost::mcp;
+use toolhost::mcp::ClientLog;
+use toolhost::mcp::HttpAccess;
 use toolhost::plugin::Runtime;
 
 /// How long a stopping server waits for shadow candidates' calls.
@@ -87,7 +87,9 @@ pub async fn serve(
                 .await
                 .map_err(anyhow::Error::from)
             }
-            None => mcp::serve_stdio(host.clone(), front.log).await,
+            None => mcp::serve_stdio(host.clone(), front.log)
+                .await
+                .map_err(anyhow::Error::from),
         }
     };
     let served = match watch {

@@ -17,8 +17,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::config::Config;
+use toolhost::Cluster;
 use toolhost::Toolhost;
-use toolhost::cluster::Cluster;
 use toolhost::plugin::Runtime;
 
 /// The plugin directory every command uses: the one named on the command

@@ -20,7 +20,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use toolhost::pipeline::Toolhost;
+use toolhost::Toolhost;
 use toolhost::plugin::{ShadowCount, ShadowTally};
 use toolhost::speculation::Snapshot;
 
@@ -221,7 +221,7 @@ pub fn render_summed(s: &Summed) -> String {
 /// what every replica counted.
 pub async fn run(config: &Config, as_json: bool) -> Result<ExitCode> {
     if let Some(cluster) = &config.cluster {
-        let shared = toolhost::cluster::Cluster::connect(&cluster.redis, &cluster.prefix, cluster.key()?)?;
+        let shared = toolhost::Cluster::connect(&cluster.redis, &cluster.prefix, cluster.key()?)?;
         let totals = shared
             .totals()
             .await

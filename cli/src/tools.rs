@@ -8,11 +8,11 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use serde_json::json;
+use toolhost::Toolhost;
+use toolhost::ValueModels;
 use toolhost::catalog::base_tool;
 use toolhost::enrich::{EnrichedTool, Enrichers, Listing, Owner};
-use toolhost::pipeline::Toolhost;
 use toolhost::plugin::Runtime;
-use toolhost::value_model::ValueModels;
 
 use crate::config::Config;
 use crate::{exit_for, setup};

@@ -42,7 +42,7 @@ use notify::event::{AccessKind, AccessMode, ModifyKind};
 use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
-use toolhost::pipeline::Toolhost;
+use toolhost::Toolhost;
 use toolhost::plugin::Runtime;
 use toolhost::supply::{self, TrustSettings};
 

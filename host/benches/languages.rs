@@ -11,10 +11,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
+use toolhost::FollowUpLink;
+use toolhost::ToolSchema;
 use toolhost::catalog::base_tool;
 use toolhost::plugin::{CodeSource, Plugin, Runtime, RuntimeOptions};
-use toolhost::schema::ToolSchema;
-use toolhost::value_model::FollowUpLink;
 
 const LANGS: [&str; 5] = ["rust", "js", "py", "c", "go"];
 const CALLS: usize = 300;

@@ -9,9 +9,11 @@ use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Map, Value, json};
-use toolhost::pipeline::{CallControl, Sources, Toolhost};
+use toolhost::WebSettings;
+use toolhost::internals::Sources;
+use toolhost::internals::{NativeTools, Root};
 use toolhost::plugin::{Runtime, RuntimeOptions};
-use toolhost::tools::{NativeTools, Root, WebSettings};
+use toolhost::{CallControl, Toolhost};
 
 fn native(dir: &Path) -> Arc<NativeTools> {
     Arc::new(NativeTools::new(Root::new(dir).unwrap(), WebSettings::default()).unwrap())

@@ -278,7 +278,7 @@ impl Authorizer {
 }
 
 /// What `toolhost serve --http` puts in front of the MCP service: the
-/// accepted `Host` names and, if configured, the [`Authorizer`].
+/// accepted `Host` names and, if configured, the `Authorizer`.
 pub struct HttpAccess {
     auth: Option<Arc<Authorizer>>,
     allowed_hosts: Vec<String>,

@@ -74,7 +74,7 @@ impl ClientLog {
         })
     }
 
-    /// The state of one new client session, at [`DEFAULT_LEVEL`]. It
+    /// The state of one new client session, at `DEFAULT_LEVEL`. It
     /// holds the lines logged from now on: a client may call a tool the
     /// moment it has sent `notifications/initialized`, before the server
     /// has handled that notification, and the call's lines are its own.

@@ -29,7 +29,7 @@
 //! claims, which may only make it more conservative (see `value_model`).
 //! The user's layer is added by the caller.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -41,6 +41,17 @@ use crate::plugin::{Method, Plugin, PluginError, Policy};
 use crate::schema::{Change, ToolSchema};
 use crate::tools::facts;
 use crate::value_model::{Layer, ValueModel, ValueModels};
+
+/// Why a tool is hidden rather than listed: its input schema is invalid,
+/// or an enricher whose `enrich-schema` policy is closed failed on it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct EnrichError {
+    /// The tool hidden.
+    pub tool: String,
+    /// Why, as [`Listing::hidden`] names it (with the plugin at fault).
+    pub reason: String,
+}
 
 /// The loaded enrichers, in registration order.
 #[derive(Clone, Default)]
@@ -60,12 +71,16 @@ pub struct Conflict {
 /// A tool after every enricher that claims its category ran.
 #[derive(Debug, Clone, Serialize)]
 pub struct EnrichedTool {
+    /// The tool's name.
     pub name: String,
+    /// The category it was enriched for, if any.
     pub category: Option<String>,
+    /// Its schema after every enricher's edits.
     #[serde(skip)]
     pub schema: ToolSchema,
     /// Every change, in order, with the plugin that made it.
     pub changes: Vec<Change>,
+    /// Edits of the same field by more than one enricher (the last one wins).
     pub conflicts: Vec<Conflict>,
     /// Plugins whose enrichment of this tool failed and was skipped.
     pub skipped: Vec<String>,
@@ -110,14 +125,18 @@ pub enum Owner {
 /// A tool left out of the list, and why.
 #[derive(Debug, Clone, Serialize)]
 pub struct Hidden {
+    /// The tool hidden.
     pub name: String,
+    /// Why it is hidden, naming the plugin at fault.
     pub reason: String,
 }
 
 /// The enriched tool list.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Listing {
+    /// The tools listed, enriched.
     pub tools: Vec<EnrichedTool>,
+    /// The tools left out, each with its reason.
     pub hidden: Vec<Hidden>,
 }
 
@@ -129,6 +148,7 @@ impl Enrichers {
         }
     }
 
+    /// The enrichers of the chain, in the order they run.
     pub fn plugins(&self) -> &[Arc<Plugin>] {
         &self.plugins
     }
@@ -143,13 +163,6 @@ impl Enrichers {
             .filter(move |p| category.is_some_and(|c| p.claims(c)))
     }
 
-    pub fn claimed_categories(&self) -> BTreeSet<&str> {
-        self.plugins
-            .iter()
-            .flat_map(|p| p.categories.iter().map(String::as_str))
-            .collect()
-    }
-
     /// Whether `tool` is listed at all (before enrichment can hide it).
     pub fn lists(&self, tool: &ToolSpec) -> bool {
         match &tool.category {
@@ -158,8 +171,16 @@ impl Enrichers {
         }
     }
 
-    /// Enrich one tool; `Err` is the reason it is hidden.
-    pub async fn enrich(&self, tool: &ToolSpec) -> Result<EnrichedTool, String> {
+    /// Enrich one tool; `Err` says why it is hidden.
+    pub async fn enrich(&self, tool: &ToolSpec) -> Result<EnrichedTool, EnrichError> {
+        self.enrich_or_reason(tool).await.map_err(|reason| EnrichError {
+            tool: tool.name.clone(),
+            reason,
+        })
+    }
+
+    /// [`Enrichers::enrich`], its `Err` the reason as listed.
+    async fn enrich_or_reason(&self, tool: &ToolSpec) -> Result<EnrichedTool, String> {
         let mut schema = ToolSchema::new(tool.description.clone(), tool.input_schema.clone())
             .map_err(|e| format!("its input schema is invalid: {e}"))?;
         let mut changes = Vec::new();
@@ -207,7 +228,7 @@ impl Enrichers {
             if !self.lists(tool) {
                 continue;
             }
-            match self.enrich(tool).await {
+            match self.enrich_or_reason(tool).await {
                 Ok(enriched) => listing.tools.push(enriched),
                 Err(reason) => listing.hidden.push(Hidden {
                     name: tool.name.clone(),

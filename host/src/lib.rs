@@ -77,82 +77,101 @@
 //!
 //! # The modules
 //!
-//! The types above are all an embedder needs to start; the modules hold
-//! the rest.
+//! The types above, re-exported here, are all an embedder needs; the
+//! modules holding them are private. A few modules are public, each a
+//! concept the `toolhost` command is built on:
 //!
-//! - [`pipeline`]: the call pipeline and [`Toolhost`], the library API.
-//! - [`plugin`]: the WASM runtime: loading, sandboxing, calling plugins.
-//! - [`supply`]: knowing what runs: safe plugin paths, the lock file,
-//!   approvals of each component's authority, vendors' signatures.
-//! - [`tools`]: the native tools (read, glob, grep, ls, web_fetch; write and
-//!   edit when the root is writable).
-//! - [`upstream`]: upstream MCP servers, a tool source: their connections,
-//!   tools and calls.
-//! - [`output`]: tool results as the host owns them (every MCP content
-//!   kind), and their conversions to and from rmcp's.
-//! - [`mcp`]: the MCP server front (feature `mcp-server`, on by default).
-//! - [`auth`]: who may call the MCP endpoint over HTTP (bearer token, OAuth;
-//!   feature `mcp-server`).
-//! - [`bounds`]: every cap on what a plugin hands the host, in one place.
-//! - [`ownership`]: who serves a tool name when sources clash.
-//! - [`schema`]: tool schemas as the host owns them, and the checked edits
-//!   plugins make.
-//! - [`args_edit`]: call arguments lent to a plugin, and the checked edits
-//!   it makes.
-//! - [`enrich`]: the enricher chain (listing, provenance, argument transforms,
-//!   value models).
-//! - [`value_model`]: value models and their layering.
+//! - [`mcp`]: serving a [`Toolhost`] over MCP, on stdio or streamable HTTP
+//!   with its authorization (feature `mcp-server`, on by default).
+//! - [`supply`]: knowing what runs: the lock file, approvals of each
+//!   component's authority, vendors' signatures.
+//! - [`plugin`]: one plugin, loaded and called directly (as `toolhost
+//!   check` does), its log lines, and the recordings `toolhost replay`
+//!   runs again.
 //! - [`catalog`]: the base catalog of provider tools.
-//! - [`speculation`]: speculative prefetch (planner, projection, fan-out,
-//!   cache, dispatcher, engine).
-//! - [`gate`]: the one check everything served passes: caps and secrets.
-//! - [`prompt`]: the system-prompt sections of the listed tools.
-//! - [`client_log`]: plugin and upstream log lines sent to MCP clients.
-//! - [`gateway`]: upstream servers' prompts, resources, completions and
-//!   instructions, routed for the MCP front.
-//! - [`http_client`]: the HTTP client stack (reqwest on rustls with ring).
-//! - [`atomic_file`]: replacing a file whole (write, edit, statistics).
-//! - [`cluster`]: replicas sharing prefetches and invalidations on Redis.
+//! - [`enrich`]: the enricher chain (listing, provenance, value models).
+//! - [`ownership`]: who serves a tool name when sources clash.
+//! - [`speculation`]: speculative prefetch: its settings and statistics.
+//! - [`bounds`]: every cap on what a plugin hands the host, in one place.
+//! - [`atomic_file`]: replacing a file whole.
 //!
 //! The WIT contract the plugins implement is in `wit/` at the repository root.
 
-// The front door. Not inlined, so the crate's page lists them as its first
+#![deny(missing_docs)]
+
+// The front door: what an embedder needs, re-exported from the private
+// modules below. Not inlined, so the crate's page lists them as its first
 // section (re-exports come before modules), each linking to its page.
 #[doc(no_inline)]
-pub use output::{Block, CallOutput, ToolError};
+pub use cluster::{Cluster, ClusterConfig};
+#[doc(no_inline)]
+pub use output::{Block, Body, CallOutput, ToolError};
 #[doc(no_inline)]
 pub use pipeline::{
-    BuildError, BuildReport, CallControl, CallError, CatalogError, Toolhost, ToolhostBuilder,
+    BuildError, BuildReport, CallControl, CallError, CatalogError, Toolhost, ToolhostBuilder, error_text,
 };
 #[doc(no_inline)]
-pub use plugin::{Runtime, RuntimeOptions};
+pub use plugin::{LogLevel, LogLine, LogSink, Runtime, RuntimeError, RuntimeOptions, tracing_sink};
+#[doc(no_inline)]
+pub use schema::ToolSchema;
 #[doc(no_inline)]
 pub use supply::TrustSettings;
+#[doc(no_inline)]
+pub use tools::WebSettings;
+#[doc(no_inline)]
+pub use upstream::{Transport, UpstreamConfig};
+#[doc(no_inline)]
+pub use value_model::{FollowUpLink, UnsafeSpeculation, ValueModel, ValueModels};
 
-pub mod args_edit;
+// The concepts the `toolhost` command is built on, each a module.
 pub mod atomic_file;
-#[cfg(feature = "mcp-server")]
-pub mod auth;
 pub mod bounds;
 pub mod catalog;
-pub mod client_log;
-pub mod cluster;
 pub mod enrich;
-#[cfg(any(test, feature = "fuzzing"))]
-pub mod fuzzing;
-pub mod gate;
-pub mod gateway;
-pub mod http_client;
 #[cfg(feature = "mcp-server")]
 pub mod mcp;
-pub mod output;
 pub mod ownership;
-pub mod pipeline;
 pub mod plugin;
-pub mod prompt;
-pub mod schema;
 pub mod speculation;
 pub mod supply;
-pub mod tools;
-pub mod upstream;
-pub mod value_model;
+
+// Generators of hostile input, for the property tests of crates built on
+// this one (feature `fuzzing`).
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzzing;
+
+mod args_edit;
+#[cfg(feature = "mcp-server")]
+mod auth;
+mod client_log;
+mod cluster;
+mod gate;
+mod gateway;
+mod http_client;
+mod output;
+mod pipeline;
+mod prompt;
+mod schema;
+mod tools;
+mod upstream;
+mod value_model;
+
+/// What the workspace's own tests and benches reach past the API for.
+///
+/// Not API: no stability promise, hidden from the documentation (as serde's
+/// `__private`). It re-exports exactly what `tests/` and `bench/` use.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::output::mcp::to_mcp;
+    pub use crate::pipeline::{Options, Sources};
+    pub use crate::plugin::{BeforeCallDecision, CodeSource, LoadErrorKind, ProgressFn, Status, Version};
+    pub use crate::schema::Action;
+    pub use crate::tools::{NativeTools, Root};
+    pub use crate::upstream::Upstream;
+    pub use crate::value_model::{Layer, SideEffect, ValueClass};
+
+    /// The HTTP client stack the host uses.
+    pub mod http_client {
+        pub use crate::http_client::builder;
+    }
+}

@@ -7,18 +7,18 @@
 //!
 //! A client's `notifications/cancelled` cancels the call's token; progress
 //! a tool reports is sent as `notifications/progress` when the request
-//! carried a progress token, bounded per call ([`progress`]). Tool
+//! carried a progress token, bounded per call (`progress`). Tool
 //! failures are results with `isError` (the model reads them); only
 //! malformed requests are protocol errors.
 //! Serves stdio ([`serve_stdio`]) and streamable HTTP at `/mcp`
 //! ([`serve_http`]). Owns the protocol mapping, not the pipeline.
 //!
-//! Protocol revisions up to 2026-07-28 are served ([`revision`] says what
+//! Protocol revisions up to 2026-07-28 are served (`revision` says what
 //! differs). `tools/list_changed`: up to 2025-11-25, every client session
 //! that has sent `initialized` is remembered (one over stdio, one per HTTP
 //! session) until it ends, when its server is dropped; each time the host
 //! rebuilds its catalog every session still open is sent the notification.
-//! HTTP sessions are capped in count ([`sessions`]). A 2026-07-28 client
+//! HTTP sessions are capped in count (`sessions`). A 2026-07-28 client
 //! has no session: it is told on the `subscriptions/listen` stream it
 //! opens.
 //!
@@ -34,7 +34,7 @@
 //! Logging: each session is sent the plugin and upstream log lines of a
 //! [`ClientLog`] at the level it set with `logging/setLevel` (see
 //! `crate::client_log`). Over HTTP, requests pass `crate::auth` first;
-//! `/metrics` ([`metrics`]) counts the calls, and `/healthz` answers
+//! `/metrics` (`metrics`) counts the calls, and `/healthz` answers
 //! probes. A call's log span carries the `traceparent` of its `_meta`.
 
 mod metrics;
@@ -66,15 +66,17 @@ use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 use tracing::Instrument;
 
-use crate::auth::HttpAccess;
 use crate::bounds::label;
-use crate::client_log::{ClientLog, SessionLog};
+use crate::client_log::SessionLog;
 use crate::enrich::EnrichedTool;
 use crate::gateway::{GatewayError, Notice, merge_instructions};
 use crate::output::{ToolError, mcp};
 use crate::pipeline::{CallControl, Toolhost, error_text};
 use crate::prompt::PROMPT_NAME;
 use sessions::CappedSessions;
+
+pub use crate::auth::{AuthConfig, HttpAccess};
+pub use crate::client_log::ClientLog;
 
 /// The sessions that have sent `initialized`, by session number.
 type SessionList = Mutex<HashMap<u64, Peer<RoleServer>>>;
@@ -618,10 +620,27 @@ impl ServerHandler for McpServer {
 }
 
 /// Serve MCP on stdin and stdout until the client disconnects.
-pub async fn serve_stdio(host: Arc<Toolhost>, log: ClientLog) -> anyhow::Result<()> {
-    let running = McpServer::new(host, log).serve(stdio::streams()).await?;
-    running.waiting().await?;
+pub async fn serve_stdio(host: Arc<Toolhost>, log: ClientLog) -> Result<(), ServeError> {
+    let running = McpServer::new(host, log)
+        .serve(stdio::streams())
+        .await
+        .map_err(|e| ServeError::Initialize(Box::new(e)))?;
+    running
+        .waiting()
+        .await
+        .map_err(|e| ServeError::Session(Box::new(e)))?;
     Ok(())
+}
+
+/// Serving MCP over stdio ended other than by the client disconnecting.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The client never completed the MCP handshake.
+    #[error("the MCP session did not start: {0}")]
+    Initialize(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The task serving the session failed.
+    #[error("the MCP session failed: {0}")]
+    Session(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// Serve streamable HTTP at `http://ADDR/mcp` until `shutdown` completes,

@@ -126,11 +126,12 @@ impl ToolSchema {
         Ok(schema)
     }
 
+    /// What the model is told the tool does.
     pub fn description(&self) -> &str {
         &self.description
     }
 
-    pub fn set_description(&mut self, description: String) {
+    pub(crate) fn set_description(&mut self, description: String) {
         self.description = description;
     }
 
@@ -154,14 +155,17 @@ impl ToolSchema {
             .expect("invariant: required is an array")
     }
 
+    /// The names of its arguments.
     pub fn property_names(&self) -> Vec<String> {
         self.properties().keys().cloned().collect()
     }
 
+    /// The schema of argument `name`.
     pub fn property(&self, name: &str) -> Option<&Value> {
         self.properties().get(name)
     }
 
+    /// The arguments that must be given.
     pub fn required(&self) -> Vec<String> {
         self.object["required"]
             .as_array()
@@ -194,7 +198,7 @@ impl ToolSchema {
         removed as u32
     }
 
-    pub fn set_required(&mut self, name: &str, required: bool) -> Result<(), EditError> {
+    pub(crate) fn set_required(&mut self, name: &str, required: bool) -> Result<(), EditError> {
         if !self.properties().contains_key(name) {
             return Err(EditError::NoSuchField(name.to_owned()));
         }
@@ -227,6 +231,7 @@ impl ToolSchema {
         Ok(())
     }
 
+    /// Add argument `name` taking one of `values`.
     pub fn add_enum_param(
         &mut self,
         name: &str,
@@ -241,13 +246,17 @@ impl ToolSchema {
         Ok(())
     }
 
-    pub fn set_property_description(&mut self, name: &str, description: String) -> Result<(), EditError> {
+    pub(crate) fn set_property_description(
+        &mut self,
+        name: &str,
+        description: String,
+    ) -> Result<(), EditError> {
         self.property_object_mut(name)?
             .insert("description".into(), json!(description));
         Ok(())
     }
 
-    pub fn set_default(&mut self, name: &str, value: Value) -> Result<(), EditError> {
+    pub(crate) fn set_default(&mut self, name: &str, value: Value) -> Result<(), EditError> {
         self.property_object_mut(name)?.insert("default".into(), value);
         Ok(())
     }
@@ -374,13 +383,21 @@ fn check_property_schema(name: &str, schema: &Value) -> Result<(), EditError> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Action {
+    /// An argument added.
     Added,
+    /// An argument's schema replaced.
     Replaced,
+    /// An argument removed.
     Removed,
+    /// An argument's allowed values set.
     SetEnum,
+    /// An argument made required.
     SetRequired,
+    /// An argument made optional.
     SetOptional,
+    /// A description set.
     SetDescription,
+    /// An argument's default set.
     SetDefault,
 }
 

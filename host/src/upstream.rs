@@ -65,6 +65,7 @@ use crate::plugin::{LogLine, LogSink, Texts};
 pub struct UpstreamConfig {
     /// Names the server in errors and in backend bindings.
     pub name: String,
+    /// How to reach the server.
     pub transport: Transport,
     /// Category given to every tool of the server.
     pub category: Option<String>,
@@ -118,11 +119,18 @@ const DEFAULT_CALL_TIMEOUT_S: u64 = 60;
 #[derive(Debug, Clone)]
 pub enum Transport {
     /// A program speaking MCP on its stdin and stdout.
-    Stdio { command: String, args: Vec<String> },
+    Stdio {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+    },
     /// A streamable-HTTP endpoint, with headers sent on every request
     /// (their values are marked sensitive, so they are not logged).
     Http {
+        /// The endpoint's URL.
         url: String,
+        /// Headers sent on every request (an `Authorization`, say).
         headers: HashMap<http::HeaderName, http::HeaderValue>,
     },
 }
@@ -308,6 +316,7 @@ impl ClientHandler for Listener {
 
 /// A connected upstream server and what it listed last.
 pub struct Upstream {
+    /// How the server was reached.
     pub config: UpstreamConfig,
     client: RunningService<RoleClient, Listener>,
     /// A stdio server's process, killed when the upstream is dropped.
@@ -532,6 +541,7 @@ impl Upstream {
             .clone()
     }
 
+    /// The server's resources.
     pub fn resources(&self) -> Arc<Vec<Resource>> {
         self.resources
             .read()
@@ -539,7 +549,7 @@ impl Upstream {
             .clone()
     }
 
-    pub fn resource_templates(&self) -> Arc<Vec<ResourceTemplate>> {
+    pub(crate) fn resource_templates(&self) -> Arc<Vec<ResourceTemplate>> {
         self.templates
             .read()
             .unwrap_or_else(PoisonError::into_inner)
@@ -555,6 +565,7 @@ impl Upstream {
             .map_err(|e| self.error("prompts/get", &e))
     }
 
+    /// Read resource `params.uri` from the server.
     pub async fn read_resource(
         &self,
         params: ReadResourceRequestParams,
@@ -566,6 +577,7 @@ impl Upstream {
             .map_err(|e| self.error("resources/read", &e))
     }
 
+    /// Ask the server to complete an argument.
     pub async fn complete(&self, params: CompleteRequestParams) -> Result<CompleteResult, UpstreamError> {
         self.client
             .peer()
@@ -593,6 +605,7 @@ impl Upstream {
             .map_err(|e| self.error("resources/subscribe", &e))
     }
 
+    /// Withdraw the subscription to `uri`.
     #[allow(deprecated)]
     pub async fn unsubscribe_resource(&self, uri: &str) -> Result<(), UpstreamError> {
         self.client

@@ -25,13 +25,19 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog::Annotations;
 
+/// What calling a tool does to the world, and so whether it may be called ahead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SideEffect {
+    /// No effect and the same answer every time.
     Pure,
+    /// Reads, changes nothing.
     ReadOnly,
+    /// Changes files on this machine.
     MutatesLocal,
+    /// Changes something elsewhere.
     MutatesExternal,
+    /// Not known: treated as changing something.
     #[default]
     Indeterminate,
 }
@@ -65,13 +71,18 @@ impl SideEffect {
     }
 }
 
+/// How much the model needs a tool's result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ValueClass {
+    /// The task cannot go on without it.
     #[default]
     Critical,
+    /// It helps.
     Supporting,
+    /// Nice to have.
     Optional,
+    /// Kept for the record, not for the model.
     AuditOnly,
 }
 
@@ -108,14 +119,19 @@ fn yes() -> bool {
     true
 }
 
+/// A tool likely called after this one, and how to build its arguments.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FollowUpLink {
+    /// The tool called next.
     pub tool: String,
+    /// How likely it is (0 to 1).
     #[serde(default = "half")]
     pub probability: f32,
+    /// Where in this tool's result its arguments are.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub projection: Option<String>,
+    /// The argument the projected value fills.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub projection_arg: Option<String>,
 }
@@ -125,22 +141,31 @@ pub struct FollowUpLink {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ValueModel {
+    /// How much the model needs its result.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub value_class: Option<ValueClass>,
+    /// What calling it does.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub side_effect: Option<SideEffect>,
+    /// What a call costs.
     #[serde(default, skip_serializing_if = "is_default")]
     pub cost: CostModel,
+    /// Named groups of the result's fields.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field_groups: Option<BTreeMap<String, FieldGroup>>,
+    /// Tools likely called after it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub follow_ups: Option<Vec<FollowUpLink>>,
+    /// Tools whose cached results a call of it makes stale.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub invalidates: Option<Vec<String>>,
+    /// Stop prefetching it after this many failures in a row.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fail_fast_after_n: Option<u32>,
+    /// The host its calls are rate-limited as.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate_limit_host: Option<String>,
+    /// Whether it may be called ahead at all.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub speculate: Option<bool>,
 }
@@ -172,14 +197,17 @@ impl ValueModel {
         set(&mut self.speculate, &over.speculate);
     }
 
+    /// What calling it does (unset: indeterminate).
     pub fn side_effect(&self) -> SideEffect {
         self.side_effect.unwrap_or_default()
     }
 
+    /// How much the model needs its result (unset: supporting).
     pub fn value_class(&self) -> ValueClass {
         self.value_class.unwrap_or_default()
     }
 
+    /// The typical size of its result, in KiB.
     pub fn typical_kb(&self) -> f32 {
         self.cost.typical_kb.unwrap_or(1.0)
     }
@@ -240,10 +268,13 @@ impl ValueModel {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "name")]
 pub enum Layer {
+    /// The host's built-in model.
     BuiltIn,
+    /// A plugin's, by name.
     Plugin(String),
     /// An upstream server's tool annotations, trusted by its `[[upstream]]`.
     Upstream(String),
+    /// The user's `[value_model]` table.
     User,
 }
 
@@ -359,10 +390,12 @@ impl ValueModels {
         self.refused.push(refusal);
     }
 
+    /// The model of `tool`.
     pub fn get(&self, tool: &str) -> Option<&ValueModel> {
         self.models.get(tool).map(|e| &e.model)
     }
 
+    /// Where the model of `tool` came from, layer by layer.
     pub fn layers(&self, tool: &str) -> &[Layer] {
         self.models
             .get(tool)
@@ -385,6 +418,7 @@ impl ValueModels {
         &self.refused
     }
 
+    /// Every tool's model.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &ValueModel)> {
         self.models.iter().map(|(k, e)| (k.as_str(), &e.model))
     }
@@ -447,7 +481,9 @@ impl ValueModels {
     "[tools.{tool}] sets speculate = true, but {tool} is {effect:?}: only pure and read-only tools are ever called ahead of time"
 )]
 pub struct UnsafeSpeculation {
+    /// The tool.
     pub tool: String,
+    /// What calling it does.
     pub effect: SideEffect,
 }
 

@@ -351,7 +351,7 @@ pub struct Client {
 
 impl Client {
     pub async fn connect(addr: SocketAddr) -> Result<Self> {
-        let http = toolhost::http_client::builder()
+        let http = toolhost::internals::http_client::builder()
             .pool_max_idle_per_host(0)
             .build()?;
         let transport = StreamableHttpClientTransport::with_client(

@@ -311,7 +311,7 @@ pub async fn run(toolhost: &Path, component: &Path, spec: &LoadSpec) -> Result<L
             at_reload: at_reload.clone(),
             record: i == 0,
         };
-        let http = toolhost::http_client::builder().build()?;
+        let http = toolhost::internals::http_client::builder().build()?;
         let transport = StreamableHttpClientTransport::with_client(
             http,
             StreamableHttpClientTransportConfig::with_uri(url.as_str()),

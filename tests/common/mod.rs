@@ -15,9 +15,9 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 use toolhost::catalog::base_tool;
-use toolhost::output::{CallOutput, ToolError};
-use toolhost::pipeline::{CallControl, Toolhost};
 use toolhost::plugin::{LoadReport, LogLine, Plugin, Runtime, RuntimeOptions};
+use toolhost::{CallControl, Toolhost};
+use toolhost::{CallOutput, ToolError};
 
 pub mod backend;
 pub mod cluster;
@@ -168,7 +168,7 @@ pub fn joined_text(result: &CallOutput) -> String {
         .content
         .iter()
         .map(|b| match b {
-            toolhost::output::Block::Text(t) => t.text.as_str(),
+            toolhost::Block::Text(t) => t.text.as_str(),
             _ => "",
         })
         .collect()

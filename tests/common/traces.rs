@@ -21,10 +21,11 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use toolhost::output::CallOutput;
-use toolhost::pipeline::{CallControl, Toolhost, error_text};
+use toolhost::CallOutput;
+use toolhost::WebSettings;
+use toolhost::internals::{NativeTools, Root};
 use toolhost::speculation::{Settings, Snapshot};
-use toolhost::tools::{NativeTools, Root, WebSettings};
+use toolhost::{CallControl, Toolhost, error_text};
 
 use crate::backend::{backdate, native_latency};
 

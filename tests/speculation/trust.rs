@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::json;
-use toolhost::pipeline::{Options, Sources, Toolhost};
+use toolhost::Toolhost;
+use toolhost::internals::{Options, Sources};
 use toolhost::speculation::Settings;
 use toolhost_tests::{LoopbackServer, call_ok, load};
 

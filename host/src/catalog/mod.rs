@@ -22,10 +22,14 @@ use crate::value_model::SideEffect;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolSpec {
+    /// The tool's name, as listed.
     pub name: String,
+    /// What the model is told the tool does.
     pub description: String,
+    /// The category enrichers claim to extend it (`supported-categories`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub category: Option<String>,
+    /// JSON Schema of the tool's arguments.
     pub input_schema: Value,
     /// Not in the base catalog's data: its tools get theirs from the
     /// backend they are bound to.
@@ -51,6 +55,7 @@ pub struct ToolMeta {
     /// a result that does not match it is an error.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
+    /// MCP's behaviour hints.
     pub annotations: Annotations,
     /// Icons a client may show (MCP `icons`).
     #[serde(skip)]
@@ -67,17 +72,22 @@ pub struct Annotations {
     /// A display name within the hints (an upstream server may set it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// The tool does not change its environment.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub read_only_hint: Option<bool>,
+    /// The tool may destroy or overwrite what exists.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub destructive_hint: Option<bool>,
+    /// Calling it again with the same arguments changes nothing more.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub idempotent_hint: Option<bool>,
+    /// The tool reaches outside the host (the network, other systems).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub open_world_hint: Option<bool>,
 }
 
 impl Annotations {
+    /// Whether no hint is set.
     pub fn is_empty(&self) -> bool {
         *self == Self::default()
     }

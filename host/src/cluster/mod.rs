@@ -34,7 +34,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::sync::broadcast;
 
 pub use counters::{Delta, Rank, Totals};
-pub use events::{Event, Invalidation};
+pub use events::Event;
 pub use prefetches::{Entry, Stored};
 pub use seal::{ClusterKey, MIN_KEY_BYTES};
 
@@ -53,7 +53,7 @@ pub struct ClusterConfig {
     #[serde(default = "default_prefix")]
     pub prefix: String,
     /// The environment variable holding the key every replica seals what it
-    /// shares with (the same on every replica; see [`ClusterKey`]).
+    /// shares with (the same on every replica; see `ClusterKey`).
     #[serde(default = "default_key_env")]
     pub key_env: String,
 }

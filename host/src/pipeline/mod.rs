@@ -39,7 +39,6 @@ mod steps;
 mod toolhost;
 mod validate;
 
-pub use crate::output::{CallOutput, ToolError};
 pub use assembly::{CatalogError, Options, Sources};
 pub use builder::{BuildError, BuildReport, ToolhostBuilder};
 pub use call::{CallControl, CallError, error_text};

@@ -89,6 +89,7 @@ impl Plugin {
         .await
     }
 
+    /// The plugin's value model of `tool` (`value-model`), if it has one.
     pub async fn value_model(&self, tool: &str) -> Result<Option<ValueModel>, PluginError> {
         let input = self.observing().then(|| json!({"tool": tool}));
         self.observed("value-model", input, |m| json!(m), self.value_model_now(tool))
@@ -114,6 +115,7 @@ impl Plugin {
         .await
     }
 
+    /// The host `tool`'s calls are rate-limited as, if the plugin names one (`rate-limit-host`).
     pub async fn rate_limit_host(
         &self,
         tool: &str,
@@ -140,6 +142,7 @@ impl Plugin {
         .await
     }
 
+    /// The tool's `prepare-arguments` hook: the arguments it is to be called with.
     pub async fn prepare_arguments(
         &self,
         tool: &str,
@@ -155,6 +158,7 @@ impl Plugin {
         .await
     }
 
+    /// The tool's `before-call` hook: whether the call runs.
     pub async fn before_call(
         &self,
         tool: &str,
@@ -190,6 +194,7 @@ impl Plugin {
         .await
     }
 
+    /// The tool's `after-call` hook: the output, possibly replaced.
     pub async fn after_call(
         &self,
         tool: &str,
@@ -208,6 +213,7 @@ impl Plugin {
         .await
     }
 
+    /// The tool's `render-call` hook: how a user interface shows the call.
     pub async fn render_call(
         &self,
         tool: &str,
@@ -226,6 +232,7 @@ impl Plugin {
         .await
     }
 
+    /// The tool's `render-result` hook: how a user interface shows the output.
     pub async fn render_result(
         &self,
         tool: &str,

@@ -132,10 +132,15 @@ bitflags::bitflags! {
     /// The optional hooks a tool implements; the host calls only these.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
     pub struct Hooks: u8 {
+        /// `prepare-arguments`: fill in or change the call's arguments.
         const PREPARE_ARGUMENTS = 1;
+        /// `before-call`: let the call run, or refuse it.
         const BEFORE_CALL = 1 << 1;
+        /// `after-call`: replace the call's output.
         const AFTER_CALL = 1 << 2;
+        /// `render-call`: how a user interface shows the call.
         const RENDER_CALL = 1 << 3;
+        /// `render-result`: how a user interface shows the output.
         const RENDER_RESULT = 1 << 4;
     }
 }
@@ -143,6 +148,7 @@ bitflags::bitflags! {
 /// What `before-call` decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BeforeCallDecision {
+    /// Run the call.
     Allow,
     /// Do not run the call; the reason is the call's error.
     Block(String),
@@ -151,9 +157,13 @@ pub enum BeforeCallDecision {
 /// How a result is being shown in a terminal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RenderOptions {
+    /// The user asked for the full view.
     pub expanded: bool,
+    /// The output is still streaming.
     pub is_partial: bool,
+    /// The output is an error.
     pub is_error: bool,
+    /// Columns available.
     pub width: u32,
 }
 

@@ -16,12 +16,15 @@ use serde::Serialize;
 
 use super::manifest::Limits;
 
+/// A plugin's health: whether it is called, after the failures it had.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "state")]
 pub enum Status {
+    /// Called as usual.
     Healthy,
     /// Not called until the backoff ends.
     Quarantined {
+        /// Milliseconds until the next call is let through.
         retry_in_ms: u64,
     },
     /// The backoff ended; the next call is a trial.

@@ -77,7 +77,7 @@ pub enum LoadErrorKind {
     Invalid,
     /// The plugin trapped, or ran out of CPU or time, while loading.
     Failed,
-    /// Refused before any of its code ran (an [`Admission`]: a path others
+    /// Refused before any of its code ran (an `Admission`: a path others
     /// can write, a lock file it does not match, no approval, no valid
     /// signature).
     NotAdmitted,

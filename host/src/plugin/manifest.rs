@@ -22,6 +22,15 @@ use serde::{Deserialize, Serialize};
 use super::engine::MAX_MEMORY_BYTES;
 use super::origin::Origin;
 
+/// A plugin's settings (a manifest, or the `[plugin.NAME]` table laid
+/// over it) that are not a manifest's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ManifestError {
+    /// What is wrong, naming the key at fault.
+    pub message: String,
+}
+
 /// Components larger than this are language runtimes (JavaScript, Python):
 /// they get more memory by default.
 pub const HEAVY_COMPONENT_BYTES: usize = 4 << 20;
@@ -42,6 +51,7 @@ pub const HEAVY_COMPONENT_BYTES: usize = 4 << 20;
 /// manifest buys full isolation between calls at the measured price.
 pub const DEFAULT_MAX_USES: u32 = 1000;
 
+/// A plugin's manifest (`NAME.toml` beside `NAME.wasm`), with the user's `[plugin.NAME]` table laid over it.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Manifest {
@@ -51,10 +61,13 @@ pub struct Manifest {
     /// `false` keeps the file in the directory without loading it.
     #[serde(default = "yes")]
     pub enabled: bool,
+    /// Caps on the plugin's memory, CPU and time.
     #[serde(default)]
     pub limits: LimitsSpec,
+    /// What happens when the plugin fails: per-method policies, quarantine.
     #[serde(default)]
     pub failure: FailureSpec,
+    /// What the plugin may reach: hosts, secrets.
     #[serde(default)]
     pub grants: Grants,
     /// The plugin's own configuration, handed to it as JSON by `config()`.
@@ -151,7 +164,7 @@ impl LimitsSpec {
     /// Resolve against defaults; heavy components get more memory (see
     /// [`HEAVY_COMPONENT_BYTES`]), and every plugin reused instances (see
     /// [`DEFAULT_MAX_USES`]).
-    pub fn resolve(&self, component_bytes: usize) -> Result<Limits, String> {
+    pub(crate) fn resolve(&self, component_bytes: usize) -> Result<Limits, String> {
         let heavy = component_bytes > HEAVY_COMPONENT_BYTES;
         let memory_mb = self.memory_mb.unwrap_or(if heavy { 256 } else { 64 });
         let memory_bytes = memory_mb as usize * (1 << 20);
@@ -325,7 +338,7 @@ impl Grants {
 
 impl Manifest {
     /// Read `path`; a missing file is the default manifest.
-    pub fn read(path: &Path, overlay: Option<&toml::Table>) -> Result<Self, String> {
+    pub(crate) fn read(path: &Path, overlay: Option<&toml::Table>) -> Result<Self, String> {
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -349,11 +362,13 @@ impl Manifest {
 
     /// Check the keys and types of a `[plugin.NAME]` table of
     /// `toolhost.toml` on its own, before any plugin is loaded.
-    pub fn check_overlay(overlay: &toml::Table) -> Result<(), String> {
+    pub fn check_overlay(overlay: &toml::Table) -> Result<(), ManifestError> {
         toml::Value::Table(overlay.clone())
             .try_into::<Self>()
             .map(drop)
-            .map_err(|e| e.message().to_owned())
+            .map_err(|e| ManifestError {
+                message: e.message().to_owned(),
+            })
     }
 
     /// The `config` table as the JSON text the plugin receives.

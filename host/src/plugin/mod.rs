@@ -19,13 +19,13 @@ mod host_api;
 mod http;
 mod instance;
 mod loader;
-pub mod manifest;
+pub(crate) mod manifest;
 mod origin;
 mod rate_limit;
 pub mod record;
 pub(crate) mod redact;
 mod rerun;
-pub mod shadow;
+pub(crate) mod shadow;
 mod wit;
 
 use std::collections::BTreeMap;
@@ -38,68 +38,111 @@ use wasmtime::Engine;
 use wasmtime::component::Linker;
 
 pub use cache::CodeSource;
-pub use calls::Enrichment;
+pub(crate) use calls::Enrichment;
 pub(crate) use definition::Texts;
-pub use definition::{AfterCallOverride, BeforeCallDecision, Hooks, RenderOptions, ToolDefinition};
+pub(crate) use definition::ToolDefinition;
+pub use definition::{BeforeCallDecision, Hooks, RenderOptions};
 pub use health::Status;
 pub use host_api::{LogLevel, LogLine, LogSink, ProgressFn, tracing_sink};
-pub use loader::{Admission, LoadError, LoadErrorKind, LoadReport, UnreadableDir};
-pub use manifest::{Limits, Manifest, Method, Policy};
-pub use origin::Origin;
+pub(crate) use loader::{Admission, UnreadableDir};
+pub use loader::{LoadError, LoadErrorKind, LoadReport};
+pub(crate) use manifest::{Limits, Method, Policy};
+pub use manifest::{Manifest, ManifestError};
 pub use record::Recorder;
-pub use rerun::Rerun;
+pub use rerun::{Rerun, RerunError};
 pub use shadow::{ShadowCount, ShadowTally};
 
 use host_api::HostState;
 use instance::Instances;
 
-pub use wit::{PACKAGE, Version};
+pub use wit::Version;
+
+/// The WebAssembly engine could not be set up on this machine.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("the WebAssembly engine could not be set up: {message}")]
+pub struct RuntimeError {
+    /// Why, as wasmtime tells it.
+    pub message: String,
+}
 
 /// A plugin failed, or refused, while serving one call.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum PluginError {
+    /// The plugin trapped (panicked, or broke the sandbox's rules).
     #[error("plugin `{plugin}` trapped in {method}: {message}")]
     Trap {
+        /// The plugin at fault.
         plugin: Arc<str>,
+        /// The export called.
         method: &'static str,
+        /// The trap, as wasmtime tells it.
         message: String,
     },
+    /// The plugin ran out of CPU time.
     #[error("plugin `{plugin}` ran past its CPU budget of {cpu_ms} ms in {method}")]
     Cpu {
+        /// The plugin at fault.
         plugin: Arc<str>,
+        /// The export called.
         method: &'static str,
+        /// Its CPU cap, in milliseconds.
         cpu_ms: u64,
     },
+    /// The plugin ran out of wall-clock time.
     #[error("plugin `{plugin}` did not finish {method} within {wall_ms} ms")]
     Timeout {
+        /// The plugin at fault.
         plugin: Arc<str>,
+        /// The export called.
         method: &'static str,
+        /// Its time cap, in milliseconds.
         wall_ms: u64,
     },
+    /// The plugin failed too often lately and is not called until its
+    /// backoff ends.
     #[error("plugin `{plugin}` is quarantined after repeated failures; retry in {retry_in_ms} ms")]
-    Quarantined { plugin: Arc<str>, retry_in_ms: u64 },
+    Quarantined {
+        /// The plugin at fault.
+        plugin: Arc<str>,
+        /// Milliseconds until it is called again.
+        retry_in_ms: u64,
+    },
+    /// The plugin handed over more than the host takes.
     #[error("plugin `{plugin}` returned {bytes} bytes from {method}, over its limit of {limit}")]
     TooLarge {
+        /// The plugin at fault.
         plugin: Arc<str>,
+        /// The export called.
         method: &'static str,
+        /// The size handed over.
         bytes: usize,
+        /// The cap.
         limit: usize,
     },
+    /// The plugin handed over something malformed.
     #[error("plugin `{plugin}` returned something invalid from {method}: {message}")]
     Invalid {
+        /// The plugin at fault.
         plugin: Arc<str>,
+        /// The export called.
         method: &'static str,
+        /// What is wrong with it.
         message: String,
     },
+    /// The plugin refused the call (its own error).
     #[error("plugin `{plugin}` refused in {method}: {message}")]
     Rejected {
+        /// The plugin that refused.
         plugin: Arc<str>,
+        /// The export called.
         method: &'static str,
+        /// The plugin's reason.
         message: String,
     },
 }
 
 impl PluginError {
+    /// The plugin at fault.
     pub fn plugin(&self) -> &str {
         match self {
             Self::Trap { plugin, .. }
@@ -116,11 +159,14 @@ impl PluginError {
 /// Which interfaces a component exports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Worlds {
+    /// It exports the enricher world.
     pub enricher: bool,
+    /// It exports the tool world.
     pub tool: bool,
 }
 
 impl Worlds {
+    /// The worlds' name, as `check` reports them.
     pub fn name(self) -> &'static str {
         match (self.enricher, self.tool) {
             (true, true) => "full-plugin",
@@ -178,11 +224,14 @@ pub struct Runtime {
 impl Runtime {
     /// The engine and linker every plugin of this runtime shares, and its
     /// code cache. Fails if the engine cannot be configured on this machine.
-    pub fn new(options: RuntimeOptions) -> anyhow::Result<Self> {
-        let engine = engine::new_engine()?;
+    pub fn new(options: RuntimeOptions) -> Result<Self, RuntimeError> {
+        let error = |e: wasmtime::Error| RuntimeError {
+            message: format!("{e:#}"),
+        };
+        let engine = engine::new_engine().map_err(error)?;
         let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-        wit::add_to_linker(&mut linker)?;
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(error)?;
+        wit::add_to_linker(&mut linker).map_err(error)?;
         let cache = cache::CodeCache::new(&engine, options.cache_dir);
         let ticker = Arc::new(engine::EpochTicker::start(&engine));
         Ok(Self {
@@ -211,9 +260,13 @@ impl Runtime {
 
 /// One loaded plugin.
 pub struct Plugin {
+    /// The plugin's name (its file's stem).
     pub name: Arc<str>,
+    /// Its component file.
     pub path: PathBuf,
+    /// Its manifest, with the user's table laid over it.
     pub manifest: Manifest,
+    /// The worlds it exports.
     pub worlds: Worlds,
     /// The version of the contract the component was built against.
     pub version: Version,
@@ -221,8 +274,11 @@ pub struct Plugin {
     pub categories: Vec<String>,
     /// Tools provided (tool plugins), from `list-tools`.
     pub tools: Vec<ToolDefinition>,
+    /// The component's size.
     pub size_bytes: usize,
+    /// Where its compiled code came from.
     pub code_source: CodeSource,
+    /// How long it took to load.
     pub load_time: Duration,
     /// Interfaces the component imports (WASI and toolhost), for `check`.
     pub imports: Vec<String>,
@@ -233,14 +289,17 @@ pub struct Plugin {
 }
 
 impl Plugin {
+    /// Its resolved caps.
     pub fn limits(&self) -> &Limits {
         &self.instances.identity().limits
     }
 
+    /// Its health now.
     pub fn status(&self) -> Status {
         self.instances.health.status()
     }
 
+    /// How often it has been quarantined.
     pub fn quarantine_trips(&self) -> u32 {
         self.instances.health.trips()
     }
@@ -256,10 +315,11 @@ impl Plugin {
         self.instances.health.refused()
     }
 
-    pub fn policy(&self, method: Method) -> Policy {
+    pub(crate) fn policy(&self, method: Method) -> Policy {
         self.manifest.failure.policy(method)
     }
 
+    /// Whether it claims `category` (an enricher's `supported-categories`).
     pub fn claims(&self, category: &str) -> bool {
         self.categories.iter().any(|c| c == category)
     }
@@ -281,9 +341,18 @@ impl Plugin {
     }
 
     /// Time to create one fresh instance, for `check` and benchmarks.
-    pub async fn time_instantiation(&self) -> anyhow::Result<Duration> {
+    pub async fn time_instantiation(&self) -> Result<Duration, PluginError> {
         let start = std::time::Instant::now();
-        drop(self.instances.instantiate().await?);
+        let instance = self
+            .instances
+            .instantiate()
+            .await
+            .map_err(|e| PluginError::Trap {
+                plugin: self.name.clone(),
+                method: "instantiate",
+                message: format!("{e:#}"),
+            })?;
+        drop(instance);
         Ok(start.elapsed())
     }
 }

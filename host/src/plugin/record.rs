@@ -53,10 +53,13 @@ const MAX_PLUGIN_NAME: usize = 255;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Line {
+    /// The session's first line: who recorded it.
     Session(Session),
+    /// One call of a plugin's export.
     Call(Call),
     /// The file reached its cap: no later call is in it.
     Capped {
+        /// The cap the file reached.
         bytes: u64,
     },
 }
@@ -66,12 +69,14 @@ pub enum Line {
 pub struct Session {
     /// Seconds since the Unix epoch.
     pub started: u64,
+    /// The version of toolhost that recorded it.
     pub toolhost: String,
 }
 
 /// One call into one plugin's export.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Call {
+    /// The plugin called.
     pub plugin: String,
     /// `sha256:HEX` of the component file.
     pub digest: String,
@@ -79,7 +84,9 @@ pub struct Call {
     pub export: String,
     /// The inputs as the plugin saw them (see `calls` for each export's).
     pub input: Value,
+    /// What the call gave.
     pub output: Outcome,
+    /// How long it took, in microseconds.
     pub micros: u64,
 }
 
@@ -88,7 +95,9 @@ pub struct Call {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
+    /// The export's result.
     Ok(Value),
+    /// The export's error.
     Error(String),
 }
 
@@ -198,17 +207,33 @@ impl Recorder {
 /// Why a recording is refused.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
+    /// The recording could not be read.
     #[error("cannot read the recording {}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        /// The recording.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The recording is larger than the recorder writes.
     #[error(
         "the recording {} is over {max} bytes, more than `serve --record` writes to one file: refused",
         path.display()
     )]
-    TooLarge { path: PathBuf, max: u64 },
+    TooLarge {
+        /// The recording.
+        path: PathBuf,
+        /// The recorder's cap, in bytes.
+        max: u64,
+    },
+    /// A line that is not a recording's.
     #[error("the recording {} line {line}: {message}: refused", path.display())]
     Line {
+        /// The recording.
         path: PathBuf,
+        /// The line, from 1.
         line: usize,
+        /// What is wrong with it.
         message: String,
     },
 }

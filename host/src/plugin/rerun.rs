@@ -37,9 +37,23 @@ use crate::output::{CallOutput, ToolError, mcp};
 use crate::schema::ToolSchema;
 use crate::value_model::FollowUpLink;
 
+/// A recorded call that could not be run again: its input is not the
+/// export's, or the export is not one this host calls.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct RerunError {
+    /// The plugin asked to run it.
+    pub plugin: String,
+    /// The export recorded.
+    pub export: String,
+    /// What is wrong with the recorded call.
+    pub message: String,
+}
+
 /// What running a recorded call again gave.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Rerun {
+    /// Run: what it gave now.
     Done(Outcome),
     /// Not run: `execute` without `--execute` (it may reach HTTP).
     Skipped(&'static str),
@@ -93,7 +107,23 @@ impl Plugin {
     /// Run a recorded call of `export` with `input` again. `execute` runs
     /// only when `execute` is set. An input that is not the export's, or
     /// an export this host does not call, is an error naming it.
-    pub async fn rerun(&self, export: &str, input: &Value, execute: bool) -> Result<Rerun, String> {
+    pub async fn rerun(&self, export: &str, input: &Value, execute: bool) -> Result<Rerun, RerunError> {
+        self.rerun_or_reason(export, input, execute)
+            .await
+            .map_err(|message| RerunError {
+                plugin: self.name.to_string(),
+                export: export.to_owned(),
+                message,
+            })
+    }
+
+    /// [`Plugin::rerun`], its `Err` the reason alone.
+    pub(crate) async fn rerun_or_reason(
+        &self,
+        export: &str,
+        input: &Value,
+        execute: bool,
+    ) -> Result<Rerun, String> {
         let tool = || str_field(input, "tool");
         let args = || map_field(input, "args");
         let done = Rerun::Done;

@@ -72,13 +72,17 @@ pub struct Shadow {
 /// Shadow calls of one plugin's export.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShadowCount {
+    /// The plugin whose candidate is compared.
     pub plugin: String,
+    /// The export compared.
     pub export: String,
     /// Calls the candidate answered (or failed).
     pub compared: u64,
+    /// Calls where the candidate answered the same.
     pub same: u64,
+    /// Calls where it answered otherwise.
     pub differ: u64,
-    /// Calls not given to the candidate: [`MAX_IN_FLIGHT`] were running.
+    /// Calls not given to the candidate: `MAX_IN_FLIGHT` were running.
     pub skipped: u64,
 }
 
@@ -160,7 +164,7 @@ impl Shadow {
         let running = Running::new(tally.clone());
         runtime.spawn(async move {
             let (_permit, _running) = (permit, running);
-            let now = match candidate.rerun(export, &input, false).await {
+            let now = match candidate.rerun_or_reason(export, &input, false).await {
                 Ok(Rerun::Done(outcome)) => outcome,
                 Ok(Rerun::Skipped(why)) => Outcome::Error(why.to_owned()),
                 Err(e) => Outcome::Error(e),

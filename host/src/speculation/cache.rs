@@ -415,6 +415,7 @@ impl<V: Clone> SpecCache<V> {
         inner.slots.values().filter(unserved).count() as u64
     }
 
+    #[cfg(test)]
     pub fn bytes(&self) -> usize {
         self.lock().bytes
     }

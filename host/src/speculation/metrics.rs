@@ -42,7 +42,9 @@ pub struct Metrics {
 /// A point-in-time copy of the counters.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Snapshot {
+    /// Prefetches started.
     pub dispatched: u64,
+    /// Real calls answered from a prefetch.
     pub hits: u64,
     /// Of the hits, those answered from a prefetch in Redis that another
     /// replica made (`[cluster]`).
@@ -52,6 +54,7 @@ pub struct Snapshot {
     /// replica for their key, expired, or over their tool's output cap.
     #[serde(default)]
     pub cluster_refused: u64,
+    /// Real calls that joined a prefetch still running.
     pub joins: u64,
     /// Real calls answered from what an earlier real call left in the
     /// cache (a re-read, or another slice, of a file read whole before);
@@ -68,7 +71,9 @@ pub struct Snapshot {
     pub unserved: u64,
     /// Cached results not served because their source had changed.
     pub stale: u64,
+    /// Prefetches not started, by reason.
     pub declined: BTreeMap<String, u64>,
+    /// Time the hits saved the model, in milliseconds.
     pub saved_ms: u64,
     /// What the agent did with each rank of each link's candidates.
     pub ranks: Vec<RankStats>,

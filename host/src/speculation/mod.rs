@@ -17,17 +17,17 @@
 //!
 //! Only `pure` and `read-only` tools are ever called ahead of time.
 
-pub mod cache;
-pub mod dispatcher;
-pub mod engine;
-pub mod fanout;
-pub mod metrics;
-pub mod planner;
-pub mod projection;
-pub mod settings;
+pub(crate) mod cache;
+pub(crate) mod dispatcher;
+pub(crate) mod engine;
+pub(crate) mod fanout;
+pub(crate) mod metrics;
+pub(crate) mod planner;
+pub(crate) mod projection;
+pub(crate) mod settings;
 mod shared;
 mod tally;
 
-pub use engine::{Engine, Served, Target};
+pub(crate) use engine::{Engine, Served, Target};
 pub use metrics::Snapshot;
 pub use settings::Settings;

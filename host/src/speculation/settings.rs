@@ -19,6 +19,7 @@ use serde::Deserialize;
 use super::planner::PlannerOptions;
 use crate::cluster::Cluster;
 
+/// `[speculation]` of toolhost.toml: whether and how far the host calls tools ahead of the model.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Settings {
@@ -84,7 +85,7 @@ impl Settings {
         }
     }
 
-    pub fn planner(&self) -> PlannerOptions {
+    pub(crate) fn planner(&self) -> PlannerOptions {
         PlannerOptions {
             min_probability: self.probability_floor,
             budget_tokens: self.budget_tokens,
@@ -92,15 +93,16 @@ impl Settings {
         }
     }
 
+    /// How long a prefetch may run.
     pub fn timeout(&self) -> Duration {
         Duration::from_millis(self.timeout_ms)
     }
 
-    pub fn default_ttl(&self) -> Duration {
+    pub(crate) fn default_ttl(&self) -> Duration {
         Duration::from_secs(self.default_ttl_s)
     }
 
-    pub fn cache_bytes(&self) -> usize {
+    pub(crate) fn cache_bytes(&self) -> usize {
         self.cache_mb.saturating_mul(1 << 20)
     }
 

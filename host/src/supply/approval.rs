@@ -21,6 +21,7 @@ use super::component::Digest;
 use super::consent::Consent;
 use super::facts::Facts;
 
+/// The user's approvals of each plugin's authority (`toolhost approve`).
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Approvals {
@@ -72,7 +73,7 @@ impl Approvals {
 
     /// Whether `facts` are within their approval, else why not and the
     /// command that approves them.
-    pub fn check(&self, facts: &Facts) -> Result<(), String> {
+    pub(crate) fn check(&self, facts: &Facts) -> Result<(), String> {
         let name = &facts.name;
         let approve =
             format!("review it with `toolhost plugins --grants`, approve it with `toolhost approve {name}`");

@@ -18,6 +18,7 @@ use sha2::{Digest as _, Sha256};
 pub struct Digest(String);
 
 impl Digest {
+    /// The digest of `bytes`.
     pub fn of(bytes: &[u8]) -> Self {
         Self(format!("sha256:{}", hex::encode(Sha256::digest(bytes))))
     }
@@ -44,7 +45,7 @@ pub struct ComponentFile {
 }
 
 impl ComponentFile {
-    pub fn read(path: &Path) -> Result<Self, String> {
+    pub(crate) fn read(path: &Path) -> Result<Self, String> {
         let stamp = |meta: &std::fs::Metadata| {
             (
                 meta.len(),
@@ -76,7 +77,7 @@ impl ComponentFile {
     /// The names of the component's own imports (`wasi:cli/environment@0.2.3`,
     /// `toolhost:plugin/http@0.1.0`), in order; those of components and
     /// modules nested in it are theirs to satisfy from it, not the host.
-    pub fn imports(&self) -> Result<Vec<String>, String> {
+    pub(crate) fn imports(&self) -> Result<Vec<String>, String> {
         let mut imports = Vec::new();
         let mut depth = 0usize;
         for payload in wasmparser::Parser::new(0).parse_all(&self.bytes) {

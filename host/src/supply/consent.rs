@@ -34,6 +34,7 @@ pub struct Consent {
     pub http: BTreeSet<String>,
     /// Secrets granted, by name: which variable goes as which header where.
     pub secrets: BTreeMap<String, SecretConsent>,
+    /// The caps the plugin asks for.
     pub limits: LimitConsent,
 }
 
@@ -57,7 +58,7 @@ pub struct LimitConsent {
 impl Consent {
     /// The authority of a component of `size` bytes importing `imports`,
     /// under `manifest` (its limits resolved as the loader resolves them).
-    pub fn of(imports: &[String], manifest: &Manifest, size: usize) -> Result<Self, String> {
+    pub(crate) fn of(imports: &[String], manifest: &Manifest, size: usize) -> Result<Self, String> {
         let limits = manifest
             .limits
             .resolve(size)

@@ -22,7 +22,11 @@ pub struct Facts {
 impl Facts {
     /// Read the file at `path` (plugin `name`, under `manifest`), and
     /// return its facts with its contents.
-    pub fn gather(path: &Path, name: &str, manifest: &Manifest) -> Result<(Self, ComponentFile), String> {
+    pub(crate) fn gather(
+        path: &Path,
+        name: &str,
+        manifest: &Manifest,
+    ) -> Result<(Self, ComponentFile), String> {
         let file = ComponentFile::read(path)?;
         let imports = file.imports()?;
         let consent = Consent::of(&imports, manifest, file.bytes.len())?;

@@ -21,9 +21,11 @@ use super::facts::Facts;
 /// The version of the format written.
 const VERSION: u32 = 1;
 
+/// The lock file: the digest each plugin must have (`toolhost lock`).
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Lock {
+    /// The lock file's format.
     pub version: u32,
     /// By plugin name.
     #[serde(default)]
@@ -82,6 +84,7 @@ impl Lock {
         Ok(Some(lock))
     }
 
+    /// Write the lock file to `path`.
     pub fn write(&self, path: &Path) -> Result<(), SupplyError> {
         let text = format!(
             "# Written by `toolhost lock`: only these plugins, with these digests and\n\
@@ -95,7 +98,7 @@ impl Lock {
     }
 
     /// Whether `facts` match this lock (at `path`), else what differs.
-    pub fn check(&self, path: &Path, facts: &Facts) -> Result<(), String> {
+    pub(crate) fn check(&self, path: &Path, facts: &Facts) -> Result<(), String> {
         let lock = path.display();
         let Some(locked) = self.plugins.get(&facts.name) else {
             return Err(format!(

@@ -1,9 +1,9 @@
 //! Knowing exactly what runs: the checks a plugin file passes before its
 //! code is compiled or run.
 //!
-//! - [`safe_path`]: no other user can write the file, its manifest, or a
+//! - `safe_path`: no other user can write the file, its manifest, or a
 //!   directory above them (as ssh requires of keys).
-//! - [`lock`]: when `plugins.lock` exists, only the plugins it records,
+//! - `lock`: when `plugins.lock` exists, only the plugins it records,
 //!   with the digests and authority it records, load.
 //!
 //! The lock and the approvals live in the plugin directory, which only
@@ -12,14 +12,14 @@
 //! written it there, with a warning to move it, and ignored (with a
 //! warning) in a directory others can write, such as `/tmp`, where anyone
 //! could have put it.
-//! - [`approval`]: with `require_approval = true`, only plugins within the
+//! - `approval`: with `require_approval = true`, only plugins within the
 //!   authority the user approved load.
 //! - [`signature`]: with `require_signatures = true`, only plugins signed
 //!   by a key of `[trust] keys` load.
 //!
-//! [`Supply`] is the loader's [`Admission`]: a file refused is reported by
+//! [`Supply`] is the loader's `Admission`: a file refused is reported by
 //! name with the reason and the command that fixes it, the other plugins
-//! load. The facts they rest on ([`Facts`]: digests, and [`Consent`], the
+//! load. The facts they rest on (`Facts`: digests, and [`Consent`], the
 //! imports read from the component itself and the grants in effect) are
 //! read from the file once, whole; with no lock and nothing required only
 //! the paths are checked, so a plain start reads no file twice.
@@ -27,7 +27,7 @@
 //! When the checks read the file, the loader compiles (or finds in the
 //! code cache, by digest) exactly the bytes they checked, not whatever is
 //! at the path by then; when they read nothing, the path is one nobody
-//! but the user (or root) can change, as [`safe_path`] made sure.
+//! but the user (or root) can change, as `safe_path` made sure.
 
 mod approval;
 mod component;
@@ -46,14 +46,14 @@ use serde::Deserialize;
 use crate::plugin::{Admission, LoadError, LoadErrorKind, LoadReport, Manifest, Runtime, UnreadableDir};
 
 pub use approval::Approvals;
-pub use component::ComponentFile;
+pub(crate) use component::ComponentFile;
 pub use component::Digest;
-pub use consent::{Consent, LimitConsent, SecretConsent};
-pub use facts::Facts;
+pub use consent::Consent;
+pub(crate) use facts::Facts;
 pub use lock::Lock;
 pub(crate) use safe_path::check_dir as check_safe_dir;
-pub use safe_path::{UnsafePath, check as check_safe_path};
-pub use signature::TrustedKeys;
+pub(crate) use safe_path::{UnsafePath, check as check_safe_path};
+pub(crate) use signature::TrustedKeys;
 
 /// `[trust]` of toolhost.toml.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -341,7 +341,9 @@ pub async fn load_dir(
 
 /// A plugin file found by [`survey`], with its facts and verdicts.
 pub struct Surveyed {
+    /// What the file is and asks for.
     pub facts: Facts,
+    /// What each trust check says of it.
     pub verdicts: Verdicts,
 }
 

@@ -18,7 +18,7 @@ use super::SupplyError;
 
 /// The public keys the user trusts, by the name they gave each.
 #[derive(Default)]
-pub struct TrustedKeys {
+pub(crate) struct TrustedKeys {
     keys: Vec<(String, PublicKey)>,
 }
 
@@ -45,7 +45,7 @@ impl TrustedKeys {
 
     /// The name of the trusted key that signed `bytes` (the file at
     /// `path`), else why none did.
-    pub fn verify(&self, path: &Path, bytes: &[u8]) -> Result<String, String> {
+    pub(crate) fn verify(&self, path: &Path, bytes: &[u8]) -> Result<String, String> {
         let detached_path = detached_path(path);
         let detached = match std::fs::read(&detached_path) {
             Ok(signature) => Some(signature),

@@ -80,6 +80,7 @@ impl NativeTools {
         self
     }
 
+    /// The root the tools are confined to.
     pub fn root(&self) -> &Root {
         &self.root
     }

@@ -60,6 +60,7 @@ impl Root {
         Ok(Self { dir, handle })
     }
 
+    /// The root directory.
     pub fn dir(&self) -> &Path {
         &self.dir
     }

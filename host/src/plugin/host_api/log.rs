@@ -7,29 +7,39 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use super::state::PluginIdentity;
 use crate::bounds::{MAX_LOG_LINE, MAX_LOG_LINES_PER_CALL, cut};
 
+/// The level of a plugin's log line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LogLevel {
+    /// Finest detail.
     Trace,
+    /// Detail for debugging.
     Debug,
+    /// Normal operation.
     Info,
+    /// Something looks wrong.
     Warn,
+    /// Something failed.
     Error,
 }
 
 /// One line a plugin logged, through `log()` or its stdout or stderr.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct LogLine {
+    /// The plugin that wrote it.
     pub plugin: Arc<str>,
+    /// Its level.
     pub level: LogLevel,
     /// `log`, `stdout` or `stderr`.
     pub stream: &'static str,
+    /// Its text.
     pub message: String,
 }
 
 /// Where plugin log lines go. The default sends them to `tracing`.
 pub type LogSink = Arc<dyn Fn(LogLine) + Send + Sync>;
 
+/// A sink that writes plugin log lines to `tracing`, under the target `plugin`.
 pub fn tracing_sink() -> LogSink {
     Arc::new(|line: LogLine| {
         let (plugin, stream, msg) = (&*line.plugin, line.stream, &line.message);

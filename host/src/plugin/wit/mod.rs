@@ -37,7 +37,9 @@ pub const PACKAGE: &str = "toolhost:plugin";
 /// A version of the contract this host implements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Version {
+    /// `toolhost:plugin@0.1`.
     V0_1,
+    /// `toolhost:plugin@0.2`.
     V0_2,
 }
 
@@ -45,6 +47,7 @@ impl Version {
     /// Every version this host loads, oldest first.
     pub const ALL: [Version; 2] = [Version::V0_1, Version::V0_2];
 
+    /// The version as the WIT package names it.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::V0_1 => "0.1.0",
