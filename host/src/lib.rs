@@ -156,3 +156,6 @@ pub mod supply;
 pub mod tools;
 pub mod upstream;
 pub mod value_model;
+
+#[cfg(test)]
+mod layering;
