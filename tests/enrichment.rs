@@ -3,9 +3,10 @@
 //! reports, and value-model layering.
 
 use serde_json::{Value, json};
-use toolhost::catalog::{ToolSpec, base_catalog, base_tool};
+use toolhost::catalog::{base_catalog, base_tool};
 use toolhost::enrich::{Enrichers, Owner};
 use toolhost::schema::Action;
+use toolhost::tool::ToolSpec;
 use toolhost::value_model::{Layer, SideEffect, ValueClass};
 use toolhost_cli::config::Config;
 use toolhost_tests::load;

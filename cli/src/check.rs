@@ -19,9 +19,10 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::expect::Expectations;
-use toolhost::catalog::{ToolSpec, base_catalog};
+use toolhost::catalog::base_catalog;
 use toolhost::plugin::{Plugin, Runtime};
 use toolhost::schema::ToolSchema;
+use toolhost::tool::ToolSpec;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]

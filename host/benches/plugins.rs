@@ -21,9 +21,10 @@ use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion, criterion_group};
 use serde_json::{Map, Value, json};
-use toolhost::catalog::{ToolSpec, base_catalog};
+use toolhost::catalog::base_catalog;
 use toolhost::enrich::Enrichers;
 use toolhost::plugin::{Plugin, Runtime, RuntimeOptions};
+use toolhost::tool::ToolSpec;
 
 fn guest(name: &str) -> PathBuf {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(

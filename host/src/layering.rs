@@ -93,7 +93,9 @@ fn char_literal(rest: &str) -> Option<usize> {
     let after = if first == '\\' {
         let (_, escaped) = chars.next()?;
         if escaped == 'u' {
-            return body.find('}').and_then(|end| body[end + 1..].starts_with('\'').then_some(end + 3));
+            return body
+                .find('}')
+                .and_then(|end| body[end + 1..].starts_with('\'').then_some(end + 3));
         }
         2
     } else {
@@ -105,7 +107,11 @@ fn char_literal(rest: &str) -> Option<usize> {
 /// The identifiers that follow `prefix` in `code` (`crate::` gives `X` of
 /// every `crate::X`, `crate::{X, Y}` giving both).
 fn named_after(code: &str, prefix: &str) -> BTreeSet<String> {
-    let ident = |s: &str| -> String { s.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect() };
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
     let mut found = BTreeSet::new();
     for (at, _) in code.match_indices(prefix) {
         let before = code[..at].chars().next_back();
@@ -188,7 +194,10 @@ fn find_cycle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>>
         match marks.get(node) {
             Some(Mark::Done) => return None,
             Some(Mark::Open) => {
-                let start = path.iter().position(|n| n == node).expect("an open node is on the path");
+                let start = path
+                    .iter()
+                    .position(|n| n == node)
+                    .expect("an open node is on the path");
                 let mut cycle = path[start..].to_vec();
                 cycle.push(node.to_owned());
                 return Some(cycle);
@@ -207,7 +216,9 @@ fn find_cycle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>>
         None
     }
     let mut marks = BTreeMap::new();
-    edges.keys().find_map(|node| visit(node, edges, &mut marks, &mut Vec::new()))
+    edges
+        .keys()
+        .find_map(|node| visit(node, edges, &mut marks, &mut Vec::new()))
 }
 
 #[test]
@@ -242,7 +253,10 @@ fn the_check_reads_paths_and_skips_prose() {
         ("b".to_owned(), BTreeSet::from(["c".to_owned()])),
         ("c".to_owned(), BTreeSet::from(["a".to_owned()])),
     ]);
-    assert_eq!(find_cycle(&edges), Some(vec!["a".into(), "b".into(), "c".into(), "a".into()]));
+    assert_eq!(
+        find_cycle(&edges),
+        Some(vec!["a".into(), "b".into(), "c".into(), "a".into()])
+    );
     let acyclic = BTreeMap::from([("a".to_owned(), BTreeSet::from(["b".to_owned()]))]);
     assert_eq!(find_cycle(&acyclic), None);
 }

@@ -153,6 +153,7 @@ pub mod prompt;
 pub mod schema;
 pub mod speculation;
 pub mod supply;
+pub mod tool;
 pub mod tools;
 pub mod upstream;
 pub mod value_model;

@@ -234,7 +234,7 @@ fn to_tool(t: &EnrichedTool) -> Tool {
         t.schema.description().to_owned(),
         object(t.schema.to_value()),
     );
-    mcp::set_tool_meta(&t.meta, &mut tool);
+    crate::tool::set_tool_meta(&t.meta, &mut tool);
     tool
 }
 

@@ -22,12 +22,13 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::prefetch;
-use crate::catalog::{Annotations, ToolMeta, ToolSpec, base_catalog, base_tool};
+use crate::catalog::{base_catalog, base_tool};
 use crate::enrich::{Enrichers, Hidden, Listing, Owner};
 use crate::gate::Gate;
 use crate::ownership::{self, Binding, Claim, Names, Refusal};
 use crate::plugin::{Hooks, Plugin, ToolDefinition};
 use crate::speculation::{self, Engine};
+use crate::tool::{ToolAnnotations, ToolMeta, ToolSpec};
 use crate::tools::NativeTools;
 use crate::upstream::Upstream;
 use crate::value_model::{UnsafeSpeculation, ValueModel, ValueModels};
@@ -262,7 +263,7 @@ fn unserved(specs: &[ToolSpec], enrichers: &Enrichers) -> Vec<Hidden> {
 /// only if it says so.
 fn plugin_meta(plugin: &Plugin, definition: Option<&ToolDefinition>) -> ToolMeta {
     let claim = definition.map(|t| t.annotations.clone()).unwrap_or_default();
-    let annotations = Annotations {
+    let annotations = ToolAnnotations {
         title: None,
         read_only_hint: claim.read_only_hint.filter(|r| !r),
         destructive_hint: claim.destructive_hint.filter(|d| *d),

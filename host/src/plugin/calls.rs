@@ -25,9 +25,9 @@ use super::wit::{self, latest};
 use super::{Plugin, PluginError};
 use crate::args_edit::ArgsEdit;
 use crate::bounds::{self, shown};
-use crate::catalog::Annotations;
 use crate::output::{Block, CallOutput, ToolError};
 use crate::schema::{SchemaEdit, ToolSchema};
+use crate::tool::ToolAnnotations;
 use crate::value_model::{FollowUpLink, ValueModel};
 
 /// What an enricher did to one tool's schema.
@@ -398,7 +398,9 @@ impl Plugin {
             .await?;
         let enriched = answer.map_err(|message| self.rejected(M, &message))?;
         // The model reads the schema: no secret of this plugin in it.
-        edit.schema.redact(self.redactor());
+        let (description, object) = edit.schema.parts_mut();
+        self.redactor().string(description);
+        self.redactor().map(object);
         Ok(Enrichment {
             edit,
             transforms_args: enriched.transforms_args,
@@ -822,7 +824,7 @@ fn definition(t: latest::tool::ToolDefinition) -> Result<ToolDefinition, String>
         description: t.description,
         input_schema,
         output_schema,
-        annotations: Annotations {
+        annotations: ToolAnnotations {
             title: None,
             read_only_hint: a.read_only_hint,
             destructive_hint: a.destructive_hint,
@@ -874,7 +876,7 @@ fn check_blocks(blocks: &[Block]) -> Result<(), String> {
             Ok(())
         }
     };
-    let annotations = |a: &Option<crate::output::Annotations>| -> Result<(), String> {
+    let annotations = |a: &Option<crate::output::ContentAnnotations>| -> Result<(), String> {
         let Some(a) = a else { return Ok(()) };
         if let Some(p) = a.priority.filter(|p| !(0.0..=1.0).contains(p)) {
             return Err(format!("a result's block has priority {p}, outside 0..1"));

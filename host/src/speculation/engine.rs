@@ -722,7 +722,7 @@ mod tests {
     }
 
     fn engine(files: Arc<Files>, ttl: Option<u32>) -> Engine<Files> {
-        let mut models = ValueModels::with_builtins();
+        let mut models = crate::tools::facts::value_models();
         let read = ValueModel {
             cost: CostModel {
                 freshness_ttl_s: ttl,
@@ -902,7 +902,7 @@ mod tests {
     async fn a_writer_without_invalidates_drops_its_neighbours() {
         let files = Arc::new(Files::default());
         files.content.lock().unwrap().insert("a.rs".into(), "x".into());
-        let mut models = ValueModels::with_builtins();
+        let mut models = crate::tools::facts::value_models();
         let unknown_writer = ValueModel {
             side_effect: Some(SideEffect::MutatesExternal),
             ..ValueModel::default()
@@ -1092,7 +1092,7 @@ mod tests {
     #[tokio::test]
     async fn tools_the_configuration_leaves_off_are_never_dispatched() {
         let files = Arc::new(Files::default());
-        let mut models = ValueModels::with_builtins();
+        let mut models = crate::tools::facts::value_models();
         let hosted = ValueModel {
             rate_limit_host: Some("api.example.com".into()),
             ..ValueModel::default()

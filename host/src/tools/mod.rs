@@ -33,8 +33,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::catalog::ToolSpec;
 use crate::output::{Block, CallOutput, ToolError};
+use crate::tool::ToolSpec;
 pub use changes::Changes;
 pub use facts::{NATIVE_NAMES, is_local};
 pub use files::FileText;
