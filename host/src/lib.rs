@@ -149,6 +149,7 @@ pub mod output;
 pub mod ownership;
 pub mod pipeline;
 pub mod plugin;
+pub mod plugin_file;
 pub mod prompt;
 pub mod schema;
 pub mod speculation;
