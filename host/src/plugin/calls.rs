@@ -40,8 +40,10 @@ pub struct Enrichment {
 }
 
 impl Plugin {
-    // Each export as the rest of the host calls it: observed (`rerun`),
-    // then checked (the `*_now` methods below).
+    // Each export as the rest of the host calls it: observed (`rerun`:
+    // recorded, compared with a shadow candidate) around the
+    // `*_unobserved` method below, which runs the export in an instance
+    // and checks its answer.
 
     pub(super) async fn call_supported_categories(&self) -> Result<Vec<String>, PluginError> {
         let input = self.observing().then(|| json!({}));
@@ -49,7 +51,7 @@ impl Plugin {
             "supported-categories",
             input,
             |c| json!(c),
-            self.supported_categories_now(),
+            self.supported_categories_unobserved(),
         )
         .await
     }
@@ -63,7 +65,7 @@ impl Plugin {
             "enrich-schema",
             input,
             rerun::enrichment_json,
-            self.enrich_schema_now(tool, schema),
+            self.enrich_schema_unobserved(tool, schema),
         )
         .await
     }
@@ -84,15 +86,20 @@ impl Plugin {
             "transform-args",
             input,
             |(args, room)| rerun::transformed_json(args, *room),
-            self.transform_args_now(tool, args, room),
+            self.transform_args_unobserved(tool, args, room),
         )
         .await
     }
 
     pub async fn value_model(&self, tool: &str) -> Result<Option<ValueModel>, PluginError> {
         let input = self.observing().then(|| json!({"tool": tool}));
-        self.observed("value-model", input, |m| json!(m), self.value_model_now(tool))
-            .await
+        self.observed(
+            "value-model",
+            input,
+            |m| json!(m),
+            self.value_model_unobserved(tool),
+        )
+        .await
     }
 
     /// Argument objects for follow-up calls, or `None` for no opinion.
@@ -109,7 +116,7 @@ impl Plugin {
             "project-args",
             input,
             |p| json!(p),
-            self.project_args_now(prev_tool, prev_result, link),
+            self.project_args_unobserved(prev_tool, prev_result, link),
         )
         .await
     }
@@ -124,7 +131,7 @@ impl Plugin {
             "rate-limit-host",
             input,
             |h| json!(h),
-            self.rate_limit_host_now(tool, args),
+            self.rate_limit_host_unobserved(tool, args),
         )
         .await
     }
@@ -135,7 +142,7 @@ impl Plugin {
             "list-tools",
             input,
             |t| rerun::definitions_json(t),
-            self.list_tools_now(),
+            self.list_tools_unobserved(),
         )
         .await
     }
@@ -150,7 +157,7 @@ impl Plugin {
             "prepare-arguments",
             input,
             |a| json!(a),
-            self.prepare_arguments_now(tool, args),
+            self.prepare_arguments_unobserved(tool, args),
         )
         .await
     }
@@ -165,7 +172,7 @@ impl Plugin {
             "before-call",
             input,
             rerun::decision_json,
-            self.before_call_now(tool, args),
+            self.before_call_unobserved(tool, args),
         )
         .await
     }
@@ -185,7 +192,7 @@ impl Plugin {
             rerun::EXECUTE,
             input,
             rerun::execution_json,
-            self.execute_now(tool, args, call_id, cancelled, progress),
+            self.execute_unobserved(tool, args, call_id, cancelled, progress),
         )
         .await
     }
@@ -203,7 +210,7 @@ impl Plugin {
             "after-call",
             input,
             |o| json!(o.as_ref().map(rerun::override_json)),
-            self.after_call_now(tool, result, is_error),
+            self.after_call_unobserved(tool, result, is_error),
         )
         .await
     }
@@ -221,7 +228,7 @@ impl Plugin {
             "render-call",
             input,
             |t| json!(t),
-            self.render_call_now(tool, args, width),
+            self.render_call_unobserved(tool, args, width),
         )
         .await
     }
@@ -239,7 +246,7 @@ impl Plugin {
             "render-result",
             input,
             |t| json!(t),
-            self.render_result_now(tool, result, options),
+            self.render_result_unobserved(tool, result, options),
         )
         .await
     }
@@ -342,7 +349,7 @@ impl Plugin {
         self.instances.identity().http.redactor()
     }
 
-    async fn supported_categories_now(&self) -> Result<Vec<String>, PluginError> {
+    async fn supported_categories_unobserved(&self) -> Result<Vec<String>, PluginError> {
         const M: &str = "supported-categories";
         self.require_enricher(M)?;
         let answer = self
@@ -376,7 +383,11 @@ impl Plugin {
         Ok(categories)
     }
 
-    async fn enrich_schema_now(&self, tool: &str, schema: ToolSchema) -> Result<Enrichment, PluginError> {
+    async fn enrich_schema_unobserved(
+        &self,
+        tool: &str,
+        schema: ToolSchema,
+    ) -> Result<Enrichment, PluginError> {
         const M: &str = "enrich-schema";
         self.require_enricher(M)?;
         let (name, cap) = (self.name.clone(), self.limits().max_output_bytes);
@@ -420,7 +431,7 @@ impl Plugin {
             .0)
     }
 
-    async fn transform_args_now(
+    async fn transform_args_unobserved(
         &self,
         tool: &str,
         args: Map<String, Value>,
@@ -448,7 +459,7 @@ impl Plugin {
         Ok((args, room))
     }
 
-    async fn value_model_now(&self, tool: &str) -> Result<Option<ValueModel>, PluginError> {
+    async fn value_model_unobserved(&self, tool: &str) -> Result<Option<ValueModel>, PluginError> {
         const M: &str = "value-model";
         self.require_enricher(M)?;
         let model = self
@@ -478,7 +489,7 @@ impl Plugin {
         Ok(Some(model))
     }
 
-    async fn project_args_now(
+    async fn project_args_unobserved(
         &self,
         prev_tool: &str,
         prev_result: &Value,
@@ -511,7 +522,7 @@ impl Plugin {
             .map(Some)
     }
 
-    async fn rate_limit_host_now(
+    async fn rate_limit_host_unobserved(
         &self,
         tool: &str,
         args: &Map<String, Value>,
@@ -539,7 +550,7 @@ impl Plugin {
         }
     }
 
-    async fn list_tools_now(&self) -> Result<Vec<ToolDefinition>, PluginError> {
+    async fn list_tools_unobserved(&self) -> Result<Vec<ToolDefinition>, PluginError> {
         const M: &str = "list-tools";
         self.require_tool(M)?;
         let answer = self
@@ -582,7 +593,7 @@ impl Plugin {
         Ok(definitions)
     }
 
-    async fn prepare_arguments_now(
+    async fn prepare_arguments_unobserved(
         &self,
         tool: &str,
         args: Map<String, Value>,
@@ -607,7 +618,7 @@ impl Plugin {
         Ok(args)
     }
 
-    async fn before_call_now(
+    async fn before_call_unobserved(
         &self,
         tool: &str,
         args: &Map<String, Value>,
@@ -633,7 +644,7 @@ impl Plugin {
         Ok(decision)
     }
 
-    async fn execute_now(
+    async fn execute_unobserved(
         &self,
         tool: &str,
         args: &Map<String, Value>,
@@ -696,7 +707,7 @@ impl Plugin {
         Ok(output)
     }
 
-    async fn after_call_now(
+    async fn after_call_unobserved(
         &self,
         tool: &str,
         result: &CallOutput,
@@ -736,7 +747,7 @@ impl Plugin {
         Ok(Some(over))
     }
 
-    async fn render_call_now(
+    async fn render_call_unobserved(
         &self,
         tool: &str,
         args: &Value,
@@ -756,7 +767,7 @@ impl Plugin {
         Ok(text.map(|t| self.redactor().text(&t).into_owned()))
     }
 
-    async fn render_result_now(
+    async fn render_result_unobserved(
         &self,
         tool: &str,
         result: &CallOutput,

@@ -54,7 +54,7 @@ use serde_json::{Map, Value};
 
 use super::cache::{Key, Lookup, Prefetched, SpecCache};
 use super::dispatcher::{Dispatcher, Refused};
-use super::fanout::{FanOut, Origin};
+use super::fanout::{FanOut, FollowUpRank};
 use super::metrics::{Metrics, Snapshot};
 use super::planner::{self, DeclineReason};
 use super::projection;
@@ -193,7 +193,7 @@ enum How {
 struct Candidate {
     tool: String,
     args: Map<String, Value>,
-    origin: Origin,
+    origin: FollowUpRank,
     prior: f32,
 }
 
@@ -385,7 +385,7 @@ impl<T: Target> Engine<T> {
             return;
         }
         self.cache.drop_entry(&key);
-        let origin = Origin {
+        let origin = FollowUpRank {
             from: CHANGED.to_owned(),
             to: tool.to_owned(),
             rank: 0,
@@ -438,7 +438,7 @@ impl<T: Target> Engine<T> {
                 self.metrics.declined(DeclineReason::NoArguments);
             }
             for (rank, args) in projected.into_iter().enumerate() {
-                let origin = Origin {
+                let origin = FollowUpRank {
                     from: tool.to_owned(),
                     to: call.link.tool.clone(),
                     rank,
