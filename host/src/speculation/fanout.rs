@@ -53,8 +53,7 @@ pub const PRIOR_WEIGHT: f64 = 5.0;
 const MAX_REMEMBERED: usize = 4096;
 
 /// Where a candidate came from, the unit the fan-out learns by: the tool
-/// that ran, the follow-up tool and
-/// the candidate's rank in the projection.
+/// that ran, the follow-up tool and the candidate's rank in the projection.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FollowUpRank {
     pub from: String,
