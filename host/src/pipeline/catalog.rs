@@ -13,23 +13,36 @@
 //!
 //! Speculation is per build: a rebuilt catalog starts with an empty cache,
 //! and carries over only what the previous one learned (fan-out) and
-//! counted. Not here: when a build happens (`toolhost`), the steps of a
-//! call (`steps`).
+//! counted. The build also starts the watch on the files a native read
+//! keeps whole (`tools::Changes`) and the task that reads them again when
+//! they change ([`Engine::changed`]).
+//!
+//! This file owns the build's types and all their impls: the catalog's
+//! own questions ([`Core`]: which plugin serves a tool, the most a result
+//! may hold) and running a tool on its backend ([`Backend::execute`]).
+//! Not here: when a build happens (`toolhost`), the steps of a call
+//! (`call`), the catalog as speculation's target (`prefetch`). It imports
+//! neither.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
 
-use super::prefetch;
+use super::control::CallControl;
 use crate::catalog::{base_catalog, base_tool};
 use crate::enrich::{Enrichers, Hidden, Listing, Owner};
 use crate::gate::Gate;
+use crate::output::{CallOutput, ToolError};
 use crate::ownership::{self, Binding, Claim, Names, Refusal};
 use crate::plugin::{Hooks, Plugin, ToolDefinition};
 use crate::speculation::{self, Engine};
 use crate::tool::{ToolAnnotations, ToolMeta, ToolSpec};
-use crate::tools::NativeTools;
+use crate::tools::facts::WHOLE_FILE;
+use crate::tools::{Changes, NativeTools};
 use crate::upstream::Upstream;
 use crate::value_model::{UnsafeSpeculation, ValueModel, ValueModels};
 
@@ -82,12 +95,60 @@ pub enum CatalogError {
     UnsafeSpeculation(#[from] UnsafeSpeculation),
 }
 
+/// How long the changes reported must pause before the files are read
+/// again: an edit is often several writes, or several edits in a row.
+const SETTLE: Duration = Duration::from_millis(30);
+
 #[derive(Clone)]
 pub(super) enum Backend {
     Native(Arc<NativeTools>),
     Plugin(Arc<Plugin>, Hooks),
     /// The server and the tool's name there.
     Upstream(Arc<Upstream>, String),
+}
+
+impl Backend {
+    /// Run `name` on this backend, as it is called: cancelled by `ctx`.
+    pub(super) async fn execute(
+        &self,
+        name: &str,
+        args: Map<String, Value>,
+        ctx: &CallControl,
+    ) -> Result<CallOutput, ToolError> {
+        match self {
+            Backend::Native(native) => {
+                tokio::select! {
+                    biased;
+                    _ = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
+                    r = native.execute(name, &args) => r,
+                }
+            }
+            Backend::Upstream(server, remote) => {
+                tokio::select! {
+                    biased;
+                    _ = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
+                    r = server.call(remote, args) => r,
+                }
+            }
+            Backend::Plugin(plugin, _) => {
+                // A wasm call is not dropped half-way (the instance would be
+                // lost); the plugin polls this flag through its call context.
+                let flag = Arc::new(AtomicBool::new(false));
+                let watcher = {
+                    let (flag, token) = (flag.clone(), ctx.cancel.clone());
+                    tokio::spawn(async move {
+                        token.cancelled().await;
+                        flag.store(true, Ordering::SeqCst);
+                    })
+                };
+                let answer = plugin
+                    .execute(name, &args, ctx.call_id.clone(), flag, ctx.progress.clone())
+                    .await;
+                watcher.abort();
+                answer.unwrap_or_else(|e| Err(ToolError::Failed(e.to_string())))
+            }
+        }
+    }
 }
 
 pub(super) struct Bound {
@@ -130,6 +191,26 @@ impl Core {
         match &self.tools.get(tool)?.backend {
             Backend::Plugin(plugin, _) => Some(plugin),
             _ => None,
+        }
+    }
+
+    /// The most bytes a result of `name` may hold: its plugin's output cap,
+    /// or the host's for every other source.
+    pub(super) fn max_output(&self, name: &str) -> usize {
+        match self.tools.get(name).map(|b| &b.backend) {
+            Some(Backend::Plugin(plugin, _)) => plugin.limits().max_output_bytes,
+            _ => crate::bounds::MAX_RESULT_BYTES,
+        }
+    }
+
+    /// The most a result of `tool` may hold when its backend answers it
+    /// here, for the tools whose results replicas share (none for a native
+    /// tool).
+    pub(super) fn output_cap(&self, tool: &str) -> Option<usize> {
+        match &self.tools.get(tool)?.backend {
+            Backend::Native(_) => None,
+            Backend::Plugin(plugin, _) => Some(plugin.limits().max_output_bytes),
+            Backend::Upstream(server, _) => Some(server.config.max_message_bytes),
         }
     }
 }
@@ -180,7 +261,7 @@ impl Generation {
         }
         let spec = &options.speculation;
         let watch = match &sources.native {
-            Some(native) if spec.enabled && spec.native && spec.reread_changed => prefetch::watch(native),
+            Some(native) if spec.enabled && spec.native && spec.reread_changed => watch(native),
             _ => None,
         };
         let (changes, changed) = watch.unzip();
@@ -206,10 +287,45 @@ impl Generation {
             })
         });
         if let (Some(engine), Some(changed)) = (&speculation, changed) {
-            prefetch::refresh(Arc::downgrade(engine), changed);
+            refresh(Arc::downgrade(engine), changed);
         }
         Ok(Self { core, speculation })
     }
+}
+
+/// A watch for the files below `native`'s root that change, if the system
+/// grants one (without, nothing is read again ahead of time).
+fn watch(native: &NativeTools) -> Option<(Changes, mpsc::Receiver<String>)> {
+    Changes::new(native.root())
+        .map_err(|e| tracing::debug!("files that change will not be read again ahead of time: {e}"))
+        .ok()
+}
+
+/// Tell `engine` of each file that changed, once the changes settle, until
+/// the watch or the engine is gone.
+fn refresh(engine: Weak<Engine<Core>>, mut changed: mpsc::Receiver<String>) {
+    tokio::spawn(async move {
+        while let Some(first) = changed.recv().await {
+            let mut paths = BTreeSet::from([first]);
+            // A batch is bounded too, so a tree that never settles is still
+            // looked at.
+            while paths.len() < Changes::MAX_PENDING
+                && let Ok(next) = tokio::time::timeout(SETTLE, changed.recv()).await
+            {
+                match next {
+                    Some(path) => paths.insert(path),
+                    None => return,
+                };
+            }
+            let Some(engine) = engine.upgrade() else {
+                return;
+            };
+            for path in paths {
+                let args = Map::from_iter([("path".to_owned(), Value::String(path))]);
+                engine.changed(WHOLE_FILE, args).await;
+            }
+        }
+    });
 }
 
 /// The gate over every secret the sources hold: each plugin's granted
