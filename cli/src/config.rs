@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use toolhost::auth::AuthConfig;
 use toolhost::cluster::ClusterConfig;
+use toolhost::mcp::auth::AuthConfig;
 use toolhost::plugin::Manifest;
 use toolhost::speculation::Settings as SpeculationSettings;
 use toolhost::supply::TrustSettings;

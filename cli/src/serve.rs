@@ -11,9 +11,9 @@ use crate::config::Config;
 use crate::watch::PluginWatch;
 use crate::{setup, stats};
 use anyhow::{Result, bail};
-use toolhost::auth::HttpAccess;
 use toolhost::client_log::ClientLog;
 use toolhost::mcp;
+use toolhost::mcp::auth::HttpAccess;
 use toolhost::plugin::Runtime;
 
 /// How long a stopping server waits for shadow candidates' calls.

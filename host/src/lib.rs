@@ -82,17 +82,21 @@
 //!
 //! - [`pipeline`]: the call pipeline and [`Toolhost`], the library API.
 //! - [`plugin`]: the WASM runtime: loading, sandboxing, calling plugins.
+//! - [`plugin_file`]: a plugin file as checked before its code runs: a
+//!   safe path, its bytes read once, their digest.
 //! - [`supply`]: knowing what runs: safe plugin paths, the lock file,
 //!   approvals of each component's authority, vendors' signatures.
 //! - [`tools`]: the native tools (read, glob, grep, ls, web_fetch; write and
-//!   edit when the root is writable).
+//!   edit when the root is writable), and their reads kept whole for
+//!   speculation.
+//! - [`tool`]: the vocabulary of tools: a tool before enrichment and what
+//!   the agent is told of it (title, annotations, icons, ...).
 //! - [`upstream`]: upstream MCP servers, a tool source: their connections,
 //!   tools and calls.
 //! - [`output`]: tool results as the host owns them (every MCP content
 //!   kind), and their conversions to and from rmcp's.
-//! - [`mcp`]: the MCP server front (feature `mcp-server`, on by default).
-//! - [`auth`]: who may call the MCP endpoint over HTTP (bearer token, OAuth;
-//!   feature `mcp-server`).
+//! - [`mcp`]: the MCP server front, with who may call it over HTTP
+//!   (`mcp::auth`) (feature `mcp-server`, on by default).
 //! - [`bounds`]: every cap on what a plugin hands the host, in one place.
 //! - [`ownership`]: who serves a tool name when sources clash.
 //! - [`schema`]: tool schemas as the host owns them, and the checked edits
@@ -114,6 +118,14 @@
 //! - [`atomic_file`]: replacing a file whole (write, edit, statistics).
 //! - [`cluster`]: replicas sharing prefetches and invalidations on Redis.
 //!
+//! The modules depend on each other in one direction, with no cycle (the
+//! test in `layering` fails naming one): the leaves (`bounds`, `output`,
+//! `tool`, `schema`, `args_edit`, `http_client`, `atomic_file`,
+//! `plugin_file`) at the bottom; the tool sources (`tools`, `plugin`,
+//! `upstream`) above the vocabulary they speak (`value_model`, `catalog`);
+//! `supply` above the loader it admits for; `pipeline` above them all but
+//! `mcp`, the front, at the top.
+//!
 //! The WIT contract the plugins implement is in `wit/` at the repository root.
 
 // The front door. Not inlined, so the crate's page lists them as its first
@@ -131,8 +143,6 @@ pub use supply::TrustSettings;
 
 pub mod args_edit;
 pub mod atomic_file;
-#[cfg(feature = "mcp-server")]
-pub mod auth;
 pub mod bounds;
 pub mod catalog;
 pub mod client_log;

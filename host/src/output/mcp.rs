@@ -1,6 +1,8 @@
 //! The host's result types to and from rmcp's: the MCP front serves with
 //! [`to_mcp`], the upstream client reads with [`from_mcp`]. Field for
-//! field, so a result passed through comes out as it went in. A tool's own
+//! field, so a result passed through comes out as it went in. Here rather
+//! than in the MCP front (`mcp`): the upstream client, below the front,
+//! converts with it too. A tool's own
 //! fields convert in [`crate::tool`], with the icons converted here.
 
 use rmcp::model as m;

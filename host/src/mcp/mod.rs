@@ -33,10 +33,20 @@
 //!
 //! Logging: each session is sent the plugin and upstream log lines of a
 //! [`ClientLog`] at the level it set with `logging/setLevel` (see
-//! `crate::client_log`). Over HTTP, requests pass `crate::auth` first;
+//! `crate::client_log`). Over HTTP, requests pass [`auth`] first;
 //! `/metrics` ([`metrics`]) counts the calls, and `/healthz` answers
 //! probes. A call's log span carries the `traceparent` of its `_meta`.
+//!
+//! The front is this directory: the server, its transports (`stdio`,
+//! `sessions`), what it bounds and counts (`progress`, `metrics`), the
+//! revisions it speaks (`revision`), and who may call it over HTTP
+//! ([`auth`]). What the front uses but other parts use too stays outside,
+//! each saying why: `client_log` (upstream servers log through it),
+//! `gateway` (the library's `Toolhost` carries it), `output::mcp` (the
+//! upstream client converts with it) and `http_client` (shared by the
+//! native tools, plugins and upstream servers).
 
+pub mod auth;
 mod metrics;
 mod progress;
 mod revision;
@@ -66,7 +76,6 @@ use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 use tracing::Instrument;
 
-use crate::auth::HttpAccess;
 use crate::bounds::label;
 use crate::client_log::{ClientLog, SessionLog};
 use crate::enrich::EnrichedTool;
@@ -74,6 +83,7 @@ use crate::gateway::{GatewayError, Notice, merge_instructions};
 use crate::output::{ToolError, mcp};
 use crate::pipeline::{CallControl, Toolhost, error_text};
 use crate::prompt::PROMPT_NAME;
+use auth::HttpAccess;
 use sessions::CappedSessions;
 
 /// The sessions that have sent `initialized`, by session number.
