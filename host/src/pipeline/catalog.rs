@@ -14,7 +14,7 @@
 //! Speculation is per build: a rebuilt catalog starts with an empty cache,
 //! and carries over only what the previous one learned (fan-out) and
 //! counted. The build also starts the watch on the files a native read
-//! keeps whole (`tools::Changes`) and the task that reads them again when
+//! keeps whole (`tools::read_cache`) and the task that reads them again when
 //! they change ([`Engine::changed`]).
 //!
 //! This file owns the build's types and all their impls: the catalog's
@@ -24,10 +24,9 @@
 //! (`call`), the catalog as speculation's target (`prefetch`). It imports
 //! neither.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::Duration;
 
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
@@ -42,7 +41,7 @@ use crate::plugin::{Hooks, Plugin, ToolDefinition};
 use crate::speculation::{self, Engine};
 use crate::tool::{ToolAnnotations, ToolMeta, ToolSpec};
 use crate::tools::facts::WHOLE_FILE;
-use crate::tools::{Changes, NativeTools};
+use crate::tools::{NativeTools, read_cache};
 use crate::upstream::Upstream;
 use crate::value_model::{UnsafeSpeculation, ValueModel, ValueModels};
 
@@ -94,10 +93,6 @@ pub enum CatalogError {
     #[error(transparent)]
     UnsafeSpeculation(#[from] UnsafeSpeculation),
 }
-
-/// How long the changes reported must pause before the files are read
-/// again: an edit is often several writes, or several edits in a row.
-const SETTLE: Duration = Duration::from_millis(30);
 
 #[derive(Clone)]
 pub(super) enum Backend {
@@ -261,7 +256,9 @@ impl Generation {
         }
         let spec = &options.speculation;
         let watch = match &sources.native {
-            Some(native) if spec.enabled && spec.native && spec.reread_changed => watch(native),
+            Some(native) if spec.enabled && spec.native && spec.reread_changed => {
+                read_cache::watch(native.root())
+            }
             _ => None,
         };
         let (changes, changed) = watch.unzip();
@@ -293,30 +290,11 @@ impl Generation {
     }
 }
 
-/// A watch for the files below `native`'s root that change, if the system
-/// grants one (without, nothing is read again ahead of time).
-fn watch(native: &NativeTools) -> Option<(Changes, mpsc::Receiver<String>)> {
-    Changes::new(native.root())
-        .map_err(|e| tracing::debug!("files that change will not be read again ahead of time: {e}"))
-        .ok()
-}
-
-/// Tell `engine` of each file that changed, once the changes settle, until
-/// the watch or the engine is gone.
+/// Tell `engine` of each file that changed, in settled batches, until the
+/// watch or the engine is gone.
 fn refresh(engine: Weak<Engine<Core>>, mut changed: mpsc::Receiver<String>) {
     tokio::spawn(async move {
-        while let Some(first) = changed.recv().await {
-            let mut paths = BTreeSet::from([first]);
-            // A batch is bounded too, so a tree that never settles is still
-            // looked at.
-            while paths.len() < Changes::MAX_PENDING
-                && let Ok(next) = tokio::time::timeout(SETTLE, changed.recv()).await
-            {
-                match next {
-                    Some(path) => paths.insert(path),
-                    None => return,
-                };
-            }
+        while let Some(paths) = read_cache::settled(&mut changed).await {
             let Some(engine) = engine.upgrade() else {
                 return;
             };

@@ -17,7 +17,7 @@
 //! alone), and every slice a real read asks of it is answered from that by
 //! the same code a direct read runs, so it is the same answer, line numbers,
 //! continuation hint and total included. It is served only while the file
-//! is still the one read (`tools::fresh`: inode, ctime and the rest of its
+//! is still the one read (`tools::read_cache`: inode, ctime and the rest of its
 //! stamp, or the content's digest), so a change made behind the host's back
 //! (by the agent's own editor, even one that restores the mtime) is always
 //! seen, and a write through the host need not drop the other files' reads.

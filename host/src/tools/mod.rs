@@ -18,10 +18,9 @@
 //! searches answer a bounded count and say they stopped, and the blocking
 //! work runs on a bounded number of threads with a deadline (`work`).
 
-mod changes;
 pub mod facts;
 mod files;
-mod fresh;
+pub(crate) mod read_cache;
 mod root;
 mod search;
 mod walk;
@@ -35,9 +34,8 @@ use serde_json::{Map, Value};
 
 use crate::output::{Block, CallOutput, ToolError};
 use crate::tool::ToolSpec;
-pub use changes::Changes;
 pub use facts::{NATIVE_NAMES, is_local};
-pub use files::FileText;
+pub use read_cache::{Changes, FileText};
 pub use root::Root;
 pub use web::WebSettings;
 
@@ -119,7 +117,9 @@ impl NativeTools {
         }
         let root = self.root.clone();
         let given = str_arg(args, "path")?.to_owned();
-        self.work.run("read", move |_| files::load(&root, &given)).await
+        self.work
+            .run("read", move |_| read_cache::load(&root, &given))
+            .await
     }
 
     /// What a `read` call with `args` answers, from its file loaded whole.
@@ -127,7 +127,7 @@ impl NativeTools {
         files::slice(file, args)
     }
 
-    /// Whether `file` is still what is on disk (see `fresh`).
+    /// Whether `file` is still what is on disk (see `read_cache`).
     pub fn is_current(&self, file: &FileText) -> bool {
         file.is_current(&self.root)
     }
