@@ -7,7 +7,9 @@
 //! [{"path", "line", "text"}]}`, `read` → `{"path", "content", "lines":
 //! [start, end], "total_lines"}`). What the host knows and says of each tool
 //! (schemas, titles, guidelines, value models, how speculation treats it)
-//! is in [`facts`], in one place; the rest of this module runs the tools.
+//! is in [`facts`], in one place; a read's file kept whole for the cache,
+//! its freshness and the watch on it are in `read_cache`; the rest of this
+//! module runs the tools.
 //! Validation against the schema, hooks and cancellation belong to the call
 //! pipeline.
 //!
