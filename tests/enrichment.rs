@@ -3,7 +3,8 @@
 //! reports, and value-model layering.
 
 use serde_json::{Value, json};
-use toolhost::catalog::{ToolSpec, base_catalog, base_tool};
+use toolhost::catalog::ToolSpec;
+use toolhost::catalog::{base_catalog, base_tool};
 use toolhost::enrich::{Enrichers, Owner};
 use toolhost::internals::Action;
 use toolhost::internals::{Layer, SideEffect, ValueClass};

@@ -314,7 +314,7 @@ mod tests {
     fn speculating_a_mutating_tool_is_refused() {
         let config =
             parse("[tools.create_issue]\nside_effect = \"mutates-external\"\nspeculate = true\n").unwrap();
-        let mut models = ValueModels::with_builtins();
+        let mut models = toolhost::internals::native_value_models();
         let err = config.apply_value_models(&mut models).unwrap_err().to_string();
         assert!(err.contains("create_issue"), "{err}");
         let fine = parse("[tools.read]\nspeculate = true\n").unwrap();

@@ -21,7 +21,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion, criterion_group};
 use serde_json::{Map, Value, json};
-use toolhost::catalog::{ToolSpec, base_catalog};
+use toolhost::catalog::ToolSpec;
+use toolhost::catalog::base_catalog;
 use toolhost::enrich::Enrichers;
 use toolhost::plugin::{Plugin, Runtime, RuntimeOptions};
 

@@ -12,9 +12,14 @@
 //! same way, counted in the same summary.
 //!
 //! Owns the delivery, not the content: lines arrive redacted (each source
-//! redacts its own secrets, see `crate::redact`) and already cut to length,
+//! redacts its own secrets, see `plugin::redact`) and already cut to length,
 //! and each leaves through the [`Redact`] its session follows with (the
 //! host's gate, `crate::gate`), which knows every source's secrets.
+//!
+//! Beside the MCP front (`mcp`) rather than in it: the upstream servers'
+//! connections log through [`ClientLog::sink`] too, and the front builds
+//! on `upstream` through the pipeline, so a `client_log` inside `mcp`
+//! would make `upstream` depend on the front that depends on it.
 
 #![allow(deprecated)] // rmcp marks MCP logging deprecated (SEP-2577); clients still use it.
 

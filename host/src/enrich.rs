@@ -36,9 +36,10 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::bounds;
-use crate::catalog::{ToolMeta, ToolSpec, base_side_effect};
+use crate::catalog::base_side_effect;
 use crate::plugin::{Method, Plugin, PluginError, Policy};
 use crate::schema::{Change, ToolSchema};
+use crate::tool::{ToolMeta, ToolSpec};
 use crate::tools::facts;
 use crate::value_model::{Layer, ValueModel, ValueModels};
 

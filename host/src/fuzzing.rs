@@ -2,7 +2,7 @@
 //! builds, and the `fuzzing` feature for the CLI crate's tests): the case
 //! budget and generators of hostile input.
 //!
-//! The fuzz tests live beside what they test (`schema::fuzz`,
+//! The fuzz tests live beside what they test (`schema::fuzz`, `args_edit::fuzz`,
 //! `pipeline::validate::fuzz`, `plugin::manifest::fuzz`, `mcp::fuzz`, and
 //! the CLI's `config::fuzz`). `make test` runs a bounded pass, each test with its own
 //! case count; `PROPTEST_CASES=N` runs N cases of each instead, for a

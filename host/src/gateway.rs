@@ -18,6 +18,10 @@
 //!   to the sessions that subscribed.
 //! - Instructions: [`merge_instructions`] puts toolhost's own first, then
 //!   each server's under a heading with its name.
+//!
+//! Beside the MCP front (`mcp`) rather than in it: the library's
+//! `Toolhost` carries the gateway of its upstream servers (rebuilt with its
+//! catalog), so the pipeline, which the front calls, depends on it.
 
 use std::sync::Arc;
 

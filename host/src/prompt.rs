@@ -90,8 +90,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::catalog::ToolMeta;
     use crate::schema::ToolSchema;
+    use crate::tool::ToolMeta;
 
     fn tool(name: &str, description: &str, snippet: Option<&str>, guidelines: &[&str]) -> EnrichedTool {
         EnrichedTool::listed(

@@ -53,11 +53,11 @@ use serde_json::{Map, Value};
 use tokio::sync::{broadcast, watch};
 
 use crate::bounds::{self, shown};
-use crate::catalog::ToolSpec;
 use crate::client_log;
 use crate::output::{CallOutput, ToolError, mcp};
 use crate::plugin::redact::Redactor;
 use crate::plugin::{LogLine, LogSink, Texts};
+use crate::tool::ToolSpec;
 
 /// One `[[upstream]]` table of `toolhost.toml`.
 #[derive(Debug, Clone, Deserialize)]
@@ -658,7 +658,7 @@ impl Upstream {
                     description: t.description.as_deref().unwrap_or_default().to_owned(),
                     category: self.config.category.clone(),
                     input_schema: Value::Object((*t.input_schema).clone()),
-                    meta: mcp::tool_meta_from_mcp(t),
+                    meta: crate::tool::tool_meta_from_mcp(t),
                 };
                 (spec, t.name.to_string())
             })

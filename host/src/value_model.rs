@@ -7,7 +7,7 @@
 //! Layers merge rather than replace whole entries, so a user who sets only
 //! `cost.freshness_ttl_s` keeps everything else a plugin said. The planner
 //! that reads these models lives elsewhere, and so do the native tools'
-//! own models (`tools::facts`); this module owns the types, the layering,
+//! own models (`tools::facts`, which layers them as built-ins); this module owns the types, the layering,
 //! and the trust rules:
 //!
 //! - only `pure` and `read-only` tools are ever speculated;
@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::catalog::Annotations;
+use crate::tool::ToolAnnotations;
 
 /// What calling a tool does to the world, and so whether it may be called ahead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -222,7 +222,7 @@ impl ValueModel {
     /// Lay the MCP hints this model's side effect says over `hints`: pure
     /// and read-only tools are read-only, pure ones idempotent too, mutating
     /// ones destructive. An unset or indeterminate side effect says nothing.
-    pub fn annotate(&self, hints: &mut Annotations) {
+    pub fn annotate(&self, hints: &mut ToolAnnotations) {
         let (read_only, destructive, idempotent) = match self.side_effect {
             Some(SideEffect::Pure) => (true, None, Some(true)),
             Some(SideEffect::ReadOnly) => (true, None, None),
@@ -242,7 +242,7 @@ impl ValueModel {
     /// a tool read-only; hints without it describe a tool that changes
     /// things (MCP's default), locally if `openWorldHint` is false. No hints
     /// at all say nothing.
-    pub fn from_annotations(hints: &Annotations) -> Option<ValueModel> {
+    pub fn from_annotations(hints: &ToolAnnotations) -> Option<ValueModel> {
         if hints.is_empty() {
             return None;
         }
@@ -308,19 +308,6 @@ pub struct ValueModels {
 }
 
 impl ValueModels {
-    /// The built-in models of the native tools
-    /// ([`tools::facts::value_model`](crate::tools::facts::value_model)),
-    /// each under its name.
-    pub fn with_builtins() -> Self {
-        let mut models = Self::default();
-        for tool in crate::tools::NATIVE_NAMES {
-            if let Some(model) = crate::tools::facts::value_model(tool) {
-                models.add(tool, Layer::BuiltIn, &model);
-            }
-        }
-        models
-    }
-
     /// Layer `model` over what `tool` has so far, trusted whole: from the
     /// tool's owner (the host, the plugin providing it, a trusted upstream)
     /// or the user.
@@ -670,9 +657,9 @@ mod tests {
     #[test]
     fn side_effects_become_mcp_hints() {
         let hints = |effect| {
-            let mut h = Annotations {
+            let mut h = ToolAnnotations {
                 open_world_hint: Some(false),
-                ..Annotations::default()
+                ..ToolAnnotations::default()
             };
             let model = ValueModel {
                 side_effect: effect,
@@ -699,14 +686,5 @@ mod tests {
             (Some(false), Some(true), None, Some(false))
         );
         assert_eq!(hints(None), (None, None, None, Some(false)));
-    }
-
-    #[test]
-    fn builtins_carry_the_read_after_listing_chains() {
-        let models = ValueModels::with_builtins();
-        let glob = models.get("glob").unwrap();
-        assert_eq!(glob.follow_ups.as_ref().unwrap()[0].probability, 0.32);
-        assert!(models.get("read").unwrap().is_speculatable());
-        assert!(!models.get("write").unwrap().is_speculatable());
     }
 }

@@ -102,7 +102,7 @@ proptest! {
                 let plugins = std::mem::take(&mut config.plugin);
                 prop_assert!(!format!("{config:?}").contains("s3cret"), "a header value in {:?}", config);
                 config.plugin = plugins;
-                let mut models = ValueModels::with_builtins();
+                let mut models = toolhost::internals::native_value_models();
                 if let Err(e) = config.apply_value_models(&mut models) {
                     let message = e.to_string();
                     prop_assert!(config.tools.keys().any(|tool| message.contains(tool.as_str())), "{}", message);

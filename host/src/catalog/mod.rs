@@ -1,97 +1,14 @@
-//! The tools the host knows before any plugin runs: each a name, a
-//! description, an optional category and an input schema, and what the
-//! agent is told of it besides ([`ToolMeta`]: title, prompt snippet and
-//! guidelines, output schema, annotations, icons, `_meta`). An upstream
-//! server's tool keeps these as the server listed them.
-//!
 //! The base catalog (`base.json`) holds the generic tools of the provider
 //! categories (issue tracker, git repository, knowledge base, ...), kept as
 //! data so enrichers adapt one shared shape per tool. This module owns the
-//! [`ToolSpec`] type and the embedded base catalog; it does not decide which
-//! tools are served (that needs a backend bound to each).
+//! embedded base catalog and the side effects the host declares for its
+//! tools; not the tool types ([`crate::tool`]), nor which tools are served
+//! (that needs a backend bound to each).
 
 use std::sync::OnceLock;
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-
-use crate::output::{Icon, Meta};
+pub use crate::tool::ToolSpec;
 use crate::value_model::SideEffect;
-
-/// A tool before enrichment.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ToolSpec {
-    /// The tool's name, as listed.
-    pub name: String,
-    /// What the model is told the tool does.
-    pub description: String,
-    /// The category enrichers claim to extend it (`supported-categories`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub category: Option<String>,
-    /// JSON Schema of the tool's arguments.
-    pub input_schema: Value,
-    /// Not in the base catalog's data: its tools get theirs from the
-    /// backend they are bound to.
-    #[serde(skip)]
-    pub meta: ToolMeta,
-}
-
-/// What the agent is told of a tool beyond its name, description and input
-/// schema. Enrichers do not change it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct ToolMeta {
-    /// Human-readable name for user interfaces (MCP `title`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// The tool's line in the system prompt's "Available tools"; none: the
-    /// description's first line.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub snippet: Option<String>,
-    /// Bullets for the system prompt's "Guidelines".
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub guidelines: Vec<String>,
-    /// JSON Schema of the tool's structured result (MCP `outputSchema`);
-    /// a result that does not match it is an error.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub output_schema: Option<Value>,
-    /// MCP's behaviour hints.
-    pub annotations: Annotations,
-    /// Icons a client may show (MCP `icons`).
-    #[serde(skip)]
-    pub icons: Option<Vec<Icon>>,
-    /// The tool's MCP `_meta`, as its source gave it.
-    #[serde(skip)]
-    pub wire_meta: Option<Meta>,
-}
-
-/// MCP's behaviour hints for a tool (`ToolAnnotations`); unset is unknown.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Annotations {
-    /// A display name within the hints (an upstream server may set it).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// The tool does not change its environment.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub read_only_hint: Option<bool>,
-    /// The tool may destroy or overwrite what exists.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub destructive_hint: Option<bool>,
-    /// Calling it again with the same arguments changes nothing more.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub idempotent_hint: Option<bool>,
-    /// The tool reaches outside the host (the network, other systems).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub open_world_hint: Option<bool>,
-}
-
-impl Annotations {
-    /// Whether no hint is set.
-    pub fn is_empty(&self) -> bool {
-        *self == Self::default()
-    }
-}
 
 /// The generic provider tools, parsed once from the embedded data.
 pub fn base_catalog() -> &'static [ToolSpec] {
@@ -123,6 +40,8 @@ pub fn base_side_effect(name: &str) -> Option<SideEffect> {
 #[cfg(test)]
 mod tests {
     use std::collections::HashSet;
+
+    use serde_json::Value;
 
     use super::*;
     use crate::schema::ToolSchema;

@@ -32,7 +32,7 @@ use serde_json::{Map, Value};
 
 use crate::bounds;
 use crate::enrich::{EnrichedTool, Hidden, Listing};
-use crate::output::{Annotations, Block, Body, CallOutput, Icon, Meta, ToolError};
+use crate::output::{Block, Body, CallOutput, ContentAnnotations, Icon, Meta, ToolError};
 use secrets::{Piece, Secrets};
 
 /// The host's last check on what it serves.
@@ -311,7 +311,7 @@ fn block_strings(block: &mut Block, f: &mut Visit<'_>) {
             (&mut e.annotations, &mut e.meta)
         }
     };
-    if let Some(Annotations {
+    if let Some(ContentAnnotations {
         last_modified: Some(stamp),
         ..
     }) = annotations
@@ -388,8 +388,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::catalog::ToolMeta;
     use crate::schema::ToolSchema;
+    use crate::tool::ToolMeta;
 
     const SECRET: &str = "s3cr3t-Token-42";
 

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::sessions::CappedSessions;
 use super::{McpServer, Sessions, http_router};
-use crate::auth::{AuthConfig, HttpAccess};
+use crate::mcp::auth::{AuthConfig, HttpAccess};
 use crate::pipeline::{Sources, Toolhost};
 use crate::tools::{NativeTools, Root, WebSettings};
 

@@ -1,16 +1,16 @@
-//! The host's result and tool types to and from rmcp's: the MCP front
-//! serves with [`to_mcp`] and [`set_tool_meta`], the upstream client
-//! reads with [`from_mcp`] and [`tool_meta_from_mcp`]. Field for field,
-//! so a result or tool passed through comes out as it went in.
+//! The host's result types to and from rmcp's: the MCP front serves with
+//! [`to_mcp`], the upstream client reads with [`from_mcp`]. Field for
+//! field, so a result passed through comes out as it went in. Here rather
+//! than in the MCP front (`mcp`): the upstream client, below the front,
+//! converts with it too. A tool's own
+//! fields convert in [`crate::tool`], with the icons converted here.
 
 use rmcp::model as m;
-use serde_json::Value;
 
 use super::{
-    Annotations, Block, Body, CallOutput, Embedded, Icon, Media, Meta, ResourceContents, ResourceLink, Role,
-    Text, Theme,
+    Block, Body, CallOutput, ContentAnnotations, Embedded, Icon, Media, Meta, ResourceContents, ResourceLink,
+    Role, Text, Theme,
 };
-use crate::catalog::{Annotations as ToolAnnotations, ToolMeta};
 
 /// A result as an MCP `CallToolResult` (plugins' `details` stay behind).
 pub fn to_mcp(output: CallOutput) -> m::CallToolResult {
@@ -179,7 +179,7 @@ fn block_from_mcp(block: m::ContentBlock) -> Option<Block> {
     })
 }
 
-fn annotations_to(a: Annotations) -> m::Annotations {
+fn annotations_to(a: ContentAnnotations) -> m::Annotations {
     let mut out = m::Annotations::default();
     out.audience = a.audience.map(|roles| {
         roles
@@ -195,8 +195,8 @@ fn annotations_to(a: Annotations) -> m::Annotations {
     out
 }
 
-fn annotations_from(a: m::Annotations) -> Annotations {
-    Annotations {
+fn annotations_from(a: m::Annotations) -> ContentAnnotations {
+    ContentAnnotations {
         audience: a.audience.map(|roles| {
             roles
                 .into_iter()
@@ -211,7 +211,7 @@ fn annotations_from(a: m::Annotations) -> Annotations {
     }
 }
 
-fn icon_to(i: Icon) -> m::Icon {
+pub(crate) fn icon_to(i: Icon) -> m::Icon {
     let mut out = m::Icon::new(i.src);
     out.mime_type = i.mime_type;
     out.sizes = i.sizes;
@@ -222,7 +222,7 @@ fn icon_to(i: Icon) -> m::Icon {
     out
 }
 
-fn icon_from(i: m::Icon) -> Icon {
+pub(crate) fn icon_from(i: m::Icon) -> Icon {
     Icon {
         src: i.src,
         mime_type: i.mime_type,
@@ -232,54 +232,6 @@ fn icon_from(i: m::Icon) -> Icon {
             m::IconTheme::Dark => Some(Theme::Dark),
             _ => None,
         }),
-    }
-}
-
-/// Set `tool`'s fields beyond its name, description and input schema.
-pub fn set_tool_meta(meta: &ToolMeta, tool: &mut m::Tool) {
-    tool.title.clone_from(&meta.title);
-    tool.output_schema = meta
-        .output_schema
-        .as_ref()
-        .and_then(|s| s.as_object().cloned())
-        .map(std::sync::Arc::new);
-    let hints = &meta.annotations;
-    tool.annotations = (!hints.is_empty()).then(|| {
-        let mut out = m::ToolAnnotations::new();
-        out.title.clone_from(&hints.title);
-        out.read_only_hint = hints.read_only_hint;
-        out.destructive_hint = hints.destructive_hint;
-        out.idempotent_hint = hints.idempotent_hint;
-        out.open_world_hint = hints.open_world_hint;
-        out
-    });
-    tool.icons = meta
-        .icons
-        .as_ref()
-        .map(|icons| icons.iter().cloned().map(icon_to).collect());
-    tool.meta = meta.wire_meta.clone().map(m::MetaObject);
-}
-
-/// What an MCP tool says of itself beyond its name, description and input
-/// schema, as it said it.
-pub fn tool_meta_from_mcp(tool: &m::Tool) -> ToolMeta {
-    let hints = tool.annotations.as_ref();
-    ToolMeta {
-        title: tool.title.clone(),
-        output_schema: tool.output_schema.as_ref().map(|s| Value::Object((**s).clone())),
-        annotations: ToolAnnotations {
-            title: hints.and_then(|h| h.title.clone()),
-            read_only_hint: hints.and_then(|h| h.read_only_hint),
-            destructive_hint: hints.and_then(|h| h.destructive_hint),
-            idempotent_hint: hints.and_then(|h| h.idempotent_hint),
-            open_world_hint: hints.and_then(|h| h.open_world_hint),
-        },
-        icons: tool
-            .icons
-            .as_ref()
-            .map(|icons| icons.iter().cloned().map(icon_from).collect()),
-        wire_meta: tool.meta.as_ref().map(|m| m.0.clone()),
-        ..ToolMeta::default()
     }
 }
 
@@ -322,24 +274,5 @@ mod tests {
             serde_json::to_value(&original).unwrap()
         );
         assert_eq!(from_mcp(original).content.len(), 7);
-    }
-
-    #[test]
-    fn a_tools_fields_pass_through_unchanged() {
-        let original: m::Tool = serde_json::from_value(json!({
-            "name": "t", "title": "T", "description": "d", "inputSchema": {"type": "object"},
-            "outputSchema": {"type": "object", "properties": {"n": {"type": "number"}}},
-            "annotations": {"title": "A", "readOnlyHint": true, "destructiveHint": false,
-                            "idempotentHint": true, "openWorldHint": false},
-            "icons": [{"src": "https://x/i.png", "theme": "light"}],
-            "_meta": {"ui": 1}
-        }))
-        .unwrap();
-        let mut through = m::Tool::new("t", "d", original.input_schema.clone());
-        set_tool_meta(&tool_meta_from_mcp(&original), &mut through);
-        assert_eq!(
-            serde_json::to_value(&through).unwrap(),
-            serde_json::to_value(&original).unwrap()
-        );
     }
 }

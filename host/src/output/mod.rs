@@ -146,7 +146,7 @@ impl Block {
     /// every text and `_meta` it carries counted, and [`BLOCK_COST`].
     pub fn size(&self) -> usize {
         let text = |t: &Option<String>| t.as_ref().map_or(0, String::len);
-        let annotations = |a: &Option<Annotations>| {
+        let annotations = |a: &Option<ContentAnnotations>| {
             a.as_ref().map_or(0, |a| {
                 text(&a.last_modified) + a.audience.as_ref().map_or(0, Vec::len)
             })
@@ -192,7 +192,7 @@ pub struct Text {
     /// The text.
     pub text: String,
     /// How a client is to use it.
-    pub annotations: Option<Annotations>,
+    pub annotations: Option<ContentAnnotations>,
     /// The block's `_meta`.
     pub meta: Option<Meta>,
 }
@@ -205,7 +205,7 @@ pub struct Media {
     /// `image/png`, `audio/wav`...
     pub mime_type: String,
     /// How a client is to use it.
-    pub annotations: Option<Annotations>,
+    pub annotations: Option<ContentAnnotations>,
     /// The block's `_meta`.
     pub meta: Option<Meta>,
 }
@@ -228,7 +228,7 @@ pub struct ResourceLink {
     /// Icons a client may show for it.
     pub icons: Option<Vec<Icon>>,
     /// How a client is to use it.
-    pub annotations: Option<Annotations>,
+    pub annotations: Option<ContentAnnotations>,
     /// The block's `_meta`.
     pub meta: Option<Meta>,
 }
@@ -239,7 +239,7 @@ pub struct Embedded {
     /// The resource and its contents.
     pub resource: ResourceContents,
     /// How a client is to use it.
-    pub annotations: Option<Annotations>,
+    pub annotations: Option<ContentAnnotations>,
     /// The block's `_meta`.
     pub meta: Option<Meta>,
 }
@@ -268,7 +268,7 @@ pub enum Body {
 
 /// Hints on how a client uses a block.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Annotations {
+pub struct ContentAnnotations {
     /// Who the block is for.
     pub audience: Option<Vec<Role>>,
     /// How much it matters, from 0 (least) to 1 (most).

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::assembly::{CatalogError, Options, Sources};
+use super::catalog::{CatalogError, Options, Sources};
 use super::toolhost::Toolhost;
 use crate::ownership::{self, Refusal};
 use crate::plugin::{LoadError, LoadReport, LogSink, Runtime, tracing_sink};

@@ -1,70 +1,245 @@
-//! One call as its caller holds it: its identity, the token that cancels
-//! it and where its progress goes ([`CallControl`]), a call that produced
-//! no result ([`CallError`]) and such an error as the model reads it
-//! ([`error_text`]). Not here: the steps a call goes through (`steps`), nor
-//! the call-context resource a plugin is lent during `execute` (`plugin`),
-//! which is built from this.
+//! The steps of one call on one catalog: resolve → prepare-arguments (tool
+//! plugins) → coerce and validate against the enriched schema →
+//! before-call → the enrichers' transform-args (categorised tools only) →
+//! execute → after-call → the output-schema check.
+//!
+//! Errors before execute are returned as `Err` and skip after-call; a
+//! failed execution is a result with `is_error` that after-call may still
+//! rewrite. Cancellation ends a native or upstream call at once; a plugin
+//! is told through its call context and returns `cancelled` at its next
+//! check. Plugin failures in prepare-arguments, before-call and
+//! transform-args fail closed (naming the plugin); a failed after-call is
+//! logged and skipped.
+//!
+//! With speculation on, execute is preceded by a look in the prefetch cache
+//! (keyed by the final arguments, so a prefetch that went through the same
+//! steps is found) and followed, in the background, by planning the call's
+//! follow-ups from its structured result; a call that may change anything
+//! invalidates before and after it runs. A served result still goes through
+//! after-call, so the agent sees what a direct call would have given.
+//!
+//! A successful result of a tool that declares an output schema (native
+//! tools, upstream tools whose server gives one) is checked against it
+//! after after-call: one that does not match, or has no structured block,
+//! becomes an error result naming the fields, since an MCP client rejects
+//! it anyway.
+//!
+//! Whatever the call's outcome, it leaves through the gate (`gate`): the
+//! result within the caps and redacted, an error's text redacted.
+//!
+//! A real native read that was not served runs whole ([`run_kept`]) and
+//! leaves its file in the cache as a [`Prefetch::File`], for the reads
+//! that follow.
+//!
+//! Free functions over the catalog's types (which own their impls in
+//! `catalog`). Not here: how the catalog is built (`catalog`), running a
+//! backend (`catalog`), the speculation machinery (`speculation`) and the
+//! catalog as its target (`prefetch`, which imports this, not the
+//! reverse), the tools.
 
-use std::fmt::Display;
 use std::sync::Arc;
+use std::time::Instant;
 
-use tokio_util::sync::CancellationToken;
+use serde_json::{Map, Value};
 
-use crate::bounds::{MAX_ERROR_TEXT, cut};
-use crate::output::ToolError;
-use crate::plugin::ProgressFn;
+use super::catalog::{Backend, Bound, Core, Generation};
+use super::control::{CallControl, error_text};
+use super::validate;
+use crate::bounds::{MAX_QUOTED, excerpt, label};
+use crate::enrich::Enrichers;
+use crate::output::{CallOutput, ToolError};
+use crate::plugin::{BeforeCallDecision, Hooks};
+use crate::speculation::{Engine, Served};
+use crate::tools::FileText;
+use crate::tools::facts::WHOLE_FILE;
 
-/// One call's identity, cancellation and progress sink, held by its caller.
-#[derive(Clone)]
-pub struct CallControl {
-    /// Names the call in the plugins' call context and in logs.
-    pub call_id: String,
-    /// Cancelling it ends the call: a native or upstream call at once, a
-    /// plugin's at its next check ([`ToolError::Cancelled`]).
-    pub cancel: CancellationToken,
-    /// Where the progress the tool reports goes; `None` drops it.
-    pub progress: Option<ProgressFn>,
+/// Run one call through every step on this catalog, and its outcome
+/// through the gate, as the caller is to see it.
+pub(super) async fn call(
+    generation: &Generation,
+    name: &str,
+    args: Value,
+    ctx: &CallControl,
+) -> Result<CallOutput, ToolError> {
+    let gate = &generation.core.gate;
+    match run(generation, name, args, ctx).await {
+        Ok(output) => Ok(gate.result(name, generation.core.max_output(name), output)),
+        Err(e) => Err(gate.error(e)),
+    }
 }
 
-impl CallControl {
-    /// A call named `call_id`, not cancelled, whose progress is dropped.
-    pub fn new(call_id: impl Into<String>) -> Self {
-        Self {
-            call_id: call_id.into(),
-            cancel: CancellationToken::new(),
-            progress: None,
+async fn run(
+    generation: &Generation,
+    name: &str,
+    args: Value,
+    ctx: &CallControl,
+) -> Result<CallOutput, ToolError> {
+    let (bound, args) = prepare(&generation.core, name, args).await?;
+    if ctx.cancel.is_cancelled() {
+        return Err(ToolError::Cancelled);
+    }
+    let engine = generation.speculation.as_ref();
+    if let Some(engine) = engine {
+        engine.invalidate_for(name).await;
+    }
+    let served = match engine {
+        Some(engine) => tokio::select! {
+            biased;
+            _ = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
+            served = engine.serve(name, &args) => served,
+        },
+        None => Served::Run,
+    };
+    let ran = match (served, engine) {
+        (Served::Prefetched(answer), _) => Ok(answer),
+        (Served::Run, Some(engine)) if engine.keeps(name) => {
+            run_kept(engine, &bound.backend, name, args, ctx).await
+        }
+        (Served::Run, _) => bound.backend.execute(name, args, ctx).await,
+    };
+    let mut result = match ran {
+        Ok(result) => result,
+        Err(ToolError::Cancelled) => return Err(ToolError::Cancelled),
+        Err(e) => CallOutput::error(error_text(&e)),
+    };
+    if let Some(engine) = engine {
+        engine.invalidate_for(name).await;
+        if !result.is_error
+            && engine.follows_up(name)
+            && let Some(structured) = &result.structured_content
+        {
+            engine.plan_after(name, structured.clone());
         }
     }
+    after_call(bound, name, &mut result).await;
+    if !result.is_error
+        && let Some(schema) = &bound.output_schema
+        && let Err(message) = validate::check_output(name, schema, result.structured_content.as_ref())
+    {
+        tracing::warn!(tool = name, "{message}");
+        result = CallOutput {
+            details: result.details,
+            ..CallOutput::error(message)
+        };
+    }
+    Ok(result)
+}
 
-    /// The same call, its progress sent to `progress`.
-    pub fn with_progress(mut self, progress: ProgressFn) -> Self {
-        self.progress = Some(progress);
-        self
+/// The after-call hook of the tool's plugin, if it has one, laid over
+/// `result`; a failed hook is logged and skipped.
+async fn after_call(bound: &Bound, name: &str, result: &mut CallOutput) {
+    let Backend::Plugin(plugin, hooks) = &bound.backend else {
+        return;
+    };
+    if !hooks.contains(Hooks::AFTER_CALL) {
+        return;
+    }
+    match plugin.after_call(name, result, result.is_error).await {
+        Ok(Some(over)) => {
+            // Each field set replaces the old one whole (no merge).
+            if let Some(content) = over.content {
+                result.content = content;
+            }
+            if let Some(structured) = over.structured {
+                result.structured_content = structured;
+            }
+            if let Some(details) = over.details {
+                result.details = Some(details);
+            }
+            if let Some(flag) = over.is_error {
+                result.is_error = flag;
+            }
+        }
+        Ok(None) => {}
+        Err(e) => tracing::warn!(tool = name, "after-call skipped: {e}"),
     }
 }
 
-/// Room past [`MAX_ERROR_TEXT`] for the words a [`ToolError`] wraps around
-/// a text already cut to it (the tool's name, the step that failed), so that
-/// text is not cut twice and its marker still counts what the source sent.
-const WRAPPING: usize = 1 << 10;
-
-/// A call that produced no result: the tool called, the plugin that serves
-/// it if one does, and what went wrong. Its text is the [`ToolError`]'s, as
-/// the model is to read it (through [`error_text`]).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{error}")]
-pub struct CallError {
-    /// The tool called, as the caller named it.
-    pub tool: String,
-    /// The plugin that serves the tool (its own, or a base-catalog tool
-    /// bound to it), if a plugin does.
-    pub plugin: Option<Arc<str>>,
-    /// What went wrong, already redacted of every secret the host knows.
-    pub error: ToolError,
+/// A call up to execution (real or prefetched): resolve, prepare-arguments, validate,
+/// before-call, transform-args.
+pub(super) async fn prepare<'c>(
+    core: &'c Core,
+    name: &str,
+    args: Value,
+) -> Result<(&'c Bound, Map<String, Value>), ToolError> {
+    let bound = core
+        .tools
+        .get(name)
+        .ok_or_else(|| ToolError::NotFound(format!("Tool {} not found", label(name))))?;
+    let mut args = match args {
+        Value::Object(map) => map,
+        Value::Null => Map::new(),
+        other => {
+            return Err(ToolError::InvalidArgs(format!(
+                "the arguments of tool \"{name}\" must be a JSON object, received {}",
+                excerpt(&other, MAX_QUOTED, false)
+            )));
+        }
+    };
+    let hooks = match &bound.backend {
+        Backend::Plugin(_, hooks) => *hooks,
+        _ => Hooks::empty(),
+    };
+    if let Backend::Plugin(plugin, _) = &bound.backend
+        && hooks.contains(Hooks::PREPARE_ARGUMENTS)
+    {
+        args = plugin.prepare_arguments(name, args).await.map_err(|e| match e {
+            crate::plugin::PluginError::Rejected { message, .. } => ToolError::InvalidArgs(message),
+            other => ToolError::Failed(other.to_string()),
+        })?;
+    }
+    validate::check(name, &bound.schema, &mut args).map_err(ToolError::InvalidArgs)?;
+    if let Backend::Plugin(plugin, _) = &bound.backend
+        && hooks.contains(Hooks::BEFORE_CALL)
+    {
+        match plugin.before_call(name, &args).await {
+            Ok(BeforeCallDecision::Allow) => {}
+            Ok(BeforeCallDecision::Block(reason)) if reason.is_empty() => {
+                return Err(ToolError::Failed(format!("Tool {name} execution was blocked")));
+            }
+            Ok(BeforeCallDecision::Block(reason)) => return Err(ToolError::Failed(reason)),
+            Err(e) => return Err(ToolError::Failed(e.to_string())),
+        }
+    }
+    if !bound.transformers.is_empty() {
+        args = Enrichers::transform_chain(&bound.transformers, name, args)
+            .await
+            .map_err(|e| ToolError::Failed(e.to_string()))?;
+    }
+    Ok((bound, args))
 }
 
-/// An error ([`CallError`], [`ToolError`]) as the model reads it, within
-/// [`MAX_ERROR_TEXT`] (and the words wrapped around it) whatever built it.
-pub fn error_text(e: &impl Display) -> String {
-    cut(e.to_string(), MAX_ERROR_TEXT + WRAPPING)
+/// A prefetched result, as the cache keeps it.
+#[derive(Clone)]
+pub(super) enum Prefetch {
+    /// A native read's whole file, which answers any slice of it.
+    File(Arc<FileText>),
+    Result(Arc<CallOutput>),
+}
+
+/// Run a real call the engine [keeps](Engine::keeps) the result of: a
+/// native read loads its file whole (after the same latency, so still one
+/// backend call) and answers its slice from it, as a direct read does; the
+/// engine keeps the file. Other backends run as usual.
+async fn run_kept(
+    engine: &Engine<Core>,
+    backend: &Backend,
+    name: &str,
+    args: Map<String, Value>,
+    ctx: &CallControl,
+) -> Result<CallOutput, ToolError> {
+    let Backend::Native(native) = backend else {
+        return backend.execute(name, args, ctx).await;
+    };
+    if name != WHOLE_FILE {
+        return backend.execute(name, args, ctx).await;
+    }
+    let start = Instant::now();
+    let file = tokio::select! {
+        biased;
+        _ = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
+        file = native.load(&args) => file?,
+    };
+    let file = Prefetch::File(Arc::new(file));
+    Ok(engine.keep(name, &args, file, start.elapsed()))
 }

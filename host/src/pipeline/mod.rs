@@ -12,34 +12,37 @@
 //! transform-args (categorised tools only) → execute → after-call, then
 //! speculation plans its follow-ups.
 //!
-//! One concept a module:
-//! - `builder`: assembling a [`Toolhost`] ([`ToolhostBuilder`]): loading
-//!   and reaching the sources, each default stated, and what was left out
-//!   ([`BuildReport`]);
-//! - `call`: a call as its caller holds it ([`CallControl`]), a call that
-//!   got no result ([`CallError`]) and an error as the model reads it
+//! One concept a module, each importing only those listed before it
+//! (each file owns the impls of the types it declares; `prefetch`
+//! implements speculation's trait for the catalog):
+//! - `control`: a call as its caller holds it ([`CallControl`]), a call
+//!   that got no result ([`CallError`]) and an error as the model reads it
 //!   ([`error_text`]);
-//! - `assembly`: one build of the catalog from the [`Sources`]: gathering,
-//!   ownership, enrichment, value models, the speculation that runs on it;
+//! - `validate`: arguments and structured results against their schemas;
+//! - `catalog`: one build of the catalog from the [`Sources`]: gathering,
+//!   ownership, enrichment, value models, the speculation that runs on it,
+//!   and running a tool on its backend;
+//! - `call`: the steps of one call on one catalog;
+//! - `prefetch`: the catalog as the speculation engine's target;
 //! - `toolhost`: the [`Toolhost`] facade: the current catalog, rebuilt
 //!   whole when a source changes, and what it reports;
-//! - `steps`: the steps of one call on one catalog;
-//! - `validate`: arguments and structured results against their schemas;
-//! - `prefetch`: the pipeline as the speculation engine's target.
+//! - `builder`: assembling a [`Toolhost`] ([`ToolhostBuilder`]): loading
+//!   and reaching the sources, each default stated, and what was left out
+//!   ([`BuildReport`]).
 //!
 //! Not here: the MCP protocol (`mcp`), the speculation machinery
 //! (`speculation`), the tool sources themselves (`tools`, `plugin`,
 //! `upstream`).
 
-mod assembly;
 mod builder;
 mod call;
+mod catalog;
+mod control;
 mod prefetch;
-mod steps;
 mod toolhost;
 mod validate;
 
-pub use assembly::{CatalogError, Options, Sources};
 pub use builder::{BuildError, BuildReport, ToolhostBuilder};
-pub use call::{CallControl, CallError, error_text};
+pub use catalog::{CatalogError, Options, Sources};
+pub use control::{CallControl, CallError, error_text};
 pub use toolhost::Toolhost;

@@ -17,50 +17,34 @@
 //! alone), and every slice a real read asks of it is answered from that by
 //! the same code a direct read runs, so it is the same answer, line numbers,
 //! continuation hint and total included. It is served only while the file
-//! is still the one read (`tools::fresh`: inode, ctime and the rest of its
+//! is still the one read (`tools::read_cache`: inode, ctime and the rest of its
 //! stamp, or the content's digest), so a change made behind the host's back
 //! (by the agent's own editor, even one that restores the mtime) is always
 //! seen, and a write through the host need not drop the other files' reads.
 //! A real native read that was not served runs the same way, whole, and
 //! leaves its file in the cache for the reads that follow
-//! ([`run_kept`]): the re-reads after the agent's edits elsewhere, or
+//! (`call::run_kept`): the re-reads after the agent's edits elsewhere, or
 //! another slice of the same file, under the same freshness check.
 //! The directories of the files cached are watched
-//! ([`Changes`]), and a file held that changes behind the host's back (the
-//! agent's shell editing it) is read again ahead of the agent
-//! ([`refresh`], [`Engine::changed`]).
+//! (`tools::Changes`, started with the catalog's build), and a file held
+//! that changes behind the host's back (the agent's shell editing it) is
+//! read again ahead of the agent (`Engine::changed`).
 //! The other native tools are cached under their path normalised too.
 
 use serde_json::{Map, Value};
 
-use std::collections::BTreeSet;
-use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
-use tokio::sync::mpsc;
-
-use super::assembly::{Backend, Core};
-use super::call::{CallControl, error_text};
-use super::steps::execute;
-use crate::output::{CallOutput, ToolError};
+use super::call::{Prefetch, prepare};
+use super::catalog::{Backend, Core};
+use super::control::{CallControl, error_text};
+use crate::output::CallOutput;
+use crate::speculation::Target;
 use crate::speculation::engine::BoxFuture;
 use crate::speculation::planner::DeclineReason;
 use crate::speculation::settings::hostname;
-use crate::speculation::{Engine, Target};
 use crate::tools::facts::WHOLE_FILE;
-use crate::tools::{Changes, FileText, NativeTools, is_local};
-
-/// How long the changes reported must pause before the files are read
-/// again: an edit is often several writes, or several edits in a row.
-const SETTLE: Duration = Duration::from_millis(30);
-
-/// A prefetched result, as the cache keeps it.
-#[derive(Clone)]
-pub(super) enum Prefetch {
-    /// A native read's whole file, which answers any slice of it.
-    File(Arc<FileText>),
-    Result(Arc<CallOutput>),
-}
+use crate::tools::{NativeTools, is_local};
 
 impl Target for Core {
     type Output = Prefetch;
@@ -72,7 +56,7 @@ impl Target for Core {
         args: Map<String, Value>,
     ) -> BoxFuture<'_, Result<Map<String, Value>, String>> {
         Box::pin(async move {
-            Core::prepare(self, &tool, Value::Object(args))
+            prepare(self, &tool, Value::Object(args))
                 .await
                 .map(|(_, args)| args)
                 .map_err(|e| error_text(&e))
@@ -92,7 +76,9 @@ impl Target for Core {
                 return Ok(Prefetch::File(Arc::new(file)));
             }
             let ctx = CallControl::new(format!("prefetch-{tool}"));
-            let result = execute(&bound.backend, &tool, args, &ctx)
+            let result = bound
+                .backend
+                .execute(&tool, args, &ctx)
                 .await
                 .map_err(|e| error_text(&e))?;
             // An upstream's error result is not worth serving again.
@@ -222,81 +208,6 @@ impl Target for Core {
             .map(|(name, _)| name.clone())
             .collect()
     }
-}
-
-impl Core {
-    /// The most a result of `tool` may hold when its backend answers it
-    /// here, for the tools whose results replicas share (none for a native
-    /// tool).
-    fn output_cap(&self, tool: &str) -> Option<usize> {
-        match &self.tools.get(tool)?.backend {
-            Backend::Native(_) => None,
-            Backend::Plugin(plugin, _) => Some(plugin.limits().max_output_bytes),
-            Backend::Upstream(server, _) => Some(server.config.max_message_bytes),
-        }
-    }
-}
-
-/// Run a real call the engine [keeps](Engine::keeps) the result of: a
-/// native read loads its file whole (after the same latency, so still one
-/// backend call) and answers its slice from it, as a direct read does; the
-/// engine keeps the file. Other backends run as usual.
-pub(super) async fn run_kept(
-    engine: &Engine<Core>,
-    backend: &Backend,
-    name: &str,
-    args: Map<String, Value>,
-    ctx: &CallControl,
-) -> Result<CallOutput, ToolError> {
-    let Backend::Native(native) = backend else {
-        return execute(backend, name, args, ctx).await;
-    };
-    if name != WHOLE_FILE {
-        return execute(backend, name, args, ctx).await;
-    }
-    let start = Instant::now();
-    let file = tokio::select! {
-        biased;
-        _ = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
-        file = native.load(&args) => file?,
-    };
-    let file = Prefetch::File(Arc::new(file));
-    Ok(engine.keep(name, &args, file, start.elapsed()))
-}
-
-/// A watch for the files below `native`'s root that change, if the system
-/// grants one (without, nothing is read again ahead of time).
-pub(super) fn watch(native: &NativeTools) -> Option<(Changes, mpsc::Receiver<String>)> {
-    Changes::new(native.root())
-        .map_err(|e| tracing::debug!("files that change will not be read again ahead of time: {e}"))
-        .ok()
-}
-
-/// Tell `engine` of each file that changed, once the changes settle, until
-/// the watch or the engine is gone.
-pub(super) fn refresh(engine: Weak<Engine<Core>>, mut changed: mpsc::Receiver<String>) {
-    tokio::spawn(async move {
-        while let Some(first) = changed.recv().await {
-            let mut paths = BTreeSet::from([first]);
-            // A batch is bounded too, so a tree that never settles is still
-            // looked at.
-            while paths.len() < Changes::MAX_PENDING
-                && let Ok(next) = tokio::time::timeout(SETTLE, changed.recv()).await
-            {
-                match next {
-                    Some(path) => paths.insert(path),
-                    None => return,
-                };
-            }
-            let Some(engine) = engine.upgrade() else {
-                return;
-            };
-            for path in paths {
-                let args = Map::from_iter([("path".to_owned(), Value::String(path))]);
-                engine.changed(WHOLE_FILE, args).await;
-            }
-        }
-    });
 }
 
 /// Whether `host` is one of `grants` (a plugin's HTTP grants), by host name.

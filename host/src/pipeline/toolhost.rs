@@ -22,7 +22,7 @@
 //! a rebuild it was told of but has not made yet is announced again when it
 //! makes it.
 //!
-//! Not here: what a build does (`assembly`), the steps of a call (`steps`).
+//! Not here: what a build does (`catalog`), the steps of a call (`call`).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
@@ -30,9 +30,9 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use super::assembly::{Backend, CatalogError, Generation, Options, Sources};
 use super::builder::ToolhostBuilder;
-use super::call::{CallControl, CallError};
+use super::catalog::{Backend, CatalogError, Generation, Options, Sources};
+use super::control::{CallControl, CallError};
 use crate::enrich::Listing;
 use crate::gateway::Gateway;
 use crate::output::CallOutput;
@@ -251,11 +251,13 @@ impl Toolhost {
         ctx: &CallControl,
     ) -> Result<CallOutput, CallError> {
         let catalog = self.shared.current();
-        catalog.call(name, args, ctx).await.map_err(|error| CallError {
-            tool: name.to_owned(),
-            plugin: catalog.core.plugin(name).map(|p| p.name.clone()),
-            error,
-        })
+        super::call::call(&catalog, name, args, ctx)
+            .await
+            .map_err(|error| CallError {
+                tool: name.to_owned(),
+                plugin: catalog.core.plugin(name).map(|p| p.name.clone()),
+                error,
+            })
     }
 
     /// The tool plugin serving `name`, if one does and implements `hook`

@@ -11,7 +11,7 @@
 //! `deserialize` is unsafe because it trusts the bytes), so an entry runs
 //! only if this cache wrote it, for the component now being loaded:
 //! - The directory is created with mode 0700 and checked at every load,
-//!   as a plugin's path is (`supply::check_safe_dir`: owned by this user or
+//!   as a plugin's path is (`plugin_file::check_safe_dir`: owned by this user or
 //!   root, writable by nobody else, nor is any directory above it unless
 //!   sticky). A directory that fails is not used at all: a warning says
 //!   why, and plugins are compiled.
@@ -276,7 +276,7 @@ impl CodeCache {
 /// (making one if it has none).
 fn open_dir(dir: &Path) -> Result<hmac::Key, String> {
     create_private_dir(dir).map_err(|e| format!("cannot create it: {e}"))?;
-    crate::supply::check_safe_dir(dir).map_err(|e| e.message)?;
+    crate::plugin_file::check_safe_dir(dir).map_err(|e| e.message)?;
     let path = dir.join(KEY_FILE);
     let key = match read_key(&path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

@@ -25,9 +25,9 @@ use super::wit::{self, latest};
 use super::{Plugin, PluginError};
 use crate::args_edit::ArgsEdit;
 use crate::bounds::{self, shown};
-use crate::catalog::Annotations;
 use crate::output::{Block, CallOutput, ToolError};
 use crate::schema::{SchemaEdit, ToolSchema};
+use crate::tool::ToolAnnotations;
 use crate::value_model::{FollowUpLink, ValueModel};
 
 /// What an enricher did to one tool's schema.
@@ -40,8 +40,10 @@ pub struct Enrichment {
 }
 
 impl Plugin {
-    // Each export as the rest of the host calls it: observed (`rerun`),
-    // then checked (the `*_now` methods below).
+    // Each export as the rest of the host calls it: observed (`rerun`:
+    // recorded, compared with a shadow candidate) around the
+    // `*_unobserved` method below, which runs the export in an instance
+    // and checks its answer.
 
     pub(super) async fn call_supported_categories(&self) -> Result<Vec<String>, PluginError> {
         let input = self.observing().then(|| json!({}));
@@ -49,7 +51,7 @@ impl Plugin {
             "supported-categories",
             input,
             |c| json!(c),
-            self.supported_categories_now(),
+            self.supported_categories_unobserved(),
         )
         .await
     }
@@ -63,7 +65,7 @@ impl Plugin {
             "enrich-schema",
             input,
             rerun::enrichment_json,
-            self.enrich_schema_now(tool, schema),
+            self.enrich_schema_unobserved(tool, schema),
         )
         .await
     }
@@ -84,7 +86,7 @@ impl Plugin {
             "transform-args",
             input,
             |(args, room)| rerun::transformed_json(args, *room),
-            self.transform_args_now(tool, args, room),
+            self.transform_args_unobserved(tool, args, room),
         )
         .await
     }
@@ -92,8 +94,13 @@ impl Plugin {
     /// The plugin's value model of `tool` (`value-model`), if it has one.
     pub async fn value_model(&self, tool: &str) -> Result<Option<ValueModel>, PluginError> {
         let input = self.observing().then(|| json!({"tool": tool}));
-        self.observed("value-model", input, |m| json!(m), self.value_model_now(tool))
-            .await
+        self.observed(
+            "value-model",
+            input,
+            |m| json!(m),
+            self.value_model_unobserved(tool),
+        )
+        .await
     }
 
     /// Argument objects for follow-up calls, or `None` for no opinion.
@@ -110,7 +117,7 @@ impl Plugin {
             "project-args",
             input,
             |p| json!(p),
-            self.project_args_now(prev_tool, prev_result, link),
+            self.project_args_unobserved(prev_tool, prev_result, link),
         )
         .await
     }
@@ -126,7 +133,7 @@ impl Plugin {
             "rate-limit-host",
             input,
             |h| json!(h),
-            self.rate_limit_host_now(tool, args),
+            self.rate_limit_host_unobserved(tool, args),
         )
         .await
     }
@@ -137,7 +144,7 @@ impl Plugin {
             "list-tools",
             input,
             |t| rerun::definitions_json(t),
-            self.list_tools_now(),
+            self.list_tools_unobserved(),
         )
         .await
     }
@@ -153,7 +160,7 @@ impl Plugin {
             "prepare-arguments",
             input,
             |a| json!(a),
-            self.prepare_arguments_now(tool, args),
+            self.prepare_arguments_unobserved(tool, args),
         )
         .await
     }
@@ -169,7 +176,7 @@ impl Plugin {
             "before-call",
             input,
             rerun::decision_json,
-            self.before_call_now(tool, args),
+            self.before_call_unobserved(tool, args),
         )
         .await
     }
@@ -189,7 +196,7 @@ impl Plugin {
             rerun::EXECUTE,
             input,
             rerun::execution_json,
-            self.execute_now(tool, args, call_id, cancelled, progress),
+            self.execute_unobserved(tool, args, call_id, cancelled, progress),
         )
         .await
     }
@@ -208,7 +215,7 @@ impl Plugin {
             "after-call",
             input,
             |o| json!(o.as_ref().map(rerun::override_json)),
-            self.after_call_now(tool, result, is_error),
+            self.after_call_unobserved(tool, result, is_error),
         )
         .await
     }
@@ -227,7 +234,7 @@ impl Plugin {
             "render-call",
             input,
             |t| json!(t),
-            self.render_call_now(tool, args, width),
+            self.render_call_unobserved(tool, args, width),
         )
         .await
     }
@@ -246,7 +253,7 @@ impl Plugin {
             "render-result",
             input,
             |t| json!(t),
-            self.render_result_now(tool, result, options),
+            self.render_result_unobserved(tool, result, options),
         )
         .await
     }
@@ -349,7 +356,7 @@ impl Plugin {
         self.instances.identity().http.redactor()
     }
 
-    async fn supported_categories_now(&self) -> Result<Vec<String>, PluginError> {
+    async fn supported_categories_unobserved(&self) -> Result<Vec<String>, PluginError> {
         const M: &str = "supported-categories";
         self.require_enricher(M)?;
         let answer = self
@@ -383,7 +390,11 @@ impl Plugin {
         Ok(categories)
     }
 
-    async fn enrich_schema_now(&self, tool: &str, schema: ToolSchema) -> Result<Enrichment, PluginError> {
+    async fn enrich_schema_unobserved(
+        &self,
+        tool: &str,
+        schema: ToolSchema,
+    ) -> Result<Enrichment, PluginError> {
         const M: &str = "enrich-schema";
         self.require_enricher(M)?;
         let (name, cap) = (self.name.clone(), self.limits().max_output_bytes);
@@ -405,7 +416,9 @@ impl Plugin {
             .await?;
         let enriched = answer.map_err(|message| self.rejected(M, &message))?;
         // The model reads the schema: no secret of this plugin in it.
-        edit.schema.redact(self.redactor());
+        let (description, object) = edit.schema.parts_mut();
+        self.redactor().string(description);
+        self.redactor().map(object);
         Ok(Enrichment {
             edit,
             transforms_args: enriched.transforms_args,
@@ -425,7 +438,7 @@ impl Plugin {
             .0)
     }
 
-    async fn transform_args_now(
+    async fn transform_args_unobserved(
         &self,
         tool: &str,
         args: Map<String, Value>,
@@ -453,7 +466,7 @@ impl Plugin {
         Ok((args, room))
     }
 
-    async fn value_model_now(&self, tool: &str) -> Result<Option<ValueModel>, PluginError> {
+    async fn value_model_unobserved(&self, tool: &str) -> Result<Option<ValueModel>, PluginError> {
         const M: &str = "value-model";
         self.require_enricher(M)?;
         let model = self
@@ -483,7 +496,7 @@ impl Plugin {
         Ok(Some(model))
     }
 
-    async fn project_args_now(
+    async fn project_args_unobserved(
         &self,
         prev_tool: &str,
         prev_result: &Value,
@@ -516,7 +529,7 @@ impl Plugin {
             .map(Some)
     }
 
-    async fn rate_limit_host_now(
+    async fn rate_limit_host_unobserved(
         &self,
         tool: &str,
         args: &Map<String, Value>,
@@ -544,7 +557,7 @@ impl Plugin {
         }
     }
 
-    async fn list_tools_now(&self) -> Result<Vec<ToolDefinition>, PluginError> {
+    async fn list_tools_unobserved(&self) -> Result<Vec<ToolDefinition>, PluginError> {
         const M: &str = "list-tools";
         self.require_tool(M)?;
         let answer = self
@@ -587,7 +600,7 @@ impl Plugin {
         Ok(definitions)
     }
 
-    async fn prepare_arguments_now(
+    async fn prepare_arguments_unobserved(
         &self,
         tool: &str,
         args: Map<String, Value>,
@@ -612,7 +625,7 @@ impl Plugin {
         Ok(args)
     }
 
-    async fn before_call_now(
+    async fn before_call_unobserved(
         &self,
         tool: &str,
         args: &Map<String, Value>,
@@ -638,7 +651,7 @@ impl Plugin {
         Ok(decision)
     }
 
-    async fn execute_now(
+    async fn execute_unobserved(
         &self,
         tool: &str,
         args: &Map<String, Value>,
@@ -701,7 +714,7 @@ impl Plugin {
         Ok(output)
     }
 
-    async fn after_call_now(
+    async fn after_call_unobserved(
         &self,
         tool: &str,
         result: &CallOutput,
@@ -741,7 +754,7 @@ impl Plugin {
         Ok(Some(over))
     }
 
-    async fn render_call_now(
+    async fn render_call_unobserved(
         &self,
         tool: &str,
         args: &Value,
@@ -761,7 +774,7 @@ impl Plugin {
         Ok(text.map(|t| self.redactor().text(&t).into_owned()))
     }
 
-    async fn render_result_now(
+    async fn render_result_unobserved(
         &self,
         tool: &str,
         result: &CallOutput,
@@ -829,7 +842,7 @@ fn definition(t: latest::tool::ToolDefinition) -> Result<ToolDefinition, String>
         description: t.description,
         input_schema,
         output_schema,
-        annotations: Annotations {
+        annotations: ToolAnnotations {
             title: None,
             read_only_hint: a.read_only_hint,
             destructive_hint: a.destructive_hint,
@@ -881,7 +894,7 @@ fn check_blocks(blocks: &[Block]) -> Result<(), String> {
             Ok(())
         }
     };
-    let annotations = |a: &Option<crate::output::Annotations>| -> Result<(), String> {
+    let annotations = |a: &Option<crate::output::ContentAnnotations>| -> Result<(), String> {
         let Some(a) = a else { return Ok(()) };
         if let Some(p) = a.priority.filter(|p| !(0.0..=1.0).contains(p)) {
             return Err(format!("a result's block has priority {p}, outside 0..1"));

@@ -8,8 +8,8 @@
 use serde_json::Value;
 
 use crate::bounds::{self, shown};
-use crate::catalog::{Annotations, ToolMeta, ToolSpec};
 use crate::output::Block;
+use crate::tool::{ToolAnnotations, ToolMeta, ToolSpec};
 
 /// What a tool's definition says that reaches the model's view (its name,
 /// the prompt fields, the description), from whichever source defines it:
@@ -101,7 +101,7 @@ pub struct ToolDefinition {
     pub output_schema: Option<Value>,
     /// The plugin's own hints, a claim: what is served is decided with the
     /// tool's value model and the plugin's grants (see `pipeline`).
-    pub annotations: Annotations,
+    pub annotations: ToolAnnotations,
     pub snippet: Option<String>,
     pub guidelines: Vec<String>,
     pub category: Option<String>,

@@ -26,7 +26,7 @@ use super::manifest::Manifest;
 use super::shadow::Shadow;
 use super::wit::{Indices, PACKAGE, Version};
 use super::{Plugin, PluginError, Runtime, Worlds};
-use crate::supply::ComponentFile;
+use crate::plugin_file::ComponentFile;
 
 /// A file that could not be loaded, and why.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -144,7 +144,7 @@ pub trait Admission: Sync {
     /// is never locked or approved (it is what may replace the plugin, and
     /// it runs with no grant), but its file must be as safe as a plugin's.
     fn admit_candidate(&self, path: &Path) -> Result<Option<ComponentFile>, String> {
-        crate::supply::check_safe_path(path)
+        crate::plugin_file::check_safe_path(path)
             .map(|()| None)
             .map_err(|e| e.message)
     }
@@ -435,7 +435,7 @@ impl Runtime {
                 None => {
                     let bytes = std::fs::read(path)
                         .map_err(|e| (K::InvalidComponent, format!("cannot read it: {e}")))?;
-                    crate::supply::Digest::of(&bytes).to_string()
+                    crate::plugin_file::Digest::of(&bytes).to_string()
                 }
             };
             plugin.recording = Some((recorder.clone(), digest));

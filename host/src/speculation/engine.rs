@@ -54,7 +54,7 @@ use serde_json::{Map, Value};
 
 use super::cache::{Key, Lookup, Prefetched, SpecCache};
 use super::dispatcher::{Dispatcher, Refused};
-use super::fanout::{FanOut, Origin};
+use super::fanout::{FanOut, FollowUpRank};
 use super::metrics::{Metrics, Snapshot};
 use super::planner::{self, DeclineReason};
 use super::projection;
@@ -193,7 +193,7 @@ enum How {
 struct Candidate {
     tool: String,
     args: Map<String, Value>,
-    origin: Origin,
+    origin: FollowUpRank,
     prior: f32,
 }
 
@@ -385,7 +385,7 @@ impl<T: Target> Engine<T> {
             return;
         }
         self.cache.drop_entry(&key);
-        let origin = Origin {
+        let origin = FollowUpRank {
             from: CHANGED.to_owned(),
             to: tool.to_owned(),
             rank: 0,
@@ -438,7 +438,7 @@ impl<T: Target> Engine<T> {
                 self.metrics.declined(DeclineReason::NoArguments);
             }
             for (rank, args) in projected.into_iter().enumerate() {
-                let origin = Origin {
+                let origin = FollowUpRank {
                     from: tool.to_owned(),
                     to: call.link.tool.clone(),
                     rank,
@@ -722,7 +722,7 @@ mod tests {
     }
 
     fn engine(files: Arc<Files>, ttl: Option<u32>) -> Engine<Files> {
-        let mut models = ValueModels::with_builtins();
+        let mut models = crate::tools::facts::value_models();
         let read = ValueModel {
             cost: CostModel {
                 freshness_ttl_s: ttl,
@@ -902,7 +902,7 @@ mod tests {
     async fn a_writer_without_invalidates_drops_its_neighbours() {
         let files = Arc::new(Files::default());
         files.content.lock().unwrap().insert("a.rs".into(), "x".into());
-        let mut models = ValueModels::with_builtins();
+        let mut models = crate::tools::facts::value_models();
         let unknown_writer = ValueModel {
             side_effect: Some(SideEffect::MutatesExternal),
             ..ValueModel::default()
@@ -1092,7 +1092,7 @@ mod tests {
     #[tokio::test]
     async fn tools_the_configuration_leaves_off_are_never_dispatched() {
         let files = Arc::new(Files::default());
-        let mut models = ValueModels::with_builtins();
+        let mut models = crate::tools::facts::value_models();
         let hosted = ValueModel {
             rate_limit_host: Some("api.example.com".into()),
             ..ValueModel::default()

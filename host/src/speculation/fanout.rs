@@ -52,10 +52,10 @@ pub const PRIOR_WEIGHT: f64 = 5.0;
 /// Offered candidates remembered at most; the oldest are forgotten first.
 const MAX_REMEMBERED: usize = 4096;
 
-/// Where a candidate came from: the tool that ran, the follow-up tool and
-/// the candidate's rank in the projection.
+/// Where a candidate came from, the unit the fan-out learns by: the tool
+/// that ran, the follow-up tool and the candidate's rank in the projection.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Origin {
+pub struct FollowUpRank {
     pub from: String,
     pub to: String,
     pub rank: usize,
@@ -71,22 +71,22 @@ struct Counts {
 }
 
 struct Offered {
-    origin: Origin,
+    origin: FollowUpRank,
     until: Instant,
 }
 
 #[derive(Default)]
 struct Inner {
-    counts: BTreeMap<Origin, Counts>,
+    counts: BTreeMap<FollowUpRank, Counts>,
     /// Each link's declared probability as last asked, for the cluster.
-    priors: HashMap<Origin, f32>,
+    priors: HashMap<FollowUpRank, f32>,
     offered: HashMap<Key, Offered>,
 }
 
 impl Inner {
     /// The counts of one rank of one link, made empty if new.
     fn counts_of(&mut self, from: String, to: String, rank: usize) -> &mut Counts {
-        self.counts.entry(Origin { from, to, rank }).or_default()
+        self.counts.entry(FollowUpRank { from, to, rank }).or_default()
     }
 }
 
@@ -113,7 +113,7 @@ impl FanOut {
 
     /// Whether a candidate of `origin` is still worth dispatching at
     /// `floor` (see the module doc).
-    pub fn likely(&self, origin: &Origin, prior: f32, floor: f32) -> bool {
+    pub fn likely(&self, origin: &FollowUpRank, prior: f32, floor: f32) -> bool {
         let mut inner = self.lock();
         let (offered, used) = inner.counts.get(origin).map_or((0, 0), |c| (c.offered, c.used));
         inner.priors.insert(origin.clone(), prior);
@@ -123,7 +123,7 @@ impl FanOut {
 
     /// Remember that `key` was offered by `origin` (dispatched or not),
     /// for `ttl`. An offer of a key already remembered is not counted twice.
-    pub fn offer(&self, key: Key, origin: Origin, ttl: Duration) {
+    pub fn offer(&self, key: Key, origin: FollowUpRank, ttl: Duration) {
         let mut inner = self.lock();
         let now = Instant::now();
         if inner.offered.get(&key).is_some_and(|o| o.until > now) {
@@ -264,8 +264,8 @@ mod tests {
         Key::new("read", json!({"path": path}).as_object().unwrap())
     }
 
-    fn origin(rank: usize) -> Origin {
-        Origin {
+    fn origin(rank: usize) -> FollowUpRank {
+        FollowUpRank {
             from: "grep".into(),
             to: "read".into(),
             rank,
@@ -274,7 +274,7 @@ mod tests {
 
     const MINUTE: Duration = Duration::from_secs(60);
 
-    fn mean(fan: &FanOut, origin: &Origin, prior: f32) -> f64 {
+    fn mean(fan: &FanOut, origin: &FollowUpRank, prior: f32) -> f64 {
         let inner = fan.lock();
         let (offered, used) = inner.counts.get(origin).map_or((0, 0), |c| (c.offered, c.used));
         Posterior::new(offered, used, prior, origin.rank).mean

@@ -247,7 +247,7 @@ mod tests {
 
     #[test]
     fn the_native_chains_fire() {
-        let m = ValueModels::with_builtins();
+        let m = crate::tools::facts::value_models();
         assert_eq!(
             planned(&plan(&m, "glob", &[], &PlannerOptions::default())),
             ["read"]

@@ -17,9 +17,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::SupplyError;
-use super::component::Digest;
 use super::consent::Consent;
 use super::facts::Facts;
+use crate::plugin_file::Digest;
 
 /// The user's approvals of each plugin's authority (`toolhost approve`).
 #[derive(Debug, Default, Serialize, Deserialize)]

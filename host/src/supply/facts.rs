@@ -4,9 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::component::{ComponentFile, Digest};
 use super::consent::Consent;
 use crate::plugin::Manifest;
+use crate::plugin_file::{ComponentFile, Digest};
 
 #[derive(Debug, Clone)]
 pub struct Facts {

@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::SupplyError;
-use super::component::Digest;
 use super::consent::Consent;
 use super::facts::Facts;
+use crate::plugin_file::Digest;
 
 /// The version of the format written.
 const VERSION: u32 = 1;

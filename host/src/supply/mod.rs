@@ -1,8 +1,8 @@
 //! Knowing exactly what runs: the checks a plugin file passes before its
 //! code is compiled or run.
 //!
-//! - `safe_path`: no other user can write the file, its manifest, or a
-//!   directory above them (as ssh requires of keys).
+//! - safe paths (`plugin_file`): no other user can write the file, its
+//!   manifest, or a directory above them (as ssh requires of keys).
 //! - `lock`: when `plugins.lock` exists, only the plugins it records,
 //!   with the digests and authority it records, load.
 //!
@@ -27,14 +27,16 @@
 //! When the checks read the file, the loader compiles (or finds in the
 //! code cache, by digest) exactly the bytes they checked, not whatever is
 //! at the path by then; when they read nothing, the path is one nobody
-//! but the user (or root) can change, as `safe_path` made sure.
+//! but the user (or root) can change, as the safe-path check made sure.
+//!
+//! Supply sits above the loader: it is the loader's [`Admission`] and
+//! drives [`Runtime::load_dir_admitting`]; the loader knows the trait,
+//! never these checks. Both read a file through `plugin_file`.
 
 mod approval;
-mod component;
 mod consent;
 mod facts;
 mod lock;
-mod safe_path;
 pub mod signature;
 
 use std::collections::BTreeMap;
@@ -44,15 +46,14 @@ use std::sync::Mutex;
 use serde::Deserialize;
 
 use crate::plugin::{Admission, LoadError, LoadErrorKind, LoadReport, Manifest, Runtime, UnreadableDir};
+use crate::plugin_file::check_safe_dir;
 
+pub use crate::plugin_file::Digest;
+pub(crate) use crate::plugin_file::{ComponentFile, UnsafePath, check_safe_path};
 pub use approval::Approvals;
-pub(crate) use component::ComponentFile;
-pub use component::Digest;
 pub use consent::Consent;
 pub(crate) use facts::Facts;
 pub use lock::Lock;
-pub(crate) use safe_path::check_dir as check_safe_dir;
-pub(crate) use safe_path::{UnsafePath, check as check_safe_path};
 pub(crate) use signature::TrustedKeys;
 
 /// `[trust]` of toolhost.toml.
@@ -135,7 +136,7 @@ fn located(configured: Option<&Path>, plugin_dir: &Path, name: &str) -> PathBuf 
     if inside.exists() || !beside.exists() {
         return inside;
     }
-    match safe_path::check_dir(holder) {
+    match check_safe_dir(holder) {
         Ok(()) => {
             tracing::warn!(
                 "using {}, where an older toolhost kept it: move it to {}",
@@ -216,7 +217,7 @@ pub enum SupplyError {
 fn read_optional(path: &Path) -> Result<Option<String>, SupplyError> {
     match std::fs::read_to_string(path) {
         Ok(text) => {
-            safe_path::check(path)?;
+            check_safe_path(path)?;
             Ok(Some(text))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -271,10 +272,10 @@ impl Supply {
 
     /// The paths a plugin's code and authority come from are safe.
     fn check_paths(path: &Path) -> Result<(), UnsafePath> {
-        safe_path::check(path)?;
+        check_safe_path(path)?;
         let manifest = path.with_extension("toml");
         if manifest.exists() {
-            safe_path::check(&manifest)?;
+            check_safe_path(&manifest)?;
         }
         Ok(())
     }

@@ -11,8 +11,8 @@
 
 use serde_json::{Value, json};
 
-use crate::catalog::{Annotations, ToolMeta, ToolSpec};
-use crate::value_model::{CostModel, FollowUpLink, SideEffect, ValueClass, ValueModel};
+use crate::tool::{ToolAnnotations, ToolMeta, ToolSpec};
+use crate::value_model::{CostModel, FollowUpLink, Layer, SideEffect, ValueClass, ValueModel, ValueModels};
 
 /// Every native tool's name, served or not (`write` and `edit` only with a
 /// writable root): reserved for the host (see `ownership`).
@@ -51,9 +51,9 @@ pub fn specs(writable: bool) -> Vec<ToolSpec> {
             title: Some(title(name)),
             guidelines: guidelines(name),
             output_schema: Some(output_schema(name)),
-            annotations: Annotations {
+            annotations: ToolAnnotations {
                 open_world_hint: Some(!is_local(name) && !writes(name)),
-                ..Annotations::default()
+                ..ToolAnnotations::default()
             },
             ..ToolMeta::default()
         },
@@ -234,6 +234,18 @@ pub fn value_model(name: &str) -> Option<ValueModel> {
     })
 }
 
+/// The built-in models of the native tools ([`value_model`]), each under
+/// its name: the bottom layer every catalog's value models start from.
+pub fn value_models() -> ValueModels {
+    let mut models = ValueModels::default();
+    for tool in NATIVE_NAMES {
+        if let Some(model) = value_model(tool) {
+            models.add(tool, Layer::BuiltIn, &model);
+        }
+    }
+    models
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,5 +265,14 @@ mod tests {
         let served: Vec<String> = specs(true).into_iter().map(|s| s.name).collect();
         assert_eq!(served, NATIVE_NAMES);
         assert!(is_local(WHOLE_FILE));
+    }
+
+    #[test]
+    fn builtins_carry_the_read_after_listing_chains() {
+        let models = value_models();
+        let glob = models.get("glob").unwrap();
+        assert_eq!(glob.follow_ups.as_ref().unwrap()[0].probability, 0.32);
+        assert!(models.get("read").unwrap().is_speculatable());
+        assert!(!models.get("write").unwrap().is_speculatable());
     }
 }

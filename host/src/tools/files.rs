@@ -1,63 +1,22 @@
 //! `read` and `ls`: one file's lines, one directory's entries. A read
-//! loads its file whole ([`FileText`]) and answers the slice asked for, so a
-//! cached file answers every slice of it as a direct read does.
+//! loads its file whole (`read_cache::FileText`) and answers the slice
+//! asked for, so a cached file answers every slice of it as a direct read
+//! does.
 
 use std::collections::BinaryHeap;
 use std::ffi::OsString;
-use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
 
-use super::fresh::Seen;
+use super::read_cache::{FileText, load};
 use super::{CallOutput, Root, ToolError, opt_str, opt_usize, result, str_arg};
 use crate::bounds::native::{MAX_LISTED, MAX_NAMES_HELD};
 
 /// Lines returned when the call gives no limit.
 const DEFAULT_LINES: usize = 2000;
 
-/// A whole text file as `read` loaded it: any slice of it is answered from
-/// here exactly as a direct `read` of that slice would be.
-#[derive(Debug, Clone)]
-pub struct FileText {
-    /// Its path relative to the root.
-    rel: PathBuf,
-    text: String,
-    seen: Seen,
-}
-
-impl FileText {
-    /// Bytes held, for a cache's bound.
-    pub fn size(&self) -> usize {
-        self.text.len()
-    }
-
-    /// Its path relative to the root, as results give it.
-    pub fn path(&self) -> String {
-        Root::display(&self.rel)
-    }
-
-    /// Whether the file on disk is still the one loaded.
-    pub fn is_current(&self, root: &Root) -> bool {
-        self.seen.still(root, &self.rel)
-    }
-}
-
 pub fn read(root: &Root, args: &Map<String, Value>) -> Result<CallOutput, ToolError> {
     slice(&load(root, str_arg(args, "path")?)?, args)
-}
-
-/// The whole of the text file `given` names.
-pub fn load(root: &Root, given: &str) -> Result<FileText, ToolError> {
-    let (bytes, meta, rel) = root.read(given)?;
-    if bytes.contains(&0) {
-        return Err(ToolError::Failed(format!("{given}: a binary file, not text")));
-    }
-    let seen = Seen::new(&meta, &bytes);
-    Ok(FileText {
-        rel,
-        text: String::from_utf8_lossy(&bytes).into_owned(),
-        seen,
-    })
 }
 
 /// The lines of `file` a `read` call with `args` asks for, as that call

@@ -7,7 +7,9 @@
 //! [{"path", "line", "text"}]}`, `read` → `{"path", "content", "lines":
 //! [start, end], "total_lines"}`). What the host knows and says of each tool
 //! (schemas, titles, guidelines, value models, how speculation treats it)
-//! is in [`facts`], in one place; the rest of this module runs the tools.
+//! is in [`facts`], in one place; a read's file kept whole for the cache,
+//! its freshness and the watch on it are in `read_cache`; the rest of this
+//! module runs the tools.
 //! Validation against the schema, hooks and cancellation belong to the call
 //! pipeline.
 //!
@@ -18,10 +20,9 @@
 //! searches answer a bounded count and say they stopped, and the blocking
 //! work runs on a bounded number of threads with a deadline (`work`).
 
-mod changes;
 pub mod facts;
 mod files;
-mod fresh;
+pub(crate) mod read_cache;
 mod root;
 mod search;
 mod walk;
@@ -33,11 +34,10 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::catalog::ToolSpec;
 use crate::output::{Block, CallOutput, ToolError};
-pub use changes::Changes;
+use crate::tool::ToolSpec;
 pub use facts::{NATIVE_NAMES, is_local};
-pub use files::FileText;
+pub use read_cache::{Changes, FileText};
 pub use root::Root;
 pub use web::WebSettings;
 
@@ -120,7 +120,9 @@ impl NativeTools {
         }
         let root = self.root.clone();
         let given = str_arg(args, "path")?.to_owned();
-        self.work.run("read", move |_| files::load(&root, &given)).await
+        self.work
+            .run("read", move |_| read_cache::load(&root, &given))
+            .await
     }
 
     /// What a `read` call with `args` answers, from its file loaded whole.
@@ -128,7 +130,7 @@ impl NativeTools {
         files::slice(file, args)
     }
 
-    /// Whether `file` is still what is on disk (see `fresh`).
+    /// Whether `file` is still what is on disk (see `read_cache`).
     pub fn is_current(&self, file: &FileText) -> bool {
         file.is_current(&self.root)
     }

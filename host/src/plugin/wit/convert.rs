@@ -109,8 +109,8 @@ pub fn after_call(o: Override) -> Result<AfterCallOverride, String> {
     })
 }
 
-fn annotations(a: Option<wit::Annotations>) -> Option<output::Annotations> {
-    a.map(|a| output::Annotations {
+fn annotations(a: Option<wit::Annotations>) -> Option<output::ContentAnnotations> {
+    a.map(|a| output::ContentAnnotations {
         audience: (!a.audience.is_empty()).then(|| {
             a.audience
                 .into_iter()
@@ -166,7 +166,7 @@ fn block(c: wit::Content) -> Block {
     }
 }
 
-fn annotations_to_wit(a: &Option<output::Annotations>) -> Option<wit::Annotations> {
+fn annotations_to_wit(a: &Option<output::ContentAnnotations>) -> Option<wit::Annotations> {
     a.as_ref().map(|a| wit::Annotations {
         audience: a
             .audience

@@ -33,10 +33,20 @@
 //!
 //! Logging: each session is sent the plugin and upstream log lines of a
 //! [`ClientLog`] at the level it set with `logging/setLevel` (see
-//! `crate::client_log`). Over HTTP, requests pass `crate::auth` first;
+//! `crate::client_log`). Over HTTP, requests pass `auth` first;
 //! `/metrics` (`metrics`) counts the calls, and `/healthz` answers
 //! probes. A call's log span carries the `traceparent` of its `_meta`.
+//!
+//! The front is this directory: the server, its transports (`stdio`,
+//! `sessions`), what it bounds and counts (`progress`, `metrics`), the
+//! revisions it speaks (`revision`), and who may call it over HTTP
+//! (`auth`). What the front uses but other parts use too stays outside,
+//! each saying why: `client_log` (upstream servers log through it),
+//! `gateway` (the library's `Toolhost` carries it), `output::mcp` (the
+//! upstream client converts with it) and `http_client` (shared by the
+//! native tools, plugins and upstream servers).
 
+mod auth;
 mod metrics;
 mod progress;
 mod revision;
@@ -75,8 +85,8 @@ use crate::pipeline::{CallControl, Toolhost, error_text};
 use crate::prompt::PROMPT_NAME;
 use sessions::CappedSessions;
 
-pub use crate::auth::{AuthConfig, HttpAccess};
 pub use crate::client_log::ClientLog;
+pub use auth::{AuthConfig, HttpAccess};
 
 /// The sessions that have sent `initialized`, by session number.
 type SessionList = Mutex<HashMap<u64, Peer<RoleServer>>>;
@@ -236,7 +246,7 @@ fn to_tool(t: &EnrichedTool) -> Tool {
         t.schema.description().to_owned(),
         object(t.schema.to_value()),
     );
-    mcp::set_tool_meta(&t.meta, &mut tool);
+    crate::tool::set_tool_meta(&t.meta, &mut tool);
     tool
 }
 

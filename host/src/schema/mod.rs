@@ -49,16 +49,8 @@ pub struct ToolSchema {
 }
 
 impl ToolSchema {
-    /// Replace `redactor`'s secrets wherever they appear: the description,
-    /// and every key and string of the schema (`properties` and `required`
-    /// hold no secret, so they stay).
-    pub(crate) fn redact(&mut self, redactor: &crate::plugin::redact::Redactor) {
-        redactor.string(&mut self.description);
-        redactor.map(&mut self.object);
-    }
-
-    /// The description and the schema object, for the gate to redact
-    /// (which keeps `properties` an object: only strings change).
+    /// The description and the schema object, for the gate and a plugin's
+    /// redactor to redact (which keep `properties` an object: only strings change).
     pub(crate) fn parts_mut(&mut self) -> (&mut String, &mut Map<String, Value>) {
         (&mut self.description, &mut self.object)
     }

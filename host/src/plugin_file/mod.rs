@@ -1,16 +1,28 @@
-//! One plugin file as the supply checks see it: its bytes read once and
-//! whole, their digest, and the interfaces the component imports, read
-//! from the component's own import section (wasmparser), not from what a
-//! manifest or the plugin says of itself.
+//! One plugin file on disk, as it is checked before any of its code is
+//! compiled or run: whether another user could change it (`safe_path`),
+//! and its bytes read once and whole ([`ComponentFile`]), with their
+//! [`Digest`] and the interfaces the component imports, read from the
+//! component's own import section (wasmparser), not from what a manifest
+//! or the plugin says of itself.
+//!
+//! A leaf under both sides that use it: the loader (`plugin`), which
+//! compiles exactly the bytes read and keeps its code cache in a safe
+//! directory, and the supply checks (`supply`), which decide from these
+//! facts what may load. Not here: what is refused because of them.
 //!
 //! A file that changes while it is read (its size, modification or change
 //! time, or inode differ before and after) is being written: it is
 //! refused for now, and loads once it is complete (the next reload).
 
+mod safe_path;
+
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use sha2::{Digest as _, Sha256};
+
+pub(crate) use safe_path::check_dir as check_safe_dir;
+pub use safe_path::{UnsafePath, check as check_safe_path};
 
 /// A SHA-256 digest, written `sha256:HEX`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

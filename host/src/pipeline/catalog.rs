@@ -13,22 +13,35 @@
 //!
 //! Speculation is per build: a rebuilt catalog starts with an empty cache,
 //! and carries over only what the previous one learned (fan-out) and
-//! counted. Not here: when a build happens (`toolhost`), the steps of a
-//! call (`steps`).
+//! counted. The build also starts the watch on the files a native read
+//! keeps whole (`tools::read_cache`) and the task that reads them again when
+//! they change ([`Engine::changed`]).
+//!
+//! This file owns the build's types and all their impls: the catalog's
+//! own questions ([`Core`]: which plugin serves a tool, the most a result
+//! may hold) and running a tool on its backend ([`Backend::execute`]).
+//! Not here: when a build happens (`toolhost`), the steps of a call
+//! (`call`), the catalog as speculation's target (`prefetch`). It imports
+//! neither.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
 
-use serde_json::Value;
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
 
-use super::prefetch;
-use crate::catalog::{Annotations, ToolMeta, ToolSpec, base_catalog, base_tool};
+use super::control::CallControl;
+use crate::catalog::{base_catalog, base_tool};
 use crate::enrich::{Enrichers, Hidden, Listing, Owner};
 use crate::gate::Gate;
+use crate::output::{CallOutput, ToolError};
 use crate::ownership::{self, Binding, Claim, Names, Refusal};
 use crate::plugin::{Hooks, Plugin, ToolDefinition};
 use crate::speculation::{self, Engine};
-use crate::tools::NativeTools;
+use crate::tool::{ToolAnnotations, ToolMeta, ToolSpec};
+use crate::tools::facts::WHOLE_FILE;
+use crate::tools::{NativeTools, read_cache};
 use crate::upstream::Upstream;
 use crate::value_model::{UnsafeSpeculation, ValueModel, ValueModels};
 
@@ -89,6 +102,50 @@ pub(super) enum Backend {
     Upstream(Arc<Upstream>, String),
 }
 
+impl Backend {
+    /// Run `name` on this backend, as it is called: cancelled by `ctx`.
+    pub(super) async fn execute(
+        &self,
+        name: &str,
+        args: Map<String, Value>,
+        ctx: &CallControl,
+    ) -> Result<CallOutput, ToolError> {
+        match self {
+            Backend::Native(native) => {
+                tokio::select! {
+                    biased;
+                    _ = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
+                    r = native.execute(name, &args) => r,
+                }
+            }
+            Backend::Upstream(server, remote) => {
+                tokio::select! {
+                    biased;
+                    _ = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
+                    r = server.call(remote, args) => r,
+                }
+            }
+            Backend::Plugin(plugin, _) => {
+                // A wasm call is not dropped half-way (the instance would be
+                // lost); the plugin polls this flag through its call context.
+                let flag = Arc::new(AtomicBool::new(false));
+                let watcher = {
+                    let (flag, token) = (flag.clone(), ctx.cancel.clone());
+                    tokio::spawn(async move {
+                        token.cancelled().await;
+                        flag.store(true, Ordering::SeqCst);
+                    })
+                };
+                let answer = plugin
+                    .execute(name, &args, ctx.call_id.clone(), flag, ctx.progress.clone())
+                    .await;
+                watcher.abort();
+                answer.unwrap_or_else(|e| Err(ToolError::Failed(e.to_string())))
+            }
+        }
+    }
+}
+
 pub(super) struct Bound {
     pub(super) category: Option<String>,
     /// The enrichers whose transform-args its calls enter, in order.
@@ -129,6 +186,26 @@ impl Core {
         match &self.tools.get(tool)?.backend {
             Backend::Plugin(plugin, _) => Some(plugin),
             _ => None,
+        }
+    }
+
+    /// The most bytes a result of `name` may hold: its plugin's output cap,
+    /// or the host's for every other source.
+    pub(super) fn max_output(&self, name: &str) -> usize {
+        match self.tools.get(name).map(|b| &b.backend) {
+            Some(Backend::Plugin(plugin, _)) => plugin.limits().max_output_bytes,
+            _ => crate::bounds::MAX_RESULT_BYTES,
+        }
+    }
+
+    /// The most a result of `tool` may hold when its backend answers it
+    /// here, for the tools whose results replicas share (none for a native
+    /// tool).
+    pub(super) fn output_cap(&self, tool: &str) -> Option<usize> {
+        match &self.tools.get(tool)?.backend {
+            Backend::Native(_) => None,
+            Backend::Plugin(plugin, _) => Some(plugin.limits().max_output_bytes),
+            Backend::Upstream(server, _) => Some(server.config.max_message_bytes),
         }
     }
 }
@@ -179,7 +256,9 @@ impl Generation {
         }
         let spec = &options.speculation;
         let watch = match &sources.native {
-            Some(native) if spec.enabled && spec.native && spec.reread_changed => prefetch::watch(native),
+            Some(native) if spec.enabled && spec.native && spec.reread_changed => {
+                read_cache::watch(native.root())
+            }
             _ => None,
         };
         let (changes, changed) = watch.unzip();
@@ -205,10 +284,26 @@ impl Generation {
             })
         });
         if let (Some(engine), Some(changed)) = (&speculation, changed) {
-            prefetch::refresh(Arc::downgrade(engine), changed);
+            refresh(Arc::downgrade(engine), changed);
         }
         Ok(Self { core, speculation })
     }
+}
+
+/// Tell `engine` of each file that changed, in settled batches, until the
+/// watch or the engine is gone.
+fn refresh(engine: Weak<Engine<Core>>, mut changed: mpsc::Receiver<String>) {
+    tokio::spawn(async move {
+        while let Some(paths) = read_cache::settled(&mut changed).await {
+            let Some(engine) = engine.upgrade() else {
+                return;
+            };
+            for path in paths {
+                let args = Map::from_iter([("path".to_owned(), Value::String(path))]);
+                engine.changed(WHOLE_FILE, args).await;
+            }
+        }
+    });
 }
 
 /// The gate over every secret the sources hold: each plugin's granted
@@ -262,7 +357,7 @@ fn unserved(specs: &[ToolSpec], enrichers: &Enrichers) -> Vec<Hidden> {
 /// only if it says so.
 fn plugin_meta(plugin: &Plugin, definition: Option<&ToolDefinition>) -> ToolMeta {
     let claim = definition.map(|t| t.annotations.clone()).unwrap_or_default();
-    let annotations = Annotations {
+    let annotations = ToolAnnotations {
         title: None,
         read_only_hint: claim.read_only_hint.filter(|r| !r),
         destructive_hint: claim.destructive_hint.filter(|d| *d),

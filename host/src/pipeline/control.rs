@@ -1,0 +1,70 @@
+//! One call as its caller holds it: its identity, the token that cancels
+//! it and where its progress goes ([`CallControl`]), a call that produced
+//! no result ([`CallError`]) and such an error as the model reads it
+//! ([`error_text`]). Not here: the steps a call goes through (`call`), nor
+//! the call-context resource a plugin is lent during `execute` (`plugin`),
+//! which is built from this.
+
+use std::fmt::Display;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::bounds::{MAX_ERROR_TEXT, cut};
+use crate::output::ToolError;
+use crate::plugin::ProgressFn;
+
+/// One call's identity, cancellation and progress sink, held by its caller.
+#[derive(Clone)]
+pub struct CallControl {
+    /// Names the call in the plugins' call context and in logs.
+    pub call_id: String,
+    /// Cancelling it ends the call: a native or upstream call at once, a
+    /// plugin's at its next check ([`ToolError::Cancelled`]).
+    pub cancel: CancellationToken,
+    /// Where the progress the tool reports goes; `None` drops it.
+    pub progress: Option<ProgressFn>,
+}
+
+impl CallControl {
+    /// A call named `call_id`, not cancelled, whose progress is dropped.
+    pub fn new(call_id: impl Into<String>) -> Self {
+        Self {
+            call_id: call_id.into(),
+            cancel: CancellationToken::new(),
+            progress: None,
+        }
+    }
+
+    /// The same call, its progress sent to `progress`.
+    pub fn with_progress(mut self, progress: ProgressFn) -> Self {
+        self.progress = Some(progress);
+        self
+    }
+}
+
+/// Room past [`MAX_ERROR_TEXT`] for the words a [`ToolError`] wraps around
+/// a text already cut to it (the tool's name, the step that failed), so that
+/// text is not cut twice and its marker still counts what the source sent.
+const WRAPPING: usize = 1 << 10;
+
+/// A call that produced no result: the tool called, the plugin that serves
+/// it if one does, and what went wrong. Its text is the [`ToolError`]'s, as
+/// the model is to read it (through [`error_text`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{error}")]
+pub struct CallError {
+    /// The tool called, as the caller named it.
+    pub tool: String,
+    /// The plugin that serves the tool (its own, or a base-catalog tool
+    /// bound to it), if a plugin does.
+    pub plugin: Option<Arc<str>>,
+    /// What went wrong, already redacted of every secret the host knows.
+    pub error: ToolError,
+}
+
+/// An error ([`CallError`], [`ToolError`]) as the model reads it, within
+/// [`MAX_ERROR_TEXT`] (and the words wrapped around it) whatever built it.
+pub fn error_text(e: &impl Display) -> String {
+    cut(e.to_string(), MAX_ERROR_TEXT + WRAPPING)
+}
