@@ -9,7 +9,7 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use toolhost_sdk::{ToolError, Value, json};
+use toolhost_sdk::{FollowUpLink, ToolError, Value, ValueModel, json};
 
 use crate::{field, items, project};
 
@@ -92,6 +92,66 @@ pub fn bound_diffs(files: &mut [Value]) -> bool {
     cut
 }
 
+/// The catalog's repository reads.
+pub const REPOSITORY_READS: [&str; 5] = [
+    "get_repository_file",
+    "get_commits",
+    "get_commit",
+    "get_branches",
+    "search_code",
+];
+
+/// Whether `tool` is one of [`REPOSITORY_READS`].
+pub fn is_repository_read(tool: &str) -> bool {
+    REPOSITORY_READS.contains(&tool)
+}
+
+/// The value model of repository read `tool`, on `read` (the provider's
+/// read-only model with its rate-limit host).
+///
+/// Follow-up probabilities are the host's starting estimates from the
+/// committed MCPMark GitHub trajectories (`tests/replay/vendor`): a file or
+/// directory read is followed by another file read 0.63 of the time (0.55
+/// here: not every one is a listed entry), `list_commits → get_commit` 0.50,
+/// `get_commit → get_commit` 0.60 (0.45 here: not every one is the parent);
+/// a search hit read and a branch's commits are guesses at 0.35 and 0.30.
+/// A file or a commit read by SHA changes only when its ref moves: fresher
+/// than lists (300 s against 60 s).
+pub fn model(tool: &str, read: ValueModel) -> ValueModel {
+    let link = |to: &str, p: f32, field: &str| FollowUpLink::new(to, p).projecting(field, field);
+    match tool {
+        "get_repository_file" => read
+            .critical()
+            .typical_kb(6.0)
+            .max_kb(110.0)
+            .ttl_s(300)
+            .follow_up(link("get_repository_file", 0.55, "path")),
+        "get_commits" => read
+            .supporting()
+            .typical_kb(5.0)
+            .max_kb(40.0)
+            .ttl_s(60)
+            .follow_up(link("get_commit", 0.50, "sha")),
+        "get_commit" => read
+            .critical()
+            .typical_kb(12.0)
+            .max_kb(220.0)
+            .ttl_s(300)
+            .follow_up(link("get_commit", 0.45, "sha")),
+        "get_branches" => read
+            .supporting()
+            .typical_kb(1.5)
+            .ttl_s(60)
+            .follow_up(FollowUpLink::new("get_commits", 0.30).projecting("name", "ref")),
+        _ => {
+            read.supporting()
+                .typical_kb(3.0)
+                .ttl_s(120)
+                .follow_up(link("get_repository_file", 0.35, "path"))
+        }
+    }
+}
+
 /// A repository path as given (`/src//main.rs/` → `src/main.rs`), refused
 /// if it climbs (`..`) or holds a control character.
 pub fn clean_path(provider: &str, tool: &str, path: &str) -> Result<String, ToolError> {
@@ -108,7 +168,10 @@ pub fn clean_path(provider: &str, tool: &str, path: &str) -> Result<String, Tool
 /// Each segment of a repository path percent-encoded, the `/`s kept
 /// (GitHub's `contents/{path}`).
 pub fn encode_segments(path: &str) -> String {
-    path.split('/').map(crate::api::encode).collect::<Vec<_>>().join("/")
+    path.split('/')
+        .map(crate::api::encode)
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 /// The follow-up arguments a repository read's result gives, for a link to
@@ -132,9 +195,10 @@ pub fn project_repository(prev_tool: &str, prev: &Value, to: &str) -> Option<Vec
                 .collect();
             at_ref(project(&files, "path", |e| field(e, "path")), prev)
         }
-        ("search_code", "get_repository_file") => {
-            at_ref(project(items(prev, &["matches"]), "path", |m| field(m, "path")), prev)
-        }
+        ("search_code", "get_repository_file") => at_ref(
+            project(items(prev, &["matches"]), "path", |m| field(m, "path")),
+            prev,
+        ),
         _ => return None,
     };
     Some(projected)
@@ -161,10 +225,7 @@ mod tests {
         assert_eq!(bounded(text, 100), (text.to_owned(), false));
         let (cut, was) = bounded(text, 10);
         assert!(was);
-        assert_eq!(
-            cut,
-            "one\ntwo\n\n[… truncated: showing the first 8 of 14 bytes]"
-        );
+        assert_eq!(cut, "one\ntwo\n\n[… truncated: showing the first 8 of 14 bytes]");
         // No line end: a character boundary.
         let (cut, _) = bounded("ééé", 3);
         assert!(cut.starts_with("é\n[… truncated: showing the first 2 of 6"));
@@ -189,7 +250,11 @@ mod tests {
         assert!(bound_diffs(&mut files));
         assert!(files[0]["diff"].as_str().unwrap().contains("[… truncated"));
         assert!(files[11]["diff_omitted"] == true && files[11]["diff"].is_null());
-        let total: usize = files.iter().filter_map(|f| f["diff"].as_str()).map(str::len).sum();
+        let total: usize = files
+            .iter()
+            .filter_map(|f| f["diff"].as_str())
+            .map(str::len)
+            .sum();
         assert!(total <= MAX_DIFFS_TOTAL_BYTES + 12 * 80, "{total}");
     }
 
