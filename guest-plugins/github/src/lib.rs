@@ -56,8 +56,8 @@ impl Plugin for GitHub {
                 provider: "GitHub",
                 base,
                 secret: "github",
-                needs: "a token with the `repo` scope (or a fine-grained token with Issues, Pull requests \
-                        and Actions access to the repository)",
+                needs: "a token with the `repo` scope (or a fine-grained token with Issues, Pull requests, \
+                        Contents and Actions access to the repository)",
                 headers: vec![
                     ("accept".into(), "application/vnd.github+json".into()),
                     ("x-github-api-version".into(), "2022-11-28".into()),
