@@ -117,6 +117,11 @@ pub fn is_repository_read(tool: &str) -> bool {
 /// a search hit read and a branch's commits are guesses at 0.35 and 0.30.
 /// A file or a commit read by SHA changes only when its ref moves: fresher
 /// than lists (300 s against 60 s).
+///
+/// The two self-links (a commit → its parent, a directory → its files) are
+/// facts of how agents chain these reads, with arguments projected from
+/// the result; the host's planner declines every self-loop today, so they
+/// are declared for when it admits projected ones.
 pub fn model(tool: &str, read: ValueModel) -> ValueModel {
     let link = |to: &str, p: f32, field: &str| FollowUpLink::new(to, p).projecting(field, field);
     match tool {
