@@ -622,7 +622,7 @@ fn the_first_vendor_implements_a_catalog_tool_and_bind_picks_another() {
         "serve",
         &stderr,
         &[
-            "error: plugin `gitlab`: 18 tools not offered, their names are taken (18 provided by plugin `github`): \
+            "error: plugin `gitlab`: 23 tools not offered, their names are taken (23 provided by plugin `github`): \
            get_issues,",
         ],
     );

@@ -159,12 +159,82 @@ async fn github() {
         [args(json!({"key": "pr#12"})), args(json!({"key": "pr#13"}))]
     );
     assert_projections_name_real_arguments(&p, &e).await;
+    assert_repository_reads(&p, "api.github.com").await;
     assert_eq!(
         p.rate_limit_host("get_issues", &Map::new())
             .await
             .unwrap()
             .as_deref(),
         Some("api.github.com")
+    );
+}
+
+/// The repository reads of a git host (GitHub, GitLab): read-only, with
+/// the chains agents follow, each projecting the argument the follow-up
+/// takes: commits → commit by SHA, commit → parent, a directory's files
+/// (not its subdirectories) → file by path at the listing's ref, search
+/// hits → file, branches → their commits.
+async fn assert_repository_reads(p: &Plugin, host: &str) {
+    let expected = [
+        ("get_repository_file", "get_repository_file", 0.55),
+        ("get_commits", "get_commit", 0.50),
+        ("get_commit", "get_commit", 0.45),
+        ("get_branches", "get_commits", 0.30),
+        ("search_code", "get_repository_file", 0.35),
+    ];
+    for (from, to, probability) in expected {
+        let model = p.value_model(from).await.unwrap().unwrap();
+        assert_eq!(model.side_effect(), SideEffect::ReadOnly, "{from}");
+        assert!(model.is_speculatable(), "{from}");
+        assert_eq!(model.rate_limit_host.as_deref(), Some(host), "{from}");
+        assert_eq!(links(&model), [(to, probability)], "{from}");
+    }
+    let file = p.value_model("get_repository_file").await.unwrap().unwrap();
+    assert_eq!(
+        (file.value_class(), file.cost.max_kb, file.cost.freshness_ttl_s),
+        (ValueClass::Critical, Some(110.0), Some(300))
+    );
+    let project = |from: &'static str, to: &'static str, result: Value| async move {
+        let link = mrs_link(p, from, to).await;
+        p.project_args(from, &result, &link).await.unwrap().unwrap()
+    };
+    assert_eq!(
+        project(
+            "get_commits",
+            "get_commit",
+            json!({"commits": [{"sha": "a1"}, {"sha": "b2"}, {"sha": "a1"}]})
+        )
+        .await,
+        [args(json!({"sha": "a1"})), args(json!({"sha": "b2"}))]
+    );
+    assert_eq!(
+        project(
+            "get_commit",
+            "get_commit",
+            json!({"sha": "b2", "parents": ["a1"]})
+        )
+        .await,
+        [args(json!({"sha": "a1"}))]
+    );
+    let dir = json!({"type": "dir", "ref": "dev", "entries": [
+        {"path": "src", "type": "dir"}, {"path": "src/main.rs", "type": "file"}]});
+    assert_eq!(
+        project("get_repository_file", "get_repository_file", dir).await,
+        [args(json!({"path": "src/main.rs", "ref": "dev"}))]
+    );
+    let hits = json!({"matches": [{"path": "a.rs"}, {"path": "b.rs"}]});
+    assert_eq!(
+        project("search_code", "get_repository_file", hits).await,
+        [args(json!({"path": "a.rs"})), args(json!({"path": "b.rs"}))]
+    );
+    assert_eq!(
+        project(
+            "get_branches",
+            "get_commits",
+            json!({"branches": [{"name": "main", "sha": "a1"}]})
+        )
+        .await,
+        [args(json!({"ref": "main"}))]
     );
 }
 
@@ -212,6 +282,7 @@ async fn gitlab() {
         [args(json!({"key": "mr#7"})), args(json!({"key": "mr#9"}))]
     );
     assert_projections_name_real_arguments(&p, &e).await;
+    assert_repository_reads(&p, "gitlab.example.com").await;
     assert_eq!(
         p.rate_limit_host("get_issues", &Map::new())
             .await

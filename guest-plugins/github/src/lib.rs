@@ -19,10 +19,11 @@
 mod actions;
 mod issues;
 mod pulls;
+mod repository;
 mod tools;
 
 use provider_kit::api::{self, Api};
-use provider_kit::{field, git_host, is_write, items, project, write_model};
+use provider_kit::{field, git_host, is_write, items, project, repo, write_model};
 use toolhost_sdk::{Args, Enricher, FollowUpLink, Plugin, Schema, Value, ValueModel, json};
 
 const PUBLIC_API: &str = "https://api.github.com";
@@ -55,8 +56,8 @@ impl Plugin for GitHub {
                 provider: "GitHub",
                 base,
                 secret: "github",
-                needs: "a token with the `repo` scope (or a fine-grained token with Issues, Pull requests \
-                        and Actions access to the repository)",
+                needs: "a token with the `repo` scope (or a fine-grained token with Issues, Pull requests, \
+                        Contents and Actions access to the repository)",
                 headers: vec![
                     ("accept".into(), "application/vnd.github+json".into()),
                     ("x-github-api-version".into(), "2022-11-28".into()),
@@ -131,6 +132,7 @@ impl Enricher for GitHub {
                 .typical_kb(1.0)
                 .follow_up(link("get_issue_comments", 0.50)),
             "get_issue_comments" => read().critical().typical_kb(2.5).max_kb(20.0),
+            t if repo::is_repository_read(t) => repo::model(t, read()),
             t if is_write(t) => stale_after(t)
                 .iter()
                 .fold(write_model(), |m, read| m.invalidates(*read))
@@ -143,6 +145,9 @@ impl Enricher for GitHub {
     }
 
     fn project_args(&self, prev_tool: &str, prev_result: &Value, link: &FollowUpLink) -> Option<Vec<Value>> {
+        if repo::is_repository_read(prev_tool) {
+            return repo::project_repository(prev_tool, prev_result, &link.tool);
+        }
         let projected = match prev_tool {
             "get_merge_requests" => {
                 let list = items(prev_result, &["pull_requests", "merge_requests", "items"]);

@@ -2,7 +2,8 @@
 //! for the configured repository. Keys are `#42` for issues and `pr#12` for
 //! pull requests (merge requests in the catalog's words); a bare number is
 //! accepted too. This module lists the tools, dispatches calls and owns
-//! GitHub's pagination; `issues`, `pulls` and `actions` own the calls.
+//! GitHub's pagination; `issues`, `pulls`, `actions` and `repository` own
+//! the calls.
 //!
 //! Not served (GitHub's REST API has no such thing): relations, custom
 //! fields, sprints, versions, attachments, issue links.
@@ -66,6 +67,23 @@ impl Tools for GitHub {
                 "Change a pull request's title, body, state, base, labels or reviewers.",
             ),
             git("run_pipeline_job", "Re-run a GitHub Actions job."),
+            git(
+                "get_repository_file",
+                "A file's content (decoded; large files truncated) or a directory's entries, at a ref.",
+            ),
+            git("get_commits", "List the repository's commits, newest first."),
+            git(
+                "get_commit",
+                "One commit, by SHA or ref: message, author, parents and changed files with patches.",
+            ),
+            git(
+                "get_branches",
+                "List the repository's branches with their head commits.",
+            ),
+            git(
+                "search_code",
+                "GitHub code search in the repository (its default branch).",
+            ),
         ]
     }
 
@@ -89,6 +107,11 @@ impl Tools for GitHub {
             "get_pipeline" => self.get_pipeline(&args),
             "get_job_logs" => self.get_job_logs(&args),
             "run_pipeline_job" => self.run_pipeline_job(&args),
+            "get_repository_file" => self.get_repository_file(&args),
+            "get_commits" => self.get_commits(&args),
+            "get_commit" => self.get_commit(&args),
+            "get_branches" => self.get_branches(&args),
+            "search_code" => self.search_code(&args),
             other => Err(ToolError::NotFound(format!("GitHub has no tool `{other}`"))),
         }
     }

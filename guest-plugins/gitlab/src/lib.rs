@@ -15,10 +15,11 @@
 
 mod assets;
 mod planning;
+mod repository;
 mod tools;
 
 use provider_kit::api::{self, Api};
-use provider_kit::{field, git_host, is_write, items, project, write_model};
+use provider_kit::{field, git_host, is_write, items, project, repo, write_model};
 use toolhost_sdk::{Args, Enricher, FollowUpLink, Plugin, Schema, Value, ValueModel, json};
 
 const PUBLIC_API: &str = "https://gitlab.com/api/v4";
@@ -122,6 +123,7 @@ impl Enricher for GitLab {
             "get_issue" => self.read().critical().follow_up(link("get_issue_comments", 0.50)),
             "get_issue_comments" => self.read().critical().typical_kb(2.5).max_kb(20.0),
             "get_assets" | "download_asset" => self.read().critical(),
+            t if repo::is_repository_read(t) => repo::model(t, self.read()),
             "get_issue_relations"
             | "get_available_statuses"
             | "get_board_sprints"
@@ -145,6 +147,9 @@ impl Enricher for GitLab {
     fn project_args(&self, prev_tool: &str, prev_result: &Value, link: &FollowUpLink) -> Option<Vec<Value>> {
         if !link.tool.starts_with("get_") {
             return None;
+        }
+        if repo::is_repository_read(prev_tool) {
+            return repo::project_repository(prev_tool, prev_result, &link.tool);
         }
         Some(match prev_tool {
             "get_merge_requests" => {

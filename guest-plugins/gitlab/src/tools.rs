@@ -6,7 +6,7 @@
 //! links), merge requests (list, read, discussions, diffs, comment),
 //! pipelines, job logs and running jobs, users, merge request create and
 //! update; attachments are `assets`'s, iterations and milestones
-//! `planning`'s.
+//! `planning`'s, files, commits, branches and code search `repository`'s.
 
 use provider_kit::api::{
     Listing, catalog_tool, encode, flag, optional, required, result, statuses_schema, strings, uint,
@@ -97,6 +97,17 @@ impl Tools for GitLab {
             ),
             git("get_job_logs", "A CI job's log."),
             git("run_pipeline_job", "Start a manual job, or retry a finished one."),
+            git(
+                "get_repository_file",
+                "A file's content (decoded; large files truncated) or a directory's entries, at a ref.",
+            ),
+            git("get_commits", "List the repository's commits, newest first."),
+            git(
+                "get_commit",
+                "One commit, by SHA or ref: message, author, parents and changed files with diffs.",
+            ),
+            git("get_branches", "List the repository's branches with their head commits."),
+            git("search_code", "Search the repository's files (blob search on the default branch)."),
             issue(
                 "get_assets",
                 "Files linked from an issue's or merge request's description and notes.",
@@ -146,6 +157,11 @@ impl Tools for GitLab {
             "get_pipeline" => self.get_pipeline(&p, args),
             "get_job_logs" => self.get_job_logs(&p, args),
             "run_pipeline_job" => self.run_pipeline_job(&p, args),
+            "get_repository_file" => self.get_repository_file(&p, args),
+            "get_commits" => self.get_commits(&p, args),
+            "get_commit" => self.get_commit(&p, args),
+            "get_branches" => self.get_branches(&p, args),
+            "search_code" => self.search_code(&p, args),
             "get_assets" => self.get_assets(&p, args),
             "download_asset" => self.download_asset(&p, args),
             "upload_asset" => self.upload_asset(&p, args),

@@ -11,6 +11,7 @@ pub mod files;
 pub mod graphql;
 pub mod logs;
 pub mod markdown;
+pub mod repo;
 
 use toolhost_sdk::{Value, ValueModel, json};
 

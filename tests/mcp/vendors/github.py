@@ -16,6 +16,7 @@ import argparse
 from fake import call, check, provider_session, structured, text
 from driver import run, wait_until  # noqa: I001 (fake puts tests/mcp on the path)
 from github_fake import HEAD_SHA, OWNER, REPO, github
+import repo_fake as git
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--toolhost", required=True)
@@ -30,6 +31,7 @@ TOOLS = {
     "update_issue", "add_issue_comment", "get_merge_requests", "get_merge_request",
     "get_merge_request_discussions", "get_merge_request_diffs", "get_pipeline", "get_job_logs",
     "create_merge_request", "create_merge_request_comment", "update_merge_request", "run_pipeline_job",
+    "get_repository_file", "get_commits", "get_commit", "get_branches", "search_code",
 }
 
 
@@ -297,6 +299,98 @@ async def actions(client, fake):
     check(structured(result)["status"] == "running", structured(result))
 
 
+async def repository(client, fake):
+    """Files and directories at a ref, commits, branches, code search; the
+    chains agents follow (directory → file, commits → commit → parent)."""
+    fake.clear()
+    result = await call(client, "get_repository_file", {})
+    fake.expect("GET", f"{REPO_PATH}/contents", query={})
+    value = structured(result)
+    check(value["type"] == "dir" and [(e["path"], e["type"]) for e in value["entries"]] == [
+        ("README.md", "file"), ("assets", "dir"), ("docs", "dir"), ("src", "dir")], value)
+    result = await call(client, "get_repository_file", {"path": "src/", "ref": "feature-x"})
+    fake.expect("GET", f"{REPO_PATH}/contents/src", query={"ref": "feature-x"})
+    listed = structured(result)
+    check([e["path"] for e in listed["entries"]] == ["src/lib.rs", "src/parse.rs"] and listed["ref"] == "feature-x",
+          listed)
+    # The path from the listing, at the listing's ref: feature-x's version.
+    result = await call(client, "get_repository_file", {"path": listed["entries"][1]["path"], "ref": listed["ref"]})
+    fake.expect("GET", f"{REPO_PATH}/contents/src/parse.rs", query={"ref": "feature-x"})
+    value = structured(result)
+    want = git.tree(git.C4)["src/parse.rs"]
+    check((value["type"], value["content"], value["truncated"], value["size"]) == ("file", want, False, len(want)),
+          value)
+    result = await call(client, "get_repository_file", {"path": "src/parse.rs", "ref": git.C2["sha"][:7]})
+    check("is_empty" not in structured(result)["content"] and "split" in structured(result)["content"],
+          "an older commit's version, by short SHA")
+    result = await call(client, "get_repository_file", {"path": "docs/big.txt"})
+    value = structured(result)
+    check(value["truncated"] is True and value["size"] == len(git.BIG) and len(value["content"]) < 105_000
+          and value["content"].startswith("line 00000 of a large text file\n")
+          and value["content"].endswith("bytes]") and "[… truncated: showing the first" in value["content"], value["size"])
+    check("truncated to the first 100 KiB" in text(result), text(result))
+    result = await call(client, "get_repository_file", {"path": "assets/logo.png"})
+    check((structured(result)["binary"], structured(result)["content"]) == (True, None), structured(result))
+    result = await call(client, "get_repository_file", {"path": "src/nope.rs"}, error=True)
+    check("GitHub get_repository_file: not found (GET /repos/acme/widgets/contents/src/nope.rs" in text(result),
+          text(result))
+    result = await call(client, "get_repository_file", {"path": "../secrets"}, error=True)
+    check("`path` must be a path inside the repository" in text(result), text(result))
+
+    result = await call(client, "get_commits", {"limit": 2})
+    fake.expect("GET", f"{REPO_PATH}/commits", query={"per_page": "2", "page": "1"})
+    value = structured(result)
+    check([c["sha"] for c in value["commits"]] == [git.C3["sha"], git.C2["sha"]] and value["has_more"], value)
+    first = value["commits"][0]
+    check((first["title"], first["author"], first["parents"], first["short_sha"]) ==
+          ("Parse empty input", "octocat", [git.C2["sha"]], git.C3["sha"][:7]), first)
+    result = await call(client, "get_commits", {"ref": "feature-x", "path": "src/parse.rs", "author": "hubot",
+                                                "since": "2026-10-02T00:00:00Z"})
+    fake.expect("GET", f"{REPO_PATH}/commits", query={
+        "sha": "feature-x", "path": "src/parse.rs", "author": "hubot", "since": "2026-10-02T00:00:00Z",
+        "per_page": "20", "page": "1"})
+    check([c["title"] for c in structured(result)["commits"]] == ["Faster parse", "Add parser"], structured(result))
+
+    # list → commit (the SHA from the list) → its parent.
+    result = await call(client, "get_commit", {"sha": first["sha"]})
+    fake.expect("GET", f"{REPO_PATH}/commits/{first['sha']}", query={})
+    value = structured(result)
+    check((value["message"], value["parents"], value["author_email"]) ==
+          (git.C3["message"], [git.C2["sha"]], "octocat@example.invalid"), value)
+    files = {f["path"]: f for f in value["files"]}
+    check(set(files) == {"src/parse.rs", "docs/big.txt", "assets/logo.png"}, files.keys())
+    check(files["src/parse.rs"]["diff"] == git.C3["changes"]["src/parse.rs"][2], files["src/parse.rs"])
+    check("[… truncated" in files["docs/big.txt"]["diff"] and len(files["docs/big.txt"]["diff"]) < 21_000
+          and value["diffs_truncated"] is True, len(files["docs/big.txt"]["diff"]))
+    check(files["assets/logo.png"]["diff"] is None and files["assets/logo.png"]["status"] == "added", files)
+    result = await call(client, "get_commit", {"sha": value["parents"][0], "includeDiffs": False})
+    value = structured(result)
+    check(value["title"] == "Add parser" and value["parents"] == [git.C1["sha"]]
+          and all("diff" not in f for f in value["files"]), value)
+    check("Add parser by hubot (2 file(s) changed)" in text(result), text(result))
+    result = await call(client, "get_commit", {"sha": "feature-x"})
+    fake.expect("GET", f"{REPO_PATH}/commits/feature-x", query={})
+    check(structured(result)["sha"] == git.C4["sha"], structured(result))
+    result = await call(client, "get_commit", {"sha": "0badc0de"}, error=True)
+    check("GitHub get_commit: invalid arguments (422): No commit found for SHA: 0badc0de" in text(result),
+          text(result))
+
+    result = await call(client, "get_branches", {})
+    fake.expect("GET", f"{REPO_PATH}/branches", query={"per_page": "30", "page": "1"})
+    check([(b["name"], b["sha"], b["protected"]) for b in structured(result)["branches"]] ==
+          [("feature-x", git.C4["sha"], False), ("main", git.C3["sha"], True)], structured(result))
+    result = await call(client, "get_branches", {"search": "FEAT"})
+    check([b["name"] for b in structured(result)["branches"]] == ["feature-x"], structured(result))
+
+    result = await call(client, "search_code", {"query": "parse_empty", "limit": 5})
+    fake.expect("GET", "/search/code", query={"q": f"parse_empty repo:{OWNER}/{REPO}", "per_page": "5",
+                                              "page": "1"})
+    value = structured(result)
+    check([m["path"] for m in value["matches"]] == ["src/parse.rs"] and not value["has_more"], value)
+    result = await call(client, "search_code", {}, error=True)
+    check("`query` is required" in text(result) or "query" in text(result), text(result))
+
+
 async def errors(client, fake):
     fake.revoked = True
     result = await call(client, "get_issues", {}, error=True)
@@ -373,6 +467,27 @@ async def prefetch(client, fake):
     check([(s.method, s.path) for s in writes] == [("POST", f"{REPO_PATH}/issues/7/comments")],
           f"only the write asked for: {writes}")
 
+    # Commits → each commit by its SHA.
+    fake.clear()
+    result = await call(client, "get_commits", {"limit": 2})
+    shas = [c["sha"] for c in structured(result)["commits"]]
+    ahead = [f"{REPO_PATH}/commits/{s}" for s in shas]
+    await wait_until(lambda: all(fake.requests("GET", p) for p in ahead), f"prefetched {ahead}")
+    fake.clear()
+    result = await call(client, "get_commit", {"sha": shas[0]})
+    check(structured(result)["sha"] == shas[0], structured(result))
+    check(not fake.requests("GET", ahead[0]), f"answered ahead of time, yet the fake saw {fake.requests()}")
+    # A search → each hit's file by its path.
+    fake.clear()
+    result = await call(client, "search_code", {"query": "parse_empty"})
+    ahead = [f"{REPO_PATH}/contents/{m['path']}" for m in structured(result)["matches"]]
+    check(ahead == [f"{REPO_PATH}/contents/src/parse.rs"], ahead)
+    await wait_until(lambda: all(fake.requests("GET", p) for p in ahead), f"prefetched {ahead}")
+    fake.clear()
+    result = await call(client, "get_repository_file", {"path": "src/parse.rs"})
+    check("parse_empty" in structured(result)["content"], structured(result))
+    check(not fake.requests("GET", ahead[0]), f"answered ahead of time, yet the fake saw {fake.requests()}")
+
 
 async def main():
     fake = github()
@@ -382,6 +497,7 @@ async def main():
         await issues(client, fake)
         await pulls(client, fake)
         await actions(client, fake)
+        await repository(client, fake)
         await errors(client, fake)
     fake.stop()
 

@@ -12,12 +12,23 @@ for one repository, following its documented shapes:
   with patches;
 - Actions: the repository, workflow runs (`branch`, `head_sha`), a run's
   jobs, a job's log (302 to storage, as GitHub does), re-running a job;
+- the repository (repo_fake.py): contents of a file (base64 in 60-column
+  lines, `encoding: none` and no content over 1 MB) or a directory (an
+  array) at a `ref`, commits (`sha`, `path`, `author`, `since`, `until`),
+  one commit with `stats` and `files` (422 `No commit found for SHA`),
+  branches, code search (`/search/code`, `{total_count, items}`, scoped by
+  `repo:`);
 - `Link` header pagination (`per_page`, `page`), 401 `Bad credentials`,
   403 `Resource not accessible`, 404 `Not Found`.
 
 Every write changes what later reads answer, so a test can tell a stale
 answer from a fresh one."""
 
+import base64
+import hashlib
+from urllib.parse import unquote
+
+import repo_fake as git
 from fake import TOKEN, Fake
 
 OWNER, REPO = "acme", "widgets"
@@ -421,6 +432,90 @@ def github(delay_s=0.0):
                     next(r for r in runs if r["id"] == j["run_id"]).update(status="queued", conclusion=None)
                     return 201, {}
         return not_found()
+
+    # ---- the repository ----
+    def commit_json(c, full=False):
+        login, name = c["author"]
+        person = {"name": name, "email": f"{login}@example.invalid", "date": c["date"]}
+        out = {"sha": c["sha"], "node_id": "C_" + c["sha"][:8],
+               "commit": {"author": person, "committer": person, "message": c["message"]},
+               "author": user(login), "committer": user(login),
+               "parents": [{"sha": p, "url": f"{fake.url}{base}/commits/{p}"} for p in c["parents"]],
+               "html_url": f"https://github.com/{OWNER}/{REPO}/commit/{c['sha']}"}
+        if full:
+            files = []
+            for path, (status, content, patch) in c["changes"].items():
+                f = {"filename": path, "status": status, "additions": patch.count("\n+") if patch else 0,
+                     "deletions": patch.count("\n-") if patch else 0, "changes": 0}
+                if patch is not None:  # binary files have no patch
+                    f["patch"] = patch
+                files.append(f)
+            out["files"] = files
+            out["stats"] = {"additions": sum(f["additions"] for f in files),
+                            "deletions": sum(f["deletions"] for f in files)}
+            out["stats"]["total"] = out["stats"]["additions"] + out["stats"]["deletions"]
+        return out
+
+    @route("GET", f"{base}/contents(?:/(.*))?")
+    def contents(seen, path):
+        path = unquote(path or "").strip("/")
+        commit = git.resolve(seen.query.get("ref"))
+        if commit is None:
+            return 404, {"message": f"No commit found for the ref {seen.query.get('ref')}",
+                         "documentation_url": "https://docs.github.com/rest/repos/contents#get-repository-content"}
+        files = git.tree(commit)
+        if path in files:
+            content = files[path]
+            out = {"type": "file", "name": path.rsplit("/", 1)[-1], "path": path, "size": git.size(content),
+                   "sha": hashlib.sha1(git.raw(content)).hexdigest(),
+                   "html_url": f"https://github.com/{OWNER}/{REPO}/blob/{commit['sha']}/{path}"}
+            if git.size(content) > 1_000_000:
+                out.update(encoding="none", content="")
+            else:
+                b64 = base64.b64encode(git.raw(content)).decode()
+                out.update(encoding="base64", content="\n".join(b64[i:i + 60] for i in range(0, len(b64), 60)) + "\n")
+            return 200, out
+        listed = git.entries(files, path)
+        if listed is None:
+            return not_found()
+        return 200, [{"type": kind, "name": name, "path": p, "size": size, "sha": "0" * 40,
+                      "html_url": f"https://github.com/{OWNER}/{REPO}/tree/{commit['sha']}/{p}"}
+                     for name, p, kind, size in listed]
+
+    @route("GET", f"{base}/commits")
+    def list_commits(seen):
+        q = seen.query
+        found = git.log(q.get("sha"), q.get("path"), q.get("since"), q.get("until"), q.get("author"))
+        if found is None:
+            return 404, {"message": "Not Found"}
+        return page(seen, [commit_json(c) for c in found], seen.path)
+
+    @route("GET", f"{base}/commits/([^/]+)")
+    def get_commit(seen, ref):
+        c = git.resolve(unquote(ref))
+        if c is None:
+            return 422, {"message": f"No commit found for SHA: {unquote(ref)}",
+                         "documentation_url": "https://docs.github.com/rest/commits/commits#get-a-commit"}
+        return 200, commit_json(c, full=True)
+
+    @route("GET", f"{base}/branches")
+    def list_branches(seen):
+        return page(seen, [{"name": n, "commit": {"sha": s, "url": f"{fake.url}{base}/commits/{s}"},
+                            "protected": n == git.DEFAULT} for n, s in sorted(git.BRANCHES.items())], seen.path)
+
+    @route("GET", "/search/code")
+    def search_code(seen):
+        words = seen.query["q"].split(" ")
+        if f"repo:{OWNER}/{REPO}" not in words:
+            return 422, {"message": "Validation Failed", "errors": [{"message": "Must include at least one user, "
+                                                                     "organization, or repository"}]}
+        text = " ".join(w for w in words if not w.startswith("repo:"))
+        paths = sorted({path for path, _, _ in git.grep(git.tree(git.resolve(None)), text)})
+        items = [{"name": p.rsplit("/", 1)[-1], "path": p, "sha": "0" * 40, "score": 1.0,
+                  "html_url": f"https://github.com/{OWNER}/{REPO}/blob/main/{p}",
+                  "repository": {"full_name": f"{OWNER}/{REPO}"}} for p in paths]
+        status, chunk, headers = page(seen, items, seen.path)
+        return status, {"total_count": len(items), "incomplete_results": False, "items": chunk}, headers
 
     fake.issues, fake.comments, fake.pulls, fake.reviews = issues, comments, pulls, reviews
     fake.review_comments, fake.files, fake.runs, fake.jobs = review_comments, files, runs, jobs

@@ -16,6 +16,7 @@ import base64
 from fake import TOKEN, blob, call, check, multipart, operation, provider_session, structured, text
 from driver import run, wait_until  # noqa: I001 (fake puts tests/mcp on the path)
 from gitlab_fake import API, ENCODED, HEAD_SHA, PROJECT, gitlab
+import repo_fake as git
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--toolhost", required=True)
@@ -29,7 +30,8 @@ TOOLS = {"get_users", "create_merge_request", "update_merge_request", "get_issue
          "get_merge_requests", "get_merge_request", "get_merge_request_discussions", "get_merge_request_diffs",
          "create_merge_request_comment", "get_pipeline", "get_job_logs", "run_pipeline_job",
          "get_available_statuses", "get_issue_relations", "link_issues", "unlink_issues", "get_board_sprints",
-         "assign_to_sprint", "list_project_versions", "upsert_project_version"}
+         "assign_to_sprint", "list_project_versions", "upsert_project_version",
+         "get_repository_file", "get_commits", "get_commit", "get_branches", "search_code"}
 CAROL, BOB = sum(map(ord, "carol")), sum(map(ord, "bob"))
 
 
@@ -317,6 +319,90 @@ async def planning(client, fake):
     check("cannot be archived" in text(result), text(result))
 
 
+async def repository(client, fake):
+    """Files (the path URL-encoded whole) and trees at a ref, commits and
+    their diffs, branches, blob search; the chains agents follow."""
+    fake.clear()
+    result = await call(client, "get_repository_file", {})
+    fake.expect("GET", f"{P}/repository/tree", query={"per_page": "100", "page": "1"}, **AUTH)
+    value = structured(result)
+    check(value["type"] == "dir" and [(e["path"], e["type"]) for e in value["entries"]] == [
+        ("assets", "dir"), ("docs", "dir"), ("src", "dir"), ("README.md", "file")], value)
+    # A directory: the file API says 404, the tree lists it.
+    result = await call(client, "get_repository_file", {"path": "src", "ref": "feature-x"})
+    check([(s.path, s.query) for s in fake.requests()[-2:]] == [
+        (f"{P}/repository/files/src", {"ref": "feature-x"}),
+        (f"{P}/repository/tree", {"path": "src", "ref": "feature-x", "per_page": "100", "page": "1"})],
+        fake.requests()[-2:])
+    listed = structured(result)
+    check([e["path"] for e in listed["entries"]] == ["src/lib.rs", "src/parse.rs"] and listed["ref"] == "feature-x",
+          listed)
+    result = await call(client, "get_repository_file", {"path": listed["entries"][1]["path"], "ref": listed["ref"]})
+    fake.expect("GET", f"{P}/repository/files/src%2Fparse.rs", query={"ref": "feature-x"}, **AUTH)
+    value = structured(result)
+    want = git.tree(git.C4)["src/parse.rs"]
+    check((value["type"], value["content"], value["truncated"], value["commit_sha"]) ==
+          ("file", want, False, git.C4["sha"]), value)
+    # No ref: HEAD, the default branch.
+    result = await call(client, "get_repository_file", {"path": "src/parse.rs"})
+    fake.expect("GET", f"{P}/repository/files/src%2Fparse.rs", query={"ref": "HEAD"}, **AUTH)
+    check(structured(result)["content"] == git.tree(git.C3)["src/parse.rs"], structured(result))
+    result = await call(client, "get_repository_file", {"path": "docs/big.txt"})
+    value = structured(result)
+    check(value["truncated"] is True and value["size"] == len(git.BIG) and len(value["content"]) < 105_000
+          and "[… truncated: showing the first" in value["content"], value["size"])
+    result = await call(client, "get_repository_file", {"path": "assets/logo.png"})
+    check((structured(result)["binary"], structured(result)["content"]) == (True, None), structured(result))
+    result = await call(client, "get_repository_file", {"path": "src/nope.rs"}, error=True)
+    check("GitLab get_repository_file: not found (GET /projects/acme%2Fwidgets/repository/files/"
+          "src%2Fnope.rs?ref=HEAD): 404 File Not Found" in text(result), text(result))
+
+    result = await call(client, "get_commits", {"limit": 2})
+    fake.expect("GET", f"{P}/repository/commits", query={"per_page": "2", "page": "1"}, **AUTH)
+    value = structured(result)
+    check([c["sha"] for c in value["commits"]] == [git.C3["sha"], git.C2["sha"]] and value["has_more"], value)
+    first = value["commits"][0]
+    check((first["title"], first["author"], first["parents"]) == ("Parse empty input", "Mona Octocat",
+                                                                  [git.C2["sha"]]), first)
+    result = await call(client, "get_commits", {"ref": "feature-x", "path": "src/parse.rs",
+                                                "until": "2026-10-10T00:00:00Z"})
+    fake.expect("GET", f"{P}/repository/commits", query={
+        "ref_name": "feature-x", "path": "src/parse.rs", "until": "2026-10-10T00:00:00Z", "per_page": "20",
+        "page": "1"}, **AUTH)
+    check([c["title"] for c in structured(result)["commits"]] == ["Parse empty input", "Add parser"],
+          structured(result))
+
+    fake.clear()
+    result = await call(client, "get_commit", {"sha": first["sha"]})
+    check([(s.path, s.query) for s in fake.requests()] == [
+        (f"{P}/repository/commits/{first['sha']}", {}),
+        (f"{P}/repository/commits/{first['sha']}/diff", {"per_page": "100", "page": "1"})], fake.requests())
+    value = structured(result)
+    check((value["message"], value["parents"], value["stats"]["additions"]) ==
+          (git.C3["message"], [git.C2["sha"]], 4003), value)
+    files = {f["path"]: f for f in value["files"]}
+    check(files["src/parse.rs"]["diff"].startswith(git.C3["changes"]["src/parse.rs"][2])
+          and (files["src/parse.rs"]["additions"], files["src/parse.rs"]["deletions"]) == (3, 0), files["src/parse.rs"])
+    check("[… truncated" in files["docs/big.txt"]["diff"] and value["diffs_truncated"] is True, "big diff cut")
+    result = await call(client, "get_commit", {"sha": value["parents"][0], "includeDiffs": False})
+    check(structured(result)["title"] == "Add parser" and all("diff" not in f for f in structured(result)["files"]),
+          structured(result))
+    result = await call(client, "get_commit", {"sha": "0badc0de"}, error=True)
+    check("GitLab get_commit: not found" in text(result) and "404 Commit Not Found" in text(result), text(result))
+
+    result = await call(client, "get_branches", {"search": "feat"})
+    fake.expect("GET", f"{P}/repository/branches", query={"search": "feat", "per_page": "30", "page": "1"}, **AUTH)
+    check([(b["name"], b["sha"], b["default"]) for b in structured(result)["branches"]] ==
+          [("feature-x", git.C4["sha"], False)], structured(result))
+
+    result = await call(client, "search_code", {"query": "parse_empty"})
+    fake.expect("GET", f"{P}/search", query={"scope": "blobs", "search": "parse_empty", "per_page": "20",
+                                             "page": "1"}, **AUTH)
+    value = structured(result)
+    check([(m["path"], m["line"], m["ref"]) for m in value["matches"]] == [("src/parse.rs", 2, "main")]
+          and "parse_empty" in value["matches"][0]["snippet"], value)
+
+
 async def errors(client, fake):
     route = f"{P}/issues/(\\d+)"
     fake.clear()
@@ -357,6 +443,17 @@ async def prefetch(client, fake):
     writes = [(s.method, s.path) for s in fake.requests() if s.method != "GET"]
     check(writes == [("POST", f"{P}/merge_requests/2/notes")], f"only the write asked for: {writes}")
 
+    # Commits → each commit by its SHA.
+    fake.clear()
+    result = await call(client, "get_commits", {"limit": 1})
+    sha = structured(result)["commits"][0]["sha"]
+    ahead = f"{P}/repository/commits/{sha}/diff"
+    await wait_until(lambda: fake.requests("GET", ahead), f"prefetched {ahead}")
+    fake.clear()
+    result = await call(client, "get_commit", {"sha": sha})
+    check(structured(result)["sha"] == sha, structured(result))
+    check(not fake.requests("GET", f"{P}/repository/commits/{sha}"), f"answered ahead, yet {fake.requests()}")
+
 
 async def main():
     fake = gitlab()
@@ -368,6 +465,7 @@ async def main():
         check(ASSET_TOOLS <= names, f"served: {sorted(names)}")
         await assets(client, fake)
         await planning(client, fake)
+        await repository(client, fake)
         await errors(client, fake)
     fake.stop()
     # A wrong token: GitLab's 401, naming the secret.

@@ -6,13 +6,23 @@ following its documented shapes: issues (`iid`, `state` `opened`/`closed`,
 labels as strings, `user_notes_count`), notes (system notes among them),
 merge requests, discussions (`individual_note`, notes with `position`),
 diffs, pipelines, jobs, job traces (plain text), play and retry, issue
-links (`issue_link_id`, `link_type`), iterations (`state` 1 upcoming, 2
+links (`issue_link_id`, `link_type`), the repository (repo_fake.py): a file (`repository/files/{path}`, the
+path URL-encoded, `ref` required: 400 `ref is missing`; `HEAD` the default
+branch; 404 `File Not Found`), trees (trees then blobs; 404 `Tree Not
+Found`), commits (`ref_name`, `path`, `author`, `since`, `until`), one
+commit with `stats` (404 `Commit Not Found`) and its `diff`, branches
+(`search`), blob search (`search?scope=blobs`); iterations (`state` 1 upcoming, 2
 current, 3 closed), milestones (`active`/`closed`, `state_event`); `Link`
 header pagination (`per_page`, `page`); the token in `PRIVATE-TOKEN`
 (401 `{"message": "401 Unauthorized"}` without it); 404
 `{"message": "404 Not found"}`; 400 `{"message": {...}}` or `{"error":
 ...}` for bad parameters. Writes change what later reads answer."""
 
+import base64
+import hashlib
+from urllib.parse import unquote
+
+import repo_fake as git
 from fake import TOKEN, Fake, multipart
 
 PROJECT = "acme/widgets"
@@ -455,6 +465,96 @@ def gitlab(delay_s=0.0):
         return serve
 
     fake.graphql("/api/graphql", {"IssueSetIteration": authorized(set_iteration)})
+
+    # ---- the repository ----
+    def commit_json(c, full=False):
+        login, name = c["author"]
+        out = {"id": c["sha"], "short_id": c["sha"][:8], "title": c["message"].split("\n")[0],
+               "message": c["message"], "parent_ids": c["parents"], "author_name": name,
+               "author_email": f"{login}@example.invalid", "authored_date": c["date"], "committer_name": name,
+               "committer_email": f"{login}@example.invalid", "committed_date": c["date"], "created_at": c["date"],
+               "web_url": f"https://gitlab.com/{PROJECT}/-/commit/{c['sha']}"}
+        if full:
+            patches = [p or "" for _, _, p in c["changes"].values()]
+            adds = sum(p.count("\n+") for p in patches)
+            dels = sum(p.count("\n-") for p in patches)
+            out["stats"] = {"additions": adds, "deletions": dels, "total": adds + dels}
+            out["status"] = "success"
+        return out
+
+    def ref_commit(seen, name="ref"):
+        ref = seen.query.get(name)
+        return git.resolve(git.DEFAULT if ref == "HEAD" else ref)
+
+    @route("GET", f"{base}/repository/files/([^/]+)")
+    def get_file(seen, encoded):
+        if "ref" not in seen.query:
+            return 400, {"error": "ref is missing"}
+        commit, path = ref_commit(seen), unquote(encoded)
+        files = git.tree(commit) if commit else {}
+        if path not in files:
+            return not_found("File Not Found")
+        data = git.raw(files[path])
+        return 200, {"file_name": path.rsplit("/", 1)[-1], "file_path": path, "size": len(data),
+                     "encoding": "base64", "content": base64.b64encode(data).decode(),
+                     "content_sha256": hashlib.sha256(data).hexdigest(), "ref": seen.query["ref"],
+                     "blob_id": hashlib.sha1(data).hexdigest(), "commit_id": commit["sha"],
+                     "last_commit_id": commit["sha"], "execute_filemode": False}
+
+    @route("GET", f"{base}/repository/tree")
+    def get_tree(seen):
+        commit = ref_commit(seen)
+        listed = git.entries(git.tree(commit), seen.query.get("path", "").strip("/")) if commit else None
+        if listed is None:
+            return not_found("Tree Not Found")
+        # Trees first, then blobs.
+        listed.sort(key=lambda e: (e[2] != "dir", e[0]))
+        return page(seen, [{"id": "0" * 40, "name": name, "type": "tree" if kind == "dir" else "blob", "path": p,
+                            "mode": "040000" if kind == "dir" else "100644"} for name, p, kind, _ in listed])
+
+    @route("GET", f"{base}/repository/commits")
+    def list_commits(seen):
+        q = seen.query
+        found = git.log(q.get("ref_name"), q.get("path"), q.get("since"), q.get("until"), q.get("author"))
+        if found is None:
+            return not_found()
+        return page(seen, [commit_json(c) for c in found])
+
+    @route("GET", f"{base}/repository/commits/([^/]+)")
+    def get_commit(seen, ref):
+        c = git.resolve(unquote(ref))
+        return (200, commit_json(c, full=True)) if c else not_found("Commit Not Found")
+
+    @route("GET", f"{base}/repository/commits/([^/]+)/diff")
+    def get_commit_diff(seen, ref):
+        c = git.resolve(unquote(ref))
+        if c is None:
+            return not_found("Commit Not Found")
+        return page(seen, [{"diff": (patch or "") + "\n", "new_path": path, "old_path": path, "a_mode": "100644",
+                            "b_mode": "100644", "new_file": status == "added", "renamed_file": False,
+                            "deleted_file": status == "removed"}
+                           for path, (status, _, patch) in c["changes"].items()])
+
+    @route("GET", f"{base}/repository/branches")
+    def list_branches(seen):
+        search = seen.query.get("search", "")
+        return page(seen, [{"name": n, "merged": False, "protected": n == git.DEFAULT, "default": n == git.DEFAULT,
+                            "web_url": f"https://gitlab.com/{PROJECT}/-/tree/{n}",
+                            "commit": commit_json(git.COMMITS[s])}
+                           for n, s in sorted(git.BRANCHES.items()) if search.lower() in n.lower()])
+
+    @route("GET", f"{base}/search")
+    def search(seen):
+        if seen.query.get("scope") != "blobs":
+            return 400, {"error": "scope does not have a valid value"}
+        if not seen.query.get("search"):
+            return 400, {"error": "search is missing"}
+        commit = git.resolve(seen.query.get("ref"))
+        files = git.tree(commit)
+        hits = [{"basename": path.rsplit(".", 1)[0], "data": "\n".join(files[path].splitlines()[max(0, n - 2):n + 1]),
+                 "path": path, "filename": path, "id": None, "ref": seen.query.get("ref", git.DEFAULT), "startline":
+                 max(1, n - 1), "project_id": 42} for path, n, _ in git.grep(files, seen.query["search"])]
+        return page(seen, hits)
 
     fake.links, fake.milestones = links, milestones
     fake.issues, fake.notes, fake.mrs, fake.discussions, fake.diffs = issues, notes, mrs, discussions, diffs
