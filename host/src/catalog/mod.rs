@@ -2,7 +2,7 @@
 //! categories (issue tracker, git repository, knowledge base, ...), kept as
 //! data so enrichers adapt one shared shape per tool. This module owns the
 //! embedded base catalog and the side effects the host declares for its
-//! tools; not the tool types ([`crate::tool`]), nor which tools are served
+//! tools; not the tool types (`crate::tool`), nor which tools are served
 //! (that needs a backend bound to each).
 
 use std::sync::OnceLock;

@@ -77,7 +77,9 @@ impl Toolhost {
     }
 
     /// Merge sources already loaded and reached, and enrich the listing,
-    /// with default options. [`Toolhost::builder`] loads them too.
+    /// with default options. Hidden with its `Sources` (the workspace's
+    /// tests assemble hosts from parts): embedders use [`Toolhost::builder`].
+    #[doc(hidden)]
     pub async fn new(sources: Sources) -> Result<Self, CatalogError> {
         Self::with_options(sources, Options::default()).await
     }
@@ -104,6 +106,8 @@ impl Toolhost {
     /// the value models and start speculation if it is on; what
     /// [`ToolhostBuilder::build`] ends with. Must run inside a Tokio
     /// runtime: it starts following the upstream servers' tool lists.
+    /// Hidden as [`Toolhost::new`] is.
+    #[doc(hidden)]
     pub async fn with_options(sources: Sources, options: Options) -> Result<Self, CatalogError> {
         let generation = Generation::build(&sources, &options, None).await?;
         let upstreams = sources.upstreams.clone();

@@ -29,7 +29,7 @@
 //! at the path by then; when they read nothing, the path is one nobody
 //! but the user (or root) can change, as the safe-path check made sure.
 //!
-//! Supply sits above the loader: it is the loader's [`Admission`] and
+//! Supply sits above the loader: it is the loader's `Admission` and
 //! drives [`Runtime::load_dir_admitting`]; the loader knows the trait,
 //! never these checks. Both read a file through `plugin_file`.
 

@@ -234,7 +234,7 @@ pub fn value_model(name: &str) -> Option<ValueModel> {
     })
 }
 
-/// The built-in models of the native tools ([`value_model`]), each under
+/// The built-in models of the native tools (`value_model`), each under
 /// its name: the bottom layer every catalog's value models start from.
 pub fn value_models() -> ValueModels {
     let mut models = ValueModels::default();
