@@ -4,7 +4,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 use toolhost_tests::providers::BUNDLE;
-use toolhost_tests::{guest, plugin_dir, run, toolhost};
+use toolhost_tests::{guest, needs, plugin_dir, run, toolhost};
 
 #[path = "http_auth.rs"]
 mod http_auth;
@@ -144,11 +144,12 @@ fn tools_lists_what_serve_serves() {
     );
 }
 
-/// With no --plugins and no configuration, `plugins` and `tools` take the
-/// directory `serve` takes: ./plugins, else build/plugins of the tree the
-/// binary was built in.
+/// With no --plugins, no configuration and no ./plugins, `plugins` takes
+/// the directory `serve` takes: build/plugins of the tree the binary was
+/// built in, which holds the bundle and no test fixture.
 #[test]
-fn plugins_and_tools_find_the_plugin_directory_as_serve_does() {
+fn with_no_plugin_directory_the_bundle_of_the_build_tree_is_taken() {
+    needs!(Bundled);
     let top = tempfile::tempdir().unwrap();
     let (out, stdout, stderr) = run(toolhost().current_dir(top.path()).args(["plugins", "--json"]));
     assert!(out.status.success(), "{stderr}");
@@ -160,7 +161,13 @@ fn plugins_and_tools_find_the_plugin_directory_as_serve_does() {
         ["format-pipeline"],
         "the bundle holds no test fixture"
     );
+}
 
+/// A ./plugins directory is what `plugins` and `tools` take, as `serve`
+/// does, before the bundle.
+#[test]
+fn plugins_and_tools_find_the_plugin_directory_as_serve_does() {
+    let top = tempfile::tempdir().unwrap();
     let local = top.path().join("plugins");
     std::fs::create_dir(&local).unwrap();
     std::fs::copy(guest("text_tools"), local.join("20-text.wasm")).unwrap();

@@ -27,6 +27,9 @@ pub enum Needs {
     Redis,
     /// The task trees of the public agent trajectories (`make replay-trees`).
     ReplayTrees,
+    /// The bundled plugins in `build/plugins`, what `toolhost` serves with
+    /// no plugin directory of its own (`make bundled`).
+    Bundled,
 }
 
 impl Needs {
@@ -39,6 +42,7 @@ impl Needs {
             Needs::Upstream => "upstream",
             Needs::Redis => "redis",
             Needs::ReplayTrees => "replay-trees",
+            Needs::Bundled => "bundled",
         }
     }
 
@@ -59,6 +63,7 @@ impl Needs {
             Needs::Upstream => repo.join("tests/upstream/node_modules/.installed").is_file(),
             Needs::Redis => on_path("redis-server") && on_path("redis-cli"),
             Needs::ReplayTrees => repo.join("build/replay/trees/.unpacked").is_file(),
+            Needs::Bundled => repo.join("build/plugins").is_dir(),
         }
     }
 }
