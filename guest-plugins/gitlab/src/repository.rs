@@ -42,6 +42,20 @@ fn entry_type(kind: &str) -> &str {
     }
 }
 
+/// What a diff entry of GitLab's (a commit's or a merge request's) did to
+/// its file, in the words both git providers answer with.
+pub(crate) fn change_status(f: &Value) -> &'static str {
+    if f["new_file"] == json!(true) {
+        "added"
+    } else if f["deleted_file"] == json!(true) {
+        "removed"
+    } else if f["renamed_file"] == json!(true) {
+        "renamed"
+    } else {
+        "modified"
+    }
+}
+
 /// Lines added and removed by a unified diff without file headers (as
 /// GitLab gives it).
 fn counts(diff: &str) -> (usize, usize) {
@@ -179,15 +193,7 @@ impl GitLab {
         let mut files: Vec<Value> = found
             .iter()
             .map(|f| {
-                let status = if f["new_file"] == json!(true) {
-                    "added"
-                } else if f["deleted_file"] == json!(true) {
-                    "removed"
-                } else if f["renamed_file"] == json!(true) {
-                    "renamed"
-                } else {
-                    "modified"
-                };
+                let status = change_status(f);
                 let (additions, deletions) = counts(f["diff"].as_str().unwrap_or(""));
                 let mut file = json!({"path": f["new_path"], "old_path": f["old_path"], "status": status,
                                       "additions": additions, "deletions": deletions});

@@ -633,15 +633,7 @@ impl GitLab {
         let files: Vec<Value> = found
             .iter()
             .map(|f| {
-                let status = if f["new_file"] == json!(true) {
-                    "added"
-                } else if f["deleted_file"] == json!(true) {
-                    "removed"
-                } else if f["renamed_file"] == json!(true) {
-                    "renamed"
-                } else {
-                    "modified"
-                };
+                let status = crate::repository::change_status(f);
                 json!({"path": f["new_path"], "old_path": f["old_path"], "status": status, "diff": f["diff"]})
             })
             .collect();
