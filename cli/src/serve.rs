@@ -65,6 +65,14 @@ pub async fn serve(
     }
     let host = Arc::new(host);
     let stats_file = config.stats_file();
+    if let Some(path) = &stats_file {
+        // What an earlier run learned of the agents' follow-ups lasts.
+        match stats::read(path) {
+            Ok(earlier) => host.adopt_learned(&earlier.stats.learned),
+            Err(stats::StatsError::Missing(_)) => {}
+            Err(e) => tracing::warn!("{e}: starting with no follow-up links learned"),
+        }
+    }
     let reporter = stats::spawn_reporter(host.clone(), runtime.shadows().clone(), stats_file.clone());
     let serving = async {
         match access {

@@ -8,10 +8,14 @@
 //! sharing one file the last writer wins; give each its own
 //! `[speculation] stats_file` to keep them apart.
 //!
+//! The next `toolhost serve` starts from the follow-up links the file
+//! holds, so what agents taught one run lasts.
+//!
 //! With `[cluster]` configured, `toolhost stats` reads the totals every
 //! replica adds to Redis instead (`toolhost::speculation` keeps them), and
 //! says so.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -25,6 +29,10 @@ use toolhost::plugin::{ShadowCount, ShadowTally};
 use toolhost::speculation::Snapshot;
 
 use crate::config::Config;
+
+/// The most of a statistics file read: the links learned are bounded, so
+/// a bigger file is not one a server wrote.
+const MAX_FILE_BYTES: u64 = 64 << 20;
 
 /// How often a running server looks for new figures.
 pub const INTERVAL: Duration = Duration::from_secs(5);
@@ -55,13 +63,19 @@ pub enum StatsError {
 }
 
 pub fn read(path: &Path) -> Result<Recorded, StatsError> {
-    let text = std::fs::read_to_string(path).map_err(|source| match source.kind() {
+    let io = |source: std::io::Error| match source.kind() {
         std::io::ErrorKind::NotFound => StatsError::Missing(path.into()),
         _ => StatsError::Io {
             path: path.into(),
             source,
         },
-    })?;
+    };
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .map_err(io)?
+        .take(MAX_FILE_BYTES)
+        .read_to_string(&mut text)
+        .map_err(io)?;
     serde_json::from_str(&text).map_err(|source| StatsError::Parse {
         path: path.into(),
         source,
@@ -88,7 +102,7 @@ pub fn write(path: &Path, stats: &Snapshot, shadows: &[ShadowCount]) -> Result<(
 /// One line for the server's log.
 pub fn summary(s: &Snapshot) -> String {
     format!(
-        "speculation: {} prefetched, {} hits, {} joins ({:.0}% used), {} from cached real reads, {} wasted, {} stale, ~{} ms saved",
+        "speculation: {} prefetched, {} hits, {} joins ({:.0}% used), {} from real calls kept, {} wasted, {} stale, ~{} ms saved",
         s.dispatched,
         s.hits,
         s.joins,
@@ -112,7 +126,7 @@ pub fn render(r: &Recorded) -> String {
         s.joins
     ));
     out.push_str(&format!(
-        "served from real reads{:>8}  (from a file an earlier real read cached; not prefetched)\n",
+        "served from real calls{:>8}  (a file read or a remote read an earlier real call left; not prefetched)\n",
         s.reused
     ));
     out.push_str(&format!(
@@ -148,6 +162,15 @@ pub fn render(r: &Recorded) -> String {
                 k.offered,
                 k.used,
                 k.estimate
+            ));
+        }
+    }
+    if !s.learned.is_empty() {
+        out.push_str("links learned from values between calls (seen, planned):\n");
+        for l in &s.learned {
+            out.push_str(&format!(
+                "  {} -> {} [{}]: {}, {}\n",
+                l.from, l.to, l.projection, l.seen, l.planned
             ));
         }
     }
@@ -270,7 +293,7 @@ mod tests {
         assert_eq!(back.stats, stats);
         let text = render(&back);
         assert!(text.contains("75%"), "reuse is not counted as used: {text}");
-        assert!(text.contains("served from real reads       5"), "{text}");
+        assert!(text.contains("served from real calls       5"), "{text}");
         std::fs::write(&path, "{").unwrap();
         assert!(matches!(read(&path), Err(StatsError::Parse { .. })));
     }

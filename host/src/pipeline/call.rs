@@ -14,7 +14,8 @@
 //! With speculation on, execute is preceded by a look in the prefetch cache
 //! (keyed by the final arguments, so a prefetch that went through the same
 //! steps is found) and followed, in the background, by planning the call's
-//! follow-ups from its structured result; a call that may change anything
+//! follow-ups from its result (structured, or JSON in its text), and
+//! learning from the values it took; a call that may change anything
 //! invalidates before and after it runs. A served result still goes through
 //! after-call, so the agent sees what a direct call would have given.
 //!
@@ -29,7 +30,7 @@
 //!
 //! A real native read that was not served runs whole ([`run_kept`]) and
 //! leaves its file in the cache as a [`Prefetch::File`], for the reads
-//! that follow.
+//! that follow; a remote read leaves its result, for its exact repeats.
 //!
 //! Free functions over the catalog's types (which own their impls in
 //! `catalog`). Not here: how the catalog is built (`catalog`), running a
@@ -47,9 +48,9 @@ use super::control::{CallControl, error_text};
 use super::validate;
 use crate::bounds::{MAX_QUOTED, excerpt, label};
 use crate::enrich::Enrichers;
-use crate::output::{CallOutput, ToolError};
+use crate::output::{Block, CallOutput, ToolError};
 use crate::plugin::{BeforeCallDecision, Hooks};
-use crate::speculation::{Engine, Served};
+use crate::speculation::{Engine, Observed, Served};
 use crate::tools::FileText;
 use crate::tools::facts::WHOLE_FILE;
 
@@ -90,6 +91,8 @@ async fn run(
         },
         None => Served::Run,
     };
+    // What the engine learns and plans from: the arguments the call ran with.
+    let ran_with = engine.map(|_| args.clone());
     let ran = match (served, engine) {
         (Served::Prefetched(answer), _) => Ok(answer),
         (Served::Run, Some(engine)) if engine.keeps(name) => {
@@ -102,14 +105,9 @@ async fn run(
         Err(ToolError::Cancelled) => return Err(ToolError::Cancelled),
         Err(e) => CallOutput::error(error_text(&e)),
     };
-    if let Some(engine) = engine {
+    if let (Some(engine), Some(args)) = (engine, ran_with) {
         engine.invalidate_for(name).await;
-        if !result.is_error
-            && engine.follows_up(name)
-            && let Some(structured) = &result.structured_content
-        {
-            engine.plan_after(name, structured.clone());
-        }
+        engine.plan_after(name, args, observed(&result));
     }
     after_call(bound, name, &mut result).await;
     if !result.is_error
@@ -123,6 +121,22 @@ async fn run(
         };
     }
     Ok(result)
+}
+
+/// What the speculation engine reads of a result: its structured content,
+/// else its first text (which may be JSON); nothing of an error.
+fn observed(result: &CallOutput) -> Observed {
+    if result.is_error {
+        return Observed::Nothing;
+    }
+    if let Some(structured) = &result.structured_content {
+        return Observed::Json(structured.clone());
+    }
+    let text = result.content.iter().find_map(|block| match block {
+        Block::Text(text) => Some(text.text.clone()),
+        _ => None,
+    });
+    text.map_or(Observed::Nothing, Observed::Text)
 }
 
 /// The after-call hook of the tool's plugin, if it has one, laid over
@@ -220,7 +234,8 @@ pub(super) enum Prefetch {
 /// Run a real call the engine [keeps](Engine::keeps) the result of: a
 /// native read loads its file whole (after the same latency, so still one
 /// backend call) and answers its slice from it, as a direct read does; the
-/// engine keeps the file. Other backends run as usual.
+/// engine keeps the file. A remote read's result is kept whole for the
+/// exact repeats that follow; other native tools run as usual.
 async fn run_kept(
     engine: &Engine<Core>,
     backend: &Backend,
@@ -228,13 +243,20 @@ async fn run_kept(
     args: Map<String, Value>,
     ctx: &CallControl,
 ) -> Result<CallOutput, ToolError> {
-    let Backend::Native(native) = backend else {
-        return backend.execute(name, args, ctx).await;
-    };
-    if name != WHOLE_FILE {
-        return backend.execute(name, args, ctx).await;
-    }
     let start = Instant::now();
+    let native = match backend {
+        Backend::Native(native) if name == WHOLE_FILE => native,
+        Backend::Native(_) => return backend.execute(name, args, ctx).await,
+        // A remote read: kept for its exact repeats, unless it failed.
+        _ => {
+            let result = backend.execute(name, args.clone(), ctx).await?;
+            if result.is_error {
+                return Ok(result);
+            }
+            let result = Prefetch::Result(Arc::new(result));
+            return Ok(engine.keep(name, &args, result, start.elapsed()));
+        }
+    };
     let file = tokio::select! {
         biased;
         _ = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),

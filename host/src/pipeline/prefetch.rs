@@ -151,6 +151,22 @@ impl Target for Core {
         }
     }
 
+    fn accepts(&self, tool: &str, arg: &str) -> bool {
+        self.tools
+            .get(tool)
+            .and_then(|b| b.schema.get("properties")?.as_object())
+            .is_some_and(|properties| properties.contains_key(arg))
+    }
+
+    /// An upstream server's reads: its state is as trusted for exact
+    /// repeats as for prefetches, within the same freshness.
+    fn repeatable(&self, tool: &str) -> bool {
+        matches!(
+            self.tools.get(tool).map(|b| &b.backend),
+            Some(Backend::Upstream(..))
+        )
+    }
+
     fn self_validating(&self, tool: &str) -> bool {
         tool == WHOLE_FILE && matches!(self.tools.get(tool).map(|b| &b.backend), Some(Backend::Native(_)))
     }

@@ -221,6 +221,15 @@ impl Toolhost {
         self.shared.current().speculation.as_ref().map(|e| e.stats())
     }
 
+    /// Start from the links an earlier run learned (the `learned` of its
+    /// [`stats`](Toolhost::stats)), so that what agents taught it lasts
+    /// across restarts. Nothing happens with speculation off.
+    pub fn adopt_learned(&self, links: &[speculation::LinkStats]) {
+        if let Some(engine) = &self.shared.current().speculation {
+            engine.adopt_learned(links);
+        }
+    }
+
     /// Wait until no follow-up is being planned or prefetched.
     pub async fn settle(&self) {
         if let Some(engine) = &self.shared.current().speculation {

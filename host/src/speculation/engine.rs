@@ -47,7 +47,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
@@ -55,6 +55,7 @@ use serde_json::{Map, Value};
 use super::cache::{Key, Lookup, Prefetched, SpecCache};
 use super::dispatcher::{Dispatcher, Refused};
 use super::fanout::{FanOut, FollowUpRank};
+use super::learned::{self, Learned};
 use super::metrics::{Metrics, Snapshot};
 use super::planner::{self, DeclineReason};
 use super::projection;
@@ -119,6 +120,21 @@ pub trait Target: Send + Sync + 'static {
     /// does not say: those of its category, or all of them.
     fn neighbours(&self, tool: &str) -> Vec<String>;
 
+    /// Whether `tool` takes an argument named `arg` (its input schema
+    /// lists it).
+    fn accepts(&self, _tool: &str, _arg: &str) -> bool {
+        false
+    }
+
+    /// Whether a real call's result of `tool` may answer the same call
+    /// again within its freshness (until a writer drops it), though
+    /// nothing checks it against its source: a remote service's reads,
+    /// whose state prefetches are trusted for as long; not the local
+    /// files, which change behind the host's back.
+    fn repeatable(&self, _tool: &str) -> bool {
+        false
+    }
+
     /// An output of `tool` is cached (prefetched, or kept from a real
     /// call): the target may watch its source from now on and report a
     /// change with [`Engine::changed`].
@@ -139,6 +155,35 @@ pub trait Target: Send + Sync + 'static {
     }
 }
 
+/// A call's result, as the engine learns and plans from it.
+pub enum Observed {
+    /// An error, or a result with nothing to read values from.
+    Nothing,
+    /// Its structured content.
+    Json(Value),
+    /// Its text, which may hold JSON (many servers send JSON as text).
+    Text(String),
+}
+
+/// Text longer than this is not parsed for JSON.
+const MAX_JSON_TEXT: usize = 4 << 20;
+
+impl Observed {
+    fn json(self) -> Option<Value> {
+        match self {
+            Self::Nothing => None,
+            Self::Json(value) => Some(value),
+            Self::Text(text) => {
+                let trimmed = text.trim_start();
+                let looks = trimmed.starts_with('{') || trimmed.starts_with('[');
+                (looks && text.len() <= MAX_JSON_TEXT)
+                    .then(|| serde_json::from_str(&text).ok())
+                    .flatten()
+            }
+        }
+    }
+}
+
 /// The origin a result fetched again after its source changed is learned
 /// under (no tool has this name).
 pub const CHANGED: &str = "(changed)";
@@ -154,7 +199,12 @@ pub struct Engine<T: Target> {
     cache: Arc<SpecCache<T::Output>>,
     dispatcher: Dispatcher,
     fanout: Arc<FanOut>,
+    /// Links learned from the values that flow between calls.
+    learned: Arc<Learned>,
     metrics: Arc<Metrics>,
+    /// The agent's calls, served or not: the backend calls it would make
+    /// with speculation off, which what prefetches add is measured against.
+    real_calls: Arc<AtomicU64>,
     /// Follow-ups being planned in the background.
     planning: Arc<AtomicUsize>,
     /// The replicas this one shares prefetches with, if any.
@@ -210,7 +260,9 @@ impl<T: Target> Engine<T> {
             cache,
             dispatcher,
             fanout: Arc::default(),
+            learned: Arc::default(),
             metrics,
+            real_calls: Arc::default(),
             planning: Arc::default(),
             shared: None,
             tally: None,
@@ -246,7 +298,9 @@ impl<T: Target> Engine<T> {
             )),
             settings,
             fanout: self.fanout.clone(),
+            learned: self.learned.clone(),
             metrics: self.metrics.clone(),
+            real_calls: self.real_calls.clone(),
             planning: Arc::default(),
             shared: None,
             tally: self.tally.clone(),
@@ -260,11 +314,18 @@ impl<T: Target> Engine<T> {
     }
 
     /// Before a real call executes: its answer from a prefetch, if any.
-    /// Only tools that may be speculated are ever looked up.
+    /// Only tools that may be speculated are ever looked up, and what
+    /// their arguments took from recent results is learned.
     pub async fn serve(&self, tool: &str, args: &Map<String, Value>) -> Served<T::Answer> {
+        self.real_calls.fetch_add(1, Ordering::Relaxed);
+        self.lookup(tool, args).await
+    }
+
+    async fn lookup(&self, tool: &str, args: &Map<String, Value>) -> Served<T::Answer> {
         if !self.models.get(tool).is_some_and(|m| m.is_speculatable()) {
             return Served::Run;
         }
+        self.learned.called(tool, args);
         let key = Key::new(tool, &self.target.cache_args(tool, args));
         self.fanout.called(&key);
         let found = match self.cache.lookup(&key) {
@@ -341,12 +402,13 @@ impl<T: Target> Engine<T> {
     }
 
     /// Whether a real call of `tool` that was not served should be run for
-    /// its whole result and [kept](Engine::keep): only where that result is
-    /// checked against its source before each use, and the configuration
+    /// its whole result and [kept](Engine::keep): where that result is
+    /// checked against its source before each use, or answers exact repeats
+    /// within its freshness ([`Target::repeatable`]), and the configuration
     /// lets the tool be called ahead of time (the same switch).
     pub fn keeps(&self, tool: &str) -> bool {
         self.models.get(tool).is_some_and(|m| m.is_speculatable())
-            && self.target.self_validating(tool)
+            && (self.target.self_validating(tool) || self.target.repeatable(tool))
             && self.target.may_prefetch(tool, None).is_ok()
     }
 
@@ -425,9 +487,10 @@ impl<T: Target> Engine<T> {
         }
     }
 
-    /// After `tool` returned `result` (its structured result): plan and
-    /// dispatch its follow-ups. Returns when they are dispatched, not done.
-    pub async fn after_call(&self, tool: &str, result: &Value, intent: &[String]) {
+    /// After `tool` ran with `args` and returned `result` (as JSON): plan
+    /// and dispatch its follow-ups, declared and learned. Returns when they
+    /// are dispatched, not done.
+    pub async fn after_call(&self, tool: &str, args: &Map<String, Value>, result: &Value, intent: &[String]) {
         let plan = planner::plan(&self.models, tool, intent, &self.settings.planner());
         for d in &plan.declined {
             self.metrics.declined(d.reason);
@@ -437,40 +500,76 @@ impl<T: Target> Engine<T> {
             if projected.is_empty() {
                 self.metrics.declined(DeclineReason::NoArguments);
             }
-            for (rank, args) in projected.into_iter().enumerate() {
-                let origin = FollowUpRank {
-                    from: tool.to_owned(),
-                    to: call.link.tool.clone(),
-                    rank,
-                };
+            for (rank, projected) in projected.into_iter().enumerate() {
                 let candidate = Candidate {
+                    args: self.carried(&call.link.tool, args, projected),
                     tool: call.link.tool.clone(),
-                    args,
-                    origin,
+                    origin: FollowUpRank {
+                        from: tool.to_owned(),
+                        to: call.link.tool.clone(),
+                        rank,
+                    },
                     prior: call.link.probability,
+                };
+                self.dispatch(candidate).await;
+            }
+        }
+        for link in self.learned.links_from(tool) {
+            // What is learned never widens what may be called ahead of time.
+            if !self.models.get(&link.to).is_some_and(|m| m.is_speculatable()) {
+                self.metrics.declined(DeclineReason::NotSpeculatable);
+                continue;
+            }
+            for (rank, args) in self.learned.project(&link, args, result) {
+                let candidate = Candidate {
+                    tool: link.to.clone(),
+                    args,
+                    origin: FollowUpRank {
+                        from: tool.to_owned(),
+                        to: link.to.clone(),
+                        rank,
+                    },
+                    prior: learned::PRIOR,
                 };
                 self.dispatch(candidate).await;
             }
         }
     }
 
-    /// Whether `tool`'s value model names any follow-up to plan.
-    pub fn follows_up(&self, tool: &str) -> bool {
-        self.models
-            .get(tool)
-            .and_then(|m| m.follow_ups.as_ref())
-            .is_some_and(|links| !links.is_empty())
+    /// A declared link's projected arguments, with those of the call that
+    /// ran which the target takes too and the projection did not fill: a
+    /// listing's `owner` and `repo` go to the item it lists.
+    fn carried(
+        &self,
+        target: &str,
+        ran: &Map<String, Value>,
+        mut args: Map<String, Value>,
+    ) -> Map<String, Value> {
+        for (name, value) in ran {
+            if !args.contains_key(name) && self.target.accepts(target, name) {
+                args.insert(name.clone(), value.clone());
+            }
+        }
+        args
     }
 
     /// [`Engine::after_call`] in the background, so the call that ran is
-    /// answered without waiting for its follow-ups to be planned.
-    pub fn plan_after(self: &Arc<Self>, tool: &str, result: Value) {
+    /// answered without waiting for its follow-ups to be planned. Every
+    /// call is counted among the recent ones at once, in the order they
+    /// ran, whatever it returned; its result is learned from in the
+    /// background.
+    pub fn plan_after(self: &Arc<Self>, tool: &str, args: Map<String, Value>, result: Observed) {
+        let pending = self.learned.ran(tool, &args);
         self.planning.fetch_add(1, Ordering::SeqCst);
         let guard = Planning(self.planning.clone());
         let (engine, tool) = (self.clone(), tool.to_owned());
         tokio::spawn(async move {
             let _guard = guard;
-            engine.after_call(&tool, &result, &[]).await;
+            let result = result.json();
+            pending.index(result.as_ref());
+            if let Some(result) = result {
+                engine.after_call(&tool, &args, &result, &[]).await;
+            }
         });
     }
 
@@ -549,6 +648,10 @@ impl<T: Target> Engine<T> {
             self.metrics.declined(DeclineReason::Unlikely);
             return;
         }
+        if !self.within_budget() {
+            self.metrics.declined(DeclineReason::ExtraCalls);
+            return;
+        }
         let Some(mut ticket) = self.cache.begin(key) else {
             return;
         };
@@ -590,6 +693,21 @@ impl<T: Target> Engine<T> {
         self.dispatcher.spawn(reserved, prefetch);
     }
 
+    /// Whether one more prefetch keeps the backend calls that prefetches
+    /// added (made and not used yet, or never) within their share of the
+    /// real calls (`[speculation] max_extra_calls`), plus the in-flight cap
+    /// to start from.
+    fn within_budget(&self) -> bool {
+        let real = self.real_calls.load(Ordering::Relaxed) as f64;
+        let allowed = f64::from(self.settings.max_extra_calls) * real + self.settings.max_in_flight as f64;
+        (self.metrics.unused() as f64) < allowed
+    }
+
+    /// Start from links an earlier run learned.
+    pub fn adopt_learned(&self, links: &[learned::LinkStats]) {
+        self.learned.adopt(links);
+    }
+
     pub fn stats(&self) -> Snapshot {
         self.cache.sweep();
         let prior = |from: &str, to: &str| {
@@ -602,8 +720,11 @@ impl<T: Target> Engine<T> {
                 .and_then(|links| links.iter().find(|l| l.tool == to))
                 .map_or(0.5, |l| l.probability)
         };
-        self.metrics
-            .snapshot(self.cache.unserved(), self.fanout.table(prior))
+        self.metrics.snapshot(
+            self.cache.unserved(),
+            self.fanout.table(prior),
+            self.learned.table(),
+        )
     }
 
     pub fn in_flight(&self) -> usize {
@@ -737,7 +858,13 @@ mod tests {
             ..ValueModel::default()
         };
         models.add("write", Layer::User, &write);
-        Engine::new(files, Arc::new(models), Enrichers::default(), Settings::default())
+        // These tests plan without the calls that give the results: no
+        // share of them to stay within.
+        let settings = Settings {
+            max_extra_calls: 1000.0,
+            ..Settings::default()
+        };
+        Engine::new(files, Arc::new(models), Enrichers::default(), settings)
     }
 
     fn args(path: &str) -> Map<String, Value> {
@@ -746,14 +873,16 @@ mod tests {
 
     /// A glob that found `paths`, and the follow-ups planned from it.
     async fn glob(e: &Engine<Files>, paths: &[&str]) {
-        e.after_call("glob", &json!({ "paths": paths }), &[]).await;
+        e.after_call("glob", &Map::new(), &json!({ "paths": paths }), &[])
+            .await;
         settle(e).await;
     }
 
     /// A grep that matched `paths`, and the follow-ups planned from it.
     async fn grep(e: &Engine<Files>, paths: &[&str]) {
         let matches: Vec<Value> = paths.iter().map(|p| json!({"path": p})).collect();
-        e.after_call("grep", &json!({"matches": matches}), &[]).await;
+        e.after_call("grep", &Map::new(), &json!({"matches": matches}), &[])
+            .await;
         settle(e).await;
     }
 
@@ -821,7 +950,8 @@ mod tests {
         let hold = Arc::new(Notify::new());
         *files.hold.lock().unwrap() = Some(hold.clone());
         let e = Arc::new(engine(files.clone(), Some(60)));
-        e.after_call("glob", &json!({"paths": ["a.rs"]}), &[]).await;
+        e.after_call("glob", &Map::new(), &json!({"paths": ["a.rs"]}), &[])
+            .await;
         let joined = {
             let e = e.clone();
             tokio::spawn(async move { matches!(e.serve("read", &args("a.rs")).await, Served::Run) })
@@ -844,7 +974,8 @@ mod tests {
         let hold = Arc::new(Notify::new());
         *files.hold.lock().unwrap() = Some(hold.clone());
         let e = Arc::new(engine(files.clone(), Some(60)));
-        e.after_call("glob", &json!({"paths": ["a.rs"]}), &[]).await;
+        e.after_call("glob", &Map::new(), &json!({"paths": ["a.rs"]}), &[])
+            .await;
         let real = {
             let e = e.clone();
             tokio::spawn(async move {
@@ -1075,7 +1206,8 @@ mod tests {
         ));
         // One more, still running when the session ends.
         *files.hold.lock().unwrap() = Some(hold.clone());
-        e.after_call("glob", &json!({"paths": ["d.rs"]}), &[]).await;
+        e.after_call("glob", &Map::new(), &json!({"paths": ["d.rs"]}), &[])
+            .await;
         let during = e.stats();
         assert_eq!(
             (during.dispatched, during.hits, during.wasted, during.unserved),
@@ -1107,5 +1239,170 @@ mod tests {
         glob(&e, &["a.rs"]).await;
         assert_eq!(files.executions.load(Ordering::SeqCst), 0);
         assert_eq!(e.stats().declined.get("not_enabled"), Some(&1));
+    }
+
+    /// A remote service: `list` and `get` read, `put` writes; each call
+    /// answers its arguments and counts.
+    #[derive(Default)]
+    struct Service {
+        calls: Mutex<Vec<(String, Map<String, Value>)>>,
+    }
+
+    impl Target for Service {
+        type Output = Value;
+        type Answer = Value;
+
+        fn prepare(
+            &self,
+            _tool: String,
+            args: Map<String, Value>,
+        ) -> BoxFuture<'_, Result<Map<String, Value>, String>> {
+            Box::pin(async move { Ok(args) })
+        }
+
+        fn execute(&self, tool: String, args: Map<String, Value>) -> BoxFuture<'_, Result<Value, String>> {
+            Box::pin(async move {
+                self.calls.lock().unwrap().push((tool, args.clone()));
+                Ok(Value::Object(args))
+            })
+        }
+
+        fn cache_args(&self, _tool: &str, args: &Map<String, Value>) -> Map<String, Value> {
+            args.clone()
+        }
+
+        fn answer(&self, _tool: &str, _args: &Map<String, Value>, cached: &Value) -> Value {
+            cached.clone()
+        }
+
+        fn size(output: &Value) -> usize {
+            output.to_string().len()
+        }
+
+        fn category(&self, _tool: &str) -> Option<String> {
+            None
+        }
+
+        fn may_prefetch(&self, _tool: &str, _host: Option<&str>) -> Result<(), DeclineReason> {
+            Ok(())
+        }
+
+        fn is_current(&self, _tool: &str, _args: &Map<String, Value>, _output: &Value) -> bool {
+            true
+        }
+
+        fn self_validating(&self, _tool: &str) -> bool {
+            false
+        }
+
+        fn neighbours(&self, _tool: &str) -> Vec<String> {
+            vec!["list".into(), "get".into()]
+        }
+    }
+
+    fn service(settings: Settings) -> (Arc<Service>, Arc<Engine<Service>>) {
+        let mut models = ValueModels::default();
+        let read = ValueModel {
+            side_effect: Some(SideEffect::ReadOnly),
+            ..ValueModel::default()
+        };
+        models.add("list", Layer::User, &read);
+        models.add("get", Layer::User, &read);
+        let service = Arc::new(Service::default());
+        let engine = Engine::new(service.clone(), Arc::new(models), Enrichers::default(), settings);
+        (service, Arc::new(engine))
+    }
+
+    /// A real call of `tool` answering `result` (as JSON text, as many
+    /// servers send it); whether speculation served it.
+    async fn real(e: &Arc<Engine<Service>>, tool: &str, args: Value, result: Value) -> bool {
+        let args = args.as_object().unwrap().clone();
+        let served = matches!(e.serve(tool, &args).await, Served::Prefetched(_));
+        e.plan_after(tool, args, Observed::Text(result.to_string()));
+        e.idle().await;
+        served
+    }
+
+    fn pages(ids: &[&str]) -> Value {
+        let results: Vec<Value> = ids
+            .iter()
+            .map(|id| json!({"id": id, "created_by": {"id": "user-1"}}))
+            .collect();
+        json!({"object": "list", "results": results})
+    }
+
+    #[tokio::test]
+    async fn a_link_no_one_declared_is_learned_from_text_results_and_then_served() {
+        let (service, e) = service(Settings::default());
+        real(&e, "list", json!({"q": "a"}), pages(&["aaa-1", "bbb-2"])).await;
+        assert!(!real(&e, "get", json!({"id": "bbb-2"}), json!({})).await);
+        real(&e, "list", json!({"q": "b"}), pages(&["ccc-3", "ddd-4"])).await;
+        assert!(!real(&e, "get", json!({"id": "ccc-3"}), json!({})).await);
+        assert!(
+            service.calls.lock().unwrap().is_empty(),
+            "nothing planned from a link seen once"
+        );
+        real(
+            &e,
+            "list",
+            json!({"q": "c"}),
+            pages(&["eee-5", "fff-6", "ggg-7", "hhh-8"]),
+        )
+        .await;
+        let prefetched: Vec<Value> = service
+            .calls
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(_, a)| a["id"].clone())
+            .collect();
+        // Each listed item's own id in order, never its creator's, at most three.
+        assert!(!prefetched.is_empty() && prefetched.len() <= 3, "{prefetched:?}");
+        assert_eq!(prefetched[0], "eee-5");
+        assert!(!prefetched.contains(&json!("user-1")));
+        assert!(real(&e, "get", json!({"id": "eee-5"}), json!({})).await);
+        let learned = e.stats().learned;
+        assert_eq!(
+            (learned[0].from.as_str(), learned[0].to.as_str()),
+            ("list", "get")
+        );
+        assert_eq!(learned[0].projection, "id ← results[*].id");
+    }
+
+    #[tokio::test]
+    async fn what_is_learned_never_makes_a_writer_called_ahead_of_time() {
+        let (service, e) = service(Settings::default());
+        for ids in [["aaa-1"], ["bbb-2"], ["ccc-3"]] {
+            real(&e, "list", json!({}), pages(&ids)).await;
+            real(&e, "put", json!({"id": ids[0]}), json!({})).await;
+        }
+        assert!(service.calls.lock().unwrap().is_empty());
+        assert!(
+            e.stats().learned.is_empty(),
+            "calls of a writer are not learned from"
+        );
+    }
+
+    #[tokio::test]
+    async fn prefetches_stop_when_their_unused_calls_reach_their_share_of_the_real_ones() {
+        let settings = Settings {
+            max_extra_calls: 0.0,
+            max_in_flight: 2,
+            ..Settings::default()
+        };
+        let (service, e) = service(settings);
+        for ids in [["aaa-1", "x-1"], ["bbb-2", "x-2"]] {
+            real(&e, "list", json!({}), pages(&ids)).await;
+            real(&e, "get", json!({"id": ids[0]}), json!({})).await;
+        }
+        // Nothing used yet, no share: the in-flight cap is all there is.
+        real(&e, "list", json!({}), pages(&["ccc-3", "ddd-4", "eee-5"])).await;
+        real(&e, "list", json!({}), pages(&["fff-6", "ggg-7", "hhh-8"])).await;
+        let stats = e.stats();
+        assert_eq!(service.calls.lock().unwrap().len(), 2, "{stats:?}");
+        assert!(
+            stats.declined.get("extra_calls").is_some_and(|n| *n >= 1),
+            "{stats:?}"
+        );
     }
 }

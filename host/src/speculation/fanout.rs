@@ -93,11 +93,17 @@ impl Inner {
 /// One rank's record, for `toolhost stats`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RankStats {
+    /// The tool that ran.
     pub from: String,
+    /// The follow-up tool.
     pub to: String,
+    /// The candidate's rank among the link's, from 0.
     pub rank: usize,
+    /// Candidates of this rank offered.
     pub offered: u64,
+    /// Of these, those the agent called.
     pub used: u64,
+    /// The estimated probability the agent calls a candidate of this rank.
     pub estimate: f64,
 }
 

@@ -20,6 +20,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::fanout::RankStats;
+use super::learned::LinkStats;
 use super::planner::DeclineReason;
 
 #[derive(Default)]
@@ -77,6 +78,9 @@ pub struct Snapshot {
     pub saved_ms: u64,
     /// What the agent did with each rank of each link's candidates.
     pub ranks: Vec<RankStats>,
+    /// The links learned from the values that flowed between calls.
+    #[serde(default)]
+    pub learned: Vec<LinkStats>,
 }
 
 impl Snapshot {
@@ -134,6 +138,8 @@ impl Snapshot {
                     estimate: super::fanout::estimate(r.offered, r.used, r.prior, r.rank),
                 })
                 .collect(),
+            // Learned per replica: not summed (yet).
+            learned: Vec::new(),
         }
     }
 }
@@ -235,7 +241,13 @@ impl Metrics {
             .or_default() += 1;
     }
 
-    pub fn snapshot(&self, unserved: u64, ranks: Vec<RankStats>) -> Snapshot {
+    /// Prefetches made that no real call has used (yet, or ever).
+    pub fn unused(&self) -> u64 {
+        let used = self.hits.load(Ordering::Relaxed) + self.joins.load(Ordering::Relaxed);
+        self.dispatched.load(Ordering::Relaxed).saturating_sub(used)
+    }
+
+    pub fn snapshot(&self, unserved: u64, ranks: Vec<RankStats>, learned: Vec<LinkStats>) -> Snapshot {
         let declined = self.declined.lock().unwrap_or_else(|p| p.into_inner());
         Snapshot {
             dispatched: self.dispatched.load(Ordering::Relaxed),
@@ -250,6 +262,7 @@ impl Metrics {
             declined: declined.iter().map(|(r, n)| (reason_name(r), *n)).collect(),
             saved_ms: self.saved_us.load(Ordering::Relaxed) / 1000,
             ranks,
+            learned,
         }
     }
 }

@@ -5,6 +5,7 @@
 //! - `projection`: the host's own argument projections;
 //! - `cache`: the request-keyed cache with TTLs, byte bound, invalidation
 //!   and joins of prefetches in flight;
+//! - `learned`: links learned from the values that flow between calls;
 //! - `fanout`: how many of a link's candidates are worth prefetching,
 //!   learned from the calls the agent really makes;
 //! - `settings`: `[speculation]` in the configuration;
@@ -21,6 +22,7 @@ pub(crate) mod cache;
 pub(crate) mod dispatcher;
 pub(crate) mod engine;
 pub(crate) mod fanout;
+pub(crate) mod learned;
 pub(crate) mod metrics;
 pub(crate) mod planner;
 pub(crate) mod projection;
@@ -28,6 +30,8 @@ pub(crate) mod settings;
 mod shared;
 mod tally;
 
-pub(crate) use engine::{Engine, Served, Target};
+pub(crate) use engine::{Engine, Observed, Served, Target};
+pub use fanout::RankStats;
+pub use learned::{Form, LinkStats, Source, Step};
 pub use metrics::Snapshot;
 pub use settings::Settings;

@@ -5,7 +5,8 @@
 //!
 //! - below the probability floor (default 0.3: the native chains glob → read
 //!   0.32 and grep → read 0.35 sit just above it);
-//! - a self-loop (the next query of a search cannot be guessed);
+//! - a self-loop whose arguments are not read from the result (the next
+//!   query of a search cannot be guessed; a tree walk's next node can);
 //! - a target that is not `pure` or `read-only`, or says `speculate = false`:
 //!   never, whatever an override says;
 //! - over the token budget, by greedy admission in order of density =
@@ -67,6 +68,9 @@ pub enum DeclineReason {
     /// Set by the engine: the host claimed for the call is not one the
     /// tool's plugin is granted, so the claim is not believed.
     NotGranted,
+    /// Set by the engine: the prefetches not used yet already add their
+    /// share of backend calls (`max_extra_calls`).
+    ExtraCalls,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -131,7 +135,7 @@ pub fn plan(models: &ValueModels, tool: &str, intent: &[String], opts: &PlannerO
         let target = models.get(&link.tool).cloned().unwrap_or_default();
         if link.probability < opts.min_probability {
             plan.declined.push(decline(DeclineReason::BelowFloor));
-        } else if link.tool == tool {
+        } else if link.tool == tool && link.projection.is_none() {
             plan.declined.push(decline(DeclineReason::SelfLoop));
         } else if !target.is_speculatable() {
             plan.declined.push(decline(DeclineReason::NotSpeculatable));
@@ -290,6 +294,26 @@ mod tests {
             ["create", "unknown"]
         );
         assert_eq!(declined(&p, DeclineReason::SelfLoop), ["list"]);
+    }
+
+    #[test]
+    fn a_tree_walk_reads_its_next_node_from_the_result_and_is_planned() {
+        let mut walk = model(
+            ValueClass::Critical,
+            SideEffect::ReadOnly,
+            1.0,
+            &[("children", 0.6)],
+        );
+        let link = &mut walk.follow_ups.as_mut().unwrap()[0];
+        link.projection = Some("id".into());
+        link.projection_arg = Some("block_id".into());
+        let p = plan(
+            &models(vec![("children", walk)]),
+            "children",
+            &[],
+            &PlannerOptions::default(),
+        );
+        assert_eq!(planned(&p), ["children"]);
     }
 
     #[test]

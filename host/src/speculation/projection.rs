@@ -5,10 +5,12 @@
 //! registration order; the first that answers wins). Then the built-in
 //! projections for the native tools' results (glob's `paths`; grep's
 //! `matches`, each file read around its first matching line; ls's files; a
-//! search's `results`), then the generic one: every value found
-//! under the link's `projection` key, anywhere in the result, becomes
-//! `{projection_arg: value}`. Projections read structured results, never
-//! formatted text: the text is for the model and may change its layout.
+//! search's `results`), then the generic one: the link's `projection` key
+//! of each item of the first list whose items have it, in list order (else
+//! every value under that key, anywhere in the result), becomes
+//! `{projection_arg: value}`. Projections read a result's JSON (structured,
+//! or the JSON its text holds), never formatted text: that is for the
+//! model and may change its layout.
 
 use serde_json::{Map, Value};
 
@@ -38,11 +40,11 @@ pub fn project(prev_tool: &str, result: &Value, link: &FollowUpLink) -> Vec<Map<
             .take(1)
             .collect(),
         _ => match (link.projection.as_deref(), arg) {
-            (Some(field), Some(_)) => {
+            (Some(field), Some(_)) => listed(result, field).unwrap_or_else(|| {
                 let mut found = Vec::new();
                 collect(result, field, &mut found);
                 found
-            }
+            }),
             _ => Vec::new(),
         },
     };
@@ -119,7 +121,26 @@ fn strings_at(v: Option<&Value>, field: &str) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-/// Depth-first, in document order.
+/// `field` of each item of the first list (in document order) whose items
+/// have it: the items an agent picks its next call from, in their order,
+/// not the other values under that name (an item's creator's `id`).
+fn listed(value: &Value, field: &str) -> Option<Vec<Value>> {
+    let scalar = |v: &Value| !v.is_object() && !v.is_array();
+    match value {
+        Value::Array(items) if items.iter().any(|i| i.get(field).is_some_and(scalar)) => Some(
+            items
+                .iter()
+                .filter_map(|i| i.get(field).filter(|v| scalar(v)).cloned())
+                .collect(),
+        ),
+        Value::Array(items) => items.iter().find_map(|v| listed(v, field)),
+        Value::Object(map) => map.values().find_map(|v| listed(v, field)),
+        _ => None,
+    }
+}
+
+/// Every value under `field`, depth-first, in document order: for a
+/// result with no list of items.
 fn collect(value: &Value, field: &str, out: &mut Vec<Value>) {
     match value {
         Value::Object(map) => {
@@ -219,14 +240,37 @@ mod tests {
     }
 
     #[test]
-    fn generic_projection_walks_the_result() {
+    fn generic_projection_takes_each_item_of_the_list_in_order() {
         let r = json!({"total": 2, "issues": [{"key": "A-1", "fields": {"parent": {"key": "A-0"}}}, {"key": "A-2"}]});
         assert_eq!(
             values(
                 &project("get_issues", &r, &link("get_issue", "key", "key")),
                 "key"
             ),
-            [json!("A-1"), json!("A-0"), json!("A-2")]
+            [json!("A-1"), json!("A-2")]
+        );
+        // As a knowledge base's search answers: the items' own ids, never
+        // their creators' or their parents'.
+        let search = json!({"object": "list", "results": [
+            {"id": "p1", "created_by": {"id": "u1"}, "parent": {"id": "w"}},
+            {"id": "p2", "created_by": {"id": "u1"}},
+            {"id": "p3"}
+        ]});
+        assert_eq!(
+            values(
+                &project("search", &search, &link("get_page", "id", "page_id")),
+                "page_id"
+            ),
+            [json!("p1"), json!("p2"), json!("p3")]
+        );
+        // A result without a list is walked whole.
+        let one = json!({"issue": {"key": "A-9", "parent": {"key": "A-0"}}});
+        assert_eq!(
+            values(
+                &project("get_issue", &one, &link("get_issue", "key", "key")),
+                "key"
+            ),
+            [json!("A-9"), json!("A-0")]
         );
         assert!(
             project(

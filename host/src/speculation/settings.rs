@@ -39,6 +39,9 @@ pub struct Settings {
     pub budget_tokens: u32,
     /// Prefetches in flight at once, over all tools.
     pub max_in_flight: usize,
+    /// Backend calls that prefetches may add, as a share of the real
+    /// calls: prefetches made and not used yet count against it.
+    pub max_extra_calls: f32,
     /// Prefetches in flight at once against one host.
     pub per_host: usize,
     /// A prefetch still running after this is cancelled.
@@ -66,6 +69,7 @@ impl Default for Settings {
             probability_floor: PlannerOptions::default().min_probability,
             budget_tokens: PlannerOptions::default().budget_tokens,
             max_in_flight: 8,
+            max_extra_calls: 0.25,
             per_host: 4,
             timeout_ms: 10_000,
             cache_mb: 16,

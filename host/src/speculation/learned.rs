@@ -1,0 +1,699 @@
+//! Follow-up links learned from the values that flow between calls.
+//!
+//! Agents read an id, a sha or a path out of one result and pass it to one
+//! of their next calls. The host watches for that, whatever the tools'
+//! source: each result is indexed by its leaf values (its structured
+//! content, or the JSON its text holds), and each later call's arguments
+//! are looked up among the results of the [`WINDOW`] calls before it. Where
+//! one is found, the host learns a link from the tool that gave the result
+//! to the tool called, with where each of the call's arguments came from:
+//! - a place in the result, per list item: the first list on the way is the
+//!   list the agent picks from, and the item's index is the candidate's
+//!   rank (`results[*].id`, not every `id` in the document);
+//! - the same argument of the call that gave the result (`owner` and
+//!   `repo`, carried from a listing to the item it lists);
+//! - a constant (`page_size: 100`).
+//!
+//! A link is planned once seen [`MIN_SEEN`] times; how many of its items
+//! are worth prefetching is the fan-out's to learn, per rank, as for a
+//! declared link. A link from a tool to itself is a tree walk (a block's
+//! children, a directory's files) and is learned like any other. Declared
+//! links are priors and learned ones evidence: both are planned, and the
+//! cache joins a candidate offered by both.
+//!
+//! Strings are compared as Notion's ids are spelled, with or without their
+//! dashes, and a number may come back as text: the link keeps the form the
+//! agent used, so its candidates are the calls the agent makes.
+//!
+//! Everything is bounded: the results indexed (size, leaves, depth), the
+//! links kept (the least seen are forgotten first).
+//!
+//! Owns: the recent results and the links learned, with their counts. Not:
+//! whether a link's target may be called ahead of time (the value models'
+//! side-effect gate, never widened by what is learned), or dispatching.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::projection::MAX_PER_LINK;
+
+/// A result may feed any of the next this many calls.
+pub const WINDOW: usize = 3;
+/// Times a link must be seen before it is planned: once may be chance.
+pub const MIN_SEEN: u64 = 2;
+/// The probability a learned link starts from, shared over its ranks by
+/// the fan-out until its own record speaks.
+pub const PRIOR: f32 = 0.5;
+/// Links kept; the least seen are forgotten first.
+const MAX_LINKS: usize = 512;
+/// Links planned from one tool's result.
+const MAX_PLANNED: usize = 6;
+/// Leaves of one result indexed.
+const MAX_LEAVES: usize = 50_000;
+/// A string longer than this is text, not a value an agent copies.
+const MAX_VALUE_CHARS: usize = 256;
+/// Places remembered for one value in one result.
+const MAX_PLACES: usize = 4;
+/// Depth of a result walked.
+const MAX_DEPTH: usize = 24;
+
+/// One step from a result's root to a value.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Step {
+    /// A field of an object.
+    Key(String),
+    /// Each item of the list the agent picks from: the candidate's rank.
+    Item,
+    /// One index of a list inside an item.
+    At(usize),
+}
+
+/// How the agent spelled a value it took from a result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Form {
+    /// As the result has it.
+    Same,
+    /// A string without its dashes (Notion's ids, spelled both ways).
+    NoDashes,
+    /// A number, as text.
+    Text,
+    /// Text, as a number.
+    Number,
+}
+
+/// Where one argument of a learned link's call comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// A value of the result, at `path`, spelled in `form`.
+    Result {
+        /// From the result's root.
+        path: Vec<Step>,
+        /// As the agent spelled it.
+        form: Form,
+    },
+    /// This argument of the call that gave the result.
+    Carried(String),
+    /// Always this value, as JSON text.
+    Constant(String),
+}
+
+/// A learned link: from the tool that gave a result to the tool called,
+/// and where each argument of the call comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Link {
+    pub from: String,
+    pub to: String,
+    pub args: BTreeMap<String, Source>,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Counts {
+    seen: u64,
+    planned: u64,
+    last: u64,
+}
+
+/// One learned link's record: for `toolhost stats`, and for a later run
+/// to [start from](Learned::adopt).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinkStats {
+    /// The tool whose result the values came from.
+    pub from: String,
+    /// The tool the agent then called.
+    pub to: String,
+    /// Where each argument comes from, as `arg ← place`.
+    pub projection: String,
+    /// The same, as the host reads it.
+    pub args: BTreeMap<String, Source>,
+    /// Real calls that followed the link.
+    pub seen: u64,
+    /// Results it was planned from.
+    pub planned: u64,
+}
+
+/// Where a value sits in a result.
+#[derive(Debug, Clone)]
+struct Place {
+    path: Vec<Step>,
+    rank: Option<usize>,
+    leaf: Value,
+}
+
+/// A result's values, by their [`key`].
+#[derive(Default)]
+struct Index(HashMap<String, Vec<Place>>);
+
+struct Seen {
+    tool: String,
+    args: Map<String, Value>,
+    /// Filled once the result is known; empty if it holds no JSON.
+    index: Arc<OnceLock<Index>>,
+}
+
+#[derive(Default)]
+struct Inner {
+    recent: VecDeque<Seen>,
+    links: HashMap<Link, Counts>,
+    clock: u64,
+}
+
+/// The links learned, and the recent results they are learned from.
+#[derive(Default)]
+pub struct Learned {
+    inner: Mutex<Inner>,
+}
+
+/// A call ran: its result is to be [indexed](Pending::index) once known.
+pub struct Pending(Arc<OnceLock<Index>>);
+
+impl Pending {
+    /// Index `result`, a tool's result as JSON (none: nothing to learn).
+    pub fn index(self, result: Option<&Value>) {
+        let _ = self.0.set(result.map(Index::of).unwrap_or_default());
+    }
+}
+
+impl Learned {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `tool` is called with `args`: learn the links its arguments show
+    /// from the recent results. The nearest result that holds one of them
+    /// is taken as their source.
+    pub fn called(&self, tool: &str, args: &Map<String, Value>) {
+        let mut inner = self.lock();
+        let link = inner.recent.iter().rev().find_map(|seen| {
+            let index = seen.index.get()?;
+            explain(seen, index, tool, args)
+        });
+        let Some(link) = link else { return };
+        inner.clock += 1;
+        let clock = inner.clock;
+        if !inner.links.contains_key(&link) && inner.links.len() >= MAX_LINKS {
+            let least = inner
+                .links
+                .iter()
+                .min_by_key(|(_, c)| (c.seen, c.last))
+                .map(|(l, _)| l.clone());
+            if let Some(least) = least {
+                inner.links.remove(&least);
+            }
+        }
+        let counts = inner.links.entry(link).or_default();
+        counts.seen += 1;
+        counts.last = clock;
+    }
+
+    /// A call of `tool` with `args` ran (or was served): it is one of the
+    /// recent calls from now on, and its result is indexed when the
+    /// returned [`Pending`] is.
+    pub fn ran(&self, tool: &str, args: &Map<String, Value>) -> Pending {
+        let index = Arc::new(OnceLock::new());
+        let mut inner = self.lock();
+        if inner.recent.len() == WINDOW {
+            inner.recent.pop_front();
+        }
+        inner.recent.push_back(Seen {
+            tool: tool.to_owned(),
+            args: args.clone(),
+            index: index.clone(),
+        });
+        Pending(index)
+    }
+
+    /// The learned links from `tool` worth planning, most seen first.
+    pub fn links_from(&self, tool: &str) -> Vec<Link> {
+        let inner = self.lock();
+        let mut links: Vec<(&Link, &Counts)> = inner
+            .links
+            .iter()
+            .filter(|(l, c)| l.from == tool && c.seen >= MIN_SEEN)
+            .collect();
+        links.sort_by(|a, b| b.1.seen.cmp(&a.1.seen).then_with(|| a.0.cmp(b.0)));
+        links
+            .into_iter()
+            .take(MAX_PLANNED)
+            .map(|(l, _)| l.clone())
+            .collect()
+    }
+
+    /// `link`'s calls from `result`, given by a call with `args`: at most
+    /// [`MAX_PER_LINK`], each with its rank (the item it was taken from).
+    pub fn project(
+        &self,
+        link: &Link,
+        args: &Map<String, Value>,
+        result: &Value,
+    ) -> Vec<(usize, Map<String, Value>)> {
+        let calls = project(link, args, result);
+        if !calls.is_empty()
+            && let Some(counts) = self.lock().links.get_mut(link)
+        {
+            counts.planned += 1;
+        }
+        calls
+    }
+
+    /// Start from links an earlier run learned (its [`Learned::table`]):
+    /// each counts as seen as often as it was, unless it was seen more
+    /// here. At most as many as are kept, the most seen first.
+    pub fn adopt(&self, rows: &[LinkStats]) {
+        let mut inner = self.lock();
+        let mut rows: Vec<&LinkStats> = rows.iter().collect();
+        rows.sort_by_key(|r| std::cmp::Reverse(r.seen));
+        for row in rows {
+            let link = Link {
+                from: row.from.clone(),
+                to: row.to.clone(),
+                args: row.args.clone(),
+            };
+            if !inner.links.contains_key(&link) && inner.links.len() >= MAX_LINKS {
+                break;
+            }
+            let counts = inner.links.entry(link).or_default();
+            counts.seen = counts.seen.max(row.seen);
+            counts.planned = counts.planned.max(row.planned);
+        }
+    }
+
+    /// Every link learned, most seen first.
+    pub fn table(&self) -> Vec<LinkStats> {
+        let inner = self.lock();
+        let mut rows: Vec<LinkStats> = inner
+            .links
+            .iter()
+            .map(|(link, c)| LinkStats {
+                from: link.from.clone(),
+                to: link.to.clone(),
+                projection: describe(&link.args),
+                args: link.args.clone(),
+                seen: c.seen,
+                planned: c.planned,
+            })
+            .collect();
+        rows.sort_by(|a, b| {
+            b.seen
+                .cmp(&a.seen)
+                .then_with(|| (&a.from, &a.to, &a.projection).cmp(&(&b.from, &b.to, &b.projection)))
+        });
+        rows
+    }
+}
+
+/// The link that `tool`'s `args` show from the result `seen` gave, if one
+/// of them came from that result.
+fn explain(seen: &Seen, index: &Index, tool: &str, args: &Map<String, Value>) -> Option<Link> {
+    let mut rank = None;
+    let mut sources = BTreeMap::new();
+    let mut from_result = false;
+    for (name, value) in args {
+        let source = if seen.args.get(name) == Some(value) {
+            Source::Carried(name.clone())
+        } else if let Some((place, form)) = index.find(value, rank) {
+            rank = rank.or(place.rank);
+            from_result = true;
+            Source::Result {
+                path: place.path.clone(),
+                form,
+            }
+        } else if let Some((other, _)) = seen.args.iter().find(|(_, v)| *v == value && key(v).is_some()) {
+            Source::Carried(other.clone())
+        } else {
+            Source::Constant(value.to_string())
+        };
+        sources.insert(name.clone(), source);
+    }
+    from_result.then(|| Link {
+        from: seen.tool.clone(),
+        to: tool.to_owned(),
+        args: sources,
+    })
+}
+
+/// What a value is looked up by: strings of 3 to [`MAX_VALUE_CHARS`]
+/// characters, without dashes and case-folded; integers other than 0 and
+/// 1, as text. Other values are too common to tell where they came from.
+fn key(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) if (3..=MAX_VALUE_CHARS).contains(&s.chars().count()) => {
+            Some(s.replace('-', "").to_lowercase())
+        }
+        Value::Number(n) => n.as_i64().filter(|n| !(0..=1).contains(n)).map(|n| n.to_string()),
+        _ => None,
+    }
+}
+
+/// How `arg` spells `leaf`, if it is the same value.
+fn form(leaf: &Value, arg: &Value) -> Option<Form> {
+    if leaf == arg {
+        return Some(Form::Same);
+    }
+    match (leaf, arg) {
+        (Value::String(l), Value::String(a)) if l.replace('-', "") == *a => Some(Form::NoDashes),
+        (Value::Number(l), Value::String(a)) if l.to_string() == *a => Some(Form::Text),
+        (Value::String(l), Value::Number(a)) if *l == a.to_string() => Some(Form::Number),
+        _ => None,
+    }
+}
+
+/// `leaf` spelled in `form`.
+fn spell(leaf: &Value, form: Form) -> Option<Value> {
+    match (form, leaf) {
+        (Form::Same, _) => Some(leaf.clone()),
+        (Form::NoDashes, Value::String(s)) => Some(Value::from(s.replace('-', ""))),
+        (Form::Text, Value::Number(n)) => Some(Value::from(n.to_string())),
+        (Form::Number, Value::String(s)) => s.parse::<i64>().ok().map(Value::from),
+        _ => None,
+    }
+}
+
+impl Index {
+    fn of(result: &Value) -> Self {
+        let mut index = Self::default();
+        let mut leaves = 0;
+        index.walk(result, &mut Vec::new(), None, &mut leaves);
+        index
+    }
+
+    fn walk(&mut self, value: &Value, path: &mut Vec<Step>, rank: Option<usize>, leaves: &mut usize) {
+        if *leaves >= MAX_LEAVES || path.len() > MAX_DEPTH {
+            return;
+        }
+        match value {
+            Value::Object(map) => {
+                for (k, v) in map {
+                    path.push(Step::Key(k.clone()));
+                    self.walk(v, path, rank, leaves);
+                    path.pop();
+                }
+            }
+            Value::Array(items) => {
+                for (i, v) in items.iter().enumerate() {
+                    // The first list on the way is the one picked from.
+                    let (step, rank) = match rank {
+                        None => (Step::Item, Some(i)),
+                        Some(r) => (Step::At(i), Some(r)),
+                    };
+                    path.push(step);
+                    self.walk(v, path, rank, leaves);
+                    path.pop();
+                }
+            }
+            leaf => {
+                *leaves += 1;
+                if let Some(k) = key(leaf) {
+                    let places = self.0.entry(k).or_default();
+                    if places.len() < MAX_PLACES {
+                        places.push(Place {
+                            path: path.clone(),
+                            rank,
+                            leaf: leaf.clone(),
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    /// Where `arg` sits in the result, preferring the item `rank` when
+    /// another argument already came from one.
+    fn find(&self, arg: &Value, rank: Option<usize>) -> Option<(&Place, Form)> {
+        let places = self.0.get(&key(arg)?)?;
+        let same_item = |p: &&Place| rank.is_none() || p.rank.is_none() || p.rank == rank;
+        let spelled = places.iter().filter_map(|p| Some((p, form(&p.leaf, arg)?)));
+        let mut fallback = None;
+        for (place, form) in spelled {
+            if same_item(&place) {
+                return Some((place, form));
+            }
+            fallback = fallback.or(Some((place, form)));
+        }
+        fallback
+    }
+}
+
+/// The value at `path` in `value`, with each [`Step::Item`] the item `rank`.
+fn at<'v>(value: &'v Value, path: &[Step], rank: usize) -> Option<&'v Value> {
+    path.iter().try_fold(value, |v, step| match step {
+        Step::Key(k) => v.get(k),
+        Step::Item => v.get(rank),
+        Step::At(i) => v.get(i),
+    })
+}
+
+/// How many items the list a link picks from holds in `result`.
+fn items(link: &Link, result: &Value) -> Option<usize> {
+    link.args.values().find_map(|source| match source {
+        Source::Result { path, .. } => {
+            let list = path.iter().position(|s| *s == Step::Item)?;
+            at(result, &path[..list], 0)?.as_array().map(Vec::len)
+        }
+        _ => None,
+    })
+}
+
+fn project(link: &Link, args: &Map<String, Value>, result: &Value) -> Vec<(usize, Map<String, Value>)> {
+    let ranks = items(link, result).unwrap_or(1);
+    let mut calls: Vec<(usize, Map<String, Value>)> = Vec::new();
+    for rank in 0..ranks {
+        if calls.len() == MAX_PER_LINK {
+            break;
+        }
+        let call: Option<Map<String, Value>> = link
+            .args
+            .iter()
+            .map(|(name, source)| {
+                let value = match source {
+                    Source::Result { path, form } => spell(at(result, path, rank)?, *form)?,
+                    Source::Carried(from) => args.get(from)?.clone(),
+                    Source::Constant(json) => serde_json::from_str(json).ok()?,
+                };
+                Some((name.clone(), value))
+            })
+            .collect();
+        if let Some(call) = call
+            && !calls.iter().any(|(_, c)| *c == call)
+        {
+            calls.push((rank, call));
+        }
+    }
+    calls
+}
+
+/// `block_id ← results[*].id, page_size = 100`.
+fn describe(args: &BTreeMap<String, Source>) -> String {
+    let place = |path: &[Step]| {
+        let mut out = String::new();
+        for step in path {
+            match step {
+                Step::Key(k) if out.is_empty() => out.push_str(k),
+                Step::Key(k) => {
+                    out.push('.');
+                    out.push_str(k);
+                }
+                Step::Item => out.push_str("[*]"),
+                Step::At(i) => out.push_str(&format!("[{i}]")),
+            }
+        }
+        out
+    };
+    let parts: Vec<String> = args
+        .iter()
+        .map(|(name, source)| match source {
+            Source::Result {
+                path,
+                form: Form::Same,
+            } => format!("{name} ← {}", place(path)),
+            Source::Result { path, form } => format!("{name} ← {} ({form:?})", place(path)),
+            Source::Carried(from) if from == name => format!("{name} ← {name}"),
+            Source::Carried(from) => format!("{name} ← args.{from}"),
+            Source::Constant(json) => format!("{name} = {json}"),
+        })
+        .collect();
+    parts.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn args(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    /// One call and its result, as the engine reports them.
+    fn ran(learned: &Learned, tool: &str, a: Value, result: Value) {
+        learned.called(tool, &args(a.clone()));
+        learned.ran(tool, &args(a)).index(Some(&result));
+    }
+
+    fn commits(shas: &[&str]) -> Value {
+        Value::Array(
+            shas.iter()
+                .map(|s| json!({"sha": s, "commit": {"author": {"name": "Ann"}}, "parents": [{"sha": "p0000"}]}))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn a_listing_followed_by_its_items_is_learned_with_carried_arguments_and_projected_per_item() {
+        let learned = Learned::default();
+        let repo = json!({"owner": "acme", "repo": "tools"});
+        for (list, pick) in [
+            (["aaa1", "bbb2", "ccc3"], "bbb2"),
+            (["ddd4", "eee5", "fff6"], "ddd4"),
+        ] {
+            ran(&learned, "list_commits", repo.clone(), commits(&list));
+            let get = json!({"owner": "acme", "repo": "tools", "sha": pick});
+            ran(&learned, "get_commit", get, json!({"sha": pick}));
+        }
+        let links = learned.links_from("list_commits");
+        assert_eq!(links.len(), 1, "{:?}", learned.table());
+        assert_eq!(
+            learned.table()[0].projection,
+            "owner ← owner, repo ← repo, sha ← [*].sha"
+        );
+        let planned = learned.project(
+            &links[0],
+            &args(json!({"owner": "o", "repo": "r"})),
+            &commits(&["x1x", "y2y", "z3z", "w4w"]),
+        );
+        let shas: Vec<(usize, &Value)> = planned.iter().map(|(r, c)| (*r, &c["sha"])).collect();
+        assert_eq!(shas, [(0, &json!("x1x")), (1, &json!("y2y")), (2, &json!("z3z"))]);
+        assert_eq!(planned[0].1["owner"], "o");
+        assert_eq!(learned.table()[0].planned, 1);
+    }
+
+    #[test]
+    fn a_link_seen_once_is_not_planned() {
+        let learned = Learned::default();
+        ran(
+            &learned,
+            "search",
+            json!({"query": "roadmap"}),
+            json!({"results": [{"id": "page-1"}]}),
+        );
+        ran(&learned, "get_page", json!({"id": "page-1"}), json!({}));
+        assert!(learned.links_from("search").is_empty());
+        assert_eq!(learned.table()[0].seen, 1);
+    }
+
+    #[test]
+    fn a_tree_walk_is_a_link_from_a_tool_to_itself_in_the_agents_spelling() {
+        let learned = Learned::default();
+        let children = |ids: &[&str]| json!({"object": "list", "results": ids.iter().map(|id| json!({"id": id, "created_by": {"id": "user-0001"}})).collect::<Vec<_>>()});
+        ran(
+            &learned,
+            "get_children",
+            json!({"block_id": "root-0000"}),
+            children(&["a-111", "b-222"]),
+        );
+        ran(
+            &learned,
+            "get_children",
+            json!({"block_id": "a111"}),
+            children(&["c-333"]),
+        );
+        ran(
+            &learned,
+            "get_children",
+            json!({"block_id": "c333"}),
+            children(&["d-444", "e-555"]),
+        );
+        let links = learned.links_from("get_children");
+        assert_eq!(
+            learned.table()[0].projection,
+            "block_id ← results[*].id (NoDashes)"
+        );
+        let planned = learned.project(&links[0], &Map::new(), &children(&["f-666", "g-777"]));
+        let ids: Vec<&Value> = planned.iter().map(|(_, c)| &c["block_id"]).collect();
+        // Each item's own id, in list order: never the creator's id.
+        assert_eq!(ids, [&json!("f666"), &json!("g777")]);
+    }
+
+    #[test]
+    fn arguments_from_one_item_stay_together_and_constants_are_kept() {
+        let learned = Learned::default();
+        let prs = json!([{"number": 17, "head": {"ref": "fix-a"}}, {"number": 18, "head": {"ref": "fix-b"}}]);
+        for pick in [1, 0] {
+            ran(&learned, "list_prs", json!({"state": "open"}), prs.clone());
+            let item = &prs[pick];
+            let call = json!({"pull_number": item["number"], "branch": item["head"]["ref"], "per_page": 100});
+            ran(&learned, "get_pr_files", call, json!([]));
+        }
+        let links = learned.links_from("list_prs");
+        assert_eq!(
+            learned.table()[0].projection,
+            "branch ← [*].head.ref, per_page = 100, pull_number ← [*].number"
+        );
+        let planned = learned.project(&links[0], &Map::new(), &prs);
+        assert_eq!(
+            planned[1].1,
+            args(json!({"pull_number": 18, "branch": "fix-b", "per_page": 100}))
+        );
+    }
+
+    #[test]
+    fn only_the_last_calls_are_sources_and_calls_with_nothing_from_a_result_teach_nothing() {
+        let learned = Learned::default();
+        ran(
+            &learned,
+            "search",
+            json!({"query": "x"}),
+            json!({"results": [{"id": "far-away"}]}),
+        );
+        for n in 0..WINDOW {
+            ran(&learned, "noop", json!({"n": n}), json!({}));
+        }
+        ran(&learned, "get_page", json!({"id": "far-away"}), json!({}));
+        ran(&learned, "get_page", json!({"id": "far-away"}), json!({}));
+        assert!(
+            learned.table().iter().all(|l| l.from != "search"),
+            "{:?}",
+            learned.table()
+        );
+        // The repeat carries every argument: no value flowed.
+        assert!(
+            learned.table().iter().all(|l| l.from != "get_page"),
+            "{:?}",
+            learned.table()
+        );
+    }
+
+    #[test]
+    fn a_later_run_starts_from_what_an_earlier_one_learned() {
+        let earlier = Learned::default();
+        for id in ["aaa-1", "bbb-2"] {
+            ran(&earlier, "list", json!({}), json!([{"id": id}]));
+            ran(&earlier, "get", json!({"id": id}), json!({}));
+        }
+        let saved: Vec<LinkStats> =
+            serde_json::from_str(&serde_json::to_string(&earlier.table()).unwrap()).unwrap();
+        let later = Learned::default();
+        later.adopt(&saved);
+        let links = later.links_from("list");
+        assert_eq!(links.len(), 1);
+        let planned = later.project(&links[0], &Map::new(), &json!([{"id": "ccc-3"}]));
+        assert_eq!(planned, [(0, args(json!({"id": "ccc-3"})))]);
+    }
+
+    #[test]
+    fn the_links_kept_are_bounded() {
+        let learned = Learned::default();
+        for n in 0..(MAX_LINKS + 50) {
+            let id = format!("id-{n:05}");
+            ran(&learned, &format!("list{n}"), json!({}), json!([{"id": id}]));
+            ran(&learned, "get", json!({"id": id}), json!({}));
+        }
+        assert_eq!(learned.table().len(), MAX_LINKS);
+    }
+}
