@@ -180,6 +180,10 @@ pub struct Figures {
     pub reads: u64,
     pub predictable: u64,
     pub novel: u64,
+    /// Predictable reads: the most speculation could serve (a write is
+    /// never made ahead).
+    pub predictable_reads: u64,
+    pub novel_reads: u64,
     /// Calls whose real call never reached the fake.
     pub served: u64,
     pub served_predictable: u64,
@@ -202,6 +206,8 @@ impl Figures {
         self.reads += o.reads;
         self.predictable += o.predictable;
         self.novel += o.novel;
+        self.predictable_reads += o.predictable_reads;
+        self.novel_reads += o.novel_reads;
         self.served += o.served;
         self.served_predictable += o.served_predictable;
         self.served_novel += o.served_novel;
@@ -411,6 +417,8 @@ pub async fn replay(server: &str, trajectories: &[Trajectory], speculate: bool, 
             f.reads += u64::from(call.read);
             f.predictable += u64::from(call.predictable);
             f.novel += u64::from(call.novel);
+            f.predictable_reads += u64::from(call.predictable && call.read);
+            f.novel_reads += u64::from(call.novel && call.read);
             f.served += u64::from(served);
             f.served_predictable += u64::from(served && call.predictable);
             f.served_novel += u64::from(served && call.novel);
@@ -551,13 +559,13 @@ fn empty() -> Run {
 
 fn print(pairs: &[Pair], all: &Pair) {
     println!(
-        "{:<7} {:<4} {:>5} {:>5} {:>5} {:>5} {:>13} {:>7} {:>6} {:>7} {:>6} {:>6} {:>9}",
+        "{:<7} {:<4} {:>5} {:>5} {:>8} {:>8} {:>14} {:>7} {:>6} {:>7} {:>6} {:>6} {:>9}",
         "server",
         "spec",
         "calls",
         "reads",
-        "pred",
-        "novel",
+        "pred/rd",
+        "novel/rd",
         "served p/n/all",
         "backend",
         "pref",
@@ -569,13 +577,13 @@ fn print(pairs: &[Pair], all: &Pair) {
     for p in pairs.iter().chain([all]) {
         for (mode, f) in [("off", &p.off), ("on", &p.on)] {
             println!(
-                "{:<7} {:<4} {:>5} {:>5} {:>5} {:>5} {:>13} {:>7} {:>6} {:>7} {:>6} {:>6} {:>9.2}",
+                "{:<7} {:<4} {:>5} {:>5} {:>8} {:>8} {:>14} {:>7} {:>6} {:>7} {:>6} {:>6} {:>9.2}",
                 p.server,
                 mode,
                 f.calls,
                 f.reads,
-                f.predictable,
-                f.novel,
+                format!("{}/{}", f.predictable, f.predictable_reads),
+                format!("{}/{}", f.novel, f.novel_reads),
                 format!("{}/{}/{}", f.served_predictable, f.served_novel, f.served),
                 f.backend_calls,
                 f.prefetches,
@@ -587,20 +595,22 @@ fn print(pairs: &[Pair], all: &Pair) {
         }
     }
     println!(
-        "(pred: value-flow predictable calls, novel: of them fed a value only a result held (analyze.py); \
+        "(pred: value-flow predictable calls / of them reads, novel: of them fed a value only a result \
+         held (analyze.py); \
          served: calls whose real call never reached the server; pref: prefetches, requests less real calls; \
          unknown: requests no recorded call answers)"
     );
     println!();
     for p in pairs.iter().chain([all]) {
         println!(
-            "{}: served {} of {} predictable ({:.1} %), {} of {} novel ({:.1} %), {} calls in all; \
-             {} prefetches, precision {:.2}; backend calls {} off, {} on ({:+.1} %); stale {} off, {} on; \
+            "{}: served {} of {} predictable ({:.1} %; {} are reads, the most that could be), {} of {} \
+             novel ({:.1} %), {} calls in all; {} prefetches, precision {:.2}; backend calls {} off, {} on ({:+.1} %); stale {} off, {} on; \
              wait {:.2} s off, {:.2} s on (ratio {:.3})",
             p.server,
             p.on.served_predictable,
             p.on.predictable,
             p.served_of_predictable_pct,
+            p.on.predictable_reads,
             p.on.served_novel,
             p.on.novel,
             p.served_of_novel_pct,
