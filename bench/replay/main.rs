@@ -7,12 +7,16 @@
 //! speculation served, and how many results were stale (must be none).
 //!
 //! With `--traces`, it replays public agent trajectories instead (see
-//! `trajectories` and tests/replay/traces/SOURCES.md).
+//! `trajectories` and tests/replay/traces/SOURCES.md). With `--vendor`,
+//! real agent trajectories against GitHub's and Notion's MCP servers,
+//! through a host whose upstream is a fake of each (see `vendor` and
+//! tests/replay/vendor/SOURCES.md).
 //!
 //! `cargo run --release -p toolhost-bench --bin replay -- --help`
 
 mod agent;
 mod trajectories;
+mod vendor;
 mod world;
 
 use std::path::PathBuf;
@@ -29,6 +33,7 @@ use world::World;
 
 #[derive(Parser)]
 #[command(about = "Replay agent sessions with speculation off and on")]
+#[command(group(clap::ArgGroup::new("replays").args(["traces", "vendor"])))]
 struct Args {
     /// Concurrent agent sessions per run.
     #[arg(long, default_value_t = 8)]
@@ -48,9 +53,27 @@ struct Args {
     /// of generated sessions (`make replay-trees` fetches their trees).
     #[arg(long)]
     traces: bool,
-    /// With --traces: only the traces whose name contains this.
-    #[arg(long, requires = "traces")]
+    /// Replay the vendor agent trajectories of tests/replay/vendor (GitHub,
+    /// Notion) through a host over a fake of each server.
+    #[arg(long)]
+    vendor: bool,
+    /// With --traces or --vendor: only the traces whose name contains this.
+    #[arg(long, requires = "replays")]
     only: Option<String>,
+    /// With --vendor: only this server's trajectories.
+    #[arg(long, requires = "vendor", value_parser = vendor::SERVERS)]
+    server: Option<String>,
+    /// With --vendor: where github.jsonl and notion.jsonl are (default
+    /// tests/replay/vendor; convert.py --all writes the full set elsewhere).
+    #[arg(long, requires = "vendor")]
+    vendor_dir: Option<PathBuf>,
+    /// With --vendor: the fake server's latency per call, in ms (scaled).
+    #[arg(long, requires = "vendor", default_value_t = 300)]
+    vendor_latency_ms: u64,
+    /// With --vendor: think time before each call whose trace records none
+    /// (none of the committed traces does), in ms (scaled).
+    #[arg(long, requires = "vendor", default_value_t = 1000)]
+    vendor_think_ms: u64,
     /// With --traces: where the task trees are (default build/replay/trees).
     #[arg(long, requires = "traces")]
     trees: Option<PathBuf>,
@@ -189,9 +212,24 @@ fn print(runs: &[Run]) {
     }
 }
 
+fn vendor_options(args: &Args) -> vendor::Options {
+    vendor::Options {
+        only: args.only.clone(),
+        server: args.server.clone(),
+        dir: args.vendor_dir.clone(),
+        scale: args.scale,
+        latency_ms: args.vendor_latency_ms,
+        think_ms: args.vendor_think_ms,
+        json: args.json,
+    }
+}
+
 #[tokio::main]
 async fn main() -> Result<()> {
     let args = Args::parse();
+    if args.vendor {
+        return vendor::run(&vendor_options(&args)).await;
+    }
     if args.traces {
         return trajectories::run(&trajectories::Options {
             only: args.only,
@@ -243,6 +281,42 @@ mod smoke {
                 assert!(run.calls >= 30, "{}: {} calls", mix.name, run.calls);
                 assert_eq!(speculate, stats.hits + stats.joins > 0, "{}: {stats:?}", mix.name);
             }
+        }
+    }
+
+    /// One short GitHub and one short Notion trajectory (each with writes
+    /// and reads after them): with speculation off every real call reaches
+    /// the fake exactly once and nothing else does, and no answer is stale
+    /// whether speculation is off or on.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_vendor_replay_runs_and_no_answer_is_ever_stale() {
+        for (server, only) in [
+            ("github", "easyr1__qwen3_issue_management"),
+            ("notion", "toronto_guide__weekend_adventure_planner"),
+        ] {
+            let args = Args::parse_from(["replay", "--vendor", "--scale", "0.01", "--only", only]);
+            let options = vendor_options(&args);
+            let mut trajectories = vendor::Trajectory::load(&vendor::vendor_dir(), server).unwrap();
+            trajectories.retain(|t| t.id.contains(only));
+            assert_eq!(trajectories.len(), 1, "{only}");
+            let calls = trajectories[0].calls.len() as u64;
+            let off = vendor::replay(server, &trajectories, false, &options)
+                .await
+                .unwrap();
+            assert_eq!(off.figures.stale, 0, "{server}: {:?}", off.figures);
+            assert_eq!(off.figures.failed, 0, "{server}: {:?}", off.figures);
+            assert!(
+                off.reached.iter().flatten().all(|n| *n == 1),
+                "{server}: {:?}",
+                off.reached
+            );
+            assert_eq!(off.figures.backend_calls, calls, "{server}: {:?}", off.figures);
+            assert!(off.figures.predictable > 0, "{server}: {:?}", off.figures);
+            let on = vendor::replay(server, &trajectories, true, &options)
+                .await
+                .unwrap();
+            assert_eq!(on.figures.stale, 0, "{server}: {:?}", on.figures);
+            assert_eq!(on.figures.calls, calls, "{server}");
         }
     }
 }

@@ -1,0 +1,639 @@
+//! `replay --vendor`: real agent trajectories against vendor MCP servers
+//! (GitHub's and Notion's, from MCPMark: tests/replay/vendor/SOURCES.md)
+//! replayed through a host whose one upstream is a fake of that server on
+//! loopback (`fake`), with speculation off and then on, and the figures of
+//! speculation that learns from agent traffic: predictable calls served,
+//! prefetches made, their precision, extra backend calls, stale answers and
+//! wait.
+//!
+//! Per server, one host serves every trajectory of the server in file
+//! order, one after another (what it learns from one is meant to serve the
+//! next), with the fake as an `[[upstream]]` over streamable HTTP whose
+//! annotations it trusts and whose reads it may call ahead; no link is
+//! declared and no plugin is loaded. Each call is made after its think time
+//! with the recorded arguments.
+//!
+//! A call was served when its real call never reached the fake: told from
+//! the fake's request log (a request for the current call's key arriving
+//! while the agent waits on it), not from timing. Every other request was a
+//! prefetch. A call is predictable by value flow (`flow`, analyze.py's
+//! definition).
+//!
+//! An answer is stale when it differs from the call's recorded result
+//! after per-request noise is removed: text items are compared as the JSON
+//! they parse to (as text when they do not parse), and every object key
+//! `request_id` (the Notion API's id of one HTTP request) is dropped; the
+//! content items' `annotations` and `_meta` are left out. With speculation
+//! off every answer is the fake's recording of that call, or of the same
+//! read earlier in its epoch, so none may be stale: that validates the
+//! comparison.
+
+mod fake;
+mod flow;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail, ensure};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use toolhost::speculation::{Settings, Snapshot};
+use toolhost::{CallControl, Toolhost, UpstreamConfig, error_text};
+
+use fake::{Cursor, Fake};
+
+pub const SERVERS: [&str; 2] = ["github", "notion"];
+
+pub struct Options {
+    pub only: Option<String>,
+    pub server: Option<String>,
+    /// Where github.jsonl and notion.jsonl are (default tests/replay/vendor).
+    pub dir: Option<PathBuf>,
+    pub scale: f64,
+    /// Per vendor call, before `scale`.
+    pub latency_ms: u64,
+    /// Think time of a call whose trace records none, before `scale`.
+    pub think_ms: u64,
+    pub json: bool,
+}
+
+/// Where the committed traces are.
+pub fn vendor_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/replay/vendor")
+}
+
+/// Whether `tool` reads: analyze.py's `READ`, by tool name.
+pub fn is_read(tool: &str) -> bool {
+    [
+        "get_",
+        "list_",
+        "search_",
+        "download_",
+        "API-get-",
+        "API-retrieve-",
+    ]
+    .iter()
+    .any(|p| tool.starts_with(p))
+        || matches!(tool, "API-post-search" | "API-post-database-query")
+}
+
+/// `v` with every object's keys sorted, written compactly: one call's key.
+pub fn canonical(v: &Value) -> String {
+    fn sorted(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                Value::Object(keys.into_iter().map(|k| (k.clone(), sorted(&m[k]))).collect())
+            }
+            Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+            _ => v.clone(),
+        }
+    }
+    sorted(v).to_string()
+}
+
+/// One line of github.jsonl or notion.jsonl (convert.py's format), with
+/// only what the replay uses.
+#[derive(Deserialize)]
+struct Line {
+    id: String,
+    #[serde(default)]
+    prompt: Option<String>,
+    calls: Vec<LineCall>,
+}
+
+#[derive(Deserialize)]
+struct LineCall {
+    tool: String,
+    args: Value,
+    result: Option<Value>,
+    is_error: Option<bool>,
+    error_from: Option<String>,
+    think_ms: Option<u64>,
+}
+
+pub struct Trajectory {
+    pub id: String,
+    pub calls: Vec<Call>,
+}
+
+pub struct Call {
+    pub tool: String,
+    pub args: Value,
+    pub key: String,
+    pub read: bool,
+    pub result: Option<Value>,
+    pub error_from: Option<String>,
+    pub think_ms: Option<u64>,
+    /// Value-flow predictable (`flow`), and of those, novel.
+    pub predictable: bool,
+    pub novel: bool,
+}
+
+impl Trajectory {
+    /// The trajectories of `server`'s file in `dir`, in file order.
+    pub fn load(dir: &Path, server: &str) -> Result<Vec<Self>> {
+        let path = dir.join(format!("{server}.jsonl"));
+        let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        let mut out = Vec::new();
+        for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+            let line: Line =
+                serde_json::from_str(line).with_context(|| format!("{}:{}", path.display(), n + 1))?;
+            let steps: Vec<flow::Step> = line
+                .calls
+                .iter()
+                .map(|c| flow::Step {
+                    args: &c.args,
+                    result: c.result.as_ref(),
+                    is_error: c.is_error == Some(true),
+                })
+                .collect();
+            let flows = flow::predictable(line.prompt.as_deref().unwrap_or_default(), &steps);
+            let calls = line
+                .calls
+                .into_iter()
+                .zip(flows)
+                .map(|(c, (predictable, novel))| Call {
+                    key: canonical(&c.args),
+                    read: is_read(&c.tool),
+                    tool: c.tool,
+                    args: c.args,
+                    result: c.result,
+                    error_from: c.error_from,
+                    think_ms: c.think_ms,
+                    predictable,
+                    novel,
+                })
+                .collect();
+            out.push(Self { id: line.id, calls });
+        }
+        Ok(out)
+    }
+}
+
+/// What one run (one server, speculation off or on) did and met.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Figures {
+    pub calls: u64,
+    pub reads: u64,
+    pub predictable: u64,
+    pub novel: u64,
+    /// Predictable reads: the most speculation could serve (a write is
+    /// never made ahead).
+    pub predictable_reads: u64,
+    pub novel_reads: u64,
+    /// Calls whose real call never reached the fake.
+    pub served: u64,
+    pub served_predictable: u64,
+    pub served_novel: u64,
+    /// Requests the fake received, and of them the real calls.
+    pub backend_calls: u64,
+    pub real_calls: u64,
+    pub prefetches: u64,
+    /// Requests no recorded call answers ("not found").
+    pub unknown: u64,
+    pub stale: u64,
+    /// Calls the host answered with no result (`CallError`).
+    pub failed: u64,
+    pub waited_ms: f64,
+}
+
+impl Figures {
+    fn add(&mut self, o: &Figures) {
+        self.calls += o.calls;
+        self.reads += o.reads;
+        self.predictable += o.predictable;
+        self.novel += o.novel;
+        self.predictable_reads += o.predictable_reads;
+        self.novel_reads += o.novel_reads;
+        self.served += o.served;
+        self.served_predictable += o.served_predictable;
+        self.served_novel += o.served_novel;
+        self.backend_calls += o.backend_calls;
+        self.real_calls += o.real_calls;
+        self.prefetches += o.prefetches;
+        self.unknown += o.unknown;
+        self.stale += o.stale;
+        self.failed += o.failed;
+        self.waited_ms += o.waited_ms;
+    }
+}
+
+/// One server replayed with speculation off or on.
+pub struct Run {
+    pub figures: Figures,
+    pub trajectories: Vec<(String, Figures)>,
+    /// Per trajectory and call: how many times its real call reached the
+    /// fake (the smoke test's check).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub reached: Vec<Vec<usize>>,
+    /// Every request that was not a real call, in order.
+    pub prefetched: Vec<Prefetched>,
+    pub stats: Option<Snapshot>,
+}
+
+/// A request the fake got that no real call made: what the host fetched
+/// ahead, and when (for `--json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Prefetched {
+    pub tool: String,
+    pub args: String,
+    pub at_ms: u64,
+    pub trajectory: String,
+    /// The call the agent was at (thinking before it, or waiting on it).
+    pub call: usize,
+    /// No recorded call answers it.
+    pub unknown: bool,
+}
+
+/// The prefix of the server's tools in the host's catalog: GitHub's
+/// `get_issue`, `create_issue` and `update_issue` are base-catalog names,
+/// which a server's tool may not take, so every tool is served as
+/// `github_get_issue` and so on (as a user with both would configure).
+fn prefix(server: &str) -> String {
+    format!("{server}_")
+}
+
+/// The host over `url`: its only source, speculation on or off.
+async fn host(server: &str, url: &str, speculate: bool) -> Result<Toolhost> {
+    let config: UpstreamConfig = serde_json::from_value(json!({
+        "name": server,
+        "url": url,
+        "prefix": prefix(server),
+        "trust_annotations": true,
+        "speculate": true,
+    }))
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let speculation = if speculate {
+        Settings::default()
+    } else {
+        Settings::off()
+    };
+    let (host, report) = Toolhost::builder()
+        .upstream(config)
+        .speculation(speculation)
+        .build()
+        .await?;
+    ensure!(report.is_empty(), "{server}: {:?}", report.lines());
+    Ok(host)
+}
+
+/// What the agent gets as compared (see the module doc).
+fn comparable(result: &Value, is_error: bool) -> Value {
+    fn quiet(v: &mut Value) {
+        match v {
+            Value::Object(m) => {
+                m.remove("request_id");
+                m.values_mut().for_each(quiet);
+            }
+            Value::Array(a) => a.iter_mut().for_each(quiet),
+            _ => {}
+        }
+    }
+    let content: Vec<Value> = result["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|item| match item["type"].as_str() {
+            Some("text") => {
+                let text = item["text"].as_str().unwrap_or_default();
+                let mut v = flow::parse_json_text(text).unwrap_or_else(|| Value::String(text.into()));
+                quiet(&mut v);
+                v
+            }
+            Some("resource") => json!({"resource": item["resource"]}),
+            _ => {
+                let mut item = item.clone();
+                if let Some(m) = item.as_object_mut() {
+                    m.remove("annotations");
+                    m.remove("_meta");
+                }
+                item
+            }
+        })
+        .collect();
+    let mut structured = result.get("structuredContent").cloned().unwrap_or(Value::Null);
+    quiet(&mut structured);
+    json!({"content": content, "structured": structured, "is_error": is_error})
+}
+
+/// Replay `trajectories` of `server` through one host, speculation on or off.
+pub async fn replay(server: &str, trajectories: &[Trajectory], speculate: bool, o: &Options) -> Result<Run> {
+    let scaled = |ms: u64| Duration::from_secs_f64(ms as f64 * o.scale / 1000.0);
+    let fake = Arc::new(Fake::new(trajectories, scaled(o.latency_ms))?);
+    let url = fake.serve().await?;
+    let host = host(server, &url, speculate).await?;
+    let ctx = CallControl::new("vendor-replay");
+    let prefix = prefix(server);
+    let mut waits = Vec::new();
+    let mut stale = Vec::new();
+    let mut failed = 0;
+    for (t, trajectory) in trajectories.iter().enumerate() {
+        let mut t_waits = Vec::new();
+        let mut t_stale = Vec::new();
+        for (i, call) in trajectory.calls.iter().enumerate() {
+            let at = |calling| Cursor {
+                trajectory: t,
+                call: i,
+                calling,
+            };
+            fake.set(at(false));
+            tokio::time::sleep(scaled(call.think_ms.unwrap_or(o.think_ms))).await;
+            fake.set(at(true));
+            let started = Instant::now();
+            let answer = host
+                .call_tool(&format!("{prefix}{}", call.tool), call.args.clone(), &ctx)
+                .await;
+            t_waits.push(started.elapsed());
+            fake.set(Cursor {
+                trajectory: t,
+                call: i + 1,
+                calling: false,
+            });
+            let got = match answer {
+                Ok(out) => {
+                    let is_error = out.is_error;
+                    let mcp = serde_json::to_value(toolhost::internals::to_mcp(out))?;
+                    comparable(&mcp, is_error)
+                }
+                Err(e) => {
+                    failed += 1;
+                    let text = error_text(&e);
+                    comparable(&json!({"content": [{"type": "text", "text": text}]}), true)
+                }
+            };
+            let want = call.result.as_ref().map(|r| {
+                let is_error = call.error_from.as_deref() == Some("isError");
+                comparable(r, is_error)
+            });
+            t_stale.push(want.is_some_and(|w| w != got));
+        }
+        waits.push(t_waits);
+        stale.push(t_stale);
+    }
+    host.settle().await;
+    // After shutdown, so that prefetches never served count as wasted.
+    host.shutdown().await;
+    let stats = host.stats();
+    let requests = fake.requests();
+    let mut reached: Vec<Vec<usize>> = trajectories.iter().map(|t| vec![0; t.calls.len()]).collect();
+    let mut per: Vec<Figures> = vec![Figures::default(); trajectories.len()];
+    let mut prefetched = Vec::new();
+    for r in &requests {
+        let Cursor {
+            trajectory: t,
+            call: i,
+            calling,
+        } = r.cursor;
+        if let Some(f) = per.get_mut(t) {
+            f.backend_calls += 1;
+            f.unknown += u64::from(r.unknown);
+        }
+        let call = trajectories.get(t).and_then(|tr| tr.calls.get(i));
+        // Args a host coerced may differ from the recording: a write is
+        // never prefetched, so any request for its tool is the real call.
+        if call.is_some_and(|c| calling && r.tool == c.tool && (!c.read || r.key == c.key)) {
+            reached[t][i] += 1;
+        } else {
+            prefetched.push(Prefetched {
+                tool: r.tool.clone(),
+                args: r.key.clone(),
+                at_ms: r.at.as_millis() as u64,
+                trajectory: trajectories.get(t).map(|tr| tr.id.clone()).unwrap_or_default(),
+                call: i,
+                unknown: r.unknown,
+            });
+        }
+    }
+    let mut figures = Figures::default();
+    let mut rows = Vec::new();
+    for (t, trajectory) in trajectories.iter().enumerate() {
+        let f = &mut per[t];
+        for (i, call) in trajectory.calls.iter().enumerate() {
+            let served = reached[t][i] == 0;
+            f.calls += 1;
+            f.reads += u64::from(call.read);
+            f.predictable += u64::from(call.predictable);
+            f.novel += u64::from(call.novel);
+            f.predictable_reads += u64::from(call.predictable && call.read);
+            f.novel_reads += u64::from(call.novel && call.read);
+            f.served += u64::from(served);
+            f.served_predictable += u64::from(served && call.predictable);
+            f.served_novel += u64::from(served && call.novel);
+            f.real_calls += reached[t][i] as u64;
+            f.stale += u64::from(stale[t][i]);
+            f.waited_ms += waits[t][i].as_secs_f64() * 1000.0;
+        }
+        f.prefetches = f.backend_calls.saturating_sub(f.real_calls);
+        figures.add(f);
+        rows.push((trajectory.id.clone(), f.clone()));
+    }
+    figures.failed = failed;
+    Ok(Run {
+        figures,
+        trajectories: rows,
+        reached,
+        prefetched,
+        stats,
+    })
+}
+
+fn pct(part: f64, whole: f64) -> f64 {
+    if whole == 0.0 { 0.0 } else { part / whole * 100.0 }
+}
+
+/// Speculation off against on, for one server or all.
+#[derive(Serialize)]
+struct Pair {
+    server: String,
+    trajectories: usize,
+    off: Figures,
+    on: Figures,
+    served_of_predictable_pct: f64,
+    served_of_novel_pct: f64,
+    extra_backend_pct: f64,
+    /// Calls served per prefetch made.
+    precision: f64,
+    wait_ratio: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stats_on: Option<Snapshot>,
+    /// What the host fetched ahead, speculation on.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    prefetched: Vec<Prefetched>,
+}
+
+impl Pair {
+    fn new(server: &str, trajectories: usize, off: Figures, on: Figures, stats_on: Option<Snapshot>) -> Self {
+        Self {
+            server: server.into(),
+            trajectories,
+            served_of_predictable_pct: pct(on.served_predictable as f64, on.predictable as f64),
+            served_of_novel_pct: pct(on.served_novel as f64, on.novel as f64),
+            extra_backend_pct: pct(
+                on.backend_calls as f64 - off.backend_calls as f64,
+                off.backend_calls as f64,
+            ),
+            precision: if on.prefetches == 0 {
+                0.0
+            } else {
+                on.served as f64 / on.prefetches as f64
+            },
+            wait_ratio: if off.waited_ms == 0.0 {
+                0.0
+            } else {
+                on.waited_ms / off.waited_ms
+            },
+            off,
+            on,
+            stats_on,
+            prefetched: Vec::new(),
+        }
+    }
+}
+
+pub async fn run(o: &Options) -> Result<()> {
+    let dir = o.dir.clone().unwrap_or_else(vendor_dir);
+    let mut pairs = Vec::new();
+    let mut sessions = Vec::new();
+    for server in SERVERS {
+        if o.server.as_deref().is_some_and(|s| s != server) {
+            continue;
+        }
+        let mut trajectories = Trajectory::load(&dir, server)?;
+        if let Some(only) = &o.only {
+            trajectories.retain(|t| t.id.contains(only.as_str()));
+        }
+        if trajectories.is_empty() {
+            continue;
+        }
+        let mut runs = Vec::new();
+        for speculate in [false, true] {
+            if !o.json {
+                eprintln!(
+                    "replaying {} {server} trajectories ({} calls), speculation {}…",
+                    trajectories.len(),
+                    trajectories.iter().map(|t| t.calls.len()).sum::<usize>(),
+                    if speculate { "on" } else { "off" }
+                );
+            }
+            runs.push(replay(server, &trajectories, speculate, o).await?);
+        }
+        let (on, off) = (runs.pop().unwrap_or_else(empty), runs.pop().unwrap_or_else(empty));
+        for ((id, f_off), (_, f_on)) in off.trajectories.iter().zip(&on.trajectories) {
+            sessions.push(json!({"trajectory": id, "off": f_off, "on": f_on}));
+        }
+        let mut pair = Pair::new(server, trajectories.len(), off.figures, on.figures, on.stats);
+        pair.prefetched = on.prefetched;
+        pairs.push(pair);
+    }
+    if pairs.is_empty() {
+        bail!("no trajectory in {} matches", dir.display());
+    }
+    let (mut off, mut on) = (Figures::default(), Figures::default());
+    for p in &pairs {
+        off.add(&p.off);
+        on.add(&p.on);
+    }
+    let count = pairs.iter().map(|p| p.trajectories).sum();
+    let all = Pair::new("all", count, off, on, None);
+    if o.json {
+        let out = json!({"servers": pairs, "all": all, "trajectories": sessions});
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        print(&pairs, &all);
+    }
+    Ok(())
+}
+
+fn empty() -> Run {
+    Run {
+        figures: Figures::default(),
+        trajectories: Vec::new(),
+        reached: Vec::new(),
+        prefetched: Vec::new(),
+        stats: None,
+    }
+}
+
+fn print(pairs: &[Pair], all: &Pair) {
+    println!(
+        "{:<7} {:<4} {:>5} {:>5} {:>8} {:>8} {:>14} {:>7} {:>6} {:>7} {:>6} {:>6} {:>9}",
+        "server",
+        "spec",
+        "calls",
+        "reads",
+        "pred/rd",
+        "novel/rd",
+        "served p/n/all",
+        "backend",
+        "pref",
+        "unknown",
+        "stale",
+        "failed",
+        "wait (s)"
+    );
+    for p in pairs.iter().chain([all]) {
+        for (mode, f) in [("off", &p.off), ("on", &p.on)] {
+            println!(
+                "{:<7} {:<4} {:>5} {:>5} {:>8} {:>8} {:>14} {:>7} {:>6} {:>7} {:>6} {:>6} {:>9.2}",
+                p.server,
+                mode,
+                f.calls,
+                f.reads,
+                format!("{}/{}", f.predictable, f.predictable_reads),
+                format!("{}/{}", f.novel, f.novel_reads),
+                format!("{}/{}/{}", f.served_predictable, f.served_novel, f.served),
+                f.backend_calls,
+                f.prefetches,
+                f.unknown,
+                f.stale,
+                f.failed,
+                f.waited_ms / 1000.0
+            );
+        }
+    }
+    println!(
+        "(pred: value-flow predictable calls / of them reads, novel: of them fed a value only a result \
+         held (analyze.py); \
+         served: calls whose real call never reached the server; pref: prefetches, requests less real calls; \
+         unknown: requests no recorded call answers)"
+    );
+    println!();
+    for p in pairs.iter().chain([all]) {
+        println!(
+            "{}: served {} of {} predictable ({:.1} %; {} are reads, the most that could be), {} of {} \
+             novel ({:.1} %), {} calls in all; {} prefetches, precision {:.2}; backend calls {} off, {} on ({:+.1} %); stale {} off, {} on; \
+             wait {:.2} s off, {:.2} s on (ratio {:.3})",
+            p.server,
+            p.on.served_predictable,
+            p.on.predictable,
+            p.served_of_predictable_pct,
+            p.on.predictable_reads,
+            p.on.served_novel,
+            p.on.novel,
+            p.served_of_novel_pct,
+            p.on.served,
+            p.on.prefetches,
+            p.precision,
+            p.off.backend_calls,
+            p.on.backend_calls,
+            p.extra_backend_pct,
+            p.off.stale,
+            p.on.stale,
+            p.off.waited_ms / 1000.0,
+            p.on.waited_ms / 1000.0,
+            p.wait_ratio
+        );
+    }
+    for p in pairs {
+        if let Some(s) = &p.stats_on {
+            println!(
+                "\n{} host statistics, speculation on: {}",
+                p.server,
+                serde_json::to_string(s).unwrap_or_default()
+            );
+        }
+    }
+}
