@@ -336,12 +336,13 @@ fn refusal(host: &Toolhost, tool: &str, source: &str) -> String {
     refused[0].clone()
 }
 
-/// What lies between `before` and the next backquote after it in `text`.
+/// The text between backquotes that starts at the backquote of `before`
+/// (its first) in `text`: the line a refusal quotes.
 fn quoted_after<'t>(text: &'t str, before: &str) -> &'t str {
     let start = text
         .find(before)
         .unwrap_or_else(|| panic!("no {before:?} in {text}"));
-    let rest = &text[start + 1..];
+    let rest = &text[start + before.find('`').expect("a backquote") + 1..];
     &rest[..rest.find('`').unwrap()]
 }
 
