@@ -23,3 +23,4 @@ mod templates;
 mod tool_js;
 mod tool_plugins;
 mod trace_replay;
+mod upstream_names;

@@ -279,8 +279,11 @@ mod tests {
         assert!(!off.speculation.reread_changed && off.speculation.native);
         let err = parse("[speculation]\nenable = false\n").unwrap_err().to_string();
         assert!(err.contains("line 2") && err.contains("enable"), "{err}");
-        let upstream = parse("[[upstream]]\nname = \"a\"\ncommand = \"b\"\nspeculate = true\n").unwrap();
+        // On unless switched off: the value models gate what is called.
+        let upstream = parse("[[upstream]]\nname = \"a\"\ncommand = \"b\"\n").unwrap();
         assert!(upstream.upstream[0].speculate);
+        let upstream = parse("[[upstream]]\nname = \"a\"\ncommand = \"b\"\nspeculate = false\n").unwrap();
+        assert!(!upstream.upstream[0].speculate);
     }
 
     #[test]

@@ -71,8 +71,14 @@ pub struct UpstreamConfig {
     pub category: Option<String>,
     /// Prepended to each tool's name in the catalog (`fs_` + `read_file`).
     pub prefix: String,
-    /// Let the host call this server's read-only tools ahead of time (their
-    /// value models must say `pure` or `read-only`).
+    /// Let the host call this server's read-only tools ahead of time. On by
+    /// default: this switch only hides tools, it never lets a call through.
+    /// What decides is each tool's value model, which must say `pure` or
+    /// `read-only`, and an upstream tool has one only from the user's
+    /// `[tools.X]` or, with `trust_annotations`, from the server's own
+    /// `readOnlyHint` (else it is `indeterminate`, never called ahead of
+    /// time). `false` keeps every tool of the server out of speculation
+    /// whatever its value model says.
     pub speculate: bool,
     /// Take the server's tool annotations (`readOnlyHint`) as the owner's
     /// word on what each tool changes. Off by default: a server's hints are
@@ -135,6 +141,12 @@ pub enum Transport {
     },
 }
 
+/// The default of `speculate`: the value models are the gate (see
+/// [`UpstreamConfig::speculate`]).
+fn speculate_by_default() -> bool {
+    true
+}
+
 /// The table as written; checked into [`UpstreamConfig`].
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -149,7 +161,7 @@ struct RawConfig {
     category: Option<String>,
     #[serde(default)]
     prefix: String,
-    #[serde(default)]
+    #[serde(default = "speculate_by_default")]
     speculate: bool,
     #[serde(default)]
     trust_annotations: bool,

@@ -3,9 +3,12 @@
 //! layered, and the speculation that runs on this build.
 //!
 //! Two sources naming one tool never fail a build: the `ownership` rule
-//! gives the name to one (native and base-catalog names are reserved,
-//! otherwise the first registered wins) and the other's tool is refused,
-//! with a [`Refusal`] kept beside the catalog (`Toolhost::refusals`).
+//! gives the name to one (native names are reserved, and base-catalog names
+//! are the catalog's when it is provided; otherwise the first registered
+//! wins) and the other's tool is refused, with a [`Refusal`] kept beside
+//! the catalog (`Toolhost::refusals`). An upstream server's tool named like
+//! a catalog tool no backend and enricher provide is served as the
+//! server's own, and the catalog tool is then not built at all.
 //!
 //! A base-catalog tool bound to a tool plugin that also lists a tool of that
 //! name is served with the catalog's schema and the plugin's hooks (one
@@ -334,10 +337,18 @@ fn unserved(specs: &[ToolSpec], enrichers: &Enrichers) -> Vec<Hidden> {
         .filter(|t| !specs.iter().any(|s| s.name == t.name))
         .map(|t| Hidden {
             name: t.name.clone(),
-            reason: format!(
-                "a base-catalog tool with no backend: bind it to an upstream server or a tool plugin with `[bind] {} = \"NAME\"`",
-                t.name
-            ),
+            // `[bind]` is suggested only where it would serve the tool.
+            reason: if enrichers.lists(t) {
+                format!(
+                    "a base-catalog tool with no backend: bind it to an upstream server or a tool plugin with `[bind] {} = \"NAME\"`",
+                    t.name
+                )
+            } else {
+                format!(
+                    "a base-catalog tool with no backend, of category `{}`, which no loaded enricher claims",
+                    t.category.as_deref().unwrap_or_default()
+                )
+            },
         });
     unclaimed.chain(unbound).collect()
 }
@@ -390,7 +401,8 @@ fn gather(sources: &Sources) -> Result<(Specs, Vec<Refusal>), CatalogError> {
     // A bound catalog tool of a plugin's (or a server's) tool name takes
     // that tool's place: the claim says `Bound` and the binding serves it.
     let bindings = ownership::bindings(&sources.bindings, &sources.plugins);
-    let mut names = Names::new(&bindings);
+    let enriched = ownership::enriched_categories(&sources.plugins);
+    let mut names = Names::new(&bindings, &enriched);
     for (plugin, t) in names.plugin_tools(&sources.plugins) {
         let spec = ToolSpec {
             meta: plugin_meta(plugin, Some(t)),
@@ -403,9 +415,9 @@ fn gather(sources: &Sources) -> Result<(Specs, Vec<Refusal>), CatalogError> {
         ));
     }
     for server in &sources.upstreams {
-        let (name, source) = (&server.config.name, format!("upstream `{}`", server.config.name));
+        let name = &server.config.name;
         for (spec, remote) in server.specs() {
-            if names.claim(&spec.name, name, &source) == Claim::Serve {
+            if names.claim_upstream(name, &server.config.prefix, &remote) == Claim::Serve {
                 let trusted = server.config.trust_annotations;
                 let annotated = trusted.then(|| ValueModel::from_annotations(&spec.meta.annotations));
                 let owner = Owner::Upstream(server.config.name.clone(), annotated.flatten());
@@ -436,7 +448,11 @@ fn gather(sources: &Sources) -> Result<(Specs, Vec<Refusal>), CatalogError> {
                 });
             }
         };
-        specs.push((ToolSpec { meta, ..spec.clone() }, bound, Owner::Host));
+        // An upstream server's own tool took the name: the catalog tool
+        // would not be listed (no enricher claims its category).
+        if !names.yielded(tool) {
+            specs.push((ToolSpec { meta, ..spec.clone() }, bound, Owner::Host));
+        }
     }
     Ok((specs, names.into_refused()))
 }

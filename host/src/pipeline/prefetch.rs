@@ -6,7 +6,9 @@
 //!
 //! Where speculation is switched on: native local tools by `[speculation]
 //! native`; `web_fetch` and tool-plugin tools by their host being listed in
-//! `[speculation] hosts`; upstream tools by their server's `speculate`. The
+//! `[speculation] hosts`; upstream tools by their server's `speculate` (on
+//! unless the user turns it off: a tool is still called ahead of time only
+//! when its value model says it is pure or read-only). The
 //! host of a tool plugin's call is a claim (by the plugin or an enricher):
 //! it is believed only if the plugin is granted that host or the user's
 //! `[tools.X]` names it, else the call is not made ahead of time and the
