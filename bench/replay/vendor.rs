@@ -6,10 +6,12 @@
 //! prefetches made, their precision, extra backend calls, stale answers and
 //! wait.
 //!
-//! Per server, one host serves every trajectory of the server in file
-//! order, one after another (what it learns from one is meant to serve the
-//! next), with the fake as an `[[upstream]]` over streamable HTTP whose
-//! annotations it trusts and whose reads it may call ahead; no link is
+//! Per server, the trajectories run in file order, one after another, each
+//! in a host of its own (a task is a session, against a world the harness
+//! reset), which starts from what the host before it learned
+//! (`Toolhost::resume`, as `toolhost serve` does from its statistics file).
+//! The fake is each host's one `[[upstream]]`, over streamable HTTP, with
+//! its tools under their own names and its annotations trusted; no link is
 //! declared and no plugin is loaded. Each call is made after its think time
 //! with the recorded arguments.
 //!
@@ -248,22 +250,12 @@ pub struct Prefetched {
     pub unknown: bool,
 }
 
-/// The prefix of the server's tools in the host's catalog: GitHub's
-/// `get_issue`, `create_issue` and `update_issue` are base-catalog names,
-/// which a server's tool may not take, so every tool is served as
-/// `github_get_issue` and so on (as a user with both would configure).
-fn prefix(server: &str) -> String {
-    format!("{server}_")
-}
-
 /// The host over `url`: its only source, speculation on or off.
 async fn host(server: &str, url: &str, speculate: bool) -> Result<Toolhost> {
     let config: UpstreamConfig = serde_json::from_value(json!({
         "name": server,
         "url": url,
-        "prefix": prefix(server),
         "trust_annotations": true,
-        "speculate": true,
     }))
     .map_err(|e| anyhow::anyhow!("{e}"))?;
     let speculation = if speculate {
@@ -278,6 +270,28 @@ async fn host(server: &str, url: &str, speculate: bool) -> Result<Toolhost> {
         .await?;
     ensure!(report.is_empty(), "{server}: {:?}", report.lines());
     Ok(host)
+}
+
+/// The counters of the sessions so far and of the one that just ended,
+/// added; what was learned is the last session's, which started from the
+/// earlier ones'.
+fn summed(earlier: Option<&Snapshot>, now: Snapshot) -> Snapshot {
+    let Some(e) = earlier else { return now };
+    let mut declined = e.declined.clone();
+    for (reason, n) in &now.declined {
+        *declined.entry(reason.clone()).or_default() += n;
+    }
+    Snapshot {
+        dispatched: e.dispatched + now.dispatched,
+        hits: e.hits + now.hits,
+        joins: e.joins + now.joins,
+        reused: e.reused + now.reused,
+        wasted: e.wasted + now.wasted,
+        stale: e.stale + now.stale,
+        saved_ms: e.saved_ms + now.saved_ms,
+        declined,
+        ..now
+    }
 }
 
 /// What the agent gets as compared (see the module doc).
@@ -324,13 +338,18 @@ pub async fn replay(server: &str, trajectories: &[Trajectory], speculate: bool, 
     let scaled = |ms: u64| Duration::from_secs_f64(ms as f64 * o.scale / 1000.0);
     let fake = Arc::new(Fake::new(trajectories, scaled(o.latency_ms))?);
     let url = fake.serve().await?;
-    let host = host(server, &url, speculate).await?;
     let ctx = CallControl::new("vendor-replay");
-    let prefix = prefix(server);
     let mut waits = Vec::new();
     let mut stale = Vec::new();
     let mut failed = 0;
+    let mut stats: Option<Snapshot> = None;
     for (t, trajectory) in trajectories.iter().enumerate() {
+        // Each task is a session of its own, against a world the harness
+        // reset: a new host, which starts from what the last one learned.
+        let host = host(server, &url, speculate).await?;
+        if let Some(earlier) = &stats {
+            host.resume(earlier);
+        }
         let mut t_waits = Vec::new();
         let mut t_stale = Vec::new();
         for (i, call) in trajectory.calls.iter().enumerate() {
@@ -343,9 +362,7 @@ pub async fn replay(server: &str, trajectories: &[Trajectory], speculate: bool, 
             tokio::time::sleep(scaled(call.think_ms.unwrap_or(o.think_ms))).await;
             fake.set(at(true));
             let started = Instant::now();
-            let answer = host
-                .call_tool(&format!("{prefix}{}", call.tool), call.args.clone(), &ctx)
-                .await;
+            let answer = host.call_tool(&call.tool, call.args.clone(), &ctx).await;
             t_waits.push(started.elapsed());
             fake.set(Cursor {
                 trajectory: t,
@@ -372,11 +389,11 @@ pub async fn replay(server: &str, trajectories: &[Trajectory], speculate: bool, 
         }
         waits.push(t_waits);
         stale.push(t_stale);
+        host.settle().await;
+        // After shutdown, so that prefetches never served count as wasted.
+        host.shutdown().await;
+        stats = host.stats().map(|now| summed(stats.as_ref(), now));
     }
-    host.settle().await;
-    // After shutdown, so that prefetches never served count as wasted.
-    host.shutdown().await;
-    let stats = host.stats();
     let requests = fake.requests();
     let mut reached: Vec<Vec<usize>> = trajectories.iter().map(|t| vec![0; t.calls.len()]).collect();
     let mut per: Vec<Figures> = vec![Figures::default(); trajectories.len()];

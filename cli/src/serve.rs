@@ -68,7 +68,7 @@ pub async fn serve(
     if let Some(path) = &stats_file {
         // What an earlier run learned of the agents' follow-ups lasts.
         match stats::read(path) {
-            Ok(earlier) => host.adopt_learned(&earlier.stats.learned),
+            Ok(earlier) => host.resume(&earlier.stats),
             Err(stats::StatsError::Missing(_)) => {}
             Err(e) => tracing::warn!("{e}: starting with no follow-up links learned"),
         }

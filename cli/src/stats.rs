@@ -8,8 +8,8 @@
 //! sharing one file the last writer wins; give each its own
 //! `[speculation] stats_file` to keep them apart.
 //!
-//! The next `toolhost serve` starts from the follow-up links the file
-//! holds, so what agents taught one run lasts.
+//! The next `toolhost serve` starts from the follow-up links and the
+//! per-rank record the file holds, so what agents taught one run lasts.
 //!
 //! With `[cluster]` configured, `toolhost stats` reads the totals every
 //! replica adds to Redis instead (`toolhost::speculation` keeps them), and

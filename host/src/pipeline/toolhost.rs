@@ -221,12 +221,14 @@ impl Toolhost {
         self.shared.current().speculation.as_ref().map(|e| e.stats())
     }
 
-    /// Start from the links an earlier run learned (the `learned` of its
-    /// [`stats`](Toolhost::stats)), so that what agents taught it lasts
-    /// across restarts. Nothing happens with speculation off.
-    pub fn adopt_learned(&self, links: &[speculation::LinkStats]) {
+    /// Start from what an earlier run learned (its last
+    /// [`stats`](Toolhost::stats)): the follow-up links, and how often the
+    /// agent called each rank of their candidates, so that what agents
+    /// taught one run lasts across restarts. Nothing happens with
+    /// speculation off.
+    pub fn resume(&self, earlier: &speculation::Snapshot) {
         if let Some(engine) = &self.shared.current().speculation {
-            engine.adopt_learned(links);
+            engine.resume(earlier);
         }
     }
 

@@ -703,9 +703,11 @@ impl<T: Target> Engine<T> {
         (self.metrics.unused() as f64) < allowed
     }
 
-    /// Start from links an earlier run learned.
-    pub fn adopt_learned(&self, links: &[learned::LinkStats]) {
-        self.learned.adopt(links);
+    /// Start from what an earlier run learned: its links and the record
+    /// of each rank of their candidates.
+    pub fn resume(&self, earlier: &Snapshot) {
+        self.learned.adopt(&earlier.learned);
+        self.fanout.resume(&earlier.ranks);
     }
 
     pub fn stats(&self) -> Snapshot {

@@ -49,6 +49,8 @@ use crate::cluster::Rank;
 
 /// Pseudo-observations the declared probability is worth.
 pub const PRIOR_WEIGHT: f64 = 5.0;
+/// Ranks taken from an earlier run's record.
+pub const MAX_RESUMED: usize = 10_000;
 /// Offered candidates remembered at most; the oldest are forgotten first.
 const MAX_REMEMBERED: usize = 4096;
 
@@ -212,6 +214,19 @@ impl FanOut {
             let c = inner.counts_of(r.from, r.to, r.rank);
             c.offered = r.offered + c.new_offered;
             c.used = r.used.min(r.offered) + c.new_used;
+        }
+    }
+
+    /// Start from the record of an earlier run (its [`FanOut::table`]):
+    /// each rank counts at least what it counted then. At most
+    /// [`MAX_RESUMED`] ranks are taken, so a file cannot grow the table
+    /// past what a run would.
+    pub fn resume(&self, rows: &[RankStats]) {
+        let mut inner = self.lock();
+        for r in rows.iter().take(MAX_RESUMED) {
+            let c = inner.counts_of(r.from.clone(), r.to.clone(), r.rank);
+            c.offered = c.offered.max(r.offered);
+            c.used = c.used.max(r.used.min(r.offered));
         }
     }
 
