@@ -564,106 +564,167 @@ fn model(value: Value) -> ValueModel {
     serde_json::from_value(value).unwrap()
 }
 
-#[test]
-fn serve_over_stdio_then_stats_reports_the_hit() {
-    let dir = files();
-    let stats_file = dir.path().join("state/stats.json");
-    let config = dir.path().join("toolhost.toml");
-    std::fs::create_dir(dir.path().join("plugins")).unwrap();
-    std::fs::write(
-        &config,
-        format!(
-            "root = \".\"\nplugins = \"plugins\"\n[speculation]\nstats_file = \"{}\"\n",
-            stats_file.display()
-        ),
-    )
-    .unwrap();
-    let mut server = Command::new(toolhost_binary())
-        .args(["--no-cache", "--config"])
-        .arg(&config)
-        .arg("serve")
-        .env_remove("TOOLHOST_PLUGINS")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = server.stdin.take().unwrap();
-    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
-    let mut request = |id: u64, method: &str, params: Value| -> Value {
-        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        writeln!(stdin, "{message}").unwrap();
-        if method == "initialize" {
-            writeln!(
-                stdin,
-                "{}",
-                json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
-            )
+/// `toolhost serve` over stdio with a configuration, and JSON-RPC with it.
+struct StdioServer {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
+}
+
+impl StdioServer {
+    /// Started and initialised.
+    fn serve(config: &Path) -> Self {
+        let mut child = Command::new(toolhost_binary())
+            .args(["--no-cache", "--config"])
+            .arg(config)
+            .arg("serve")
+            .env_remove("TOOLHOST_PLUGINS")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
             .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut session = Self { child, stdin, lines };
+        session.request(
+            1,
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}),
+        );
+        session
+    }
+
+    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(self.stdin, "{message}").unwrap();
+        if method == "initialize" {
+            let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+            writeln!(self.stdin, "{initialized}").unwrap();
         }
         loop {
-            let line = lines.next().expect("the server answers").unwrap();
+            let line = self.lines.next().expect("the server answers").unwrap();
             let reply: Value = serde_json::from_str(&line).unwrap();
             if reply["id"] == json!(id) {
                 return reply;
             }
         }
-    };
-    request(
-        1,
-        "initialize",
-        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}),
+    }
+
+    /// A tool call that must succeed.
+    fn call(&mut self, id: u64, tool: &str, arguments: Value) -> Value {
+        let reply = self.request(id, "tools/call", json!({"name": tool, "arguments": arguments}));
+        assert_eq!(reply["result"]["isError"], json!(false), "{reply}");
+        reply
+    }
+
+    /// The server stopped by closing its input, as a client does.
+    fn stop(self) -> std::process::Output {
+        drop(self.stdin);
+        let out = self.child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        out
+    }
+}
+
+/// A configuration serving `dir`, whose statistics go to `stats_file`.
+fn stats_config(dir: &Path, stats_file: &Path) -> std::path::PathBuf {
+    let config = dir.join("toolhost.toml");
+    std::fs::create_dir_all(dir.join("plugins")).unwrap();
+    let text = format!(
+        "root = \".\"\nplugins = \"plugins\"\n[speculation]\nstats_file = \"{}\"\n",
+        stats_file.display()
     );
-    let grep = request(
-        2,
-        "tools/call",
-        json!({"name": "grep", "arguments": {"pattern": "needle"}}),
-    );
-    assert_eq!(grep["result"]["isError"], json!(false), "{grep}");
+    std::fs::write(&config, text).unwrap();
+    config
+}
+
+/// `toolhost` with `config` and `args`: its standard output.
+fn toolhost_with(config: &Path, args: &[&str]) -> String {
+    let out = Command::new(toolhost_binary())
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn serve_over_stdio_then_stats_reports_the_hit() {
+    let dir = files();
+    let stats_file = dir.path().join("state/stats.json");
+    let config = stats_config(dir.path(), &stats_file);
+    let mut server = StdioServer::serve(&config);
+    server.call(2, "grep", json!({"pattern": "needle"}));
     // Give the prefetch time to land: a hit, not a join, is asserted below.
     std::thread::sleep(Duration::from_millis(500));
-    let read = request(
-        3,
-        "tools/call",
-        json!({"name": "read", "arguments": {"path": "a.rs"}}),
-    );
+    let read = server.call(3, "read", json!({"path": "a.rs"}));
     assert_eq!(read["result"]["structuredContent"]["content"], "fn needle() {}");
     // b.rs is prefetched and never read: wasted when the server stops.
-    let grep = request(
-        4,
-        "tools/call",
-        json!({"name": "grep", "arguments": {"pattern": "other"}}),
-    );
-    assert_eq!(grep["result"]["isError"], json!(false), "{grep}");
+    server.call(4, "grep", json!({"pattern": "other"}));
     std::thread::sleep(Duration::from_millis(500));
-    drop(stdin);
-    let out = server.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = server.stop();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("1 hits"), "the log has the figures: {stderr}");
 
-    let stats = Command::new(toolhost_binary())
-        .args(["--config"])
-        .arg(&config)
-        .args(["stats", "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        stats.status.success(),
-        "{}",
-        String::from_utf8_lossy(&stats.stderr)
-    );
-    let recorded: Value = serde_json::from_slice(&stats.stdout).unwrap();
+    let recorded: Value = serde_json::from_str(&toolhost_with(&config, &["stats", "--json"])).unwrap();
     assert_eq!(recorded["stats"]["hits"], 1, "{recorded}");
     assert_eq!(recorded["stats"]["dispatched"], 2);
     assert_eq!(recorded["stats"]["wasted"], 1);
     assert_eq!(recorded["stats"]["unserved"], 0);
-    let human = Command::new(toolhost_binary())
-        .args(["--config"])
-        .arg(&config)
-        .arg("stats")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&human.stdout);
+    let text = toolhost_with(&config, &["stats"]);
     assert!(text.contains("grep -> read #1: 2, 1"), "{text}");
+}
+
+/// A link no one declared (an `ls` listing, then a read of a file it
+/// listed, twice) is learned, written to the statistics file, resumed by
+/// the next server (which writes it again, having seen nothing new) and
+/// shown by `tools --explain`.
+#[test]
+fn a_link_learned_by_one_server_lasts_into_the_next_and_is_explained() {
+    let dir = files();
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    old_file(dir.path(), "src/c.rs", "fn c() {}\n");
+    let stats_file = dir.path().join("stats.json");
+    let config = stats_config(dir.path(), &stats_file);
+    let mut server = StdioServer::serve(&config);
+    let mut id = 1;
+    for (listed, path) in [(".", "b.rs"), ("src", "src/c.rs")] {
+        id += 2;
+        server.call(id, "glob", json!({"pattern": "*.rs", "path": listed}));
+        std::thread::sleep(Duration::from_millis(200));
+        server.call(id + 1, "read", json!({"path": path}));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    server.stop();
+    let learned = |stats: &Value| -> Vec<String> {
+        let links = stats["stats"]["learned"].as_array().cloned().unwrap_or_default();
+        links
+            .iter()
+            .filter(|l| l["seen"].as_u64() >= Some(2))
+            .map(|l| {
+                format!(
+                    "{} -> {} [{}]",
+                    l["from"].as_str().unwrap(),
+                    l["to"].as_str().unwrap(),
+                    l["projection"].as_str().unwrap()
+                )
+            })
+            .collect()
+    };
+    let first: Value = serde_json::from_str(&toolhost_with(&config, &["stats", "--json"])).unwrap();
+    let links = learned(&first);
+    assert!(
+        links.len() == 1 && links[0].starts_with("glob -> read [path ← paths[*]"),
+        "{first:#}"
+    );
+
+    // The next server makes no call: what it writes is what it resumed.
+    StdioServer::serve(&config).stop();
+    let second: Value = serde_json::from_str(&toolhost_with(&config, &["stats", "--json"])).unwrap();
+    assert_eq!(learned(&second), learned(&first));
+    let explained = toolhost_with(&config, &["tools", "--explain", "read"]);
+    assert!(explained.contains(&format!("{}: 2,", links[0])), "{explained}");
 }

@@ -1,6 +1,6 @@
 //! `toolhost tools`: the tools `serve` serves, as the loaded plugins enrich
 //! them; `--all` adds the hidden ones with why; `--explain NAME` shows one
-//! tool's provenance and value model.
+//! tool's provenance, value model and the follow-up links learned.
 
 use std::io::Write;
 use std::path::Path;
@@ -95,6 +95,7 @@ async fn explain_cmd(host: &Toolhost, config: &Config, listing: &Listing, name: 
     if let Some(tool) = listing.tools.iter().find(|t| t.name == name) {
         let models = host.value_models();
         explain_tool(tool, &models)?;
+        explain_learned(config, name)?;
         return explain_refusals(host, name);
     }
     let Some(hidden) = listing.hidden.iter().find(|h| h.name == name) else {
@@ -119,6 +120,42 @@ async fn explain_cmd(host: &Toolhost, config: &Config, listing: &Listing, name: 
             Ok(())
         }
     }
+}
+
+/// The follow-up links learned from and to `name`, as the last `toolhost
+/// serve` recorded them in its statistics file (the declared ones are in
+/// the value model above).
+fn explain_learned(config: &Config, name: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    let Some(path) = config.stats_file() else {
+        return Ok(());
+    };
+    let recorded = match crate::stats::read(&path) {
+        Ok(recorded) => recorded,
+        Err(e) => {
+            writeln!(out, "links learned: none read ({e})")?;
+            return Ok(());
+        }
+    };
+    let links: Vec<_> = recorded
+        .stats
+        .learned
+        .iter()
+        .filter(|l| l.from == name || l.to == name)
+        .collect();
+    if links.is_empty() {
+        writeln!(out, "links learned: none yet ({})", path.display())?;
+    } else {
+        writeln!(out, "links learned ({}; seen, planned):", path.display())?;
+    }
+    for l in links {
+        writeln!(
+            out,
+            "  {} -> {} [{}]: {}, {}",
+            l.from, l.to, l.projection, l.seen, l.planned
+        )?;
+    }
+    Ok(())
 }
 
 /// The sources that listed `name` too and were refused it, each in full

@@ -514,19 +514,33 @@ impl<T: Target> Engine<T> {
                 self.dispatch(candidate).await;
             }
         }
-        for link in self.learned.links_from(tool) {
+        let declared: Vec<&str> = self
+            .models
+            .get(tool)
+            .and_then(|m| m.follow_ups.as_ref())
+            .map_or(Vec::new(), |links| {
+                links.iter().map(|l| l.tool.as_str()).collect()
+            });
+        for planned in self.learned.links_from(tool) {
+            let to = &planned.link.to;
+            // Where a declared link joins the two tools, its projection is
+            // planned and its per-rank record learns: candidates a learned
+            // link offered too would count against that record.
+            if declared.contains(&to.as_str()) {
+                continue;
+            }
             // What is learned never widens what may be called ahead of time.
-            if !self.models.get(&link.to).is_some_and(|m| m.is_speculatable()) {
+            if !self.models.get(to).is_some_and(|m| m.is_speculatable()) {
                 self.metrics.declined(DeclineReason::NotSpeculatable);
                 continue;
             }
-            for (rank, args) in self.learned.project(&link, args, result) {
+            for (rank, args) in self.learned.project(&planned, args, result) {
                 let candidate = Candidate {
-                    tool: link.to.clone(),
+                    tool: to.clone(),
                     args,
                     origin: FollowUpRank {
                         from: tool.to_owned(),
-                        to: link.to.clone(),
+                        to: to.clone(),
                         rank,
                     },
                     prior: learned::PRIOR,

@@ -18,8 +18,9 @@
 //! are worth prefetching is the fan-out's to learn, per rank, as for a
 //! declared link. A link from a tool to itself is a tree walk (a block's
 //! children, a directory's files) and is learned like any other. Declared
-//! links are priors and learned ones evidence: both are planned, and the
-//! cache joins a candidate offered by both.
+//! links are priors and learned ones evidence: a learned link is planned
+//! between two tools no declared link joins (where one does, its per-rank
+//! record is the evidence that counts).
 //!
 //! Strings are compared as Notion's ids are spelled, with or without their
 //! dashes, and a number may come back as text: the link keeps the form the
@@ -59,6 +60,12 @@ const MAX_VALUE_CHARS: usize = 256;
 const MAX_PLACES: usize = 4;
 /// Depth of a result walked.
 const MAX_DEPTH: usize = 24;
+/// Items of one list whose traits are kept.
+const MAX_ITEMS: usize = 1000;
+/// Traits kept of one item.
+const MAX_TRAITS: usize = 32;
+/// A longer string is a name, not a kind.
+const MAX_TRAIT_CHARS: usize = 40;
 
 /// One step from a result's root to a value.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -112,11 +119,36 @@ pub struct Link {
     pub args: BTreeMap<String, Source>,
 }
 
-#[derive(Debug, Clone, Copy, Default)]
+/// What the items an agent picked from a list had in common: the fields
+/// (flags and short words) every one of them had, with the same value.
+pub type Traits = BTreeMap<String, Value>;
+
+#[derive(Debug, Clone, Default)]
 struct Counts {
     seen: u64,
     planned: u64,
     last: u64,
+    /// The traits of every item picked so far, if the link picks items.
+    when: Option<Traits>,
+}
+
+impl Counts {
+    /// An agent picked an item with `traits` (if the link picks items).
+    fn picked(&mut self, traits: Option<Traits>) {
+        let Some(traits) = traits else { return };
+        match &mut self.when {
+            None => self.when = Some(traits),
+            Some(when) => when.retain(|k, v| traits.get(k) == Some(v)),
+        }
+    }
+}
+
+/// A learned link worth planning, with the traits of the items it picks.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    /// The link.
+    pub link: Link,
+    when: Traits,
 }
 
 /// One learned link's record: for `toolhost stats`, and for a later run
@@ -131,6 +163,10 @@ pub struct LinkStats {
     pub projection: String,
     /// The same, as the host reads it.
     pub args: BTreeMap<String, Source>,
+    /// What every item the agent picked had (`has_children: true`): items
+    /// without it are not planned.
+    #[serde(default)]
+    pub when: Traits,
     /// Real calls that followed the link.
     pub seen: u64,
     /// Results it was planned from.
@@ -145,9 +181,13 @@ struct Place {
     leaf: Value,
 }
 
-/// A result's values, by their [`key`].
+/// A result's values, by their [`key`], and the traits of the items of
+/// each list picked from, by the list's path.
 #[derive(Default)]
-struct Index(HashMap<String, Vec<Place>>);
+struct Index {
+    values: HashMap<String, Vec<Place>>,
+    items: HashMap<Vec<Step>, Vec<Traits>>,
+}
 
 struct Seen {
     tool: String,
@@ -189,11 +229,11 @@ impl Learned {
     /// is taken as their source.
     pub fn called(&self, tool: &str, args: &Map<String, Value>) {
         let mut inner = self.lock();
-        let link = inner.recent.iter().rev().find_map(|seen| {
+        let found = inner.recent.iter().rev().find_map(|seen| {
             let index = seen.index.get()?;
             explain(seen, index, tool, args)
         });
-        let Some(link) = link else { return };
+        let Some((link, traits)) = found else { return };
         inner.clock += 1;
         let clock = inner.clock;
         if !inner.links.contains_key(&link) && inner.links.len() >= MAX_LINKS {
@@ -209,6 +249,7 @@ impl Learned {
         let counts = inner.links.entry(link).or_default();
         counts.seen += 1;
         counts.last = clock;
+        counts.picked(traits);
     }
 
     /// A call of `tool` with `args` ran (or was served): it is one of the
@@ -229,7 +270,7 @@ impl Learned {
     }
 
     /// The learned links from `tool` worth planning, most seen first.
-    pub fn links_from(&self, tool: &str) -> Vec<Link> {
+    pub fn links_from(&self, tool: &str) -> Vec<Planned> {
         let inner = self.lock();
         let mut links: Vec<(&Link, &Counts)> = inner
             .links
@@ -240,21 +281,24 @@ impl Learned {
         links
             .into_iter()
             .take(MAX_PLANNED)
-            .map(|(l, _)| l.clone())
+            .map(|(l, c)| Planned {
+                link: l.clone(),
+                when: c.when.clone().unwrap_or_default(),
+            })
             .collect()
     }
 
-    /// `link`'s calls from `result`, given by a call with `args`: at most
-    /// [`MAX_PER_LINK`], each with its rank (the item it was taken from).
+    /// A link's calls from `result`, given by a call with `args`: at most
+    /// [`MAX_PER_LINK`], each with its rank (among the items it may pick).
     pub fn project(
         &self,
-        link: &Link,
+        planned: &Planned,
         args: &Map<String, Value>,
         result: &Value,
     ) -> Vec<(usize, Map<String, Value>)> {
-        let calls = project(link, args, result);
+        let calls = project(planned, args, result);
         if !calls.is_empty()
-            && let Some(counts) = self.lock().links.get_mut(link)
+            && let Some(counts) = self.lock().links.get_mut(&planned.link)
         {
             counts.planned += 1;
         }
@@ -280,6 +324,9 @@ impl Learned {
             let counts = inner.links.entry(link).or_default();
             counts.seen = counts.seen.max(row.seen);
             counts.planned = counts.planned.max(row.planned);
+            if counts.when.is_none() && !row.when.is_empty() {
+                counts.when = Some(row.when.clone());
+            }
         }
     }
 
@@ -292,8 +339,9 @@ impl Learned {
             .map(|(link, c)| LinkStats {
                 from: link.from.clone(),
                 to: link.to.clone(),
-                projection: describe(&link.args),
+                projection: describe(&link.args, c.when.as_ref()),
                 args: link.args.clone(),
+                when: c.when.clone().unwrap_or_default(),
                 seen: c.seen,
                 planned: c.planned,
             })
@@ -308,8 +356,13 @@ impl Learned {
 }
 
 /// The link that `tool`'s `args` show from the result `seen` gave, if one
-/// of them came from that result.
-fn explain(seen: &Seen, index: &Index, tool: &str, args: &Map<String, Value>) -> Option<Link> {
+/// of them came from that result, and the traits of the item it picked.
+fn explain(
+    seen: &Seen,
+    index: &Index,
+    tool: &str,
+    args: &Map<String, Value>,
+) -> Option<(Link, Option<Traits>)> {
     let mut rank = None;
     let mut sources = BTreeMap::new();
     let mut from_result = false;
@@ -330,11 +383,34 @@ fn explain(seen: &Seen, index: &Index, tool: &str, args: &Map<String, Value>) ->
         };
         sources.insert(name.clone(), source);
     }
-    from_result.then(|| Link {
+    if !from_result {
+        return None;
+    }
+    let link = Link {
         from: seen.tool.clone(),
         to: tool.to_owned(),
         args: sources,
+    };
+    let traits = rank.and_then(|rank| index.items.get(list(&link)?)?.get(rank).cloned());
+    Some((link, traits))
+}
+
+/// The path of the list a link picks items from, if it does.
+fn list(link: &Link) -> Option<&[Step]> {
+    link.args.values().find_map(|source| match source {
+        Source::Result { path, .. } => Some(&path[..path.iter().position(|s| *s == Step::Item)?]),
+        _ => None,
     })
+}
+
+/// A field of an item that tells items apart by kind: a flag, or a short
+/// word (`type: "file"`); not an id, which no two picks share.
+fn is_trait(value: &Value) -> bool {
+    match value {
+        Value::Bool(_) => true,
+        Value::String(s) => s.len() <= MAX_TRAIT_CHARS,
+        _ => false,
+    }
 }
 
 /// What a value is looked up by: strings of 3 to [`MAX_VALUE_CHARS`]
@@ -395,6 +471,14 @@ impl Index {
                 }
             }
             Value::Array(items) => {
+                if rank.is_none() {
+                    let traits = items.iter().take(MAX_ITEMS).map(|item| {
+                        let fields = item.as_object().into_iter().flatten();
+                        let traits = fields.filter(|(_, v)| is_trait(v)).take(MAX_TRAITS);
+                        traits.map(|(k, v)| (k.clone(), v.clone())).collect()
+                    });
+                    self.items.insert(path.clone(), traits.collect());
+                }
                 for (i, v) in items.iter().enumerate() {
                     // The first list on the way is the one picked from.
                     let (step, rank) = match rank {
@@ -409,7 +493,7 @@ impl Index {
             leaf => {
                 *leaves += 1;
                 if let Some(k) = key(leaf) {
-                    let places = self.0.entry(k).or_default();
+                    let places = self.values.entry(k).or_default();
                     if places.len() < MAX_PLACES {
                         places.push(Place {
                             path: path.clone(),
@@ -425,7 +509,7 @@ impl Index {
     /// Where `arg` sits in the result, preferring the item `rank` when
     /// another argument already came from one.
     fn find(&self, arg: &Value, rank: Option<usize>) -> Option<(&Place, Form)> {
-        let places = self.0.get(&key(arg)?)?;
+        let places = self.values.get(&key(arg)?)?;
         let same_item = |p: &&Place| rank.is_none() || p.rank.is_none() || p.rank == rank;
         let spelled = places.iter().filter_map(|p| Some((p, form(&p.leaf, arg)?)));
         let mut fallback = None;
@@ -448,21 +532,21 @@ fn at<'v>(value: &'v Value, path: &[Step], rank: usize) -> Option<&'v Value> {
     })
 }
 
-/// How many items the list a link picks from holds in `result`.
-fn items(link: &Link, result: &Value) -> Option<usize> {
-    link.args.values().find_map(|source| match source {
-        Source::Result { path, .. } => {
-            let list = path.iter().position(|s| *s == Step::Item)?;
-            at(result, &path[..list], 0)?.as_array().map(Vec::len)
-        }
-        _ => None,
-    })
-}
-
-fn project(link: &Link, args: &Map<String, Value>, result: &Value) -> Vec<(usize, Map<String, Value>)> {
-    let ranks = items(link, result).unwrap_or(1);
+fn project(planned: &Planned, args: &Map<String, Value>, result: &Value) -> Vec<(usize, Map<String, Value>)> {
+    let link = &planned.link;
+    let items = list(link).and_then(|path| at(result, path, 0)?.as_array());
+    // A link that picks no item makes one call, as if from one item.
+    let picks: Vec<usize> = match items {
+        Some(items) => (0..items.len())
+            .filter(|&i| {
+                let item = &items[i];
+                planned.when.iter().all(|(k, v)| item.get(k) == Some(v))
+            })
+            .collect(),
+        None => vec![0],
+    };
     let mut calls: Vec<(usize, Map<String, Value>)> = Vec::new();
-    for rank in 0..ranks {
+    for item in picks {
         if calls.len() == MAX_PER_LINK {
             break;
         }
@@ -471,7 +555,7 @@ fn project(link: &Link, args: &Map<String, Value>, result: &Value) -> Vec<(usize
             .iter()
             .map(|(name, source)| {
                 let value = match source {
-                    Source::Result { path, form } => spell(at(result, path, rank)?, *form)?,
+                    Source::Result { path, form } => spell(at(result, path, item)?, *form)?,
                     Source::Carried(from) => args.get(from)?.clone(),
                     Source::Constant(json) => serde_json::from_str(json).ok()?,
                 };
@@ -481,14 +565,14 @@ fn project(link: &Link, args: &Map<String, Value>, result: &Value) -> Vec<(usize
         if let Some(call) = call
             && !calls.iter().any(|(_, c)| *c == call)
         {
-            calls.push((rank, call));
+            calls.push((calls.len(), call));
         }
     }
     calls
 }
 
-/// `block_id ← results[*].id, page_size = 100`.
-fn describe(args: &BTreeMap<String, Source>) -> String {
+/// `block_id ← results[*].id, page_size = 100 if has_children = true`.
+fn describe(args: &BTreeMap<String, Source>, when: Option<&Traits>) -> String {
     let place = |path: &[Step]| {
         let mut out = String::new();
         for step in path {
@@ -517,7 +601,17 @@ fn describe(args: &BTreeMap<String, Source>) -> String {
             Source::Constant(json) => format!("{name} = {json}"),
         })
         .collect();
-    parts.join(", ")
+    let mut out = parts.join(", ");
+    let when: Vec<String> = when
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| format!("{k} = {v}"))
+        .collect();
+    if !when.is_empty() {
+        out.push_str(" if ");
+        out.push_str(&when.join(", "));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -666,6 +760,51 @@ mod tests {
             learned.table().iter().all(|l| l.from != "get_page"),
             "{:?}",
             learned.table()
+        );
+    }
+
+    #[test]
+    fn items_unlike_every_one_the_agent_picked_are_not_planned() {
+        let learned = Learned::default();
+        let listing = |names: &[(&str, &str)]| {
+            Value::Array(
+                names
+                    .iter()
+                    .map(|(name, kind)| json!({"name": name, "type": kind, "size": 10}))
+                    .collect(),
+            )
+        };
+        for (list, pick) in [
+            (listing(&[("docs", "dir"), ("a.md", "file")]), "a.md"),
+            (listing(&[("b.md", "file"), ("src", "dir")]), "b.md"),
+        ] {
+            ran(&learned, "contents", json!({"path": "/"}), list);
+            ran(
+                &learned,
+                "contents",
+                json!({"path": pick}),
+                json!({"content": "x"}),
+            );
+        }
+        let links = learned.links_from("contents");
+        assert_eq!(
+            learned.table()[0].projection,
+            r#"path ← [*].name if type = "file""#
+        );
+        let next = listing(&[
+            ("lib", "dir"),
+            ("c.md", "file"),
+            ("tests", "dir"),
+            ("d.md", "file"),
+        ]);
+        let planned = learned.project(&links[0], &Map::new(), &next);
+        // Ranked among the files alone.
+        assert_eq!(
+            planned,
+            [
+                (0, args(json!({"path": "c.md"}))),
+                (1, args(json!({"path": "d.md"})))
+            ]
         );
     }
 

@@ -11,7 +11,7 @@ comments prefetch, never a write, never stale after one.
 import argparse
 import base64
 
-from fake import TOKEN, blob, call, check, multipart, provider_session, structured, text
+from fake import SPECULATION, TOKEN, blob, call, check, multipart, provider_session, structured, text
 from driver import run, wait_until
 from clickup_fake import EPICS, LIST, SPRINT_FOLDER, clickup
 
@@ -290,7 +290,7 @@ async def main():
     fake.stop()
     fake = clickup()
     async with provider_session(opts.toolhost, opts.plugin, "clickup", fake, CONFIG, prefix="",
-                                extra_toml='[speculation]\nhosts = ["127.0.0.1"]') as client:
+                                extra_toml=SPECULATION) as client:
         await prefetch(client, fake)
     fake.stop()
     print("ok: clickup")

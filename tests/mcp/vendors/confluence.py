@@ -11,7 +11,7 @@ is never followed by a stale read.
 
 import argparse
 
-from fake import TOKEN, call, check, provider_session, structured, text
+from fake import SPECULATION, TOKEN, call, check, provider_session, structured, text
 from driver import run, wait_until
 from confluence_fake import AUTH, confluence
 
@@ -156,7 +156,7 @@ async def main():
     fake.stop()
     fake = confluence()
     async with provider_session(opts.toolhost, opts.plugin, "confluence", fake, {}, prefix="Basic ",
-                                extra_toml='[speculation]\nhosts = ["127.0.0.1"]\nper_host = 8') as client:
+                                extra_toml=SPECULATION + '\nper_host = 8') as client:
         await prefetch(client, fake)
     fake.stop()
     print("ok: confluence")

@@ -257,6 +257,12 @@ def toml_value(v):
     raise TypeError(v)
 
 
+# What a provider driver enables: prefetches of the loopback fake. The
+# driver calls tools for what each does, not as an agent would, so no share
+# of its calls bounds the prefetches (`max_extra_calls`).
+SPECULATION = '[speculation]\nhosts = ["127.0.0.1"]\nmax_extra_calls = 1000'
+
+
 @asynccontextmanager
 async def provider_session(toolhost, wasm, name, fake, config, header="Authorization", prefix="Bearer ",
                            extra_toml="", transport="stdio", api_path=""):

@@ -11,7 +11,7 @@ meetings → transcript prefetch, which never runs anything but a read.
 
 import argparse
 
-from fake import TOKEN, call, check, provider_session, structured, text
+from fake import SPECULATION, TOKEN, call, check, provider_session, structured, text
 from driver import run, wait_until
 from fireflies_fake import fireflies
 
@@ -128,7 +128,7 @@ async def main():
     fake.stop()
     fake = fireflies()
     async with provider_session(opts.toolhost, opts.plugin, "fireflies", fake, {},
-                                extra_toml='[speculation]\nhosts = ["127.0.0.1"]') as client:
+                                extra_toml=SPECULATION) as client:
         await prefetch(client, fake)
     fake.stop()
     print("ok: fireflies")

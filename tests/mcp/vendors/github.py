@@ -13,7 +13,7 @@ are prefetched, never a write, and a read after a write is never stale.
 
 import argparse
 
-from fake import call, check, provider_session, structured, text
+from fake import SPECULATION, call, check, provider_session, structured, text
 from driver import run, wait_until  # noqa: I001 (fake puts tests/mcp on the path)
 from github_fake import HEAD_SHA, OWNER, REPO, github
 import repo_fake as git
@@ -25,7 +25,6 @@ opts = parser.parse_args()
 
 REPO_PATH = f"/repos/{OWNER}/{REPO}"
 CONFIG = {"owner": OWNER, "repo": REPO}
-SPECULATION = '[speculation]\nhosts = ["127.0.0.1"]'
 TOOLS = {
     "get_issues", "get_issue", "get_issue_comments", "get_available_statuses", "get_users", "create_issue",
     "update_issue", "add_issue_comment", "get_merge_requests", "get_merge_request",

@@ -13,7 +13,7 @@ import argparse
 
 import base64
 
-from fake import TOKEN, blob, call, check, multipart, operation, provider_session, structured, text
+from fake import SPECULATION, TOKEN, blob, call, check, multipart, operation, provider_session, structured, text
 from driver import run, wait_until  # noqa: I001 (fake puts tests/mcp on the path)
 from gitlab_fake import API, ENCODED, HEAD_SHA, PROJECT, gitlab
 import repo_fake as git
@@ -477,7 +477,7 @@ async def main():
     fake.stop()
     fake = gitlab()
     async with provider_session(opts.toolhost, opts.plugin, "gitlab", fake, {"project": PROJECT},
-                                extra_toml='[speculation]\nhosts = ["127.0.0.1"]', **SESSION) as client:
+                                extra_toml=SPECULATION, **SESSION) as client:
         await prefetch(client, fake)
     fake.stop()
     print("ok: gitlab")

@@ -12,7 +12,7 @@ never followed by a stale read.
 import argparse
 import base64
 
-from fake import TOKEN, blob, call, check, multipart, provider_session, structured, text
+from fake import SPECULATION, TOKEN, blob, call, check, multipart, provider_session, structured, text
 from driver import run, wait_until
 from jira_fake import AUTH, jira
 
@@ -448,7 +448,7 @@ async def main():
     fake.stop()
     fake = jira()
     async with provider_session(opts.toolhost, opts.plugin, "jira", fake, CONFIG, prefix="Basic ",
-                                extra_toml='[speculation]\nhosts = ["127.0.0.1"]\nper_host = 8') as client:
+                                extra_toml=SPECULATION + '\nper_host = 8') as client:
         await prefetch(client, fake)
     fake.stop()
     print("ok: jira")

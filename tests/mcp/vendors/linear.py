@@ -11,7 +11,7 @@ after a write.
 
 import argparse
 
-from fake import TOKEN, call, check, provider_session, structured, text
+from fake import SPECULATION, TOKEN, call, check, provider_session, structured, text
 from driver import run, wait_until
 from linear_fake import linear
 
@@ -249,7 +249,7 @@ async def main():
     fake.stop()
     fake = linear()
     async with provider_session(opts.toolhost, opts.plugin, "linear", fake, CONFIG, prefix="",
-                                extra_toml='[speculation]\nhosts = ["127.0.0.1"]') as client:
+                                extra_toml=SPECULATION) as client:
         await prefetch(client, fake)
     fake.stop()
     print("ok: linear")
