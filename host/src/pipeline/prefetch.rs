@@ -153,11 +153,11 @@ impl Target for Core {
         }
     }
 
-    fn accepts(&self, tool: &str, arg: &str) -> bool {
+    fn requires(&self, tool: &str, arg: &str) -> bool {
         self.tools
             .get(tool)
-            .and_then(|b| b.schema.get("properties")?.as_object())
-            .is_some_and(|properties| properties.contains_key(arg))
+            .and_then(|b| b.schema.get("required")?.as_array())
+            .is_some_and(|required| required.iter().any(|r| r == arg))
     }
 
     /// An upstream server's reads: its state is as trusted for exact

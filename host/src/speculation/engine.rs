@@ -120,9 +120,9 @@ pub trait Target: Send + Sync + 'static {
     /// does not say: those of its category, or all of them.
     fn neighbours(&self, tool: &str) -> Vec<String>;
 
-    /// Whether `tool` takes an argument named `arg` (its input schema
-    /// lists it).
-    fn accepts(&self, _tool: &str, _arg: &str) -> bool {
+    /// Whether `tool` cannot be called without an argument named `arg`
+    /// (its input schema requires it).
+    fn requires(&self, _tool: &str, _arg: &str) -> bool {
         false
     }
 
@@ -325,7 +325,9 @@ impl<T: Target> Engine<T> {
         if !self.models.get(tool).is_some_and(|m| m.is_speculatable()) {
             return Served::Run;
         }
-        self.learned.called(tool, args);
+        if self.settings.learn {
+            self.learned.called(tool, args);
+        }
         let key = Key::new(tool, &self.target.cache_args(tool, args));
         self.fanout.called(&key);
         let found = match self.cache.lookup(&key) {
@@ -521,7 +523,12 @@ impl<T: Target> Engine<T> {
             .map_or(Vec::new(), |links| {
                 links.iter().map(|l| l.tool.as_str()).collect()
             });
-        for planned in self.learned.links_from(tool) {
+        let learned = if self.settings.learn {
+            self.learned.links_from(tool)
+        } else {
+            Vec::new()
+        };
+        for planned in learned {
             let to = &planned.link.to;
             // Where a declared link joins the two tools, its projection is
             // planned and its per-rank record learns: candidates a learned
@@ -551,8 +558,10 @@ impl<T: Target> Engine<T> {
     }
 
     /// A declared link's projected arguments, with those of the call that
-    /// ran which the target takes too and the projection did not fill: a
-    /// listing's `owner` and `repo` go to the item it lists.
+    /// ran which the target requires and the projection did not fill: a
+    /// listing's `owner` and `repo` go to the item it lists. An optional
+    /// one (a listing's `limit`) is not carried: the agent's own call of
+    /// the target would not have it, and would miss the prefetch.
     fn carried(
         &self,
         target: &str,
@@ -560,7 +569,7 @@ impl<T: Target> Engine<T> {
         mut args: Map<String, Value>,
     ) -> Map<String, Value> {
         for (name, value) in ran {
-            if !args.contains_key(name) && self.target.accepts(target, name) {
+            if !args.contains_key(name) && self.target.requires(target, name) {
                 args.insert(name.clone(), value.clone());
             }
         }

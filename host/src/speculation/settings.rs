@@ -31,6 +31,9 @@ pub struct Settings {
     /// agent, when it changes behind the host's back (a watch on its
     /// directory sees the agent's own edits).
     pub reread_changed: bool,
+    /// Learn follow-up links from the values that flow between calls, and
+    /// plan them (off: only declared links are planned).
+    pub learn: bool,
     /// Network hosts whose tools may be prefetched; `"*"` allows any.
     pub hosts: Vec<String>,
     /// Follow-ups less likely than this are not made.
@@ -65,6 +68,7 @@ impl Default for Settings {
             enabled: true,
             native: true,
             reread_changed: true,
+            learn: true,
             hosts: Vec::new(),
             probability_floor: PlannerOptions::default().min_probability,
             budget_tokens: PlannerOptions::default().budget_tokens,
