@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+use sha2::{Digest, Sha256};
 
 use toolhost::ClusterConfig;
 use toolhost::UpstreamConfig;
@@ -34,6 +35,10 @@ pub enum ConfigError {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
+    /// The file this was read from, made absolute: it names the default
+    /// statistics file, so that two configurations keep their records apart.
+    #[serde(skip)]
+    source: Option<PathBuf>,
     /// The plugin directory (relative to the file's directory).
     pub plugins: Option<PathBuf>,
     /// Where compiled plugin code is cached; `false` turns the cache off.
@@ -118,6 +123,7 @@ impl Config {
         config.auth.resolve_paths(base);
         config.trust.resolve_paths(base);
         config.speculation.stats_file = config.speculation.stats_file.map(|p| base.join(p));
+        config.source = Some(std::path::absolute(path).unwrap_or_else(|_| path.into()));
         if let Some(CacheSetting::Dir(dir)) = &mut config.cache {
             *dir = base.join(&*dir);
         }
@@ -134,12 +140,22 @@ impl Config {
         }
     }
 
-    /// Where `toolhost serve` writes its statistics, if anywhere.
+    /// Where `toolhost serve` writes its statistics (and resumes what
+    /// speculation learned from), if anywhere: by default one file in the
+    /// cache directory per configuration file, since what one set of plugins
+    /// and upstreams taught says nothing about another's.
     pub fn stats_file(&self) -> Option<PathBuf> {
-        self.speculation
-            .stats_file
-            .clone()
-            .or_else(|| Some(self.cache_dir()?.join("stats.json")))
+        if let Some(path) = &self.speculation.stats_file {
+            return Some(path.clone());
+        }
+        let name = match &self.source {
+            Some(source) => {
+                let digest = Sha256::digest(source.to_string_lossy().as_bytes());
+                format!("stats-{}.json", hex::encode(&digest[..8]))
+            }
+            None => "stats.json".to_owned(),
+        };
+        Some(self.cache_dir()?.join(name))
     }
 
     /// The `[plugin.NAME]` tables, for [`toolhost::plugin::RuntimeOptions`].
@@ -180,6 +196,24 @@ mod tests {
         let path = dir.path().join("toolhost.toml");
         std::fs::write(&path, text).unwrap();
         Config::read(&path)
+    }
+
+    #[test]
+    fn each_configuration_file_keeps_its_own_statistics() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = format!("cache = \"{}\"\n", dir.path().join("cache").display());
+        let file = |name: &str| {
+            let path = dir.path().join(name).join("toolhost.toml");
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, &cache).unwrap();
+            Config::read(&path).unwrap().stats_file().unwrap()
+        };
+        let (a, b) = (file("a"), file("b"));
+        assert_ne!(a, b);
+        assert_eq!(a, file("a"), "the same file, the same record");
+        assert!(a.starts_with(dir.path().join("cache")), "{}", a.display());
+        let set = parse("[speculation]\nstats_file = \"s.json\"\n").unwrap();
+        assert!(set.stats_file().unwrap().ends_with("s.json"));
     }
 
     #[test]

@@ -4,9 +4,9 @@
 //!
 //! The file is rewritten whole ([`toolhost::atomic_file`], so a reader never
 //! sees half of it) whenever the figures change, at most every
-//! [`INTERVAL`], and once more when the server stops. With several servers
-//! sharing one file the last writer wins; give each its own
-//! `[speculation] stats_file` to keep them apart.
+//! [`INTERVAL`], and once more when the server stops. Each configuration
+//! file has its own by default; with several servers sharing one the last
+//! writer wins, so give each its own `[speculation] stats_file`.
 //!
 //! The next `toolhost serve` starts from the follow-up links and the
 //! per-rank record the file holds, so what agents taught one run lasts.

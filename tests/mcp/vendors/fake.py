@@ -257,11 +257,9 @@ def toml_value(v):
     raise TypeError(v)
 
 
-# What a provider driver enables: prefetches of the loopback fake, by the
-# provider's declared links. The driver calls tools for what each does, not
-# as an agent would: no share of its calls bounds the prefetches
-# (`max_extra_calls`), and nothing is learned from its order (`learn`).
-SPECULATION = '[speculation]\nhosts = ["127.0.0.1"]\nmax_extra_calls = 1000\nlearn = false'
+# What a provider driver enables: prefetches of the loopback fake (the
+# shipped defaults allow no loopback host).
+SPECULATION = '[speculation]\nhosts = ["127.0.0.1"]'
 
 
 @asynccontextmanager
