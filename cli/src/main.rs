@@ -7,7 +7,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 use toolhost::mcp::ClientLog;
 use toolhost::plugin::{Recorder, Runtime, RuntimeOptions, tracing_sink};
-use toolhost_cli::config::Config;
+use toolhost_cli::config::{CacheSetting, Config};
 use toolhost_cli::{
     call, check, consent, lock, plugins, replay, scaffold, serve, setup, signing, stats, tools,
 };
@@ -30,7 +30,9 @@ struct Cli {
     /// `root` of the configuration, else the working directory).
     #[arg(long, global = true, value_name = "DIR")]
     root: Option<PathBuf>,
-    /// Compile plugins without the on-disk code cache.
+    /// Use no cache directory: plugins compiled without the on-disk code
+    /// cache, and no statistics file unless `[speculation] stats_file`
+    /// names one.
     #[arg(long, global = true)]
     no_cache: bool,
     /// More log output (-v, -vv).
@@ -209,7 +211,10 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     if let Some(root) = cli.root {
         config.root = Some(root);
     }
-    let cache_dir = if cli.no_cache { None } else { config.cache_dir() };
+    if cli.no_cache {
+        config.cache = Some(CacheSetting::Enabled(false));
+    }
+    let cache_dir = config.cache_dir();
     let plugin_dir = setup::plugin_dir(cli.plugins.as_deref(), &config);
     let record = match &cli.command {
         Command::Serve {

@@ -3,18 +3,31 @@ with a message, waiting on a condition (not a clock), the text of a tool
 result, a recorder of server notifications, a model as the JSON it came
 from, a client session with `toolhost serve` over stdio or streamable
 HTTP, and the `__main__` wrapper that turns a failed check into a message
-and exit status 1."""
+and exit status 1.
 
+A driver writes only inside one temporary directory of its own, removed
+when it exits: every `tempfile` directory it makes, and the cache (compiled
+plugin code, the statistics of each `toolhost serve`) of the servers it
+starts."""
+
+import atexit
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from contextlib import asynccontextmanager
 
 import anyio
 import mcp.types as types
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.stdio import get_default_environment
 from mcp.client.streamable_http import streamable_http_client
+
+tempfile.tempdir = tempfile.mkdtemp(prefix="toolhost-driver-")
+os.environ["XDG_CACHE_HOME"] = os.path.join(tempfile.tempdir, "cache")
+atexit.register(shutil.rmtree, tempfile.tempdir, ignore_errors=True)
 
 
 def check(ok, what):
@@ -68,7 +81,8 @@ async def connect(toolhost, argv, transport, cwd, log_path, env=None):
     environment (the SDK passes a stdio server only a few variables)."""
     with open(log_path, "w") as log:
         if transport == "stdio":
-            full_env = {**os.environ, **env} if env else None
+            full_env = {**os.environ, **env} if env else {
+                **get_default_environment(), "XDG_CACHE_HOME": os.environ["XDG_CACHE_HOME"]}
             params = StdioServerParameters(command=toolhost, args=argv, cwd=cwd, env=full_env)
             async with stdio_client(params, errlog=log) as (read_stream, write_stream):
                 async with ClientSession(read_stream, write_stream) as client:
