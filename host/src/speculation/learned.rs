@@ -65,7 +65,7 @@ const MAX_ITEMS: usize = 1000;
 /// Traits kept of one item.
 const MAX_TRAITS: usize = 32;
 /// A longer string is a name, not a kind.
-const MAX_TRAIT_CHARS: usize = 40;
+const MAX_TRAIT_CHARS: usize = 24;
 
 /// One step from a result's root to a value.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -403,12 +403,17 @@ fn list(link: &Link) -> Option<&[Step]> {
     })
 }
 
-/// A field of an item that tells items apart by kind: a flag, or a short
-/// word (`type: "file"`); not an id, which no two picks share.
+/// A field of an item that tells items apart by kind: a flag, or a word
+/// (`type: "file"`, `state: "open"`). Not a name, a sha, an id or a time,
+/// which have digits, dots, slashes or spaces and are one item's own: a
+/// link that kept one would plan nothing but the item it was seen with.
 fn is_trait(value: &Value) -> bool {
     match value {
         Value::Bool(_) => true,
-        Value::String(s) => s.len() <= MAX_TRAIT_CHARS,
+        Value::String(s) => {
+            (1..=MAX_TRAIT_CHARS).contains(&s.len())
+                && s.chars().all(|c| c.is_ascii_alphabetic() || c == '_' || c == '-')
+        }
         _ => false,
     }
 }
@@ -806,6 +811,31 @@ mod tests {
                 (1, args(json!({"path": "d.md"})))
             ]
         );
+    }
+
+    #[test]
+    fn what_only_one_item_has_is_never_a_trait() {
+        let learned = Learned::default();
+        let item = |name: &str, sha: &str| json!({"name": name, "sha": sha, "type": "file", "updated": "2025-09-02T23:41:53Z", "title": "A fix"});
+        // The same item picked twice (two agents on one task): its name,
+        // sha, time and title are its own, and stay out of the traits.
+        for _ in 0..2 {
+            let list = json!([item("a.md", "d26d08d5"), item("b.md", "b06aefb4")]);
+            ran(&learned, "contents", json!({"path": "/"}), list);
+            ran(
+                &learned,
+                "contents",
+                json!({"path": "a.md"}),
+                json!({"content": "x"}),
+            );
+        }
+        assert_eq!(
+            learned.table()[0].projection,
+            r#"path ← [*].name if type = "file""#
+        );
+        let links = learned.links_from("contents");
+        let next = json!([item("c.md", "0c0c0c0c"), item("d.md", "0d0d0d0d")]);
+        assert_eq!(learned.project(&links[0], &Map::new(), &next).len(), 2);
     }
 
     #[test]
