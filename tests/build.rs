@@ -26,6 +26,14 @@ fn main() {
     let out = Command::new(cargo)
         .current_dir(&guests)
         .args(["build", "--release", "--locked", "--target", TARGET])
+        // Where the tests look for them, whatever target directory this
+        // build was given: an inherited CARGO_TARGET_DIR would also be the
+        // one this build holds locked, and the nested build would wait on
+        // it for ever.
+        .arg("--target-dir")
+        .arg(guests.join("target"))
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("CARGO_BUILD_TARGET_DIR")
         // This build's flags are for the host, not for wasm.
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .env_remove("RUSTFLAGS")

@@ -233,7 +233,22 @@ pub struct Run {
     pub reached: Vec<Vec<usize>>,
     /// Every request that was not a real call, in order.
     pub prefetched: Vec<Prefetched>,
+    /// The predictable reads whose real call reached the fake.
+    pub missed: Vec<Missed>,
     pub stats: Option<Snapshot>,
+}
+
+/// A predictable read speculation did not serve (for `--json`): where the
+/// gap between what was served and what could be is.
+#[derive(Debug, Clone, Serialize)]
+pub struct Missed {
+    pub trajectory: String,
+    pub call: usize,
+    /// The tool called before it.
+    pub after: Option<String>,
+    pub tool: String,
+    pub args: String,
+    pub novel: bool,
 }
 
 /// A request the fake got that no real call made: what the host fetched
@@ -426,10 +441,21 @@ pub async fn replay(server: &str, trajectories: &[Trajectory], speculate: bool, 
     }
     let mut figures = Figures::default();
     let mut rows = Vec::new();
+    let mut missed = Vec::new();
     for (t, trajectory) in trajectories.iter().enumerate() {
         let f = &mut per[t];
         for (i, call) in trajectory.calls.iter().enumerate() {
             let served = reached[t][i] == 0;
+            if !served && call.predictable && call.read {
+                missed.push(Missed {
+                    trajectory: trajectory.id.clone(),
+                    call: i,
+                    after: i.checked_sub(1).map(|p| trajectory.calls[p].tool.clone()),
+                    tool: call.tool.clone(),
+                    args: call.key.clone(),
+                    novel: call.novel,
+                });
+            }
             f.calls += 1;
             f.reads += u64::from(call.read);
             f.predictable += u64::from(call.predictable);
@@ -453,6 +479,7 @@ pub async fn replay(server: &str, trajectories: &[Trajectory], speculate: bool, 
         trajectories: rows,
         reached,
         prefetched,
+        missed,
         stats,
     })
 }
@@ -479,6 +506,9 @@ struct Pair {
     /// What the host fetched ahead, speculation on.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     prefetched: Vec<Prefetched>,
+    /// The predictable reads it did not serve.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    missed: Vec<Missed>,
 }
 
 impl Pair {
@@ -506,6 +536,7 @@ impl Pair {
             on,
             stats_on,
             prefetched: Vec::new(),
+            missed: Vec::new(),
         }
     }
 }
@@ -543,6 +574,7 @@ pub async fn run(o: &Options) -> Result<()> {
         }
         let mut pair = Pair::new(server, trajectories.len(), off.figures, on.figures, on.stats);
         pair.prefetched = on.prefetched;
+        pair.missed = on.missed;
         pairs.push(pair);
     }
     if pairs.is_empty() {
@@ -570,6 +602,7 @@ fn empty() -> Run {
         trajectories: Vec::new(),
         reached: Vec::new(),
         prefetched: Vec::new(),
+        missed: Vec::new(),
         stats: None,
     }
 }
