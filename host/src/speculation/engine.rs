@@ -55,6 +55,7 @@ use serde_json::{Map, Value};
 use super::cache::{Key, Lookup, Prefetched, SpecCache};
 use super::dispatcher::{Dispatcher, Refused};
 use super::fanout::{FanOut, FollowUpRank};
+use super::json_text;
 use super::learned::{self, Learned};
 use super::metrics::{Metrics, Snapshot};
 use super::planner::{self, DeclineReason};
@@ -173,13 +174,9 @@ impl Observed {
         match self {
             Self::Nothing => None,
             Self::Json(value) => Some(value),
-            Self::Text(text) => {
-                let trimmed = text.trim_start();
-                let looks = trimmed.starts_with('{') || trimmed.starts_with('[');
-                (looks && text.len() <= MAX_JSON_TEXT)
-                    .then(|| serde_json::from_str(&text).ok())
-                    .flatten()
-            }
+            Self::Text(text) => (text.len() <= MAX_JSON_TEXT)
+                .then(|| json_text::parse(&text))
+                .flatten(),
         }
     }
 }

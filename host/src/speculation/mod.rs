@@ -6,6 +6,7 @@
 //! - `cache`: the request-keyed cache with TTLs, byte bound, invalidation
 //!   and joins of prefetches in flight;
 //! - `learned`: links learned from the values that flow between calls;
+//! - `json_text`: the JSON a text result holds, whole or cut short;
 //! - `fanout`: how many of a link's candidates are worth prefetching,
 //!   learned from the calls the agent really makes;
 //! - `settings`: `[speculation]` in the configuration;
@@ -22,6 +23,7 @@ pub(crate) mod cache;
 pub(crate) mod dispatcher;
 pub(crate) mod engine;
 pub(crate) mod fanout;
+mod json_text;
 pub(crate) mod learned;
 pub(crate) mod metrics;
 pub(crate) mod planner;

@@ -1,0 +1,138 @@
+//! The JSON a text result holds, whole or cut short.
+//!
+//! Many servers answer JSON as text, and some cap it: a server's output
+//! limit, or a log that kept only the head. A cut document is not thrown
+//! away: what is complete before the cut (the first commits of a listing,
+//! the first results of a search) is what an agent reads its next call
+//! from, and what the host learns and plans from. Every container still
+//! open at the cut is closed after its last complete member; the member
+//! the cut went through is dropped, never guessed.
+//!
+//! Owns: reading JSON out of text. Not: how large a text is worth reading
+//! (the caller's bound).
+
+use serde_json::Value;
+
+/// The object or array `text` holds, or what of it is complete when it was
+/// cut short; `None` for text that is not JSON.
+pub fn parse(text: &str) -> Option<Value> {
+    let trimmed = text.trim();
+    if !(trimmed.starts_with('{') || trimmed.starts_with('[')) {
+        return None;
+    }
+    match serde_json::from_str::<Value>(trimmed) {
+        Ok(value) => Some(value),
+        Err(e) if e.is_eof() => salvage(trimmed),
+        Err(_) => None,
+    }
+}
+
+/// `text` up to its last complete member, with the containers open there
+/// closed.
+fn salvage(text: &str) -> Option<Value> {
+    let cut = last_complete(text)?;
+    let mut closed = text[..cut].trim_end().to_owned();
+    for open in open_containers(&text[..cut]).iter().rev() {
+        closed.push(if *open == b'{' { '}' } else { ']' });
+    }
+    serde_json::from_str(&closed).ok()
+}
+
+/// The end of the last complete member of a container: just before a comma
+/// that follows one, or just after a closing bracket. Only bytes outside
+/// strings count.
+fn last_complete(text: &str) -> Option<usize> {
+    let mut last = None;
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for (i, b) in text.bytes().enumerate() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                last = Some(i + 1);
+            }
+            b',' if depth > 0 => last = Some(i),
+            _ => {}
+        }
+    }
+    last
+}
+
+/// The containers still open at the end of `text`, outermost first.
+fn open_containers(text: &str) -> Vec<u8> {
+    let mut open = Vec::new();
+    let mut in_string = false;
+    let mut escaped = false;
+    for b in text.bytes() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => open.push(b),
+            b'}' | b']' => {
+                open.pop();
+            }
+            _ => {}
+        }
+    }
+    open
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn whole_json_is_read_as_it_is_and_other_text_is_not_json() {
+        assert_eq!(parse(r#" {"a": [1, 2]} "#), Some(json!({"a": [1, 2]})));
+        assert_eq!(parse("[]"), Some(json!([])));
+        assert_eq!(parse("Created issue #4"), None);
+        assert_eq!(parse("42"), None);
+        // Broken, not cut: nothing is guessed.
+        assert_eq!(parse(r#"{"a": 1,, "b": 2}"#), None);
+    }
+
+    #[test]
+    fn a_cut_listing_keeps_its_complete_items_and_drops_the_one_cut_through() {
+        let text = r#"[{"sha": "a1", "author": {"login": "x"}}, {"sha": "b2", "author": {"lo"#;
+        assert_eq!(
+            parse(text),
+            Some(json!([{"sha": "a1", "author": {"login": "x"}}, {"sha": "b2"}]))
+        );
+        let text = r#"{"results": [{"id": "p1"}, {"id": "p2", "title": "a, b and [c"#;
+        assert_eq!(
+            parse(text),
+            Some(json!({"results": [{"id": "p1"}, {"id": "p2"}]}))
+        );
+    }
+
+    #[test]
+    fn a_cut_inside_an_escape_or_a_key_loses_only_that_member() {
+        let text = r#"{"a": "x\"y", "b": "tab\"#;
+        assert_eq!(parse(text), Some(json!({"a": "x\"y"})));
+        let text = r#"{"items": [1, 2], "na"#;
+        assert_eq!(parse(text), Some(json!({"items": [1, 2]})));
+        assert_eq!(parse(r#"{"a": 1"#), None);
+        assert_eq!(parse("[[[["), None);
+    }
+}
