@@ -12,7 +12,7 @@ TOOLHOST    := target/release/toolhost
 # `slow_count` among them) stay in guest-plugins/target, where tests take them.
 BUNDLED := format_pipeline:10-format-pipeline
 
-.PHONY: all run setup plugins bundled host test test-ready test-build lint bench clean toolchains lang-plugins
+.PHONY: all run setup plugins bundled host test lint bench clean toolchains lang-plugins
 
 all: host plugins
 
@@ -53,20 +53,9 @@ run: host bundled
 # Not `host`: the tests build the command line they run themselves, and
 # with the features the tests unify (a `cargo build -p toolhost-cli` first
 # would compile the library twice).
-#
-# The compile of the tests and the toolchains, plugins and servers they need
-# are made side by side (a sub-make with two jobs): downloads and
-# single-threaded steps leave a core idle that the compile then takes.
-test:
-	$(MAKE) -j2 test-ready
+test: plugins lang-plugins venv upstream replay-trees redis
 	cd guest-plugins && $(CARGO) test --release --locked -p provider-kit
 	TOOLHOST_TEST_ALL=1 $(CARGO) test --release --locked --workspace
-
-test-ready: test-build plugins lang-plugins venv upstream replay-trees redis
-
-# Every test binary, built and not run.
-test-build:
-	$(CARGO) test --release --locked --workspace --no-run
 
 lint:
 	$(CARGO) fmt --all -- --check
