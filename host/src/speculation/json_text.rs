@@ -30,22 +30,32 @@ pub fn parse(text: &str) -> Option<Value> {
 /// `text` up to its last complete member, with the containers open there
 /// closed.
 fn salvage(text: &str) -> Option<Value> {
-    let cut = last_complete(text)?;
+    // The end of the last complete member of a container: just before a
+    // comma that follows one, or just after a closing bracket.
+    let mut cut = None;
+    structure(text, |i, b, depth| match b {
+        b'}' | b']' => cut = Some(i + 1),
+        b',' if depth > 0 => cut = Some(i),
+        _ => {}
+    });
+    let cut = cut?;
+    let mut open = Vec::new();
+    structure(&text[..cut], |_, b, _| match b {
+        b'{' | b'[' => open.push(b),
+        b'}' | b']' => {
+            open.pop();
+        }
+        _ => {}
+    });
     let mut closed = text[..cut].trim_end().to_owned();
-    for open in open_containers(&text[..cut]).iter().rev() {
-        closed.push(if *open == b'{' { '}' } else { ']' });
-    }
+    closed.extend(open.iter().rev().map(|b| if *b == b'{' { '}' } else { ']' }));
     serde_json::from_str(&closed).ok()
 }
 
-/// The end of the last complete member of a container: just before a comma
-/// that follows one, or just after a closing bracket. Only bytes outside
-/// strings count.
-fn last_complete(text: &str) -> Option<usize> {
-    let mut last = None;
-    let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
+/// Calls `each` with every byte of `text` outside its strings, its index
+/// and the nesting depth after it.
+fn structure(text: &str, mut each: impl FnMut(usize, u8, usize)) {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
     for (i, b) in text.bytes().enumerate() {
         if in_string {
             match b {
@@ -59,42 +69,11 @@ fn last_complete(text: &str) -> Option<usize> {
         match b {
             b'"' => in_string = true,
             b'{' | b'[' => depth += 1,
-            b'}' | b']' => {
-                depth = depth.saturating_sub(1);
-                last = Some(i + 1);
-            }
-            b',' if depth > 0 => last = Some(i),
+            b'}' | b']' => depth = depth.saturating_sub(1),
             _ => {}
         }
+        each(i, b, depth);
     }
-    last
-}
-
-/// The containers still open at the end of `text`, outermost first.
-fn open_containers(text: &str) -> Vec<u8> {
-    let mut open = Vec::new();
-    let mut in_string = false;
-    let mut escaped = false;
-    for b in text.bytes() {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'{' | b'[' => open.push(b),
-            b'}' | b']' => {
-                open.pop();
-            }
-            _ => {}
-        }
-    }
-    open
 }
 
 #[cfg(test)]
