@@ -53,9 +53,13 @@ run: host bundled
 # Not `host`: the tests build the command line they run themselves, and
 # with the features the tests unify (a `cargo build -p toolhost-cli` first
 # would compile the library twice).
+#
+# The dev profile, as plain `cargo test`: the host's own code unoptimised,
+# its dependencies (wasmtime and cranelift among them) optimised. That
+# compiles in about half the time of `--release`, which benches use.
 test: plugins lang-plugins venv upstream replay-trees redis
-	cd guest-plugins && $(CARGO) test --release --locked -p provider-kit
-	TOOLHOST_TEST_ALL=1 $(CARGO) test --release --locked --workspace
+	cd guest-plugins && $(CARGO) test --locked -p provider-kit
+	TOOLHOST_TEST_ALL=1 $(CARGO) test --locked --workspace
 
 lint:
 	$(CARGO) fmt --all -- --check
@@ -120,7 +124,11 @@ $(VENV_STAMP): requirements.txt
 # The C and Go bindings generators (not on PyPI or npm): built once into
 # build/tools, with the Go runtime package from the same crate release.
 $(WIT_BINDGEN_STAMP):
-	$(CARGO) install wit-bindgen-cli --version $(WIT_BINDGEN_VERSION) --locked --force \
+	@# A generator run on a few small files: built unoptimised, in a third of
+	@# the time.
+	CARGO_PROFILE_RELEASE_OPT_LEVEL=0 CARGO_PROFILE_RELEASE_LTO=false \
+		CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 CARGO_PROFILE_RELEASE_DEBUG=false \
+		$(CARGO) install wit-bindgen-cli --version $(WIT_BINDGEN_VERSION) --locked --force \
 		--no-default-features --features c,go --root build/tools
 	@src=$$(ls -d $${CARGO_HOME:-$$HOME/.cargo}/registry/src/*/wit-bindgen-go-$(WIT_BINDGEN_VERSION)/src/pkg 2>/dev/null | head -n1); \
 		test -n "$$src" || { echo "wit-bindgen-go $(WIT_BINDGEN_VERSION)'s source is not in cargo's registry (CARGO_HOME)" >&2; exit 1; }; \
