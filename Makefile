@@ -6,13 +6,16 @@ WASM_TARGET := wasm32-wasip2
 GUEST_OUT   := guest-plugins/target/$(WASM_TARGET)/release
 PLUGIN_DIR  := build/plugins
 TOOLHOST    := target/release/toolhost
+# What `make run` builds: the dev profile `make test` builds in too, so the
+# second command reuses the first one's compile.
+DEV_TOOLHOST := target/debug/toolhost
 
 # The plugins bundled in the default plugin directory, in registration order.
 # Only what a user wants served: test fixtures (text_tools' `fail` and
 # `slow_count` among them) stay in guest-plugins/target, where tests take them.
 BUNDLED := format_pipeline:10-format-pipeline
 
-.PHONY: all run setup plugins bundled host test lint bench clean toolchains lang-plugins
+.PHONY: all run setup plugins bundled host dev-host test lint bench clean toolchains lang-plugins
 
 all: host plugins
 
@@ -40,13 +43,17 @@ bundled: setup
 	done
 	@echo "plugins in $(PLUGIN_DIR): $$(ls $(PLUGIN_DIR) | tr '\n' ' ')"
 
+## The optimised `toolhost`, to serve and to bench with.
 host:
 	$(CARGO) build --release --locked -p toolhost-cli
 
+dev-host:
+	$(CARGO) build --locked -p toolhost-cli
+
 ## The main job: load the bundled plugins and show what they do to the tools.
-run: host bundled
-	$(TOOLHOST) --plugins $(PLUGIN_DIR) plugins
-	$(TOOLHOST) --plugins $(PLUGIN_DIR) tools
+run: dev-host bundled
+	$(DEV_TOOLHOST) --plugins $(PLUGIN_DIR) plugins
+	$(DEV_TOOLHOST) --plugins $(PLUGIN_DIR) tools
 
 # Every test, none skipped: TOOLHOST_TEST_ALL=1 fails a test whose
 # toolchain is missing instead of skipping it (tests/common/toolchains.rs).
