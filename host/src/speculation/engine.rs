@@ -46,8 +46,8 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
@@ -57,7 +57,7 @@ use super::dispatcher::{Dispatcher, Refused};
 use super::fanout::{FanOut, FollowUpRank};
 use super::json_text;
 use super::learned::{self, Learned};
-use super::metrics::{Metrics, Snapshot};
+use super::metrics::{Metrics, Snapshot, Spent};
 use super::planner::{self, DeclineReason};
 use super::projection;
 use super::settings::{Settings, hostname};
@@ -202,6 +202,9 @@ pub struct Engine<T: Target> {
     /// The agent's calls, served or not: the backend calls it would make
     /// with speculation off, which what prefetches add is measured against.
     real_calls: Arc<AtomicU64>,
+    /// What the runs this one resumed from spent of the budget: a restart
+    /// does not start the share of extra calls afresh.
+    spent_before: Arc<Mutex<Spent>>,
     /// Follow-ups being planned in the background.
     planning: Arc<AtomicUsize>,
     /// The replicas this one shares prefetches with, if any.
@@ -260,6 +263,7 @@ impl<T: Target> Engine<T> {
             learned: Arc::default(),
             metrics,
             real_calls: Arc::default(),
+            spent_before: Arc::default(),
             planning: Arc::default(),
             shared: None,
             tally: None,
@@ -298,6 +302,7 @@ impl<T: Target> Engine<T> {
             learned: self.learned.clone(),
             metrics: self.metrics.clone(),
             real_calls: self.real_calls.clone(),
+            spent_before: self.spent_before.clone(),
             planning: Arc::default(),
             shared: None,
             tally: self.tally.clone(),
@@ -715,19 +720,31 @@ impl<T: Target> Engine<T> {
 
     /// Whether one more prefetch keeps the backend calls that prefetches
     /// added (made and not used yet, or never) within their share of the
-    /// real calls (`[speculation] max_extra_calls`), plus the in-flight cap
-    /// to start from.
+    /// real calls (`[speculation] max_extra_calls`), counted since the first
+    /// run this one resumed from. Until that share reaches the in-flight
+    /// cap, the cap is the allowance: a host with no history may still try
+    /// its first links, and one with a history keeps to the share.
     fn within_budget(&self) -> bool {
-        let real = self.real_calls.load(Ordering::Relaxed) as f64;
-        let allowed = f64::from(self.settings.max_extra_calls) * real + self.settings.max_in_flight as f64;
-        (self.metrics.unused() as f64) < allowed
+        let spent = self.spent();
+        let share = f64::from(self.settings.max_extra_calls) * spent.real_calls as f64;
+        (spent.unused as f64) < share.max(self.settings.max_in_flight as f64)
     }
 
-    /// Start from what an earlier run learned: its links and the record
-    /// of each rank of their candidates.
+    fn spent(&self) -> Spent {
+        let before = *self.spent_before.lock().unwrap_or_else(PoisonError::into_inner);
+        before.plus(Spent {
+            real_calls: self.real_calls.load(Ordering::Relaxed),
+            unused: self.metrics.unused(),
+        })
+    }
+
+    /// Start from what an earlier run learned and spent: its links, the
+    /// record of each rank of their candidates, and its share of extra
+    /// calls, so that a restart neither forgets nor starts a fresh budget.
     pub fn resume(&self, earlier: &Snapshot) {
         self.learned.adopt(&earlier.learned);
         self.fanout.resume(&earlier.ranks);
+        *self.spent_before.lock().unwrap_or_else(PoisonError::into_inner) = earlier.budget;
     }
 
     pub fn stats(&self) -> Snapshot {
@@ -746,6 +763,7 @@ impl<T: Target> Engine<T> {
             self.cache.unserved(),
             self.fanout.table(prior),
             self.learned.table(),
+            self.spent(),
         )
     }
 
@@ -1426,5 +1444,38 @@ mod tests {
             stats.declined.get("extra_calls").is_some_and(|n| *n >= 1),
             "{stats:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_restart_resumes_the_budget_its_earlier_runs_spent() {
+        let settings = Settings {
+            max_extra_calls: 0.25,
+            max_in_flight: 2,
+            ..Settings::default()
+        };
+        // The same calls, after a run that spent nothing and after one that
+        // spent its share: 29 unused in 100 real calls.
+        let mut dispatched = Vec::new();
+        for unused in [0, 29] {
+            let (service, e) = service(settings.clone());
+            e.resume(&Snapshot {
+                budget: Spent {
+                    real_calls: 100,
+                    unused,
+                },
+                ..Snapshot::default()
+            });
+            for ids in [["aaa-1", "x-1"], ["bbb-2", "x-2"]] {
+                real(&e, "list", json!({}), pages(&ids)).await;
+                real(&e, "get", json!({"id": ids[0]}), json!({})).await;
+            }
+            real(&e, "list", json!({}), pages(&["ccc-3", "ddd-4"])).await;
+            let stats = e.stats();
+            assert_eq!(stats.budget.real_calls, 105, "{stats:?}");
+            // The service sees only prefetches: these real calls are the test's.
+            dispatched.push(service.calls.lock().unwrap().len());
+        }
+        assert!(dispatched[0] > 0, "a budget left: prefetches made");
+        assert_eq!(dispatched[1], 0, "the budget spent before the restart: none");
     }
 }

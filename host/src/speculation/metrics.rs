@@ -81,6 +81,30 @@ pub struct Snapshot {
     /// The links learned from the values that flowed between calls.
     #[serde(default)]
     pub learned: Vec<LinkStats>,
+    /// What `[speculation] max_extra_calls` is measured on, over this run
+    /// and every earlier run it resumed from.
+    #[serde(default)]
+    pub budget: Spent,
+}
+
+/// The agent's calls and the prefetches none of them used: the backend
+/// calls with speculation off, and those prefetches added to them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Spent {
+    /// Real calls, served or not.
+    pub real_calls: u64,
+    /// Prefetches made that no real call used (yet, or ever).
+    pub unused: u64,
+}
+
+impl Spent {
+    /// These counts and `later`'s, added.
+    pub fn plus(self, later: Spent) -> Spent {
+        Spent {
+            real_calls: self.real_calls + later.real_calls,
+            unused: self.unused + later.unused,
+        }
+    }
 }
 
 impl Snapshot {
@@ -138,8 +162,9 @@ impl Snapshot {
                     estimate: super::fanout::estimate(r.offered, r.used, r.prior, r.rank),
                 })
                 .collect(),
-            // Learned per replica: not summed (yet).
+            // Learned and budgeted per replica: not summed (yet).
             learned: Vec::new(),
+            budget: Spent::default(),
         }
     }
 }
@@ -247,7 +272,13 @@ impl Metrics {
         self.dispatched.load(Ordering::Relaxed).saturating_sub(used)
     }
 
-    pub fn snapshot(&self, unserved: u64, ranks: Vec<RankStats>, learned: Vec<LinkStats>) -> Snapshot {
+    pub fn snapshot(
+        &self,
+        unserved: u64,
+        ranks: Vec<RankStats>,
+        learned: Vec<LinkStats>,
+        budget: Spent,
+    ) -> Snapshot {
         let declined = self.declined.lock().unwrap_or_else(|p| p.into_inner());
         Snapshot {
             dispatched: self.dispatched.load(Ordering::Relaxed),
@@ -263,6 +294,7 @@ impl Metrics {
             saved_ms: self.saved_us.load(Ordering::Relaxed) / 1000,
             ranks,
             learned,
+            budget,
         }
     }
 }
