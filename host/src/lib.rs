@@ -97,9 +97,9 @@
 //!
 //! The modules depend on each other in one direction, with no cycle (the
 //! test in `layering` fails naming one): the leaves (`bounds`, `output`,
-//! `tool`, `schema`, `args_edit`, `http_client`, `atomic_file`,
-//! `plugin_file`) at the bottom; the tool sources (`tools`, `plugin`,
-//! `upstream`) above the vocabulary they speak (`value_model`, `catalog`);
+//! `tool`, `schema`, `args_edit`, `http_client`, `json_structure`,
+//! `atomic_file`, `plugin_file`) at the bottom; the tool sources (`tools`,
+//! `plugin`, `upstream`) above the vocabulary they speak (`value_model`, `catalog`);
 //! `supply` above the loader it admits for; `pipeline` above them all but
 //! `mcp`, the front, at the top.
 //!
@@ -154,6 +154,7 @@ mod cluster;
 mod gate;
 mod gateway;
 mod http_client;
+mod json_structure;
 mod output;
 mod pipeline;
 mod plugin_file;

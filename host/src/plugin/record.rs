@@ -43,6 +43,7 @@ use super::redact::Redactor;
 use crate::bounds::{
     self, MAX_RECORDED_DEPTH, MAX_RECORDED_ENTRIES, MAX_RECORDED_LINE_BYTES, MAX_RECORDING_BYTES,
 };
+use crate::json_structure;
 
 /// Room past [`MAX_RECORDING_BYTES`] for the [`Line::Capped`] line.
 const CAPPED_LINE_ROOM: u64 = 64;
@@ -353,38 +354,24 @@ fn within_caps(text: &str) -> Result<(), String> {
             text.len()
         ));
     }
-    let (mut depth, mut entries) = (0usize, 0usize);
-    let (mut in_string, mut escaped) = (false, false);
-    for byte in text.bytes() {
-        if in_string {
-            match byte {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
+    let (mut deepest, mut entries) = (0usize, 0usize);
+    json_structure::scan(text, |_, byte, depth| match byte {
+        b'[' | b'{' => {
+            deepest = deepest.max(depth);
+            entries += 1;
         }
-        match byte {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                depth += 1;
-                entries += 1;
-                if depth > MAX_RECORDED_DEPTH {
-                    return Err(format!(
-                        "the line nests arrays and objects deeper than {MAX_RECORDED_DEPTH}"
-                    ));
-                }
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            b',' => entries += 1,
-            _ => {}
-        }
-        if entries > MAX_RECORDED_ENTRIES {
-            return Err(format!(
-                "the line holds more than {MAX_RECORDED_ENTRIES} array elements and object members"
-            ));
-        }
+        b',' => entries += 1,
+        _ => {}
+    });
+    if deepest > MAX_RECORDED_DEPTH {
+        return Err(format!(
+            "the line nests arrays and objects deeper than {MAX_RECORDED_DEPTH}"
+        ));
+    }
+    if entries > MAX_RECORDED_ENTRIES {
+        return Err(format!(
+            "the line holds more than {MAX_RECORDED_ENTRIES} array elements and object members"
+        ));
     }
     Ok(())
 }

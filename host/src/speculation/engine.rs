@@ -1363,6 +1363,14 @@ mod tests {
         served
     }
 
+    /// Twice a listing, then its first item: enough to learn `list → get`.
+    async fn list_then_get_twice(e: &Arc<Engine<Service>>) {
+        for ids in [["aaa-1", "x-1"], ["bbb-2", "x-2"]] {
+            real(e, "list", json!({}), pages(&ids)).await;
+            real(e, "get", json!({"id": ids[0]}), json!({})).await;
+        }
+    }
+
     fn pages(ids: &[&str]) -> Value {
         let results: Vec<Value> = ids
             .iter()
@@ -1431,10 +1439,7 @@ mod tests {
             ..Settings::default()
         };
         let (service, e) = service(settings);
-        for ids in [["aaa-1", "x-1"], ["bbb-2", "x-2"]] {
-            real(&e, "list", json!({}), pages(&ids)).await;
-            real(&e, "get", json!({"id": ids[0]}), json!({})).await;
-        }
+        list_then_get_twice(&e).await;
         // Nothing used yet, no share: the in-flight cap is all there is.
         real(&e, "list", json!({}), pages(&["ccc-3", "ddd-4", "eee-5"])).await;
         real(&e, "list", json!({}), pages(&["fff-6", "ggg-7", "hhh-8"])).await;
@@ -1465,10 +1470,7 @@ mod tests {
                 },
                 ..Snapshot::default()
             });
-            for ids in [["aaa-1", "x-1"], ["bbb-2", "x-2"]] {
-                real(&e, "list", json!({}), pages(&ids)).await;
-                real(&e, "get", json!({"id": ids[0]}), json!({})).await;
-            }
+            list_then_get_twice(&e).await;
             real(&e, "list", json!({}), pages(&["ccc-3", "ddd-4"])).await;
             let stats = e.stats();
             assert_eq!(stats.budget.real_calls, 105, "{stats:?}");

@@ -13,6 +13,8 @@
 
 use serde_json::Value;
 
+use crate::json_structure::scan as structure;
+
 /// The object or array `text` holds, or what of it is complete when it was
 /// cut short; `None` for text that is not JSON.
 pub fn parse(text: &str) -> Option<Value> {
@@ -50,30 +52,6 @@ fn salvage(text: &str) -> Option<Value> {
     let mut closed = text[..cut].trim_end().to_owned();
     closed.extend(open.iter().rev().map(|b| if *b == b'{' { '}' } else { ']' }));
     serde_json::from_str(&closed).ok()
-}
-
-/// Calls `each` with every byte of `text` outside its strings, its index
-/// and the nesting depth after it.
-fn structure(text: &str, mut each: impl FnMut(usize, u8, usize)) {
-    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
-    for (i, b) in text.bytes().enumerate() {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-        each(i, b, depth);
-    }
 }
 
 #[cfg(test)]
