@@ -338,6 +338,12 @@ async fn stats_sum_every_replica_and_a_prefetch_served_elsewhere_is_not_wasted()
     assert_eq!(used(&summed), PREFETCHES as u64, "{summed:#}");
     assert_eq!(summed["stats"]["dispatched"], PREFETCHES, "{summed:#}");
     assert_eq!(summed["stats"]["cluster_hits"], PREFETCHES, "{summed:#}");
+    // The budget too: A's one call and B's four, and no prefetch unused.
+    assert_eq!(
+        summed["stats"]["budget"],
+        json!({ "real_calls": 1 + PREFETCHES, "unused": 0 }),
+        "{summed:#}"
+    );
     assert!(
         summed["cluster"]
             .as_str()

@@ -149,10 +149,8 @@ pub mod supply;
 pub mod fuzzing;
 
 mod args_edit;
-mod client_log;
 mod cluster;
 mod gate;
-mod gateway;
 mod http_client;
 mod json_structure;
 mod output;

@@ -4,8 +4,8 @@
 //! the pipeline forwards. Owns the client connection and the server's
 //! current lists: tools (with every MCP field: title, annotations, output
 //! schema, icons, `_meta`), prompts, resources and resource templates. Not
-//! the pipeline's hooks, nor how prompts and resources are served (that is
-//! `gateway`).
+//! the pipeline's hooks. [`Gateway`] routes the servers' prompts,
+//! resources and completions (`gateway`); the MCP front serves them.
 //!
 //! A server's `notifications/tools/list_changed` is only recorded here
 //! ([`Upstream::subscribe`]); whoever serves the catalog re-lists the tools
@@ -31,7 +31,10 @@
 //! server does.
 
 mod bounded;
+mod gateway;
 mod listing;
+
+pub use gateway::{Gateway, GatewayError, Notice, merge_instructions};
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, PoisonError, RwLock};
@@ -53,10 +56,9 @@ use serde_json::{Map, Value};
 use tokio::sync::{broadcast, watch};
 
 use crate::bounds::{self, shown};
-use crate::client_log;
 use crate::output::{CallOutput, ToolError, mcp};
 use crate::plugin::redact::Redactor;
-use crate::plugin::{LogLine, LogSink, Texts};
+use crate::plugin::{LogLevel, LogLine, LogSink, Texts};
 use crate::tool::ToolSpec;
 
 /// One `[[upstream]]` table of `toolhost.toml`.
@@ -303,7 +305,7 @@ impl ClientHandler for Listener {
         };
         (self.log)(LogLine {
             plugin: self.name.clone(),
-            level: client_log::host_level(params.level),
+            level: host_level(params.level),
             stream: "upstream",
             message: self.redactor.text(&text).into_owned(),
         });
@@ -323,6 +325,20 @@ impl ClientHandler for Listener {
         _context: NotificationContext<RoleClient>,
     ) {
         let _ = self.events.send(Event::ResourceUpdated(params.uri));
+    }
+}
+
+/// The level of an upstream server's line, as the host's log knows levels.
+#[allow(deprecated)] // rmcp marks MCP logging deprecated (SEP-2577); servers still use it.
+fn host_level(level: rmcp::model::LoggingLevel) -> LogLevel {
+    use rmcp::model::LoggingLevel;
+    match level {
+        LoggingLevel::Debug => LogLevel::Debug,
+        LoggingLevel::Info | LoggingLevel::Notice => LogLevel::Info,
+        LoggingLevel::Warning => LogLevel::Warn,
+        LoggingLevel::Error | LoggingLevel::Critical | LoggingLevel::Alert | LoggingLevel::Emergency => {
+            LogLevel::Error
+        }
     }
 }
 
@@ -793,4 +809,18 @@ fn chain(e: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[allow(deprecated)]
+    fn a_server_s_levels_fold_into_the_host_s() {
+        use rmcp::model::LoggingLevel;
+        assert_eq!(host_level(LoggingLevel::Critical), LogLevel::Error);
+        assert_eq!(host_level(LoggingLevel::Notice), LogLevel::Info);
+        assert_eq!(host_level(LoggingLevel::Warning), LogLevel::Warn);
+    }
 }

@@ -33,20 +33,20 @@
 //!
 //! Logging: each session is sent the plugin and upstream log lines of a
 //! [`ClientLog`] at the level it set with `logging/setLevel` (see
-//! `crate::client_log`). Over HTTP, requests pass `auth` first;
+//! `client_log`). Over HTTP, requests pass `auth` first;
 //! `/metrics` (`metrics`) counts the calls, and `/healthz` answers
 //! probes. A call's log span carries the `traceparent` of its `_meta`.
 //!
 //! The front is this directory: the server, its transports (`stdio`,
 //! `sessions`), what it bounds and counts (`progress`, `metrics`), the
-//! revisions it speaks (`revision`), and who may call it over HTTP
-//! (`auth`). What the front uses but other parts use too stays outside,
-//! each saying why: `client_log` (upstream servers log through it),
-//! `gateway` (the library's `Toolhost` carries it), `output::mcp` (the
-//! upstream client converts with it) and `http_client` (shared by the
-//! native tools, plugins and upstream servers).
+//! revisions it speaks (`revision`), who may call it over HTTP (`auth`),
+//! and the log lines it sends its clients (`client_log`). What it serves
+//! but does not own lives with its owner: the upstream servers' prompts and
+//! resources are routed by `upstream`'s gateway, and a result's MCP form is
+//! its type's (`output::mcp`, which the upstream client reads with too).
 
 mod auth;
+mod client_log;
 mod metrics;
 mod progress;
 mod revision;
@@ -77,15 +77,15 @@ use tokio::sync::{broadcast, watch};
 use tracing::Instrument;
 
 use crate::bounds::label;
-use crate::client_log::SessionLog;
+use client_log::SessionLog;
 use crate::enrich::EnrichedTool;
-use crate::gateway::{GatewayError, Notice, merge_instructions};
+use crate::upstream::{GatewayError, Notice, merge_instructions};
 use crate::output::{ToolError, mcp};
 use crate::pipeline::{CallControl, Toolhost, error_text};
 use crate::prompt::PROMPT_NAME;
 use sessions::CappedSessions;
 
-pub use crate::client_log::ClientLog;
+pub use client_log::ClientLog;
 pub use auth::{AuthConfig, HttpAccess};
 
 /// The sessions that have sent `initialized`, by session number.

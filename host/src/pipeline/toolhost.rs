@@ -34,7 +34,7 @@ use super::builder::ToolhostBuilder;
 use super::catalog::{Backend, CatalogError, Generation, Options, Sources};
 use super::control::{CallControl, CallError};
 use crate::enrich::Listing;
-use crate::gateway::Gateway;
+use crate::upstream::Gateway;
 use crate::output::CallOutput;
 use crate::ownership::{self, Refusal};
 use crate::plugin::{Hooks, LoadError, LoadErrorKind, Plugin};

@@ -47,7 +47,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
@@ -199,12 +199,9 @@ pub struct Engine<T: Target> {
     /// Links learned from the values that flow between calls.
     learned: Arc<Learned>,
     metrics: Arc<Metrics>,
-    /// The agent's calls, served or not: the backend calls it would make
-    /// with speculation off, which what prefetches add is measured against.
-    real_calls: Arc<AtomicU64>,
     /// What the runs this one resumed from spent of the budget: a restart
     /// does not start the share of extra calls afresh.
-    spent_before: Arc<Mutex<Spent>>,
+    spent_before: Arc<SpentBefore>,
     /// Follow-ups being planned in the background.
     planning: Arc<AtomicUsize>,
     /// The replicas this one shares prefetches with, if any.
@@ -262,7 +259,6 @@ impl<T: Target> Engine<T> {
             fanout: Arc::default(),
             learned: Arc::default(),
             metrics,
-            real_calls: Arc::default(),
             spent_before: Arc::default(),
             planning: Arc::default(),
             shared: None,
@@ -301,7 +297,6 @@ impl<T: Target> Engine<T> {
             fanout: self.fanout.clone(),
             learned: self.learned.clone(),
             metrics: self.metrics.clone(),
-            real_calls: self.real_calls.clone(),
             spent_before: self.spent_before.clone(),
             planning: Arc::default(),
             shared: None,
@@ -319,7 +314,7 @@ impl<T: Target> Engine<T> {
     /// Only tools that may be speculated are ever looked up, and what
     /// their arguments took from recent results is learned.
     pub async fn serve(&self, tool: &str, args: &Map<String, Value>) -> Served<T::Answer> {
-        self.real_calls.fetch_add(1, Ordering::Relaxed);
+        self.metrics.real_call();
         self.lookup(tool, args).await
     }
 
@@ -731,11 +726,7 @@ impl<T: Target> Engine<T> {
     }
 
     fn spent(&self) -> Spent {
-        let before = *self.spent_before.lock().unwrap_or_else(PoisonError::into_inner);
-        before.plus(Spent {
-            real_calls: self.real_calls.load(Ordering::Relaxed),
-            unused: self.metrics.unused(),
-        })
+        self.spent_before.load().plus(self.metrics.spent())
     }
 
     /// Start from what an earlier run learned and spent: its links, the
@@ -744,7 +735,7 @@ impl<T: Target> Engine<T> {
     pub fn resume(&self, earlier: &Snapshot) {
         self.learned.adopt(&earlier.learned);
         self.fanout.resume(&earlier.ranks);
-        *self.spent_before.lock().unwrap_or_else(PoisonError::into_inner) = earlier.budget;
+        self.spent_before.store(earlier.budget);
     }
 
     pub fn stats(&self) -> Snapshot {
@@ -779,6 +770,28 @@ impl<T: Target> Engine<T> {
         if let Some(tally) = &self.tally {
             tally.flush(false).await;
         }
+    }
+}
+
+/// The budget spent by earlier runs, read on every prefetch considered:
+/// two counters rather than a lock on the hot path.
+#[derive(Debug, Default)]
+struct SpentBefore {
+    real_calls: AtomicU64,
+    unused: AtomicU64,
+}
+
+impl SpentBefore {
+    fn load(&self) -> Spent {
+        Spent {
+            real_calls: self.real_calls.load(Ordering::Relaxed),
+            unused: self.unused.load(Ordering::Relaxed),
+        }
+    }
+
+    fn store(&self, spent: Spent) {
+        self.real_calls.store(spent.real_calls, Ordering::Relaxed);
+        self.unused.store(spent.unused, Ordering::Relaxed);
     }
 }
 

@@ -25,6 +25,9 @@ use super::planner::DeclineReason;
 
 #[derive(Default)]
 pub struct Metrics {
+    /// The agent's calls, served or not: the backend calls it would make
+    /// with speculation off, which what prefetches add is measured against.
+    real_calls: AtomicU64,
     dispatched: AtomicU64,
     hits: AtomicU64,
     cluster_hits: AtomicU64,
@@ -162,9 +165,12 @@ impl Snapshot {
                     estimate: super::fanout::estimate(r.offered, r.used, r.prior, r.rank),
                 })
                 .collect(),
-            // Learned and budgeted per replica: not summed (yet).
+            // Learned per replica: not summed.
             learned: Vec::new(),
-            budget: Spent::default(),
+            budget: Spent {
+                real_calls: get("real_calls"),
+                unused: get("dispatched").saturating_sub(get("hits") + get("joins")),
+            },
         }
     }
 }
@@ -173,6 +179,7 @@ impl Metrics {
     /// Every counter by name, as the cluster's totals hold them.
     fn counts(&self) -> BTreeMap<String, u64> {
         let mut counts: BTreeMap<String, u64> = [
+            ("real_calls", &self.real_calls),
             ("dispatched", &self.dispatched),
             ("hits", &self.hits),
             ("cluster_hits", &self.cluster_hits),
@@ -212,6 +219,11 @@ impl Metrics {
         for (name, n) in sent {
             *flushed.entry(name.clone()).or_default() += n;
         }
+    }
+
+    /// A call of the agent's, served or not.
+    pub fn real_call(&self) {
+        self.real_calls.fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn dispatched(&self) {
@@ -266,10 +278,14 @@ impl Metrics {
             .or_default() += 1;
     }
 
-    /// Prefetches made that no real call has used (yet, or ever).
-    pub fn unused(&self) -> u64 {
+    /// This run's part of the budget: the agent's calls, and the
+    /// prefetches made that none of them has used (yet, or ever).
+    pub fn spent(&self) -> Spent {
         let used = self.hits.load(Ordering::Relaxed) + self.joins.load(Ordering::Relaxed);
-        self.dispatched.load(Ordering::Relaxed).saturating_sub(used)
+        Spent {
+            real_calls: self.real_calls.load(Ordering::Relaxed),
+            unused: self.dispatched.load(Ordering::Relaxed).saturating_sub(used),
+        }
     }
 
     pub fn snapshot(

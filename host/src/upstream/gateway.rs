@@ -19,9 +19,9 @@
 //! - Instructions: [`merge_instructions`] puts toolhost's own first, then
 //!   each server's under a heading with its name.
 //!
-//! Beside the MCP front (`mcp`) rather than in it: the library's
+//! Part of `upstream` rather than of the MCP front (`mcp`): the library's
 //! `Toolhost` carries the gateway of its upstream servers (rebuilt with its
-//! catalog), so the pipeline, which the front calls, depends on it.
+//! catalog), and the front serves what it routes.
 
 use std::sync::Arc;
 
@@ -32,7 +32,7 @@ use rmcp::model::{
 use tokio::sync::broadcast;
 
 use crate::bounds::label;
-use crate::upstream::{Event, Upstream};
+use super::{Event, Upstream};
 
 /// What changed, for the MCP front to tell its sessions.
 #[derive(Debug, Clone, PartialEq, Eq)]

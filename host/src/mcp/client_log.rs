@@ -16,10 +16,8 @@
 //! and each leaves through the [`Redact`] its session follows with (the
 //! host's gate, `crate::gate`), which knows every source's secrets.
 //!
-//! Beside the MCP front (`mcp`) rather than in it: the upstream servers'
-//! connections log through [`ClientLog::sink`] too, and the front builds
-//! on `upstream` through the pipeline, so a `client_log` inside `mcp`
-//! would make `upstream` depend on the front that depends on it.
+//! The upstream servers' connections log through [`ClientLog::sink`] too,
+//! as any [`LogSink`]: they know the sink, not this hub.
 
 #![allow(deprecated)] // rmcp marks MCP logging deprecated (SEP-2577); clients still use it.
 
@@ -122,18 +120,6 @@ fn mcp_level(level: LogLevel) -> LoggingLevel {
         LogLevel::Info => LoggingLevel::Info,
         LogLevel::Warn => LoggingLevel::Warning,
         LogLevel::Error => LoggingLevel::Error,
-    }
-}
-
-/// The level of an upstream server's line, as the host's log knows levels.
-pub fn host_level(level: LoggingLevel) -> LogLevel {
-    match level {
-        LoggingLevel::Debug => LogLevel::Debug,
-        LoggingLevel::Info | LoggingLevel::Notice => LogLevel::Info,
-        LoggingLevel::Warning => LogLevel::Warn,
-        LoggingLevel::Error | LoggingLevel::Critical | LoggingLevel::Alert | LoggingLevel::Emergency => {
-            LogLevel::Error
-        }
     }
 }
 
@@ -311,8 +297,6 @@ mod tests {
     fn levels_map_both_ways() {
         assert_eq!(mcp_level(LogLevel::Trace), LoggingLevel::Debug);
         assert_eq!(mcp_level(LogLevel::Warn), LoggingLevel::Warning);
-        assert_eq!(host_level(LoggingLevel::Critical), LogLevel::Error);
-        assert_eq!(host_level(LoggingLevel::Notice), LogLevel::Info);
         assert!(rank(LoggingLevel::Warning) > rank(LoggingLevel::Info));
     }
 }
