@@ -61,10 +61,10 @@ run: dev-host bundled
 # with the features the tests unify (a `cargo build -p toolhost-cli` first
 # would compile the library twice).
 #
-# The dev profile, as plain `cargo test`: the host's own code unoptimised,
-# its dependencies (wasmtime and cranelift among them) optimised. That
-# compiles in three quarters of the time of `--release` (14 minutes
-# against 19 on 2 cores), which benches use.
+# The dev profile, as plain `cargo test`: unoptimised but for cranelift and
+# the crates every call runs through (see the workspace's Cargo.toml),
+# which compiles in a fraction of the time of `--release`, which benches
+# use.
 test: plugins lang-plugins venv upstream replay-trees redis
 	cd guest-plugins && $(CARGO) test --locked -p provider-kit
 	TOOLHOST_TEST_ALL=1 $(CARGO) test --locked --workspace

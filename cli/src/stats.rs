@@ -136,6 +136,15 @@ pub fn render(r: &Recorded) -> String {
         s.stale,
         s.saved_ms
     ));
+    let budget = &s.budget;
+    if budget.real_calls > 0 {
+        out.push_str(&format!(
+            "extra backend calls   {:>8}  ({:.0}% of {} real calls: prefetches unused yet or ever, since the first run resumed)\n",
+            budget.unused,
+            budget.unused as f64 * 100.0 / budget.real_calls as f64,
+            budget.real_calls
+        ));
+    }
     if !s.declined.is_empty() {
         out.push_str("declined:\n");
         for (reason, n) in &s.declined {
@@ -286,6 +295,10 @@ mod tests {
             dispatched: 4,
             hits: 3,
             reused: 5,
+            budget: toolhost::speculation::Spent {
+                real_calls: 10,
+                unused: 1,
+            },
             ..Snapshot::default()
         };
         write(&path, &stats, &[]).unwrap();
@@ -294,6 +307,10 @@ mod tests {
         let text = render(&back);
         assert!(text.contains("75%"), "reuse is not counted as used: {text}");
         assert!(text.contains("served from real calls       5"), "{text}");
+        assert!(
+            text.contains("extra backend calls          1  (10% of 10 real calls"),
+            "{text}"
+        );
         std::fs::write(&path, "{").unwrap();
         assert!(matches!(read(&path), Err(StatsError::Parse { .. })));
     }

@@ -25,7 +25,7 @@
 //! Upstream servers pass through whole: tools with every field, results
 //! with every content kind (`output::mcp` maps them), and their prompts,
 //! resources, templates, completions and instructions (routed by
-//! `gateway`). Prompt and resource list changes go to every open session;
+//! `upstream`'s gateway). Prompt and resource list changes go to every open session;
 //! a resource update goes to the sessions subscribed to it: a URI's first
 //! subscriber forwards the subscription upstream, and it is withdrawn when
 //! its last subscriber unsubscribes or an update finds every subscribed
@@ -77,16 +77,16 @@ use tokio::sync::{broadcast, watch};
 use tracing::Instrument;
 
 use crate::bounds::label;
-use client_log::SessionLog;
 use crate::enrich::EnrichedTool;
-use crate::upstream::{GatewayError, Notice, merge_instructions};
 use crate::output::{ToolError, mcp};
 use crate::pipeline::{CallControl, Toolhost, error_text};
 use crate::prompt::PROMPT_NAME;
+use crate::upstream::{GatewayError, Notice, merge_instructions};
+use client_log::SessionLog;
 use sessions::CappedSessions;
 
-pub use client_log::ClientLog;
 pub use auth::{AuthConfig, HttpAccess};
+pub use client_log::ClientLog;
 
 /// The sessions that have sent `initialized`, by session number.
 type SessionList = Mutex<HashMap<u64, Peer<RoleServer>>>;

@@ -34,13 +34,13 @@ use super::builder::ToolhostBuilder;
 use super::catalog::{Backend, CatalogError, Generation, Options, Sources};
 use super::control::{CallControl, CallError};
 use crate::enrich::Listing;
-use crate::upstream::Gateway;
 use crate::output::CallOutput;
 use crate::ownership::{self, Refusal};
 use crate::plugin::{Hooks, LoadError, LoadErrorKind, Plugin};
 use crate::prompt::SystemPrompt;
 use crate::speculation;
 use crate::tools::NativeTools;
+use crate::upstream::Gateway;
 use crate::upstream::Upstream;
 use crate::value_model::ValueModels;
 

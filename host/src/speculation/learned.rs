@@ -66,6 +66,8 @@ const MAX_ITEMS: usize = 1000;
 const MAX_TRAITS: usize = 32;
 /// A longer string is a name, not a kind.
 const MAX_TRAIT_CHARS: usize = 24;
+/// Names of picked items kept per link; the least picked are forgotten first.
+const MAX_PICKS: usize = 32;
 
 /// One step from a result's root to a value.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -130,11 +132,22 @@ struct Counts {
     last: u64,
     /// The traits of every item picked so far, if the link picks items.
     when: Option<Traits>,
+    /// How often an item of each name was picked.
+    picks: BTreeMap<String, u64>,
 }
 
 impl Counts {
-    /// An agent picked an item with `traits` (if the link picks items).
-    fn picked(&mut self, traits: Option<Traits>) {
+    /// An agent picked an item with `traits` and `name` (if the link
+    /// picks items).
+    fn picked(&mut self, traits: Option<Traits>, name: Option<String>) {
+        if let Some(name) = name {
+            *self.picks.entry(name).or_default() += 1;
+            if self.picks.len() > MAX_PICKS
+                && let Some(least) = self.picks.iter().min_by_key(|(_, n)| **n).map(|(k, _)| k.clone())
+            {
+                self.picks.remove(&least);
+            }
+        }
         let Some(traits) = traits else { return };
         match &mut self.when {
             None => self.when = Some(traits),
@@ -149,6 +162,7 @@ pub struct Planned {
     /// The link.
     pub link: Link,
     when: Traits,
+    picks: BTreeMap<String, u64>,
 }
 
 /// One learned link's record: for `toolhost stats`, and for a later run
@@ -171,6 +185,11 @@ pub struct LinkStats {
     pub seen: u64,
     /// Results it was planned from.
     pub planned: u64,
+    /// How often the agent picked an item of each name (a file's name,
+    /// whatever directory it is in): items of the names picked most are
+    /// planned first.
+    #[serde(default)]
+    pub picked: BTreeMap<String, u64>,
 }
 
 /// Where a value sits in a result.
@@ -233,7 +252,7 @@ impl Learned {
             let index = seen.index.get()?;
             explain(seen, index, tool, args)
         });
-        let Some((link, traits)) = found else { return };
+        let Some((link, traits, name)) = found else { return };
         inner.clock += 1;
         let clock = inner.clock;
         if !inner.links.contains_key(&link) && inner.links.len() >= MAX_LINKS {
@@ -249,7 +268,7 @@ impl Learned {
         let counts = inner.links.entry(link).or_default();
         counts.seen += 1;
         counts.last = clock;
-        counts.picked(traits);
+        counts.picked(traits, name);
     }
 
     /// A call of `tool` with `args` ran (or was served): it is one of the
@@ -284,6 +303,7 @@ impl Learned {
             .map(|(l, c)| Planned {
                 link: l.clone(),
                 when: c.when.clone().unwrap_or_default(),
+                picks: c.picks.clone(),
             })
             .collect()
     }
@@ -327,6 +347,10 @@ impl Learned {
             if counts.when.is_none() && !row.when.is_empty() {
                 counts.when = Some(row.when.clone());
             }
+            for (name, n) in row.picked.iter().take(MAX_PICKS) {
+                let kept = counts.picks.entry(name.clone()).or_default();
+                *kept = (*kept).max(*n);
+            }
         }
     }
 
@@ -344,6 +368,7 @@ impl Learned {
                 when: c.when.clone().unwrap_or_default(),
                 seen: c.seen,
                 planned: c.planned,
+                picked: c.picks.clone(),
             })
             .collect();
         rows.sort_by(|a, b| {
@@ -356,20 +381,21 @@ impl Learned {
 }
 
 /// The link that `tool`'s `args` show from the result `seen` gave, if one
-/// of them came from that result, and the traits of the item it picked.
+/// of them came from that result, and the traits and the name of the item
+/// it picked.
 fn explain(
     seen: &Seen,
     index: &Index,
     tool: &str,
     args: &Map<String, Value>,
-) -> Option<(Link, Option<Traits>)> {
+) -> Option<(Link, Option<Traits>, Option<String>)> {
     let mut rank = None;
     let mut sources = BTreeMap::new();
     let mut from_result = false;
     for (name, value) in args {
         let source = if seen.args.get(name) == Some(value) {
             Source::Carried(name.clone())
-        } else if let Some((place, form)) = index.find(value, rank) {
+        } else if let Some((place, form)) = index.find(name, value, rank) {
             rank = rank.or(place.rank);
             from_result = true;
             Source::Result {
@@ -392,7 +418,26 @@ fn explain(
         args: sources,
     };
     let traits = rank.and_then(|rank| index.items.get(list(&link)?)?.get(rank).cloned());
-    Some((link, traits))
+    let name = rank.and_then(|_| Some(name_of(args.get(picking(&link)?.0)?)));
+    Some((link, traits, name))
+}
+
+/// The argument a link picks items by, with its place in the result: the
+/// first that comes from an item.
+fn picking(link: &Link) -> Option<(&String, &[Step])> {
+    link.args.iter().find_map(|(name, source)| match source {
+        Source::Result { path, .. } if path.contains(&Step::Item) => Some((name, &path[..])),
+        _ => None,
+    })
+}
+
+/// What tells a picked item apart across results: the last segment of a
+/// path (`README.md` in any directory), else the value itself.
+fn name_of(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.trim_end_matches('/').rsplit('/').next().unwrap_or(s).to_owned(),
+        other => other.to_string(),
+    }
 }
 
 /// The path of the list a link picks items from, if it does.
@@ -511,20 +556,19 @@ impl Index {
         }
     }
 
-    /// Where `arg` sits in the result, preferring the item `rank` when
-    /// another argument already came from one.
-    fn find(&self, arg: &Value, rank: Option<usize>) -> Option<(&Place, Form)> {
+    /// Where the argument `name`'s value `arg` sits in the result,
+    /// preferring the item `rank` when another argument already came from
+    /// one, then a field named as the argument: a directory's root listing
+    /// has each file's `name` and `path` alike, and only `path` leads into
+    /// the directories below.
+    fn find(&self, name: &str, arg: &Value, rank: Option<usize>) -> Option<(&Place, Form)> {
         let places = self.values.get(&key(arg)?)?;
-        let same_item = |p: &&Place| rank.is_none() || p.rank.is_none() || p.rank == rank;
-        let spelled = places.iter().filter_map(|p| Some((p, form(&p.leaf, arg)?)));
-        let mut fallback = None;
-        for (place, form) in spelled {
-            if same_item(&place) {
-                return Some((place, form));
-            }
-            fallback = fallback.or(Some((place, form)));
-        }
-        fallback
+        let other_item = |p: &Place| rank.is_some() && p.rank.is_some() && p.rank != rank;
+        let named_otherwise = |p: &Place| !matches!(p.path.last(), Some(Step::Key(k)) if k == name);
+        places
+            .iter()
+            .filter_map(|p| Some((p, form(&p.leaf, arg)?)))
+            .min_by_key(|(p, _)| (other_item(p), named_otherwise(p)))
     }
 }
 
@@ -550,6 +594,16 @@ fn project(planned: &Planned, args: &Map<String, Value>, result: &Value) -> Vec<
             .collect(),
         None => vec![0],
     };
+    // Items of the names the agent picked most first, the rest in list
+    // order: a directory lists its files alphabetically, and agents open
+    // the README and the manifest, not the dotfiles at the top.
+    let mut picks = picks;
+    if let Some((_, path)) = picking(link).filter(|_| !planned.picks.is_empty()) {
+        picks.sort_by_key(|&i| {
+            let name = at(result, path, i).map(name_of);
+            std::cmp::Reverse(name.and_then(|n| planned.picks.get(&n)).copied().unwrap_or(0))
+        });
+    }
     let mut calls: Vec<(usize, Map<String, Value>)> = Vec::new();
     for item in picks {
         if calls.len() == MAX_PER_LINK {
@@ -670,6 +724,90 @@ mod tests {
         assert_eq!(shas, [(0, &json!("x1x")), (1, &json!("y2y")), (2, &json!("z3z"))]);
         assert_eq!(planned[0].1["owner"], "o");
         assert_eq!(learned.table()[0].planned, 1);
+    }
+
+    #[test]
+    fn a_value_found_in_several_fields_is_taken_from_the_one_named_as_the_argument() {
+        let learned = Learned::default();
+        let listing = |dir: &str| {
+            let at = |name: &str| {
+                if dir.is_empty() {
+                    name.to_owned()
+                } else {
+                    format!("{dir}/{name}")
+                }
+            };
+            json!([
+                {"name": "README.md", "path": at("README.md"), "type": "file"},
+                {"name": "src", "path": at("src"), "type": "dir"},
+            ])
+        };
+        // At the root a file's name is its path too: the walk below tells.
+        ran(&learned, "get_file_contents", json!({"path": "/"}), listing(""));
+        ran(
+            &learned,
+            "get_file_contents",
+            json!({"path": "src"}),
+            listing("src"),
+        );
+        ran(
+            &learned,
+            "get_file_contents",
+            json!({"path": "src/README.md"}),
+            json!("# hi"),
+        );
+        let table = learned.table();
+        assert_eq!(table.len(), 1, "one link, seen twice: {table:?}");
+        assert_eq!(table[0].projection, "path ← [*].path");
+        assert_eq!(table[0].seen, 2);
+    }
+
+    #[test]
+    fn items_of_the_names_picked_before_are_planned_first_and_a_later_run_keeps_them() {
+        let learned = Learned::default();
+        let listing = |dir: &str| {
+            let files = [".eslintrc", ".gitignore", "LICENSE", "README.md", "package.json"];
+            Value::Array(
+                files
+                    .iter()
+                    .map(|f| json!({"path": format!("{dir}/{f}"), "type": "file"}))
+                    .collect(),
+            )
+        };
+        for dir in ["a", "b"] {
+            ran(&learned, "get_file_contents", json!({"path": dir}), listing(dir));
+            ran(
+                &learned,
+                "get_file_contents",
+                json!({"path": format!("{dir}/README.md")}),
+                json!("# hi"),
+            );
+        }
+        ran(&learned, "get_file_contents", json!({"path": "c"}), listing("c"));
+        ran(
+            &learned,
+            "get_file_contents",
+            json!({"path": "c/package.json"}),
+            json!("{}"),
+        );
+        // A new run, from what this one learned.
+        let later = Learned::default();
+        later.adopt(&learned.table());
+        assert_eq!(
+            later.table()[0].picked,
+            BTreeMap::from([("README.md".to_owned(), 2), ("package.json".to_owned(), 1)])
+        );
+        let links = later.links_from("get_file_contents");
+        let planned = later.project(&links[0], &args(json!({"path": "d"})), &listing("d"));
+        let paths: Vec<(usize, &Value)> = planned.iter().map(|(r, c)| (*r, &c["path"])).collect();
+        assert_eq!(
+            paths,
+            [
+                (0, &json!("d/README.md")),
+                (1, &json!("d/package.json")),
+                (2, &json!("d/.eslintrc"))
+            ]
+        );
     }
 
     #[test]

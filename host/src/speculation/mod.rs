@@ -35,5 +35,5 @@ mod tally;
 pub(crate) use engine::{Engine, Observed, Served, Target};
 pub use fanout::RankStats;
 pub use learned::{Form, LinkStats, Source, Step};
-pub use metrics::Snapshot;
+pub use metrics::{Snapshot, Spent};
 pub use settings::Settings;

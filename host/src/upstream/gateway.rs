@@ -31,8 +31,8 @@ use rmcp::model::{
 };
 use tokio::sync::broadcast;
 
-use crate::bounds::label;
 use super::{Event, Upstream};
+use crate::bounds::label;
 
 /// What changed, for the MCP front to tell its sessions.
 #[derive(Debug, Clone, PartialEq, Eq)]
