@@ -142,16 +142,22 @@ impl Counts {
     fn picked(&mut self, traits: Option<Traits>, name: Option<String>) {
         if let Some(name) = name {
             *self.picks.entry(name).or_default() += 1;
-            if self.picks.len() > MAX_PICKS
-                && let Some(least) = self.picks.iter().min_by_key(|(_, n)| **n).map(|(k, _)| k.clone())
-            {
-                self.picks.remove(&least);
-            }
+            self.forget_least_picked();
         }
         let Some(traits) = traits else { return };
         match &mut self.when {
             None => self.when = Some(traits),
             Some(when) => when.retain(|k, v| traits.get(k) == Some(v)),
+        }
+    }
+
+    /// Keep at most [`MAX_PICKS`] names, forgetting the least picked.
+    fn forget_least_picked(&mut self) {
+        while self.picks.len() > MAX_PICKS {
+            let Some(least) = self.picks.iter().min_by_key(|(_, n)| **n).map(|(k, _)| k.clone()) else {
+                return;
+            };
+            self.picks.remove(&least);
         }
     }
 }
@@ -347,9 +353,16 @@ impl Learned {
             if counts.when.is_none() && !row.when.is_empty() {
                 counts.when = Some(row.when.clone());
             }
-            for (name, n) in row.picked.iter().take(MAX_PICKS) {
+            // The file is read back, not trusted: names no result could
+            // have given are dropped, and the count stays bounded.
+            for (name, n) in row
+                .picked
+                .iter()
+                .filter(|(name, _)| name.chars().count() <= MAX_VALUE_CHARS)
+            {
                 let kept = counts.picks.entry(name.clone()).or_default();
                 *kept = (*kept).max(*n);
+                counts.forget_least_picked();
             }
         }
     }
@@ -442,10 +455,8 @@ fn name_of(value: &Value) -> String {
 
 /// The path of the list a link picks items from, if it does.
 fn list(link: &Link) -> Option<&[Step]> {
-    link.args.values().find_map(|source| match source {
-        Source::Result { path, .. } => Some(&path[..path.iter().position(|s| *s == Step::Item)?]),
-        _ => None,
-    })
+    let (_, path) = picking(link)?;
+    Some(&path[..path.iter().position(|s| *s == Step::Item)?])
 }
 
 /// A field of an item that tells items apart by kind: a flag, or a word
@@ -976,13 +987,19 @@ mod tests {
         assert_eq!(learned.project(&links[0], &Map::new(), &next).len(), 2);
     }
 
+    /// Twice a listing of one item, then that item: `list → get` learned.
+    fn list_then_get_twice() -> Learned {
+        let learned = Learned::default();
+        for id in ["aaa-1", "bbb-2"] {
+            ran(&learned, "list", json!({}), json!([{"id": id}]));
+            ran(&learned, "get", json!({"id": id}), json!({}));
+        }
+        learned
+    }
+
     #[test]
     fn a_later_run_starts_from_what_an_earlier_one_learned() {
-        let earlier = Learned::default();
-        for id in ["aaa-1", "bbb-2"] {
-            ran(&earlier, "list", json!({}), json!([{"id": id}]));
-            ran(&earlier, "get", json!({"id": id}), json!({}));
-        }
+        let earlier = list_then_get_twice();
         let saved: Vec<LinkStats> =
             serde_json::from_str(&serde_json::to_string(&earlier.table()).unwrap()).unwrap();
         let later = Learned::default();
@@ -991,6 +1008,27 @@ mod tests {
         assert_eq!(links.len(), 1);
         let planned = later.project(&links[0], &Map::new(), &json!([{"id": "ccc-3"}]));
         assert_eq!(planned, [(0, args(json!({"id": "ccc-3"})))]);
+    }
+
+    #[test]
+    fn picked_names_from_a_hostile_stats_file_are_bounded() {
+        let earlier = list_then_get_twice();
+        let mut saved = earlier.table();
+        saved[0].picked = (0..500)
+            .map(|n| {
+                (
+                    format!("{n:03}{}", "x".repeat(if n % 2 == 0 { 10_000 } else { 3 })),
+                    n,
+                )
+            })
+            .collect();
+        let later = Learned::default();
+        later.adopt(&saved);
+        let picked = &later.table()[0].picked;
+        assert_eq!(picked.len(), MAX_PICKS, "{:?}", picked.keys());
+        assert!(picked.keys().all(|k| k.len() <= MAX_VALUE_CHARS));
+        // The most picked are the ones kept.
+        assert!(picked.values().all(|n| *n >= 500 - 2 * MAX_PICKS as u64));
     }
 
     #[test]

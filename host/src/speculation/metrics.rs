@@ -101,6 +101,15 @@ pub struct Spent {
 }
 
 impl Spent {
+    /// The budget of `real_calls`, with `dispatched` prefetches of which
+    /// `used` served a call (a hit or a join).
+    fn of(real_calls: u64, dispatched: u64, used: u64) -> Spent {
+        Spent {
+            real_calls,
+            unused: dispatched.saturating_sub(used),
+        }
+    }
+
     /// These counts and `later`'s, added.
     pub fn plus(self, later: Spent) -> Spent {
         Spent {
@@ -167,10 +176,7 @@ impl Snapshot {
                 .collect(),
             // Learned per replica: not summed.
             learned: Vec::new(),
-            budget: Spent {
-                real_calls: get("real_calls"),
-                unused: get("dispatched").saturating_sub(get("hits") + get("joins")),
-            },
+            budget: Spent::of(get("real_calls"), get("dispatched"), get("hits") + get("joins")),
         }
     }
 }
@@ -282,10 +288,11 @@ impl Metrics {
     /// prefetches made that none of them has used (yet, or ever).
     pub fn spent(&self) -> Spent {
         let used = self.hits.load(Ordering::Relaxed) + self.joins.load(Ordering::Relaxed);
-        Spent {
-            real_calls: self.real_calls.load(Ordering::Relaxed),
-            unused: self.dispatched.load(Ordering::Relaxed).saturating_sub(used),
-        }
+        Spent::of(
+            self.real_calls.load(Ordering::Relaxed),
+            self.dispatched.load(Ordering::Relaxed),
+            used,
+        )
     }
 
     pub fn snapshot(
