@@ -357,39 +357,47 @@ struct Tracker {
 
 impl Tracker {
     async fn start(delay: Duration) -> Self {
+        Self::start_with_delays(move |_| delay).await
+    }
+
+    /// Each request answered after `delay(path)`.
+    async fn start_with_delays(delay: impl Fn(&str) -> Duration + Send + Sync + 'static) -> Self {
         let titles: Arc<Mutex<BTreeMap<String, String>>> = Arc::new(Mutex::new(
             [("WEB-1", "first"), ("WEB-2", "second")]
                 .map(|(k, t)| (k.to_owned(), t.to_owned()))
                 .into(),
         ));
         let state = titles.clone();
-        let server = LoopbackServer::start(delay, move |r| {
-            let mut titles = state.lock().unwrap();
-            let path = r.path.split('?').next().unwrap();
-            if path == "/issues" {
-                // Each issue names its parent: a generic walk for `key`
-                // would find WEB-0 too; the Jira enricher's projection not.
-                let issues: Vec<Value> = titles
-                    .keys()
-                    .map(|k| json!({"key": k, "parent": {"key": "WEB-0"}}))
-                    .collect();
-                return (200, json!({ "issues": issues }).to_string());
-            }
-            let rest = path.trim_start_matches("/issues/");
-            if let Some(key) = rest.strip_suffix("/comments") {
-                return (200, json!({"key": key, "comments": ["looks good"]}).to_string());
-            }
-            if r.method == "POST" {
-                let patch: Value = serde_json::from_str(&r.body).unwrap();
-                if let Some(title) = patch["title"].as_str() {
-                    titles.insert(rest.to_owned(), title.to_owned());
+        let server = LoopbackServer::start_with_delays(
+            move |r| delay(&r.path),
+            move |r| {
+                let mut titles = state.lock().unwrap();
+                let path = r.path.split('?').next().unwrap();
+                if path == "/issues" {
+                    // Each issue names its parent: a generic walk for `key`
+                    // would find WEB-0 too; the Jira enricher's projection not.
+                    let issues: Vec<Value> = titles
+                        .keys()
+                        .map(|k| json!({"key": k, "parent": {"key": "WEB-0"}}))
+                        .collect();
+                    return (200, json!({ "issues": issues }).to_string());
                 }
-            }
-            match titles.get(rest) {
-                Some(title) => (200, json!({"key": rest, "title": title}).to_string()),
-                None => (404, "{}".into()),
-            }
-        })
+                let rest = path.trim_start_matches("/issues/");
+                if let Some(key) = rest.strip_suffix("/comments") {
+                    return (200, json!({"key": key, "comments": ["looks good"]}).to_string());
+                }
+                if r.method == "POST" {
+                    let patch: Value = serde_json::from_str(&r.body).unwrap();
+                    if let Some(title) = patch["title"].as_str() {
+                        titles.insert(rest.to_owned(), title.to_owned());
+                    }
+                }
+                match titles.get(rest) {
+                    Some(title) => (200, json!({"key": rest, "title": title}).to_string()),
+                    None => (404, "{}".into()),
+                }
+            },
+        )
         .await;
         Self { server, titles }
     }
@@ -487,6 +495,40 @@ async fn a_real_call_joins_the_prefetch_in_flight() {
     assert_eq!(issue.structured().unwrap()["title"], "first");
     assert_eq!(tracker.requests("/issues/WEB-1"), 1);
     assert_eq!(host.stats().unwrap().joins, 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn prefetches_wait_until_the_real_call_in_flight_is_answered() {
+    const SLOW: &str = "/issues/WEB-9/comments";
+    let tracker =
+        Tracker::start_with_delays(|path| Duration::from_secs(if path == SLOW { 3 } else { 0 })).await;
+    let (host, _dir) = tracker.host(jira_on()).await;
+    let host = Arc::new(host);
+    let slow = tokio::spawn({
+        let host = host.clone();
+        async move { call_ok(&host, "get_issue_comments", json!({"key": "WEB-9"})).await }
+    });
+    while tracker.requests(SLOW) == 0 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // Its follow-ups are planned while the slow call still runs.
+    call_ok(&host, "get_issues", json!({})).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!slow.is_finished());
+    assert_eq!(
+        tracker.requests("/issues/WEB-1"),
+        0,
+        "no prefetch reaches the vendor while a real call waits on it"
+    );
+    slow.await.unwrap();
+    host.settle().await;
+    assert_eq!(
+        tracker.requests("/issues/WEB-1"),
+        1,
+        "made once the real call was answered"
+    );
+    call_ok(&host, "get_issue", json!({"key": "WEB-1"})).await;
+    assert_eq!(host.stats().unwrap().hits, 1);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -303,6 +303,7 @@ fn summed(earlier: Option<&Snapshot>, now: Snapshot) -> Snapshot {
         reused: e.reused + now.reused,
         wasted: e.wasted + now.wasted,
         stale: e.stale + now.stale,
+        waited: e.waited + now.waited,
         saved_ms: e.saved_ms + now.saved_ms,
         declined,
         ..now

@@ -145,6 +145,12 @@ pub fn render(r: &Recorded) -> String {
             budget.real_calls
         ));
     }
+    if s.waited > 0 {
+        out.push_str(&format!(
+            "waits behind real calls{:>7}  (prefetches held back while a real call ran)\n",
+            s.waited
+        ));
+    }
     if !s.declined.is_empty() {
         out.push_str("declined:\n");
         for (reason, n) in &s.declined {
@@ -295,6 +301,7 @@ mod tests {
             dispatched: 4,
             hits: 3,
             reused: 5,
+            waited: 2,
             budget: toolhost::speculation::Spent {
                 real_calls: 10,
                 unused: 1,
@@ -311,6 +318,7 @@ mod tests {
             text.contains("extra backend calls          1  (10% of 10 real calls"),
             "{text}"
         );
+        assert!(text.contains("waits behind real calls      2"), "{text}");
         std::fs::write(&path, "{").unwrap();
         assert!(matches!(read(&path), Err(StatsError::Parse { .. })));
     }

@@ -156,6 +156,7 @@ mod json_structure;
 mod output;
 mod pipeline;
 mod plugin_file;
+mod priority;
 mod prompt;
 mod schema;
 mod tool;

@@ -95,10 +95,15 @@ async fn run(
     let ran_with = engine.map(|_| args.clone());
     let ran = match (served, engine) {
         (Served::Prefetched(answer), _) => Ok(answer),
-        (Served::Run, Some(engine)) if engine.keeps(name) => {
-            run_kept(engine, &bound.backend, name, args, ctx).await
+        (Served::Run, Some(engine)) => {
+            let _first = engine.running();
+            if engine.keeps(name) {
+                run_kept(engine, &bound.backend, name, args, ctx).await
+            } else {
+                bound.backend.execute(name, args, ctx).await
+            }
         }
-        (Served::Run, _) => bound.backend.execute(name, args, ctx).await,
+        (Served::Run, None) => bound.backend.execute(name, args, ctx).await,
     };
     let mut result = match ran {
         Ok(result) => result,

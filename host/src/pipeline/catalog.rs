@@ -118,14 +118,20 @@ impl Backend {
                 tokio::select! {
                     biased;
                     _ = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
-                    r = native.execute(name, &args) => r,
+                    r = async {
+                        ctx.wait_turn().await;
+                        native.execute(name, &args).await
+                    } => r,
                 }
             }
             Backend::Upstream(server, remote) => {
                 tokio::select! {
                     biased;
                     _ = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
-                    r = server.call(remote, args) => r,
+                    r = async {
+                        ctx.wait_turn().await;
+                        server.call(remote, args).await
+                    } => r,
                 }
             }
             Backend::Plugin(plugin, _) => {
@@ -140,7 +146,14 @@ impl Backend {
                     })
                 };
                 let answer = plugin
-                    .execute(name, &args, ctx.call_id.clone(), flag, ctx.progress.clone())
+                    .execute_as(
+                        name,
+                        &args,
+                        ctx.call_id.clone(),
+                        flag,
+                        ctx.progress.clone(),
+                        ctx.background.clone(),
+                    )
                     .await;
                 watcher.abort();
                 answer.unwrap_or_else(|e| Err(ToolError::Failed(e.to_string())))

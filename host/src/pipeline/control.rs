@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::bounds::{MAX_ERROR_TEXT, cut};
 use crate::output::ToolError;
 use crate::plugin::ProgressFn;
+use crate::priority::Background;
 
 /// One call's identity, cancellation and progress sink, held by its caller.
 #[derive(Clone)]
@@ -24,6 +25,8 @@ pub struct CallControl {
     pub cancel: CancellationToken,
     /// Where the progress the tool reports goes; `None` drops it.
     pub progress: Option<ProgressFn>,
+    /// A prefetch's place behind the real calls; `None` for a real call.
+    pub(crate) background: Option<Background>,
 }
 
 impl CallControl {
@@ -33,6 +36,20 @@ impl CallControl {
             call_id: call_id.into(),
             cancel: CancellationToken::new(),
             progress: None,
+            background: None,
+        }
+    }
+
+    /// The same call, made ahead of time: it waits for the real calls.
+    pub(crate) fn in_background(mut self, background: Background) -> Self {
+        self.background = Some(background);
+        self
+    }
+
+    /// Before a prefetch takes a backend: its wait for the real calls.
+    pub(crate) async fn wait_turn(&self) {
+        if let Some(background) = &self.background {
+            background.wait_turn().await;
         }
     }
 

@@ -41,6 +41,7 @@ use super::call::{Prefetch, prepare};
 use super::catalog::{Backend, Core};
 use super::control::{CallControl, error_text};
 use crate::output::CallOutput;
+use crate::priority::Background;
 use crate::speculation::Target;
 use crate::speculation::engine::BoxFuture;
 use crate::speculation::planner::DeclineReason;
@@ -65,19 +66,25 @@ impl Target for Core {
         })
     }
 
-    fn execute(&self, tool: String, args: Map<String, Value>) -> BoxFuture<'_, Result<Prefetch, String>> {
+    fn execute(
+        &self,
+        tool: String,
+        args: Map<String, Value>,
+        background: Background,
+    ) -> BoxFuture<'_, Result<Prefetch, String>> {
         Box::pin(async move {
             let bound = self
                 .tools
                 .get(&tool)
                 .ok_or_else(|| format!("Tool {tool} not found"))?;
+            let ctx = CallControl::new(format!("prefetch-{tool}")).in_background(background);
             if let Backend::Native(native) = &bound.backend
                 && tool == WHOLE_FILE
             {
+                ctx.wait_turn().await;
                 let file = native.load(&args).await.map_err(|e| error_text(&e))?;
                 return Ok(Prefetch::File(Arc::new(file)));
             }
-            let ctx = CallControl::new(format!("prefetch-{tool}"));
             let result = bound
                 .backend
                 .execute(&tool, args, &ctx)

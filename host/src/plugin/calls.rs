@@ -26,6 +26,7 @@ use super::{Plugin, PluginError};
 use crate::args_edit::ArgsEdit;
 use crate::bounds::{self, shown};
 use crate::output::{Block, CallOutput, ToolError};
+use crate::priority::Background;
 use crate::schema::{SchemaEdit, ToolSchema};
 use crate::tool::ToolAnnotations;
 use crate::value_model::{FollowUpLink, ValueModel};
@@ -191,12 +192,27 @@ impl Plugin {
         cancelled: Arc<AtomicBool>,
         progress: Option<ProgressFn>,
     ) -> Result<Result<CallOutput, ToolError>, PluginError> {
+        self.execute_as(tool, args, call_id, cancelled, progress, None)
+            .await
+    }
+
+    /// [`Plugin::execute`], as a prefetch behind the real calls when
+    /// `background` says so.
+    pub(crate) async fn execute_as(
+        &self,
+        tool: &str,
+        args: &Map<String, Value>,
+        call_id: String,
+        cancelled: Arc<AtomicBool>,
+        progress: Option<ProgressFn>,
+        background: Option<Background>,
+    ) -> Result<Result<CallOutput, ToolError>, PluginError> {
         let input = self.observing().then(|| json!({"tool": tool, "args": args}));
         self.observed(
             rerun::EXECUTE,
             input,
             rerun::execution_json,
-            self.execute_unobserved(tool, args, call_id, cancelled, progress),
+            self.execute_unobserved(tool, args, call_id, cancelled, progress, background),
         )
         .await
     }
@@ -658,13 +674,19 @@ impl Plugin {
         call_id: String,
         cancelled: Arc<AtomicBool>,
         progress: Option<ProgressFn>,
+        background: Option<Background>,
     ) -> Result<Result<CallOutput, ToolError>, PluginError> {
         const M: &str = "execute";
         self.require_tool(M)?;
         let args = serde_json::to_string(args).expect("a JSON map always serialises");
+        // Waiting for the real calls must never make the call late.
+        if let Some(background) = &background {
+            background.limit(self.limits().wall / 2);
+        }
         let answer = self
             .instances
             .run(M, async |i: &mut Instance| {
+                i.store.data_mut().background = background;
                 let ctx = i.store.data_mut().table.push(CallContext {
                     call_id,
                     cancelled,

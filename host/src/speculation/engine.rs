@@ -65,6 +65,7 @@ use super::shared::Shared;
 use super::tally::Tally;
 use crate::cluster::{Cluster, Entry, Stored};
 use crate::enrich::Enrichers;
+use crate::priority::{Background, Foreground, Running};
 use crate::value_model::{FollowUpLink, ValueModels};
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -85,8 +86,14 @@ pub trait Target: Send + Sync + 'static {
     ) -> BoxFuture<'_, Result<Map<String, Value>, String>>;
 
     /// Execute a prepared call, for the cache: what is cached under its
-    /// [`Target::cache_args`].
-    fn execute(&self, tool: String, args: Map<String, Value>) -> BoxFuture<'_, Result<Self::Output, String>>;
+    /// [`Target::cache_args`]. It waits behind the real calls where
+    /// `background` says.
+    fn execute(
+        &self,
+        tool: String,
+        args: Map<String, Value>,
+        background: Background,
+    ) -> BoxFuture<'_, Result<Self::Output, String>>;
 
     /// The arguments a prepared call's result is cached under: calls with
     /// the same are answered from one entry (their spellings of one path, or
@@ -198,6 +205,8 @@ pub struct Engine<T: Target> {
     fanout: Arc<FanOut>,
     /// Links learned from the values that flow between calls.
     learned: Arc<Learned>,
+    /// The real calls in flight, which prefetches wait behind.
+    foreground: Arc<Foreground>,
     metrics: Arc<Metrics>,
     /// What the runs this one resumed from spent of the budget: a restart
     /// does not start the share of extra calls afresh.
@@ -258,6 +267,7 @@ impl<T: Target> Engine<T> {
             dispatcher,
             fanout: Arc::default(),
             learned: Arc::default(),
+            foreground: Foreground::new(metrics.waited_counter()),
             metrics,
             spent_before: Arc::default(),
             planning: Arc::default(),
@@ -296,6 +306,7 @@ impl<T: Target> Engine<T> {
             settings,
             fanout: self.fanout.clone(),
             learned: self.learned.clone(),
+            foreground: self.foreground.clone(),
             metrics: self.metrics.clone(),
             spent_before: self.spent_before.clone(),
             planning: Arc::default(),
@@ -308,6 +319,12 @@ impl<T: Target> Engine<T> {
     fn with_shared(mut self, cluster: Option<Arc<Cluster>>) -> Self {
         self.shared = cluster.map(|c| Shared::new(c, self.cache.clone(), self.fanout.clone()));
         self
+    }
+
+    /// A real call runs, not served from the cache: prefetches wait behind
+    /// it until the guard is dropped.
+    pub fn running(&self) -> Running {
+        self.foreground.enter()
     }
 
     /// Before a real call executes: its answer from a prefetch, if any.
@@ -685,11 +702,13 @@ impl<T: Target> Engine<T> {
         };
         ticket.arm();
         self.metrics.dispatched();
+        // Half its time, so that waiting leaves it time to run.
+        let background = Background::new(self.foreground.clone(), self.settings.timeout() / 2);
         let (target, cache, tool) = (self.target.clone(), self.cache.clone(), c.tool);
         let cluster = self.shared.as_ref().map(|s| s.cluster().clone());
         let prefetch = async move {
             let start = Instant::now();
-            if let Ok(value) = target.execute(tool.clone(), args).await {
+            if let Ok(value) = target.execute(tool.clone(), args, background).await {
                 // Followed before it is served too: an agent often edits a
                 // file a listing showed it and only then reads it.
                 target.follow(&tool, &value);
@@ -835,8 +854,15 @@ mod tests {
             })
         }
 
-        fn execute(&self, tool: String, args: Map<String, Value>) -> BoxFuture<'_, Result<String, String>> {
+        fn execute(
+            &self,
+            tool: String,
+            args: Map<String, Value>,
+            background: Background,
+        ) -> BoxFuture<'_, Result<String, String>> {
             Box::pin(async move {
+                // As the pipeline's backends do before they start.
+                background.wait_turn().await;
                 let hold = self.hold.lock().unwrap().clone();
                 let path = args["path"].as_str().unwrap().to_owned();
                 // Read the state when the call starts, as a real backend would.
@@ -943,6 +969,33 @@ mod tests {
         while e.in_flight() > 0 {
             tokio::task::yield_now().await;
         }
+    }
+
+    /// A call made ahead of time with no real call to wait for.
+    fn alone() -> Background {
+        Background::new(Foreground::new(Arc::default()), Duration::ZERO)
+    }
+
+    #[tokio::test]
+    async fn a_prefetch_waits_behind_the_real_calls_in_flight() {
+        let files = Arc::new(Files::default());
+        files.content.lock().unwrap().insert("a.rs".into(), "a".into());
+        let e = engine(files.clone(), Some(60));
+        let real = e.running();
+        e.after_call("glob", &Map::new(), &json!({"paths": ["a.rs"]}), &[])
+            .await;
+        while e.stats().waited == 0 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(
+            files.executions.load(Ordering::SeqCst),
+            0,
+            "not before the real call ends"
+        );
+        drop(real);
+        settle(&e).await;
+        assert_eq!(files.executions.load(Ordering::SeqCst), 1);
+        assert!(matches!(e.serve("read", &args("a.rs")).await, Served::Prefetched(s) if s == "a"));
     }
 
     #[tokio::test]
@@ -1187,7 +1240,7 @@ mod tests {
         assert!(!e.keeps("glob"), "its results are not checked against a source");
         assert!(!e.keeps("write"));
         assert!(matches!(e.serve("read", &slice("a.rs", 2)).await, Served::Run));
-        let whole = files.execute("read".into(), args("a.rs")).await.unwrap();
+        let whole = files.execute("read".into(), args("a.rs"), alone()).await.unwrap();
         let answer = e.keep("read", &slice("a.rs", 2), whole, Duration::from_millis(5));
         assert_eq!(answer, "23456", "the real call's own slice");
         assert!(matches!(e.serve("read", &slice("a.rs", 4)).await, Served::Prefetched(s) if s == "456"));
@@ -1216,7 +1269,7 @@ mod tests {
         });
         files.content.lock().unwrap().insert("a.rs".into(), "old".into());
         let e = engine(files.clone(), Some(60));
-        let whole = files.execute("read".into(), args("a.rs")).await.unwrap();
+        let whole = files.execute("read".into(), args("a.rs"), alone()).await.unwrap();
         e.keep("read", &args("a.rs"), whole, Duration::from_millis(5));
         // Reported but unchanged, or not held: nothing to fetch.
         e.changed("read", args("a.rs")).await;
@@ -1313,7 +1366,12 @@ mod tests {
             Box::pin(async move { Ok(args) })
         }
 
-        fn execute(&self, tool: String, args: Map<String, Value>) -> BoxFuture<'_, Result<Value, String>> {
+        fn execute(
+            &self,
+            tool: String,
+            args: Map<String, Value>,
+            _background: Background,
+        ) -> BoxFuture<'_, Result<Value, String>> {
             Box::pin(async move {
                 self.calls.lock().unwrap().push((tool, args.clone()));
                 Ok(Value::Object(args))

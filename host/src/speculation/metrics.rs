@@ -38,6 +38,8 @@ pub struct Metrics {
     stale: AtomicU64,
     /// Shared with the caches, which count what they waste.
     wasted: Arc<AtomicU64>,
+    /// Shared with the real calls in flight, which prefetches wait behind.
+    waited: Arc<AtomicU64>,
     declined: Mutex<BTreeMap<DeclineReason, u64>>,
     /// The counters as last added to the cluster's totals.
     flushed: Mutex<BTreeMap<String, u64>>,
@@ -75,6 +77,10 @@ pub struct Snapshot {
     pub unserved: u64,
     /// Cached results not served because their source had changed.
     pub stale: u64,
+    /// Times a prefetch waited for the real calls in flight before it took
+    /// the CPU, a vendor's connection or a backend.
+    #[serde(default)]
+    pub waited: u64,
     /// Prefetches not started, by reason.
     pub declined: BTreeMap<String, u64>,
     /// Time the hits saved the model, in milliseconds.
@@ -156,6 +162,7 @@ impl Snapshot {
             wasted: get("wasted"),
             unserved: 0,
             stale: get("stale"),
+            waited: get("waited"),
             declined: totals
                 .counters
                 .iter()
@@ -195,6 +202,7 @@ impl Metrics {
             ("saved_us", &self.saved_us),
             ("stale", &self.stale),
             ("wasted", &*self.wasted),
+            ("waited", &*self.waited),
         ]
         .into_iter()
         .map(|(name, n)| (name.to_owned(), n.load(Ordering::Relaxed)))
@@ -271,6 +279,11 @@ impl Metrics {
         self.wasted.clone()
     }
 
+    /// The counter prefetches count their waits behind real calls into.
+    pub fn waited_counter(&self) -> Arc<AtomicU64> {
+        self.waited.clone()
+    }
+
     pub fn stale(&self) {
         self.stale.fetch_add(1, Ordering::Relaxed);
     }
@@ -313,6 +326,7 @@ impl Metrics {
             wasted: self.wasted.load(Ordering::Relaxed),
             unserved,
             stale: self.stale.load(Ordering::Relaxed),
+            waited: self.waited.load(Ordering::Relaxed),
             declined: declined.iter().map(|(r, n)| (reason_name(r), *n)).collect(),
             saved_ms: self.saved_us.load(Ordering::Relaxed) / 1000,
             ranks,

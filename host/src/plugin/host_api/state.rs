@@ -22,6 +22,7 @@ use super::log::{LogBudget, LogLevel, LogSink};
 use super::stdout::LogStream;
 use crate::plugin::engine::TICK;
 use crate::plugin::manifest::Limits;
+use crate::priority::Background;
 
 /// What a plugin is, as its imports need to know it.
 pub struct PluginIdentity {
@@ -47,6 +48,8 @@ pub struct HostState {
     import_time: Duration,
     /// When the current call began: its wall-clock budget counts from here.
     pub(crate) call_started: Instant,
+    /// The current call's place behind the real calls, if it is a prefetch.
+    pub(crate) background: Option<Background>,
 }
 
 impl HostState {
@@ -79,6 +82,7 @@ impl HostState {
             cpu_ticks_left: 0,
             import_time: Duration::ZERO,
             call_started: Instant::now(),
+            background: None,
         }
     }
 
@@ -87,6 +91,7 @@ impl HostState {
         self.call_started = Instant::now();
         self.cpu_ticks_left = self.cpu_ticks;
         self.import_time = Duration::ZERO;
+        self.background = None;
         self.log.reset();
     }
 
@@ -111,13 +116,17 @@ impl HostState {
 
     /// Called by wasmtime each tick the guest is running: yield to the
     /// executor (so wall-clock deadlines and cancellation can fire), or trap
-    /// once the call's CPU budget is spent.
+    /// once the call's CPU budget is spent. A prefetch yields until the
+    /// real calls in flight are done (within its pause budget).
     pub fn on_epoch(&mut self) -> wasmtime::Result<UpdateDeadline> {
         if self.cpu_ticks_left == 0 {
             return Err(wasmtime::Error::msg(CpuExhausted));
         }
         self.cpu_ticks_left -= 1;
-        Ok(UpdateDeadline::Yield(1))
+        Ok(match self.background.as_ref().and_then(Background::pause) {
+            Some(pause) => UpdateDeadline::YieldCustom(1, Box::pin(pause)),
+            None => UpdateDeadline::Yield(1),
+        })
     }
 }
 

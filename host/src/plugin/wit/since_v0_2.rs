@@ -228,6 +228,10 @@ impl value_model_types::Host for HostState {}
 
 impl http::Host for HostState {
     async fn fetch(&mut self, req: http::Request) -> R<Result<http::Response, http::HttpError>> {
+        // A prefetch's request waits for the real calls to the vendor.
+        if let Some(background) = &self.background {
+            background.wait_turn().await;
+        }
         let grant = self.identity.http.clone();
         let limits = &self.identity.limits;
         Ok(grant
