@@ -38,7 +38,7 @@ use serde_json::{Map, Value};
 use std::sync::Arc;
 
 use super::call::{Prefetch, prepare};
-use super::catalog::{Backend, Core};
+use super::catalog::{Backend, Bound, Core};
 use super::control::{CallControl, error_text};
 use crate::output::CallOutput;
 use crate::priority::Background;
@@ -99,9 +99,13 @@ impl Target for Core {
     }
 
     fn cache_args(&self, tool: &str, args: &Map<String, Value>) -> Map<String, Value> {
-        match self.tools.get(tool).map(|b| &b.backend) {
-            Some(Backend::Native(native)) => native.cache_args(tool, args),
-            _ => args.clone(),
+        match self.tools.get(tool) {
+            Some(Bound {
+                backend: Backend::Native(native),
+                ..
+            }) => native.cache_args(tool, args),
+            Some(bound) => without_defaults(&bound.schema, args),
+            None => args.clone(),
         }
     }
 
@@ -235,6 +239,17 @@ impl Target for Core {
     }
 }
 
+/// `args` without those whose value is the default the tool's input schema
+/// declares: a call that spells out a default (`page_size: 100`) asks for
+/// the answer of the call that leaves it out, and is answered from it.
+fn without_defaults(schema: &Value, args: &Map<String, Value>) -> Map<String, Value> {
+    let default = |name: &str| schema.get("properties")?.get(name)?.get("default");
+    args.iter()
+        .filter(|(name, value)| default(name) != Some(*value))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect()
+}
+
 /// Whether `host` is one of `grants` (a plugin's HTTP grants), by host name.
 fn granted(grants: &[String], host: &str) -> bool {
     let host = hostname(host);
@@ -282,6 +297,22 @@ mod tests {
             "src/./f.txt",
             "src/../src/f.txt",
         ])
+    }
+
+    #[test]
+    fn a_default_spelled_out_is_keyed_as_left_out() {
+        let schema = json!({"properties": {
+            "page_size": {"type": "integer", "default": 100},
+            "sort": {"type": "string"},
+        }});
+        let key = |args: Value| without_defaults(&schema, args.as_object().unwrap());
+        assert_eq!(key(json!({"id": "a", "page_size": 100})), key(json!({"id": "a"})));
+        assert_ne!(key(json!({"id": "a", "page_size": 5})), key(json!({"id": "a"})));
+        assert_ne!(
+            key(json!({"id": "a", "sort": "asc"})),
+            key(json!({"id": "a"})),
+            "no default declared: the argument may change the answer"
+        );
     }
 
     proptest! {
