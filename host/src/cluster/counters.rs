@@ -132,7 +132,7 @@ fn fields(read: Vec<Vec<u8>>, hash: &Hash, server: &str) -> Option<HashMap<Strin
         .unwrap_or(usize::MAX);
     if held > hash.cap {
         tracing::warn!(
-            "cluster: `{}` in {server} holds {held} fields, more than the {} read: not learned from",
+            "cluster: `{}` in {server} holds {held} fields, more than the {} a replica reads: left unread",
             hash.key,
             hash.cap
         );

@@ -44,9 +44,10 @@
 //! from the result, paths a result's walk makes, constants that are JSON),
 //! traits only if a result could have given them, names picked only if
 //! short, counts saturate, and no more are kept than learning keeps. A
-//! forged link can at worst have the host prefetch, and offer, calls of a
-//! tool the value models let be called ahead of time (a read, whose result
-//! is served only to the exact call it answers): never a write, never an
+//! forged link can at worst have the host prefetch calls of a tool the
+//! value models let be called ahead of time: a read, with arguments the
+//! forger chose, under the policies the agent's own calls meet, its result
+//! served only to the exact call it answers. Never a write, never an
 //! answer to a call that did not ask for it.
 //!
 //! Owns: the recent results and the links learned, with their counts, and
