@@ -4,7 +4,8 @@
 //! on the others, with the same answers and the same backend requests as
 //! one replica alone; a write on one replica is seen on every other; a
 //! replica killed loses no call the client retries; Redis killed leaves
-//! every call answered, from each replica's own cache, and is logged.
+//! every call answered, from each replica's own cache, and is logged; what
+//! each replica counted and learned is summed.
 //!
 //! The engine's side (generations, confirmation of local entries) is
 //! unit-tested in `host/src/speculation/`; this is the whole: processes,
