@@ -4,7 +4,8 @@
 //! on the others, with the same answers and the same backend requests as
 //! one replica alone; a write on one replica is seen on every other; a
 //! replica killed loses no call the client retries; Redis killed leaves
-//! every call answered, from each replica's own cache, and is logged.
+//! every call answered, from each replica's own cache, and is logged; what
+//! each replica counted and learned is summed.
 //!
 //! The engine's side (generations, confirmation of local entries) is
 //! unit-tested in `host/src/speculation/`; this is the whole: processes,
@@ -376,6 +377,54 @@ async fn stats_sum_every_replica_and_a_prefetch_served_elsewhere_is_not_wasted()
     // The text rendering says where the figures come from.
     let text = cluster_stats(layout, false);
     assert!(text.starts_with("summed over every replica"), "{text}");
+}
+
+/// How often `toolhost stats` on the cluster says the agents followed
+/// the learned link `get_issues → get_issue`.
+fn seen_summed(layout: &Layout) -> u64 {
+    let summed: serde_json::Value = serde_json::from_str(&cluster_stats(layout, true)).unwrap();
+    let learned = summed["stats"]["learned"].as_array().cloned().unwrap_or_default();
+    learned
+        .iter()
+        .filter(|l| l["from"] == "get_issues" && l["to"] == "get_issue")
+        .map(|l| l["seen"].as_u64().unwrap_or(0))
+        .sum()
+}
+
+/// Wait until `toolhost stats` shows the link followed at least `n` times;
+/// whether it did within `polls` polls.
+async fn await_seen(layout: &Layout, n: u64, polls: usize) -> bool {
+    for _ in 0..polls {
+        if seen_summed(layout) >= n {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_link_followed_once_on_each_of_two_replicas_is_summed() {
+    needs!(Redis);
+    // A listed the issues (its prefetches are in Redis: the listing was
+    // learned from), and an agent there reads the first.
+    let two = Prefetched::on_a().await;
+    let (layout, a, b) = (&two.layout, &two.a, &two.b);
+    a.call("get_issue", json!({"key": "WEB-1"})).await.unwrap();
+    assert!(await_seen(layout, 1, 600).await, "A's flush reached Redis");
+    // An agent on B lists them and reads the second: B learns the link
+    // once on its own (once more if its listing was not yet read when the
+    // call came), and the totals hold both replicas' counts.
+    for _ in 0..5 {
+        b.call("get_issues", json!({})).await.unwrap();
+        b.call("get_issue", json!({"key": "WEB-2"})).await.unwrap();
+        if await_seen(layout, 2, 100).await {
+            break;
+        }
+    }
+    assert!(seen_summed(layout) >= 2, "{}", cluster_stats(layout, false));
+    let text = cluster_stats(layout, false);
+    assert!(text.contains("get_issues -> get_issue ["), "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -48,7 +48,7 @@
 //! | an upstream server's list (tools, prompts, resources, templates), over all its pages | 1,000 pages, its message cap in all; 10,000 tools, or its `max_tools` up to 100,000; 100,000 of the others |
 //! | a prefetch another replica shared (Redis) | 32 MiB read before parsing, sealed by the replicas' key, then its tool's output cap |
 //! | a message another replica published (Redis) | 1 MiB, sealed by the replicas' key, sent within the last minute |
-//! | the speculation totals summed in Redis (not sealed) | 10,000 fan-out ranks, between valid tool names |
+//! | the speculation totals summed in Redis (not sealed) | each hash read in one step, only while it holds at most its cap: 10,000 counters, 10,000 fan-out ranks, between valid tool names; 2,048 learned links of 2 KiB, well-formed between valid tool names (as a stats file's), 8,192 names picked |
 //!
 //! Text a plugin sent that is shown inside one of the host's own messages
 //! (a refused tool name, a bad category) is escaped and shortened first
@@ -166,6 +166,17 @@ pub const MAX_SHARED_EVENT: usize = 1 << 20;
 /// Most ranks of the fan-out summed in Redis a replica learns from (each a
 /// link between two tools and a rank among its candidates).
 pub const MAX_SHARED_RANKS: usize = 10_000;
+/// Most links learned from value flow summed in Redis a replica reads
+/// (each replica keeps a few hundred: the others are the rest of the
+/// cluster's).
+pub const MAX_SHARED_LINKS: usize = 2048;
+/// Longest learned link summed in Redis a replica reads, as its owner
+/// names it (tools, arguments and where each comes from), and longest
+/// traits of the items it picks.
+pub const MAX_SHARED_LINK_BYTES: usize = 2048;
+/// Most names of picked items summed in Redis a replica reads (over every
+/// link).
+pub const MAX_SHARED_PICKS: usize = 8192;
 
 /// What one call of a native file tool may touch (`tools`): a read's
 /// file, a walk's depth and the names it holds, a listing's and a search's

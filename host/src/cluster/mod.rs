@@ -15,8 +15,8 @@
 //! - `events`: what replicas tell each other (invalidations, prefetches
 //!   served elsewhere, catalog changes), sealed too, relayed to this
 //!   replica.
-//! - `counters`: the speculation counters and learned fan-out of every
-//!   replica, summed in Redis.
+//! - `counters`: the speculation counters, the learned fan-out and the
+//!   links learned from value flow of every replica, summed in Redis.
 //!
 //! Not here: what is cached and when (`speculation`), how results are
 //! encoded (the speculation target's).
@@ -33,7 +33,7 @@ use std::time::Duration;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::sync::broadcast;
 
-pub use counters::{Delta, Rank, Totals};
+pub use counters::{Delta, LinkCount, Rank, Totals};
 pub use events::Event;
 pub use prefetches::{Entry, Stored};
 pub use seal::{ClusterKey, MIN_KEY_BYTES};

@@ -279,9 +279,14 @@ impl<T: Target> Engine<T> {
     /// This engine sharing its prefetches and invalidations with the other
     /// replicas of `cluster`.
     pub fn with_cluster(mut self, cluster: Option<Arc<Cluster>>) -> Self {
-        self.tally = cluster
-            .as_ref()
-            .map(|c| Tally::start(c.clone(), self.metrics.clone(), self.fanout.clone()));
+        self.tally = cluster.as_ref().map(|c| {
+            Tally::start(
+                c.clone(),
+                self.metrics.clone(),
+                self.fanout.clone(),
+                self.learned.clone(),
+            )
+        });
         self.shared = cluster.map(|c| Shared::new(c, self.cache.clone(), self.fanout.clone()));
         self
     }

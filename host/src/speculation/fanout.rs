@@ -150,7 +150,7 @@ impl FanOut {
             }
         }
         let counts = inner.counts.entry(origin.clone()).or_default();
-        counts.offered += 1;
+        counts.offered = counts.offered.saturating_add(1);
         counts.new_offered += 1;
         inner.offered.insert(
             key,
@@ -170,7 +170,7 @@ impl FanOut {
         if offered.until > Instant::now()
             && let Some(c) = inner.counts.get_mut(&offered.origin)
         {
-            c.used += 1;
+            c.used = c.used.saturating_add(1);
             c.new_used += 1;
         }
     }
@@ -212,8 +212,9 @@ impl FanOut {
         let mut inner = self.lock();
         for r in totals {
             let c = inner.counts_of(r.from, r.to, r.rank);
-            c.offered = r.offered + c.new_offered;
-            c.used = r.used.min(r.offered) + c.new_used;
+            // Redis is not trusted: a forged total saturates.
+            c.offered = r.offered.saturating_add(c.new_offered);
+            c.used = r.used.min(r.offered).saturating_add(c.new_used);
         }
     }
 

@@ -10,7 +10,8 @@
 //! With a cluster, what each replica counted is also added to the totals in
 //! Redis (`tally`); these counters stay this replica's own (what its
 //! `/metrics` says: a scraper sums the replicas), and [`Snapshot::summed`]
-//! reads the totals back.
+//! reads the totals back, with the fan-out and the links every replica
+//! learned.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -170,6 +171,7 @@ impl Snapshot {
                 .collect(),
             saved_ms: get("saved_us") / 1000,
             ranks: totals
+                .learning
                 .ranks
                 .iter()
                 .map(|r| RankStats {
@@ -181,8 +183,7 @@ impl Snapshot {
                     estimate: super::fanout::estimate(r.offered, r.used, r.prior, r.rank),
                 })
                 .collect(),
-            // Learned per replica: not summed.
-            learned: Vec::new(),
+            learned: super::learned::summed(&totals.learning.links),
             budget: Spent::of(get("real_calls"), get("dispatched"), get("hits") + get("joins")),
         }
     }
