@@ -29,6 +29,13 @@
 //! off every answer is the fake's recording of that call, or of the same
 //! read earlier in its epoch, so none may be stale: that validates the
 //! comparison.
+//!
+//! With `--through provider` (`provider`), GitHub's trajectories go instead
+//! through toolhost's GitHub provider plugin, each recorded call as the
+//! catalog call that asks the same (`mapping`), against a fake of GitHub's
+//! REST API (`rest`); the calls it has no equivalent for are counted as not
+//! covered. The driver's step ([`step`]) and the figures ([`account`],
+//! [`Figures`], the printing) are the same for both.
 
 mod fake;
 mod flow;
@@ -58,7 +65,7 @@ pub enum Through {
     #[default]
     Server,
     /// toolhost's GitHub provider plugin, against a fake of GitHub's REST
-    /// API (GitHub only; see `provider`).
+    /// API (GitHub's trajectories only).
     Provider,
 }
 
