@@ -19,7 +19,10 @@
 //! pushed or a pull request merged drops what it cached (an upstream tool
 //! that writes and names nothing it `invalidates` drops everything). They
 //! are counted as not covered, by tool and why, and left out of the other
-//! figures. Both fakes cut the world's state into the same epochs.
+//! figures. Both fakes cut the world's state into the same epochs. Every
+//! request to either takes the vendor latency: a provider call that needs
+//! two requests (a pull request's labels, then the pull request) waits
+//! twice, as it would on GitHub.
 //!
 //! A call was served when no request for it reached the fake API while the
 //! agent waited on it: for a read, a GET of its route; for a write, any
