@@ -10,7 +10,9 @@
 //! `trajectories` and tests/replay/traces/SOURCES.md). With `--vendor`,
 //! real agent trajectories against GitHub's and Notion's MCP servers,
 //! through a host whose upstream is a fake of each (see `vendor` and
-//! tests/replay/vendor/SOURCES.md).
+//! tests/replay/vendor/SOURCES.md); with `--vendor --through provider`,
+//! the GitHub ones through toolhost's GitHub provider plugin against a fake
+//! of GitHub's REST API instead (`vendor::provider`).
 //!
 //! `cargo run --release -p toolhost-bench --bin replay -- --help`
 
@@ -60,6 +62,13 @@ struct Args {
     /// With --traces or --vendor: only the traces whose name contains this.
     #[arg(long, requires = "replays")]
     only: Option<String>,
+    /// With --vendor: what the calls go through to the vendor: its MCP
+    /// server (a fake of it, as the host's upstream), or toolhost's GitHub
+    /// provider plugin against a fake of GitHub's REST API (GitHub's
+    /// trajectories only; calls it has no tool for are counted as not
+    /// covered).
+    #[arg(long, requires = "vendor", value_enum, default_value_t = vendor::Through::Server)]
+    through: vendor::Through,
     /// With --vendor: only this server's trajectories.
     #[arg(long, requires = "vendor", value_parser = vendor::SERVERS)]
     server: Option<String>,
@@ -214,6 +223,7 @@ fn print(runs: &[Run]) {
 
 fn vendor_options(args: &Args) -> vendor::Options {
     vendor::Options {
+        through: args.through,
         only: args.only.clone(),
         server: args.server.clone(),
         dir: args.vendor_dir.clone(),
@@ -318,5 +328,38 @@ mod smoke {
             assert_eq!(on.figures.stale, 0, "{server}: {:?}", on.figures);
             assert_eq!(on.figures.calls, calls, "{server}");
         }
+    }
+
+    /// Two GitHub trajectories through the GitHub provider against the
+    /// fake REST API: one of commit reads (list → commit), one of writes
+    /// with a read after them and writes the provider has no tool for
+    /// (passed to the server's fake). With speculation off every covered
+    /// call reaches the fake API, some calls are covered and the others
+    /// counted, and no answer is stale whether speculation is off or on.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_provider_replay_runs_and_no_answer_is_ever_stale() {
+        let args = Args::parse_from(["replay", "--vendor", "--through", "provider", "--scale", "0.01"]);
+        let options = vendor_options(&args);
+        let mut trajectories = vendor::Trajectory::load(&vendor::vendor_dir(), "github").unwrap();
+        trajectories.retain(|t| {
+            [
+                "claude-code__feature_commit_tracking",
+                "claude-code__critical_issue_hotfix_workflow",
+            ]
+            .iter()
+            .any(|only| t.id.contains(only))
+        });
+        assert_eq!(trajectories.len(), 2);
+        let calls: usize = trajectories.iter().map(|t| t.calls.len()).sum();
+        let (off, on) = vendor::provider::replay(&trajectories, &options).await.unwrap();
+        let f = &off.figures;
+        assert!(f.calls > 0 && f.not_covered > 0, "{f:?}");
+        assert_eq!(f.calls + f.not_covered, calls as u64, "{f:?}");
+        assert_eq!((f.stale, f.failed, f.prefetches, f.served), (0, 0, 0, 0), "{f:?}");
+        assert!(f.backend_calls >= f.calls, "{f:?}");
+        assert!(f.predictable > 0, "{f:?}");
+        assert_eq!(on.not_covered.values().sum::<u64>(), f.not_covered);
+        assert_eq!(on.figures.stale, 0, "{:?}", on.figures);
+        assert_eq!(on.figures.calls, f.calls);
     }
 }

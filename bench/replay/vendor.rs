@@ -29,10 +29,21 @@
 //! off every answer is the fake's recording of that call, or of the same
 //! read earlier in its epoch, so none may be stale: that validates the
 //! comparison.
+//!
+//! With `--through provider` (`provider`), GitHub's trajectories go instead
+//! through toolhost's GitHub provider plugin, each recorded call as the
+//! catalog call that asks the same (`mapping`), against a fake of GitHub's
+//! REST API (`rest`); the calls it has no equivalent for are counted as not
+//! covered. The driver's step ([`step`]) and the figures ([`account`],
+//! [`Figures`], the printing) are the same for both.
 
 mod fake;
 mod flow;
+mod mapping;
+pub mod provider;
+mod rest;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -47,7 +58,19 @@ use fake::{Cursor, Fake};
 
 pub const SERVERS: [&str; 2] = ["github", "notion"];
 
+/// What the trajectories go through to their vendor.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Through {
+    /// The vendor's MCP server (a fake of it), as the host's upstream.
+    #[default]
+    Server,
+    /// toolhost's GitHub provider plugin, against a fake of GitHub's REST
+    /// API (GitHub's trajectories only).
+    Provider,
+}
+
 pub struct Options {
+    pub through: Through,
     pub only: Option<String>,
     pub server: Option<String>,
     /// Where github.jsonl and notion.jsonl are (default tests/replay/vendor).
@@ -58,6 +81,13 @@ pub struct Options {
     /// Think time of a call whose trace records none, before `scale`.
     pub think_ms: u64,
     pub json: bool,
+}
+
+impl Options {
+    /// `ms` of the latency model, scaled.
+    pub fn scaled(&self, ms: u64) -> Duration {
+        Duration::from_secs_f64(ms as f64 * self.scale / 1000.0)
+    }
 }
 
 /// Where the committed traces are.
@@ -199,6 +229,13 @@ pub struct Figures {
     pub stale: u64,
     /// Calls the host answered with no result (`CallError`).
     pub failed: u64,
+    /// Calls left out: the provider has no equivalent (`--through
+    /// provider`); not in `calls`.
+    pub not_covered: u64,
+    /// Answers that were errors where the recording was none, or the
+    /// reverse (`--through provider`: how closely the provider and its
+    /// fake API give what the server gave).
+    pub diverged: u64,
     pub waited_ms: f64,
 }
 
@@ -219,6 +256,8 @@ impl Figures {
         self.unknown += o.unknown;
         self.stale += o.stale;
         self.failed += o.failed;
+        self.not_covered += o.not_covered;
+        self.diverged += o.diverged;
         self.waited_ms += o.waited_ms;
     }
 }
@@ -236,6 +275,8 @@ pub struct Run {
     /// The predictable reads whose real call reached the fake.
     pub missed: Vec<Missed>,
     pub stats: Option<Snapshot>,
+    /// The calls left out, by recorded tool and why.
+    pub not_covered: BTreeMap<String, u64>,
 }
 
 /// A predictable read speculation did not serve (for `--json`): where the
@@ -349,90 +390,104 @@ fn comparable(result: &Value, is_error: bool) -> Value {
     json!({"content": content, "structured": structured, "is_error": is_error})
 }
 
-/// Replay `trajectories` of `server` through one host, speculation on or off.
-pub async fn replay(server: &str, trajectories: &[Trajectory], speculate: bool, o: &Options) -> Result<Run> {
-    let scaled = |ms: u64| Duration::from_secs_f64(ms as f64 * o.scale / 1000.0);
-    let fake = Arc::new(Fake::new(trajectories, scaled(o.latency_ms))?);
-    let url = fake.serve().await?;
-    let ctx = CallControl::new("vendor-replay");
-    let mut waits = Vec::new();
-    let mut stale = Vec::new();
-    let mut failed = 0;
-    let mut stats: Option<Snapshot> = None;
-    for (t, trajectory) in trajectories.iter().enumerate() {
-        // Each task is a session of its own, against a world the harness
-        // reset: a new host, which starts from what the last one learned.
-        let host = host(server, &url, speculate).await?;
-        if let Some(earlier) = &stats {
-            host.resume(earlier);
+/// What the agent of one call got and waited.
+pub struct Answered {
+    /// The answer, as compared ([`comparable`]).
+    pub got: Value,
+    pub is_error: bool,
+    pub waited: Duration,
+    /// The host answered with no result (`CallError`).
+    pub failed: bool,
+}
+
+/// Make call `i` of trajectory `t` as its agent did: think `think`, then
+/// call `tool`, timed; `set` tells the fakes where the driver is.
+pub async fn step(
+    host: &Toolhost,
+    set: &dyn Fn(Cursor),
+    (t, i): (usize, usize),
+    think: Duration,
+    (tool, args): (&str, Value),
+    ctx: &CallControl,
+) -> Result<Answered> {
+    let at = |call, calling| Cursor {
+        trajectory: t,
+        call,
+        calling,
+    };
+    set(at(i, false));
+    tokio::time::sleep(think).await;
+    set(at(i, true));
+    let started = Instant::now();
+    let answer = host.call_tool(tool, args, ctx).await;
+    let waited = started.elapsed();
+    set(at(i + 1, false));
+    Ok(match answer {
+        Ok(out) => {
+            let is_error = out.is_error;
+            let mcp = serde_json::to_value(toolhost::internals::to_mcp(out))?;
+            Answered {
+                got: comparable(&mcp, is_error),
+                is_error,
+                waited,
+                failed: false,
+            }
         }
-        let mut t_waits = Vec::new();
-        let mut t_stale = Vec::new();
-        for (i, call) in trajectory.calls.iter().enumerate() {
-            let at = |calling| Cursor {
-                trajectory: t,
-                call: i,
-                calling,
-            };
-            fake.set(at(false));
-            tokio::time::sleep(scaled(call.think_ms.unwrap_or(o.think_ms))).await;
-            fake.set(at(true));
-            let started = Instant::now();
-            let answer = host.call_tool(&call.tool, call.args.clone(), &ctx).await;
-            t_waits.push(started.elapsed());
-            fake.set(Cursor {
-                trajectory: t,
-                call: i + 1,
-                calling: false,
-            });
-            let got = match answer {
-                Ok(out) => {
-                    let is_error = out.is_error;
-                    let mcp = serde_json::to_value(toolhost::internals::to_mcp(out))?;
-                    comparable(&mcp, is_error)
-                }
-                Err(e) => {
-                    failed += 1;
-                    let text = error_text(&e);
-                    comparable(&json!({"content": [{"type": "text", "text": text}]}), true)
-                }
-            };
-            let want = call.result.as_ref().map(|r| {
-                let is_error = call.error_from.as_deref() == Some("isError");
-                comparable(r, is_error)
-            });
-            t_stale.push(want.is_some_and(|w| w != got));
+        Err(e) => {
+            let text = error_text(&e);
+            Answered {
+                got: comparable(&json!({"content": [{"type": "text", "text": text}]}), true),
+                is_error: true,
+                waited,
+                failed: true,
+            }
         }
-        waits.push(t_waits);
-        stale.push(t_stale);
-        host.settle().await;
-        // After shutdown, so that prefetches never served count as wasted.
-        host.shutdown().await;
-        stats = host.stats().map(|now| summed(stats.as_ref(), now));
-    }
-    let requests = fake.requests();
+    })
+}
+
+/// A request a fake got, as the figures count it.
+pub struct Logged {
+    pub cursor: Cursor,
+    /// Whether it was the real call of the call the driver waited on.
+    pub real: bool,
+    pub tool: String,
+    pub args: String,
+    pub at: Duration,
+    pub unknown: bool,
+}
+
+/// What a replay saw of one call it counts.
+pub struct Seen {
+    pub waited: Duration,
+    pub stale: bool,
+    /// Its answer was an error where the recording was none, or the reverse.
+    pub diverged: bool,
+}
+
+/// The figures of one run from what the driver saw (per trajectory and
+/// call; `None` for a call the run does not count) and what the backend
+/// logged.
+pub fn account(
+    trajectories: &[Trajectory],
+    seen: &[Vec<Option<Seen>>],
+    requests: &[Logged],
+    stats: Option<Snapshot>,
+) -> Run {
     let mut reached: Vec<Vec<usize>> = trajectories.iter().map(|t| vec![0; t.calls.len()]).collect();
     let mut per: Vec<Figures> = vec![Figures::default(); trajectories.len()];
     let mut prefetched = Vec::new();
-    for r in &requests {
-        let Cursor {
-            trajectory: t,
-            call: i,
-            calling,
-        } = r.cursor;
+    for r in requests {
+        let (t, i) = (r.cursor.trajectory, r.cursor.call);
         if let Some(f) = per.get_mut(t) {
             f.backend_calls += 1;
             f.unknown += u64::from(r.unknown);
         }
-        let call = trajectories.get(t).and_then(|tr| tr.calls.get(i));
-        // Args a host coerced may differ from the recording: a write is
-        // never prefetched, so any request for its tool is the real call.
-        if call.is_some_and(|c| calling && r.tool == c.tool && (!c.read || r.key == c.key)) {
+        if r.real {
             reached[t][i] += 1;
         } else {
             prefetched.push(Prefetched {
                 tool: r.tool.clone(),
-                args: r.key.clone(),
+                args: r.args.clone(),
                 at_ms: r.at.as_millis() as u64,
                 trajectory: trajectories.get(t).map(|tr| tr.id.clone()).unwrap_or_default(),
                 call: i,
@@ -446,6 +501,10 @@ pub async fn replay(server: &str, trajectories: &[Trajectory], speculate: bool, 
     for (t, trajectory) in trajectories.iter().enumerate() {
         let f = &mut per[t];
         for (i, call) in trajectory.calls.iter().enumerate() {
+            let Some(s) = &seen[t][i] else {
+                f.not_covered += 1;
+                continue;
+            };
             let served = reached[t][i] == 0;
             if !served && call.predictable && call.read {
                 missed.push(Missed {
@@ -467,22 +526,91 @@ pub async fn replay(server: &str, trajectories: &[Trajectory], speculate: bool, 
             f.served_predictable += u64::from(served && call.predictable);
             f.served_novel += u64::from(served && call.novel);
             f.real_calls += reached[t][i] as u64;
-            f.stale += u64::from(stale[t][i]);
-            f.waited_ms += waits[t][i].as_secs_f64() * 1000.0;
+            f.stale += u64::from(s.stale);
+            f.diverged += u64::from(s.diverged);
+            f.waited_ms += s.waited.as_secs_f64() * 1000.0;
         }
         f.prefetches = f.backend_calls.saturating_sub(f.real_calls);
         figures.add(f);
         rows.push((trajectory.id.clone(), f.clone()));
     }
-    figures.failed = failed;
-    Ok(Run {
+    Run {
         figures,
         trajectories: rows,
         reached,
         prefetched,
         missed,
         stats,
-    })
+        not_covered: BTreeMap::new(),
+    }
+}
+
+/// Replay `trajectories` of `server` through one host, speculation on or off.
+pub async fn replay(server: &str, trajectories: &[Trajectory], speculate: bool, o: &Options) -> Result<Run> {
+    let fake = Arc::new(Fake::new(trajectories, o.scaled(o.latency_ms))?);
+    let url = fake.serve().await?;
+    let ctx = CallControl::new("vendor-replay");
+    let mut seen = Vec::new();
+    let mut failed = 0;
+    let mut stats: Option<Snapshot> = None;
+    for (t, trajectory) in trajectories.iter().enumerate() {
+        // Each task is a session of its own, against a world the harness
+        // reset: a new host, which starts from what the last one learned.
+        let host = host(server, &url, speculate).await?;
+        if let Some(earlier) = &stats {
+            host.resume(earlier);
+        }
+        let mut t_seen = Vec::new();
+        for (i, call) in trajectory.calls.iter().enumerate() {
+            let think = o.scaled(call.think_ms.unwrap_or(o.think_ms));
+            let set = |c| fake.set(c);
+            let answered = step(&host, &set, (t, i), think, (&call.tool, call.args.clone()), &ctx).await?;
+            failed += u64::from(answered.failed);
+            let want = call.result.as_ref().map(|r| {
+                let is_error = call.error_from.as_deref() == Some("isError");
+                comparable(r, is_error)
+            });
+            t_seen.push(Some(Seen {
+                waited: answered.waited,
+                stale: want.is_some_and(|w| w != answered.got),
+                diverged: false,
+            }));
+        }
+        seen.push(t_seen);
+        stats = finish(host, stats).await;
+    }
+    let requests: Vec<Logged> = fake
+        .requests()
+        .into_iter()
+        .map(|r| {
+            let call = trajectories
+                .get(r.cursor.trajectory)
+                .and_then(|tr| tr.calls.get(r.cursor.call));
+            // Args a host coerced may differ from the recording: a write is
+            // never prefetched, so any request for its tool is the real call.
+            let real =
+                call.is_some_and(|c| r.cursor.calling && r.tool == c.tool && (!c.read || r.key == c.key));
+            Logged {
+                cursor: r.cursor,
+                real,
+                tool: r.tool,
+                args: r.key,
+                at: r.at,
+                unknown: r.unknown,
+            }
+        })
+        .collect();
+    let mut run = account(trajectories, &seen, &requests, stats);
+    run.figures.failed = failed;
+    Ok(run)
+}
+
+/// End a session's host: settled, then shut down (so that prefetches never
+/// served count as wasted); the counters so far, with its own added.
+pub async fn finish(host: Toolhost, earlier: Option<Snapshot>) -> Option<Snapshot> {
+    host.settle().await;
+    host.shutdown().await;
+    host.stats().map(|now| summed(earlier.as_ref(), now))
 }
 
 fn pct(part: f64, whole: f64) -> f64 {
@@ -510,6 +638,9 @@ struct Pair {
     /// The predictable reads it did not serve.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     missed: Vec<Missed>,
+    /// The calls left out, by recorded tool and why.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    not_covered: BTreeMap<String, u64>,
 }
 
 impl Pair {
@@ -538,15 +669,35 @@ impl Pair {
             stats_on,
             prefetched: Vec::new(),
             missed: Vec::new(),
+            not_covered: BTreeMap::new(),
         }
+    }
+}
+
+/// Say, unless the output is JSON, which run starts.
+pub fn announce(o: &Options, label: &str, trajectories: &[Trajectory], speculate: bool) {
+    if !o.json {
+        eprintln!(
+            "replaying {} {label} trajectories ({} calls), speculation {}…",
+            trajectories.len(),
+            trajectories.iter().map(|t| t.calls.len()).sum::<usize>(),
+            if speculate { "on" } else { "off" }
+        );
     }
 }
 
 pub async fn run(o: &Options) -> Result<()> {
     let dir = o.dir.clone().unwrap_or_else(vendor_dir);
+    let servers: &[&str] = match o.through {
+        Through::Server => &SERVERS,
+        Through::Provider => &["github"],
+    };
+    if let Some(s) = o.server.as_deref().filter(|s| !servers.contains(s)) {
+        bail!("--through provider replays GitHub's trajectories, not {s}'s");
+    }
     let mut pairs = Vec::new();
     let mut sessions = Vec::new();
-    for server in SERVERS {
+    for &server in servers {
         if o.server.as_deref().is_some_and(|s| s != server) {
             continue;
         }
@@ -557,25 +708,28 @@ pub async fn run(o: &Options) -> Result<()> {
         if trajectories.is_empty() {
             continue;
         }
-        let mut runs = Vec::new();
-        for speculate in [false, true] {
-            if !o.json {
-                eprintln!(
-                    "replaying {} {server} trajectories ({} calls), speculation {}…",
-                    trajectories.len(),
-                    trajectories.iter().map(|t| t.calls.len()).sum::<usize>(),
-                    if speculate { "on" } else { "off" }
-                );
+        let (label, off, on) = match o.through {
+            Through::Server => {
+                let mut runs = Vec::new();
+                for speculate in [false, true] {
+                    announce(o, server, &trajectories, speculate);
+                    runs.push(replay(server, &trajectories, speculate, o).await?);
+                }
+                let (on, off) = (runs.pop().unwrap_or_else(empty), runs.pop().unwrap_or_else(empty));
+                (server.to_owned(), off, on)
             }
-            runs.push(replay(server, &trajectories, speculate, o).await?);
-        }
-        let (on, off) = (runs.pop().unwrap_or_else(empty), runs.pop().unwrap_or_else(empty));
+            Through::Provider => {
+                let (off, on) = provider::replay(&trajectories, o).await?;
+                (format!("{server}/provider"), off, on)
+            }
+        };
         for ((id, f_off), (_, f_on)) in off.trajectories.iter().zip(&on.trajectories) {
             sessions.push(json!({"trajectory": id, "off": f_off, "on": f_on}));
         }
-        let mut pair = Pair::new(server, trajectories.len(), off.figures, on.figures, on.stats);
+        let mut pair = Pair::new(&label, trajectories.len(), off.figures, on.figures, on.stats);
         pair.prefetched = on.prefetched;
         pair.missed = on.missed;
+        pair.not_covered = on.not_covered;
         pairs.push(pair);
     }
     if pairs.is_empty() {
@@ -605,12 +759,13 @@ fn empty() -> Run {
         prefetched: Vec::new(),
         missed: Vec::new(),
         stats: None,
+        not_covered: BTreeMap::new(),
     }
 }
 
 fn print(pairs: &[Pair], all: &Pair) {
     println!(
-        "{:<7} {:<4} {:>5} {:>5} {:>8} {:>8} {:>14} {:>7} {:>6} {:>7} {:>6} {:>6} {:>9}",
+        "{:<15} {:<4} {:>5} {:>5} {:>8} {:>8} {:>14} {:>7} {:>6} {:>7} {:>6} {:>6} {:>9}",
         "server",
         "spec",
         "calls",
@@ -628,7 +783,7 @@ fn print(pairs: &[Pair], all: &Pair) {
     for p in pairs.iter().chain([all]) {
         for (mode, f) in [("off", &p.off), ("on", &p.on)] {
             println!(
-                "{:<7} {:<4} {:>5} {:>5} {:>8} {:>8} {:>14} {:>7} {:>6} {:>7} {:>6} {:>6} {:>9.2}",
+                "{:<15} {:<4} {:>5} {:>5} {:>8} {:>8} {:>14} {:>7} {:>6} {:>7} {:>6} {:>6} {:>9.2}",
                 p.server,
                 mode,
                 f.calls,
@@ -676,6 +831,21 @@ fn print(pairs: &[Pair], all: &Pair) {
             p.off.waited_ms / 1000.0,
             p.on.waited_ms / 1000.0,
             p.wait_ratio
+        );
+    }
+    for p in pairs.iter().filter(|p| !p.not_covered.is_empty()) {
+        let tools: Vec<String> = p
+            .not_covered
+            .iter()
+            .map(|(why, n)| format!("{why} ×{n}"))
+            .collect();
+        println!(
+            "{}: {} calls not covered (left out of the figures above); {} answers diverged from the \
+             recording (error against success) with speculation off; by tool and why: {}",
+            p.server,
+            p.on.not_covered,
+            p.off.diverged,
+            tools.join(", ")
         );
     }
     for p in pairs {

@@ -111,24 +111,20 @@ impl Fake {
                 results: Vec::new(),
                 tools: Vec::new(),
             };
-            let mut writes = 0;
             for (i, c) in t.calls.iter().enumerate() {
                 if !tools.iter().any(|(name, _)| *name == c.tool) {
                     tools.push((c.tool.clone(), c.read));
                 }
-                a.epochs.push(writes);
                 if c.read {
                     a.reads
                         .entry((c.tool.clone(), c.key.clone()))
                         .or_default()
                         .push(i);
-                } else {
-                    writes += 1;
                 }
                 a.results.push(recorded(c).with_context(|| t.id.clone())?);
                 a.tools.push(c.tool.clone());
             }
-            a.epochs.push(writes);
+            a.epochs = epochs(t);
             answers.push(a);
         }
         tools.sort();
@@ -151,16 +147,7 @@ impl Fake {
             StreamableHttpServerConfig::default(),
         );
         let router = axum::Router::new().nest_service("/mcp", service);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let url = format!("http://{}/mcp", listener.local_addr()?);
-        // Without it, Nagle's algorithm and the client's delayed ACK add
-        // 40 ms to each answer (written in pieces), more than a scaled
-        // vendor latency.
-        let listener = listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        tokio::spawn(async move { axum::serve(listener, router).await });
-        Ok(url)
+        Ok(format!("{}/mcp", listen(router).await?))
     }
 
     pub fn set(&self, cursor: Cursor) {
@@ -181,18 +168,54 @@ impl Fake {
                 .then(|| a.results[at.call].clone())
                 .flatten();
         }
-        let epoch = *a.epochs.get(at.call)?;
         let calls = a.reads.get(&(tool.to_owned(), key.to_owned()))?;
-        let of = |i: &usize| a.epochs[*i];
-        let chosen = calls.iter().find(|i| of(i) == epoch).or_else(|| {
-            // The closest earlier epoch's first call, else the closest later's.
+        a.results[closest(calls, &a.epochs, at.call)?].clone()
+    }
+}
+
+/// Per call of `t`, the writes before it (its epoch); one more entry for
+/// after the last call.
+pub fn epochs(t: &Trajectory) -> Vec<usize> {
+    let mut writes = 0;
+    let mut out = Vec::with_capacity(t.calls.len() + 1);
+    for c in &t.calls {
+        out.push(writes);
+        writes += usize::from(!c.read);
+    }
+    out.push(writes);
+    out
+}
+
+/// Of `calls` (one read's recorded calls, in order), the one that answers
+/// it when the driver is at call `at`: the first in `at`'s epoch, else the
+/// first of the closest earlier epoch, else of the closest later one.
+pub fn closest(calls: &[usize], epochs: &[usize], at: usize) -> Option<usize> {
+    let epoch = *epochs.get(at)?;
+    let of = |i: &usize| epochs[*i];
+    calls
+        .iter()
+        .find(|i| of(i) == epoch)
+        .or_else(|| {
             let earlier = calls.iter().filter(|i| of(i) < epoch).map(of).max();
             earlier
                 .and_then(|e| calls.iter().find(|i| of(i) == e))
                 .or_else(|| calls.iter().find(|i| of(i) > epoch))
-        })?;
-        a.results[*chosen].clone()
-    }
+        })
+        .copied()
+}
+
+/// Serve `router` on a free loopback port: its `http://` origin.
+pub async fn listen(router: axum::Router) -> Result<String> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let origin = format!("http://{}", listener.local_addr()?);
+    // Without it, Nagle's algorithm and the client's delayed ACK add 40 ms
+    // to each answer (written in pieces), more than a scaled vendor
+    // latency.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    Ok(origin)
 }
 
 #[derive(Clone)]
