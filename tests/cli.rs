@@ -6,6 +6,8 @@ use serde_json::Value;
 use toolhost_tests::providers::BUNDLE;
 use toolhost_tests::{guest, needs, plugin_dir, run, toolhost};
 
+#[path = "audit.rs"]
+mod audit;
 #[path = "http_auth.rs"]
 mod http_auth;
 #[path = "http_front.rs"]

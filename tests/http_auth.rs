@@ -176,7 +176,7 @@ async fn a_bearer_token_from_a_file_is_required_on_loopback_too() {
 }
 
 /// An ES256 key pair: the signing key and its public JWK under `kid`.
-fn es256_key(kid: &str) -> (EncodingKey, Value) {
+pub(super) fn es256_key(kid: &str) -> (EncodingKey, Value) {
     let rng = SystemRandom::new();
     let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
     let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng).unwrap();
@@ -189,14 +189,14 @@ fn es256_key(kid: &str) -> (EncodingKey, Value) {
     (EncodingKey::from_ec_der(pkcs8.as_ref()), jwk)
 }
 
-fn jwt(key: &EncodingKey, kid: &str, claims: Value) -> String {
+pub(super) fn jwt(key: &EncodingKey, kid: &str, claims: Value) -> String {
     let mut header = Header::new(Algorithm::ES256);
     header.kid = Some(kid.into());
     jsonwebtoken::encode(&header, &claims, key).unwrap()
 }
 
-const RESOURCE: &str = "https://mcp.toolhost.test/mcp";
-const ISSUER: &str = "https://login.toolhost.test";
+pub(super) const RESOURCE: &str = "https://mcp.toolhost.test/mcp";
+pub(super) const ISSUER: &str = "https://login.toolhost.test";
 
 #[tokio::test(flavor = "multi_thread")]
 async fn oauth_jwts_are_checked_for_signature_issuer_audience_expiry_and_not_before() {

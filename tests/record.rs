@@ -14,15 +14,12 @@
 //! another component, or that are absurd.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
-use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
-use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
 use toolhost::supply::Digest;
-use toolhost_tests::{LoopbackServer, fill_plugin_dir, guest, run, toolhost, toolhost_binary};
+use toolhost_tests::{LoopbackServer, fill_plugin_dir, guest, run, stdio_client, toolhost, toolhost_binary};
 
 const TOKEN_ENV: &str = "RECORD_TEST_TOKEN";
 const TOKEN: &str = "rec-s3cret-7f1d";
@@ -76,12 +73,7 @@ impl Session {
             .env(TOKEN_ENV, TOKEN)
             .args(["--no-cache", "serve"])
             .args(args);
-        let transport = TokioChildProcess::builder(command)
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap()
-            .0;
-        let client = ().serve(transport).await.unwrap();
+        let client = stdio_client(command).await;
         let tools = client.peer().list_tools(None).await.unwrap();
         let listed = tools
             .tools

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 use toolhost::plugin::Runtime;
-use toolhost::{CallControl, error_text};
+use toolhost::{CallControl, Caller, error_text};
 
 use crate::config::Config;
 use crate::{render, setup};
@@ -30,7 +30,8 @@ pub async fn run(
     for error in &errors {
         eprintln!("error: {error}");
     }
-    let ctx = CallControl::new("cli-1");
+    // The user at the terminal makes the call, as a stdio client's are.
+    let ctx = CallControl::new("cli-1").with_caller(Caller::local_user());
     let cancel = ctx.cancel.clone();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {

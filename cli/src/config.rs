@@ -77,6 +77,17 @@ pub struct Config {
     pub trust: TrustSettings,
     /// The Redis replicas share prefetches on; absent, one machine alone.
     pub cluster: Option<ClusterConfig>,
+    /// Where each call is recorded; absent, nowhere.
+    pub audit: Option<AuditConfig>,
+}
+
+/// The `[audit]` table.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditConfig {
+    /// The JSON-lines file each call is appended to (relative to the
+    /// configuration file's directory), created 0600.
+    pub file: PathBuf,
 }
 
 #[derive(Debug, Deserialize)]
@@ -121,6 +132,9 @@ impl Config {
         config.plugins = config.plugins.map(|p| base.join(p));
         config.root = config.root.map(|p| base.join(p));
         config.auth.resolve_paths(base);
+        if let Some(audit) = &mut config.audit {
+            audit.file = base.join(&audit.file);
+        }
         config.trust.resolve_paths(base);
         config.speculation.stats_file = config.speculation.stats_file.map(|p| base.join(p));
         config.source = Some(std::path::absolute(path).unwrap_or_else(|_| path.into()));
@@ -214,6 +228,21 @@ mod tests {
         assert!(a.starts_with(dir.path().join("cache")), "{}", a.display());
         let set = parse("[speculation]\nstats_file = \"s.json\"\n").unwrap();
         assert!(set.stats_file().unwrap().ends_with("s.json"));
+    }
+
+    #[test]
+    fn the_audit_and_identity_claims_parse_and_the_file_is_beside_the_configuration() {
+        let config =
+            parse("[audit]\nfile = \"audit.jsonl\"\n[auth]\nidentity_claims = [\"email\"]\n").unwrap();
+        let file = config.audit.unwrap().file;
+        assert!(
+            file.is_absolute() && file.ends_with("audit.jsonl"),
+            "{}",
+            file.display()
+        );
+        assert_eq!(config.auth.identity_claims, ["email"]);
+        let err = parse("[audit]\nfiel = \"a\"\n").unwrap_err().to_string();
+        assert!(err.contains("fiel"), "{err}");
     }
 
     #[test]

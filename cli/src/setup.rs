@@ -1,6 +1,6 @@
 //! Building a [`Toolhost`] from the configuration: the plugin directory,
-//! the native tools' root and web policy, upstream servers and catalog
-//! bindings. Shared by `toolhost serve`, `call` and `tools`: the
+//! the native tools' root and web policy, upstream servers, catalog
+//! bindings and the audit. Shared by `toolhost serve`, `call` and `tools`: the
 //! configuration read into a [`toolhost::ToolhostBuilder`], the one way a
 //! host is assembled.
 //!
@@ -17,6 +17,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::config::Config;
+use toolhost::Audit;
 use toolhost::Cluster;
 use toolhost::Toolhost;
 use toolhost::plugin::Runtime;
@@ -55,6 +56,9 @@ pub async fn build(
     config: &Config,
     plugin_dir: Option<&Path>,
 ) -> anyhow::Result<(Toolhost, Vec<String>)> {
+    // Opened first: a file that cannot be written stops the start before
+    // anything is loaded, naming it.
+    let audit = config.audit.as_ref().map(|a| Audit::open(&a.file)).transpose()?;
     let root = match &config.root {
         Some(dir) => dir.clone(),
         None => std::env::current_dir()?,
@@ -72,6 +76,9 @@ pub async fn build(
         .speculation(speculation);
     if let Some(dir) = plugin_dir {
         builder = builder.plugins(runtime, dir);
+    }
+    if let Some(audit) = audit {
+        builder = builder.audit(audit);
     }
     for server in &config.upstream {
         builder = builder.upstream(server.clone());

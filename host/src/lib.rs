@@ -12,7 +12,8 @@
 //! 2. **List the tools** with [`Toolhost::list_tools`]: names, schemas and
 //!    descriptions as the model is to see them.
 //! 3. **Call one** with [`Toolhost::call_tool`], its [`CallControl`]
-//!    naming the call and holding its cancellation and progress.
+//!    naming the call and its [`Caller`] and holding its cancellation and
+//!    progress; with an [`Audit`], each call is recorded.
 //! 4. **Read the output**: a [`CallOutput`] of content [`Block`]s and
 //!    structured content. A tool that ran and failed is an output with
 //!    `is_error` set, which the model reads like any other; a call that got
@@ -116,7 +117,8 @@ pub use cluster::{Cluster, ClusterConfig};
 pub use output::{Block, Body, CallOutput, ToolError};
 #[doc(no_inline)]
 pub use pipeline::{
-    BuildError, BuildReport, CallControl, CallError, CatalogError, Toolhost, ToolhostBuilder, error_text,
+    Audit, AuditError, BuildError, BuildReport, CallControl, CallError, Caller, CatalogError, Toolhost,
+    ToolhostBuilder, Via, error_text,
 };
 #[doc(no_inline)]
 pub use plugin::{LogLevel, LogLine, LogSink, Runtime, RuntimeError, RuntimeOptions, tracing_sink};

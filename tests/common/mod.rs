@@ -72,6 +72,21 @@ pub fn toolhost() -> std::process::Command {
     cmd
 }
 
+/// An rmcp client of `toolhost ... serve` over stdio: `command` (the
+/// binary under test, with its directory, environment and arguments up to
+/// `serve`), its stderr dropped.
+pub async fn stdio_client(
+    command: tokio::process::Command,
+) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+    use rmcp::ServiceExt;
+    let transport = rmcp::transport::TokioChildProcess::builder(command)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("toolhost serve starts")
+        .0;
+    ().serve(transport).await.expect("an MCP session over stdio")
+}
+
 /// Run `cmd` to its end: its output, stdout and stderr.
 pub fn run(cmd: &mut std::process::Command) -> (std::process::Output, String, String) {
     let out = cmd.output().unwrap();

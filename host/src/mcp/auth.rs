@@ -20,7 +20,11 @@
 //!
 //! The client's `Authorization` header is removed once checked, so nothing
 //! behind this layer (the MCP service, tools, upstream servers) ever sees
-//! it: upstream servers get only the headers configured for them.
+//! it: upstream servers get only the headers configured for them. In its
+//! place the request carries the [`Caller`] the token established: a JWT's
+//! `sub` (required, at most 255 bytes, as OpenID Connect caps it) and the
+//! claims `identity_claims` names; the shared token's holder, who is no one
+//! in particular. The MCP front reads it from there and nowhere else.
 //!
 //! Owns the decision and the 401s; not the routes behind it. The token is
 //! never logged, and not kept beyond the digest it is compared with.
@@ -42,6 +46,8 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use tokio::time::Instant;
+
+use crate::pipeline::{Caller, check_claim_names};
 
 /// The path of the RFC 9728 metadata.
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
@@ -68,6 +74,10 @@ pub struct AuthConfig {
     /// non-loopback address (the resource URL's host is accepted too).
     #[serde(default)]
     pub allowed_hosts: Vec<String>,
+    /// The claims of a verified JWT kept with its caller besides `sub`
+    /// (`email`, `groups`): at most 8, each value within 1 KiB of JSON.
+    #[serde(default)]
+    pub identity_claims: Vec<String>,
 }
 
 /// The `[auth.oauth]` table.
@@ -139,6 +149,8 @@ struct Authorizer {
     /// the token's bytes nor its length shape the comparison's time.
     bearer: Option<[u8; 32]>,
     oauth: Option<OAuth>,
+    /// The claims kept with a JWT's caller, besides `sub`.
+    identity_claims: Vec<String>,
 }
 
 struct OAuth {
@@ -183,6 +195,7 @@ struct Key {
 impl Authorizer {
     /// Read the token or fetch the keys; `None` when `[auth]` sets neither.
     async fn new(config: &AuthConfig) -> Result<Option<Self>, AuthError> {
+        check_claim_names(&config.identity_claims).map_err(AuthError::Config)?;
         if !config.is_set() {
             return Ok(None);
         }
@@ -213,7 +226,11 @@ impl Authorizer {
             Some(oauth) => Some(OAuth::new(oauth).await?),
             None => None,
         };
-        Ok(Some(Self { bearer, oauth }))
+        Ok(Some(Self {
+            bearer,
+            oauth,
+            identity_claims: config.identity_claims.clone(),
+        }))
     }
 
     /// The metadata document, if OAuth is configured.
@@ -221,20 +238,20 @@ impl Authorizer {
         self.oauth.as_ref().map(|o| o.metadata.as_str())
     }
 
-    /// `Ok` when `token` is the bearer token or a valid JWT, else the
-    /// answer to send.
-    async fn check(&self, token: &str) -> Result<(), Response> {
+    /// The caller when `token` is the bearer token or a valid JWT, else
+    /// the answer to send.
+    async fn check(&self, token: &str) -> Result<Caller, Response> {
         if let Some(expected) = &self.bearer {
             let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
             if bool::from(digest.ct_eq(expected)) {
-                return Ok(());
+                return Ok(Caller::shared_token());
             }
         }
         let Some(oauth) = &self.oauth else {
             return Err(self.unauthorized(Some("invalid_token")));
         };
-        match oauth.validate(token).await {
-            Ok(()) => Ok(()),
+        match oauth.validate(token, &self.identity_claims).await {
+            Ok(caller) => Ok(caller),
             Err(Refusal::Invalid(why)) => {
                 tracing::debug!("a bearer JWT was refused: {why}");
                 Err(self.unauthorized(Some("invalid_token")))
@@ -344,7 +361,8 @@ impl HttpAccess {
 }
 
 /// The check: the metadata is public; any other request needs a valid
-/// token, and the `Authorization` header is removed before it goes on.
+/// token, and the `Authorization` header is removed before it goes on,
+/// the [`Caller`] it established in its place.
 async fn require(State(auth): State<Arc<Authorizer>>, mut request: Request, next: Next) -> Response {
     let path = request.uri().path();
     if path == METADATA_PATH || path.starts_with(&format!("{METADATA_PATH}/")) {
@@ -363,7 +381,10 @@ async fn require(State(auth): State<Arc<Authorizer>>, mut request: Request, next
         return auth.unauthorized(Some("invalid_token"));
     };
     match auth.check(token).await {
-        Ok(()) => next.run(request).await,
+        Ok(caller) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
         Err(response) => response,
     }
 }
@@ -430,7 +451,9 @@ impl OAuth {
         self.keys.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    async fn validate(&self, token: &str) -> Result<(), Refusal> {
+    /// The caller `token` names, with the claims of `wanted` it carries,
+    /// if it is valid.
+    async fn validate(&self, token: &str, wanted: &[String]) -> Result<Caller, Refusal> {
         let head =
             jsonwebtoken::decode_header(token).map_err(|e| Refusal::Invalid(format!("not a JWT: {e}")))?;
         if !matches!(head.alg, Algorithm::RS256 | Algorithm::ES256) {
@@ -471,7 +494,7 @@ impl OAuth {
         let mut validation = Validation::new(head.alg);
         validation.set_issuer(&[&self.issuer]);
         validation.set_audience(&[&self.resource]);
-        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         // `nbf` is checked when a token has one: it is not valid before.
         validation.validate_nbf = true;
         validation.leeway = JWT_LEEWAY_S;
@@ -485,9 +508,11 @@ impl OAuth {
             .filter(|k| k.alg == head.alg && (head.kid.is_none() || k.kid == head.kid))
         {
             // Signature, issuer, audience, expiry and not-before are all
-            // that is checked; the other claims are not the host's business.
-            match jsonwebtoken::decode::<serde::de::IgnoredAny>(token, &key.key, &validation) {
-                Ok(_) => return Ok(()),
+            // that is checked; of the other claims, only `sub` and those
+            // named are read, for the caller.
+            type Claims = serde_json::Map<String, serde_json::Value>;
+            match jsonwebtoken::decode::<Claims>(token, &key.key, &validation) {
+                Ok(data) => return Caller::verified(data.claims, wanted).map_err(Refusal::Invalid),
                 Err(e) => last = e.to_string(),
             }
         }

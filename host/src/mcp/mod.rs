@@ -31,6 +31,10 @@
 //! its last subscriber unsubscribes or an update finds every subscribed
 //! session closed.
 //!
+//! Each call carries its [`Caller`]: over HTTP, the one `auth` put on the
+//! request once its token was verified (anonymous without `[auth]`); on
+//! stdio, the local user.
+//!
 //! Logging: each session is sent the plugin and upstream log lines of a
 //! [`ClientLog`] at the level it set with `logging/setLevel` (see
 //! `client_log`). Over HTTP, requests pass `auth` first;
@@ -79,7 +83,7 @@ use tracing::Instrument;
 use crate::bounds::label;
 use crate::enrich::EnrichedTool;
 use crate::output::{ToolError, mcp};
-use crate::pipeline::{CallControl, Toolhost, error_text};
+use crate::pipeline::{CallControl, Caller, Toolhost, error_text};
 use crate::prompt::PROMPT_NAME;
 use crate::upstream::{GatewayError, Notice, merge_instructions};
 use client_log::SessionLog;
@@ -108,6 +112,9 @@ pub struct McpServer {
     log: ClientLog,
     session_log: SessionLog,
     metrics: Arc<metrics::CallMetrics>,
+    /// Who calls when a request carries no verified caller: the local
+    /// user on stdio, nobody known over HTTP without `[auth]`.
+    caller: Caller,
 }
 
 impl McpServer {
@@ -134,7 +141,15 @@ impl McpServer {
             log,
             session_log,
             metrics: metrics::CallMetrics::new(),
+            caller: Caller::unauthenticated(),
         }
+    }
+
+    /// The same server, whose callers are `caller` unless a request's
+    /// verified token says otherwise.
+    fn called_by(mut self, caller: Caller) -> Self {
+        self.caller = caller;
+        self
     }
 
     /// The server for one more client session, sharing everything else.
@@ -148,6 +163,7 @@ impl McpServer {
             log: self.log.clone(),
             session_log: self.log.session(),
             metrics: self.metrics.clone(),
+            caller: self.caller.clone(),
         }
     }
 
@@ -565,7 +581,15 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let mut ctx = CallControl::new(context.id.to_string());
+        // The caller `auth` established for this HTTP request, else the
+        // session's: never anything the request says of itself.
+        let caller = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Caller>())
+            .unwrap_or(&self.caller)
+            .clone();
+        let mut ctx = CallControl::new(context.id.to_string()).with_caller(caller);
         ctx.cancel = context.ct.clone();
         let mut forwarder = None;
         if let Some(token) = context.meta.get_progress_token() {
@@ -632,6 +656,7 @@ impl ServerHandler for McpServer {
 /// Serve MCP on stdin and stdout until the client disconnects.
 pub async fn serve_stdio(host: Arc<Toolhost>, log: ClientLog) -> Result<(), ServeError> {
     let running = McpServer::new(host, log)
+        .called_by(Caller::local_user())
         .serve(stdio::streams())
         .await
         .map_err(|e| ServeError::Initialize(Box::new(e)))?;

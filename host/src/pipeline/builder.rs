@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::audit::Audit;
 use super::catalog::{CatalogError, Options, Sources};
 use super::toolhost::Toolhost;
 use crate::ownership::{self, Refusal};
@@ -186,6 +187,16 @@ impl<'r> ToolhostBuilder<'r> {
     /// switches it off.
     pub fn speculation(mut self, settings: speculation::Settings) -> Self {
         self.options.speculation = settings;
+        self
+    }
+
+    /// Record every call of [`Toolhost::call_tool`] in `audit`: who called
+    /// which tool, how it ended, the arguments' digest (see
+    /// [`Audit`]).
+    ///
+    /// Default: no audit.
+    pub fn audit(mut self, audit: Audit) -> Self {
+        self.options.audit = Some(Arc::new(audit));
         self
     }
 

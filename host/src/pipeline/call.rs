@@ -55,15 +55,17 @@ use crate::tools::FileText;
 use crate::tools::facts::WHOLE_FILE;
 
 /// Run one call through every step on this catalog, and its outcome
-/// through the gate, as the caller is to see it.
+/// through the gate, as the caller is to see it; `prefetched` is set when
+/// the answer came from the prefetch cache.
 pub(super) async fn call(
     generation: &Generation,
     name: &str,
     args: Value,
     ctx: &CallControl,
+    prefetched: &mut bool,
 ) -> Result<CallOutput, ToolError> {
     let gate = &generation.core.gate;
-    match run(generation, name, args, ctx).await {
+    match run(generation, name, args, ctx, prefetched).await {
         Ok(output) => Ok(gate.result(name, generation.core.max_output(name), output)),
         Err(e) => Err(gate.error(e)),
     }
@@ -74,6 +76,7 @@ async fn run(
     name: &str,
     args: Value,
     ctx: &CallControl,
+    prefetched: &mut bool,
 ) -> Result<CallOutput, ToolError> {
     let (bound, args) = prepare(&generation.core, name, args).await?;
     if ctx.cancel.is_cancelled() {
@@ -94,7 +97,10 @@ async fn run(
     // What the engine learns and plans from: the arguments the call ran with.
     let ran_with = engine.map(|_| args.clone());
     let ran = match (served, engine) {
-        (Served::Prefetched(answer), _) => Ok(answer),
+        (Served::Prefetched(answer), _) => {
+            *prefetched = true;
+            Ok(answer)
+        }
         (Served::Run, Some(engine)) => {
             let _first = engine.running();
             if engine.keeps(name) {

@@ -34,6 +34,7 @@ use std::sync::{Arc, Weak};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
+use super::audit::Audit;
 use super::control::CallControl;
 use crate::catalog::{base_catalog, base_tool};
 use crate::enrich::{Enrichers, Hidden, Listing, Owner};
@@ -72,6 +73,8 @@ pub struct Options {
     pub value_models: BTreeMap<String, ValueModel>,
     /// Speculative prefetch.
     pub speculation: speculation::Settings,
+    /// Where each call is recorded, if anywhere.
+    pub audit: Option<Arc<Audit>>,
 }
 
 /// A catalog that cannot be built.

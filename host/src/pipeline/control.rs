@@ -1,5 +1,5 @@
-//! One call as its caller holds it: its identity, the token that cancels
-//! it and where its progress goes ([`CallControl`]), a call that produced
+//! One call as its caller holds it: its identity, who makes it, the token
+//! that cancels it and where its progress goes ([`CallControl`]), a call that produced
 //! no result ([`CallError`]) and such an error as the model reads it
 //! ([`error_text`]). Not here: the steps a call goes through (`call`), nor
 //! the call-context resource a plugin is lent during `execute` (`plugin`),
@@ -10,16 +10,21 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+use super::caller::Caller;
 use crate::bounds::{MAX_ERROR_TEXT, cut};
 use crate::output::ToolError;
 use crate::plugin::ProgressFn;
 use crate::priority::Background;
 
-/// One call's identity, cancellation and progress sink, held by its caller.
+/// One call's identity, caller, cancellation and progress sink, held by
+/// its caller.
 #[derive(Clone)]
 pub struct CallControl {
     /// Names the call in the plugins' call context and in logs.
     pub call_id: String,
+    /// Who makes the call: the host's to know (its audit), never passed to
+    /// a plugin.
+    pub(crate) caller: Caller,
     /// Cancelling it ends the call: a native or upstream call at once, a
     /// plugin's at its next check ([`ToolError::Cancelled`]).
     pub cancel: CancellationToken,
@@ -30,10 +35,12 @@ pub struct CallControl {
 }
 
 impl CallControl {
-    /// A call named `call_id`, not cancelled, whose progress is dropped.
+    /// A call named `call_id`, made by the embedder ([`Caller::embedder`]),
+    /// not cancelled, whose progress is dropped.
     pub fn new(call_id: impl Into<String>) -> Self {
         Self {
             call_id: call_id.into(),
+            caller: Caller::embedder(),
             cancel: CancellationToken::new(),
             progress: None,
             background: None,
@@ -51,6 +58,12 @@ impl CallControl {
         if let Some(background) = &self.background {
             background.wait_turn().await;
         }
+    }
+
+    /// The same call, made by `caller`.
+    pub fn with_caller(mut self, caller: Caller) -> Self {
+        self.caller = caller;
+        self
     }
 
     /// The same call, its progress sent to `progress`.

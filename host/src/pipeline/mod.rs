@@ -15,9 +15,12 @@
 //! One concept a module, each importing only those listed before it
 //! (each file owns the impls of the types it declares; `prefetch`
 //! implements speculation's trait for the catalog):
+//! - `caller`: who makes a call ([`Caller`]) and how the host knows it;
 //! - `control`: a call as its caller holds it ([`CallControl`]), a call
 //!   that got no result ([`CallError`]) and an error as the model reads it
 //!   ([`error_text`]);
+//! - `audit`: the record of each call, who made it and how it ended
+//!   ([`Audit`]);
 //! - `validate`: arguments and structured results against their schemas;
 //! - `catalog`: one build of the catalog from the [`Sources`]: gathering,
 //!   ownership, enrichment, value models, the speculation that runs on it,
@@ -34,15 +37,20 @@
 //! (`speculation`), the tool sources themselves (`tools`, `plugin`,
 //! `upstream`).
 
+mod audit;
 mod builder;
 mod call;
+mod caller;
 mod catalog;
 mod control;
 mod prefetch;
 mod toolhost;
 mod validate;
 
+pub use audit::{Audit, AuditError};
 pub use builder::{BuildError, BuildReport, ToolhostBuilder};
+pub(crate) use caller::check_claim_names;
+pub use caller::{Caller, Via};
 pub use catalog::{CatalogError, Options, Sources};
 pub use control::{CallControl, CallError, error_text};
 pub use toolhost::Toolhost;

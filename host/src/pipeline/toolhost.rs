@@ -26,10 +26,12 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
+use std::time::{Instant, SystemTime};
 
 use serde_json::Value;
 use tokio::sync::watch;
 
+use super::audit::{Record, ServedBy};
 use super::builder::ToolhostBuilder;
 use super::catalog::{Backend, CatalogError, Generation, Options, Sources};
 use super::control::{CallControl, CallError};
@@ -253,7 +255,8 @@ impl Toolhost {
 
     /// Run one call of the tool `name` with `args` (a JSON object, or null
     /// for none) through the pipeline, on the catalog as it is when the
-    /// call starts.
+    /// call starts; with an audit ([`ToolhostBuilder::audit`]), the call is
+    /// recorded under its caller ([`CallControl::with_caller`]).
     ///
     /// A tool that ran and failed is `Ok` with [`CallOutput::is_error`]
     /// set: the model reads it as any result. `Err` is a call that got no
@@ -266,13 +269,30 @@ impl Toolhost {
         ctx: &CallControl,
     ) -> Result<CallOutput, CallError> {
         let catalog = self.shared.current();
-        super::call::call(&catalog, name, args, ctx)
-            .await
-            .map_err(|error| CallError {
-                tool: name.to_owned(),
-                plugin: catalog.core.plugin(name).map(|p| p.name.clone()),
-                error,
-            })
+        let audited = self
+            .shared
+            .options
+            .audit
+            .as_ref()
+            .map(|audit| (audit, args.clone()));
+        let (started, clock) = (SystemTime::now(), Instant::now());
+        let mut prefetched = false;
+        let result = super::call::call(&catalog, name, args, ctx, &mut prefetched).await;
+        if let Some((audit, args)) = audited {
+            let backend = catalog.core.tools.get(name).map(|bound| match &bound.backend {
+                Backend::Native(_) => ServedBy::Native,
+                Backend::Plugin(plugin, _) => ServedBy::Plugin(plugin.name.to_string()),
+                Backend::Upstream(server, _) => ServedBy::Upstream(server.config.name.clone()),
+            });
+            let timing = (started, clock.elapsed());
+            let record = Record::new(&ctx.caller, name, &args, backend, &result, timing, prefetched);
+            audit.append(&record, &catalog.core.gate);
+        }
+        result.map_err(|error| CallError {
+            tool: name.to_owned(),
+            plugin: catalog.core.plugin(name).map(|p| p.name.clone()),
+            error,
+        })
     }
 
     /// The tool plugin serving `name`, if one does and implements `hook`
