@@ -24,7 +24,7 @@
 use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -79,14 +79,12 @@ impl Audit {
         })
     }
 
-    /// Where the lines go.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Append `record`, through `gate`.
     pub(super) fn append(&self, record: &Record<'_>, gate: &Gate) {
-        let mut line = record.line(gate);
+        let Some(mut line) = record.line(gate) else {
+            tracing::error!("an audit line was not written: it did not pass the gate");
+            return;
+        };
         line.push('\n');
         // One write of the whole line: appended at the end, as a unit.
         let written = self
@@ -178,15 +176,12 @@ impl<'a> Record<'a> {
     /// The record as one line of JSON, redacted by `gate`, within
     /// [`MAX_AUDIT_LINE`]: over it (claims grown by redaction or escapes),
     /// the claims are left out and said to be, and the subject is cut.
-    fn line(&self, gate: &Gate) -> String {
-        let value = serde_json::to_value(self).unwrap_or_default();
-        let Some(mut value) = gate.message(value) else {
-            // A `Value` always reads as itself: this is not reached.
-            return String::new();
-        };
+    /// `None` if the gate does not pass it.
+    fn line(&self, gate: &Gate) -> Option<String> {
+        let mut value = gate.message(serde_json::to_value(self).ok()?)?;
         let line = value.to_string();
         if line.len() <= MAX_AUDIT_LINE {
-            return line;
+            return Some(line);
         }
         let caller = &mut value["caller"];
         if let Some(caller) = caller.as_object_mut() {
@@ -196,7 +191,7 @@ impl<'a> Record<'a> {
         if let Value::String(subject) = &mut caller["subject"] {
             *subject = cut(std::mem::take(subject), MAX_AUDITED_NAME);
         }
-        value.to_string()
+        Some(value.to_string())
     }
 }
 
@@ -260,7 +255,8 @@ mod tests {
         let caller = Caller::named_by_embedder(format!("user-{SECRET}"));
         let args = json!({"token": SECRET, "q": "x"});
         let gate = Gate::new([("TOKEN", SECRET)]);
-        let line: Value = serde_json::from_str(&record(&caller, "search", &args).line(&gate)).unwrap();
+        let line: Value =
+            serde_json::from_str(&record(&caller, "search", &args).line(&gate).unwrap()).unwrap();
         assert_eq!(
             line,
             json!({
@@ -289,7 +285,7 @@ mod tests {
         let caller = Caller::verified(claims, &wanted).unwrap();
         let gate = Gate::new([]);
         let tool = "\u{1}".repeat(1 << 20);
-        let line = record(&caller, &tool, &Value::Null).line(&gate);
+        let line = record(&caller, &tool, &Value::Null).line(&gate).unwrap();
         assert!(line.len() <= MAX_AUDIT_LINE, "{}", line.len());
         assert!(line.contains("[cut: 1048576 bytes in all]"), "{line}");
 
@@ -299,7 +295,7 @@ mod tests {
         huge.insert("sub".into(), json!("alice"));
         let mut caller = Caller::verified(huge, &[]).unwrap();
         caller = with_claims(caller, (0..64).map(|i| (format!("c{i}"), json!(escaped))));
-        let line = record(&caller, "t", &Value::Null).line(&gate);
+        let line = record(&caller, "t", &Value::Null).line(&gate).unwrap();
         let value: Value = serde_json::from_str(&line).unwrap();
         assert!(line.len() <= MAX_AUDIT_LINE, "{}", line.len());
         assert_eq!(
