@@ -5,8 +5,9 @@
 //! A line says who called ([`Caller`]: subject, how it was established,
 //! the configured claims), the tool, the backend that served it, the
 //! outcome, the duration, whether the answer came from the prefetch cache,
-//! and the SHA-256 of the arguments as the caller sent them: never the
-//! arguments, which may hold secrets. Every string of a line passes the
+//! and the arguments' shape (their keys and the types of their values):
+//! never a value, which may be a secret, nor a digest of one, which gives
+//! away a value that can be guessed (a short code, yes or no). Every string of a line passes the
 //! gate's redaction, as everything else the host writes out does, and a
 //! line is at most [`MAX_AUDIT_LINE`] bytes.
 //!
@@ -30,7 +31,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use super::caller::Caller;
 use crate::bounds::cut;
@@ -39,8 +39,13 @@ use crate::output::{CallOutput, ToolError};
 
 /// The most bytes one line of the audit holds.
 pub(crate) const MAX_AUDIT_LINE: usize = 32 << 10;
-/// The most bytes of a tool's or a backend's name recorded.
+/// The most bytes of a tool's or a backend's name recorded, or of a key.
 const MAX_AUDITED_NAME: usize = 256;
+/// Objects within the arguments whose keys are recorded; deeper ones are
+/// `"object"`.
+const MAX_SHAPE_DEPTH: usize = 4;
+/// Keys of one object recorded; the rest are counted.
+const MAX_SHAPE_KEYS: usize = 64;
 
 /// The audit file, open for appending.
 #[derive(Debug)]
@@ -111,8 +116,8 @@ pub(super) struct Record<'a> {
     duration_ms: u64,
     /// Answered from the prefetch cache, not run for this call.
     prefetched: bool,
-    /// SHA-256 of the arguments' JSON as the caller sent them.
-    args_sha256: String,
+    /// The arguments' keys and the types of their values.
+    args_shape: Value,
 }
 
 /// The backend a tool runs on, by name.
@@ -169,7 +174,7 @@ impl<'a> Record<'a> {
             outcome,
             duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
             prefetched,
-            args_sha256: hex::encode(Sha256::digest(args.to_string().as_bytes())),
+            args_shape: shape(args, 0),
         }
     }
 
@@ -192,6 +197,31 @@ impl<'a> Record<'a> {
             *subject = cut(std::mem::take(subject), MAX_AUDITED_NAME);
         }
         Some(value.to_string())
+    }
+}
+
+/// `value`'s shape: an object's keys (at most [`MAX_SHAPE_KEYS`], the rest
+/// counted under `"…"`), each with its value's shape, to
+/// [`MAX_SHAPE_DEPTH`]; else the name of its type.
+fn shape(value: &Value, depth: usize) -> Value {
+    match value {
+        Value::Object(map) if depth < MAX_SHAPE_DEPTH => {
+            let mut out: serde_json::Map<String, Value> = map
+                .iter()
+                .take(MAX_SHAPE_KEYS)
+                .map(|(key, v)| (cut(key.clone(), MAX_AUDITED_NAME), shape(v, depth + 1)))
+                .collect();
+            if map.len() > MAX_SHAPE_KEYS {
+                out.insert("…".into(), Value::from(map.len() - MAX_SHAPE_KEYS));
+            }
+            Value::Object(out)
+        }
+        Value::Object(_) => "object".into(),
+        Value::Array(_) => "array".into(),
+        Value::String(_) => "string".into(),
+        Value::Number(_) => "number".into(),
+        Value::Bool(_) => "boolean".into(),
+        Value::Null => "null".into(),
     }
 }
 
@@ -251,9 +281,9 @@ mod tests {
     }
 
     #[test]
-    fn a_line_holds_the_arguments_digest_never_their_values_and_is_redacted() {
+    fn a_line_holds_the_arguments_shape_never_their_values_and_is_redacted() {
         let caller = Caller::named_by_embedder(format!("user-{SECRET}"));
-        let args = json!({"token": SECRET, "q": "x"});
+        let args = json!({"token": SECRET, "q": "x", "filter": {"open": true, "labels": ["a"], "n": 2}});
         let gate = Gate::new([("TOKEN", SECRET)]);
         let line: Value =
             serde_json::from_str(&record(&caller, "search", &args).line(&gate).unwrap()).unwrap();
@@ -267,9 +297,30 @@ mod tests {
                 "outcome": "tool_error",
                 "duration_ms": 5,
                 "prefetched": true,
-                "args_sha256": hex::encode(Sha256::digest(args.to_string().as_bytes())),
+                "args_shape": {
+                    "token": "string",
+                    "q": "string",
+                    "filter": {"open": "boolean", "labels": "array", "n": "number"},
+                },
             })
         );
+    }
+
+    #[test]
+    fn a_shape_is_bounded_in_depth_and_keys() {
+        let mut deep = json!("leaf");
+        for _ in 0..100 {
+            deep = json!({ "k": deep });
+        }
+        let mut cut_at = &shape(&deep, 0);
+        for _ in 0..MAX_SHAPE_DEPTH {
+            cut_at = &cut_at["k"];
+        }
+        assert_eq!(cut_at, &json!("object"));
+        let wide: serde_json::Map<String, Value> = (0..1000).map(|i| (format!("k{i}"), json!(i))).collect();
+        let wide = shape(&Value::Object(wide), 0);
+        assert_eq!(wide.as_object().unwrap().len(), MAX_SHAPE_KEYS + 1);
+        assert_eq!(wide["…"], json!(1000 - MAX_SHAPE_KEYS));
     }
 
     #[test]
