@@ -437,6 +437,7 @@ impl Tracker {
                 .map(|t| (t.to_owned(), read.clone()))
                 .into(),
             speculation,
+            ..Options::default()
         };
         (Toolhost::with_options(sources, options).await.unwrap(), dir)
     }
@@ -564,6 +565,7 @@ async fn before_call_stops_a_prefetch_and_after_call_still_runs_on_a_served_one(
             hosts: vec!["text.local".into()],
             ..Settings::default()
         },
+        ..Options::default()
     };
     let host = Toolhost::with_options(sources, options).await.unwrap();
 

@@ -172,6 +172,7 @@ impl World {
         let options = Options {
             value_models,
             speculation,
+            ..Options::default()
         };
         Toolhost::with_options(sources, options)
             .await

@@ -189,6 +189,18 @@ impl<'r> ToolhostBuilder<'r> {
         self
     }
 
+    /// Keep the served tool list pinned to the file of `settings`: while
+    /// it exists, a tool whose definition differs from it is served as
+    /// pinned or not at all, and a new one not at all (see
+    /// [`crate::pin`]).
+    ///
+    /// Default: no pin, every tool served as its source and enrichers
+    /// make it.
+    pub fn pin(mut self, settings: crate::pin::Settings) -> Self {
+        self.options.pin = Some(settings);
+        self
+    }
+
     /// Load, start and reach every source given, and build the host over
     /// what came up, with what was left out beside it. Must run inside a
     /// Tokio runtime.

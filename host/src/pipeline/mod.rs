@@ -24,6 +24,7 @@
 //!   and running a tool on its backend;
 //! - `call`: the steps of one call on one catalog;
 //! - `prefetch`: the catalog as the speculation engine's target;
+//! - `pinned`: the catalog's listing under the pin, as last compared;
 //! - `toolhost`: the [`Toolhost`] facade: the current catalog, rebuilt
 //!   whole when a source changes, and what it reports;
 //! - `builder`: assembling a [`Toolhost`] ([`ToolhostBuilder`]): loading
@@ -38,6 +39,7 @@ mod builder;
 mod call;
 mod catalog;
 mod control;
+mod pinned;
 mod prefetch;
 mod toolhost;
 mod validate;

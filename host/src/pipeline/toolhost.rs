@@ -33,9 +33,11 @@ use tokio::sync::watch;
 use super::builder::ToolhostBuilder;
 use super::catalog::{Backend, CatalogError, Generation, Options, Sources};
 use super::control::{CallControl, CallError};
+use super::pinned::{self, Pinned};
 use crate::enrich::Listing;
-use crate::output::CallOutput;
+use crate::output::{CallOutput, ToolError};
 use crate::ownership::{self, Refusal};
+use crate::pin;
 use crate::plugin::{Hooks, LoadError, LoadErrorKind, Plugin};
 use crate::prompt::SystemPrompt;
 use crate::speculation;
@@ -67,6 +69,8 @@ struct Shared {
     /// By plugin name: how many loads refused its file before any of its
     /// code ran (the trust checks), since this host started.
     refused_loads: Mutex<BTreeMap<Arc<str>, u64>>,
+    /// The served list under the pin, as last compared.
+    pinned: Pinned,
 }
 
 impl Toolhost {
@@ -118,6 +122,7 @@ impl Toolhost {
             current: RwLock::new(Arc::new(generation)),
             rebuilt: watch::Sender::new(0),
             refused_loads: Mutex::default(),
+            pinned: Pinned::default(),
         });
         if let Some(cluster) = &shared.options.speculation.cluster {
             let weak = Arc::downgrade(&shared);
@@ -148,6 +153,35 @@ impl Toolhost {
     /// enricher claims, a base-catalog tool with no backend).
     pub fn list_tools(&self) -> Arc<Listing> {
         self.shared.current().core.listing.clone()
+    }
+
+    /// The tools as the model is shown them, as of now, in MCP's form:
+    /// the listing, under the pin if one is kept (`crate::pin`: a changed
+    /// tool as pinned or not at all, a new or renamed one not at all), with
+    /// every difference from the pin.
+    pub fn served_tools(&self) -> Arc<pin::Served> {
+        let generation = self.shared.current();
+        match &self.shared.options.pin {
+            Some(settings) => self.shared.pinned.served(generation, settings),
+            None => Arc::new(pin::Served {
+                tools: generation.core.listing.tools.iter().map(|t| t.to_mcp()).collect(),
+                differences: Vec::new(),
+            }),
+        }
+    }
+
+    /// Each listed tool as it would be served with no pin, with its
+    /// source: what `toolhost pin` records and compares.
+    pub fn pin_entries(&self) -> Vec<pin::Entry> {
+        pinned::entries(&self.shared.current())
+            .into_iter()
+            .map(|(_, entry)| entry)
+            .collect()
+    }
+
+    /// Where the pin is kept, if one is.
+    pub fn pin_settings(&self) -> Option<&pin::Settings> {
+        self.shared.options.pin.as_ref()
     }
 
     /// The tools left out of the catalog because another source owns their
@@ -266,6 +300,26 @@ impl Toolhost {
         ctx: &CallControl,
     ) -> Result<CallOutput, CallError> {
         let catalog = self.shared.current();
+        // A tool the pin holds back is not served, so not callable either.
+        if let Some(settings) = &self.shared.options.pin
+            && !self
+                .shared
+                .pinned
+                .served(catalog.clone(), settings)
+                .tools
+                .iter()
+                .any(|t| t.name == name)
+            && catalog.core.tools.contains_key(name)
+        {
+            return Err(CallError {
+                tool: name.to_owned(),
+                plugin: catalog.core.plugin(name).map(|p| p.name.clone()),
+                error: ToolError::NotFound(format!(
+                    "Tool {} is held back by the pin: see `toolhost pin --review`",
+                    crate::bounds::label(name)
+                )),
+            });
+        }
         super::call::call(&catalog, name, args, ctx)
             .await
             .map_err(|error| CallError {
