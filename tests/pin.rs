@@ -2,22 +2,25 @@
 //! a tool's description after `toolhost pin`, an enricher whose output
 //! changes, a renamed tool; each held back and reported with its source.
 
+#![allow(deprecated)] // rmcp marks MCP logging deprecated (SEP-2577); clients still use it.
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use rmcp::model::LoggingMessageNotificationParam;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
-use rmcp::transport::streamable_http_server::{
-    StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-};
-use rmcp::{ErrorData, ServerHandler};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleClient, RoleServer};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, ErrorData, ServerHandler, ServiceExt};
 use serde_json::json;
 use toolhost::pin::{OnChange, Settings};
 use toolhost::{CallControl, Toolhost, UpstreamConfig};
-use toolhost_tests::{plugin_dir, run, toolhost};
+use toolhost_tests::served::Served;
+use toolhost_tests::{JIRA_SIDECAR, mcp_on_loopback, plugin_dir, run, run_configured, toolhost};
 
 const BEFORE: &str = "Looks up a word in the dictionary.";
 const AFTER: &str =
@@ -86,20 +89,6 @@ impl ServerHandler for Dictionary {
     }
 }
 
-/// Serve `server` over streamable HTTP on loopback: its `/mcp` URL.
-async fn serve(server: Dictionary) -> String {
-    let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
-        Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default(),
-    );
-    let router = axum::Router::new().nest_service("/mcp", service);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, router).await });
-    url
-}
-
 /// A directory with an empty plugin directory and a `toolhost.toml` of
 /// `toml`.
 fn configured(toml: &str) -> tempfile::TempDir {
@@ -154,7 +143,7 @@ fn served_description(host: &Toolhost, tool: &str) -> Option<String> {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_upstream_description_changed_after_pin_is_held_and_reported_with_its_diff() {
     let server = Dictionary::new();
-    let url = serve(server.clone()).await;
+    let url = mcp_on_loopback(server.clone()).await;
     let dir = configured(&dictionary_toml(&url, ""));
     let (code, stdout, stderr) = toolhost_in(dir.path(), &["pin"]).await;
     assert_eq!(code, Some(0), "{stderr}");
@@ -240,7 +229,7 @@ async fn an_upstream_description_changed_after_pin_is_held_and_reported_with_its
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_renamed_tool_is_recognised_by_its_source_and_definition_and_held_until_accepted() {
-    let url = serve(Dictionary::new()).await;
+    let url = mcp_on_loopback(Dictionary::new()).await;
     let dir = configured(&dictionary_toml(&url, "d_"));
     let (code, _, stderr) = toolhost_in(dir.path(), &["pin"]).await;
     assert_eq!(code, Some(0), "{stderr}");
@@ -272,23 +261,15 @@ async fn a_renamed_tool_is_recognised_by_its_source_and_definition_and_held_unti
 
 #[test]
 fn an_enrichers_changed_output_is_held_and_reported_naming_the_enrichers_digests() {
-    let sidecar = "[config]\npriorities = [\"Low\", \"High\"]\n[[config.projects]]\nkey = \"WEB\"\ncomponents = [\"checkout\"]\n";
     let dir = plugin_dir(&[
         ("10-a", "fixture_chain_a", None),
         ("20-b", "fixture_chain_b", None),
-        ("30-jira", "jira", Some(sidecar)),
+        ("30-jira", "jira", Some(JIRA_SIDECAR)),
     ]);
     let config = dir.path().join("toolhost.toml");
     let pin = |toml: &str, args: &[&str]| {
-        std::fs::write(&config, toml).unwrap();
-        run(toolhost()
-            .arg("--config")
-            .arg(&config)
-            .arg("--plugins")
-            .arg(dir.path())
-            .arg("pin")
-            .args(args)
-            .current_dir(dir.path()))
+        let args: Vec<&str> = ["pin"].iter().chain(args).copied().collect();
+        run_configured(&config, dir.path(), toml, &args)
     };
     let (out, _, stderr) = pin("", &[]);
     assert!(out.status.success(), "{stderr}");
@@ -323,4 +304,77 @@ fn an_enrichers_changed_output_is_held_and_reported_naming_the_enrichers_digests
             && report.contains("\"A\""),
         "{report}"
     );
+}
+
+/// A client that keeps the log lines it is sent.
+#[derive(Clone)]
+struct Logged(tokio::sync::mpsc::UnboundedSender<LoggingMessageNotificationParam>);
+
+impl ClientHandler for Logged {
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.0.send(params);
+    }
+}
+
+/// `toolhost serve --http` with the pin: an MCP client is shown the pinned
+/// description and told in its log that a change is held, and `/metrics`
+/// counts it.
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_shows_the_pinned_definition_and_tells_the_clients_log_and_metrics() {
+    let server = Dictionary::new();
+    let url = mcp_on_loopback(server.clone()).await;
+    let dir = configured(&dictionary_toml(&url, ""));
+    let (code, _, stderr) = toolhost_in(dir.path(), &["pin"]).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    server.change(AFTER).await;
+
+    let mut command = toolhost();
+    command
+        .arg("--config")
+        .arg(dir.path().join("toolhost.toml"))
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .current_dir(dir.path());
+    let served = tokio::task::spawn_blocking(move || Served::start(command))
+        .await
+        .unwrap()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (lines, mut logged) = tokio::sync::mpsc::unbounded_channel();
+    let http = toolhost::internals::http_client::builder().build().unwrap();
+    let transport = StreamableHttpClientTransport::with_client(
+        http.clone(),
+        StreamableHttpClientTransportConfig::with_uri(served.url.as_str()),
+    );
+    let client = Logged(lines).serve(transport).await.unwrap();
+    let tools = client.peer().list_all_tools().await.unwrap();
+    let lookup = tools
+        .iter()
+        .find(|t| t.name == "lookup")
+        .expect("served as pinned");
+    assert_eq!(lookup.description.as_deref(), Some(BEFORE));
+
+    // A bound on the wait, so a missing line fails rather than hangs.
+    let line = tokio::time::timeout(std::time::Duration::from_secs(60), logged.recv())
+        .await
+        .expect("a log line")
+        .unwrap();
+    assert_eq!(line.logger.as_deref(), Some("toolhost"));
+    let text = line.data.to_string();
+    assert!(
+        text.contains("held back by the pin") && text.contains("`lookup` changed, from upstream `dict`"),
+        "{text}"
+    );
+    let metrics = http
+        .get(format!("http://{}/metrics", served.addr))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(metrics.lines().any(|l| l == "toolhost_pin_held 1"), "{metrics}");
+    let _ = client.cancel().await;
 }

@@ -67,9 +67,9 @@ pub async fn run(
             } else {
                 writeln!(
                     out,
-                    "{} differences from the pin {}: accept with `toolhost pin --accept NAME`",
-                    differences.len(),
-                    file.display()
+                    "differences from the pin {}: {} (accept one with `toolhost pin --accept NAME`)",
+                    file.display(),
+                    differences.len()
                 )?;
                 return Ok(ExitCode::from(1));
             }
