@@ -176,6 +176,12 @@ async fn an_upstream_description_changed_after_pin_is_held_and_reported_with_its
         served_description(&host, "stable").as_deref(),
         Some("Never changes.")
     );
+    // Nor does the changed text reach the model by the system prompt.
+    let prompt = host.system_prompt();
+    assert!(
+        prompt.contains("Never changes.") && !prompt.contains("id_rsa"),
+        "{prompt}"
+    );
     let served = host.served_tools();
     let held: Vec<String> = served.held().map(|d| d.to_string()).collect();
     assert_eq!(

@@ -2,8 +2,9 @@
 //! user pinned it, and what is served when that changes.
 //!
 //! A [`Pin`] holds, per served tool, the fields the model reads (title,
-//! description, input and output schemas, annotations: [`COMPARED`]) as
-//! they were served, after upstreams and enrichers, and the [`Source`]
+//! description, input and output schemas, annotations: [`COMPARED`]; and
+//! its system-prompt line and guidelines) as they were served, after
+//! upstreams and enrichers, and the [`Source`]
 //! behind them (the backend, with a plugin's digest, and each enricher that
 //! edited the tool, with its digest). It is a JSON file, replaced whole.
 //!
@@ -29,8 +30,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// The fields of a served tool the pin holds and compares, by their MCP
-/// names: all the model reads of a tool but its name. (Icons and `_meta`
-/// are for the client's display and pass unpinned.)
+/// names: all the model reads of a tool in `tools/list` but its name.
+/// (Icons and `_meta` are for the client's display and pass unpinned.)
 pub const COMPARED: [&str; 5] = [
     "title",
     "description",
@@ -38,6 +39,10 @@ pub const COMPARED: [&str; 5] = [
     "outputSchema",
     "annotations",
 ];
+
+/// What the system prompt says of a tool besides its description, held and
+/// compared too: its line (`snippet`) and its `guidelines`.
+const PROMPT: [&str; 2] = ["snippet", "guidelines"];
 
 /// The pin file's format version.
 const VERSION: u32 = 1;
@@ -93,7 +98,8 @@ impl fmt::Display for Source {
 pub struct Entry {
     /// The name it is served by.
     pub name: String,
-    /// The [`COMPARED`] fields it has, as served.
+    /// The [`COMPARED`] fields it has, as served, and its system-prompt
+    /// `snippet` and `guidelines` if it has them.
     pub definition: Map<String, Value>,
     /// Its backend and enrichers.
     pub source: Source,
@@ -112,6 +118,18 @@ impl Entry {
             definition,
             source,
         }
+    }
+
+    /// With what the system prompt says of the tool besides its
+    /// description: its own line, its guidelines.
+    pub fn with_prompt(mut self, snippet: Option<&str>, guidelines: &[String]) -> Self {
+        if let Some(snippet) = snippet {
+            self.definition.insert(PROMPT[0].into(), snippet.into());
+        }
+        if !guidelines.is_empty() {
+            self.definition.insert(PROMPT[1].into(), guidelines.into());
+        }
+        self
     }
 }
 
@@ -405,14 +423,16 @@ fn as_pinned(tool: Tool, pinned: &Map<String, Value>) -> Option<Tool> {
         return None;
     };
     fields.retain(|key, _| !COMPARED.contains(&key.as_str()));
-    fields.extend(pinned.iter().map(|(k, v)| (k.clone(), v.clone())));
+    let listed = pinned.iter().filter(|(k, _)| COMPARED.contains(&k.as_str()));
+    fields.extend(listed.map(|(k, v)| (k.clone(), v.clone())));
     serde_json::from_value(Value::Object(fields)).ok()
 }
 
-/// Each [`COMPARED`] field that differs, with its line diff.
+/// Each [`COMPARED`] and [`PROMPT`] field that differs, with its line diff.
 fn field_diffs(old: &Map<String, Value>, new: &Map<String, Value>) -> Vec<(String, Vec<String>)> {
     COMPARED
         .iter()
+        .chain(&PROMPT)
         .filter(|field| old.get(**field) != new.get(**field))
         .map(|field| {
             let (a, b) = (lines_of(old.get(*field)), lines_of(new.get(*field)));
@@ -580,6 +600,21 @@ mod tests {
             err.to_string(),
             "`a`: nothing held to accept (see `toolhost pin --review`)"
         );
+    }
+
+    #[test]
+    fn changed_guidelines_are_a_difference_and_the_listed_tool_is_unchanged() {
+        let t = tool("a", "A.");
+        let pin = Pin::new(vec![
+            Entry::new(&t, upstream("s")).with_prompt(None, &["Use it once.".into()]),
+        ]);
+        let now = Entry::new(&t, upstream("s")).with_prompt(None, &["Use it for everything.".into()]);
+        let out = pin.serve(vec![(t.clone(), now)], OnChange::Pinned);
+        assert_eq!(out.tools, [t]);
+        let [held] = out.differences.as_slice() else {
+            panic!("{:?}", out.differences)
+        };
+        assert_eq!(held.fields[0].0, "guidelines");
     }
 
     #[test]

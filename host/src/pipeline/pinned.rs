@@ -37,7 +37,8 @@ pub(super) fn entries(generation: &Generation) -> Vec<(rmcp::model::Tool, Entry)
         .iter()
         .map(|t| {
             let tool = t.to_mcp();
-            let entry = Entry::new(&tool, core.source(t));
+            let entry =
+                Entry::new(&tool, core.source(t)).with_prompt(t.meta.snippet.as_deref(), &t.meta.guidelines);
             (tool, entry)
         })
         .collect()

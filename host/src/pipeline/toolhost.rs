@@ -24,7 +24,7 @@
 //!
 //! Not here: what a build does (`catalog`), the steps of a call (`call`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 
 use serde_json::Value;
@@ -346,8 +346,16 @@ impl Toolhost {
 
     /// The system-prompt sections ("Available tools", "Guidelines") of the
     /// listed tools, as of now: toolhost's part of an agent's system prompt.
+    /// Under a pin, a tool whose change it holds back is left out, so that
+    /// its new text does not reach the model by the prompt instead.
     pub fn system_prompt(&self) -> String {
-        SystemPrompt::new(&self.list_tools().tools).render()
+        let listing = self.list_tools();
+        if self.shared.options.pin.is_none() {
+            return SystemPrompt::new(&listing.tools).render();
+        }
+        let served = self.served_tools();
+        let held: BTreeSet<&str> = served.held().map(|d| d.tool.as_str()).collect();
+        SystemPrompt::new(listing.tools.iter().filter(|t| !held.contains(t.name.as_str()))).render()
     }
 }
 
