@@ -303,9 +303,12 @@ impl Pin {
 
     /// Replace `path` with this pin, whole.
     pub fn write(&self, path: &Path) -> Result<(), PinError> {
-        let mut text = serde_json::to_string_pretty(self).unwrap_or_default();
-        text.push('\n');
-        crate::atomic_file::replace(path, text.as_bytes()).map_err(|source| PinError::Write {
+        let write = || {
+            let mut bytes = serde_json::to_vec_pretty(self)?;
+            bytes.push(b'\n');
+            crate::atomic_file::replace(path, &bytes)
+        };
+        write().map_err(|source| PinError::Write {
             path: path.into(),
             source,
         })
