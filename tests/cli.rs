@@ -4,7 +4,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 use toolhost_tests::providers::BUNDLE;
-use toolhost_tests::{guest, needs, plugin_dir, run, toolhost};
+use toolhost_tests::{JIRA_SIDECAR, guest, needs, plugin_dir, run, run_configured, toolhost};
 
 #[path = "audit.rs"]
 mod audit;
@@ -239,26 +239,17 @@ fn check_reports_each_export_and_fails_a_hostile_plugin() {
 /// sidecar manifest: order, enabled and the plugin's own config, key by key.
 #[test]
 fn toolhost_toml_settings_layer_over_the_sidecar() {
-    let sidecar = "[config]\npriorities = [\"Low\", \"High\"]\n[[config.projects]]\nkey = \"WEB\"\ncomponents = [\"checkout\"]\n";
     let dir = plugin_dir(&[
         ("10-a", "fixture_chain_a", None),
         ("20-b", "fixture_chain_b", None),
-        ("30-jira", "jira", Some(sidecar)),
+        ("30-jira", "jira", Some(JIRA_SIDECAR)),
         ("40-format", "format_pipeline", None),
         ("50-text", "text_tools", None),
     ]);
     // Jira's full plugin implements the catalog tools it lists: no `[bind]`.
     let config = dir.path().join("toolhost.toml");
     // `toolhost --config … --plugins … ARGS` with `toml` as the file.
-    let with_config = |toml: &str, args: &[&str]| {
-        std::fs::write(&config, toml).unwrap();
-        run(toolhost()
-            .arg("--config")
-            .arg(&config)
-            .arg("--plugins")
-            .arg(dir.path())
-            .args(args))
-    };
+    let with_config = |toml: &str, args: &[&str]| run_configured(&config, dir.path(), toml, args);
     let tools = |toml: &str| {
         let (out, stdout, stderr) = with_config(toml, &["tools", "--json"]);
         assert!(out.status.success(), "{stderr}");

@@ -74,9 +74,6 @@ mod hostile {
         PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
     };
     use rmcp::service::{RequestContext, RoleServer};
-    use rmcp::transport::streamable_http_server::{
-        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-    };
     use rmcp::{ErrorData, ServerHandler};
     use serde_json::json;
 
@@ -126,16 +123,7 @@ mod hostile {
 
     /// Serve `server` over streamable HTTP on loopback: its `/mcp` URL.
     pub async fn serve(server: Hostile) -> String {
-        let service = StreamableHttpService::new(
-            move || Ok(server.clone()),
-            Arc::new(LocalSessionManager::default()),
-            StreamableHttpServerConfig::default(),
-        );
-        let router = axum::Router::new().nest_service("/mcp", service);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, router).await });
-        url
+        toolhost_tests::mcp_on_loopback(server).await
     }
 }
 

@@ -13,6 +13,7 @@ mod loading;
 mod mcp_python;
 mod mcp_upstreams;
 mod native;
+mod pin;
 mod pipeline;
 mod providers;
 mod record;

@@ -36,9 +36,6 @@ mod github {
         PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
     };
     use rmcp::service::{RequestContext, RoleServer};
-    use rmcp::transport::streamable_http_server::{
-        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-    };
     use rmcp::{ErrorData, ServerHandler};
     use serde_json::{Value, json};
 
@@ -215,16 +212,7 @@ mod github {
 
     /// Serve the fake over streamable HTTP on loopback: its `/mcp` URL.
     pub async fn serve() -> String {
-        let service = StreamableHttpService::new(
-            || Ok(Fake),
-            Arc::new(LocalSessionManager::default()),
-            StreamableHttpServerConfig::default(),
-        );
-        let router = axum::Router::new().nest_service("/mcp", service);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, router).await });
-        url
+        toolhost_tests::mcp_on_loopback(Fake).await
     }
 }
 

@@ -14,6 +14,7 @@ use toolhost::ClusterConfig;
 use toolhost::UpstreamConfig;
 use toolhost::WebSettings;
 use toolhost::mcp::AuthConfig;
+use toolhost::pin::OnChange;
 use toolhost::plugin::Manifest;
 use toolhost::speculation::Settings as SpeculationSettings;
 use toolhost::supply::TrustSettings;
@@ -21,6 +22,8 @@ use toolhost::{UnsafeSpeculation, ValueModel, ValueModels};
 
 /// The file looked for in the working directory when none is given.
 pub const DEFAULT_FILE: &str = "toolhost.toml";
+/// The pin file's name, beside the configuration file by default.
+pub const PIN_FILE: &str = "toolhost.pin.json";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -79,6 +82,9 @@ pub struct Config {
     pub cluster: Option<ClusterConfig>,
     /// Where each call is recorded; absent, nowhere.
     pub audit: Option<AuditConfig>,
+    /// The pinned tool list (`toolhost pin`).
+    #[serde(default)]
+    pub pin: PinConfig,
 }
 
 /// The `[audit]` table.
@@ -88,6 +94,19 @@ pub struct AuditConfig {
     /// The JSON-lines file each call is appended to (relative to the
     /// configuration file's directory), created 0600.
     pub file: PathBuf,
+}
+
+/// `[pin]`: where the pinned tool list is kept, and what a held change is
+/// served as.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PinConfig {
+    /// The pin file (default: `toolhost.pin.json` beside this file).
+    pub file: Option<PathBuf>,
+    /// `pinned` (the default): a changed tool is served as pinned;
+    /// `hide`: not at all.
+    #[serde(default)]
+    pub on_change: OnChange,
 }
 
 #[derive(Debug, Deserialize)]
@@ -137,6 +156,7 @@ impl Config {
         }
         config.trust.resolve_paths(base);
         config.speculation.stats_file = config.speculation.stats_file.map(|p| base.join(p));
+        config.pin.file = config.pin.file.map(|p| base.join(p));
         config.source = Some(std::path::absolute(path).unwrap_or_else(|_| path.into()));
         if let Some(CacheSetting::Dir(dir)) = &mut config.cache {
             *dir = base.join(&*dir);
@@ -170,6 +190,23 @@ impl Config {
             None => "stats.json".to_owned(),
         };
         Some(self.cache_dir()?.join(name))
+    }
+
+    /// Where the pinned tool list is kept: `[pin] file`, else
+    /// `toolhost.pin.json` beside the configuration file (in the working
+    /// directory when there is none), as `plugins.lock` is beside the
+    /// plugins it locks.
+    pub fn pin_settings(&self) -> toolhost::pin::Settings {
+        let beside = |source: &PathBuf| source.parent().unwrap_or(Path::new(".")).join(PIN_FILE);
+        let file = match (&self.pin.file, &self.source) {
+            (Some(file), _) => file.clone(),
+            (None, Some(source)) => beside(source),
+            (None, None) => PathBuf::from(PIN_FILE),
+        };
+        toolhost::pin::Settings {
+            file,
+            on_change: self.pin.on_change,
+        }
     }
 
     /// The `[plugin.NAME]` tables, for [`toolhost::plugin::RuntimeOptions`].
@@ -226,6 +263,14 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(a, file("a"), "the same file, the same record");
         assert!(a.starts_with(dir.path().join("cache")), "{}", a.display());
+        let pin = parse("[pin]\nfile = \"p/pin.json\"\non_change = \"hide\"\n").unwrap();
+        let settings = pin.pin_settings();
+        assert!(settings.file.ends_with("p/pin.json") && settings.file.is_absolute());
+        assert_eq!(settings.on_change, OnChange::Hide);
+        let beside = parse("").unwrap().pin_settings();
+        assert!(beside.file.ends_with(PIN_FILE) && beside.file.is_absolute());
+        assert_eq!(beside.on_change, OnChange::Pinned);
+        assert!(parse("[pin]\non_change = \"show\"\n").is_err());
         let set = parse("[speculation]\nstats_file = \"s.json\"\n").unwrap();
         assert!(set.stats_file().unwrap().ends_with("s.json"));
     }

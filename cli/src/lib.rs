@@ -14,6 +14,7 @@
 //! - [`consent`]: `toolhost plugins --grants` and `toolhost approve`.
 //! - [`signing`]: `toolhost keygen` and `toolhost sign`, for vendors.
 //! - [`replay`]: `toolhost replay`, recorded plugin calls run again.
+//! - [`pin`]: `toolhost pin`, the served tool list pinned, reviewed, accepted.
 //!
 //! What they share:
 //! - [`config`]: the user's configuration file, `toolhost.toml`.
@@ -31,6 +32,7 @@ pub mod config;
 pub mod consent;
 pub mod expect;
 pub mod lock;
+pub mod pin;
 pub mod plugins;
 pub mod render;
 pub mod replay;

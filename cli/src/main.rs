@@ -9,7 +9,7 @@ use toolhost::mcp::ClientLog;
 use toolhost::plugin::{Recorder, Runtime, RuntimeOptions, tracing_sink};
 use toolhost_cli::config::{CacheSetting, Config};
 use toolhost_cli::{
-    call, check, consent, lock, plugins, replay, scaffold, serve, setup, signing, stats, tools,
+    call, check, consent, lock, pin, plugins, replay, scaffold, serve, setup, signing, stats, tools,
 };
 
 #[derive(Parser)]
@@ -58,6 +58,18 @@ enum Command {
     Lock,
     /// Approve what plugin NAME imports and is granted, as it is now.
     Approve { name: String },
+    /// Pin the tools as `serve` shows them to the model now (name, title,
+    /// description, schemas, annotations, and the source of each): from
+    /// then on, `serve` holds back every difference.
+    Pin {
+        /// Show each difference from the pin, naming its source; exit 1
+        /// if there is one.
+        #[arg(long, conflicts_with = "accept")]
+        review: bool,
+        /// Take the difference of tool NAME into the pin (repeatable).
+        #[arg(long, value_name = "NAME")]
+        accept: Vec<String>,
+    },
     /// Make a vendor's key pair: NAME.key (secret) and NAME.pub.
     Keygen {
         name: String,
@@ -277,6 +289,14 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         } => {
             let options = replay::Options { execute, changed };
             replay::run(&runtime, &config, &dir, plugin_dir.as_deref(), options).await
+        }
+        Command::Pin { review, accept } => {
+            let action = match (review, accept.is_empty()) {
+                (true, _) => pin::Action::Review,
+                (false, false) => pin::Action::Accept(accept),
+                (false, true) => pin::Action::Record,
+            };
+            pin::run(&runtime, &config, plugin_dir.as_deref(), action).await
         }
         Command::Keygen { name, dir } => signing::keygen(&dir, &name),
         Command::Sign { file, key, detached } => signing::sign(&file, &key, detached),

@@ -73,7 +73,8 @@ pub async fn build(
         .web(config.web.clone())
         .trust(config.trust.clone())
         .log(runtime.log_sink())
-        .speculation(speculation);
+        .speculation(speculation)
+        .pin(config.pin_settings());
     if let Some(dir) = plugin_dir {
         builder = builder.plugins(runtime, dir);
     }

@@ -1,7 +1,7 @@
 //! Replacing a file whole, so that a reader sees the old content or the new,
 //! never half of it: write a temporary file beside it, then rename it into
-//! place. Used for the statistics file (the native `write` and `edit` do the
-//! same through the tool root's directory handles).
+//! place. Used for the statistics file and the pin file (the native `write`
+//! and `edit` do the same through the tool root's directory handles).
 
 use std::io::Write;
 use std::path::Path;

@@ -93,6 +93,21 @@ pub struct EnrichedTool {
     pub meta: ToolMeta,
 }
 
+impl EnrichedTool {
+    /// The tool as MCP lists it: title, output schema, annotations, icons
+    /// and `_meta` from its metadata.
+    pub fn to_mcp(&self) -> rmcp::model::Tool {
+        let object = match self.schema.to_value() {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        };
+        let mut tool =
+            rmcp::model::Tool::new(self.name.clone(), self.schema.description().to_owned(), object);
+        crate::tool::set_tool_meta(&self.meta, &mut tool);
+        tool
+    }
+}
+
 #[cfg(test)]
 impl EnrichedTool {
     /// A tool as its source lists it, no enricher having changed it.

@@ -92,6 +92,7 @@
 //! - [`catalog`]: the base catalog of provider tools.
 //! - [`enrich`]: the enricher chain (listing, provenance, value models).
 //! - [`ownership`]: who serves a tool name when sources clash.
+//! - [`pin`]: the served tool list pinned against silent change.
 //! - [`speculation`]: speculative prefetch: its settings and statistics.
 //! - [`bounds`]: every cap on what a plugin hands the host, in one place.
 //! - [`atomic_file`]: replacing a file whole.
@@ -99,7 +100,7 @@
 //! The modules depend on each other in one direction, with no cycle (the
 //! test in `layering` fails naming one): the leaves (`bounds`, `output`,
 //! `tool`, `schema`, `args_edit`, `http_client`, `json_structure`,
-//! `atomic_file`, `plugin_file`) at the bottom; the tool sources (`tools`,
+//! `atomic_file`, `plugin_file`, `pin`) at the bottom; the tool sources (`tools`,
 //! `plugin`, `upstream`) above the vocabulary they speak (`value_model`, `catalog`);
 //! `supply` above the loader it admits for; `pipeline` above them all but
 //! `mcp`, the front, at the top.
@@ -141,6 +142,7 @@ pub mod enrich;
 #[cfg(feature = "mcp-server")]
 pub mod mcp;
 pub mod ownership;
+pub mod pin;
 pub mod plugin;
 pub mod speculation;
 pub mod supply;

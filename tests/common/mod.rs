@@ -27,6 +27,27 @@ pub mod served;
 pub mod toolchains;
 pub mod traces;
 
+/// Serve the MCP server `server` (a fresh copy per session) over
+/// streamable HTTP on loopback, for the life of the runtime: its `/mcp` URL.
+pub async fn mcp_on_loopback<S>(server: S) -> String
+where
+    S: rmcp::ServerHandler + Clone + Send + Sync + 'static,
+{
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+    };
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let router = axum::Router::new().nest_service("/mcp", service);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    url
+}
+
 /// The directory holding the built guest components.
 pub fn guest_dir() -> PathBuf {
     match std::env::var_os("TOOLHOST_GUEST_DIR") {
@@ -95,6 +116,27 @@ pub fn run(cmd: &mut std::process::Command) -> (std::process::Output, String, St
         String::from_utf8_lossy(&out.stderr).into_owned(),
     );
     (out, stdout, stderr)
+}
+
+/// A sidecar manifest for the bundled `jira` plugin: two priorities, one
+/// project with one component.
+pub const JIRA_SIDECAR: &str = "[config]\npriorities = [\"Low\", \"High\"]\n[[config.projects]]\nkey = \"WEB\"\ncomponents = [\"checkout\"]\n";
+
+/// `toolhost --config CONFIG --plugins PLUGINS ARGS`, CONFIG written with
+/// `toml` first: its output, stdout and stderr.
+pub fn run_configured(
+    config: &Path,
+    plugins: &Path,
+    toml: &str,
+    args: &[&str],
+) -> (std::process::Output, String, String) {
+    std::fs::write(config, toml).expect("write the configuration");
+    run(toolhost()
+        .arg("--config")
+        .arg(config)
+        .arg("--plugins")
+        .arg(plugins)
+        .args(args))
 }
 
 /// Run `cmd` for at most `limit`: its status (`None` if it was still

@@ -77,6 +77,13 @@ impl ClientLog {
         })
     }
 
+    /// Send `line`, toolhost's own, to every session following this hub
+    /// (the host's own log has it already).
+    pub(crate) fn tell(&self, line: LogLine) {
+        // No session is following: nobody to tell.
+        let _ = self.lines.send(Arc::new(line));
+    }
+
     /// The state of one new client session, at `DEFAULT_LEVEL`. It
     /// holds the lines logged from now on: a client may call a tool the
     /// moment it has sent `notifications/initialized`, before the server

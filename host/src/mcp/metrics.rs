@@ -4,7 +4,8 @@
 //! (and other failures), quarantines and calls refused in quarantine per
 //! plugin, loads that refused a plugin's file, and the speculation counters
 //! of this replica (prefetches, hits, cluster hits, joins, wasted, stale),
-//! read from the host when scraped. Every counter goes on across reloads of
+//! read from the host when scraped; and the differences the pin holds back
+//! (`toolhost_pin_held`, a gauge: 0 with no pin). Every counter goes on across reloads of
 //! the plugin directory: a reloaded plugin's counts since its load are
 //! added to what its name had counted before.
 //!
@@ -20,6 +21,7 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
@@ -69,6 +71,7 @@ pub(super) struct CallMetrics {
     refusals: Family<PluginLabel, Counter>,
     refused_loads: Family<PluginLabel, Counter>,
     speculation: Family<KindLabel, Counter>,
+    pin_held: Gauge,
     /// What each plugin had counted at the last scrape. Held by one scrape
     /// at a time, which brings the counters kept elsewhere up to date.
     scraped: Mutex<HashMap<String, Scraped>>,
@@ -152,6 +155,12 @@ impl CallMetrics {
             "What speculation did, by kind",
             speculation.clone(),
         );
+        let pin_held = Gauge::default();
+        registry.register(
+            "pin_held",
+            "Differences from the pinned tool list held back (changed, new and renamed tools)",
+            pin_held.clone(),
+        );
         Arc::new(Self {
             registry,
             calls,
@@ -165,6 +174,7 @@ impl CallMetrics {
             refusals,
             refused_loads,
             speculation,
+            pin_held,
             scraped: Mutex::default(),
         })
     }
@@ -244,6 +254,10 @@ impl CallMetrics {
             ] {
                 Self::catch_up(&self.speculation.get_or_create(&KindLabel { kind }), now);
             }
+        }
+        if host.pin_settings().is_some() {
+            let held = host.served_tools().held().count();
+            self.pin_held.set(i64::try_from(held).unwrap_or(i64::MAX));
         }
         let mut text = String::new();
         // Writing to a String cannot fail.

@@ -35,6 +35,10 @@
 //! request once its token was verified (anonymous without `[auth]`); on
 //! stdio, the local user.
 //!
+//! `tools/list` serves the tools under the pin, if one is kept
+//! (`Toolhost::served_tools`, `crate::pin`): each difference it newly holds
+//! back is a warning in the clients' logs, under the logger `toolhost`.
+//!
 //! Logging: each session is sent the plugin and upstream log lines of a
 //! [`ClientLog`] at the level it set with `logging/setLevel` (see
 //! `client_log`). Over HTTP, requests pass `auth` first;
@@ -58,7 +62,7 @@ mod sessions;
 mod stdio;
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -81,9 +85,9 @@ use tokio::sync::{broadcast, watch};
 use tracing::Instrument;
 
 use crate::bounds::label;
-use crate::enrich::EnrichedTool;
 use crate::output::{ToolError, mcp};
 use crate::pipeline::{CallControl, Caller, Toolhost, error_text};
+use crate::plugin::{LogLevel, LogLine};
 use crate::prompt::PROMPT_NAME;
 use crate::upstream::{GatewayError, Notice, merge_instructions};
 use client_log::SessionLog;
@@ -115,6 +119,8 @@ pub struct McpServer {
     /// Who calls when a request carries no verified caller: the local
     /// user on stdio, nobody known over HTTP without `[auth]`.
     caller: Caller,
+    /// The differences the pin holds that the clients' logs were told of.
+    held_told: Arc<Mutex<BTreeSet<String>>>,
 }
 
 impl McpServer {
@@ -142,6 +148,7 @@ impl McpServer {
             session_log,
             metrics: metrics::CallMetrics::new(),
             caller: Caller::unauthenticated(),
+            held_told: Arc::default(),
         }
     }
 
@@ -164,11 +171,26 @@ impl McpServer {
             session_log: self.log.session(),
             metrics: self.metrics.clone(),
             caller: self.caller.clone(),
+            held_told: self.held_told.clone(),
         }
     }
 
+    /// The tools served (under the pin, if one is kept); each difference
+    /// the pin newly holds back is told to the clients' logs.
     fn tools(&self) -> Vec<Tool> {
-        self.host.list_tools().tools.iter().map(to_tool).collect()
+        let served = self.host.served_tools();
+        let held: BTreeSet<String> = served.held().map(|d| d.summary()).collect();
+        let mut told = self.held_told.lock().unwrap_or_else(PoisonError::into_inner);
+        for difference in served.held().filter(|d| !told.contains(&d.summary())) {
+            self.log.tell(LogLine {
+                plugin: "toolhost".into(),
+                level: LogLevel::Warn,
+                stream: "log",
+                message: format!("held back by the pin (`toolhost pin --review`): {difference}"),
+            });
+        }
+        *told = held;
+        served.tools.clone()
     }
 
     /// toolhost's own prompt: the system-prompt sections of its tools.
@@ -248,22 +270,6 @@ fn gateway_error(e: GatewayError) -> McpError {
         GatewayError::Upstream(_) => ErrorCode::INTERNAL_ERROR,
     };
     McpError::new(code, e.to_string(), None)
-}
-
-/// An enriched tool as MCP lists it: title, output schema, annotations,
-/// icons and `_meta` from its metadata.
-fn to_tool(t: &EnrichedTool) -> Tool {
-    let object = |value: Value| match value {
-        Value::Object(map) => map,
-        _ => serde_json::Map::new(),
-    };
-    let mut tool = Tool::new(
-        t.name.clone(),
-        t.schema.description().to_owned(),
-        object(t.schema.to_value()),
-    );
-    crate::tool::set_tool_meta(&t.meta, &mut tool);
-    tool
 }
 
 /// Tell the sessions of the gateway's changes: list changes to every open
@@ -449,12 +455,16 @@ impl ServerHandler for McpServer {
     /// MCP 2026-07-28 (to check its `Mcp-Param-*` headers): only that one
     /// is converted, not the whole list.
     fn get_tool(&self, name: &str) -> Option<Tool> {
+        if self.host.pin_settings().is_some() {
+            let served = self.host.served_tools();
+            return served.tools.iter().find(|t| t.name == name).cloned();
+        }
         self.host
             .list_tools()
             .tools
             .iter()
             .find(|t| t.name == name)
-            .map(to_tool)
+            .map(|t| t.to_mcp())
     }
 
     #[allow(deprecated)] // rmcp marks MCP logging deprecated (SEP-2577); clients still use it.

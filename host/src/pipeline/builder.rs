@@ -191,12 +191,24 @@ impl<'r> ToolhostBuilder<'r> {
     }
 
     /// Record every call of [`Toolhost::call_tool`] in `audit`: who called
-    /// which tool, how it ended, the arguments' digest (see
+    /// which tool, how it ended, the arguments' shape (see
     /// [`Audit`]).
     ///
     /// Default: no audit.
     pub fn audit(mut self, audit: Audit) -> Self {
         self.options.audit = Some(Arc::new(audit));
+        self
+    }
+
+    /// Keep the served tool list pinned to the file of `settings`: while
+    /// it exists, a tool whose definition differs from it is served as
+    /// pinned or not at all, and a new one not at all (see
+    /// [`crate::pin`]).
+    ///
+    /// Default: no pin, every tool served as its source and enrichers
+    /// make it.
+    pub fn pin(mut self, settings: crate::pin::Settings) -> Self {
+        self.options.pin = Some(settings);
         self
     }
 

@@ -37,10 +37,11 @@ use tokio::sync::mpsc;
 use super::audit::Audit;
 use super::control::CallControl;
 use crate::catalog::{base_catalog, base_tool};
-use crate::enrich::{Enrichers, Hidden, Listing, Owner};
+use crate::enrich::{EnrichedTool, Enrichers, Hidden, Listing, Owner};
 use crate::gate::Gate;
 use crate::output::{CallOutput, ToolError};
 use crate::ownership::{self, Binding, Claim, Names, Refusal};
+use crate::pin;
 use crate::plugin::{Hooks, Plugin, ToolDefinition};
 use crate::speculation::{self, Engine};
 use crate::tool::{ToolAnnotations, ToolMeta, ToolSpec};
@@ -75,6 +76,8 @@ pub struct Options {
     pub speculation: speculation::Settings,
     /// Where each call is recorded, if anywhere.
     pub audit: Option<Arc<Audit>>,
+    /// The pinned tool list, if one is kept.
+    pub pin: Option<pin::Settings>,
 }
 
 /// A catalog that cannot be built.
@@ -196,6 +199,8 @@ pub(super) struct Core {
     pub(super) changes: Option<crate::tools::Changes>,
     /// What every result, error and definition served passes last.
     pub(super) gate: Arc<Gate>,
+    /// The enrichers the listing went through, for its provenance.
+    pub(super) enrichers: Enrichers,
 }
 
 impl Core {
@@ -226,6 +231,31 @@ impl Core {
             Backend::Plugin(plugin, _) => Some(plugin.limits().max_output_bytes),
             Backend::Upstream(server, _) => Some(server.config.max_message_bytes),
         }
+    }
+}
+
+impl Core {
+    /// Where a listed tool comes from, for the pin: its backend (a
+    /// plugin's with its digest) and each enricher that edited it, with
+    /// its digest, in the order they first did.
+    pub(super) fn source(&self, tool: &EnrichedTool) -> pin::Source {
+        let digest = |name: &str| {
+            let plugin = self.enrichers.plugins().iter().find(|p| &*p.name == name);
+            format!("`{name}` {}", plugin.map_or("(unloaded)", |p| p.digest()))
+        };
+        let backend = match self.tools.get(&tool.name).map(|b| &b.backend) {
+            Some(Backend::Native(_)) | None => "native".to_owned(),
+            Some(Backend::Plugin(plugin, _)) => format!("plugin `{}` {}", plugin.name, plugin.digest()),
+            Some(Backend::Upstream(server, _)) => format!("upstream `{}`", server.config.name),
+        };
+        let mut enrichers: Vec<String> = Vec::new();
+        for change in &tool.changes {
+            let named = digest(&change.plugin);
+            if !enrichers.contains(&named) {
+                enrichers.push(named);
+            }
+        }
+        pin::Source { backend, enrichers }
     }
 }
 
@@ -289,6 +319,7 @@ impl Generation {
             refused,
             changes,
             gate,
+            enrichers: enrichers.clone(),
         });
         let speculation = options.speculation.enabled.then(|| {
             Arc::new(match previous {

@@ -27,6 +27,7 @@
 //!   and running a tool on its backend;
 //! - `call`: the steps of one call on one catalog;
 //! - `prefetch`: the catalog as the speculation engine's target;
+//! - `pinned`: the catalog's listing under the pin, as last compared;
 //! - `toolhost`: the [`Toolhost`] facade: the current catalog, rebuilt
 //!   whole when a source changes, and what it reports;
 //! - `builder`: assembling a [`Toolhost`] ([`ToolhostBuilder`]): loading
@@ -43,6 +44,7 @@ mod call;
 mod caller;
 mod catalog;
 mod control;
+mod pinned;
 mod prefetch;
 mod toolhost;
 mod validate;

@@ -24,7 +24,7 @@
 //!
 //! Not here: what a build does (`catalog`), the steps of a call (`call`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 use std::time::{Instant, SystemTime};
 
@@ -35,9 +35,11 @@ use super::audit::{Record, ServedBy};
 use super::builder::ToolhostBuilder;
 use super::catalog::{Backend, CatalogError, Generation, Options, Sources};
 use super::control::{CallControl, CallError};
+use super::pinned::{self, Pinned};
 use crate::enrich::Listing;
-use crate::output::CallOutput;
+use crate::output::{CallOutput, ToolError};
 use crate::ownership::{self, Refusal};
+use crate::pin;
 use crate::plugin::{Hooks, LoadError, LoadErrorKind, Plugin};
 use crate::prompt::SystemPrompt;
 use crate::speculation;
@@ -69,6 +71,8 @@ struct Shared {
     /// By plugin name: how many loads refused its file before any of its
     /// code ran (the trust checks), since this host started.
     refused_loads: Mutex<BTreeMap<Arc<str>, u64>>,
+    /// The served list under the pin, as last compared.
+    pinned: Pinned,
 }
 
 impl Toolhost {
@@ -120,6 +124,7 @@ impl Toolhost {
             current: RwLock::new(Arc::new(generation)),
             rebuilt: watch::Sender::new(0),
             refused_loads: Mutex::default(),
+            pinned: Pinned::default(),
         });
         if let Some(cluster) = &shared.options.speculation.cluster {
             let weak = Arc::downgrade(&shared);
@@ -150,6 +155,35 @@ impl Toolhost {
     /// enricher claims, a base-catalog tool with no backend).
     pub fn list_tools(&self) -> Arc<Listing> {
         self.shared.current().core.listing.clone()
+    }
+
+    /// The tools as the model is shown them, as of now, in MCP's form:
+    /// the listing, under the pin if one is kept (`crate::pin`: a changed
+    /// tool as pinned or not at all, a new or renamed one not at all), with
+    /// every difference from the pin.
+    pub fn served_tools(&self) -> Arc<pin::Served> {
+        let generation = self.shared.current();
+        match &self.shared.options.pin {
+            Some(settings) => self.shared.pinned.served(generation, settings),
+            None => Arc::new(pin::Served {
+                tools: generation.core.listing.tools.iter().map(|t| t.to_mcp()).collect(),
+                differences: Vec::new(),
+            }),
+        }
+    }
+
+    /// Each listed tool as it would be served with no pin, with its
+    /// source: what `toolhost pin` records and compares.
+    pub fn pin_entries(&self) -> Vec<pin::Entry> {
+        pinned::entries(&self.shared.current())
+            .into_iter()
+            .map(|(_, entry)| entry)
+            .collect()
+    }
+
+    /// Where the pin is kept, if one is.
+    pub fn pin_settings(&self) -> Option<&pin::Settings> {
+        self.shared.options.pin.as_ref()
     }
 
     /// The tools left out of the catalog because another source owns their
@@ -277,7 +311,25 @@ impl Toolhost {
             .map(|audit| (audit, args.clone()));
         let (started, clock) = (SystemTime::now(), Instant::now());
         let mut prefetched = false;
-        let result = super::call::call(&catalog, name, args, ctx, &mut prefetched).await;
+        // A tool the pin holds back is not served, so not callable either.
+        let held = self.shared.options.pin.as_ref().is_some_and(|settings| {
+            catalog.core.tools.contains_key(name)
+                && !self
+                    .shared
+                    .pinned
+                    .served(catalog.clone(), settings)
+                    .tools
+                    .iter()
+                    .any(|t| t.name == name)
+        });
+        let result = if held {
+            Err(ToolError::NotFound(format!(
+                "Tool {} is held back by the pin: see `toolhost pin --review`",
+                crate::bounds::label(name)
+            )))
+        } else {
+            super::call::call(&catalog, name, args, ctx, &mut prefetched).await
+        };
         if let Some((audit, args)) = audited {
             let backend = catalog.core.tools.get(name).map(|bound| match &bound.backend {
                 Backend::Native(_) => ServedBy::Native,
@@ -312,8 +364,16 @@ impl Toolhost {
 
     /// The system-prompt sections ("Available tools", "Guidelines") of the
     /// listed tools, as of now: toolhost's part of an agent's system prompt.
+    /// Under a pin, a tool whose change it holds back is left out, so that
+    /// its new text does not reach the model by the prompt instead.
     pub fn system_prompt(&self) -> String {
-        SystemPrompt::new(&self.list_tools().tools).render()
+        let listing = self.list_tools();
+        if self.shared.options.pin.is_none() {
+            return SystemPrompt::new(&listing.tools).render();
+        }
+        let served = self.served_tools();
+        let held: BTreeSet<&str> = served.held().map(|d| d.tool.as_str()).collect();
+        SystemPrompt::new(listing.tools.iter().filter(|t| !held.contains(t.name.as_str()))).render()
     }
 }
 

@@ -426,7 +426,11 @@ impl Runtime {
             instances,
             recording: None,
             shadow: None,
+            digest: std::sync::OnceLock::new(),
         };
+        if let Some(digest) = &digest {
+            let _ = plugin.digest.set(digest.clone());
+        }
         // Read again for its digest only when recording and not read by
         // the admission: the code cache may have spared reading it.
         if recorded && let Some(recorder) = &self.recorder {

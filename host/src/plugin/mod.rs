@@ -286,9 +286,20 @@ pub struct Plugin {
     /// Where its calls are recorded, with the file's digest.
     recording: Option<(Arc<Recorder>, String)>,
     shadow: Option<shadow::Shadow>,
+    /// Its component file's digest, once known (the admission reads it).
+    digest: std::sync::OnceLock<String>,
 }
 
 impl Plugin {
+    /// Its component file's digest (`sha256:…`), as loaded: read from the
+    /// file the first time it is asked for if the load did not read it.
+    pub fn digest(&self) -> &str {
+        self.digest.get_or_init(|| match std::fs::read(&self.path) {
+            Ok(bytes) => crate::plugin_file::Digest::of(&bytes).to_string(),
+            Err(e) => format!("(unreadable: {e})"),
+        })
+    }
+
     /// Its resolved caps.
     pub fn limits(&self) -> &Limits {
         &self.instances.identity().limits
