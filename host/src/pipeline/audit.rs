@@ -27,7 +27,7 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -144,12 +144,13 @@ enum Outcome {
 }
 
 impl<'a> Record<'a> {
-    /// The call of `tool` with `args` by `caller` that ended in `result`;
+    /// The call of `tool` by `caller`, with arguments of `args_shape`
+    /// ([`shape_of`]), that ended in `result`;
     /// `(started, took)`: when it started and how long it took.
     pub(super) fn new(
         caller: &'a Caller,
         tool: &str,
-        args: &Value,
+        args_shape: Value,
         backend: Option<ServedBy>,
         result: &Result<CallOutput, ToolError>,
         (started, took): (SystemTime, Duration),
@@ -174,7 +175,7 @@ impl<'a> Record<'a> {
             outcome,
             duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
             prefetched,
-            args_shape: shape(args, 0),
+            args_shape,
         }
     }
 
@@ -198,6 +199,11 @@ impl<'a> Record<'a> {
         }
         Some(value.to_string())
     }
+}
+
+/// What the audit keeps of a call's arguments: their shape.
+pub(super) fn shape_of(args: &Value) -> Value {
+    shape(args, 0)
 }
 
 /// `value`'s shape: an object's keys (at most [`MAX_SHAPE_KEYS`], the rest
@@ -227,37 +233,14 @@ fn shape(value: &Value, depth: usize) -> Value {
 
 /// `time` as RFC 3339 in UTC, to the millisecond.
 fn rfc3339(time: SystemTime) -> String {
-    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = since.as_secs();
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    let (year, month, day) = civil(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60,
-        since.subsec_millis()
-    )
-}
-
-/// The proleptic Gregorian date `days` after 1970-01-01 (Howard
-/// Hinnant's `civil_from_days`).
-fn civil(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    (year, month, day)
+    chrono::DateTime::<chrono::Utc>::from(time).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+
+    use std::time::UNIX_EPOCH;
 
     use super::*;
     use crate::pipeline::caller::MAX_CLAIM_BYTES;
@@ -269,7 +252,7 @@ mod tests {
         Record::new(
             caller,
             tool,
-            args,
+            shape_of(args),
             Some(ServedBy::Plugin("github".into())),
             &ok,
             (
@@ -371,7 +354,7 @@ mod tests {
             Record::new(
                 &caller,
                 "t",
-                &Value::Null,
+                shape_of(&Value::Null),
                 None,
                 &result,
                 (UNIX_EPOCH, Duration::ZERO),

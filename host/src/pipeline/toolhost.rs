@@ -31,7 +31,7 @@ use std::time::{Instant, SystemTime};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use super::audit::{Record, ServedBy};
+use super::audit::{Record, ServedBy, shape_of};
 use super::builder::ToolhostBuilder;
 use super::catalog::{Backend, CatalogError, Generation, Options, Sources};
 use super::control::{CallControl, CallError};
@@ -308,7 +308,7 @@ impl Toolhost {
             .options
             .audit
             .as_ref()
-            .map(|audit| (audit, args.clone()));
+            .map(|audit| (audit, shape_of(&args)));
         let (started, clock) = (SystemTime::now(), Instant::now());
         let mut prefetched = false;
         // A tool the pin holds back is not served, so not callable either.
@@ -330,14 +330,14 @@ impl Toolhost {
         } else {
             super::call::call(&catalog, name, args, ctx, &mut prefetched).await
         };
-        if let Some((audit, args)) = audited {
+        if let Some((audit, shape)) = audited {
             let backend = catalog.core.tools.get(name).map(|bound| match &bound.backend {
                 Backend::Native(_) => ServedBy::Native,
                 Backend::Plugin(plugin, _) => ServedBy::Plugin(plugin.name.to_string()),
                 Backend::Upstream(server, _) => ServedBy::Upstream(server.config.name.clone()),
             });
             let timing = (started, clock.elapsed());
-            let record = Record::new(&ctx.caller, name, &args, backend, &result, timing, prefetched);
+            let record = Record::new(&ctx.caller, name, shape, backend, &result, timing, prefetched);
             audit.append(&record, &catalog.core.gate);
         }
         result.map_err(|error| CallError {
