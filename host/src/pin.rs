@@ -47,9 +47,9 @@ const PROMPT: [&str; 2] = ["snippet", "guidelines"];
 /// The pin file's format version.
 const VERSION: u32 = 1;
 
-/// The longest line diff computed in full (old lines × new lines); a
-/// larger field is shown whole, old then new.
-const MAX_DIFF_CELLS: usize = 1 << 20;
+/// How long one field's line diff may take; past it the diff is coarser
+/// (more lines shown removed and added), never wrong.
+const DIFF_DEADLINE: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Where the pin is kept and what a held change is served as.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -457,38 +457,19 @@ fn lines_of(value: Option<&Value>) -> Vec<String> {
     }
 }
 
-/// The lines removed (`- `) and added (`+ `) from `old` to `new`, in order,
-/// by their longest common subsequence; unchanged lines are left out.
+/// The lines removed (`- `) and added (`+ `) from `old` to `new`, in
+/// order; unchanged lines are left out.
 fn line_diff(old: &[String], new: &[String]) -> Vec<String> {
-    let removed = |l: &String| format!("- {l}");
-    let added = |l: &String| format!("+ {l}");
-    if old.len().saturating_mul(new.len()) > MAX_DIFF_CELLS {
-        return old.iter().map(removed).chain(new.iter().map(added)).collect();
-    }
-    // common[i][j]: the longest common subsequence of old[i..] and new[j..].
-    let mut common = vec![vec![0u32; new.len() + 1]; old.len() + 1];
-    for i in (0..old.len()).rev() {
-        for j in (0..new.len()).rev() {
-            common[i][j] = if old[i] == new[j] {
-                common[i + 1][j + 1] + 1
-            } else {
-                common[i + 1][j].max(common[i][j + 1])
-            };
-        }
-    }
-    let (mut i, mut j, mut out) = (0, 0, Vec::new());
-    while i < old.len() || j < new.len() {
-        if i < old.len() && j < new.len() && old[i] == new[j] {
-            (i, j) = (i + 1, j + 1);
-        } else if j == new.len() || (i < old.len() && common[i + 1][j] >= common[i][j + 1]) {
-            out.push(removed(&old[i]));
-            i += 1;
-        } else {
-            out.push(added(&new[j]));
-            j += 1;
-        }
-    }
-    out
+    let deadline = std::time::Instant::now() + DIFF_DEADLINE;
+    similar::capture_diff_slices_deadline(similar::Algorithm::Myers, old, new, Some(deadline))
+        .iter()
+        .flat_map(|op| op.iter_changes(old, new))
+        .filter_map(|change| match change.tag() {
+            similar::ChangeTag::Equal => None,
+            similar::ChangeTag::Delete => Some(format!("- {}", change.value())),
+            similar::ChangeTag::Insert => Some(format!("+ {}", change.value())),
+        })
+        .collect()
 }
 
 #[cfg(test)]
