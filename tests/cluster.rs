@@ -614,3 +614,28 @@ async fn a_cluster_does_not_start_without_its_shared_key_and_never_shows_it() {
         assert!(!stderr.contains("hunter2"), "{stderr}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_command_redis_refuses_is_logged_as_refused_not_as_redis_unreachable() {
+    needs!(Redis);
+    // An ACL without the scripts the replicas read the shared totals with,
+    // as a deployment that missed `+eval` in docs/deploy.md has.
+    let tracker = Tracker::start(2, Duration::ZERO).await;
+    let redis = Redis::start().unwrap();
+    redis
+        .cli(&["ACL", "SETUSER", "default", "-eval", "-evalsha"])
+        .unwrap();
+    let layout = Layout::new(&tracker, Some(&redis)).await.unwrap();
+    let replica = layout.replica(&[]).unwrap();
+    let read = Client::connect(replica.addr)
+        .await
+        .unwrap()
+        .call("get_issues", json!({}))
+        .await
+        .unwrap();
+    assert_ne!(read.is_error, Some(true), "{read:?}");
+    replica.wait_for("refused");
+    let log = replica.log_text();
+    assert!(log.contains("no permissions to run the 'eval' command"), "{log}");
+    assert!(!log.contains("unreachable"), "{log}");
+}

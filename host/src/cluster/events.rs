@@ -28,14 +28,13 @@
 //! rebuilds.
 
 use std::sync::Weak;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
 
-use super::{Cluster, now_ms};
+use super::{Cluster, now_ms, once_a_minute};
 use crate::bounds;
 
 /// The channel, under the cluster's prefix.
@@ -166,17 +165,9 @@ impl Cluster {
         Ok(event)
     }
 
-    /// A message on the channel was dropped: logged at most once a minute,
-    /// so that whoever floods the channel does not flood the log too.
+    /// A message on the channel was dropped: logged at most once a minute.
     fn refused_event(&self, why: &str) {
-        let now = now_ms();
-        let last = self.event_refused_ms.load(Ordering::Relaxed);
-        if now.saturating_sub(last) >= MAX_AGE.as_millis() as u64
-            && self
-                .event_refused_ms
-                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-        {
+        if once_a_minute(&self.event_refused_ms) {
             tracing::warn!(
                 "cluster: a message on {}'s channel was dropped: {why} (is something besides the replicas publishing there?)",
                 self.server

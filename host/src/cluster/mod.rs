@@ -103,6 +103,18 @@ fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis().min(u128::from(u64::MAX)) as u64)
 }
 
+/// Whether a log line stamped in `last` may be written now: at most once a
+/// minute, so that a cause that repeats on every operation, or whoever
+/// floods the channel, does not flood the log too.
+fn once_a_minute(last: &AtomicU64) -> bool {
+    let now = now_ms();
+    let then = last.load(Ordering::Relaxed);
+    now.saturating_sub(then) >= 60_000
+        && last
+            .compare_exchange(then, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+}
+
 /// The replicas' shared Redis.
 pub struct Cluster {
     conn: ConnectionManager,
@@ -121,6 +133,8 @@ pub struct Cluster {
     key: ClusterKey,
     /// When a dropped message was last logged ([`now_ms`]).
     event_refused_ms: AtomicU64,
+    /// When an operation Redis refused was last logged ([`now_ms`]).
+    op_refused_ms: AtomicU64,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -163,6 +177,7 @@ impl Cluster {
             events,
             key,
             event_refused_ms: AtomicU64::new(0),
+            op_refused_ms: AtomicU64::new(0),
         });
         events::listen(client, Arc::downgrade(&cluster));
         Ok(cluster)
@@ -201,6 +216,13 @@ impl Cluster {
     {
         let outcome = match tokio::time::timeout(OP_TIMEOUT, op).await {
             Ok(Ok(value)) => Ok(value),
+            // Redis answered, with an error of its own (`NOPERM` from an ACL
+            // that lacks a command, say): reachable, but misconfigured.
+            Ok(Err(e)) if e.code().is_some() => {
+                self.reached();
+                self.refused(what, &e);
+                return None;
+            }
             Ok(Err(e)) => Err(e.to_string()),
             Err(_) => Err(format!("no answer within {} ms", OP_TIMEOUT.as_millis())),
         };
@@ -220,6 +242,18 @@ impl Cluster {
         if !self.up.swap(true, Ordering::Relaxed) {
             tracing::warn!(
                 "cluster: redis at {} is back: prefetches and invalidations are shared again",
+                self.server
+            );
+        }
+    }
+
+    /// Redis refused an operation: logged at most once a minute, since the
+    /// cause (a permission, a command renamed away) stays until an operator
+    /// mends it.
+    fn refused(&self, what: &str, e: &redis::RedisError) {
+        if once_a_minute(&self.op_refused_ms) {
+            tracing::warn!(
+                "cluster: redis at {} refused {what}: {e} (check the replicas' Redis user may run it; see docs/deploy.md)",
                 self.server
             );
         }

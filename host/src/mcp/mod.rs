@@ -763,6 +763,29 @@ fn http_router(
                 .route("/metrics", axum::routing::get(scrape)),
         )
         .route("/healthz", axum::routing::get(|| async { "ok\n" }))
+        .layer(axum::middleware::from_fn(close_after_a_refused_body))
+}
+
+/// A request refused with its body unread (over the limit, or sent to no
+/// route) leaves that body in the connection, so the server closes it. The
+/// answer says so: a client that pooled the connection would otherwise send
+/// its next request into the close, and lose it.
+async fn close_after_a_refused_body(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let carries_body = request
+        .headers()
+        .get(http::header::CONTENT_LENGTH)
+        .is_some_and(|length| length != "0")
+        || request.headers().contains_key(http::header::TRANSFER_ENCODING);
+    let mut response = next.run(request).await;
+    if carries_body && response.status().is_client_error() {
+        response
+            .headers_mut()
+            .insert(http::header::CONNECTION, http::HeaderValue::from_static("close"));
+    }
+    response
 }
 
 #[cfg(test)]
