@@ -789,6 +789,37 @@ async fn close_after_a_refused_body(
 }
 
 #[cfg(test)]
+mod tests {
+    use super::loopback::Front;
+
+    fn closes(response: &reqwest::Response) -> bool {
+        response.headers().get(http::header::CONNECTION) == Some(&http::HeaderValue::from_static("close"))
+    }
+
+    /// A body refused unread closes its connection and says so; answers
+    /// that read theirs keep the connection for the next request.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_request_refused_with_its_body_unread_closes_its_connection() {
+        let front = Front::start().await;
+        let refused = front
+            .request(http::Method::POST, "/nowhere")
+            .body("{}")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status().as_u16(), 404);
+        assert!(closes(&refused), "{:?}", refused.headers());
+        let bodiless = front.request(http::Method::GET, "/nowhere").send().await.unwrap();
+        assert_eq!(bodiless.status().as_u16(), 404);
+        assert!(!closes(&bodiless), "{:?}", bodiless.headers());
+        let id = front.open().await;
+        let ping = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+        let answered = front.post(Some(&id), &ping).await;
+        assert_eq!(answered.status().as_u16(), 200);
+        assert!(!closes(&answered), "{:?}", answered.headers());
+    }
+}
+#[cfg(test)]
 mod fuzz;
 #[cfg(test)]
 mod http_fuzz;
