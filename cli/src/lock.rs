@@ -36,7 +36,11 @@ pub async fn run(runtime: &Runtime, config: &Config, dir: &Path) -> Result<ExitC
         eprintln!("error: {error}");
     }
     let path = config.trust.lock_path(dir);
-    Lock::of(&locked).write(&path)?;
+    let mut lock = Lock::of(&locked);
+    if let Some(previous) = Lock::read(&config.trust.lock_source(dir))? {
+        lock.keep_sources(&previous);
+    }
+    lock.write(&path)?;
     println!("wrote {} ({} plugins)", path.display(), locked.len());
     Ok(exit_for(&errors))
 }
