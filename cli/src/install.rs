@@ -96,11 +96,14 @@ pub async fn update(
 ) -> Result<ExitCode> {
     let lock_path = config.trust.lock_source(dir);
     let lock = Lock::read(&lock_path)?.unwrap_or_default();
-    let added: Vec<(&String, &Source)> = lock
+    let added: Vec<(&String, &str, &Source)> = lock
         .plugins
         .iter()
-        .filter_map(|(name, locked)| Some((name, locked.source.as_ref()?)))
-        .filter(|(name, _)| only.is_none_or(|only| only == name.as_str()))
+        .filter_map(|(name, locked)| {
+            let stem = locked.file.strip_suffix(".wasm")?;
+            Some((name, stem, locked.source.as_ref()?))
+        })
+        .filter(|(name, _, _)| only.is_none_or(|only| only == name.as_str()))
         .collect();
     if let Some(only) = only
         && added.is_empty()
@@ -111,7 +114,7 @@ pub async fn update(
         );
     }
     let (mut newer, mut declined) = (0, 0);
-    for (name, source) in added {
+    for (name, stem, source) in added {
         let plugin = PluginRef::parse(&source.reference)?;
         let registry = Registry::for_ref(&plugin)?;
         let listing = registry.list(&plugin).await?;
@@ -128,7 +131,7 @@ pub async fn update(
             continue;
         }
         let pulled = registry.pull(&plugin, &listing).await?;
-        let staged = Staged::new(runtime, config, dir, name, &plugin, pulled).await?;
+        let staged = Staged::new(runtime, config, dir, stem, &plugin, pulled).await?;
         println!("  signed by `{}`", staged.signer);
         show_changes(config, dir, name, &staged).await?;
         if !approval.ask(&format!("update {name} to {}?", staged.pulled.digest))? {
@@ -187,7 +190,8 @@ fn plugin_name(plugin: &PluginRef) -> Result<String> {
 
 /// A pulled plugin in its staging directory, surveyed and signed.
 struct Staged {
-    name: String,
+    /// Its file name in the plugin directory, without `.wasm`.
+    stem: String,
     source: Source,
     pulled: Pulled,
     surveyed: Surveyed,
@@ -200,7 +204,7 @@ impl Staged {
         runtime: &Runtime,
         config: &Config,
         dir: &Path,
-        name: &str,
+        stem: &str,
         plugin: &PluginRef,
         pulled: Pulled,
     ) -> Result<Self> {
@@ -209,7 +213,7 @@ impl Staged {
             .prefix(".toolhost-staging-")
             .tempdir_in(dir)
             .with_context(|| format!("cannot stage in {}", dir.display()))?;
-        let wasm = staging.path().join(format!("{name}.wasm"));
+        let wasm = staging.path().join(format!("{stem}.wasm"));
         std::fs::write(&wasm, &pulled.wasm)?;
         if let Some(text) = &pulled.plugin_manifest {
             std::fs::write(wasm.with_extension("toml"), text)?;
@@ -240,7 +244,7 @@ impl Staged {
             None => bail!("{plugin}: its signature was not checked"),
         };
         Ok(Self {
-            name: name.to_owned(),
+            stem: stem.to_owned(),
             source: Source {
                 reference: plugin.to_string(),
                 digest: pulled.digest.clone(),
@@ -255,7 +259,7 @@ impl Staged {
     /// Write the plugin's files into `dir`, then record it in the lock and
     /// the approvals.
     async fn install(self, runtime: &Runtime, config: &Config, dir: &Path) -> Result<()> {
-        let wasm = dir.join(format!("{}.wasm", self.name));
+        let wasm = dir.join(format!("{}.wasm", self.stem));
         let manifest = wasm.with_extension("toml");
         let write = |path: &PathBuf, bytes: &[u8]| {
             toolhost::atomic_file::replace(path, bytes)
@@ -310,7 +314,7 @@ async fn show_changes(config: &Config, dir: &Path, name: &str, staged: &Staged) 
     print_consent(&mut out, after)?;
     drop(out);
     let (old, new) = (
-        offline(config)?.load_dir(dir).await?,
+        supply::load_dir(&offline(config)?, &config.trust, dir).await?,
         offline(config)?.load_dir(staged.staging.path()).await?,
     );
     let tools = |report: &LoadReport| {

@@ -85,7 +85,7 @@ impl PluginRef {
         }
         if plain_http && !is_loopback(reference.registry()) {
             bail!(
-                "`{text}`: plain http:// is only for a registry on a loopback address (127.0.0.1, [::1]); \
+                "`{text}`: plain http:// is only for a registry on a loopback address (127.0.0.0/8); \
                  any other registry is reached over https"
             );
         }
@@ -426,7 +426,6 @@ mod tests {
     #[test]
     fn plain_http_is_for_loopback_addresses_only() {
         assert!(PluginRef::parse("http://127.0.0.1:5000/ns/echo:1").is_ok());
-        assert!(PluginRef::parse("http://[::1]:5000/ns/echo:1").is_ok());
         for refused in [
             "http://localhost:5000/ns/echo:1",
             "http://10.0.0.1:5000/ns/echo:1",
