@@ -142,6 +142,10 @@ async fn a_published_plugin_is_added_locked_and_served_with_the_registry_gone() 
     );
     let approvals = std::fs::read_to_string(s.plugins().join("plugins.approvals")).unwrap();
     assert!(approvals.contains("[plugins.text"), "{approvals}");
+    // Locking the directory again keeps where the plugin came from.
+    let (out, stdout, stderr) = s.toolhost(&["lock"]);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert_eq!(s.lock(), lock);
 
     // Offline: with the registry gone, `serve` serves what was pulled.
     s.registry.kill();
@@ -253,8 +257,11 @@ fn a_tag_moved_to_an_unsigned_component_is_refused() {
     s.publish("text_tools", None, "acme/text:1", None);
     let before = s.snapshot();
     let (out, stdout, stderr) = s.toolhost(&["update", "--yes"]);
-    assert!(!out.status.success(), "{stdout}");
-    assert!(stderr.contains("refused: it is not signed"), "{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{stdout}");
+    assert!(
+        stderr.contains("error: text: ") && stderr.contains("refused: it is not signed"),
+        "{stderr}"
+    );
     assert_eq!(s.snapshot(), before);
 
     // Signed, but by a key the user does not trust.

@@ -113,40 +113,77 @@ pub async fn update(
             lock_path.display()
         );
     }
-    let (mut newer, mut declined) = (0, 0);
+    let (mut pending, mut errors) = (0, Vec::new());
     for (name, stem, source) in added {
+        let one = One { name, stem, source };
+        match one.update(runtime, config, dir, check, &approval).await {
+            Ok(Outcome::Current) => {}
+            Ok(Outcome::Pending) => pending += 1,
+            Err(e) => {
+                eprintln!("error: {name}: {e:#}");
+                errors.push(e);
+            }
+        }
+    }
+    // 2 if one could not be checked or updated, 1 if one is left behind.
+    Ok(match (errors.is_empty(), pending) {
+        (false, _) => crate::exit_for(&errors),
+        (true, 0) => ExitCode::SUCCESS,
+        (true, _) => ExitCode::FAILURE,
+    })
+}
+
+/// One plugin installed from a registry, as its lock entry records it.
+struct One<'a> {
+    name: &'a str,
+    stem: &'a str,
+    source: &'a Source,
+}
+
+enum Outcome {
+    /// Up to date, or updated.
+    Current,
+    /// Newer in the registry, and only checked or not approved.
+    Pending,
+}
+
+impl One<'_> {
+    async fn update(
+        &self,
+        runtime: &Runtime,
+        config: &Config,
+        dir: &Path,
+        check: bool,
+        approval: &Approval,
+    ) -> Result<Outcome> {
+        let (name, source) = (self.name, self.source);
         let plugin = PluginRef::parse(&source.reference)?;
         let registry = Registry::for_ref(&plugin)?;
         let listing = registry.list(&plugin).await?;
         if listing.digest == source.digest {
             println!("{name}: up to date ({plugin}, {})", source.digest);
-            continue;
+            return Ok(Outcome::Current);
         }
-        newer += 1;
         println!(
             "{name}: {plugin} is now {} (installed: {})",
             listing.digest, source.digest
         );
         if check {
-            continue;
+            return Ok(Outcome::Pending);
         }
         let pulled = registry.pull(&plugin, &listing).await?;
-        let staged = Staged::new(runtime, config, dir, stem, &plugin, pulled).await?;
+        let staged = Staged::new(runtime, config, dir, self.stem, &plugin, pulled).await?;
         println!("  signed by `{}`", staged.signer);
         show_changes(config, dir, name, &staged).await?;
         if !approval.ask(&format!("update {name} to {}?", staged.pulled.digest))? {
             println!("{name}: not updated");
-            declined += 1;
-            continue;
+            return Ok(Outcome::Pending);
         }
         let digest = staged.pulled.digest.clone();
         staged.install(runtime, config, dir).await?;
         println!("{name}: updated to {digest}");
+        Ok(Outcome::Current)
     }
-    Ok(match (check, newer, declined) {
-        (true, 0, _) | (false, _, 0) => ExitCode::SUCCESS,
-        _ => ExitCode::FAILURE,
-    })
 }
 
 pub async fn publish(file: &Path, reference: &str, key: Option<&Path>) -> Result<ExitCode> {

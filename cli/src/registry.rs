@@ -186,7 +186,7 @@ impl Registry {
             .client
             .pull_manifest_raw(&plugin.reference, &self.auth, &[OCI_IMAGE_MEDIA_TYPE])
             .await
-            .map_err(|e| anyhow!("{plugin}: {e}"))?;
+            .with_context(|| plugin.to_string())?;
         // The digest is the body's, computed here, whatever the registry's
         // headers say; a reference by digest must name exactly this body.
         let digest = Digest::of(&body).to_string();
@@ -258,10 +258,10 @@ impl Registry {
             .client
             .pull_blob_stream(at, layer)
             .await
-            .map_err(|e| anyhow!("{plugin}: its {} layer: {e}", layer.media_type))?;
+            .with_context(|| format!("{plugin}: its {} layer", layer.media_type))?;
         let mut bytes = Vec::with_capacity(size);
         while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| anyhow!("{plugin}: its {} layer: {e}", layer.media_type))?;
+            let chunk = chunk.with_context(|| format!("{plugin}: its {} layer", layer.media_type))?;
             if bytes.len() + chunk.len() > size {
                 bail!(
                     "{plugin}: its {} layer is longer than its manifest says",
@@ -302,7 +302,7 @@ impl Registry {
             self.client
                 .push(&plugin.reference, &layers, config, &self.auth, Some(manifest))
                 .await
-                .map_err(|e| anyhow!("{plugin}: {e}"))
+                .with_context(|| plugin.to_string())
         })
         .await?;
         Ok(digest)
