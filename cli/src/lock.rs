@@ -2,7 +2,8 @@
 //! now on only these plugins, with these digests and this authority, load
 //! (see `toolhost::supply`). A plugin whose path is unsafe, whose facts
 //! cannot be read, or (with `require_signatures`) that no trusted key
-//! signed is left out of the lock, and said.
+//! signed is left out of the lock, and said. A plugin installed from a
+//! registry keeps its recorded source while its component is unchanged.
 
 use std::path::Path;
 use std::process::ExitCode;
