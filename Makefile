@@ -68,7 +68,7 @@ run: dev-host bundled
 # the crates every call runs through (see the workspace's Cargo.toml),
 # which compiles in a fraction of the time of `--release`, which benches
 # use.
-test: plugins lang-plugins venv upstream replay-trees redis
+test: plugins lang-plugins venv upstream replay-trees redis docker-registry
 	cd guest-plugins && $(CARGO) test --locked -p provider-kit
 	TOOLHOST_TEST_ALL=1 $(CARGO) test --locked --workspace
 	$(CARGO) run --locked --quiet -p toolhost --example embed
@@ -268,3 +268,14 @@ redis:
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; }
 
 .PHONY: redis
+
+## ---------------------------------------------------------------------------
+## The registry tests (`tests/registry.rs`) publish and pull plugins through
+## a real OCI registry on loopback: Debian's `docker-registry` (Distribution
+## 2.8), installed when missing (CI runs as root).
+## ---------------------------------------------------------------------------
+docker-registry:
+	@command -v docker-registry >/dev/null || \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-registry; }
+
+.PHONY: docker-registry

@@ -17,6 +17,7 @@ mod pin;
 mod pipeline;
 mod providers;
 mod record;
+mod registry;
 mod sandbox;
 mod speculation;
 mod supply;

@@ -75,7 +75,7 @@ fn print_one(out: &mut impl Write, s: &Surveyed) -> std::io::Result<()> {
     }
 }
 
-fn print_consent(out: &mut impl Write, c: &Consent) -> std::io::Result<()> {
+pub(crate) fn print_consent(out: &mut impl Write, c: &Consent) -> std::io::Result<()> {
     let list = |items: Vec<String>| match items.is_empty() {
         true => "none".to_owned(),
         false => items.join(", "),

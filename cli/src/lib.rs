@@ -15,6 +15,8 @@
 //! - [`signing`]: `toolhost keygen` and `toolhost sign`, for vendors.
 //! - [`replay`]: `toolhost replay`, recorded plugin calls run again.
 //! - [`pin`]: `toolhost pin`, the served tool list pinned, reviewed, accepted.
+//! - [`install`]: `toolhost add`, `update` and `publish`, plugins from and
+//!   to an OCI registry, over [`registry`].
 //!
 //! What they share:
 //! - [`config`]: the user's configuration file, `toolhost.toml`.
@@ -31,9 +33,11 @@ pub mod check;
 pub mod config;
 pub mod consent;
 pub mod expect;
+pub mod install;
 pub mod lock;
 pub mod pin;
 pub mod plugins;
+pub mod registry;
 pub mod render;
 pub mod replay;
 pub mod scaffold;

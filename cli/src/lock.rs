@@ -2,7 +2,8 @@
 //! now on only these plugins, with these digests and this authority, load
 //! (see `toolhost::supply`). A plugin whose path is unsafe, whose facts
 //! cannot be read, or (with `require_signatures`) that no trusted key
-//! signed is left out of the lock, and said.
+//! signed is left out of the lock, and said. A plugin installed from a
+//! registry keeps its recorded source while its component is unchanged.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -36,7 +37,11 @@ pub async fn run(runtime: &Runtime, config: &Config, dir: &Path) -> Result<ExitC
         eprintln!("error: {error}");
     }
     let path = config.trust.lock_path(dir);
-    Lock::of(&locked).write(&path)?;
+    let mut lock = Lock::of(&locked);
+    if let Some(previous) = Lock::read(&config.trust.lock_source(dir))? {
+        lock.keep_sources(&previous);
+    }
+    lock.write(&path)?;
     println!("wrote {} ({} plugins)", path.display(), locked.len());
     Ok(exit_for(&errors))
 }

@@ -9,7 +9,7 @@ use toolhost::mcp::ClientLog;
 use toolhost::plugin::{Recorder, Runtime, RuntimeOptions, tracing_sink};
 use toolhost_cli::config::{CacheSetting, Config};
 use toolhost_cli::{
-    call, check, consent, lock, pin, plugins, replay, scaffold, serve, setup, signing, stats, tools,
+    call, check, consent, install, lock, pin, plugins, replay, scaffold, serve, setup, signing, stats, tools,
 };
 
 #[derive(Parser)]
@@ -69,6 +69,40 @@ enum Command {
         /// Take the difference of tool NAME into the pin (repeatable).
         #[arg(long, value_name = "NAME")]
         accept: Vec<String>,
+    },
+    /// Install plugin NAME from an OCI registry: REF is
+    /// REGISTRY/NAMESPACE/NAME:TAG or ...@sha256:DIGEST (http://REF for a
+    /// registry on a loopback address). It must be signed by a key of
+    /// `[trust] keys`; its authority is shown for approval.
+    Add {
+        #[arg(value_name = "REF")]
+        reference: String,
+        /// Approve without asking.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Resolve the tag of each plugin installed with `add` (or of NAME)
+    /// again; show what a new one changes and install it once approved.
+    Update {
+        name: Option<String>,
+        /// Only report what is newer; exit 1 if anything is.
+        #[arg(long)]
+        check: bool,
+        /// Approve without asking.
+        #[arg(long, conflicts_with = "check")]
+        yes: bool,
+    },
+    /// Push a plugin component (and its NAME.toml, if beside it) to an OCI
+    /// registry, signed with --key if given. Credentials come from
+    /// TOOLHOST_REGISTRY_USERNAME and TOOLHOST_REGISTRY_PASSWORD, else the
+    /// Docker config.
+    Publish {
+        file: PathBuf,
+        #[arg(value_name = "REF")]
+        reference: String,
+        /// Sign it first with this secret key (`toolhost keygen`).
+        #[arg(long, value_name = "NAME.key")]
+        key: Option<PathBuf>,
     },
     /// Make a vendor's key pair: NAME.key (secret) and NAME.pub.
     Keygen {
@@ -297,6 +331,18 @@ async fn run(cli: Cli) -> Result<ExitCode> {
                 (false, true) => pin::Action::Record,
             };
             pin::run(&runtime, &config, plugin_dir.as_deref(), action).await
+        }
+        Command::Add { reference, yes } => {
+            let approval = install::Approval { yes };
+            install::add(&runtime, &config, &needs_dir(plugin_dir)?, &reference, approval).await
+        }
+        Command::Update { name, check, yes } => {
+            let dir = needs_dir(plugin_dir)?;
+            let approval = install::Approval { yes };
+            install::update(&runtime, &config, &dir, name.as_deref(), check, approval).await
+        }
+        Command::Publish { file, reference, key } => {
+            install::publish(&file, &reference, key.as_deref()).await
         }
         Command::Keygen { name, dir } => signing::keygen(&dir, &name),
         Command::Sign { file, key, detached } => signing::sign(&file, &key, detached),

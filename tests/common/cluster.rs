@@ -20,18 +20,12 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use serde_json::{Value, json};
 
 use crate::served::Served;
-use crate::{LoopbackServer, catalog_bindings, plugin_dir, runtime, toolhost_binary};
+use crate::{LoopbackServer, catalog_bindings, free_port, plugin_dir, runtime, toolhost_binary};
 
 /// The replicas' shared key (`[cluster] key_env`'s default variable).
 pub const KEY_ENV: &str = "TOOLHOST_CLUSTER_KEY";
 /// The key every replica of these tests seals what it shares with.
 pub const KEY: &str = "a test key, 32 bytes or more, never a real one";
-
-/// A free loopback port (bound, then let go).
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
-    listener.local_addr().expect("address").port()
-}
 
 /// A `redis-server` on loopback, without persistence.
 pub struct Redis {

@@ -23,6 +23,7 @@ pub mod backend;
 pub mod cluster;
 pub mod load;
 pub mod providers;
+pub mod registry;
 pub mod served;
 pub mod toolchains;
 pub mod traces;
@@ -46,6 +47,12 @@ where
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, router).await });
     url
+}
+
+/// A free loopback port (bound, then let go).
+pub fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+    listener.local_addr().expect("address").port()
 }
 
 /// The directory holding the built guest components.

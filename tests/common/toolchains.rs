@@ -25,6 +25,8 @@ pub enum Needs {
     Upstream,
     /// `redis-server` (`make redis`).
     Redis,
+    /// `docker-registry`, Distribution's OCI registry (`make docker-registry`).
+    Registry,
     /// The task trees of the public agent trajectories (`make replay-trees`).
     ReplayTrees,
     /// The bundled plugins in `build/plugins`, what `toolhost` serves with
@@ -41,6 +43,7 @@ impl Needs {
             Needs::LangPlugins => "lang-plugins",
             Needs::Upstream => "upstream",
             Needs::Redis => "redis",
+            Needs::Registry => "docker-registry",
             Needs::ReplayTrees => "replay-trees",
             Needs::Bundled => "bundled",
         }
@@ -62,6 +65,7 @@ impl Needs {
             .all(|p| repo.join(p).is_file()),
             Needs::Upstream => repo.join("tests/upstream/node_modules/.installed").is_file(),
             Needs::Redis => on_path("redis-server") && on_path("redis-cli"),
+            Needs::Registry => on_path("docker-registry"),
             Needs::ReplayTrees => repo.join("build/replay/trees/.unpacked").is_file(),
             Needs::Bundled => repo.join("build/plugins").is_dir(),
         }

@@ -90,28 +90,47 @@ impl ComponentFile {
     /// `toolhost:plugin/http@0.1.0`), in order; those of components and
     /// modules nested in it are theirs to satisfy from it, not the host.
     pub(crate) fn imports(&self) -> Result<Vec<String>, String> {
-        let mut imports = Vec::new();
-        let mut depth = 0usize;
-        for payload in wasmparser::Parser::new(0).parse_all(&self.bytes) {
-            use wasmparser::Payload;
-            match payload.map_err(|e| format!("cannot read the component's imports: {e}"))? {
-                Payload::Version { encoding, .. }
-                    if depth == 0 && encoding != wasmparser::Encoding::Component =>
-                {
-                    return Err("is a core WebAssembly module, not a component".into());
-                }
-                Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
-                Payload::End(_) => depth = depth.saturating_sub(1),
-                Payload::ComponentImportSection(reader) if depth == 0 => {
-                    for import in reader {
-                        let import =
-                            import.map_err(|e| format!("cannot read the component's imports: {e}"))?;
-                        imports.push(import.name.name.to_owned());
-                    }
-                }
-                _ => {}
-            }
-        }
-        Ok(imports)
+        Ok(interfaces(&self.bytes)?.imports)
     }
+}
+
+/// What a component imports and exports, by name, at its top level.
+pub struct Interfaces {
+    /// In order, as [`ComponentFile::imports`] reads them.
+    pub imports: Vec<String>,
+    /// In order.
+    pub exports: Vec<String>,
+}
+
+/// The top-level imports and exports of the component `bytes`; an error
+/// for a core module or bytes that do not parse.
+pub fn interfaces(bytes: &[u8]) -> Result<Interfaces, String> {
+    let (mut imports, mut exports) = (Vec::new(), Vec::new());
+    let mut depth = 0usize;
+    let unreadable =
+        |e: wasmparser::BinaryReaderError| format!("cannot read the component's interfaces: {e}");
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        use wasmparser::Payload;
+        match payload.map_err(unreadable)? {
+            Payload::Version { encoding, .. }
+                if depth == 0 && encoding != wasmparser::Encoding::Component =>
+            {
+                return Err("is a core WebAssembly module, not a component".into());
+            }
+            Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
+            Payload::End(_) => depth = depth.saturating_sub(1),
+            Payload::ComponentImportSection(reader) if depth == 0 => {
+                for import in reader {
+                    imports.push(import.map_err(unreadable)?.name.name.to_owned());
+                }
+            }
+            Payload::ComponentExportSection(reader) if depth == 0 => {
+                for export in reader {
+                    exports.push(export.map_err(unreadable)?.name.name.to_owned());
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(Interfaces { imports, exports })
 }

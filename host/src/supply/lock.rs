@@ -5,8 +5,13 @@
 //! and the authority in effect. When it exists, a plugin loads only if it
 //! matches; a mismatch names the file and what changed.
 //!
-//! Written by `toolhost lock`, whole (replaced atomically); read at every
-//! load. Owns the format and the comparison; not where it is enforced.
+//! A plugin installed from a registry (`toolhost add`) also records where
+//! it came from ([`Source`]: the reference and the manifest digest it
+//! resolved to), which `toolhost update` resolves again.
+//!
+//! Written by `toolhost lock`, `add` and `update`, whole (replaced
+//! atomically); read at every load. Owns the format and the comparison;
+//! not where it is enforced.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -39,7 +44,33 @@ pub struct Locked {
     pub file: String,
     pub wasm: Digest,
     pub manifest: Digest,
+    /// Where it was installed from, if from a registry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Source>,
     pub consent: Consent,
+}
+
+/// A registry reference a plugin was installed from, and the digest of the
+/// OCI manifest it resolved to then.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Source {
+    /// As given to `toolhost add`, tag and all.
+    pub reference: String,
+    /// Of the OCI manifest the reference resolved to (`sha256:HEX`).
+    pub digest: String,
+}
+
+impl Locked {
+    fn of(facts: &Facts, source: Option<Source>) -> Self {
+        Self {
+            file: facts.file_name(),
+            wasm: facts.wasm.clone(),
+            manifest: facts.manifest.clone(),
+            source,
+            consent: facts.consent.clone(),
+        }
+    }
 }
 
 impl Lock {
@@ -47,19 +78,27 @@ impl Lock {
     pub fn of(facts: &[Facts]) -> Self {
         let plugins = facts
             .iter()
-            .map(|f| {
-                let locked = Locked {
-                    file: f.file_name(),
-                    wasm: f.wasm.clone(),
-                    manifest: f.manifest.clone(),
-                    consent: f.consent.clone(),
-                };
-                (f.name.clone(), locked)
-            })
+            .map(|f| (f.name.clone(), Locked::of(f, None)))
             .collect();
         Self {
             version: VERSION,
             plugins,
+        }
+    }
+
+    /// Record `facts` (from `source`), in place of the plugin's entry.
+    pub fn record(&mut self, facts: &Facts, source: Option<Source>) {
+        self.plugins.insert(facts.name.clone(), Locked::of(facts, source));
+    }
+
+    /// Keep the source `previous` recorded of each plugin whose component
+    /// is still the one it recorded: a component changed by hand is no
+    /// longer what the registry served.
+    pub fn keep_sources(&mut self, previous: &Lock) {
+        for (name, locked) in &mut self.plugins {
+            if let Some(before) = previous.plugins.get(name).filter(|b| b.wasm == locked.wasm) {
+                locked.source.clone_from(&before.source);
+            }
         }
     }
 

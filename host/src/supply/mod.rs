@@ -48,12 +48,12 @@ use serde::Deserialize;
 use crate::plugin::{Admission, LoadError, LoadErrorKind, LoadReport, Manifest, Runtime, UnreadableDir};
 use crate::plugin_file::check_safe_dir;
 
-pub use crate::plugin_file::Digest;
 pub(crate) use crate::plugin_file::{ComponentFile, UnsafePath, check_safe_path};
+pub use crate::plugin_file::{Digest, Interfaces, interfaces};
 pub use approval::Approvals;
 pub use consent::Consent;
 pub(crate) use facts::Facts;
-pub use lock::Lock;
+pub use lock::{Lock, Source};
 pub(crate) use signature::TrustedKeys;
 
 /// `[trust]` of toolhost.toml.

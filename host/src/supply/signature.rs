@@ -116,28 +116,47 @@ pub fn keygen(dir: &Path, name: &str) -> Result<(PathBuf, PathBuf), SupplyError>
 /// (the file is replaced by the signed one) or detached (written to
 /// `FILE.sig`, the file left as it is). Returns the file written.
 pub fn sign(file: &Path, key: &Path, detached: bool) -> Result<PathBuf, SupplyError> {
-    let failed = |message: String| SupplyError::Sign {
+    let bytes = std::fs::read(file).map_err(|source| SupplyError::Read {
         path: file.into(),
-        message,
-    };
-    let secret = SecretKey::from_any_file(key).map_err(|e| SupplyError::Key {
-        name: "secret".into(),
-        path: key.into(),
-        message: e.to_string(),
+        source,
     })?;
-    let module = Module::deserialize_from_file(file).map_err(|e| failed(e.to_string()))?;
-    let signed = secret.sign(module, None).map_err(|e| failed(e.to_string()))?;
     let (out, bytes) = if detached {
-        let (_, signature) = signed.detach_signature().map_err(|e| failed(e.to_string()))?;
+        let signed = signed_module(file, &bytes, key)?;
+        let (_, signature) = signed.detach_signature().map_err(|e| sign_error(file, e))?;
         (detached_path(file), signature)
     } else {
-        let mut bytes = Vec::new();
-        signed.serialize(&mut bytes).map_err(|e| failed(e.to_string()))?;
-        (file.to_owned(), bytes)
+        (file.to_owned(), signed(file, &bytes, key)?)
     };
     crate::atomic_file::replace(&out, &bytes).map_err(|source| SupplyError::Write {
         path: out.clone(),
         source,
     })?;
     Ok(out)
+}
+
+/// `bytes` (the component of `file`, named in errors) with a signature by
+/// the secret key at `key` embedded.
+pub fn signed(file: &Path, bytes: &[u8], key: &Path) -> Result<Vec<u8>, SupplyError> {
+    let mut out = Vec::new();
+    signed_module(file, bytes, key)?
+        .serialize(&mut out)
+        .map_err(|e| sign_error(file, e))?;
+    Ok(out)
+}
+
+fn signed_module(file: &Path, bytes: &[u8], key: &Path) -> Result<Module, SupplyError> {
+    let secret = SecretKey::from_any_file(key).map_err(|e| SupplyError::Key {
+        name: "secret".into(),
+        path: key.into(),
+        message: e.to_string(),
+    })?;
+    let module = Module::deserialize(&mut Cursor::new(bytes)).map_err(|e| sign_error(file, e))?;
+    secret.sign(module, None).map_err(|e| sign_error(file, e))
+}
+
+fn sign_error(file: &Path, e: WSError) -> SupplyError {
+    SupplyError::Sign {
+        path: file.into(),
+        message: e.to_string(),
+    }
 }
