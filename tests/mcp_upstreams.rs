@@ -278,11 +278,11 @@ fn an_upstream_answer_over_its_cap_is_refused_at_once_naming_the_server_and_tool
 #[test]
 fn an_upstream_listing_more_tools_than_its_cap_has_the_first_served_and_the_rest_refused_naming_it() {
     needs!(Python);
-    // It lists 5 tools of its own, the 6 hostile ones, then `t0`, `t1`, ….
+    // It lists 6 tools of its own, the 6 hostile ones, then `t0`, `t1`, ….
     let dir = hostile(200, "max_tools = 100");
     let (names, _, stderr) = tools_served(&dir);
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    assert!(names.contains(&"t88") && !names.contains(&"t89"), "{names:?}");
+    assert!(names.contains(&"t87") && !names.contains(&"t88"), "{names:?}");
     assert!(
         stderr.contains(
             "upstream `hostile`: it listed more than 100 tools: the first 100 are served, the rest are not"
@@ -403,4 +403,16 @@ fn relay_a_request_two_sessions_could_have_caused_is_refused() {
 fn relay_a_flood_of_elicitations_is_bounded_per_session() {
     needs!(Python, Upstream);
     relay("flood");
+}
+
+#[test]
+fn relay_an_upstreams_progress_reaches_the_calling_client() {
+    needs!(Python, Upstream);
+    relay("progress");
+}
+
+#[test]
+fn relay_a_call_the_client_cancels_is_cancelled_upstream() {
+    needs!(Python, Upstream);
+    relay("cancelled");
 }

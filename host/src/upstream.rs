@@ -51,8 +51,8 @@ use std::time::Duration;
 use rmcp::model::{
     CallToolRequest, CallToolResult, CancelledNotificationParam, ClientCapabilities, ClientConfig,
     ClientRequest, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
-    ElicitationCapability, FormElicitationCapability, ListRootsResult, RootsCapabilities, SamplingCapability,
-    ServerResult, UrlElicitationCapability,
+    ElicitationCapability, FormElicitationCapability, ListRootsResult, ProgressNotificationParam,
+    RootsCapabilities, SamplingCapability, ServerResult, UrlElicitationCapability,
 };
 use rmcp::model::{
     CallToolRequestParams, CompleteRequestParams, CompleteResult, Cursor, GetPromptRequestParams,
@@ -75,7 +75,7 @@ use tokio::sync::{broadcast, watch};
 use crate::bounds::{self, shown};
 use crate::output::{CallOutput, ToolError, mcp};
 use crate::plugin::redact::Redactor;
-use crate::plugin::{LogLevel, LogLine, LogSink, Texts};
+use crate::plugin::{LogLevel, LogLine, LogSink, ProgressFn, Texts};
 use crate::tool::ToolSpec;
 
 /// One `[[upstream]]` table of `toolhost.toml`.
@@ -374,6 +374,20 @@ impl ClientHandler for Listener {
             stream: "upstream",
             message: self.redactor.text(&text).into_owned(),
         });
+    }
+
+    /// The server's progress on a call: to the call's client, as a
+    /// plugin's progress goes (its message cut, the header values redacted).
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let message = params
+            .message
+            .as_deref()
+            .map(|m| bounds::cut(self.redactor.text(m).into_owned(), bounds::MAX_LOG_LINE));
+        self.relay.progress(&params, message);
     }
 
     async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -768,13 +782,15 @@ impl Upstream {
 
     /// Forward a call of `caller`'s (`None`: the host's own), within the
     /// server's deadline and message cap; what the server asks of its
-    /// client meanwhile is relayed to `caller` (`relay`). Dropping the
-    /// future cancels the request upstream.
+    /// client meanwhile is relayed to `caller`, and the progress it reports
+    /// to `progress` (`relay`). Dropping the future cancels the request
+    /// upstream.
     pub async fn call(
         &self,
         remote: &str,
         args: Map<String, Value>,
         caller: Option<Arc<dyn Downstream>>,
+        progress: Option<ProgressFn>,
     ) -> Result<CallOutput, ToolError> {
         let (name, limit, cap) = (
             &self.config.name,
@@ -785,7 +801,7 @@ impl Upstream {
             |message: String| ToolError::Failed(format!("upstream `{name}`, tool `{remote}`: {message}"));
         let mut params = CallToolRequestParams::new(remote.to_owned());
         params.arguments = Some(args);
-        let answer = match tokio::time::timeout(limit, self.send_call(params, caller)).await {
+        let answer = match tokio::time::timeout(limit, self.send_call(params, caller, progress)).await {
             Ok(answer) => answer.map_err(|e| fail(chain(&e)))?,
             Err(_) => {
                 return Err(fail(format!(
@@ -813,14 +829,15 @@ impl Upstream {
         &self,
         params: CallToolRequestParams,
         caller: Option<Arc<dyn Downstream>>,
+        progress: Option<ProgressFn>,
     ) -> Result<CallToolResult, ServiceError> {
-        let entered = self.relay.enter(caller);
+        let entered = self.relay.enter(caller, progress);
         let peer = self.client.peer();
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle = peer
             .send_request_with_option(request, PeerRequestOptions::no_options())
             .await?;
-        entered.sent(handle.id.clone());
+        entered.sent(handle.id.clone(), handle.progress_token.clone());
         let abandoned = Abandoned(Some((peer.clone(), handle.id.clone())));
         let answer = handle.await_response().await;
         abandoned.disarm();

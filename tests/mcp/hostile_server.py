@@ -8,7 +8,8 @@ for tests/mcp_upstreams.rs:
 - `wait` never answers;
 - `huge` answers 17 MiB of text;
 - `flood` asks its client N questions at once (elicitation/create) and
-  tells how each ended;
+  tells how each ended; `linger` waits until cancelled, and says so in a
+  file;
 - with `--many N`, it lists N more tools (`t0` ...), and `grow` lists one
   more and sends notifications/tools/list_changed.
 """
@@ -92,6 +93,18 @@ async def flood(n: int, ctx: Context) -> str:
 
     outcomes = collections.Counter(await asyncio.gather(*(ask(i) for i in range(n))))
     return "\n".join(f"{count} x {outcome}" for outcome, count in sorted(outcomes.items()))
+
+
+@server.tool(description="Write `mark`, then wait; write `cancelled` when cancelled.", structured_output=False)
+async def linger(mark: str, cancelled: str) -> str:
+    with open(mark, "w") as f:
+        f.write("started\n")
+    try:
+        await asyncio.Event().wait()
+    finally:
+        with open(cancelled, "w") as f:
+            f.write("cancelled\n")
+    return "never"
 
 
 if __name__ == "__main__":

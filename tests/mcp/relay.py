@@ -16,6 +16,9 @@ official Python MCP SDK over `@modelcontextprotocol/server-everything`
 - `ambiguous` (HTTP): with a call of one session in flight on a stdio
   server, an elicitation another session's call causes cannot be told
   apart: it is refused, and the first session's is still answered.
+- `progress`: a server's progress on a call reaches the client that made
+  it, under the client's own progress token.
+- `cancelled`: a call the client cancels is cancelled upstream.
 - `flood`: a server asking 12 questions at once: 4 reach the client, the
   rest are refused at once, the 4 unanswered end at `relay_timeout_s`.
 
@@ -328,6 +331,40 @@ async def flood(args, top):
         )
 
 
+async def progress(args, top):
+    seen = []
+
+    async def on_progress(done, total, message):
+        seen.append((done, total))
+
+    async with over_stdio(args, top, everything(args)) as s:
+        r = await s.call_tool(
+            "ev_trigger-long-running-operation", {"duration": 0.3, "steps": 3}, progress_callback=on_progress
+        )
+        check(not r.is_error and "Steps: 3" in text(r), f"the call: {text(r)}")
+        check(seen and seen[-1] == (3, 3) and all(t == 3 for _, t in seen), f"progress seen: {seen}")
+
+
+async def cancelled(args, top):
+    mark = os.path.join(top, "cancelled.txt")
+    async with over_stdio(args, top, hostile(args)) as s:
+        with anyio.move_on_after(60) as waited:
+            async with anyio.create_task_group() as tasks:
+
+                async def call():
+                    await s.call_tool("h_linger", {"mark": os.path.join(top, "started.txt"), "cancelled": mark})
+
+                tasks.start_soon(call)
+                await wait_until(lambda: os.path.exists(os.path.join(top, "started.txt")), "the upstream call started")
+                # Leaving the scope cancels the call: the SDK sends notifications/cancelled.
+                tasks.cancel_scope.cancel()
+        check(not waited.cancel_called, "the call did not start")
+        await wait_until(lambda: os.path.exists(mark), "the upstream call cancelled")
+        # The session still serves.
+        r = await s.call_tool("h_echo", {"text": "still here"})
+        check(text(r) == "still here", f"after: {text(r)}")
+
+
 SCENARIOS = {
     "listed": tools_listed,
     "elicitation": elicitation,
@@ -337,6 +374,8 @@ SCENARIOS = {
     "forged-answer": forged_answer,
     "ambiguous": ambiguous,
     "flood": flood,
+    "progress": progress,
+    "cancelled": cancelled,
 }
 
 

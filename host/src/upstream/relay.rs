@@ -5,6 +5,9 @@
 //! roots) relayed back. Owns the attribution of each request to one calling
 //! session and the bounds of each round trip; not the client sessions (the
 //! MCP front implements [`Downstream`]) nor the connection (`upstream`).
+//! The server's progress notifications on a call go the same way, to the
+//! call's progress sink, matched by the progress token our request carried
+//! ([`Relay::progress`]).
 //!
 //! Attribution. Each call in flight on the server is registered with its
 //! caller ([`Relay::enter`]): a client session, or none (the host itself:
@@ -41,12 +44,13 @@ use rmcp::ErrorData as McpError;
 use rmcp::model::{
     ClientCapabilities, ClientResult, CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult,
     ElicitRequest, ElicitRequestParams, ElicitResult, ErrorCode, ListRootsRequest, ListRootsResult,
-    RequestId, ServerRequest,
+    ProgressNotificationParam, ProgressToken, RequestId, ServerRequest,
 };
 use rmcp::service::{InboundStreamOrigin, RequestContext, RoleClient};
 use tokio::sync::Semaphore;
 
 use crate::bounds::{MAX_RELAYED_MESSAGE, MAX_RELAYED_PER_SESSION};
+use crate::plugin::ProgressFn;
 
 /// The client's answer to a relayed request, or why there is none.
 pub type Asked<'a> = Pin<Box<dyn Future<Output = Result<ClientResult, String>> + Send + 'a>>;
@@ -80,9 +84,11 @@ pub(super) struct Relay {
 }
 
 struct Call {
-    /// Our `tools/call` request's id, once sent.
-    request: Option<RequestId>,
+    /// Our `tools/call` request's id and progress token, once sent.
+    request: Option<(RequestId, ProgressToken)>,
     caller: Option<Arc<dyn Downstream>>,
+    /// Where the call's progress goes, if its caller asked for it.
+    report: Option<ProgressFn>,
 }
 
 /// A call in flight, registered until dropped.
@@ -92,10 +98,10 @@ pub(super) struct Entered<'a> {
 }
 
 impl Entered<'_> {
-    /// The call went out as request `id`.
-    pub(super) fn sent(&self, id: RequestId) {
+    /// The call went out as request `id`, with progress token `token`.
+    pub(super) fn sent(&self, id: RequestId, token: ProgressToken) {
         if let Some(call) = self.relay.lock().get_mut(&self.key) {
-            call.request = Some(id);
+            call.request = Some((id, token));
         }
     }
 }
@@ -121,26 +127,48 @@ impl Relay {
         self.calls.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A call of `caller` (`None`: the host's own) starts.
-    pub(super) fn enter(&self, caller: Option<Arc<dyn Downstream>>) -> Entered<'_> {
+    /// A call of `caller` (`None`: the host's own) starts; its progress
+    /// goes to `report`.
+    pub(super) fn enter(
+        &self,
+        caller: Option<Arc<dyn Downstream>>,
+        report: Option<ProgressFn>,
+    ) -> Entered<'_> {
         let key = self.next.fetch_add(1, Ordering::Relaxed);
-        self.lock().insert(
-            key,
-            Call {
-                request: None,
-                caller,
-            },
-        );
+        let call = Call {
+            request: None,
+            caller,
+            report,
+        };
+        self.lock().insert(key, call);
         Entered { relay: self, key }
+    }
+
+    /// The server's progress on one of the calls in flight, to that call's
+    /// sink (`message` already made fit to pass on); progress for no call
+    /// in flight is dropped.
+    pub(super) fn progress(&self, params: &ProgressNotificationParam, message: Option<String>) {
+        let report = self
+            .lock()
+            .values()
+            .find(|c| {
+                c.request
+                    .as_ref()
+                    .is_some_and(|(_, token)| *token == params.progress_token)
+            })
+            .and_then(|c| c.report.clone());
+        if let Some(report) = report {
+            report(params.progress, params.total, message);
+        }
     }
 
     /// The session a request of the server's is for (see the module doc).
     fn attribute(&self, origin: Option<&InboundStreamOrigin>) -> Result<Arc<dyn Downstream>, String> {
         let calls = self.lock();
         let on_stream = match origin {
-            Some(InboundStreamOrigin::OutboundRequest(id)) => {
-                calls.values().find(|c| c.request.as_ref() == Some(id))
-            }
+            Some(InboundStreamOrigin::OutboundRequest(id)) => calls
+                .values()
+                .find(|c| c.request.as_ref().is_some_and(|(sent, _)| sent == id)),
             _ => None,
         };
         let call = match on_stream {
@@ -347,14 +375,14 @@ mod tests {
                 .unwrap_err()
                 .contains("none of the server's tools")
         );
-        let a = relay.enter(session(1));
-        let a2 = relay.enter(session(1));
+        let a = relay.enter(session(1), None);
+        let a2 = relay.enter(session(1), None);
         assert_eq!(attributed(&relay, None), Ok(1), "two calls of one session");
-        let b = relay.enter(session(2));
+        let b = relay.enter(session(2), None);
         assert!(attributed(&relay, None).unwrap_err().contains("several callers"));
         drop((a, a2));
         assert_eq!(attributed(&relay, None), Ok(2));
-        let own = relay.enter(None);
+        let own = relay.enter(None, None);
         assert!(attributed(&relay, None).unwrap_err().contains("several callers"));
         drop(b);
         assert!(attributed(&relay, None).unwrap_err().contains("the host's own"));
@@ -365,10 +393,11 @@ mod tests {
     #[test]
     fn a_request_on_a_calls_stream_goes_to_that_calls_session() {
         let relay = Relay::new("srv", Duration::from_secs(1), 1 << 20);
-        let a = relay.enter(session(1));
-        a.sent(RequestId::Number(7));
-        let b = relay.enter(session(2));
-        b.sent(RequestId::Number(8));
+        let token = |n: i64| ProgressToken(rmcp::model::NumberOrString::Number(n));
+        let a = relay.enter(session(1), None);
+        a.sent(RequestId::Number(7), token(1));
+        let b = relay.enter(session(2), None);
+        b.sent(RequestId::Number(8), token(2));
         let on = |id| InboundStreamOrigin::OutboundRequest(RequestId::Number(id));
         assert_eq!(attributed(&relay, Some(&on(7))), Ok(1));
         assert_eq!(attributed(&relay, Some(&on(8))), Ok(2));
