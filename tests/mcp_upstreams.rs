@@ -416,3 +416,9 @@ fn relay_a_call_the_client_cancels_is_cancelled_upstream() {
     needs!(Python, Upstream);
     relay("cancelled");
 }
+
+#[test]
+fn relay_over_http_two_sessions_asked_at_once_each_get_their_own_question() {
+    needs!(Python, Upstream);
+    relay("concurrent-http");
+}

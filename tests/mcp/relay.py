@@ -16,6 +16,10 @@ official Python MCP SDK over `@modelcontextprotocol/server-everything`
 - `ambiguous` (HTTP): with a call of one session in flight on a stdio
   server, an elicitation another session's call causes cannot be told
   apart: it is refused, and the first session's is still answered.
+- `concurrent-http`: server-everything reached by `url` (streamable
+  HTTP), two toolhost sessions asked at once: each question arrives on
+  its call's response stream, so each goes to its own caller and each
+  call gets its own caller's answer.
 - `progress`: a server's progress on a call reaches the client that made
   it, under the client's own progress token.
 - `cancelled`: a call the client cancels is cancelled upstream.
@@ -33,6 +37,7 @@ import os
 import re
 import subprocess
 import sys
+import socket
 import tempfile
 import urllib.error
 import urllib.request
@@ -331,6 +336,66 @@ async def flood(args, top):
         )
 
 
+@contextlib.asynccontextmanager
+async def everything_over_http(args, top):
+    """server-everything serving streamable HTTP: the upstream table reaching it."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log_path = os.path.join(top, "everything.log")
+    with open(log_path, "w") as log:
+        server = subprocess.Popen(
+            ["node", args.everything, "streamableHttp"], env={**os.environ, "PORT": str(port)}, stdout=log, stderr=log
+        )
+        try:
+            await wait_until(
+                lambda: server.poll() is not None or f"listening on port {port}" in read(log_path),
+                "server-everything listening",
+            )
+            check(server.poll() is None, "server-everything exited: " + read(log_path))
+            yield f'[[upstream]]\nname = "everything"\nprefix = "ev_"\nurl = "http://127.0.0.1:{port}/mcp"\n'
+        finally:
+            server.terminate()
+            server.wait()
+
+
+async def concurrent_http(args, top):
+    both = anyio.Event()
+    asked = []
+
+    def answering_as(name):
+        async def on_elicit(context, params):
+            asked.append(name)
+            if len(asked) == 2:
+                both.set()
+            # Neither answers until both were asked: both calls in flight.
+            await both.wait()
+            return types.ElicitResult(action="accept", content={"name": name})
+
+        return on_elicit
+
+    async with everything_over_http(args, top) as upstream, over_http(args, top, upstream) as url:
+        async with (
+            http_session(url, elicitation_callback=answering_as("Ada")) as a,
+            http_session(url, elicitation_callback=answering_as("Bob")) as b,
+        ):
+            await listed(a, {ELICITS})
+            await listed(b, {ELICITS})
+            results = {}
+
+            async def call(name, session):
+                results[name] = await session.call_tool(ELICITS, {})
+
+            with anyio.fail_after(60):
+                async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(call, "Ada", a)
+                    tasks.start_soon(call, "Bob", b)
+            for name, other in (("Ada", "Bob"), ("Bob", "Ada")):
+                t = text(results[name])
+                check(f"- Name: {name}" in t and other not in t, f"{name}'s call: {t}")
+            check(sorted(asked) == ["Ada", "Bob"], f"asked: {asked}")
+
+
 async def progress(args, top):
     seen = []
 
@@ -374,6 +439,7 @@ SCENARIOS = {
     "forged-answer": forged_answer,
     "ambiguous": ambiguous,
     "flood": flood,
+    "concurrent-http": concurrent_http,
     "progress": progress,
     "cancelled": cancelled,
 }
