@@ -16,7 +16,6 @@ use crate::upstream::{Asked, Downstream};
 
 /// The session that made call `call`.
 pub(super) struct CallingClient {
-    pub(super) session: u64,
     pub(super) peer: Peer<RoleServer>,
     /// The call's request id: over HTTP, what is asked goes out on its
     /// response stream (the one the client reads while it waits, and the
@@ -27,10 +26,6 @@ pub(super) struct CallingClient {
 }
 
 impl Downstream for CallingClient {
-    fn session(&self) -> u64 {
-        self.session
-    }
-
     fn capabilities(&self) -> Option<ClientCapabilities> {
         self.peer.peer_info().map(|info| info.capabilities.clone())
     }

@@ -610,7 +610,6 @@ impl ServerHandler for McpServer {
             .unwrap_or(&self.caller)
             .clone();
         let client = asked::CallingClient {
-            session: self.session,
             peer: context.peer.clone(),
             call: context.id.clone(),
             slots: self.relayed.clone(),

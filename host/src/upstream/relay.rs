@@ -58,12 +58,12 @@ pub type Asked<'a> = Pin<Box<dyn Future<Output = Result<ClientResult, String>> +
 /// A client session whose calls may reach upstream servers, as their
 /// requests reach it.
 pub trait Downstream: Send + Sync {
-    /// Names the session: every call of one session gives the same.
-    fn session(&self) -> u64;
     /// What the client declared in `initialize`, if it has.
     fn capabilities(&self) -> Option<ClientCapabilities>;
     /// The session's round trips in flight, shared by every server
-    /// ([`session_slots`]).
+    /// ([`session_slots`]): one per session, so it also tells sessions
+    /// apart (by address, which no other session's takes while a call of
+    /// this one holds it).
     fn slots(&self) -> &Arc<Semaphore>;
     /// Send `request` to the client: its answer within `deadline`.
     fn ask(&self, request: ServerRequest, deadline: Duration) -> Asked<'_>;
@@ -174,13 +174,12 @@ impl Relay {
         let call = match on_stream {
             Some(call) => call,
             None => {
-                let session = |c: &Call| c.caller.as_ref().map(|d| d.session());
+                let session = |c: &Call| c.caller.as_ref().map(|d| Arc::as_ptr(d.slots()));
                 let mut all = calls.values();
                 let first = all
                     .next()
                     .ok_or("it came while none of the server's tools was being called")?;
-                let callers = 1 + all.filter(|c| session(c) != session(first)).count();
-                if callers > 1 {
+                if all.any(|c| session(c) != session(first)) {
                     return Err(format!(
                         "calls of several callers are in flight on the server ({} calls): \
                          which one it is for cannot be told",
@@ -342,71 +341,94 @@ fn encoded_len(value: &impl serde::Serialize) -> usize {
 mod tests {
     use super::*;
 
-    struct Session(u64, Arc<Semaphore>);
+    struct Session(Arc<Semaphore>);
 
     impl Downstream for Session {
-        fn session(&self) -> u64 {
-            self.0
-        }
         fn capabilities(&self) -> Option<ClientCapabilities> {
             None
         }
         fn slots(&self) -> &Arc<Semaphore> {
-            &self.1
+            &self.0
         }
         fn ask(&self, _: ServerRequest, _: Duration) -> Asked<'_> {
             Box::pin(async { Err("not asked here".into()) })
         }
     }
 
-    fn session(n: u64) -> Option<Arc<dyn Downstream>> {
-        Some(Arc::new(Session(n, session_slots())))
+    /// Sessions 1 and 2.
+    fn sessions() -> [Arc<dyn Downstream>; 2] {
+        [
+            Arc::new(Session(session_slots())),
+            Arc::new(Session(session_slots())),
+        ]
     }
 
-    fn attributed(relay: &Relay, origin: Option<&InboundStreamOrigin>) -> Result<u64, String> {
-        relay.attribute(origin).map(|d| d.session())
+    fn attributed(
+        relay: &Relay,
+        origin: Option<&InboundStreamOrigin>,
+        sessions: &[Arc<dyn Downstream>; 2],
+    ) -> Result<usize, String> {
+        let asked = relay.attribute(origin)?;
+        Ok(1 + sessions
+            .iter()
+            .position(|s| Arc::ptr_eq(s.slots(), asked.slots()))
+            .unwrap())
     }
 
     #[test]
     fn a_request_goes_to_the_only_caller_in_flight_or_nowhere() {
         let relay = Relay::new("srv", Duration::from_secs(1), 1 << 20);
+        let s = sessions();
         assert!(
-            attributed(&relay, None)
+            attributed(&relay, None, &s)
                 .unwrap_err()
                 .contains("none of the server's tools")
         );
-        let a = relay.enter(session(1), None);
-        let a2 = relay.enter(session(1), None);
-        assert_eq!(attributed(&relay, None), Ok(1), "two calls of one session");
-        let b = relay.enter(session(2), None);
-        assert!(attributed(&relay, None).unwrap_err().contains("several callers"));
+        let a = relay.enter(Some(s[0].clone()), None);
+        let a2 = relay.enter(Some(s[0].clone()), None);
+        assert_eq!(attributed(&relay, None, &s), Ok(1), "two calls of one session");
+        let b = relay.enter(Some(s[1].clone()), None);
+        assert!(
+            attributed(&relay, None, &s)
+                .unwrap_err()
+                .contains("several callers")
+        );
         drop((a, a2));
-        assert_eq!(attributed(&relay, None), Ok(2));
+        assert_eq!(attributed(&relay, None, &s), Ok(2));
         let own = relay.enter(None, None);
-        assert!(attributed(&relay, None).unwrap_err().contains("several callers"));
+        assert!(
+            attributed(&relay, None, &s)
+                .unwrap_err()
+                .contains("several callers")
+        );
         drop(b);
-        assert!(attributed(&relay, None).unwrap_err().contains("the host's own"));
+        assert!(
+            attributed(&relay, None, &s)
+                .unwrap_err()
+                .contains("the host's own")
+        );
         drop(own);
-        assert!(attributed(&relay, None).is_err());
+        assert!(attributed(&relay, None, &s).is_err());
     }
 
     #[test]
     fn a_request_on_a_calls_stream_goes_to_that_calls_session() {
         let relay = Relay::new("srv", Duration::from_secs(1), 1 << 20);
+        let s = sessions();
         let token = |n: i64| ProgressToken(rmcp::model::NumberOrString::Number(n));
-        let a = relay.enter(session(1), None);
+        let a = relay.enter(Some(s[0].clone()), None);
         a.sent(RequestId::Number(7), token(1));
-        let b = relay.enter(session(2), None);
+        let b = relay.enter(Some(s[1].clone()), None);
         b.sent(RequestId::Number(8), token(2));
         let on = |id| InboundStreamOrigin::OutboundRequest(RequestId::Number(id));
-        assert_eq!(attributed(&relay, Some(&on(7))), Ok(1));
-        assert_eq!(attributed(&relay, Some(&on(8))), Ok(2));
+        assert_eq!(attributed(&relay, Some(&on(7)), &s), Ok(1));
+        assert_eq!(attributed(&relay, Some(&on(8)), &s), Ok(2));
         // On no call's stream: the coarse rule, which two callers defeat.
-        assert!(attributed(&relay, Some(&on(9))).is_err());
-        assert!(attributed(&relay, Some(&InboundStreamOrigin::Unassociated)).is_err());
+        assert!(attributed(&relay, Some(&on(9)), &s).is_err());
+        assert!(attributed(&relay, Some(&InboundStreamOrigin::Unassociated), &s).is_err());
         drop(a);
         assert_eq!(
-            attributed(&relay, Some(&InboundStreamOrigin::Unassociated)),
+            attributed(&relay, Some(&InboundStreamOrigin::Unassociated), &s),
             Ok(2)
         );
     }
