@@ -142,6 +142,9 @@ impl UpstreamConfig {
 const DEFAULT_CONNECT_TIMEOUT_S: u64 = 60;
 /// The default of `call_timeout_s`: a call may be slow, never endless.
 const DEFAULT_CALL_TIMEOUT_S: u64 = 60;
+/// The default of `relay_timeout_s`: a person filling in a form takes a
+/// while; the call's own deadline bounds it anyway.
+const DEFAULT_RELAY_TIMEOUT_S: u64 = 60;
 
 /// How the server is reached.
 #[derive(Debug, Clone)]
@@ -246,7 +249,7 @@ impl TryFrom<RawConfig> for UpstreamConfig {
         };
         let relay_timeout = match raw.relay_timeout_s {
             Some(0) => return Err(fail("`relay_timeout_s` must be at least 1".into())),
-            seconds => Duration::from_secs(seconds.unwrap_or(DEFAULT_CALL_TIMEOUT_S)),
+            seconds => Duration::from_secs(seconds.unwrap_or(DEFAULT_RELAY_TIMEOUT_S)),
         };
         let most = (bounds::MAX_UPSTREAM_MESSAGE >> 10) as u64;
         let max_message_bytes = match raw.max_message_kb {
@@ -819,9 +822,7 @@ impl Upstream {
         }
         Ok(output)
     }
-}
 
-impl Upstream {
     /// `tools/call`, registered with the relay as `caller`'s while in
     /// flight, under the request id that ties the server's requests on its
     /// HTTP response stream to it.
