@@ -46,6 +46,7 @@
 //! | a tool definition served, from any source | 1 MiB |
 //! | an upstream server's message (so a result of one of its tools); its tool names and texts | 16 MiB, or its `max_message_kb` up to 256 MiB; as a plugin's |
 //! | an upstream server's list (tools, prompts, resources, templates), over all its pages | 1,000 pages, its message cap in all; 10,000 tools, or its `max_tools` up to 100,000; 100,000 of the others |
+//! | an upstream's request relayed to a calling client (`elicitation/create`, `sampling/createMessage`, `roots/list`), and the client's answer | 1 MiB each way, and the upstream's message cap; 4 in flight per client session; the upstream's `relay_timeout_s` |
 //! | a prefetch another replica shared (Redis) | 32 MiB read before parsing, sealed by the replicas' key, then its tool's output cap |
 //! | a message another replica published (Redis) | 1 MiB, sealed by the replicas' key, sent within the last minute |
 //! | the speculation totals summed in Redis (not sealed) | each hash read in one step, only while it holds at most its cap: 10,000 counters, 10,000 fan-out ranks, between valid tool names; 2,048 learned links of 2 KiB, well-formed between valid tool names (as a stats file's), 8,192 names picked |
@@ -151,6 +152,13 @@ pub const MAX_TOOL_DEFINITION_BYTES: usize = 1 << 20;
 pub const DEFAULT_UPSTREAM_MESSAGE: usize = 16 << 20;
 /// Largest `max_message_kb` an upstream server may be given.
 pub const MAX_UPSTREAM_MESSAGE: usize = 256 << 20;
+/// Largest request an upstream server may have relayed to a calling
+/// client (an elicitation, a sampling request, `roots/list`), and largest
+/// answer relayed back: a form or a completion, not a bulk transfer.
+pub const MAX_RELAYED_MESSAGE: usize = 1 << 20;
+/// Most upstream requests relayed to one client session at once, over
+/// every upstream server: one more is refused at once, not queued.
+pub const MAX_RELAYED_PER_SESSION: usize = 4;
 /// The most tools an upstream server may list unless its `max_tools` says
 /// otherwise.
 pub const DEFAULT_UPSTREAM_TOOLS: usize = 10_000;

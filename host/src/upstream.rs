@@ -29,28 +29,45 @@
 //! answers a call whose answer is over the cap with an error at once; over
 //! HTTP, by the client's response limits. A call is answered, whatever the
 //! server does.
+//!
+//! What the server asks of its client during a call (elicitation,
+//! sampling, roots) is relayed to the client session that made the call,
+//! or refused when that session cannot be told (`relay`).
 
 mod bounded;
 mod gateway;
 mod listing;
+mod relay;
 
 pub use gateway::{Gateway, GatewayError, Notice, merge_instructions};
+pub use relay::{Asked, Downstream, session_slots};
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
-use rmcp::ClientHandler;
+// rmcp marks sampling and roots deprecated (SEP-2577); servers still use them.
+#[allow(deprecated)]
+use rmcp::model::{
+    CallToolRequest, CallToolResult, CancelledNotificationParam, ClientCapabilities, ClientConfig,
+    ClientRequest, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    ElicitationCapability, FormElicitationCapability, ListRootsResult, ProgressNotificationParam,
+    RootsCapabilities, SamplingCapability, ServerResult, UrlElicitationCapability,
+};
 use rmcp::model::{
     CallToolRequestParams, CompleteRequestParams, CompleteResult, Cursor, GetPromptRequestParams,
     GetPromptResult, PaginatedRequestParams, Prompt, ReadResourceRequestParams, ReadResourceResult, Resource,
     ResourceTemplate, ResourceUpdatedNotificationParam, ServerPeerInfo, SubscribeRequestParams, Tool,
     UnsubscribeRequestParams,
 };
-use rmcp::service::{NotificationContext, RoleClient, RunningService, ServiceError, ServiceExt};
+use rmcp::service::{
+    NotificationContext, PeerRequestOptions, RequestContext, RoleClient, RunningService, ServiceError,
+    ServiceExt,
+};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, ErrorData as McpError};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use tokio::sync::{broadcast, watch};
@@ -58,7 +75,7 @@ use tokio::sync::{broadcast, watch};
 use crate::bounds::{self, shown};
 use crate::output::{CallOutput, ToolError, mcp};
 use crate::plugin::redact::Redactor;
-use crate::plugin::{LogLevel, LogLine, LogSink, Texts};
+use crate::plugin::{LogLevel, LogLine, LogSink, ProgressFn, Texts};
 use crate::tool::ToolSpec;
 
 /// One `[[upstream]]` table of `toolhost.toml`.
@@ -92,6 +109,9 @@ pub struct UpstreamConfig {
     pub connect_timeout: Duration,
     /// How long one call may wait for the server's answer.
     pub call_timeout: Duration,
+    /// How long the calling client has to answer a request of the server's
+    /// relayed to it (an elicitation, a sampling request: `relay`).
+    pub relay_timeout: Duration,
     /// The largest message the server may send, and so the largest result
     /// of one of its tools, and the most bytes of each of its lists (tools,
     /// prompts, resources), over all their pages.
@@ -122,6 +142,9 @@ impl UpstreamConfig {
 const DEFAULT_CONNECT_TIMEOUT_S: u64 = 60;
 /// The default of `call_timeout_s`: a call may be slow, never endless.
 const DEFAULT_CALL_TIMEOUT_S: u64 = 60;
+/// The default of `relay_timeout_s`: a person filling in a form takes a
+/// while; the call's own deadline bounds it anyway.
+const DEFAULT_RELAY_TIMEOUT_S: u64 = 60;
 
 /// How the server is reached.
 #[derive(Debug, Clone)]
@@ -169,6 +192,7 @@ struct RawConfig {
     trust_annotations: bool,
     connect_timeout_s: Option<u64>,
     call_timeout_s: Option<u64>,
+    relay_timeout_s: Option<u64>,
     max_message_kb: Option<u64>,
     max_tools: Option<usize>,
 }
@@ -223,6 +247,10 @@ impl TryFrom<RawConfig> for UpstreamConfig {
             Some(0) => return Err(fail("`call_timeout_s` must be at least 1".into())),
             seconds => Duration::from_secs(seconds.unwrap_or(DEFAULT_CALL_TIMEOUT_S)),
         };
+        let relay_timeout = match raw.relay_timeout_s {
+            Some(0) => return Err(fail("`relay_timeout_s` must be at least 1".into())),
+            seconds => Duration::from_secs(seconds.unwrap_or(DEFAULT_RELAY_TIMEOUT_S)),
+        };
         let most = (bounds::MAX_UPSTREAM_MESSAGE >> 10) as u64;
         let max_message_bytes = match raw.max_message_kb {
             None => bounds::DEFAULT_UPSTREAM_MESSAGE,
@@ -248,6 +276,7 @@ impl TryFrom<RawConfig> for UpstreamConfig {
             trust_annotations: raw.trust_annotations,
             connect_timeout,
             call_timeout,
+            relay_timeout,
             max_message_bytes,
             max_tools,
         })
@@ -273,10 +302,12 @@ pub enum Event {
     ResourceUpdated(String),
 }
 
-/// The client side of the session: records the server's list changes and
+/// The client side of the session: records the server's list changes,
 /// passes its log lines on, with the configured header values redacted
-/// (a server may echo the credentials it was sent).
+/// (a server may echo the credentials it was sent), and relays its
+/// elicitation, sampling and roots requests to the calling client (`relay`).
 struct Listener {
+    relay: Arc<relay::Relay>,
     changed: watch::Sender<u64>,
     events: broadcast::Sender<Event>,
     name: Arc<str>,
@@ -284,7 +315,44 @@ struct Listener {
     redactor: Redactor,
 }
 
+#[allow(deprecated)] // rmcp marks sampling and roots deprecated (SEP-2577); servers still use them.
 impl ClientHandler for Listener {
+    /// Every capability whose requests are relayed: whether the calling
+    /// client has it is checked per request (`relay`).
+    fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation = Some(
+            ElicitationCapability::new()
+                .with_form(FormElicitationCapability::new())
+                .with_url(UrlElicitationCapability::new()),
+        );
+        capabilities.sampling = Some(SamplingCapability::default());
+        capabilities.roots = Some(RootsCapabilities::default());
+        let mut info = ClientConfig::default();
+        info.capabilities = capabilities;
+        info
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, McpError> {
+        self.relay.elicit(request, &context).await
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, McpError> {
+        self.relay.sample(params, &context).await
+    }
+
+    async fn list_roots(&self, context: RequestContext<RoleClient>) -> Result<ListRootsResult, McpError> {
+        self.relay.roots(&context).await
+    }
+
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.changed.send_modify(|n| *n += 1);
     }
@@ -309,6 +377,20 @@ impl ClientHandler for Listener {
             stream: "upstream",
             message: self.redactor.text(&text).into_owned(),
         });
+    }
+
+    /// The server's progress on a call: to the call's client, as a
+    /// plugin's progress goes (its message cut, the header values redacted).
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let message = params
+            .message
+            .as_deref()
+            .map(|m| bounds::cut(self.redactor.text(m).into_owned(), bounds::MAX_LOG_LINE));
+        self.relay.progress(&params, message);
     }
 
     async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -347,6 +429,7 @@ pub struct Upstream {
     /// How the server was reached.
     pub config: UpstreamConfig,
     client: RunningService<RoleClient, Listener>,
+    relay: Arc<relay::Relay>,
     /// A stdio server's process, killed when the upstream is dropped.
     _process: Option<tokio::process::Child>,
     tools: RwLock<Arc<Vec<Tool>>>,
@@ -388,7 +471,13 @@ impl Upstream {
         let (changed_tx, changed) = watch::channel(0);
         let secrets = config.secrets();
         let (events, _) = broadcast::channel(EVENT_BACKLOG);
+        let relay = Arc::new(relay::Relay::new(
+            &config.name,
+            config.relay_timeout,
+            config.max_message_bytes,
+        ));
         let listener = Listener {
+            relay: relay.clone(),
             changed: changed_tx,
             events: events.clone(),
             name: config.name.as_str().into(),
@@ -446,6 +535,7 @@ impl Upstream {
         let server = Arc::new(Self {
             config,
             client,
+            relay,
             _process: process,
             tools: RwLock::new(Arc::new(tools)),
             refused: RwLock::new(refused),
@@ -693,9 +783,18 @@ impl Upstream {
             .collect()
     }
 
-    /// Forward a call, within the server's deadline and message cap.
-    /// Dropping the future cancels the request upstream.
-    pub async fn call(&self, remote: &str, args: Map<String, Value>) -> Result<CallOutput, ToolError> {
+    /// Forward a call of `caller`'s (`None`: the host's own), within the
+    /// server's deadline and message cap; what the server asks of its
+    /// client meanwhile is relayed to `caller`, and the progress it reports
+    /// to `progress` (`relay`). Dropping the future cancels the request
+    /// upstream.
+    pub async fn call(
+        &self,
+        remote: &str,
+        args: Map<String, Value>,
+        caller: Option<Arc<dyn Downstream>>,
+        progress: Option<ProgressFn>,
+    ) -> Result<CallOutput, ToolError> {
         let (name, limit, cap) = (
             &self.config.name,
             self.config.call_timeout,
@@ -705,7 +804,7 @@ impl Upstream {
             |message: String| ToolError::Failed(format!("upstream `{name}`, tool `{remote}`: {message}"));
         let mut params = CallToolRequestParams::new(remote.to_owned());
         params.arguments = Some(args);
-        let answer = match tokio::time::timeout(limit, self.client.peer().call_tool(params)).await {
+        let answer = match tokio::time::timeout(limit, self.send_call(params, caller, progress)).await {
             Ok(answer) => answer.map_err(|e| fail(chain(&e)))?,
             Err(_) => {
                 return Err(fail(format!(
@@ -722,6 +821,57 @@ impl Upstream {
             )));
         }
         Ok(output)
+    }
+
+    /// `tools/call`, registered with the relay as `caller`'s while in
+    /// flight, under the request id that ties the server's requests on its
+    /// HTTP response stream to it.
+    async fn send_call(
+        &self,
+        params: CallToolRequestParams,
+        caller: Option<Arc<dyn Downstream>>,
+        progress: Option<ProgressFn>,
+    ) -> Result<CallToolResult, ServiceError> {
+        let entered = self.relay.enter(caller, progress);
+        let peer = self.client.peer();
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await?;
+        entered.sent(handle.id.clone(), handle.progress_token.clone());
+        let abandoned = Abandoned(Some((peer.clone(), handle.id.clone())));
+        let answer = handle.await_response().await;
+        abandoned.disarm();
+        match answer? {
+            ServerResult::CallToolResult(result) => Ok(result),
+            // `{}`: a result without content.
+            ServerResult::EmptyResult(_) => Ok(CallToolResult::default()),
+            _ => Err(ServiceError::UnexpectedResponse),
+        }
+    }
+}
+
+/// A `tools/call` whose answer is no longer awaited (its caller cancelled
+/// it, or its deadline passed): the server is told, so it stops.
+struct Abandoned(Option<(rmcp::Peer<RoleClient>, rmcp::model::RequestId)>);
+
+impl Abandoned {
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        let Some((peer, id)) = self.0.take() else { return };
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let reason = Some("request abandoned by the caller".to_owned());
+                let _ = peer
+                    .notify_cancelled(CancelledNotificationParam::new(Some(id), reason))
+                    .await;
+            });
+        }
     }
 }
 

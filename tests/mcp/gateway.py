@@ -45,6 +45,21 @@ NOTICES = (
 )
 
 
+async def _declines(context, params):
+    return types.ElicitResult(action="decline")
+
+
+async def _no_completion(context, params):
+    return types.ErrorData(code=types.INVALID_REQUEST, message="no model here")
+
+
+async def _no_roots(context):
+    return types.ListRootsResult(roots=[])
+
+
+DECLARED = {"elicitation_callback": _declines, "sampling_callback": _no_completion, "list_roots_callback": _no_roots}
+
+
 class Pair:
     """One session to the server, one to toolhost serving it."""
 
@@ -90,7 +105,11 @@ async def pair(top, toolhost_bin, name, prefix, command, args):
             v_read, v_write = await stack.enter_async_context(
                 stdio_client(StdioServerParameters(command=toolhost_bin, args=toolhost, cwd=top), errlog=log)
             )
-            direct = await stack.enter_async_context(ClientSession(d_read, d_write, message_handler=on_direct))
+            # Declaring what toolhost declares to its upstreams (it relays
+            # them: tests/mcp/relay.py), so both see the same tools.
+            direct = await stack.enter_async_context(
+                ClientSession(d_read, d_write, message_handler=on_direct, **DECLARED)
+            )
             via = await stack.enter_async_context(ClientSession(v_read, v_write, message_handler=on_via))
             yield Pair(prefix, direct, via, direct_seen, via_seen, await direct.initialize(), await via.initialize())
 

@@ -7,12 +7,18 @@ for tests/mcp_upstreams.rs:
   with a newline, a 100,000-byte description;
 - `wait` never answers;
 - `huge` answers 17 MiB of text;
+- `flood` asks its client N questions at once (elicitation/create) and
+  tells how each ended; `linger` waits until cancelled, and says so in a
+  file;
 - with `--many N`, it lists N more tools (`t0` ...), and `grow` lists one
   more and sends notifications/tools/list_changed.
 """
 
 import argparse
 import asyncio
+import collections
+
+from pydantic import BaseModel
 
 import mcp.types as types
 from mcp.server.mcpserver import Context, MCPServer
@@ -70,6 +76,35 @@ async def grow(ctx: Context) -> str:
     server.grown += 1
     await ctx.session.send_tool_list_changed()
     return f"{options.many + server.grown} tools"
+
+
+class Answer(BaseModel):
+    answer: str
+
+
+@server.tool(description="Ask the client `n` questions at once; count how each ended.", structured_output=False)
+async def flood(n: int, ctx: Context) -> str:
+    async def ask(i):
+        try:
+            result = await ctx.elicit(f"question {i}", Answer)
+            return result.action
+        except Exception as e:  # the relay's refusal, as the SDK raises it
+            return str(e)
+
+    outcomes = collections.Counter(await asyncio.gather(*(ask(i) for i in range(n))))
+    return "\n".join(f"{count} x {outcome}" for outcome, count in sorted(outcomes.items()))
+
+
+@server.tool(description="Write `mark`, then wait; write `cancelled` when cancelled.", structured_output=False)
+async def linger(mark: str, cancelled: str) -> str:
+    with open(mark, "w") as f:
+        f.write("started\n")
+    try:
+        await asyncio.Event().wait()
+    finally:
+        with open(cancelled, "w") as f:
+            f.write("cancelled\n")
+    return "never"
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ const KEYS: &[&str] = &[
     "speculate",
     "connect_timeout_s",
     "call_timeout_s",
+    "relay_timeout_s",
     "max_message_kb",
     "enabled",
     "native",

@@ -31,6 +31,10 @@
 //! its last subscriber unsubscribes or an update finds every subscribed
 //! session closed.
 //!
+//! An upstream server's elicitation, sampling and roots requests during a
+//! call are relayed to the session that made it: each call carries that
+//! session (`asked`), and `upstream`'s relay decides who is asked.
+//!
 //! Each call carries its [`Caller`]: over HTTP, the one `auth` put on the
 //! request once its token was verified (anonymous without `[auth]`); on
 //! stdio, the local user.
@@ -47,12 +51,14 @@
 //!
 //! The front is this directory: the server, its transports (`stdio`,
 //! `sessions`), what it bounds and counts (`progress`, `metrics`), the
+//! calling session as upstream servers' requests reach it (`asked`), the
 //! revisions it speaks (`revision`), who may call it over HTTP (`auth`),
 //! and the log lines it sends its clients (`client_log`). What it serves
 //! but does not own lives with its owner: the upstream servers' prompts and
 //! resources are routed by `upstream`'s gateway, and a result's MCP form is
 //! its type's (`output::mcp`, which the upstream client reads with too).
 
+mod asked;
 mod auth;
 mod client_log;
 mod metrics;
@@ -89,7 +95,7 @@ use crate::output::{ToolError, mcp};
 use crate::pipeline::{CallControl, Caller, Toolhost, error_text};
 use crate::plugin::{LogLevel, LogLine};
 use crate::prompt::PROMPT_NAME;
-use crate::upstream::{GatewayError, Notice, merge_instructions};
+use crate::upstream::{GatewayError, Notice, merge_instructions, session_slots};
 use client_log::SessionLog;
 use sessions::CappedSessions;
 
@@ -121,6 +127,8 @@ pub struct McpServer {
     caller: Caller,
     /// The differences the pin holds that the clients' logs were told of.
     held_told: Arc<Mutex<BTreeSet<String>>>,
+    /// This session's upstream requests in flight (`asked`).
+    relayed: Arc<tokio::sync::Semaphore>,
 }
 
 impl McpServer {
@@ -149,6 +157,7 @@ impl McpServer {
             metrics: metrics::CallMetrics::new(),
             caller: Caller::unauthenticated(),
             held_told: Arc::default(),
+            relayed: session_slots(),
         }
     }
 
@@ -172,6 +181,7 @@ impl McpServer {
             metrics: self.metrics.clone(),
             caller: self.caller.clone(),
             held_told: self.held_told.clone(),
+            relayed: session_slots(),
         }
     }
 
@@ -599,7 +609,14 @@ impl ServerHandler for McpServer {
             .and_then(|parts| parts.extensions.get::<Caller>())
             .unwrap_or(&self.caller)
             .clone();
-        let mut ctx = CallControl::new(context.id.to_string()).with_caller(caller);
+        let client = asked::CallingClient {
+            peer: context.peer.clone(),
+            call: context.id.clone(),
+            slots: self.relayed.clone(),
+        };
+        let mut ctx = CallControl::new(context.id.to_string())
+            .with_caller(caller)
+            .from_client(Arc::new(client));
         ctx.cancel = context.ct.clone();
         let mut forwarder = None;
         if let Some(token) = context.meta.get_progress_token() {

@@ -136,7 +136,7 @@ impl Backend {
                     _ = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
                     r = async {
                         ctx.wait_turn().await;
-                        server.call(remote, args).await
+                        server.call(remote, args, ctx.client.clone(), ctx.progress.clone()).await
                     } => r,
                 }
             }

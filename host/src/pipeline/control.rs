@@ -1,5 +1,6 @@
 //! One call as its caller holds it: its identity, who makes it, the token
-//! that cancels it and where its progress goes ([`CallControl`]), a call that produced
+//! that cancels it, where its progress goes and the client session an
+//! upstream server's questions go to ([`CallControl`]), a call that produced
 //! no result ([`CallError`]) and such an error as the model reads it
 //! ([`error_text`]). Not here: the steps a call goes through (`call`), nor
 //! the call-context resource a plugin is lent during `execute` (`plugin`),
@@ -15,6 +16,7 @@ use crate::bounds::{MAX_ERROR_TEXT, cut};
 use crate::output::ToolError;
 use crate::plugin::ProgressFn;
 use crate::priority::Background;
+use crate::upstream::Downstream;
 
 /// One call's identity, caller, cancellation and progress sink, held by
 /// its caller.
@@ -32,6 +34,9 @@ pub struct CallControl {
     pub progress: Option<ProgressFn>,
     /// A prefetch's place behind the real calls; `None` for a real call.
     pub(crate) background: Option<Background>,
+    /// The client session that made the call, which an upstream server's
+    /// questions during it are relayed to; `None` for the host's own calls.
+    pub(crate) client: Option<Arc<dyn Downstream>>,
 }
 
 impl CallControl {
@@ -44,6 +49,7 @@ impl CallControl {
             cancel: CancellationToken::new(),
             progress: None,
             background: None,
+            client: None,
         }
     }
 
@@ -63,6 +69,12 @@ impl CallControl {
     /// The same call, made by `caller`.
     pub fn with_caller(mut self, caller: Caller) -> Self {
         self.caller = caller;
+        self
+    }
+
+    /// The same call, made from `client`'s session.
+    pub fn from_client(mut self, client: Arc<dyn Downstream>) -> Self {
+        self.client = Some(client);
         self
     }
 

@@ -1,0 +1,62 @@
+//! The client session of one `tools/call`, as an upstream server's
+//! requests during that call reach it ([`Downstream`]): what the client
+//! declared, its share of relayed round trips, and the request sent on the
+//! call's own stream. Owns the sending; not the attribution, bounds or
+//! capability checks, which are the upstream relay's (`upstream::relay`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{ClientCapabilities, GetExtensions, RequestId, ServerRequest};
+use rmcp::service::{OriginatingRequestId, Peer, PeerRequestOptions, RoleServer, ServiceError};
+use tokio::sync::Semaphore;
+
+use crate::bounds::{MAX_ERROR_TEXT, cut};
+use crate::upstream::{Asked, Downstream};
+
+/// The session that made call `call`.
+pub(super) struct CallingClient {
+    pub(super) peer: Peer<RoleServer>,
+    /// The call's request id: over HTTP, what is asked goes out on its
+    /// response stream (the one the client reads while it waits, and the
+    /// only one a stateless server has).
+    pub(super) call: RequestId,
+    /// The session's, shared by its calls.
+    pub(super) slots: Arc<Semaphore>,
+}
+
+impl Downstream for CallingClient {
+    fn capabilities(&self) -> Option<ClientCapabilities> {
+        self.peer.peer_info().map(|info| info.capabilities.clone())
+    }
+
+    fn slots(&self) -> &Arc<Semaphore> {
+        &self.slots
+    }
+
+    fn ask(&self, mut request: ServerRequest, deadline: Duration) -> Asked<'_> {
+        request
+            .extensions_mut()
+            .insert(OriginatingRequestId(self.call.clone()));
+        let mut options = PeerRequestOptions::no_options();
+        // On the deadline rmcp tells the client the request is cancelled.
+        options.timeout = Some(deadline);
+        Box::pin(async move {
+            let handle = self
+                .peer
+                .send_request_with_option(request, options)
+                .await
+                .map_err(|e| e.to_string())?;
+            handle.await_response().await.map_err(|e| match e {
+                ServiceError::Timeout { timeout } => {
+                    format!("no answer within {} s (`relay_timeout_s`)", timeout.as_secs())
+                }
+                ServiceError::McpError(e) => format!(
+                    "it answered with an error: {}",
+                    cut(e.message.into(), MAX_ERROR_TEXT)
+                ),
+                other => other.to_string(),
+            })
+        })
+    }
+}
