@@ -202,8 +202,15 @@ impl Relay {
         context: &RequestContext<RoleClient>,
     ) -> Result<ClientResult, McpError> {
         let what = method(&request);
+        // Servers ask for the roots on their own, right after they start:
+        // routine, not worth a warning on every start.
+        let routine = matches!(request, ServerRequest::ListRootsRequest(_));
         let refuse = |code: ErrorCode, why: String| {
-            tracing::warn!("upstream `{}`: {what} not relayed: {why}", self.server);
+            if routine {
+                tracing::debug!("upstream `{}`: {what} not relayed: {why}", self.server);
+            } else {
+                tracing::warn!("upstream `{}`: {what} not relayed: {why}", self.server);
+            }
             McpError::new(code, format!("toolhost did not relay {what}: {why}"), None)
         };
         let client = self
