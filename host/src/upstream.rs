@@ -844,11 +844,34 @@ impl Upstream {
         abandoned.disarm();
         match answer? {
             ServerResult::CallToolResult(result) => Ok(result),
-            // `{}`: a result without content.
-            ServerResult::EmptyResult(_) => Ok(CallToolResult::default()),
-            _ => Err(ServiceError::UnexpectedResponse),
+            other => contentless(other).ok_or(ServiceError::UnexpectedResponse),
         }
     }
+}
+
+/// A `tools/call` answer without content, as servers send it: `{}`, a task
+/// acknowledgement (`resultType` alone), or `_meta` alone.
+fn contentless(answer: ServerResult) -> Option<CallToolResult> {
+    let mut result = CallToolResult::default();
+    match answer {
+        ServerResult::EmptyResult(_) => {}
+        ServerResult::TaskAckResult(ack) => {
+            result.result_type = Some(ack.result_type);
+            result.meta = ack.meta;
+        }
+        ServerResult::CustomResult(custom) => {
+            let Value::Object(mut fields) = custom.0 else {
+                return None;
+            };
+            let meta = fields.remove("_meta")?;
+            if !fields.is_empty() {
+                return None;
+            }
+            result.meta = Some(serde_json::from_value(meta).ok()?);
+        }
+        _ => return None,
+    }
+    Some(result)
 }
 
 /// A `tools/call` whose answer is no longer awaited (its caller cancelled
@@ -972,5 +995,17 @@ mod tests {
         assert_eq!(host_level(LoggingLevel::Critical), LogLevel::Error);
         assert_eq!(host_level(LoggingLevel::Notice), LogLevel::Info);
         assert_eq!(host_level(LoggingLevel::Warning), LogLevel::Warn);
+    }
+
+    #[test]
+    fn answers_without_content_are_results_and_others_are_not() {
+        let read = |answer: Value| contentless(serde_json::from_value(answer).unwrap());
+        assert_eq!(read(serde_json::json!({})), Some(CallToolResult::default()));
+        let meta = read(serde_json::json!({"_meta": {"k": 1}})).unwrap();
+        assert_eq!(meta.meta.unwrap().get("k"), Some(&serde_json::json!(1)));
+        let ack = read(serde_json::json!({"resultType": "complete"})).unwrap();
+        assert!(ack.result_type.is_some());
+        assert_eq!(read(serde_json::json!({"_meta": {}, "other": 1})), None);
+        assert_eq!(read(serde_json::json!({"tools": []})), None);
     }
 }
