@@ -59,7 +59,9 @@ impl Target for Core {
         args: Map<String, Value>,
     ) -> BoxFuture<'_, Result<Map<String, Value>, String>> {
         Box::pin(async move {
-            prepare(self, &tool, Value::Object(args))
+            // The policy was asked when the prefetch was planned (the
+            // engine's admission, for the caller whose call planned it).
+            prepare(self, &tool, Value::Object(args), None, &mut None)
                 .await
                 .map(|(_, args)| args)
                 .map_err(|e| error_text(&e))
