@@ -52,16 +52,16 @@ pub async fn serve(
         }
     };
     // Watch before loading, so a change made while loading is not missed.
+    let policy_watch = match (watch, &config.policy) {
+        (true, Some(policy)) => Some(PolicyWatch::new(&policy.file)?),
+        _ => None,
+    };
     let watch = match (watch, plugins) {
         (false, _) => None,
         (true, Some(dir)) => Some(PluginWatch::new(dir, &config.trust)?),
         (true, None) => {
             bail!("--watch needs a plugin directory: pass --plugins DIR or set `plugins` in toolhost.toml")
         }
-    };
-    let policy_watch = match (watch, &config.policy) {
-        (true, Some(policy)) => Some(PolicyWatch::new(&policy.file)?),
-        _ => None,
     };
     let (host, errors) = setup::build(runtime, config, plugins).await?;
     for error in &errors {

@@ -513,15 +513,15 @@ impl<T: Target> Engine<T> {
         }
     }
 
-    /// After `tool` ran with `args` and returned `result` (as JSON): plan
-    /// and dispatch its follow-ups, declared and learned. Returns when they
-    /// are dispatched, not done.
+    /// [`Engine::plan`] with every follow-up admitted.
+    #[cfg(test)]
     pub async fn after_call(&self, tool: &str, args: &Map<String, Value>, result: &Value, intent: &[String]) {
         self.plan(tool, args, result, intent, None).await;
     }
 
-    /// [`Engine::after_call`], dispatching only the follow-ups `admit`
-    /// lets through, if given.
+    /// After `tool` ran with `args` and returned `result` (as JSON): plan
+    /// and dispatch its follow-ups, declared and learned, those `admit`
+    /// lets through if given. Returns when they are dispatched, not done.
     async fn plan(
         &self,
         tool: &str,
@@ -624,7 +624,7 @@ impl<T: Target> Engine<T> {
         args
     }
 
-    /// [`Engine::after_call`] in the background, so the call that ran is
+    /// [`Engine::plan`] in the background, so the call that ran is
     /// answered without waiting for its follow-ups to be planned. Every
     /// call is counted among the recent ones at once, in the order they
     /// ran, whatever it returned; its result is learned from in the
