@@ -12,6 +12,8 @@ mod audit;
 mod http_auth;
 #[path = "http_front.rs"]
 mod http_front;
+#[path = "policy.rs"]
+mod policy;
 
 #[test]
 fn plugins_lists_order_worlds_and_errors() {

@@ -31,6 +31,11 @@ impl Running {
     fn log(&self) -> String {
         self.served.log_text()
     }
+
+    /// Its log up to the first line holding `needle`, waited for.
+    pub(super) fn wait_for(&self, needle: &str) -> Vec<String> {
+        self.served.wait_for(needle)
+    }
 }
 
 /// Start `toolhost serve --http ADDR` in `dir` with `config` as its

@@ -85,6 +85,17 @@ pub struct Config {
     /// The pinned tool list (`toolhost pin`).
     #[serde(default)]
     pub pin: PinConfig,
+    /// Who may call which tool; absent, every caller may call every tool.
+    pub policy: Option<PolicyConfig>,
+}
+
+/// The `[policy]` table.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyConfig {
+    /// The Cedar policy file (relative to the configuration file's
+    /// directory), reloaded by `serve --watch`.
+    pub file: PathBuf,
 }
 
 /// The `[audit]` table.
@@ -153,6 +164,9 @@ impl Config {
         config.auth.resolve_paths(base);
         if let Some(audit) = &mut config.audit {
             audit.file = base.join(&audit.file);
+        }
+        if let Some(policy) = &mut config.policy {
+            policy.file = base.join(&policy.file);
         }
         config.trust.resolve_paths(base);
         config.speculation.stats_file = config.speculation.stats_file.map(|p| base.join(p));
@@ -277,6 +291,17 @@ mod tests {
 
     #[test]
     fn the_audit_and_identity_claims_parse_and_the_file_is_beside_the_configuration() {
+        let policy = parse("[policy]\nfile = \"team.cedar\"\n")
+            .unwrap()
+            .policy
+            .unwrap()
+            .file;
+        assert!(
+            policy.is_absolute() && policy.ends_with("team.cedar"),
+            "{}",
+            policy.display()
+        );
+        assert!(parse("[policy]\nfiles = \"a\"\n").is_err());
         let config =
             parse("[audit]\nfile = \"audit.jsonl\"\n[auth]\nidentity_claims = [\"email\"]\n").unwrap();
         let file = config.audit.unwrap().file;

@@ -1,5 +1,5 @@
 //! `toolhost serve`: the pipeline served over MCP, on stdio or streamable
-//! HTTP, with the plugin directory watched on request. Building the host is
+//! HTTP, with the plugin directory and the policy file watched on request. Building the host is
 //! `crate::setup`; the protocol is `toolhost::mcp`.
 
 use std::net::SocketAddr;
@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use crate::config::Config;
-use crate::watch::PluginWatch;
+use crate::watch::{PluginWatch, PolicyWatch};
 use crate::{setup, stats};
 use anyhow::{Result, bail};
 use toolhost::mcp;
@@ -52,6 +52,10 @@ pub async fn serve(
         }
     };
     // Watch before loading, so a change made while loading is not missed.
+    let policy_watch = match (watch, &config.policy) {
+        (true, Some(policy)) => Some(PolicyWatch::new(&policy.file)?),
+        _ => None,
+    };
     let watch = match (watch, plugins) {
         (false, _) => None,
         (true, Some(dir)) => Some(PluginWatch::new(dir, &config.trust)?),
@@ -64,6 +68,7 @@ pub async fn serve(
         eprintln!("error: {error}");
     }
     let host = Arc::new(host);
+    let policy_watch = policy_watch.map(|w| tokio::spawn(w.run(host.clone())));
     let stats_file = config.stats_file();
     if let Some(path) = &stats_file {
         // What an earlier run learned of the agents' follow-ups lasts.
@@ -115,6 +120,9 @@ pub async fn serve(
         None => serving.await,
     };
     reporter.abort();
+    if let Some(policy_watch) = policy_watch {
+        policy_watch.abort();
+    }
     host.shutdown().await;
     // Candidate calls still running are let finish, so their counts are
     // in, for a while: a hanging candidate does not hold the exit up.

@@ -1,6 +1,6 @@
 //! Building a [`Toolhost`] from the configuration: the plugin directory,
 //! the native tools' root and web policy, upstream servers, catalog
-//! bindings and the audit. Shared by `toolhost serve`, `call` and `tools`: the
+//! bindings, the audit and the policy. Shared by `toolhost serve`, `call` and `tools`: the
 //! configuration read into a [`toolhost::ToolhostBuilder`], the one way a
 //! host is assembled.
 //!
@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use crate::config::Config;
 use toolhost::Audit;
 use toolhost::Cluster;
+use toolhost::Policy;
 use toolhost::Toolhost;
 use toolhost::plugin::Runtime;
 
@@ -59,6 +60,13 @@ pub async fn build(
     // Opened first: a file that cannot be written stops the start before
     // anything is loaded, naming it.
     let audit = config.audit.as_ref().map(|a| Audit::open(&a.file)).transpose()?;
+    // Read before anything is loaded too: a broken policy names its file
+    // and line, and nothing is served unguarded.
+    let policy = config
+        .policy
+        .as_ref()
+        .map(|p| Policy::read(&p.file))
+        .transpose()?;
     let root = match &config.root {
         Some(dir) => dir.clone(),
         None => std::env::current_dir()?,
@@ -80,6 +88,9 @@ pub async fn build(
     }
     if let Some(audit) = audit {
         builder = builder.audit(audit);
+    }
+    if let Some(policy) = policy {
+        builder = builder.policy(policy);
     }
     for server in &config.upstream {
         builder = builder.upstream(server.clone());

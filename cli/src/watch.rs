@@ -31,6 +31,11 @@
 //!   others load, as at start.
 //! - Reloaded plugins start afresh (new instances, health, quarantine);
 //!   calls in flight finish on the plugins they started with.
+//! - The policy file (`[policy] file`) is watched too ([`PolicyWatch`]),
+//!   through its directory, so an editor's save by rename is seen: each
+//!   change settles as above and is read whole; a policy that does not
+//!   parse keeps the last good one deciding, and the error is logged with
+//!   the file and line.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -42,9 +47,9 @@ use notify::event::{AccessKind, AccessMode, ModifyKind};
 use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
-use toolhost::Toolhost;
 use toolhost::plugin::Runtime;
 use toolhost::supply::{self, TrustSettings};
+use toolhost::{Policy, Toolhost};
 
 /// How long the directory must be quiet before it is reloaded.
 pub const SETTLE: Duration = Duration::from_millis(300);
@@ -176,6 +181,67 @@ impl PluginWatch {
             Ok(()) => tracing::info!("plugin directory {dir} reloaded ({loaded}): catalog rebuilt"),
             Err(e) => {
                 tracing::error!("plugin directory {dir} changed, but {e}: serving the previous plugins")
+            }
+        }
+    }
+}
+
+/// A watch on the policy file.
+pub struct PolicyWatch {
+    file: PathBuf,
+    changes: mpsc::UnboundedReceiver<()>,
+    /// Stops watching when dropped.
+    _watcher: RecommendedWatcher,
+}
+
+impl PolicyWatch {
+    /// Start watching the policy `file` (through its directory). Fails,
+    /// naming it, if it cannot be watched.
+    pub fn new(file: &Path) -> anyhow::Result<Self> {
+        let cannot = || format!("cannot watch the policy file {}", file.display());
+        let file = std::path::absolute(file).with_context(cannot)?;
+        let dir = file.parent().with_context(cannot)?.to_owned();
+        let (tx, changes) = mpsc::unbounded_channel();
+        let watched = file.clone();
+        let mut watcher = notify::recommended_watcher(move |event: notify::Result<Event>| match event {
+            Ok(event) if !matches!(event.kind, EventKind::Access(_)) && event.paths.contains(&watched) => {
+                let _ = tx.send(());
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!("watching the policy file: {e}"),
+        })
+        .with_context(cannot)?;
+        watcher
+            .watch(&dir, RecursiveMode::NonRecursive)
+            .with_context(cannot)?;
+        Ok(Self {
+            file,
+            changes,
+            _watcher: watcher,
+        })
+    }
+
+    /// Read the policy file into `host` after each change, until the watch
+    /// ends (it is dropped with the future).
+    pub async fn run(mut self, host: Arc<Toolhost>) {
+        while self.changes.recv().await.is_some() {
+            loop {
+                match tokio::time::timeout(SETTLE, self.changes.recv()).await {
+                    Ok(Some(())) => continue,
+                    Ok(None) => return,
+                    Err(_quiet) => break,
+                }
+            }
+            match Policy::read(&self.file) {
+                Ok(policy) => {
+                    tracing::info!(
+                        "policy file {} reloaded: {} rules",
+                        self.file.display(),
+                        policy.rules()
+                    );
+                    host.replace_policy(Some(policy));
+                }
+                Err(e) => tracing::error!("{e}: the last good policy still decides"),
             }
         }
     }

@@ -118,8 +118,8 @@ pub use cluster::{Cluster, ClusterConfig};
 pub use output::{Block, Body, CallOutput, ToolError};
 #[doc(no_inline)]
 pub use pipeline::{
-    Audit, AuditError, BuildError, BuildReport, CallControl, CallError, Caller, CatalogError, Toolhost,
-    ToolhostBuilder, Via, error_text,
+    Audit, AuditError, BuildError, BuildReport, CallControl, CallError, Caller, CatalogError, Decision,
+    Policy, PolicyError, Toolhost, ToolhostBuilder, Verdict, Via, error_text,
 };
 #[doc(no_inline)]
 pub use plugin::{LogLevel, LogLine, LogSink, Runtime, RuntimeError, RuntimeOptions, tracing_sink};

@@ -39,6 +39,10 @@
 //! request once its token was verified (anonymous without `[auth]`); on
 //! stdio, the local user.
 //!
+//! `tools/list` serves a caller only the tools the policy could let them
+//! call, if one decides (`Toolhost::lists`); a call it denies is a tool
+//! error naming the rule, as any refused call is.
+//!
 //! `tools/list` serves the tools under the pin, if one is kept
 //! (`Toolhost::served_tools`, `crate::pin`): each difference it newly holds
 //! back is a warning in the clients' logs, under the logger `toolhost`.
@@ -185,9 +189,10 @@ impl McpServer {
         }
     }
 
-    /// The tools served (under the pin, if one is kept); each difference
-    /// the pin newly holds back is told to the clients' logs.
-    fn tools(&self) -> Vec<Tool> {
+    /// The tools served to `caller` (under the pin, if one is kept, and
+    /// the policy, if one decides); each difference the pin newly holds
+    /// back is told to the clients' logs.
+    fn tools(&self, caller: &Caller) -> Vec<Tool> {
         let served = self.host.served_tools();
         let held: BTreeSet<String> = served.held().map(|d| d.summary()).collect();
         let mut told = self.held_told.lock().unwrap_or_else(PoisonError::into_inner);
@@ -200,7 +205,21 @@ impl McpServer {
             });
         }
         *told = held;
-        served.tools.clone()
+        drop(told);
+        let mut tools = served.tools.clone();
+        tools.retain(|t| self.host.lists(caller, &t.name));
+        tools
+    }
+
+    /// The caller `auth` established for this HTTP request, else the
+    /// session's: never anything the request says of itself.
+    fn caller(&self, context: &RequestContext<RoleServer>) -> Caller {
+        context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Caller>())
+            .unwrap_or(&self.caller)
+            .clone()
     }
 
     /// toolhost's own prompt: the system-prompt sections of its tools.
@@ -592,7 +611,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let all = ListToolsResult::with_all_items(self.tools());
+        let all = ListToolsResult::with_all_items(self.tools(&self.caller(&context)));
         Ok(revision::tools_list(all, context.protocol_version().as_ref()))
     }
 
@@ -601,21 +620,13 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        // The caller `auth` established for this HTTP request, else the
-        // session's: never anything the request says of itself.
-        let caller = context
-            .extensions
-            .get::<http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<Caller>())
-            .unwrap_or(&self.caller)
-            .clone();
         let client = asked::CallingClient {
             peer: context.peer.clone(),
             call: context.id.clone(),
             slots: self.relayed.clone(),
         };
         let mut ctx = CallControl::new(context.id.to_string())
-            .with_caller(caller)
+            .with_caller(self.caller(&context))
             .from_client(Arc::new(client));
         ctx.cancel = context.ct.clone();
         let mut forwarder = None;

@@ -11,6 +11,10 @@
 //! gate's redaction, as everything else the host writes out does, and a
 //! line is at most [`MAX_AUDIT_LINE`] bytes.
 //!
+//! Under a policy, a line records its decision too (`allow` or `deny`,
+//! and the rules that made it): the rules' names, never the values they
+//! read.
+//!
 //! Prefetches are not recorded: they are the host's own calls of tools
 //! their value models say are pure or read-only, made after a caller's
 //! call that is recorded, and one that is served shows as that caller's
@@ -33,6 +37,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::caller::Caller;
+use super::policy::Decision;
 use crate::bounds::cut;
 use crate::gate::Gate;
 use crate::output::{CallOutput, ToolError};
@@ -118,6 +123,19 @@ pub(super) struct Record<'a> {
     prefetched: bool,
     /// The arguments' keys and the types of their values.
     args_shape: Value,
+    /// How the policy decided the call, and by which rules; absent with no
+    /// policy, or for a call refused before it was decided.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    policy: Option<Decision>,
+}
+
+/// What a call leaves for its record besides its outcome.
+#[derive(Default)]
+pub(super) struct Noted {
+    /// The answer came from the prefetch cache.
+    pub(super) prefetched: bool,
+    /// How the policy decided the call, if one decided it.
+    pub(super) decision: Option<Decision>,
 }
 
 /// The backend a tool runs on, by name.
@@ -154,7 +172,7 @@ impl<'a> Record<'a> {
         backend: Option<ServedBy>,
         result: &Result<CallOutput, ToolError>,
         (started, took): (SystemTime, Duration),
-        prefetched: bool,
+        noted: &Noted,
     ) -> Self {
         let outcome = match result {
             Ok(output) if output.is_error => Outcome::ToolError,
@@ -174,8 +192,9 @@ impl<'a> Record<'a> {
             }),
             outcome,
             duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
-            prefetched,
+            prefetched: noted.prefetched,
             args_shape,
+            policy: noted.decision.clone(),
         }
     }
 
@@ -259,7 +278,10 @@ mod tests {
                 UNIX_EPOCH + Duration::from_millis(1_764_779_264_123),
                 Duration::from_millis(5),
             ),
-            true,
+            &Noted {
+                prefetched: true,
+                decision: None,
+            },
         )
     }
 
@@ -358,7 +380,7 @@ mod tests {
                 None,
                 &result,
                 (UNIX_EPOCH, Duration::ZERO),
-                false,
+                &Noted::default(),
             )
             .outcome
         };

@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use super::audit::Audit;
 use super::catalog::{CatalogError, Options, Sources};
+use super::policy::Policy;
 use super::toolhost::Toolhost;
 use crate::ownership::{self, Refusal};
 use crate::plugin::{LoadError, LoadReport, LogSink, Runtime, tracing_sink};
@@ -197,6 +198,16 @@ impl<'r> ToolhostBuilder<'r> {
     /// Default: no audit.
     pub fn audit(mut self, audit: Audit) -> Self {
         self.options.audit = Some(Arc::new(audit));
+        self
+    }
+
+    /// Decide every call, and what each caller's tool list shows, by
+    /// `policy` (see [`Policy`]); [`Toolhost::replace_policy`] replaces it
+    /// while serving.
+    ///
+    /// Default: no policy; every call is allowed.
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.options.policy = Some(Arc::new(policy));
         self
     }
 

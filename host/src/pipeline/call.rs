@@ -25,6 +25,11 @@
 //! becomes an error result naming the fields, since an MCP client rejects
 //! it anyway.
 //!
+//! Under a policy (`policy`), a real call is decided after its arguments
+//! are validated, and a denied one ends there with an error naming the
+//! rule; its follow-ups are prefetched only where the policy would allow
+//! them to its caller.
+//!
 //! Whatever the call's outcome, it leaves through the gate (`gate`): the
 //! result within the caps and redacted, an error's text redacted.
 //!
@@ -43,14 +48,17 @@ use std::time::Instant;
 
 use serde_json::{Map, Value};
 
+use super::audit::Noted;
+use super::caller::Caller;
 use super::catalog::{Backend, Bound, Core, Generation};
 use super::control::{CallControl, error_text};
+use super::policy::{Decision, Policy};
 use super::validate;
 use crate::bounds::{MAX_QUOTED, excerpt, label};
 use crate::enrich::Enrichers;
 use crate::output::{Block, CallOutput, ToolError};
 use crate::plugin::{BeforeCallDecision, Hooks};
-use crate::speculation::{Engine, Observed, Served};
+use crate::speculation::{Admit, Engine, Observed, Served};
 use crate::tools::FileText;
 use crate::tools::facts::WHOLE_FILE;
 
@@ -62,10 +70,11 @@ pub(super) async fn call(
     name: &str,
     args: Value,
     ctx: &CallControl,
-    prefetched: &mut bool,
+    policy: Option<&Arc<Policy>>,
+    noted: &mut Noted,
 ) -> Result<CallOutput, ToolError> {
     let gate = &generation.core.gate;
-    match run(generation, name, args, ctx, prefetched).await {
+    match run(generation, name, args, ctx, policy, noted).await {
         Ok(output) => Ok(gate.result(name, generation.core.max_output(name), output)),
         Err(e) => Err(gate.error(e)),
     }
@@ -76,9 +85,11 @@ async fn run(
     name: &str,
     args: Value,
     ctx: &CallControl,
-    prefetched: &mut bool,
+    policy: Option<&Arc<Policy>>,
+    noted: &mut Noted,
 ) -> Result<CallOutput, ToolError> {
-    let (bound, args) = prepare(&generation.core, name, args).await?;
+    let judged = policy.map(|p| (&**p, &ctx.caller));
+    let (bound, args) = prepare(&generation.core, name, args, judged, &mut noted.decision).await?;
     if ctx.cancel.is_cancelled() {
         return Err(ToolError::Cancelled);
     }
@@ -98,7 +109,7 @@ async fn run(
     let ran_with = engine.map(|_| args.clone());
     let ran = match (served, engine) {
         (Served::Prefetched(answer), _) => {
-            *prefetched = true;
+            noted.prefetched = true;
             Ok(answer)
         }
         (Served::Run, Some(engine)) => {
@@ -118,7 +129,7 @@ async fn run(
     };
     if let (Some(engine), Some(args)) = (engine, ran_with) {
         engine.invalidate_for(name).await;
-        engine.plan_after(name, args, observed(&result));
+        engine.plan_after(name, args, observed(&result), admit(generation, policy, ctx));
     }
     after_call(bound, name, &mut result).await;
     if !result.is_error
@@ -132,6 +143,16 @@ async fn run(
         };
     }
     Ok(result)
+}
+
+/// Under a policy, what lets a follow-up of this call be made ahead of
+/// time: the policy would allow it to this call's caller.
+fn admit(generation: &Generation, policy: Option<&Arc<Policy>>, ctx: &CallControl) -> Option<Admit> {
+    let (policy, caller, core) = (policy?.clone(), ctx.caller.clone(), generation.core.clone());
+    Some(Arc::new(move |tool: &str, args: &Map<String, Value>| {
+        core.facts(tool)
+            .is_some_and(|facts| policy.decide(&caller, &facts, args).allowed())
+    }))
 }
 
 /// What the speculation engine reads of a result: its structured content,
@@ -181,11 +202,17 @@ async fn after_call(bound: &Bound, name: &str, result: &mut CallOutput) {
 }
 
 /// A call up to execution (real or prefetched): resolve, prepare-arguments, validate,
-/// before-call, transform-args.
+/// the policy (for a real call: `judged`, its policy and caller, the
+/// decision left in `decision`), before-call, transform-args. The policy
+/// reads the arguments as validated, before any plugin's hook that
+/// follows sees them: a denied call runs no plugin code past
+/// prepare-arguments.
 pub(super) async fn prepare<'c>(
     core: &'c Core,
     name: &str,
     args: Value,
+    judged: Option<(&Policy, &Caller)>,
+    decision: &mut Option<Decision>,
 ) -> Result<(&'c Bound, Map<String, Value>), ToolError> {
     let bound = core
         .tools
@@ -214,6 +241,14 @@ pub(super) async fn prepare<'c>(
         })?;
     }
     validate::check(name, &bound.schema, &mut args).map_err(ToolError::InvalidArgs)?;
+    if let Some((policy, caller)) = judged
+        && let Some(facts) = core.facts(name)
+    {
+        let decided = decision.insert(policy.decide(caller, &facts, &args));
+        if let Some(reason) = decided.reason() {
+            return Err(ToolError::Failed(reason.to_owned()));
+        }
+    }
     if let Backend::Plugin(plugin, _) = &bound.backend
         && hooks.contains(Hooks::BEFORE_CALL)
     {

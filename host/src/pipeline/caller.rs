@@ -147,6 +147,11 @@ impl Caller {
     pub fn via(&self) -> Via {
         self.via
     }
+
+    /// The claims the configuration names that the caller's token carries.
+    pub(crate) fn claims(&self) -> &BTreeMap<String, Value> {
+        &self.claims
+    }
 }
 
 /// Check the claim names of `[auth] identity_claims`: at most

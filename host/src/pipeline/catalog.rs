@@ -36,6 +36,7 @@ use tokio::sync::mpsc;
 
 use super::audit::Audit;
 use super::control::CallControl;
+use super::policy::{Origin, Policy, ToolFacts};
 use crate::catalog::{base_catalog, base_tool};
 use crate::enrich::{EnrichedTool, Enrichers, Hidden, Listing, Owner};
 use crate::gate::Gate;
@@ -48,7 +49,7 @@ use crate::tool::{ToolAnnotations, ToolMeta, ToolSpec};
 use crate::tools::facts::WHOLE_FILE;
 use crate::tools::{NativeTools, read_cache};
 use crate::upstream::Upstream;
-use crate::value_model::{UnsafeSpeculation, ValueModel, ValueModels};
+use crate::value_model::{SideEffect, UnsafeSpeculation, ValueModel, ValueModels};
 
 /// Where the tools come from, loaded and reached already: what
 /// [`Toolhost::with_options`](super::Toolhost::with_options) merges.
@@ -76,6 +77,9 @@ pub struct Options {
     pub speculation: speculation::Settings,
     /// Where each call is recorded, if anywhere.
     pub audit: Option<Arc<Audit>>,
+    /// Who may call which tool, at start (`Toolhost::replace_policy`
+    /// replaces it); `None` allows every call.
+    pub policy: Option<Arc<Policy>>,
     /// The pinned tool list, if one is kept.
     pub pin: Option<pin::Settings>,
 }
@@ -170,6 +174,8 @@ impl Backend {
 
 pub(super) struct Bound {
     pub(super) category: Option<String>,
+    /// A base-catalog tool, bound to a tool plugin or an upstream server.
+    pub(super) catalog: bool,
     /// The enrichers whose transform-args its calls enter, in order.
     pub(super) transformers: Vec<Arc<Plugin>>,
     /// The enriched input schema arguments are validated against.
@@ -238,6 +244,27 @@ impl Core {
     /// Where a listed tool comes from, for the pin: its backend (a
     /// plugin's with its digest) and each enricher that edited it, with
     /// its digest, in the order they first did.
+    /// What the policy knows of the served tool `name`.
+    pub(super) fn facts<'a>(&'a self, name: &'a str) -> Option<ToolFacts<'a>> {
+        let bound = self.tools.get(name)?;
+        let origin = match &bound.backend {
+            Backend::Native(_) => Origin::Native,
+            Backend::Plugin(plugin, _) if bound.catalog => Origin::Catalog(&plugin.name),
+            Backend::Upstream(server, _) if bound.catalog => Origin::Catalog(&server.config.name),
+            Backend::Plugin(plugin, _) => Origin::Plugin(&plugin.name),
+            Backend::Upstream(server, _) => Origin::Upstream(&server.config.name),
+        };
+        Some(ToolFacts {
+            name,
+            origin,
+            category: bound.category.as_deref(),
+            side_effect: self
+                .models
+                .get(name)
+                .map_or(SideEffect::default(), |m| m.side_effect()),
+        })
+    }
+
     pub(super) fn source(&self, tool: &EnrichedTool) -> pin::Source {
         let digest = |name: &str| {
             let plugin = self.enrichers.plugins().iter().find(|p| &*p.name == name);
@@ -285,8 +312,11 @@ impl Generation {
             let Some((spec, backend, owner)) = backends.remove(&t.name) else {
                 continue;
             };
+            // A base-catalog tool is the host's, served by another backend.
+            let catalog = matches!(owner, Owner::Host) && !matches!(backend, Backend::Native(_));
             let bound = Bound {
                 category: spec.category.clone(),
+                catalog,
                 transformers: enrichers.transformers(t),
                 schema: t.schema.to_value(),
                 output_schema: spec.meta.output_schema.clone(),

@@ -19,8 +19,10 @@
 //! - `control`: a call as its caller holds it ([`CallControl`]), a call
 //!   that got no result ([`CallError`]) and an error as the model reads it
 //!   ([`error_text`]);
-//! - `audit`: the record of each call, who made it and how it ended
-//!   ([`Audit`]);
+//! - `policy`: who may call which tool ([`Policy`], Cedar), and how a
+//!   call was decided ([`Decision`]);
+//! - `audit`: the record of each call, who made it, how the policy
+//!   decided it and how it ended ([`Audit`]);
 //! - `validate`: arguments and structured results against their schemas;
 //! - `catalog`: one build of the catalog from the [`Sources`]: gathering,
 //!   ownership, enrichment, value models, the speculation that runs on it,
@@ -45,6 +47,7 @@ mod caller;
 mod catalog;
 mod control;
 mod pinned;
+mod policy;
 mod prefetch;
 mod toolhost;
 mod validate;
@@ -55,4 +58,5 @@ pub(crate) use caller::check_claim_names;
 pub use caller::{Caller, Via};
 pub use catalog::{CatalogError, Options, Sources};
 pub use control::{CallControl, CallError, error_text};
+pub use policy::{Decision, Policy, PolicyError, Verdict};
 pub use toolhost::Toolhost;

@@ -59,7 +59,9 @@ impl Target for Core {
         args: Map<String, Value>,
     ) -> BoxFuture<'_, Result<Map<String, Value>, String>> {
         Box::pin(async move {
-            prepare(self, &tool, Value::Object(args))
+            // The policy was asked when the prefetch was planned (the
+            // engine's admission, for the caller whose call planned it).
+            prepare(self, &tool, Value::Object(args), None, &mut None)
                 .await
                 .map(|(_, args)| args)
                 .map_err(|e| error_text(&e))
@@ -262,7 +264,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::pipeline::Toolhost;
+    use crate::pipeline::{Policy, Toolhost};
     use crate::speculation::Settings;
     use crate::tools::{Root, WebSettings};
 
@@ -297,6 +299,25 @@ mod tests {
             "src/./f.txt",
             "src/../src/f.txt",
         ])
+    }
+
+    #[tokio::test]
+    async fn a_follow_up_the_policy_denies_the_caller_is_not_prefetched() {
+        let policy = r#"
+@id("all") permit (principal, action, resource);
+@id("no-secrets") forbid (principal, action, resource == Toolhost::Tool::"read")
+when { context.args.path like "*secret*" };
+"#;
+        for (file, dispatched) in [("src/f.txt", 1), ("src/secret.txt", 0)] {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::create_dir(dir.path().join("src")).unwrap();
+            std::fs::write(dir.path().join(file), "text\n").unwrap();
+            let on = host(dir.path(), Settings::default()).await;
+            on.replace_policy(Some(Policy::parse(policy, "test").unwrap()));
+            call(&on, "glob", json!({"pattern": "**/*.txt"})).await;
+            on.settle().await;
+            assert_eq!(on.stats().unwrap().dispatched, dispatched, "{file}");
+        }
     }
 
     #[test]

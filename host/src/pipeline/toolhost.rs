@@ -31,11 +31,13 @@ use std::time::{Instant, SystemTime};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use super::audit::{Record, ServedBy, shape_of};
+use super::audit::{Noted, Record, ServedBy, shape_of};
 use super::builder::ToolhostBuilder;
+use super::caller::Caller;
 use super::catalog::{Backend, CatalogError, Generation, Options, Sources};
 use super::control::{CallControl, CallError};
 use super::pinned::{self, Pinned};
+use super::policy::Policy;
 use crate::enrich::Listing;
 use crate::output::{CallOutput, ToolError};
 use crate::ownership::{self, Refusal};
@@ -73,6 +75,8 @@ struct Shared {
     refused_loads: Mutex<BTreeMap<Arc<str>, u64>>,
     /// The served list under the pin, as last compared.
     pinned: Pinned,
+    /// Who may call which tool, as of now; `None` allows every call.
+    policy: RwLock<Option<Arc<Policy>>>,
 }
 
 impl Toolhost {
@@ -120,6 +124,7 @@ impl Toolhost {
         let gateway = Gateway::new(upstreams.clone());
         let shared = Arc::new(Shared {
             sources: tokio::sync::Mutex::new(sources),
+            policy: RwLock::new(options.policy.clone()),
             options,
             current: RwLock::new(Arc::new(generation)),
             rebuilt: watch::Sender::new(0),
@@ -290,7 +295,9 @@ impl Toolhost {
     /// Run one call of the tool `name` with `args` (a JSON object, or null
     /// for none) through the pipeline, on the catalog as it is when the
     /// call starts; with an audit ([`ToolhostBuilder::audit`]), the call is
-    /// recorded under its caller ([`CallControl::with_caller`]).
+    /// recorded under its caller ([`CallControl::with_caller`]). Under a
+    /// policy ([`Toolhost::replace_policy`]), a call it denies is `Err`,
+    /// naming the rule.
     ///
     /// A tool that ran and failed is `Ok` with [`CallOutput::is_error`]
     /// set: the model reads it as any result. `Err` is a call that got no
@@ -310,7 +317,8 @@ impl Toolhost {
             .as_ref()
             .map(|audit| (audit, shape_of(&args)));
         let (started, clock) = (SystemTime::now(), Instant::now());
-        let mut prefetched = false;
+        let policy = self.policy();
+        let mut noted = Noted::default();
         // A tool the pin holds back is not served, so not callable either.
         let held = self.shared.options.pin.as_ref().is_some_and(|settings| {
             catalog.core.tools.contains_key(name)
@@ -328,7 +336,7 @@ impl Toolhost {
                 crate::bounds::label(name)
             )))
         } else {
-            super::call::call(&catalog, name, args, ctx, &mut prefetched).await
+            super::call::call(&catalog, name, args, ctx, policy.as_ref(), &mut noted).await
         };
         if let Some((audit, shape)) = audited {
             let backend = catalog.core.tools.get(name).map(|bound| match &bound.backend {
@@ -337,7 +345,7 @@ impl Toolhost {
                 Backend::Upstream(server, _) => ServedBy::Upstream(server.config.name.clone()),
             });
             let timing = (started, clock.elapsed());
-            let record = Record::new(&ctx.caller, name, shape, backend, &result, timing, prefetched);
+            let record = Record::new(&ctx.caller, name, shape, backend, &result, timing, &noted);
             audit.append(&record, &catalog.core.gate);
         }
         result.map_err(|error| CallError {
@@ -345,6 +353,37 @@ impl Toolhost {
             plugin: catalog.core.plugin(name).map(|p| p.name.clone()),
             error,
         })
+    }
+
+    /// Who may call which tool, as of now (`None`: every call is allowed).
+    pub fn policy(&self) -> Option<Arc<Policy>> {
+        self.shared
+            .policy
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Decide calls by `policy` from now on (`None`: allow every call).
+    /// Calls already decided run on; the MCP clients are told the tool
+    /// list changed, since what each caller is shown may have.
+    pub fn replace_policy(&self, policy: Option<Policy>) {
+        *self.shared.policy.write().unwrap_or_else(PoisonError::into_inner) = policy.map(Arc::new);
+        self.shared.rebuilt.send_modify(|n| *n += 1);
+    }
+
+    /// Whether `tool` is shown to `caller`: with no policy, every tool;
+    /// under one, a tool some call of which it could allow (a rule on the
+    /// arguments is decided per call). A tool not served is not.
+    pub fn lists(&self, caller: &Caller, tool: &str) -> bool {
+        let Some(policy) = self.policy() else {
+            return true;
+        };
+        let catalog = self.shared.current();
+        catalog
+            .core
+            .facts(tool)
+            .is_some_and(|facts| policy.lists(caller, &facts))
     }
 
     /// The tool plugin serving `name`, if one does and implements `hook`

@@ -70,6 +70,11 @@ use crate::value_model::{FollowUpLink, ValueModels};
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// Whether a follow-up (a tool and its arguments as planned) may be called
+/// ahead of time on behalf of the call that led to it: the host's policy
+/// for that call's caller.
+pub type Admit = Arc<dyn Fn(&str, &Map<String, Value>) -> bool + Send + Sync>;
+
 /// What the engine needs of the call pipeline.
 pub trait Target: Send + Sync + 'static {
     /// A call's result as cached.
@@ -508,10 +513,30 @@ impl<T: Target> Engine<T> {
         }
     }
 
-    /// After `tool` ran with `args` and returned `result` (as JSON): plan
-    /// and dispatch its follow-ups, declared and learned. Returns when they
-    /// are dispatched, not done.
+    /// [`Engine::plan`] with every follow-up admitted.
+    #[cfg(test)]
     pub async fn after_call(&self, tool: &str, args: &Map<String, Value>, result: &Value, intent: &[String]) {
+        self.plan(tool, args, result, intent, None).await;
+    }
+
+    /// After `tool` ran with `args` and returned `result` (as JSON): plan
+    /// and dispatch its follow-ups, declared and learned, those `admit`
+    /// lets through if given. Returns when they are dispatched, not done.
+    async fn plan(
+        &self,
+        tool: &str,
+        args: &Map<String, Value>,
+        result: &Value,
+        intent: &[String],
+        admit: Option<&Admit>,
+    ) {
+        let admitted = |c: &Candidate| {
+            let ok = admit.is_none_or(|admit| admit(&c.tool, &c.args));
+            if !ok {
+                self.metrics.declined(DeclineReason::Refused);
+            }
+            ok
+        };
         let plan = planner::plan(&self.models, tool, intent, &self.settings.planner());
         for d in &plan.declined {
             self.metrics.declined(d.reason);
@@ -532,7 +557,9 @@ impl<T: Target> Engine<T> {
                     },
                     prior: call.link.probability,
                 };
-                self.dispatch(candidate).await;
+                if admitted(&candidate) {
+                    self.dispatch(candidate).await;
+                }
             }
         }
         let declared: Vec<&str> = self
@@ -571,7 +598,9 @@ impl<T: Target> Engine<T> {
                     },
                     prior: learned::PRIOR,
                 };
-                self.dispatch(candidate).await;
+                if admitted(&candidate) {
+                    self.dispatch(candidate).await;
+                }
             }
         }
     }
@@ -595,12 +624,18 @@ impl<T: Target> Engine<T> {
         args
     }
 
-    /// [`Engine::after_call`] in the background, so the call that ran is
+    /// [`Engine::plan`] in the background, so the call that ran is
     /// answered without waiting for its follow-ups to be planned. Every
     /// call is counted among the recent ones at once, in the order they
     /// ran, whatever it returned; its result is learned from in the
-    /// background.
-    pub fn plan_after(self: &Arc<Self>, tool: &str, args: Map<String, Value>, result: Observed) {
+    /// background. Under `admit`, only the follow-ups it lets through.
+    pub fn plan_after(
+        self: &Arc<Self>,
+        tool: &str,
+        args: Map<String, Value>,
+        result: Observed,
+        admit: Option<Admit>,
+    ) {
         let pending = self.learned.ran(tool, &args);
         self.planning.fetch_add(1, Ordering::SeqCst);
         let guard = Planning(self.planning.clone());
@@ -610,7 +645,7 @@ impl<T: Target> Engine<T> {
             let result = result.json();
             pending.index(result.as_ref());
             if let Some(result) = result {
-                engine.after_call(&tool, &args, &result, &[]).await;
+                engine.plan(&tool, &args, &result, &[], admit.as_ref()).await;
             }
         });
     }
@@ -1434,7 +1469,7 @@ mod tests {
     async fn real(e: &Arc<Engine<Service>>, tool: &str, args: Value, result: Value) -> bool {
         let args = args.as_object().unwrap().clone();
         let served = matches!(e.serve(tool, &args).await, Served::Prefetched(_));
-        e.plan_after(tool, args, Observed::Text(result.to_string()));
+        e.plan_after(tool, args, Observed::Text(result.to_string()), None);
         e.idle().await;
         served
     }

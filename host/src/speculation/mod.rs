@@ -32,7 +32,7 @@ pub(crate) mod settings;
 mod shared;
 mod tally;
 
-pub(crate) use engine::{Engine, Observed, Served, Target};
+pub(crate) use engine::{Admit, Engine, Observed, Served, Target};
 pub use fanout::RankStats;
 pub use learned::{Form, LinkStats, Source, Step};
 pub use metrics::{Snapshot, Spent};
