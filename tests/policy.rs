@@ -108,6 +108,15 @@ async fn the_policy_hides_and_denies_bobs_writes_lets_alices_through_and_reloads
     assert!(alices.contains(&"write".to_owned()), "{alices:?}");
     assert!(!bobs.contains(&"write".to_owned()), "{bobs:?}");
     assert!(bobs.contains(&"read".to_owned()), "{bobs:?}");
+    // Nor does the system prompt name it to him.
+    for (session, shown) in [(&mut alice, true), (&mut bob, false)] {
+        let prompt = session
+            .request("prompts/get", json!({"name": "system-prompt"}))
+            .await;
+        let text = prompt["messages"][0]["content"]["text"].as_str().unwrap();
+        assert!(text.contains("\n- read"), "{text}");
+        assert_eq!(text.contains("\n- write"), shown, "{text}");
+    }
 
     let denied = bob.write("bob.txt", "from bob").await;
     assert_eq!(denied["isError"], true, "{denied}");

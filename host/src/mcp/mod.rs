@@ -234,10 +234,13 @@ impl McpServer {
     }
 
     /// The instructions served in `initialize`: toolhost's system-prompt
-    /// sections, then each upstream server's instructions.
+    /// sections, then each upstream server's instructions. They are built
+    /// before any request of the session is seen, so under a policy they
+    /// name only what the session's default caller may be listed (over
+    /// HTTP, the unauthenticated one): the prompt names the rest to each.
     pub fn instructions(&self) -> Option<String> {
         merge_instructions(
-            Some(&self.host.system_prompt()),
+            Some(&self.host.system_prompt_for(&self.caller)),
             &self.host.gateway().instructions(),
         )
         .map(|text| self.host.gate().text(&text))
@@ -442,7 +445,7 @@ impl ServerHandler for McpServer {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
         if request.name != PROMPT_NAME {
             let name = label(&request.name).into_owned();
@@ -457,7 +460,7 @@ impl ServerHandler for McpServer {
                 Err(e) => Err(gateway_error(e)),
             };
         }
-        let text = self.host.system_prompt();
+        let text = self.host.system_prompt_for(&self.caller(&context));
         let description = self.system_prompt().description.unwrap_or_default();
         Ok(
             GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])

@@ -406,13 +406,29 @@ impl Toolhost {
     /// Under a pin, a tool whose change it holds back is left out, so that
     /// its new text does not reach the model by the prompt instead.
     pub fn system_prompt(&self) -> String {
+        self.prompt_where(|_| true)
+    }
+
+    /// [`Toolhost::system_prompt`] of the tools the policy lists to
+    /// `caller` ([`Toolhost::lists`]): a tool hidden from their `tools/list`
+    /// is not named to them by the prompt either.
+    pub fn system_prompt_for(&self, caller: &Caller) -> String {
+        self.prompt_where(|tool| self.lists(caller, tool))
+    }
+
+    fn prompt_where(&self, listed: impl Fn(&str) -> bool) -> String {
         let listing = self.list_tools();
-        if self.shared.options.pin.is_none() {
-            return SystemPrompt::new(&listing.tools).render();
-        }
-        let served = self.served_tools();
-        let held: BTreeSet<&str> = served.held().map(|d| d.tool.as_str()).collect();
-        SystemPrompt::new(listing.tools.iter().filter(|t| !held.contains(t.name.as_str()))).render()
+        let held: BTreeSet<String> = match self.shared.options.pin {
+            None => BTreeSet::new(),
+            Some(_) => self.served_tools().held().map(|d| d.tool.clone()).collect(),
+        };
+        SystemPrompt::new(
+            listing
+                .tools
+                .iter()
+                .filter(|t| !held.contains(t.name.as_str()) && listed(&t.name)),
+        )
+        .render()
     }
 }
 
