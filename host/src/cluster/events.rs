@@ -66,8 +66,8 @@ pub enum Event {
     Invalidated {
         done: Vec<Invalidation>,
     },
-    /// A call of `tool` with `args` (canonical) was answered from the
-    /// prefetch in Redis.
+    /// A call of `tool` with `args` (canonical, behind the id of the
+    /// credential partition if any) was answered from the prefetch in Redis.
     Served {
         tool: String,
         args: String,

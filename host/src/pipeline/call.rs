@@ -13,9 +13,10 @@
 //!
 //! With speculation on, execute is preceded by a look in the prefetch cache
 //! (keyed by the final arguments, so a prefetch that went through the same
-//! steps is found) and followed, in the background, by planning the call's
-//! follow-ups from its result (structured, or JSON in its text), and
-//! learning from the values it took; a call that may change anything
+//! steps is found, and by the partition of the credential the call runs
+//! with, so no answer crosses credentials) and followed, in the background,
+//! by planning the call's follow-ups, made for the same caller, from its
+//! result (structured, or JSON in its text), and learning from the values it took; a call that may change anything
 //! invalidates before and after it runs. A served result still goes through
 //! after-call, so the agent sees what a direct call would have given.
 //!
@@ -58,7 +59,8 @@ use crate::bounds::{MAX_QUOTED, excerpt, label};
 use crate::enrich::Enrichers;
 use crate::output::{Block, CallOutput, ToolError};
 use crate::plugin::{BeforeCallDecision, Hooks};
-use crate::speculation::{Admit, Engine, Observed, Served};
+use crate::speculation::cache::Partition;
+use crate::speculation::{Admit, Engine, Observed, Served, Target};
 use crate::tools::FileText;
 use crate::tools::facts::WHOLE_FILE;
 
@@ -94,6 +96,11 @@ async fn run(
         return Err(ToolError::Cancelled);
     }
     let engine = generation.speculation.as_ref();
+    let who = Some(ctx.caller.clone());
+    let (partition, ()) = generation
+        .core
+        .credential(name, &who)
+        .map_err(ToolError::Failed)?;
     if let Some(engine) = engine {
         engine.invalidate_for(name).await;
     }
@@ -101,7 +108,7 @@ async fn run(
         Some(engine) => tokio::select! {
             biased;
             _ = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
-            served = engine.serve(name, &args) => served,
+            served = engine.serve(name, &args, partition) => served,
         },
         None => Served::Run,
     };
@@ -115,7 +122,7 @@ async fn run(
         (Served::Run, Some(engine)) => {
             let _first = engine.running();
             if engine.keeps(name) {
-                run_kept(engine, &bound.backend, name, args, ctx).await
+                run_kept(engine, &bound.backend, name, args, partition, ctx).await
             } else {
                 bound.backend.execute(name, args, ctx).await
             }
@@ -129,7 +136,7 @@ async fn run(
     };
     if let (Some(engine), Some(args)) = (engine, ran_with) {
         engine.invalidate_for(name).await;
-        engine.plan_after(name, args, observed(&result), admit(generation, policy, ctx));
+        engine.plan_after(name, args, observed(&result), who, admit(generation, policy, ctx));
     }
     after_call(bound, name, &mut result).await;
     if !result.is_error
@@ -287,6 +294,7 @@ async fn run_kept(
     backend: &Backend,
     name: &str,
     args: Map<String, Value>,
+    partition: Partition,
     ctx: &CallControl,
 ) -> Result<CallOutput, ToolError> {
     let start = Instant::now();
@@ -300,7 +308,7 @@ async fn run_kept(
                 return Ok(result);
             }
             let result = Prefetch::Result(Arc::new(result));
-            return Ok(engine.keep(name, &args, result, start.elapsed()));
+            return Ok(engine.keep(name, &args, partition, result, start.elapsed()));
         }
     };
     let file = tokio::select! {
@@ -309,5 +317,5 @@ async fn run_kept(
         file = native.load(&args) => file?,
     };
     let file = Prefetch::File(Arc::new(file));
-    Ok(engine.keep(name, &args, file, start.elapsed()))
+    Ok(engine.keep(name, &args, partition, file, start.elapsed()))
 }

@@ -38,11 +38,13 @@ use serde_json::{Map, Value};
 use std::sync::Arc;
 
 use super::call::{Prefetch, prepare};
+use super::caller::Caller;
 use super::catalog::{Backend, Bound, Core};
 use super::control::{CallControl, error_text};
 use crate::output::CallOutput;
 use crate::priority::Background;
 use crate::speculation::Target;
+use crate::speculation::cache::Partition;
 use crate::speculation::engine::BoxFuture;
 use crate::speculation::planner::DeclineReason;
 use crate::speculation::settings::hostname;
@@ -52,6 +54,15 @@ use crate::tools::{NativeTools, is_local};
 impl Target for Core {
     type Output = Prefetch;
     type Answer = CallOutput;
+    /// The caller a call is made for; `None`, the host itself.
+    type Principal = Option<Caller>;
+    type Credential = ();
+
+    /// Every call runs with the host's own credentials, the same for each
+    /// caller: one partition.
+    fn credential(&self, _tool: &str, _who: &Option<Caller>) -> Result<(Partition, ()), String> {
+        Ok((Partition::SHARED, ()))
+    }
 
     fn prepare(
         &self,
@@ -72,6 +83,7 @@ impl Target for Core {
         &self,
         tool: String,
         args: Map<String, Value>,
+        _credential: (),
         background: Background,
     ) -> BoxFuture<'_, Result<Prefetch, String>> {
         Box::pin(async move {

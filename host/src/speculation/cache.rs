@@ -1,8 +1,12 @@
 //! The request-keyed cache of prefetched results.
 //!
-//! Keyed by (tool, canonical arguments): the arguments a call has once the
-//! pipeline has prepared, validated and transformed them, with object keys
-//! sorted, so a real call finds the prefetch made for it. Prefetches fill
+//! Keyed by (tool, canonical arguments, credential partition): the
+//! arguments a call has once the pipeline has prepared, validated and
+//! transformed them, with object keys sorted, so a real call finds the
+//! prefetch made for it; and the [`Partition`] of the credential the
+//! answer was fetched with, so an answer fetched with one caller's
+//! credential is never served to, nor joined by, a call made with
+//! another's. Prefetches fill
 //! it, and so may a real call whose result is checked against its source
 //! before every use ([`SpecCache::keep`]: a native read's whole file), for
 //! the calls that follow it; such an entry is told apart when it serves
@@ -36,32 +40,74 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio::sync::watch;
 
-/// (tool, canonical arguments).
+/// Which credential an answer was fetched with: [`Partition::SHARED`]
+/// for the host's own (native tools, upstream servers, a plugin's secrets
+/// from the environment, the same for every caller), else an opaque id
+/// derived from the values a caller's call used (a keyed hash, never the
+/// values). Answers are served only within their partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Partition(Option<[u8; PARTITION_BYTES]>);
+
+/// The bytes of a partition id: 128 bits, as collision-free as need be.
+pub const PARTITION_BYTES: usize = 16;
+
+impl Partition {
+    /// The host's own credential, shared by every caller.
+    pub const SHARED: Self = Self(None);
+
+    /// The partition of a caller's own credential, by its id.
+    pub fn of(id: [u8; PARTITION_BYTES]) -> Self {
+        Self(Some(id))
+    }
+}
+
+/// (tool, canonical arguments, partition).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Key {
     pub tool: String,
     args: String,
+    partition: Partition,
 }
 
 impl Key {
-    pub fn new(tool: &str, args: &serde_json::Map<String, Value>) -> Self {
+    pub fn new(tool: &str, args: &serde_json::Map<String, Value>, partition: Partition) -> Self {
         let mut text = String::new();
         canonical(&Value::Object(args.clone()), &mut text);
         Self {
             tool: tool.to_owned(),
             args: text,
+            partition,
         }
     }
 
-    /// The canonical arguments (JSON, object keys sorted).
-    /// The key of `tool` with `args` already canonical (as [`Key::args`]
-    /// gives them).
-    pub(crate) fn canonical(tool: String, args: String) -> Self {
-        Self { tool, args }
+    /// The key of `tool` whose [`Key::shared`] text is `shared`; `None` if
+    /// it is not one.
+    pub(crate) fn from_shared(tool: String, shared: String) -> Option<Self> {
+        // Canonical arguments are a JSON object: they start with `{`.
+        if shared.starts_with('{') {
+            return Some(Self {
+                tool,
+                args: shared,
+                partition: Partition::SHARED,
+            });
+        }
+        let (id, args) = shared.split_once(':')?;
+        let id: [u8; PARTITION_BYTES] = hex::decode(id).ok()?.try_into().ok()?;
+        Some(Self {
+            tool,
+            args: args.to_owned(),
+            partition: Partition::of(id),
+        })
     }
 
-    pub fn args(&self) -> &str {
-        &self.args
+    /// What names this entry among the replicas (its Redis key, the
+    /// messages saying it was served): the canonical arguments, behind the
+    /// partition's id when it is a caller's own.
+    pub(crate) fn shared(&self) -> String {
+        match &self.partition.0 {
+            None => self.args.clone(),
+            Some(id) => format!("{}:{}", hex::encode(id), self.args),
+        }
     }
 }
 
@@ -467,7 +513,7 @@ mod tests {
     use super::*;
 
     fn key(tool: &str, args: Value) -> Key {
-        Key::new(tool, args.as_object().unwrap())
+        Key::new(tool, args.as_object().unwrap(), Partition::SHARED)
     }
 
     /// A cache and its wasted counter.
@@ -495,6 +541,24 @@ mod tests {
         );
         assert_ne!(key("t", json!({"a": 1})), key("u", json!({"a": 1})));
         assert_ne!(key("t", json!({"a": 1})), key("t", json!({"a": "1"})));
+    }
+
+    #[test]
+    fn keys_of_two_credentials_differ_and_read_back_from_what_replicas_share() {
+        let args = json!({"id": 7});
+        let args = args.as_object().unwrap();
+        let (alice, bob) = (
+            Partition::of([1; PARTITION_BYTES]),
+            Partition::of([2; PARTITION_BYTES]),
+        );
+        let shared = Key::new("get", args, Partition::SHARED);
+        let of_alice = Key::new("get", args, alice);
+        assert_ne!(of_alice, Key::new("get", args, bob));
+        assert_ne!(of_alice, shared);
+        for key in [shared, of_alice] {
+            assert_eq!(Key::from_shared("get".into(), key.shared()), Some(key));
+        }
+        assert_eq!(Key::from_shared("get".into(), "zz:{}".into()), None);
     }
 
     #[test]

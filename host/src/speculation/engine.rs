@@ -35,6 +35,15 @@
 //! ([`CHANGED`]): agents that re-read what they edit keep it on, others
 //! turn it off.
 //!
+//! Credentials: every entry belongs to the [`Partition`] of the credential
+//! it was fetched with, which the target derives from who a call is made
+//! for ([`Target::credential`]). A real call is looked up, joined and kept
+//! within its own partition; the follow-ups planned from it run with the
+//! credential of the caller who made it and land in that caller's
+//! partition, so an answer fetched with one caller's credential reaches no
+//! call made with another's, here or through Redis. Calls with the host's
+//! own credential ([`Partition::SHARED`]) share as before.
+//!
 //! Invalidation: a call to a tool that may change anything drops the cached
 //! results of the tools its value model `invalidates`; one that names none
 //! drops those of its whole category, or everything if it has none (an
@@ -52,7 +61,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
-use super::cache::{Key, Lookup, Prefetched, SpecCache};
+use super::cache::{Key, Lookup, Partition, Prefetched, SpecCache};
 use super::dispatcher::{Dispatcher, Refused};
 use super::fanout::{FanOut, FollowUpRank};
 use super::json_text;
@@ -81,6 +90,16 @@ pub trait Target: Send + Sync + 'static {
     type Output: Clone + Send + Sync + 'static;
     /// What a call served from the cache gets.
     type Answer: Send + 'static;
+    /// Whom a call is made for, as far as the credentials it runs with go;
+    /// its default is the host itself.
+    type Principal: Clone + Default + Send + Sync + 'static;
+    /// The credentials one call runs with, resolved for its principal.
+    type Credential: Send + 'static;
+
+    /// The credential a call of `tool` made for `who` runs with, and the
+    /// partition its answers belong to; `Err` (why) if `who` has none for
+    /// it, and the call is then not made ahead of time.
+    fn credential(&self, tool: &str, who: &Self::Principal) -> Result<(Partition, Self::Credential), String>;
 
     /// Run a call up to execution (prepare, validate, before-call,
     /// transform); the final arguments, or why it may not run.
@@ -90,13 +109,14 @@ pub trait Target: Send + Sync + 'static {
         args: Map<String, Value>,
     ) -> BoxFuture<'_, Result<Map<String, Value>, String>>;
 
-    /// Execute a prepared call, for the cache: what is cached under its
-    /// [`Target::cache_args`]. It waits behind the real calls where
-    /// `background` says.
+    /// Execute a prepared call with `credential`, for the cache: what is
+    /// cached under its [`Target::cache_args`]. It waits behind the real
+    /// calls where `background` says.
     fn execute(
         &self,
         tool: String,
         args: Map<String, Value>,
+        credential: Self::Credential,
         background: Background,
     ) -> BoxFuture<'_, Result<Self::Output, String>>;
 
@@ -250,12 +270,13 @@ enum How {
     Cluster,
 }
 
-/// One candidate follow-up call.
-struct Candidate {
+/// One candidate follow-up call, made for `who`.
+struct Candidate<P> {
     tool: String,
     args: Map<String, Value>,
     origin: FollowUpRank,
     prior: f32,
+    who: P,
 }
 
 impl<T: Target> Engine<T> {
@@ -337,22 +358,28 @@ impl<T: Target> Engine<T> {
         self.foreground.enter()
     }
 
-    /// Before a real call executes: its answer from a prefetch, if any.
-    /// Only tools that may be speculated are ever looked up, and what
-    /// their arguments took from recent results is learned.
-    pub async fn serve(&self, tool: &str, args: &Map<String, Value>) -> Served<T::Answer> {
+    /// Before a real call executes with a credential of `partition`: its
+    /// answer from a prefetch made with one of the same, if any. Only
+    /// tools that may be speculated are ever looked up, and what their
+    /// arguments took from recent results is learned.
+    pub async fn serve(
+        &self,
+        tool: &str,
+        args: &Map<String, Value>,
+        partition: Partition,
+    ) -> Served<T::Answer> {
         self.metrics.real_call();
-        self.lookup(tool, args).await
+        self.lookup(tool, args, partition).await
     }
 
-    async fn lookup(&self, tool: &str, args: &Map<String, Value>) -> Served<T::Answer> {
+    async fn lookup(&self, tool: &str, args: &Map<String, Value>, partition: Partition) -> Served<T::Answer> {
         if !self.models.get(tool).is_some_and(|m| m.is_speculatable()) {
             return Served::Run;
         }
         if self.settings.learn {
             self.learned.called(tool, args);
         }
-        let key = Key::new(tool, &self.target.cache_args(tool, args));
+        let key = Key::new(tool, &self.target.cache_args(tool, args), partition);
         self.fanout.called(&key);
         let found = match self.cache.lookup(&key) {
             Lookup::Hit(p) => Some((p, How::Hit)),
@@ -385,7 +412,7 @@ impl<T: Target> Engine<T> {
                 // The replica that made it holds it too, and counts it
                 // wasted if it drops it unused: tell it this one was used.
                 if let Some(shared) = &self.shared {
-                    shared.cluster().served(tool, key.args()).await;
+                    shared.cluster().served(tool, &key.shared()).await;
                 }
             }
         }
@@ -400,7 +427,7 @@ impl<T: Target> Engine<T> {
         tool: &str,
         key: &Key,
     ) -> Option<(Prefetched<T::Output>, How)> {
-        let (generation, stored) = shared.cluster().fetch(tool, key.args()).await?;
+        let (generation, stored) = shared.cluster().fetch(tool, &key.shared()).await?;
         shared.observe(tool, generation);
         let entry = match stored {
             Stored::Entry(entry) => entry,
@@ -438,18 +465,19 @@ impl<T: Target> Engine<T> {
             && self.target.may_prefetch(tool, None).is_ok()
     }
 
-    /// A real call of `tool` (one [`Engine::keeps`]) ran and got `output`
-    /// in `took`: keep it for the calls that follow, and answer this one
-    /// from it.
+    /// A real call of `tool` (one [`Engine::keeps`]) ran with a credential
+    /// of `partition` and got `output` in `took`: keep it for the calls
+    /// that follow with one of the same, and answer this one from it.
     pub fn keep(
         &self,
         tool: &str,
         args: &Map<String, Value>,
+        partition: Partition,
         output: T::Output,
         took: Duration,
     ) -> T::Answer {
         let answer = self.target.answer(tool, args, &output);
-        let key = Key::new(tool, &self.target.cache_args(tool, args));
+        let key = Key::new(tool, &self.target.cache_args(tool, args), partition);
         let bytes = T::size(&output);
         self.target.follow(tool, &output);
         let item = Prefetched { value: output, took };
@@ -461,11 +489,13 @@ impl<T: Target> Engine<T> {
     /// changed behind the host's back: if the cache holds that result, it
     /// is dropped (wasted if no call used it) and fetched again ahead of the
     /// next call, while that is [likely](FanOut::likely) for [`CHANGED`].
+    /// The host notices the change, so the result is the host's own
+    /// ([`Partition::SHARED`]): what changes behind its back are its files.
     pub async fn changed(&self, tool: &str, args: Map<String, Value>) {
         if !self.keeps(tool) {
             return;
         }
-        let key = Key::new(tool, &self.target.cache_args(tool, &args));
+        let key = Key::new(tool, &self.target.cache_args(tool, &args), Partition::SHARED);
         let Some(held) = self.cache.held(&key) else {
             return;
         };
@@ -483,6 +513,7 @@ impl<T: Target> Engine<T> {
             args,
             origin,
             prior: CHANGED_PRIOR,
+            who: T::Principal::default(),
         };
         self.dispatch(candidate).await;
     }
@@ -513,24 +544,33 @@ impl<T: Target> Engine<T> {
         }
     }
 
-    /// [`Engine::plan`] with every follow-up admitted.
+    /// [`Engine::plan`] for `who`, with every follow-up admitted.
     #[cfg(test)]
-    pub async fn after_call(&self, tool: &str, args: &Map<String, Value>, result: &Value, intent: &[String]) {
-        self.plan(tool, args, result, intent, None).await;
+    pub async fn after_call(
+        &self,
+        tool: &str,
+        args: &Map<String, Value>,
+        result: &Value,
+        intent: &[String],
+        who: &T::Principal,
+    ) {
+        self.plan(tool, args, result, intent, who, None).await;
     }
 
-    /// After `tool` ran with `args` and returned `result` (as JSON): plan
-    /// and dispatch its follow-ups, declared and learned, those `admit`
-    /// lets through if given. Returns when they are dispatched, not done.
+    /// After `tool` ran for `who` with `args` and returned `result` (as
+    /// JSON): plan and dispatch its follow-ups, declared and learned, made
+    /// for `who`, those `admit` lets through if given. Returns when they
+    /// are dispatched, not done.
     async fn plan(
         &self,
         tool: &str,
         args: &Map<String, Value>,
         result: &Value,
         intent: &[String],
+        who: &T::Principal,
         admit: Option<&Admit>,
     ) {
-        let admitted = |c: &Candidate| {
+        let admitted = |c: &Candidate<T::Principal>| {
             let ok = admit.is_none_or(|admit| admit(&c.tool, &c.args));
             if !ok {
                 self.metrics.declined(DeclineReason::Refused);
@@ -556,6 +596,7 @@ impl<T: Target> Engine<T> {
                         rank,
                     },
                     prior: call.link.probability,
+                    who: who.clone(),
                 };
                 if admitted(&candidate) {
                     self.dispatch(candidate).await;
@@ -597,6 +638,7 @@ impl<T: Target> Engine<T> {
                         rank,
                     },
                     prior: learned::PRIOR,
+                    who: who.clone(),
                 };
                 if admitted(&candidate) {
                     self.dispatch(candidate).await;
@@ -628,12 +670,14 @@ impl<T: Target> Engine<T> {
     /// answered without waiting for its follow-ups to be planned. Every
     /// call is counted among the recent ones at once, in the order they
     /// ran, whatever it returned; its result is learned from in the
-    /// background. Under `admit`, only the follow-ups it lets through.
+    /// background, its follow-ups made for `who`. Under `admit`, only the
+    /// follow-ups it lets through.
     pub fn plan_after(
         self: &Arc<Self>,
         tool: &str,
         args: Map<String, Value>,
         result: Observed,
+        who: T::Principal,
         admit: Option<Admit>,
     ) {
         let pending = self.learned.ran(tool, &args);
@@ -645,7 +689,9 @@ impl<T: Target> Engine<T> {
             let result = result.json();
             pending.index(result.as_ref());
             if let Some(result) = result {
-                engine.plan(&tool, &args, &result, &[], admit.as_ref()).await;
+                engine
+                    .plan(&tool, &args, &result, &[], &who, admit.as_ref())
+                    .await;
             }
         });
     }
@@ -685,7 +731,7 @@ impl<T: Target> Engine<T> {
             .or_else(|| self.models.get(tool)?.rate_limit_host.clone())
     }
 
-    async fn dispatch(&self, c: Candidate) {
+    async fn dispatch(&self, c: Candidate<T::Principal>) {
         // By name alone, so that spellings of one host share its cap.
         let host = self.host_for(&c.tool, &c.args).await.map(|h| hostname(&h));
         if let Err(reason) = self.target.may_prefetch(&c.tool, host.as_deref()) {
@@ -700,13 +746,21 @@ impl<T: Target> Engine<T> {
                 return;
             }
         };
-        let key = Key::new(&c.tool, &self.target.cache_args(&c.tool, &args));
+        let (partition, credential) = match self.target.credential(&c.tool, &c.who) {
+            Ok(resolved) => resolved,
+            Err(reason) => {
+                tracing::debug!(tool = c.tool, "prefetch refused: {reason}");
+                self.metrics.declined(DeclineReason::Refused);
+                return;
+            }
+        };
+        let key = Key::new(&c.tool, &self.target.cache_args(&c.tool, &args), partition);
         let ttl = self.ttl(&c.tool);
-        let shared_args = key.args().to_owned();
+        let shared_args = key.shared();
         // The generation the prefetch is made under, read before it runs;
         // and if a replica already prefetched it, Redis serves it.
         let generation = match &self.shared {
-            Some(shared) => match shared.cluster().fetch(&c.tool, key.args()).await {
+            Some(shared) => match shared.cluster().fetch(&c.tool, &shared_args).await {
                 Some((_, Stored::Entry(_))) => return,
                 // A refused entry is overwritten by this prefetch's own.
                 Some((generation, Stored::Absent | Stored::Refused(_))) => {
@@ -748,7 +802,7 @@ impl<T: Target> Engine<T> {
         let cluster = self.shared.as_ref().map(|s| s.cluster().clone());
         let prefetch = async move {
             let start = Instant::now();
-            if let Ok(value) = target.execute(tool.clone(), args, background).await {
+            if let Ok(value) = target.execute(tool.clone(), args, credential, background).await {
                 // Followed before it is served too: an agent often edits a
                 // file a listing showed it and only then reads it.
                 target.follow(&tool, &value);
@@ -880,6 +934,12 @@ mod tests {
     impl Target for Files {
         type Output = String;
         type Answer = String;
+        type Principal = ();
+        type Credential = ();
+
+        fn credential(&self, _tool: &str, _who: &()) -> Result<(Partition, ()), String> {
+            Ok((Partition::SHARED, ()))
+        }
 
         fn prepare(
             &self,
@@ -898,6 +958,7 @@ mod tests {
             &self,
             tool: String,
             args: Map<String, Value>,
+            _credential: (),
             background: Background,
         ) -> BoxFuture<'_, Result<String, String>> {
             Box::pin(async move {
@@ -992,7 +1053,7 @@ mod tests {
 
     /// A glob that found `paths`, and the follow-ups planned from it.
     async fn glob(e: &Engine<Files>, paths: &[&str]) {
-        e.after_call("glob", &Map::new(), &json!({ "paths": paths }), &[])
+        e.after_call("glob", &Map::new(), &json!({ "paths": paths }), &[], &())
             .await;
         settle(e).await;
     }
@@ -1000,7 +1061,7 @@ mod tests {
     /// A grep that matched `paths`, and the follow-ups planned from it.
     async fn grep(e: &Engine<Files>, paths: &[&str]) {
         let matches: Vec<Value> = paths.iter().map(|p| json!({"path": p})).collect();
-        e.after_call("grep", &Map::new(), &json!({"matches": matches}), &[])
+        e.after_call("grep", &Map::new(), &json!({"matches": matches}), &[], &())
             .await;
         settle(e).await;
     }
@@ -1022,7 +1083,7 @@ mod tests {
         files.content.lock().unwrap().insert("a.rs".into(), "a".into());
         let e = engine(files.clone(), Some(60));
         let real = e.running();
-        e.after_call("glob", &Map::new(), &json!({"paths": ["a.rs"]}), &[])
+        e.after_call("glob", &Map::new(), &json!({"paths": ["a.rs"]}), &[], &())
             .await;
         while e.stats().waited == 0 {
             tokio::task::yield_now().await;
@@ -1035,7 +1096,9 @@ mod tests {
         drop(real);
         settle(&e).await;
         assert_eq!(files.executions.load(Ordering::SeqCst), 1);
-        assert!(matches!(e.serve("read", &args("a.rs")).await, Served::Prefetched(s) if s == "a"));
+        assert!(
+            matches!(e.serve("read", &args("a.rs"), Partition::SHARED).await, Served::Prefetched(s) if s == "a")
+        );
     }
 
     #[tokio::test]
@@ -1046,10 +1109,15 @@ mod tests {
         glob(&old, &["a.rs"]).await;
         let renewed = old.renew(files.clone(), old.models.clone());
         old.shutdown().await;
-        assert!(matches!(renewed.serve("read", &args("a.rs")).await, Served::Run));
+        assert!(matches!(
+            renewed.serve("read", &args("a.rs"), Partition::SHARED).await,
+            Served::Run
+        ));
         assert_eq!(renewed.stats().dispatched, 1);
         glob(&renewed, &["a.rs"]).await;
-        assert!(matches!(renewed.serve("read", &args("a.rs")).await, Served::Prefetched(s) if s == "old"));
+        assert!(
+            matches!(renewed.serve("read", &args("a.rs"), Partition::SHARED).await, Served::Prefetched(s) if s == "old")
+        );
     }
 
     #[tokio::test]
@@ -1063,8 +1131,13 @@ mod tests {
         let e = engine(files.clone(), Some(60));
         glob(&e, &["a.rs", "b.rs"]).await;
         assert_eq!(files.executions.load(Ordering::SeqCst), 2);
-        assert!(matches!(e.serve("read", &args("a.rs")).await, Served::Prefetched(s) if s == "fn a() {}"));
-        assert!(matches!(e.serve("read", &args("c.rs")).await, Served::Run));
+        assert!(
+            matches!(e.serve("read", &args("a.rs"), Partition::SHARED).await, Served::Prefetched(s) if s == "fn a() {}")
+        );
+        assert!(matches!(
+            e.serve("read", &args("c.rs"), Partition::SHARED).await,
+            Served::Run
+        ));
         let stats = e.stats();
         assert_eq!((stats.dispatched, stats.hits), (2, 1));
         // The same chain again is not skipped because read ran before; the
@@ -1084,7 +1157,10 @@ mod tests {
         files.content.lock().unwrap().insert("a.rs".into(), "new".into());
         e.invalidate_for("write").await;
         assert!(
-            matches!(e.serve("read", &args("a.rs")).await, Served::Run),
+            matches!(
+                e.serve("read", &args("a.rs"), Partition::SHARED).await,
+                Served::Run
+            ),
             "the stale prefetch must not be served"
         );
     }
@@ -1096,11 +1172,16 @@ mod tests {
         let hold = Arc::new(Notify::new());
         *files.hold.lock().unwrap() = Some(hold.clone());
         let e = Arc::new(engine(files.clone(), Some(60)));
-        e.after_call("glob", &Map::new(), &json!({"paths": ["a.rs"]}), &[])
+        e.after_call("glob", &Map::new(), &json!({"paths": ["a.rs"]}), &[], &())
             .await;
         let joined = {
             let e = e.clone();
-            tokio::spawn(async move { matches!(e.serve("read", &args("a.rs")).await, Served::Run) })
+            tokio::spawn(async move {
+                matches!(
+                    e.serve("read", &args("a.rs"), Partition::SHARED).await,
+                    Served::Run
+                )
+            })
         };
         tokio::task::yield_now().await;
         e.invalidate_for("write").await;
@@ -1120,12 +1201,12 @@ mod tests {
         let hold = Arc::new(Notify::new());
         *files.hold.lock().unwrap() = Some(hold.clone());
         let e = Arc::new(engine(files.clone(), Some(60)));
-        e.after_call("glob", &Map::new(), &json!({"paths": ["a.rs"]}), &[])
+        e.after_call("glob", &Map::new(), &json!({"paths": ["a.rs"]}), &[], &())
             .await;
         let real = {
             let e = e.clone();
             tokio::spawn(async move {
-                match e.serve("read", &args("a.rs")).await {
+                match e.serve("read", &args("a.rs"), Partition::SHARED).await {
                     Served::Prefetched(s) => Some(s),
                     Served::Run => None,
                 }
@@ -1155,7 +1236,10 @@ mod tests {
             "the refused prefetch never ran"
         );
         assert!(
-            matches!(e.serve("read", &args("a.rs")).await, Served::Run),
+            matches!(
+                e.serve("read", &args("a.rs"), Partition::SHARED).await,
+                Served::Run
+            ),
             "expired"
         );
         let stats = e.stats();
@@ -1171,7 +1255,10 @@ mod tests {
         glob(&e, &["a.rs"]).await;
         // No call through the host: only the target can tell.
         files.content.lock().unwrap().insert("a.rs".into(), "new".into());
-        assert!(matches!(e.serve("read", &args("a.rs")).await, Served::Run));
+        assert!(matches!(
+            e.serve("read", &args("a.rs"), Partition::SHARED).await,
+            Served::Run
+        ));
         assert_eq!(e.stats().stale, 1);
     }
 
@@ -1194,16 +1281,25 @@ mod tests {
         glob(&e, &["a.rs"]).await;
         e.invalidate_for("grep").await;
         assert!(
-            matches!(e.serve("read", &args("a.rs")).await, Served::Prefetched(_)),
+            matches!(
+                e.serve("read", &args("a.rs"), Partition::SHARED).await,
+                Served::Prefetched(_)
+            ),
             "grep changes nothing"
         );
         glob(&e, &["a.rs"]).await;
         // A tool with no model at all is as unknown as a declared writer.
         e.invalidate_for("no_model_at_all").await;
-        assert!(matches!(e.serve("read", &args("a.rs")).await, Served::Run));
+        assert!(matches!(
+            e.serve("read", &args("a.rs"), Partition::SHARED).await,
+            Served::Run
+        ));
         glob(&e, &["a.rs"]).await;
         e.invalidate_for("deploy").await;
-        assert!(matches!(e.serve("read", &args("a.rs")).await, Served::Run));
+        assert!(matches!(
+            e.serve("read", &args("a.rs"), Partition::SHARED).await,
+            Served::Run
+        ));
     }
 
     #[tokio::test]
@@ -1214,7 +1310,7 @@ mod tests {
         for i in 0..12 {
             let paths = [format!("{i}-a"), format!("{i}-b"), format!("{i}-c")];
             grep(&e, &paths.each_ref().map(String::as_str)).await;
-            let _ = e.serve("read", &args(&paths[0])).await;
+            let _ = e.serve("read", &args(&paths[0]), Partition::SHARED).await;
         }
         let before = files.executions.load(Ordering::SeqCst);
         grep(&e, &["x-a", "x-b", "x-c"]).await;
@@ -1229,7 +1325,7 @@ mod tests {
         for i in 0..12 {
             let paths = [format!("{i}-p"), format!("{i}-q")];
             grep(&e, &paths.each_ref().map(String::as_str)).await;
-            let _ = e.serve("read", &args(&paths[1])).await;
+            let _ = e.serve("read", &args(&paths[1]), Partition::SHARED).await;
         }
         let before = files.executions.load(Ordering::SeqCst);
         grep(&e, &["y-a", "y-b"]).await;
@@ -1253,8 +1349,12 @@ mod tests {
             .insert("a.rs".into(), "0123456".into());
         let e = engine(files.clone(), Some(60));
         glob(&e, &["a.rs"]).await;
-        assert!(matches!(e.serve("read", &slice("a.rs", 4)).await, Served::Prefetched(s) if s == "456"));
-        assert!(matches!(e.serve("read", &args("a.rs")).await, Served::Prefetched(s) if s == "0123456"));
+        assert!(
+            matches!(e.serve("read", &slice("a.rs", 4), Partition::SHARED).await, Served::Prefetched(s) if s == "456")
+        );
+        assert!(
+            matches!(e.serve("read", &args("a.rs"), Partition::SHARED).await, Served::Prefetched(s) if s == "0123456")
+        );
         assert_eq!(
             files.executions.load(Ordering::SeqCst),
             1,
@@ -1279,11 +1379,25 @@ mod tests {
         assert!(e.keeps("read"));
         assert!(!e.keeps("glob"), "its results are not checked against a source");
         assert!(!e.keeps("write"));
-        assert!(matches!(e.serve("read", &slice("a.rs", 2)).await, Served::Run));
-        let whole = files.execute("read".into(), args("a.rs"), alone()).await.unwrap();
-        let answer = e.keep("read", &slice("a.rs", 2), whole, Duration::from_millis(5));
+        assert!(matches!(
+            e.serve("read", &slice("a.rs", 2), Partition::SHARED).await,
+            Served::Run
+        ));
+        let whole = files
+            .execute("read".into(), args("a.rs"), (), alone())
+            .await
+            .unwrap();
+        let answer = e.keep(
+            "read",
+            &slice("a.rs", 2),
+            Partition::SHARED,
+            whole,
+            Duration::from_millis(5),
+        );
         assert_eq!(answer, "23456", "the real call's own slice");
-        assert!(matches!(e.serve("read", &slice("a.rs", 4)).await, Served::Prefetched(s) if s == "456"));
+        assert!(
+            matches!(e.serve("read", &slice("a.rs", 4), Partition::SHARED).await, Served::Prefetched(s) if s == "456")
+        );
         // What is kept is not prefetched again.
         glob(&e, &["a.rs"]).await;
         assert_eq!(files.executions.load(Ordering::SeqCst), 1);
@@ -1295,7 +1409,10 @@ mod tests {
         );
         // Changed behind the host's back: never served.
         files.content.lock().unwrap().insert("a.rs".into(), "new".into());
-        assert!(matches!(e.serve("read", &args("a.rs")).await, Served::Run));
+        assert!(matches!(
+            e.serve("read", &args("a.rs"), Partition::SHARED).await,
+            Served::Run
+        ));
         e.shutdown().await;
         let stats = e.stats();
         assert_eq!((stats.reused, stats.stale, stats.wasted), (1, 1, 0));
@@ -1309,8 +1426,17 @@ mod tests {
         });
         files.content.lock().unwrap().insert("a.rs".into(), "old".into());
         let e = engine(files.clone(), Some(60));
-        let whole = files.execute("read".into(), args("a.rs"), alone()).await.unwrap();
-        e.keep("read", &args("a.rs"), whole, Duration::from_millis(5));
+        let whole = files
+            .execute("read".into(), args("a.rs"), (), alone())
+            .await
+            .unwrap();
+        e.keep(
+            "read",
+            &args("a.rs"),
+            Partition::SHARED,
+            whole,
+            Duration::from_millis(5),
+        );
         // Reported but unchanged, or not held: nothing to fetch.
         e.changed("read", args("a.rs")).await;
         e.changed("read", args("other.rs")).await;
@@ -1319,7 +1445,9 @@ mod tests {
         e.changed("read", args("a.rs")).await;
         settle(&e).await;
         assert_eq!(files.executions.load(Ordering::SeqCst), 2);
-        assert!(matches!(e.serve("read", &args("a.rs")).await, Served::Prefetched(s) if s == "new"));
+        assert!(
+            matches!(e.serve("read", &args("a.rs"), Partition::SHARED).await, Served::Prefetched(s) if s == "new")
+        );
         let stats = e.stats();
         assert_eq!((stats.dispatched, stats.hits, stats.stale), (1, 1, 0));
         let rank = stats.ranks.iter().find(|r| r.from == CHANGED).unwrap();
@@ -1347,12 +1475,12 @@ mod tests {
         // The third result's share of the prior is under the floor: a and b.
         glob(&e, &["a.rs", "b.rs", "c.rs"]).await;
         assert!(matches!(
-            e.serve("read", &args("a.rs")).await,
+            e.serve("read", &args("a.rs"), Partition::SHARED).await,
             Served::Prefetched(_)
         ));
         // One more, still running when the session ends.
         *files.hold.lock().unwrap() = Some(hold.clone());
-        e.after_call("glob", &Map::new(), &json!({"paths": ["d.rs"]}), &[])
+        e.after_call("glob", &Map::new(), &json!({"paths": ["d.rs"]}), &[], &())
             .await;
         let during = e.stats();
         assert_eq!(
@@ -1394,9 +1522,27 @@ mod tests {
         calls: Mutex<Vec<(String, Map<String, Value>)>>,
     }
 
+    /// A caller's partition: their name's bytes; the host's is shared.
+    fn partition_of(who: &str) -> Partition {
+        if who.is_empty() {
+            return Partition::SHARED;
+        }
+        let mut id = [0; crate::speculation::cache::PARTITION_BYTES];
+        id[..who.len()].copy_from_slice(who.as_bytes());
+        Partition::of(id)
+    }
+
     impl Target for Service {
         type Output = Value;
         type Answer = Value;
+        /// A caller by name; the host is `""`.
+        type Principal = &'static str;
+        /// The caller whose data the service answers with.
+        type Credential = &'static str;
+
+        fn credential(&self, _tool: &str, who: &&'static str) -> Result<(Partition, &'static str), String> {
+            Ok((partition_of(who), who))
+        }
 
         fn prepare(
             &self,
@@ -1410,11 +1556,16 @@ mod tests {
             &self,
             tool: String,
             args: Map<String, Value>,
+            credential: &'static str,
             _background: Background,
         ) -> BoxFuture<'_, Result<Value, String>> {
             Box::pin(async move {
                 self.calls.lock().unwrap().push((tool, args.clone()));
-                Ok(Value::Object(args))
+                let mut answer = args;
+                if !credential.is_empty() {
+                    answer.insert("data_of".into(), json!(credential));
+                }
+                Ok(Value::Object(answer))
             })
         }
 
@@ -1467,11 +1618,53 @@ mod tests {
     /// A real call of `tool` answering `result` (as JSON text, as many
     /// servers send it); whether speculation served it.
     async fn real(e: &Arc<Engine<Service>>, tool: &str, args: Value, result: Value) -> bool {
+        real_for(e, "", tool, args, result).await.is_some()
+    }
+
+    /// [`real`], made for `who`: the answer it was served, if it was.
+    async fn real_for(
+        e: &Arc<Engine<Service>>,
+        who: &'static str,
+        tool: &str,
+        args: Value,
+        result: Value,
+    ) -> Option<Value> {
         let args = args.as_object().unwrap().clone();
-        let served = matches!(e.serve(tool, &args).await, Served::Prefetched(_));
-        e.plan_after(tool, args, Observed::Text(result.to_string()), None);
+        let served = match e.serve(tool, &args, partition_of(who)).await {
+            Served::Prefetched(answer) => Some(answer),
+            Served::Run => None,
+        };
+        e.plan_after(tool, args, Observed::Text(result.to_string()), who, None);
         e.idle().await;
         served
+    }
+
+    #[tokio::test]
+    async fn an_answer_prefetched_with_one_callers_credential_is_served_to_no_other() {
+        let (service, e) = service(Settings::default());
+        list_then_get_twice(&e).await;
+        service.calls.lock().unwrap().clear();
+        real_for(&e, "alice", "list", json!({}), pages(&["ccc-3", "x-3"])).await;
+        let calls = service.calls.lock().unwrap().clone();
+        assert!(
+            calls.contains(&("get".into(), json!({"id": "ccc-3"}).as_object().unwrap().clone())),
+            "alice's listing planned her get: {calls:?}"
+        );
+        assert_eq!(
+            real_for(&e, "bob", "get", json!({"id": "ccc-3"}), json!({})).await,
+            None,
+            "bob is not served what was fetched with alice's credential"
+        );
+        assert_eq!(
+            real_for(&e, "", "get", json!({"id": "ccc-3"}), json!({})).await,
+            None,
+            "nor is the host's own call"
+        );
+        assert_eq!(
+            real_for(&e, "alice", "get", json!({"id": "ccc-3"}), json!({})).await,
+            Some(json!({"id": "ccc-3", "data_of": "alice"})),
+            "alice is, with her own data"
+        );
     }
 
     /// Twice a listing, then its first item: enough to learn `list → get`.

@@ -281,9 +281,14 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::speculation::cache::Partition;
 
     fn key(path: &str) -> Key {
-        Key::new("read", json!({"path": path}).as_object().unwrap())
+        Key::new(
+            "read",
+            json!({"path": path}).as_object().unwrap(),
+            Partition::SHARED,
+        )
     }
 
     fn origin(rank: usize) -> FollowUpRank {

@@ -64,9 +64,10 @@ impl<V: Clone + Send + Sync + 'static> Shared<V> {
                         }
                     }
                     Event::Served { tool, args } => {
-                        let key = Key::canonical(tool, args);
-                        shared.cache.served_elsewhere(&key);
-                        shared.fanout.called(&key);
+                        if let Some(key) = Key::from_shared(tool, args) {
+                            shared.cache.served_elsewhere(&key);
+                            shared.fanout.called(&key);
+                        }
                     }
                     Event::Catalog { .. } => {}
                 }
