@@ -61,8 +61,8 @@ run: dev-host bundled
 # with the features the tests unify (a `cargo build -p toolhost-cli` first
 # would compile the library twice).
 #
-# Then the library's walkthrough for embedders (host/examples/embed.rs),
-# which `cargo test` compiled: it must run, not only build.
+# The library's walkthrough for embedders (host/examples/embed.rs) is among
+# them: `cargo test` runs it, so it must run, not only build.
 #
 # The dev profile, as plain `cargo test`: unoptimised but for cranelift and
 # the crates every call runs through (see the workspace's Cargo.toml),
@@ -71,7 +71,6 @@ run: dev-host bundled
 test: plugins lang-plugins venv upstream replay-trees redis docker-registry
 	cd guest-plugins && $(CARGO) test --locked -p provider-kit
 	TOOLHOST_TEST_ALL=1 $(CARGO) test --locked --workspace
-	$(CARGO) run --locked --quiet -p toolhost --example embed
 
 lint:
 	$(CARGO) fmt --all -- --check
