@@ -65,7 +65,7 @@ pub async fn add(
             dir.display()
         );
     }
-    let registry = Registry::for_ref(&plugin)?;
+    let registry = Registry::for_ref(&plugin).await?;
     let listing = registry.list(&plugin).await?;
     let pulled = registry.pull(&plugin, &listing).await?;
     let staged = Staged::new(runtime, config, dir, &name, &plugin, pulled).await?;
@@ -158,7 +158,7 @@ impl One<'_> {
     ) -> Result<Outcome> {
         let (name, source) = (self.name, self.source);
         let plugin = PluginRef::parse(&source.reference)?;
-        let registry = Registry::for_ref(&plugin)?;
+        let registry = Registry::for_ref(&plugin).await?;
         let listing = registry.list(&plugin).await?;
         if listing.digest == source.digest {
             println!("{name}: up to date ({plugin}, {})", source.digest);
@@ -200,7 +200,10 @@ pub async fn publish(file: &Path, reference: &str, key: Option<&Path>) -> Result
         Err(e) => bail!("cannot read {}: {e}", sidecar.display()),
     };
     let with_manifest = manifest.is_some();
-    let digest = Registry::for_ref(&plugin)?.push(&plugin, wasm, manifest).await?;
+    let digest = Registry::for_ref(&plugin)
+        .await?
+        .push(&plugin, wasm, manifest)
+        .await?;
     println!(
         "published {}{}{} to {plugin} ({digest})",
         file.display(),
