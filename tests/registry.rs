@@ -4,14 +4,16 @@
 //! `[trust] keys`, updates shown and held until approved, and every failed
 //! pull (tampered blob, unsigned component, registry killed, slow or down,
 //! another kind of artifact, a layer or a manifest over its cap, refused
-//! credentials) leaving the plugin directory as it was. Every `toolhost`
-//! run here has its own `HOME` and `DOCKER_CONFIG`: never the user's
-//! credentials.
+//! credentials) leaving the plugin directory as it was, and what a killed
+//! pull left swept by the next. Every `toolhost` run here has its own
+//! `HOME` and `DOCKER_CONFIG`: never the user's credentials.
 
+use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, SystemTime};
 
 use base64::Engine;
 use serde_json::{Value, json};
@@ -76,6 +78,22 @@ impl Setup {
     /// Write the Docker config `config.json`.
     fn docker_config(&self, config: &Value) {
         std::fs::write(self.top.path().join("docker/config.json"), config.to_string()).unwrap();
+    }
+
+    /// The staging directories in the plugin directory.
+    fn staging(&self) -> Vec<PathBuf> {
+        let mut found: Vec<_> = std::fs::read_dir(self.plugins())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with(".toolhost-staging-")
+            })
+            .collect();
+        found.sort();
+        found
     }
 
     /// `toolhost publish` of guest crate `crate_name` (with `manifest` as
@@ -630,4 +648,88 @@ fn a_giant_manifest_or_one_of_another_digest_is_refused() {
         "{stderr}"
     );
     assert_eq!(s.snapshot(), before);
+}
+
+/// `toolhost add REF` without `--yes`, stopped at its question: the child,
+/// its stdin still open.
+fn add_waiting_for_approval(s: &Setup, reference: &str) -> std::process::Child {
+    let mut child = s
+        .command()
+        .args(["add", reference])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let mut said = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !String::from_utf8_lossy(&said).contains("[y/N]") {
+        let n = stderr.read(&mut buf).unwrap();
+        assert!(n > 0, "{}", String::from_utf8_lossy(&said));
+        said.extend_from_slice(&buf[..n]);
+    }
+    child
+}
+
+/// Set `dir`'s modification time `ago` back.
+fn backdate(dir: &Path, ago: Duration) {
+    std::fs::File::open(dir)
+        .unwrap()
+        .set_modified(SystemTime::now() - ago)
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_killed_pulls_staging_is_swept_by_the_next_and_never_served() {
+    needs!(Registry);
+    let s = Setup::new();
+    s.publish("text_tools", None, "acme/text:1", Some("vendor"));
+    let reference = s.registry.reference("acme/text:1");
+
+    // Killed (SIGKILL) while it waits for approval: its staging stays.
+    let mut killed = add_waiting_for_approval(&s, &reference);
+    let left = s.staging();
+    assert_eq!(left.len(), 1, "{left:?}");
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    assert_eq!(s.staging(), left);
+    // A live pull, held by its process. Both ten minutes old: past any
+    // grace.
+    let mut waiting = add_waiting_for_approval(&s, &reference);
+    let held: Vec<_> = s.staging().into_iter().filter(|p| *p != left[0]).collect();
+    assert_eq!(held.len(), 1, "{held:?}");
+    for dir in [&left[0], &held[0]] {
+        backdate(dir, Duration::from_secs(600));
+    }
+    assert!(held[0].join("text.wasm").is_file());
+
+    // `serve` loads neither: a staged component is no plugin.
+    let mut command = tokio::process::Command::new(toolhost_binary());
+    command
+        .current_dir(s.top.path())
+        .env("HOME", s.top.path())
+        .args(["--no-cache", "serve"]);
+    let client = stdio_client(command).await;
+    let tools = client.peer().list_all_tools().await.unwrap();
+    client.cancel().await.unwrap();
+    assert!(!tools.iter().any(|t| t.name == "word_count"), "{tools:?}");
+
+    // The next run sweeps the dead pull's, not the live one's.
+    let (out, stdout, stderr) = s.toolhost(&["update"]);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "removed plugins/{}, left by a pull that was killed",
+            left[0].file_name().unwrap().display()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(s.staging(), held);
+
+    // Approved, the live pull lands and leaves nothing behind.
+    waiting.stdin.take().unwrap().write_all(b"y\n").unwrap();
+    assert!(waiting.wait().unwrap().success());
+    assert!(s.staging().is_empty());
+    assert!(s.tools().contains(&"word_count".to_owned()));
 }

@@ -16,7 +16,8 @@
 //! written, a directory with a lock refuses the new files (their digests
 //! are not the locked ones), so a reload in between loads the old plugin
 //! or none, never a half. Anything failing before leaves the directory as
-//! it was: the staging directory goes with it.
+//! it was: the staging directory goes with it (`staging`, which also sweeps
+//! what a killed pull left).
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -30,6 +31,7 @@ use toolhost::supply::{self, Approvals, Lock, Source, Surveyed};
 use crate::config::Config;
 use crate::consent::print_consent;
 use crate::registry::{PluginRef, Pulled, Registry};
+use crate::staging::{self, Staging};
 
 /// Whether the user approves, asked on stdin unless `--yes` said so.
 pub struct Approval {
@@ -65,6 +67,7 @@ pub async fn add(
             dir.display()
         );
     }
+    sweep(dir)?;
     let registry = Registry::for_ref(&plugin).await?;
     let listing = registry.list(&plugin).await?;
     let pulled = registry.pull(&plugin, &listing).await?;
@@ -94,6 +97,7 @@ pub async fn update(
     check: bool,
     approval: Approval,
 ) -> Result<ExitCode> {
+    sweep(dir)?;
     let lock_path = config.trust.lock_source(dir);
     let lock = Lock::read(&lock_path)?.unwrap_or_default();
     let added: Vec<(&String, &str, &Source)> = lock
@@ -213,6 +217,14 @@ pub async fn publish(file: &Path, reference: &str, key: Option<&Path>) -> Result
     Ok(ExitCode::SUCCESS)
 }
 
+/// Remove what pulls killed before they ended left in `dir`, saying so.
+fn sweep(dir: &Path) -> Result<()> {
+    for removed in staging::sweep(dir)? {
+        eprintln!("removed {}, left by a pull that was killed", removed.display());
+    }
+    Ok(())
+}
+
 /// The plugin's name, from the last part of its repository: a file name
 /// in the plugin directory, so nothing that could leave it.
 fn plugin_name(plugin: &PluginRef) -> Result<String> {
@@ -236,7 +248,7 @@ struct Staged {
     pulled: Pulled,
     surveyed: Surveyed,
     signer: String,
-    staging: tempfile::TempDir,
+    staging: Staging,
 }
 
 impl Staged {
@@ -249,10 +261,7 @@ impl Staged {
         pulled: Pulled,
     ) -> Result<Self> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let staging = tempfile::Builder::new()
-            .prefix(".toolhost-staging-")
-            .tempdir_in(dir)
-            .with_context(|| format!("cannot stage in {}", dir.display()))?;
+        let staging = Staging::new(dir)?;
         let wasm = staging.path().join(format!("{stem}.wasm"));
         std::fs::write(&wasm, &pulled.wasm)?;
         if let Some(text) = &pulled.plugin_manifest {
