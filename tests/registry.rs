@@ -2,10 +2,10 @@
 //! against a real `docker-registry` on loopback started by each test: the
 //! layout of the wasm-on-OCI convention, signatures checked against
 //! `[trust] keys`, updates shown and held until approved, and every failed
-//! pull (tampered blob, unsigned component, registry killed, slow or down,
-//! another kind of artifact, a layer or a manifest over its cap, refused
-//! credentials) leaving the plugin directory as it was, and what a killed
-//! pull left swept by the next. Every `toolhost` run here has its own
+//! pull (tampered blob, unsigned component, registry killed, silent,
+//! answering a byte at a time, or down, another kind of artifact, a layer
+//! or a manifest over its cap, refused credentials) leaving the plugin
+//! directory as it was, and what a killed pull left swept by the next. Every `toolhost` run here has its own
 //! `HOME` and `DOCKER_CONFIG`: never the user's credentials.
 
 use std::io::{Read, Write};
@@ -476,6 +476,23 @@ async fn what_is_not_a_signed_plugin_in_reach_is_refused_clearly_and_changes_not
     assert!(status.is_some_and(|s| !s.success()), "{stdout}{stderr}");
     assert!(
         stderr.contains(&format!("{reference}: the registry did not answer within 1 s")),
+        "{stderr}"
+    );
+    assert_eq!(s.snapshot(), before);
+
+    // One that answers, a byte at a time, without end: each read is
+    // prompt, the whole is bounded.
+    let trickle = fake_registry(|_| FakeManifest::Trickle);
+    let reference = format!("http://{trickle}/acme/text:1");
+    let (status, stdout, stderr) = run_within(
+        s.command()
+            .env("TOOLHOST_REGISTRY_DEADLINE", "2")
+            .args(["add", &reference, "--yes"]),
+        Duration::from_secs(60),
+    );
+    assert!(status.is_some_and(|s| !s.success()), "{stdout}{stderr}");
+    assert!(
+        stderr.contains(&format!("{reference}: resolving took over 2 s")),
         "{stderr}"
     );
     assert_eq!(s.snapshot(), before);

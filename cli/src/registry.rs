@@ -61,8 +61,10 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Between two reads of a response, unless `TOOLHOST_REGISTRY_TIMEOUT`
 /// (seconds) says otherwise.
 const READ_TIMEOUT: Duration = Duration::from_secs(30);
-/// A whole pull or push.
-const TOTAL_TIMEOUT: Duration = Duration::from_secs(600);
+/// A whole resolve, pull or push, unless `TOOLHOST_REGISTRY_DEADLINE`
+/// (seconds) says otherwise: a registry that answers, but a byte at a
+/// time, is bounded by this.
+const DEADLINE: Duration = Duration::from_secs(600);
 
 /// A plugin's place in a registry: `[http://]REGISTRY/REPOSITORY(:TAG|@DIGEST)`.
 /// Plain HTTP only when spelled `http://`, and only to a loopback address
@@ -155,19 +157,15 @@ pub struct Registry {
     /// Where `auth` was found, for an error saying it was refused.
     auth_from: String,
     read_timeout: Duration,
+    deadline: Duration,
 }
 
 impl Registry {
     pub async fn for_ref(plugin: &PluginRef) -> Result<Self> {
         // rustls is built without a provider (see the host's http_client).
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let read_timeout = match std::env::var("TOOLHOST_REGISTRY_TIMEOUT") {
-            Ok(secs) => match secs.parse() {
-                Ok(secs @ 1..) => Duration::from_secs(secs),
-                _ => bail!("TOOLHOST_REGISTRY_TIMEOUT must be a whole number of seconds, at least 1"),
-            },
-            Err(_) => READ_TIMEOUT,
-        };
+        let read_timeout = seconds("TOOLHOST_REGISTRY_TIMEOUT", READ_TIMEOUT)?;
+        let deadline = seconds("TOOLHOST_REGISTRY_DEADLINE", DEADLINE)?;
         let registry = plugin.reference.resolve_registry().to_owned();
         let config = ClientConfig {
             protocol: match plugin.plain_http {
@@ -190,6 +188,7 @@ impl Registry {
             auth: credentials.auth,
             auth_from: credentials.from,
             read_timeout,
+            deadline,
         })
     }
 
@@ -284,7 +283,8 @@ impl Registry {
     /// What `plugin` resolves to now: its manifest's digest and layers,
     /// refused unless they are of the layout.
     pub async fn list(&self, plugin: &PluginRef) -> Result<Listing> {
-        bounded(plugin, "resolving", self.list_unbounded(plugin)).await
+        self.bounded(plugin, "resolving", self.list_unbounded(plugin))
+            .await
     }
 
     async fn list_unbounded(&self, plugin: &PluginRef) -> Result<Listing> {
@@ -337,7 +337,7 @@ impl Registry {
 
     /// The layers of `listing`, fetched by the digest it resolved to.
     pub async fn pull(&self, plugin: &PluginRef, listing: &Listing) -> Result<Pulled> {
-        bounded(plugin, "pulling", async {
+        self.bounded(plugin, "pulling", async {
             let at = plugin.at(&listing.digest);
             let wasm = self.blob(plugin, &at, &listing.wasm).await?;
             let plugin_manifest = match &listing.plugin_manifest {
@@ -404,7 +404,7 @@ impl Registry {
         let mut manifest = OciImageManifest::build(&layers, &config, None);
         manifest.media_type = Some(OCI_IMAGE_MEDIA_TYPE.to_owned());
         let digest = Digest::of(&serde_json::to_vec(&manifest)?).to_string();
-        bounded(plugin, "pushing", async {
+        self.bounded(plugin, "pushing", async {
             self.client
                 .push(&plugin.reference, &layers, config, &self.auth, Some(manifest))
                 .await
@@ -413,13 +413,30 @@ impl Registry {
         .await?;
         Ok(digest)
     }
+
+    /// `work`, failed if it takes longer than the deadline.
+    async fn bounded<T>(
+        &self,
+        plugin: &PluginRef,
+        doing: &str,
+        work: impl Future<Output = Result<T>>,
+    ) -> Result<T> {
+        tokio::time::timeout(self.deadline, work)
+            .await
+            .map_err(|_| anyhow!("{plugin}: {doing} took over {} s", self.deadline.as_secs()))?
+    }
 }
 
-/// `work`, failed if it takes longer than [`TOTAL_TIMEOUT`].
-async fn bounded<T>(plugin: &PluginRef, doing: &str, work: impl Future<Output = Result<T>>) -> Result<T> {
-    tokio::time::timeout(TOTAL_TIMEOUT, work)
-        .await
-        .map_err(|_| anyhow!("{plugin}: {doing} took over {} s", TOTAL_TIMEOUT.as_secs()))?
+/// The duration the environment variable `name` gives in whole seconds,
+/// else `default`.
+fn seconds(name: &str, default: Duration) -> Result<Duration> {
+    match std::env::var(name) {
+        Ok(secs) => match secs.parse() {
+            Ok(secs @ 1..) => Ok(Duration::from_secs(secs)),
+            _ => bail!("{name} must be a whole number of seconds, at least 1"),
+        },
+        Err(_) => Ok(default),
+    }
 }
 
 /// The convention's config of a component.

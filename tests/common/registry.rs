@@ -249,6 +249,9 @@ pub enum FakeManifest {
     Bytes(Vec<u8>),
     /// Bytes without end and without a length, until the client hangs up.
     Endless,
+    /// Bytes without end and without a length, one every 100 ms: a
+    /// registry that answers, but never done.
+    Trickle,
 }
 
 /// A fake registry on loopback, over plain HTTP: `GET /v2/` answers 200,
@@ -294,12 +297,20 @@ fn answer(mut stream: TcpStream, manifest: &dyn Fn(&str) -> FakeManifest) {
     } else if path.contains("/manifests/") {
         match manifest(&path) {
             FakeManifest::Bytes(body) => reply(&mut stream, "200 OK", &body),
-            FakeManifest::Endless => {
+            endless @ (FakeManifest::Endless | FakeManifest::Trickle) => {
                 let head = "HTTP/1.1 200 OK\r\ncontent-type: application/vnd.oci.image.manifest.v1+json\r\n\
                             connection: close\r\n\r\n";
                 let chunk = [b' '; 64 * 1024];
+                let chunk = match endless {
+                    FakeManifest::Trickle => &chunk[..1],
+                    _ => &chunk[..],
+                };
                 if stream.write_all(head.as_bytes()).is_ok() {
-                    while stream.write_all(&chunk).is_ok() {}
+                    while stream.write_all(chunk).is_ok() {
+                        if matches!(endless, FakeManifest::Trickle) {
+                            std::thread::sleep(Duration::from_millis(100));
+                        }
+                    }
                 }
             }
         }
