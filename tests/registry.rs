@@ -5,8 +5,9 @@
 //! pull (tampered blob, unsigned component, registry killed, silent,
 //! answering a byte at a time, or down, another kind of artifact, a layer
 //! or a manifest over its cap, refused credentials) leaving the plugin
-//! directory as it was, and what a killed pull left swept by the next. Every `toolhost` run here has its own
-//! `HOME` and `DOCKER_CONFIG`: never the user's credentials.
+//! directory as it was, and what a killed pull left swept by the next.
+//! Every `toolhost` run here has its own `HOME` and `DOCKER_CONFIG`: never
+//! the user's credentials.
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -17,7 +18,7 @@ use std::time::{Duration, SystemTime};
 
 use base64::Engine;
 use serde_json::{Value, json};
-use toolhost_tests::registry::{FakeManifest, REGISTRY_PASSWORD, REGISTRY_USER, Registry, fake_registry};
+use toolhost_tests::registry::{FakeAnswer, REGISTRY_PASSWORD, REGISTRY_USER, Registry, fake_registry};
 use toolhost_tests::{free_port, guest, needs, run, run_within, stdio_client, toolhost, toolhost_binary};
 
 /// A working directory with `plugins/`, a vendor's and a stranger's keys,
@@ -482,7 +483,7 @@ async fn what_is_not_a_signed_plugin_in_reach_is_refused_clearly_and_changes_not
 
     // One that answers, a byte at a time, without end: each read is
     // prompt, the whole is bounded.
-    let trickle = fake_registry(|_| FakeManifest::Trickle);
+    let trickle = fake_registry(|_| FakeAnswer::Trickle);
     let reference = format!("http://{trickle}/acme/text:1");
     let (status, stdout, stderr) = run_within(
         s.command()
@@ -511,10 +512,15 @@ fn basic(user: &str, password: &str) -> Value {
 fn publish_and_add_take_the_registrys_credentials_from_the_docker_config() {
     needs!(Registry);
     let s = Setup::with(Registry::start_with_password().unwrap());
-    // Without credentials, the registry refuses: it does check them.
+    // Without credentials for it (only another registry's), the registry
+    // refuses: it does check them.
+    s.docker_config(&json!({"auths": {"ghcr.io": basic(REGISTRY_USER, REGISTRY_PASSWORD)}}));
     let (out, _, stderr) = s.try_publish("text_tools", None, "acme/text:1", Some("vendor"));
     assert!(!out.status.success());
-    assert!(stderr.contains("the registry refused no credentials"), "{stderr}");
+    assert!(
+        stderr.contains("the registry refused anonymous access (no credentials for 127.0.0.1:"),
+        "{stderr}"
+    );
 
     // `auth`, base64 of USER:PASSWORD, as `docker login` writes it.
     s.docker_config(&auths(&s, basic(REGISTRY_USER, REGISTRY_PASSWORD)));
@@ -635,12 +641,12 @@ fn wrong_credentials_are_refused_naming_the_registry_and_never_printed() {
 }
 
 #[test]
-fn a_giant_manifest_or_one_of_another_digest_is_refused() {
+fn a_giant_manifest_a_foreign_layer_an_endless_error_or_another_digest_is_refused() {
     needs!(Registry);
     let s = Setup::new();
     // A fake registry: no real one serves a manifest without end.
     let before = s.snapshot();
-    let endless = fake_registry(|_| FakeManifest::Endless);
+    let endless = fake_registry(|_| FakeAnswer::Endless(200));
     let reference = format!("http://{endless}/acme/text:1");
     let (status, stdout, stderr) = run_within(
         s.command().args(["add", &reference, "--yes"]),
@@ -649,14 +655,60 @@ fn a_giant_manifest_or_one_of_another_digest_is_refused() {
     assert!(status.is_some_and(|s| !s.success()), "{stdout}{stderr}");
     assert!(
         stderr.contains(&format!(
-            "{reference}: the registry's manifest is over the cap of"
+            "{reference}: its manifest is over its cap of 4194304 bytes"
+        )),
+        "{stderr}"
+    );
+    assert_eq!(s.snapshot(), before);
+
+    // A component's layer to be fetched from another host, over any
+    // scheme: refused before any fetch.
+    let component = b"\0asm";
+    let manifest = |urls: Value| {
+        json!({
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": {"mediaType": "application/vnd.wasm.config.v0+json", "digest": toolhost::supply::Digest::of(b"{}").to_string(), "size": 2},
+            "layers": [{"mediaType": "application/wasm", "digest": toolhost::supply::Digest::of(component).to_string(), "size": component.len(), "urls": urls}],
+        })
+        .to_string()
+        .into_bytes()
+    };
+    let foreign = manifest(json!(["http://10.0.0.1/blob"]));
+    let elsewhere = fake_registry(move |_| FakeAnswer::Bytes(foreign.clone()));
+    let reference = format!("http://{elsewhere}/acme/text:1");
+    let (out, _, stderr) = s.toolhost(&["add", &reference, "--yes"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains(&format!(
+            "{reference}: its application/wasm layer names URLs to fetch it from elsewhere"
+        )),
+        "{stderr}"
+    );
+    assert_eq!(s.snapshot(), before);
+
+    // An error without end in answer to the layer: its body is not read.
+    let plain = manifest(Value::Null);
+    let failing = fake_registry(move |path| match path.contains("/manifests/") {
+        true => FakeAnswer::Bytes(plain.clone()),
+        false => FakeAnswer::Endless(500),
+    });
+    let reference = format!("http://{failing}/acme/text:1");
+    let (status, stdout, stderr) = run_within(
+        s.command().args(["add", &reference, "--yes"]),
+        Duration::from_secs(60),
+    );
+    assert!(status.is_some_and(|s| !s.success()), "{stdout}{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{reference}: the registry answered HTTP 500 for its application/wasm layer"
         )),
         "{stderr}"
     );
     assert_eq!(s.snapshot(), before);
 
     // Asked for by digest, a manifest that is not the one named.
-    let other = fake_registry(|_| FakeManifest::Bytes(br#"{"schemaVersion":2}"#.to_vec()));
+    let other = fake_registry(|_| FakeAnswer::Bytes(br#"{"schemaVersion":2}"#.to_vec()));
     let reference = format!("http://{other}/acme/text@sha256:{}", "1".repeat(64));
     let (out, _, stderr) = s.toolhost(&["add", &reference, "--yes"]);
     assert!(!out.status.success());

@@ -20,7 +20,10 @@
 //! its cap (checked on its descriptor before any byte is fetched, and
 //! again as the bytes come), every blob is checked against its digest, the
 //! config blob is never fetched (nothing in it is used), and every request
-//! is bounded in time. What a registry says in an error is not quoted.
+//! is bounded in time. What a registry says in an error is not read, let
+//! alone quoted. The pulls' requests are made here (see
+//! [`Registry::fetch`]); oci-client negotiates the authorization and
+//! pushes.
 //!
 //! Not here: whether what was pulled may be installed (signatures,
 //! consent, the lock), which is `install`'s; where the credentials come
@@ -32,7 +35,6 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
-use futures::StreamExt;
 use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
 use oci_client::errors::{OciDistributionError, OciErrorCode};
 use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciDescriptor, OciImageManifest};
@@ -105,15 +107,6 @@ impl PluginRef {
         let repository = self.reference.repository();
         repository.rsplit('/').next().unwrap_or(repository)
     }
-
-    /// This reference pinned to `digest`.
-    fn at(&self, digest: &str) -> Reference {
-        Reference::with_digest(
-            self.reference.registry().to_owned(),
-            self.reference.repository().to_owned(),
-            digest.to_owned(),
-        )
-    }
 }
 
 impl std::fmt::Display for PluginRef {
@@ -150,9 +143,12 @@ pub struct Pulled {
 /// A registry client for one reference, with its credentials.
 pub struct Registry {
     client: Client,
-    /// The manifest's own request (see [`Registry::manifest`]), with the
-    /// same bounds in time as `client`'s.
+    /// The pulls' own requests (see [`Registry::fetch`]), with the same
+    /// bounds in time as `client`'s.
     http: reqwest::Client,
+    /// The bearer token oci-client negotiated for pulls, if the registry
+    /// asks for one.
+    token: tokio::sync::OnceCell<Option<String>>,
     auth: RegistryAuth,
     /// Where `auth` was found, for an error saying it was refused.
     auth_from: String,
@@ -185,6 +181,7 @@ impl Registry {
         Ok(Self {
             client: Client::new(config),
             http,
+            token: tokio::sync::OnceCell::new(),
             auth: credentials.auth,
             auth_from: credentials.from,
             read_timeout,
@@ -192,50 +189,63 @@ impl Registry {
         })
     }
 
-    /// The manifest `plugin` names, as the registry serves it, read up to
-    /// [`MAX_MANIFEST`]. oci-client reads a manifest whole, whatever its
-    /// size, so this one request is made here: oci-client negotiates the
-    /// authorization (a bearer token, or the basic credentials), and this
-    /// sends it.
-    async fn manifest(&self, plugin: &PluginRef) -> Result<Vec<u8>> {
+    /// GET `path` of `plugin`'s repository (`manifests/TAG`,
+    /// `blobs/DIGEST`) with the authorization oci-client negotiated (a
+    /// bearer token, or the basic credentials), read up to `cap` bytes.
+    /// oci-client reads a manifest, and any error's body, whole, whatever
+    /// its size: the pulls are made here, and only the authorization and
+    /// pushes are oci-client's. `what` names what is fetched, for errors.
+    /// None if the registry has no such thing.
+    async fn fetch(
+        &self,
+        plugin: &PluginRef,
+        path: &str,
+        accept: &str,
+        what: &str,
+        cap: usize,
+    ) -> Result<Option<Vec<u8>>> {
         let reference = &plugin.reference;
         let token = self
-            .client
-            .auth(reference, &self.auth, RegistryOperation::Pull)
-            .await
-            .map_err(|e| self.oci_error(plugin, e))?;
+            .token
+            .get_or_try_init(|| async {
+                self.client
+                    .auth(reference, &self.auth, RegistryOperation::Pull)
+                    .await
+                    .map_err(|e| self.oci_error(plugin, e))
+            })
+            .await?;
         let scheme = if plugin.plain_http { "http" } else { "https" };
         let url = format!(
-            "{scheme}://{}/v2/{}/manifests/{}",
+            "{scheme}://{}/v2/{}/{path}",
             reference.resolve_registry(),
-            reference.repository(),
-            reference.digest().or(reference.tag()).unwrap_or("latest"),
+            reference.repository()
         );
-        let request = self.http.get(&url).header("accept", OCI_IMAGE_MEDIA_TYPE);
+        let request = self.http.get(&url).header("accept", accept);
         let request = match (token, &self.auth) {
             (Some(token), _) => request.bearer_auth(token),
             (None, RegistryAuth::Basic(user, password)) => request.basic_auth(user, Some(password)),
             (None, _) => request,
         };
+        // An error's body is never read: its status says enough.
         let mut response = request.send().await.map_err(|e| self.http_error(plugin, e))?;
         match response.status().as_u16() {
             200 => {}
             401 | 403 => bail!("{plugin}: the registry refused {}", self.auth_from),
-            404 => bail!("{plugin}: unknown to the registry (no such tag or digest)"),
-            status => bail!("{plugin}: the registry answered HTTP {status} for the manifest"),
+            404 => return Ok(None),
+            status => bail!("{plugin}: the registry answered HTTP {status} for {what}"),
         }
-        let too_big = || anyhow!("{plugin}: the registry's manifest is over the cap of {MAX_MANIFEST} bytes");
-        if response.content_length().is_some_and(|n| n > MAX_MANIFEST as u64) {
+        let too_big = || anyhow!("{plugin}: {what} is over its cap of {cap} bytes");
+        if response.content_length().is_some_and(|n| n > cap as u64) {
             return Err(too_big());
         }
         let mut body = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(|e| self.http_error(plugin, e))? {
-            if body.len() + chunk.len() > MAX_MANIFEST {
+            if body.len() + chunk.len() > cap {
                 return Err(too_big());
             }
             body.extend_from_slice(&chunk);
         }
-        Ok(body)
+        Ok(Some(body))
     }
 
     /// An error of a request made here, saying what went wrong with the
@@ -288,7 +298,18 @@ impl Registry {
     }
 
     async fn list_unbounded(&self, plugin: &PluginRef) -> Result<Listing> {
-        let body = self.manifest(plugin).await?;
+        let reference = &plugin.reference;
+        let name = reference.digest().or(reference.tag()).unwrap_or("latest");
+        let body = self
+            .fetch(
+                plugin,
+                &format!("manifests/{name}"),
+                OCI_IMAGE_MEDIA_TYPE,
+                "its manifest",
+                MAX_MANIFEST,
+            )
+            .await?
+            .ok_or_else(|| anyhow!("{plugin}: unknown to the registry (no such tag or digest)"))?;
         // The digest is the body's, computed here, whatever the registry's
         // headers say; a reference by digest must name exactly this body.
         let digest = Digest::of(&body).to_string();
@@ -318,6 +339,21 @@ impl Registry {
             if slot.is_some() {
                 bail!("{plugin}: more than one layer of media type {}", layer.media_type);
             }
+            // Fetched by digest from this registry, and from nowhere else:
+            // a layer's `urls` would send a pull to any host, over any
+            // scheme.
+            if !is_sha256(&layer.digest) {
+                bail!(
+                    "{plugin}: its {} layer's digest is not sha256:HEX",
+                    layer.media_type
+                );
+            }
+            if layer.urls.as_ref().is_some_and(|urls| !urls.is_empty()) {
+                bail!(
+                    "{plugin}: its {} layer names URLs to fetch it from elsewhere, which a plugin's does not",
+                    layer.media_type
+                );
+            }
             if u64::try_from(layer.size).map_or(true, |size| size > cap) {
                 bail!(
                     "{plugin}: its {} layer is {} bytes, over the cap of {cap}",
@@ -338,10 +374,9 @@ impl Registry {
     /// The layers of `listing`, fetched by the digest it resolved to.
     pub async fn pull(&self, plugin: &PluginRef, listing: &Listing) -> Result<Pulled> {
         self.bounded(plugin, "pulling", async {
-            let at = plugin.at(&listing.digest);
-            let wasm = self.blob(plugin, &at, &listing.wasm).await?;
+            let wasm = self.blob(plugin, &listing.wasm).await?;
             let plugin_manifest = match &listing.plugin_manifest {
-                Some(layer) => Some(self.blob(plugin, &at, layer).await?),
+                Some(layer) => Some(self.blob(plugin, layer).await?),
                 None => None,
             };
             Ok(Pulled {
@@ -354,33 +389,17 @@ impl Registry {
     }
 
     /// One blob, at most its descriptor's size, checked against its digest.
-    async fn blob(&self, plugin: &PluginRef, at: &Reference, layer: &OciDescriptor) -> Result<Vec<u8>> {
+    async fn blob(&self, plugin: &PluginRef, layer: &OciDescriptor) -> Result<Vec<u8>> {
         let size = usize::try_from(layer.size).context("layer size")?;
-        let layer_error = |e| {
-            self.oci_error(plugin, e)
-                .context(format!("{plugin}: its {} layer", layer.media_type))
-        };
-        let mut stream = self
-            .client
-            .pull_blob_stream(at, layer)
-            .await
-            .map_err(layer_error)?;
-        let mut bytes = Vec::with_capacity(size);
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| layer_error(e.into()))?;
-            if bytes.len() + chunk.len() > size {
-                bail!(
-                    "{plugin}: its {} layer is longer than its manifest says",
-                    layer.media_type
-                );
-            }
-            bytes.extend_from_slice(&chunk);
-        }
+        let what = format!("its {} layer", layer.media_type);
+        let bytes = self
+            .fetch(plugin, &format!("blobs/{}", layer.digest), "*/*", &what, size)
+            .await?
+            .ok_or_else(|| anyhow!("{plugin}: {what} is missing from the registry"))?;
         let digest = Digest::of(&bytes).to_string();
         if digest != layer.digest || bytes.len() != size {
             bail!(
-                "{plugin}: its {} layer does not match its digest (the manifest says {}, the bytes are {digest})",
-                layer.media_type,
+                "{plugin}: {what} does not match its digest (the manifest says {}, the bytes are {digest})",
                 layer.digest
             );
         }
@@ -425,6 +444,13 @@ impl Registry {
             .await
             .map_err(|_| anyhow!("{plugin}: {doing} took over {} s", self.deadline.as_secs()))?
     }
+}
+
+/// `sha256:` and 64 lowercase hex digits.
+fn is_sha256(digest: &str) -> bool {
+    digest
+        .strip_prefix("sha256:")
+        .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
 }
 
 /// The duration the environment variable `name` gives in whole seconds,

@@ -243,35 +243,35 @@ impl Registry {
     }
 }
 
-/// What the fake registry serves for a manifest.
-pub enum FakeManifest {
-    /// These bytes.
+/// What the fake registry answers a request.
+pub enum FakeAnswer {
+    /// 200, with these bytes.
     Bytes(Vec<u8>),
-    /// Bytes without end and without a length, until the client hangs up.
-    Endless,
-    /// Bytes without end and without a length, one every 100 ms: a
-    /// registry that answers, but never done.
+    /// This status, with bytes without end and without a length, until the
+    /// client hangs up.
+    Endless(u16),
+    /// 200, with bytes without end and without a length, one every 100 ms:
+    /// a registry that answers, but is never done.
     Trickle,
 }
 
 /// A fake registry on loopback, over plain HTTP: `GET /v2/` answers 200,
-/// any manifest request `manifest(path)`, anything else 404. Its address
-/// (`127.0.0.1:PORT`).
-pub fn fake_registry(manifest: impl Fn(&str) -> FakeManifest + Send + Sync + 'static) -> String {
+/// any other request `answer(path)`. Its address (`127.0.0.1:PORT`).
+pub fn fake_registry(answer: impl Fn(&str) -> FakeAnswer + Send + Sync + 'static) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
     let address = listener.local_addr().expect("address").to_string();
-    let manifest = Arc::new(manifest);
+    let answer = Arc::new(answer);
     std::thread::spawn(move || {
         for client in listener.incoming().flatten() {
-            let manifest = manifest.clone();
-            std::thread::spawn(move || answer(client, &*manifest));
+            let answer = answer.clone();
+            std::thread::spawn(move || serve_fake(client, &*answer));
         }
     });
     address
 }
 
 /// Answer one request on `stream`, then close it.
-fn answer(mut stream: TcpStream, manifest: &dyn Fn(&str) -> FakeManifest) {
+fn serve_fake(mut stream: TcpStream, answer: &dyn Fn(&str) -> FakeAnswer) {
     let mut head = Vec::new();
     let mut buf = [0u8; 4096];
     while !head.windows(4).any(|w| w == b"\r\n\r\n") {
@@ -282,40 +282,35 @@ fn answer(mut stream: TcpStream, manifest: &dyn Fn(&str) -> FakeManifest) {
     }
     let head = String::from_utf8_lossy(&head);
     let path = head.split_whitespace().nth(1).unwrap_or_default().to_owned();
-    let reply = |stream: &mut TcpStream, status: &str, body: &[u8]| {
-        let head = format!(
-            "HTTP/1.1 {status}\r\ncontent-type: application/vnd.oci.image.manifest.v1+json\r\n\
-             content-length: {}\r\nconnection: close\r\n\r\n",
-            body.len()
-        );
-        let _ = stream
-            .write_all(head.as_bytes())
-            .and_then(|_| stream.write_all(body));
+    let answer = match path.as_str() {
+        "/v2/" => FakeAnswer::Bytes(b"{}".to_vec()),
+        _ => answer(&path),
     };
-    if path == "/v2/" {
-        reply(&mut stream, "200 OK", b"{}");
-    } else if path.contains("/manifests/") {
-        match manifest(&path) {
-            FakeManifest::Bytes(body) => reply(&mut stream, "200 OK", &body),
-            endless @ (FakeManifest::Endless | FakeManifest::Trickle) => {
-                let head = "HTTP/1.1 200 OK\r\ncontent-type: application/vnd.oci.image.manifest.v1+json\r\n\
-                            connection: close\r\n\r\n";
-                let chunk = [b' '; 64 * 1024];
-                let chunk = match endless {
-                    FakeManifest::Trickle => &chunk[..1],
-                    _ => &chunk[..],
-                };
-                if stream.write_all(head.as_bytes()).is_ok() {
-                    while stream.write_all(chunk).is_ok() {
-                        if matches!(endless, FakeManifest::Trickle) {
-                            std::thread::sleep(Duration::from_millis(100));
-                        }
+    let (status, length, chunk, pause): (u16, Option<usize>, Vec<u8>, bool) = match answer {
+        FakeAnswer::Bytes(body) => (200, Some(body.len()), body, false),
+        FakeAnswer::Endless(status) => (status, None, vec![b' '; 64 * 1024], false),
+        FakeAnswer::Trickle => (200, None, vec![b' '], true),
+    };
+    let mut reply = format!(
+        "HTTP/1.1 {status} Fake\r\ncontent-type: application/vnd.oci.image.manifest.v1+json\r\nconnection: close\r\n"
+    );
+    if let Some(length) = length {
+        reply.push_str(&format!("content-length: {length}\r\n"));
+    }
+    reply.push_str("\r\n");
+    if stream.write_all(reply.as_bytes()).is_ok() {
+        match length {
+            Some(_) => {
+                let _ = stream.write_all(&chunk);
+            }
+            None => {
+                while stream.write_all(&chunk).is_ok() {
+                    if pause {
+                        std::thread::sleep(Duration::from_millis(100));
                     }
                 }
             }
         }
-    } else {
-        reply(&mut stream, "404 Not Found", b"{}");
     }
     let _ = stream.shutdown(Shutdown::Both);
 }

@@ -45,10 +45,11 @@ pub struct Credentials {
 }
 
 impl Credentials {
-    fn anonymous() -> Self {
+    /// None: `why` says where none were found.
+    fn anonymous(why: &str) -> Self {
         Self {
             auth: RegistryAuth::Anonymous,
-            from: format!("no credentials (none in {USERNAME_ENV} nor in the Docker config)"),
+            from: format!("anonymous access ({why})"),
         }
     }
 }
@@ -67,14 +68,19 @@ pub async fn for_registry(registry: &str) -> Result<Credentials> {
         }
         (Err(_), Err(_)) => {}
     }
+    let none = format!("no credentials in {USERNAME_ENV} nor in a Docker config");
     let Some(path) = docker_config() else {
-        return Ok(Credentials::anonymous());
+        return Ok(Credentials::anonymous(&none));
     };
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Credentials::anonymous()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Credentials::anonymous(&none)),
         Err(e) => bail!("cannot read {}: {e}", path.display()),
     };
+    let none = format!(
+        "no credentials for {registry} in {USERNAME_ENV} nor in {}",
+        path.display()
+    );
     let config: DockerConfig = serde_json::from_str(&text)
         .map_err(|e| anyhow!("{}: not a Docker config (line {})", path.display(), e.line()))?;
     let server = server_address(registry);
@@ -82,13 +88,13 @@ pub async fn for_registry(registry: &str) -> Result<Credentials> {
         return helper_get(helper, &server).await;
     }
     let Some((key, entry)) = config.auths.iter().find(|(key, _)| host_of(key) == registry) else {
-        return Ok(Credentials::anonymous());
+        return Ok(Credentials::anonymous(&none));
     };
     let from = format!("the credentials of `{key}` in {}", path.display());
     let auth = entry.auth().map_err(|e| anyhow!("{}: {e}", path.display()))?;
     Ok(match auth {
         Some(auth) => Credentials { auth, from },
-        None => Credentials::anonymous(),
+        None => Credentials::anonymous(&none),
     })
 }
 
@@ -224,7 +230,9 @@ async fn helper_get(helper: &str, server: &str) -> Result<Credentials> {
         // Docker's helpers say so on stdout when they hold nothing for
         // the registry: then there are no credentials, as for Docker.
         if String::from_utf8_lossy(&out).contains("credentials not found") {
-            return Ok(Credentials::anonymous());
+            return Ok(Credentials::anonymous(&format!(
+                "{program} holds none for {server}"
+            )));
         }
         bail!("{program} get failed for {server} ({status})");
     }
