@@ -98,3 +98,40 @@ fn orphaned(dir: &Path) -> bool {
         Err(e) => e.kind() == std::io::ErrorKind::NotFound,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn backdate(dir: &Path) {
+        File::open(dir)
+            .unwrap()
+            .set_modified(SystemTime::now() - 2 * GRACE)
+            .unwrap();
+    }
+
+    #[test]
+    fn only_an_old_staging_nobody_holds_is_swept() {
+        let plugins = tempfile::tempdir().unwrap();
+        let live = Staging::new(plugins.path()).unwrap();
+        // As a pull killed between creating its directory and locking it,
+        // or after: no lock held, young or old.
+        let dead = plugins.path().join(format!("{PREFIX}dead"));
+        std::fs::create_dir(&dead).unwrap();
+        File::create(dead.join(HELD)).unwrap();
+        // Not a staging directory: never touched, however old.
+        let other = plugins.path().join("vendor-files");
+        std::fs::create_dir(&other).unwrap();
+
+        assert!(sweep(plugins.path()).unwrap().is_empty());
+        for dir in [live.path(), &dead, &other] {
+            backdate(dir);
+        }
+        assert_eq!(sweep(plugins.path()).unwrap(), vec![dead.clone()]);
+        assert!(live.path().is_dir() && other.is_dir() && !dead.exists());
+
+        let held = live.path().to_owned();
+        drop(live);
+        assert!(!held.exists());
+    }
+}
