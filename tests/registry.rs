@@ -641,7 +641,7 @@ fn wrong_credentials_are_refused_naming_the_registry_and_never_printed() {
 }
 
 #[test]
-fn a_giant_manifest_a_foreign_layer_an_endless_error_or_another_digest_is_refused() {
+fn a_giant_manifest_a_foreign_layer_an_endless_error_a_cleartext_redirect_or_another_digest_is_refused() {
     needs!(Registry);
     let s = Setup::new();
     // A fake registry: no real one serves a manifest without end.
@@ -703,6 +703,22 @@ fn a_giant_manifest_a_foreign_layer_an_endless_error_or_another_digest_is_refuse
         stderr.contains(&format!(
             "{reference}: the registry answered HTTP 500 for its application/wasm layer"
         )),
+        "{stderr}"
+    );
+    assert_eq!(s.snapshot(), before);
+
+    // The layer's GET sent on to cleartext HTTP off loopback: not
+    // followed.
+    let plain = manifest(Value::Null);
+    let redirecting = fake_registry(move |path| match path.contains("/manifests/") {
+        true => FakeAnswer::Bytes(plain.clone()),
+        false => FakeAnswer::Redirect("http://10.0.0.1/blob".to_owned()),
+    });
+    let reference = format!("http://{redirecting}/acme/text:1");
+    let (out, _, stderr) = s.toolhost(&["add", &reference, "--yes"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains(&reference) && stderr.contains("a redirect to plain HTTP off loopback"),
         "{stderr}"
     );
     assert_eq!(s.snapshot(), before);

@@ -175,6 +175,18 @@ impl Registry {
         let http = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .read_timeout(read_timeout)
+            // A registry may send a blob's GET to its storage, over HTTPS,
+            // or over HTTP to loopback as a reference may. reqwest drops
+            // the authorization on a redirect to another host.
+            .redirect(reqwest::redirect::Policy::custom(|attempt| {
+                let url = attempt.url();
+                let allowed = url.scheme() == "https" || url.host_str().is_some_and(is_loopback);
+                match (allowed, attempt.previous().len()) {
+                    (false, _) => attempt.error("a redirect to plain HTTP off loopback"),
+                    (true, 10..) => attempt.error("over 10 redirects"),
+                    (true, _) => attempt.follow(),
+                }
+            }))
             .build()
             .context("building the registry's HTTP client")?;
         let credentials = credentials::for_registry(&registry).await?;

@@ -253,6 +253,8 @@ pub enum FakeAnswer {
     /// 200, with bytes without end and without a length, one every 100 ms:
     /// a registry that answers, but is never done.
     Trickle,
+    /// 307 to this URL.
+    Redirect(String),
 }
 
 /// A fake registry on loopback, over plain HTTP: `GET /v2/` answers 200,
@@ -286,13 +288,18 @@ fn serve_fake(mut stream: TcpStream, answer: &dyn Fn(&str) -> FakeAnswer) {
         "/v2/" => FakeAnswer::Bytes(b"{}".to_vec()),
         _ => answer(&path),
     };
+    let mut location = String::new();
     let (status, length, chunk, pause): (u16, Option<usize>, Vec<u8>, bool) = match answer {
         FakeAnswer::Bytes(body) => (200, Some(body.len()), body, false),
         FakeAnswer::Endless(status) => (status, None, vec![b' '; 64 * 1024], false),
         FakeAnswer::Trickle => (200, None, vec![b' '], true),
+        FakeAnswer::Redirect(to) => {
+            location = format!("location: {to}\r\n");
+            (307, Some(0), Vec::new(), false)
+        }
     };
     let mut reply = format!(
-        "HTTP/1.1 {status} Fake\r\ncontent-type: application/vnd.oci.image.manifest.v1+json\r\nconnection: close\r\n"
+        "HTTP/1.1 {status} Fake\r\ncontent-type: application/vnd.oci.image.manifest.v1+json\r\nconnection: close\r\n{location}"
     );
     if let Some(length) = length {
         reply.push_str(&format!("content-length: {length}\r\n"));
