@@ -800,7 +800,11 @@ async fn a_killed_pulls_staging_is_swept_by_the_next_and_never_served() {
     client.cancel().await.unwrap();
     assert!(!tools.iter().any(|t| t.name == "word_count"), "{tools:?}");
 
-    // The next run sweeps the dead pull's, not the live one's.
+    // Reporting only changes nothing; the next run sweeps the dead pull's,
+    // not the live one's.
+    let (out, stdout, stderr) = s.toolhost(&["update", "--check"]);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert_eq!(s.staging().len(), 2);
     let (out, stdout, stderr) = s.toolhost(&["update"]);
     assert!(out.status.success(), "{stdout}{stderr}");
     assert!(

@@ -97,7 +97,10 @@ pub async fn update(
     check: bool,
     approval: Approval,
 ) -> Result<ExitCode> {
-    sweep(dir)?;
+    // Reporting only changes nothing, not even what a killed pull left.
+    if !check {
+        sweep(dir)?;
+    }
     let lock_path = config.trust.lock_source(dir);
     let lock = Lock::read(&lock_path)?.unwrap_or_default();
     let added: Vec<(&String, &str, &Source)> = lock

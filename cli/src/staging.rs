@@ -3,13 +3,14 @@
 //! of it becomes a plugin, and which goes when the pull ends, however it
 //! ends, but for a process killed outright.
 //!
-//! Those are swept by the next `add` or `update`. A pull may wait on the
-//! user's approval for as long as the user takes, so a directory's age
-//! says nothing of whether its pull is alive; instead each pull holds an
-//! exclusive lock on a file in its directory (`flock`, which the kernel
-//! lets go when the process dies, even by SIGKILL), and a directory whose
-//! lock can be taken is an orphan. Only one older than [`GRACE`] is
-//! removed: a directory is created an instant before its lock is taken.
+//! Those are swept by the next `add` or `update` (but `update --check`,
+//! which changes nothing). A pull may wait on the user's approval for as
+//! long as the user takes, so a directory's age says nothing of whether
+//! its pull is alive; instead each pull holds an exclusive lock on a file
+//! in its directory (`flock`, which the kernel lets go when the process
+//! dies, even by SIGKILL), and a directory whose lock can be taken is an
+//! orphan. Only one older than [`GRACE`] is removed: a directory is
+//! created an instant before its lock is taken.
 //!
 //! The loader never reads a staging directory (it loads the plugin
 //! directory's own `*.wasm` files) and `serve --watch` does not watch
