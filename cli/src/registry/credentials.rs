@@ -91,7 +91,9 @@ pub async fn for_registry(registry: &str) -> Result<Credentials> {
         return Ok(Credentials::anonymous(&none));
     };
     let from = format!("the credentials of `{key}` in {}", path.display());
-    let auth = entry.auth().map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    let auth = entry
+        .auth()
+        .map_err(|e| anyhow!("{}: the entry `{key}` has {e}", path.display()))?;
     Ok(match auth {
         Some(auth) => Credentials { auth, from },
         None => Credentials::anonymous(&none),
