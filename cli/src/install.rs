@@ -16,7 +16,8 @@
 //! written, a directory with a lock refuses the new files (their digests
 //! are not the locked ones), so a reload in between loads the old plugin
 //! or none, never a half. Anything failing before leaves the directory as
-//! it was: the staging directory goes with it.
+//! it was: the staging directory goes with it (`staging`, which also sweeps
+//! what a killed pull left).
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -30,6 +31,7 @@ use toolhost::supply::{self, Approvals, Lock, Source, Surveyed};
 use crate::config::Config;
 use crate::consent::print_consent;
 use crate::registry::{PluginRef, Pulled, Registry};
+use crate::staging::{self, Staging};
 
 /// Whether the user approves, asked on stdin unless `--yes` said so.
 pub struct Approval {
@@ -65,7 +67,8 @@ pub async fn add(
             dir.display()
         );
     }
-    let registry = Registry::for_ref(&plugin)?;
+    sweep(dir)?;
+    let registry = Registry::for_ref(&plugin).await?;
     let listing = registry.list(&plugin).await?;
     let pulled = registry.pull(&plugin, &listing).await?;
     let staged = Staged::new(runtime, config, dir, &name, &plugin, pulled).await?;
@@ -94,6 +97,10 @@ pub async fn update(
     check: bool,
     approval: Approval,
 ) -> Result<ExitCode> {
+    // Reporting only changes nothing, not even what a killed pull left.
+    if !check {
+        sweep(dir)?;
+    }
     let lock_path = config.trust.lock_source(dir);
     let lock = Lock::read(&lock_path)?.unwrap_or_default();
     let added: Vec<(&String, &str, &Source)> = lock
@@ -158,7 +165,7 @@ impl One<'_> {
     ) -> Result<Outcome> {
         let (name, source) = (self.name, self.source);
         let plugin = PluginRef::parse(&source.reference)?;
-        let registry = Registry::for_ref(&plugin)?;
+        let registry = Registry::for_ref(&plugin).await?;
         let listing = registry.list(&plugin).await?;
         if listing.digest == source.digest {
             println!("{name}: up to date ({plugin}, {})", source.digest);
@@ -200,7 +207,10 @@ pub async fn publish(file: &Path, reference: &str, key: Option<&Path>) -> Result
         Err(e) => bail!("cannot read {}: {e}", sidecar.display()),
     };
     let with_manifest = manifest.is_some();
-    let digest = Registry::for_ref(&plugin)?.push(&plugin, wasm, manifest).await?;
+    let digest = Registry::for_ref(&plugin)
+        .await?
+        .push(&plugin, wasm, manifest)
+        .await?;
     println!(
         "published {}{}{} to {plugin} ({digest})",
         file.display(),
@@ -208,6 +218,14 @@ pub async fn publish(file: &Path, reference: &str, key: Option<&Path>) -> Result
         if key.is_some() { ", signed" } else { "" },
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Remove what pulls killed before they ended left in `dir`, saying so.
+fn sweep(dir: &Path) -> Result<()> {
+    for removed in staging::sweep(dir)? {
+        eprintln!("removed {}, left by a pull that was killed", removed.display());
+    }
+    Ok(())
 }
 
 /// The plugin's name, from the last part of its repository: a file name
@@ -233,7 +251,7 @@ struct Staged {
     pulled: Pulled,
     surveyed: Surveyed,
     signer: String,
-    staging: tempfile::TempDir,
+    staging: Staging,
 }
 
 impl Staged {
@@ -246,10 +264,7 @@ impl Staged {
         pulled: Pulled,
     ) -> Result<Self> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let staging = tempfile::Builder::new()
-            .prefix(".toolhost-staging-")
-            .tempdir_in(dir)
-            .with_context(|| format!("cannot stage in {}", dir.display()))?;
+        let staging = Staging::new(dir)?;
         let wasm = staging.path().join(format!("{stem}.wasm"));
         std::fs::write(&wasm, &pulled.wasm)?;
         if let Some(text) = &pulled.plugin_manifest {

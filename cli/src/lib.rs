@@ -44,6 +44,7 @@ pub mod scaffold;
 pub mod serve;
 pub mod setup;
 pub mod signing;
+mod staging;
 pub mod stats;
 pub mod tools;
 pub mod watch;

@@ -15,25 +15,31 @@
 //!   is a file, fetched and digest-checked like the component, and an
 //!   annotation is a string other tools show and may drop.
 //!
-//! Everything a registry hands over is bounded: the manifest must be of
-//! this layout, every layer is at most its cap (checked on its descriptor
-//! before any byte is fetched, and again as the bytes come), every blob is
-//! checked against its digest, and every request is bounded in time.
+//! Everything a registry hands over is bounded: the manifest is read up
+//! to [`MAX_MANIFEST`] and must be of this layout, every layer is at most
+//! its cap (checked on its descriptor before any byte is fetched, and
+//! again as the bytes come), every blob is checked against its digest, the
+//! config blob is never fetched (nothing in it is used), and every request
+//! is bounded in time. What a registry says in an error is not read, let
+//! alone quoted. The pulls' requests are made here (see
+//! [`Registry::fetch`]); oci-client negotiates the authorization and
+//! pushes.
 //!
 //! Not here: whether what was pulled may be installed (signatures,
-//! consent, the lock), which is `install`'s.
+//! consent, the lock), which is `install`'s; where the credentials come
+//! from, which is `credentials`'.
+
+mod credentials;
 
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
-use base64::Engine;
-use futures::StreamExt;
 use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
+use oci_client::errors::{OciDistributionError, OciErrorCode};
 use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciDescriptor, OciImageManifest};
 use oci_client::secrets::RegistryAuth;
-use oci_client::{Client, Reference};
+use oci_client::{Client, Reference, RegistryOperation};
 use serde::Serialize;
 use toolhost::supply::Digest;
 
@@ -49,17 +55,18 @@ pub const PLUGIN_MANIFEST_MEDIA_TYPE: &str = "application/vnd.toolhost.plugin.ma
 const MAX_COMPONENT: u64 = 128 << 20;
 /// The largest `NAME.toml` pulled.
 const MAX_PLUGIN_MANIFEST: u64 = 256 << 10;
+/// The largest image manifest read: what the OCI distribution spec asks
+/// registries to accept (a plugin's is under 1 KiB).
+const MAX_MANIFEST: usize = 4 << 20;
 /// Connecting to the registry.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Between two reads of a response, unless `TOOLHOST_REGISTRY_TIMEOUT`
 /// (seconds) says otherwise.
 const READ_TIMEOUT: Duration = Duration::from_secs(30);
-/// A whole pull or push.
-const TOTAL_TIMEOUT: Duration = Duration::from_secs(600);
-
-/// The credentials' environment variables, taken before the Docker config.
-const USERNAME_ENV: &str = "TOOLHOST_REGISTRY_USERNAME";
-const PASSWORD_ENV: &str = "TOOLHOST_REGISTRY_PASSWORD";
+/// A whole resolve, pull or push, unless `TOOLHOST_REGISTRY_DEADLINE`
+/// (seconds) says otherwise: a registry that answers, but a byte at a
+/// time, is bounded by this.
+const DEADLINE: Duration = Duration::from_secs(600);
 
 /// A plugin's place in a registry: `[http://]REGISTRY/REPOSITORY(:TAG|@DIGEST)`.
 /// Plain HTTP only when spelled `http://`, and only to a loopback address
@@ -100,15 +107,6 @@ impl PluginRef {
         let repository = self.reference.repository();
         repository.rsplit('/').next().unwrap_or(repository)
     }
-
-    /// This reference pinned to `digest`.
-    fn at(&self, digest: &str) -> Reference {
-        Reference::with_digest(
-            self.reference.registry().to_owned(),
-            self.reference.repository().to_owned(),
-            digest.to_owned(),
-        )
-    }
 }
 
 impl std::fmt::Display for PluginRef {
@@ -145,20 +143,25 @@ pub struct Pulled {
 /// A registry client for one reference, with its credentials.
 pub struct Registry {
     client: Client,
+    /// The pulls' own requests (see [`Registry::fetch`]), with the same
+    /// bounds in time as `client`'s.
+    http: reqwest::Client,
+    /// The bearer token oci-client negotiated for pulls, if the registry
+    /// asks for one.
+    token: tokio::sync::OnceCell<Option<String>>,
     auth: RegistryAuth,
+    /// Where `auth` was found, for an error saying it was refused.
+    auth_from: String,
+    read_timeout: Duration,
+    deadline: Duration,
 }
 
 impl Registry {
-    pub fn for_ref(plugin: &PluginRef) -> Result<Self> {
+    pub async fn for_ref(plugin: &PluginRef) -> Result<Self> {
         // rustls is built without a provider (see the host's http_client).
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let read_timeout = match std::env::var("TOOLHOST_REGISTRY_TIMEOUT") {
-            Ok(secs) => Duration::from_secs(
-                secs.parse()
-                    .map_err(|_| anyhow!("TOOLHOST_REGISTRY_TIMEOUT must be a number of seconds"))?,
-            ),
-            Err(_) => READ_TIMEOUT,
-        };
+        let read_timeout = seconds("TOOLHOST_REGISTRY_TIMEOUT", READ_TIMEOUT)?;
+        let deadline = seconds("TOOLHOST_REGISTRY_DEADLINE", DEADLINE)?;
         let registry = plugin.reference.resolve_registry().to_owned();
         let config = ClientConfig {
             protocol: match plugin.plain_http {
@@ -169,24 +172,156 @@ impl Registry {
             read_timeout: Some(read_timeout),
             ..ClientConfig::default()
         };
+        let http = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .read_timeout(read_timeout)
+            // A registry may send a blob's GET to its storage, over HTTPS,
+            // or over HTTP to loopback as a reference may. reqwest drops
+            // the authorization on a redirect to another host.
+            .redirect(reqwest::redirect::Policy::custom(|attempt| {
+                let url = attempt.url();
+                let allowed = url.scheme() == "https" || url.host_str().is_some_and(is_loopback);
+                match (allowed, attempt.previous().len()) {
+                    (false, _) => attempt.error("a redirect to plain HTTP off loopback"),
+                    (true, 10..) => attempt.error("over 10 redirects"),
+                    (true, _) => attempt.follow(),
+                }
+            }))
+            .build()
+            .context("building the registry's HTTP client")?;
+        let credentials = credentials::for_registry(&registry).await?;
         Ok(Self {
             client: Client::new(config),
-            auth: credentials(&registry)?,
+            http,
+            token: tokio::sync::OnceCell::new(),
+            auth: credentials.auth,
+            auth_from: credentials.from,
+            read_timeout,
+            deadline,
         })
+    }
+
+    /// GET `path` of `plugin`'s repository (`manifests/TAG`,
+    /// `blobs/DIGEST`) with the authorization oci-client negotiated (a
+    /// bearer token, or the basic credentials), read up to `cap` bytes.
+    /// oci-client reads a manifest, and any error's body, whole, whatever
+    /// its size: the pulls are made here, and only the authorization and
+    /// pushes are oci-client's. `what` names what is fetched, for errors.
+    /// None if the registry has no such thing.
+    async fn fetch(
+        &self,
+        plugin: &PluginRef,
+        path: &str,
+        accept: &str,
+        what: &str,
+        cap: usize,
+    ) -> Result<Option<Vec<u8>>> {
+        let reference = &plugin.reference;
+        let token = self
+            .token
+            .get_or_try_init(|| async {
+                self.client
+                    .auth(reference, &self.auth, RegistryOperation::Pull)
+                    .await
+                    .map_err(|e| self.oci_error(plugin, e))
+            })
+            .await?;
+        let scheme = if plugin.plain_http { "http" } else { "https" };
+        let url = format!(
+            "{scheme}://{}/v2/{}/{path}",
+            reference.resolve_registry(),
+            reference.repository()
+        );
+        let request = self.http.get(&url).header("accept", accept);
+        let request = match (token, &self.auth) {
+            (Some(token), _) => request.bearer_auth(token),
+            (None, RegistryAuth::Basic(user, password)) => request.basic_auth(user, Some(password)),
+            (None, _) => request,
+        };
+        // An error's body is never read: its status says enough.
+        let mut response = request.send().await.map_err(|e| self.http_error(plugin, e))?;
+        match response.status().as_u16() {
+            200 => {}
+            401 | 403 => bail!("{plugin}: the registry refused {}", self.auth_from),
+            404 => return Ok(None),
+            status => bail!("{plugin}: the registry answered HTTP {status} for {what}"),
+        }
+        let too_big = || anyhow!("{plugin}: {what} is over its cap of {cap} bytes");
+        if response.content_length().is_some_and(|n| n > cap as u64) {
+            return Err(too_big());
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| self.http_error(plugin, e))? {
+            if body.len() + chunk.len() > cap {
+                return Err(too_big());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(Some(body))
+    }
+
+    /// An error of a request made here, saying what went wrong with the
+    /// registry in the user's terms.
+    fn http_error(&self, plugin: &PluginRef, e: reqwest::Error) -> anyhow::Error {
+        if e.is_timeout() {
+            return anyhow!(
+                "{plugin}: the registry did not answer within {} s",
+                self.read_timeout.as_secs()
+            );
+        }
+        anyhow::Error::new(e.without_url()).context(format!("{plugin}: cannot reach the registry"))
+    }
+
+    /// An error of oci-client's, saying what went wrong with the registry
+    /// without quoting what it answered: a registry's text is hostile, and
+    /// as long as it likes.
+    fn oci_error(&self, plugin: &PluginRef, e: OciDistributionError) -> anyhow::Error {
+        match e {
+            OciDistributionError::UnauthorizedError { .. }
+            | OciDistributionError::AuthenticationFailure(_)
+            | OciDistributionError::ServerError { code: 401 | 403, .. } => {
+                anyhow!("{plugin}: the registry refused {}", self.auth_from)
+            }
+            OciDistributionError::RegistryError { envelope, .. }
+                if envelope
+                    .errors
+                    .iter()
+                    .any(|e| matches!(e.code, OciErrorCode::Unauthorized | OciErrorCode::Denied)) =>
+            {
+                anyhow!("{plugin}: the registry refused {}", self.auth_from)
+            }
+            OciDistributionError::RegistryError { envelope, .. } => {
+                let codes: Vec<String> = envelope.errors.iter().map(|e| format!("{:?}", e.code)).collect();
+                anyhow!("{plugin}: the registry answered {}", codes.join(", "))
+            }
+            OciDistributionError::ServerError { code, .. } => {
+                anyhow!("{plugin}: the registry answered HTTP {code}")
+            }
+            OciDistributionError::RequestError(e) => self.http_error(plugin, e),
+            other => anyhow::Error::new(other).context(plugin.to_string()),
+        }
     }
 
     /// What `plugin` resolves to now: its manifest's digest and layers,
     /// refused unless they are of the layout.
     pub async fn list(&self, plugin: &PluginRef) -> Result<Listing> {
-        bounded(plugin, "resolving", self.list_unbounded(plugin)).await
+        self.bounded(plugin, "resolving", self.list_unbounded(plugin))
+            .await
     }
 
     async fn list_unbounded(&self, plugin: &PluginRef) -> Result<Listing> {
-        let (body, _) = self
-            .client
-            .pull_manifest_raw(&plugin.reference, &self.auth, &[OCI_IMAGE_MEDIA_TYPE])
-            .await
-            .with_context(|| plugin.to_string())?;
+        let reference = &plugin.reference;
+        let name = reference.digest().or(reference.tag()).unwrap_or("latest");
+        let body = self
+            .fetch(
+                plugin,
+                &format!("manifests/{name}"),
+                OCI_IMAGE_MEDIA_TYPE,
+                "its manifest",
+                MAX_MANIFEST,
+            )
+            .await?
+            .ok_or_else(|| anyhow!("{plugin}: unknown to the registry (no such tag or digest)"))?;
         // The digest is the body's, computed here, whatever the registry's
         // headers say; a reference by digest must name exactly this body.
         let digest = Digest::of(&body).to_string();
@@ -216,6 +351,21 @@ impl Registry {
             if slot.is_some() {
                 bail!("{plugin}: more than one layer of media type {}", layer.media_type);
             }
+            // Fetched by digest from this registry, and from nowhere else:
+            // a layer's `urls` would send a pull to any host, over any
+            // scheme.
+            if !is_sha256(&layer.digest) {
+                bail!(
+                    "{plugin}: its {} layer's digest is not sha256:HEX",
+                    layer.media_type
+                );
+            }
+            if layer.urls.as_ref().is_some_and(|urls| !urls.is_empty()) {
+                bail!(
+                    "{plugin}: its {} layer names URLs to fetch it from elsewhere, which a plugin's does not",
+                    layer.media_type
+                );
+            }
             if u64::try_from(layer.size).map_or(true, |size| size > cap) {
                 bail!(
                     "{plugin}: its {} layer is {} bytes, over the cap of {cap}",
@@ -235,11 +385,10 @@ impl Registry {
 
     /// The layers of `listing`, fetched by the digest it resolved to.
     pub async fn pull(&self, plugin: &PluginRef, listing: &Listing) -> Result<Pulled> {
-        bounded(plugin, "pulling", async {
-            let at = plugin.at(&listing.digest);
-            let wasm = self.blob(plugin, &at, &listing.wasm).await?;
+        self.bounded(plugin, "pulling", async {
+            let wasm = self.blob(plugin, &listing.wasm).await?;
             let plugin_manifest = match &listing.plugin_manifest {
-                Some(layer) => Some(self.blob(plugin, &at, layer).await?),
+                Some(layer) => Some(self.blob(plugin, layer).await?),
                 None => None,
             };
             Ok(Pulled {
@@ -252,29 +401,17 @@ impl Registry {
     }
 
     /// One blob, at most its descriptor's size, checked against its digest.
-    async fn blob(&self, plugin: &PluginRef, at: &Reference, layer: &OciDescriptor) -> Result<Vec<u8>> {
+    async fn blob(&self, plugin: &PluginRef, layer: &OciDescriptor) -> Result<Vec<u8>> {
         let size = usize::try_from(layer.size).context("layer size")?;
-        let mut stream = self
-            .client
-            .pull_blob_stream(at, layer)
-            .await
-            .with_context(|| format!("{plugin}: its {} layer", layer.media_type))?;
-        let mut bytes = Vec::with_capacity(size);
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.with_context(|| format!("{plugin}: its {} layer", layer.media_type))?;
-            if bytes.len() + chunk.len() > size {
-                bail!(
-                    "{plugin}: its {} layer is longer than its manifest says",
-                    layer.media_type
-                );
-            }
-            bytes.extend_from_slice(&chunk);
-        }
+        let what = format!("its {} layer", layer.media_type);
+        let bytes = self
+            .fetch(plugin, &format!("blobs/{}", layer.digest), "*/*", &what, size)
+            .await?
+            .ok_or_else(|| anyhow!("{plugin}: {what} is missing from the registry"))?;
         let digest = Digest::of(&bytes).to_string();
         if digest != layer.digest || bytes.len() != size {
             bail!(
-                "{plugin}: its {} layer does not match its digest (the manifest says {}, the bytes are {digest})",
-                layer.media_type,
+                "{plugin}: {what} does not match its digest (the manifest says {}, the bytes are {digest})",
                 layer.digest
             );
         }
@@ -298,22 +435,46 @@ impl Registry {
         let mut manifest = OciImageManifest::build(&layers, &config, None);
         manifest.media_type = Some(OCI_IMAGE_MEDIA_TYPE.to_owned());
         let digest = Digest::of(&serde_json::to_vec(&manifest)?).to_string();
-        bounded(plugin, "pushing", async {
+        self.bounded(plugin, "pushing", async {
             self.client
                 .push(&plugin.reference, &layers, config, &self.auth, Some(manifest))
                 .await
-                .with_context(|| plugin.to_string())
+                .map_err(|e| self.oci_error(plugin, e))
         })
         .await?;
         Ok(digest)
     }
+
+    /// `work`, failed if it takes longer than the deadline.
+    async fn bounded<T>(
+        &self,
+        plugin: &PluginRef,
+        doing: &str,
+        work: impl Future<Output = Result<T>>,
+    ) -> Result<T> {
+        tokio::time::timeout(self.deadline, work)
+            .await
+            .map_err(|_| anyhow!("{plugin}: {doing} took over {} s", self.deadline.as_secs()))?
+    }
 }
 
-/// `work`, failed if it takes longer than [`TOTAL_TIMEOUT`].
-async fn bounded<T>(plugin: &PluginRef, doing: &str, work: impl Future<Output = Result<T>>) -> Result<T> {
-    tokio::time::timeout(TOTAL_TIMEOUT, work)
-        .await
-        .map_err(|_| anyhow!("{plugin}: {doing} took over {} s", TOTAL_TIMEOUT.as_secs()))?
+/// `sha256:` and 64 lowercase hex digits.
+fn is_sha256(digest: &str) -> bool {
+    digest
+        .strip_prefix("sha256:")
+        .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+}
+
+/// The duration the environment variable `name` gives in whole seconds,
+/// else `default`.
+fn seconds(name: &str, default: Duration) -> Result<Duration> {
+    match std::env::var(name) {
+        Ok(secs) => match secs.parse() {
+            Ok(secs @ 1..) => Ok(Duration::from_secs(secs)),
+            _ => bail!("{name} must be a whole number of seconds, at least 1"),
+        },
+        Err(_) => Ok(default),
+    }
 }
 
 /// The convention's config of a component.
@@ -353,72 +514,6 @@ impl WasmConfig {
     }
 }
 
-/// The registry's credentials: `TOOLHOST_REGISTRY_USERNAME` and
-/// `TOOLHOST_REGISTRY_PASSWORD`, else the Docker config's `auths` entry for
-/// the registry (`$DOCKER_CONFIG/config.json`, else
-/// `~/.docker/config.json`), else none. Never from the command line, where
-/// every user of the machine can read them.
-fn credentials(registry: &str) -> Result<RegistryAuth> {
-    if let (Ok(user), Ok(password)) = (std::env::var(USERNAME_ENV), std::env::var(PASSWORD_ENV)) {
-        return Ok(RegistryAuth::Basic(user, password));
-    }
-    let Some(path) = docker_config() else {
-        return Ok(RegistryAuth::Anonymous);
-    };
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(RegistryAuth::Anonymous),
-        Err(e) => bail!("cannot read {}: {e}", path.display()),
-    };
-    docker_auth(&text, registry).map_err(|e| anyhow!("{}: {e}", path.display()))
-}
-
-fn docker_config() -> Option<PathBuf> {
-    match std::env::var_os("DOCKER_CONFIG") {
-        Some(dir) => Some(Path::new(&dir).join("config.json")),
-        None => std::env::home_dir().map(|home| home.join(".docker/config.json")),
-    }
-}
-
-/// The `auths` entry of `registry` in a Docker config's text. Errors
-/// never quote the file: it holds secrets.
-fn docker_auth(text: &str, registry: &str) -> Result<RegistryAuth> {
-    #[derive(serde::Deserialize)]
-    struct DockerConfig {
-        #[serde(default)]
-        auths: std::collections::BTreeMap<String, DockerAuth>,
-    }
-    #[derive(serde::Deserialize)]
-    struct DockerAuth {
-        auth: Option<String>,
-        identitytoken: Option<String>,
-    }
-    let config: DockerConfig =
-        serde_json::from_str(text).map_err(|e| anyhow!("not a Docker config (line {})", e.line()))?;
-    let entry = config.auths.iter().find(|(key, _)| {
-        let key = key.trim_start_matches("https://").trim_start_matches("http://");
-        key.split('/').next() == Some(registry)
-    });
-    let Some((key, entry)) = entry else {
-        return Ok(RegistryAuth::Anonymous);
-    };
-    if let Some(token) = &entry.identitytoken {
-        return Ok(RegistryAuth::Bearer(token.clone()));
-    }
-    let Some(auth) = &entry.auth else {
-        return Ok(RegistryAuth::Anonymous);
-    };
-    let decoded = base64::engine::general_purpose::STANDARD
-        .decode(auth)
-        .ok()
-        .and_then(|d| String::from_utf8(d).ok())
-        .ok_or_else(|| anyhow!("the `auth` of `{key}` is not base64 of USER:PASSWORD"))?;
-    let (user, password) = decoded
-        .split_once(':')
-        .ok_or_else(|| anyhow!("the `auth` of `{key}` is not base64 of USER:PASSWORD"))?;
-    Ok(RegistryAuth::Basic(user.to_owned(), password.to_owned()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -436,24 +531,5 @@ mod tests {
         let r = PluginRef::parse("ghcr.io/acme/tools/echo:1.2").unwrap();
         assert_eq!(r.name(), "echo");
         assert_eq!(r.to_string(), "ghcr.io/acme/tools/echo:1.2");
-    }
-
-    #[test]
-    fn docker_config_credentials_are_found_by_registry_and_never_quoted() {
-        let auth = base64::engine::general_purpose::STANDARD.encode("vendor:s3cret");
-        let text = format!(r#"{{"auths": {{"https://ghcr.io": {{"auth": "{auth}"}}}}}}"#);
-        match docker_auth(&text, "ghcr.io").unwrap() {
-            RegistryAuth::Basic(user, password) => {
-                assert_eq!((user.as_str(), password.as_str()), ("vendor", "s3cret"))
-            }
-            _ => panic!("basic credentials expected"),
-        }
-        assert!(matches!(
-            docker_auth(&text, "quay.io").unwrap(),
-            RegistryAuth::Anonymous
-        ));
-        let bad = r#"{"auths": {"ghcr.io": {"auth": "s3cret-not-base64!"}}}"#;
-        let e = docker_auth(bad, "ghcr.io").unwrap_err().to_string();
-        assert!(!e.contains("s3cret"), "{e}");
     }
 }

@@ -1,9 +1,10 @@
 //! A real OCI registry on loopback, for the `registry` tests: Debian's
 //! `docker-registry` (Distribution 2.8, installed by `make
 //! docker-registry`) on a free port, storing in a temporary directory the
-//! tests can reach into (to tamper with a blob), and a proxy in front of it
-//! that kills it when a request for a given path goes through (a registry
-//! lost mid-pull).
+//! tests can reach into (to tamper with a blob), optionally behind basic
+//! authentication (htpasswd), and a proxy in front of it that kills it when
+//! a request for a given path goes through (a registry lost mid-pull); and
+//! a fake registry, for what no real one serves (a giant manifest).
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -24,16 +25,46 @@ pub struct Registry {
     pub port: u16,
 }
 
+/// The user of [`Registry::start_with_password`].
+pub const REGISTRY_USER: &str = "vendor";
+/// Its password, and the bcrypt hash of it the registry checks (cost 4,
+/// made with libxcrypt's `crypt`, as `htpasswd -B` would make it:
+/// Distribution reads only bcrypt).
+pub const REGISTRY_PASSWORD: &str = "registry-test-password";
+const REGISTRY_PASSWORD_BCRYPT: &str = "$2y$04$xc5AVw66b9FrKzs5UaqpeuBPeq.LiMperbN.0ww3bDAF5yI8W.0E6";
+
 impl Registry {
     pub fn start() -> Result<Self> {
+        Self::start_with(None)
+    }
+
+    /// A registry that serves only [`REGISTRY_USER`] with
+    /// [`REGISTRY_PASSWORD`], over basic authentication: over plain HTTP,
+    /// which Distribution allows (it only warns that htpasswd wants TLS).
+    pub fn start_with_password() -> Result<Self> {
+        Self::start_with(Some(&format!("{REGISTRY_USER}:{REGISTRY_PASSWORD_BCRYPT}\n")))
+    }
+
+    fn start_with(htpasswd: Option<&str>) -> Result<Self> {
         let dir = tempfile::tempdir()?;
         let port = free_port();
         let config = dir.path().join("config.yml");
+        let auth = match htpasswd {
+            Some(lines) => {
+                let path = dir.path().join("htpasswd");
+                std::fs::write(&path, lines)?;
+                format!(
+                    "auth:\n  htpasswd:\n    realm: toolhost-tests\n    path: {}\n",
+                    path.display()
+                )
+            }
+            None => String::new(),
+        };
         std::fs::write(
             &config,
             format!(
                 "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\n\
-                 http:\n  addr: 127.0.0.1:{port}\n",
+                 http:\n  addr: 127.0.0.1:{port}\n{auth}",
                 dir.path().join("storage").display()
             ),
         )?;
@@ -59,7 +90,7 @@ impl Registry {
         bail!("docker-registry on port {port} did not answer GET /v2/")
     }
 
-    /// Whether `GET /v2/` answers 200.
+    /// Whether `GET /v2/` answers: 200, or 401 asking for credentials.
     fn answers(&self) -> bool {
         let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else {
             return false;
@@ -68,7 +99,7 @@ impl Registry {
         let mut answer = String::new();
         stream.write_all(request.as_bytes()).is_ok()
             && stream.read_to_string(&mut answer).is_ok()
-            && answer.split_whitespace().nth(1) == Some("200")
+            && matches!(answer.split_whitespace().nth(1), Some("200" | "401"))
     }
 
     /// `REPO:TAG` (or `REPO@DIGEST`) of this registry, as `toolhost` takes
@@ -210,6 +241,85 @@ impl Registry {
             put.text().await.unwrap_or_default()
         );
     }
+}
+
+/// What the fake registry answers a request.
+pub enum FakeAnswer {
+    /// 200, with these bytes.
+    Bytes(Vec<u8>),
+    /// This status, with bytes without end and without a length, until the
+    /// client hangs up.
+    Endless(u16),
+    /// 200, with bytes without end and without a length, one every 100 ms:
+    /// a registry that answers, but is never done.
+    Trickle,
+    /// 307 to this URL.
+    Redirect(String),
+}
+
+/// A fake registry on loopback, over plain HTTP: `GET /v2/` answers 200,
+/// any other request `answer(path)`. Its address (`127.0.0.1:PORT`).
+pub fn fake_registry(answer: impl Fn(&str) -> FakeAnswer + Send + Sync + 'static) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+    let address = listener.local_addr().expect("address").to_string();
+    let answer = Arc::new(answer);
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let answer = answer.clone();
+            std::thread::spawn(move || serve_fake(client, &*answer));
+        }
+    });
+    address
+}
+
+/// Answer one request on `stream`, then close it.
+fn serve_fake(mut stream: TcpStream, answer: &dyn Fn(&str) -> FakeAnswer) {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+        }
+    }
+    let head = String::from_utf8_lossy(&head);
+    let path = head.split_whitespace().nth(1).unwrap_or_default().to_owned();
+    let answer = match path.as_str() {
+        "/v2/" => FakeAnswer::Bytes(b"{}".to_vec()),
+        _ => answer(&path),
+    };
+    let mut location = String::new();
+    let (status, length, chunk, pause): (u16, Option<usize>, Vec<u8>, bool) = match answer {
+        FakeAnswer::Bytes(body) => (200, Some(body.len()), body, false),
+        FakeAnswer::Endless(status) => (status, None, vec![b' '; 64 * 1024], false),
+        FakeAnswer::Trickle => (200, None, vec![b' '], true),
+        FakeAnswer::Redirect(to) => {
+            location = format!("location: {to}\r\n");
+            (307, Some(0), Vec::new(), false)
+        }
+    };
+    let mut reply = format!(
+        "HTTP/1.1 {status} Fake\r\ncontent-type: application/vnd.oci.image.manifest.v1+json\r\nconnection: close\r\n{location}"
+    );
+    if let Some(length) = length {
+        reply.push_str(&format!("content-length: {length}\r\n"));
+    }
+    reply.push_str("\r\n");
+    if stream.write_all(reply.as_bytes()).is_ok() {
+        match length {
+            Some(_) => {
+                let _ = stream.write_all(&chunk);
+            }
+            None => {
+                while stream.write_all(&chunk).is_ok() {
+                    if pause {
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                }
+            }
+        }
+    }
+    let _ = stream.shutdown(Shutdown::Both);
 }
 
 impl Drop for Registry {
