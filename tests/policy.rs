@@ -25,7 +25,7 @@ when { resource.source == "native" && resource.side_effect == "mutates-local" };
 "#;
 
 /// An MCP session over HTTP as the holder of one token.
-struct Session<'a> {
+pub(super) struct Session<'a> {
     base: &'a str,
     token: String,
     id: String,
@@ -33,7 +33,7 @@ struct Session<'a> {
 }
 
 impl<'a> Session<'a> {
-    async fn open(base: &'a str, token: String) -> Self {
+    pub(super) async fn open(base: &'a str, token: String) -> Self {
         let (status, headers, _) = post(base, Some(&token), None, initialize()).await;
         assert_eq!(status, 200);
         let id = headers["mcp-session-id"].to_str().unwrap().to_owned();
@@ -47,7 +47,12 @@ impl<'a> Session<'a> {
         }
     }
 
-    async fn request(&mut self, method: &str, params: Value) -> Value {
+    /// The session's id, for a request sent by hand.
+    pub(super) fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub(super) async fn request(&mut self, method: &str, params: Value) -> Value {
         self.next += 1;
         let message = json!({"jsonrpc": "2.0", "id": self.next, "method": method, "params": params});
         let (status, _, answer) = post(self.base, Some(&self.token), Some(&self.id), message).await;

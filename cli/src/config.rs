@@ -87,6 +87,47 @@ pub struct Config {
     pub pin: PinConfig,
     /// Who may call which tool; absent, every caller may call every tool.
     pub policy: Option<PolicyConfig>,
+    /// Where callers' own credentials come from (a plugin secret's
+    /// `from = "store"` or `"exchange"`); absent, nowhere.
+    pub credentials: Option<CredentialsConfig>,
+}
+
+/// The `[credentials]` table.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CredentialsConfig {
+    /// The operator's credential store (relative to the configuration
+    /// file's directory): caller subject → plugin → secret → value, mode
+    /// 0600, read again when it changes.
+    pub file: Option<PathBuf>,
+    /// The token endpoint callers' bearer tokens are exchanged at.
+    pub exchange: Option<ExchangeConfig>,
+}
+
+/// The `[credentials.exchange]` table (RFC 8693).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExchangeConfig {
+    /// The identity provider's token endpoint: https, or http to loopback.
+    pub token_endpoint: String,
+    /// The host's client id there.
+    pub client_id: Option<String>,
+    /// The environment variable holding the client's secret.
+    pub client_secret_env: Option<String>,
+}
+
+impl CredentialsConfig {
+    /// As the library takes them.
+    pub fn settings(&self) -> toolhost::CredentialSettings {
+        toolhost::CredentialSettings {
+            file: self.file.clone(),
+            exchange: self.exchange.as_ref().map(|e| toolhost::ExchangeSettings {
+                token_endpoint: e.token_endpoint.clone(),
+                client_id: e.client_id.clone(),
+                client_secret_env: e.client_secret_env.clone(),
+            }),
+        }
+    }
 }
 
 /// The `[policy]` table.
@@ -167,6 +208,9 @@ impl Config {
         }
         if let Some(policy) = &mut config.policy {
             policy.file = base.join(&policy.file);
+        }
+        if let Some(credentials) = &mut config.credentials {
+            credentials.file = credentials.file.as_ref().map(|f| base.join(f));
         }
         config.trust.resolve_paths(base);
         config.speculation.stats_file = config.speculation.stats_file.map(|p| base.join(p));

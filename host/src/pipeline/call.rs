@@ -32,7 +32,14 @@
 //! them to its caller.
 //!
 //! Whatever the call's outcome, it leaves through the gate (`gate`): the
-//! result within the caps and redacted, an error's text redacted.
+//! result within the caps and redacted, an error's text redacted, of the
+//! host's secrets and of the caller's own values the call ran with.
+//!
+//! A plugin's secrets each caller brings are resolved for the call's
+//! caller (`Core::resolve`, through [`Target::credential`]) after the
+//! call is prepared and decided, and lent to the backend for its
+//! execution alone; a caller with none gets the resolution's error as the
+//! call's error result, naming the plugin and what to set up.
 //!
 //! A real native read that was not served runs whole ([`run_kept`]) and
 //! leaves its file in the cache as a [`Prefetch::File`], for the reads
@@ -57,8 +64,9 @@ use super::policy::{Decision, Policy};
 use super::validate;
 use crate::bounds::{MAX_QUOTED, excerpt, label};
 use crate::enrich::Enrichers;
+use crate::gate::Gate;
 use crate::output::{Block, CallOutput, ToolError};
-use crate::plugin::{BeforeCallDecision, Hooks};
+use crate::plugin::{BeforeCallDecision, CallSecrets, Hooks};
 use crate::speculation::cache::Partition;
 use crate::speculation::{Admit, Engine, Observed, Served, Target};
 use crate::tools::FileText;
@@ -76,9 +84,19 @@ pub(super) async fn call(
     noted: &mut Noted,
 ) -> Result<CallOutput, ToolError> {
     let gate = &generation.core.gate;
-    match run(generation, name, args, ctx, policy, noted).await {
-        Ok(output) => Ok(gate.result(name, generation.core.max_output(name), output)),
+    let mut lent = None;
+    let max = generation.core.max_output(name);
+    let outcome = match run(generation, name, args, ctx, policy, noted, &mut lent).await {
+        Ok(output) => Ok(gate.result(name, max, output)),
         Err(e) => Err(gate.error(e)),
+    };
+    // The caller's own secret values, in every form the gate knows, as the
+    // shared ones are: a plugin cannot get them past by encoding them.
+    let Some(secrets) = lent else { return outcome };
+    let own = Gate::new(secrets.values());
+    match outcome {
+        Ok(output) => Ok(own.result(name, max, output)),
+        Err(e) => Err(own.error(e)),
     }
 }
 
@@ -89,6 +107,7 @@ async fn run(
     ctx: &CallControl,
     policy: Option<&Arc<Policy>>,
     noted: &mut Noted,
+    lent: &mut Option<Arc<CallSecrets>>,
 ) -> Result<CallOutput, ToolError> {
     let judged = policy.map(|p| (&**p, &ctx.caller));
     let (bound, args) = prepare(&generation.core, name, args, judged, &mut noted.decision).await?;
@@ -97,10 +116,12 @@ async fn run(
     }
     let engine = generation.speculation.as_ref();
     let who = Some(ctx.caller.clone());
-    let (partition, ()) = generation
+    let (partition, secrets) = generation
         .core
         .credential(name, &who)
+        .await
         .map_err(ToolError::Failed)?;
+    lent.clone_from(&secrets);
     if let Some(engine) = engine {
         engine.invalidate_for(name).await;
     }
@@ -122,12 +143,12 @@ async fn run(
         (Served::Run, Some(engine)) => {
             let _first = engine.running();
             if engine.keeps(name) {
-                run_kept(engine, &bound.backend, name, args, partition, ctx).await
+                run_kept(engine, &bound.backend, name, args, (partition, secrets), ctx).await
             } else {
-                bound.backend.execute(name, args, ctx).await
+                bound.backend.execute(name, args, ctx, secrets).await
             }
         }
-        (Served::Run, None) => bound.backend.execute(name, args, ctx).await,
+        (Served::Run, None) => bound.backend.execute(name, args, ctx, secrets).await,
     };
     let mut result = match ran {
         Ok(result) => result,
@@ -288,22 +309,23 @@ pub(super) enum Prefetch {
 /// native read loads its file whole (after the same latency, so still one
 /// backend call) and answers its slice from it, as a direct read does; the
 /// engine keeps the file. A remote read's result is kept whole for the
-/// exact repeats that follow; other native tools run as usual.
+/// exact repeats that follow (in the partition of the credential it ran
+/// with); other native tools run as usual.
 async fn run_kept(
     engine: &Engine<Core>,
     backend: &Backend,
     name: &str,
     args: Map<String, Value>,
-    partition: Partition,
+    (partition, secrets): (Partition, Option<Arc<CallSecrets>>),
     ctx: &CallControl,
 ) -> Result<CallOutput, ToolError> {
     let start = Instant::now();
     let native = match backend {
         Backend::Native(native) if name == WHOLE_FILE => native,
-        Backend::Native(_) => return backend.execute(name, args, ctx).await,
+        Backend::Native(_) => return backend.execute(name, args, ctx, None).await,
         // A remote read: kept for its exact repeats, unless it failed.
         _ => {
-            let result = backend.execute(name, args.clone(), ctx).await?;
+            let result = backend.execute(name, args.clone(), ctx, secrets).await?;
             if result.is_error {
                 return Ok(result);
             }

@@ -35,15 +35,17 @@ use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
 use super::audit::Audit;
+use super::caller::Caller;
 use super::control::CallControl;
 use super::policy::{Origin, Policy, ToolFacts};
 use crate::catalog::{base_catalog, base_tool};
+use crate::credentials::{CredentialError, Credentials, Resolved};
 use crate::enrich::{EnrichedTool, Enrichers, Hidden, Listing, Owner};
 use crate::gate::Gate;
 use crate::output::{CallOutput, ToolError};
 use crate::ownership::{self, Binding, Claim, Names, Refusal};
 use crate::pin;
-use crate::plugin::{Hooks, Plugin, ToolDefinition};
+use crate::plugin::{CallSecrets, Hooks, Plugin, ToolDefinition};
 use crate::speculation::{self, Engine};
 use crate::tool::{ToolAnnotations, ToolMeta, ToolSpec};
 use crate::tools::facts::WHOLE_FILE;
@@ -82,6 +84,9 @@ pub struct Options {
     pub policy: Option<Arc<Policy>>,
     /// The pinned tool list, if one is kept.
     pub pin: Option<pin::Settings>,
+    /// Where callers' own credentials come from, if any plugin's secret
+    /// is each caller's own.
+    pub credentials: Option<Arc<Credentials>>,
 }
 
 /// A catalog that cannot be built.
@@ -105,6 +110,10 @@ pub enum CatalogError {
     /// A value model lets speculation call a tool that may change things.
     #[error(transparent)]
     UnsafeSpeculation(#[from] UnsafeSpeculation),
+    /// A plugin's secret is each caller's own, and nothing configured
+    /// resolves it.
+    #[error(transparent)]
+    Credentials(#[from] CredentialError),
 }
 
 #[derive(Clone)]
@@ -116,12 +125,15 @@ pub(super) enum Backend {
 }
 
 impl Backend {
-    /// Run `name` on this backend, as it is called: cancelled by `ctx`.
+    /// Run `name` on this backend, as it is called: cancelled by `ctx`; a
+    /// plugin's requests carry `secrets`, its caller's own values of its
+    /// per-caller secrets ([`Core::resolve`]).
     pub(super) async fn execute(
         &self,
         name: &str,
         args: Map<String, Value>,
         ctx: &CallControl,
+        secrets: Option<Arc<CallSecrets>>,
     ) -> Result<CallOutput, ToolError> {
         match self {
             Backend::Native(native) => {
@@ -163,6 +175,7 @@ impl Backend {
                         flag,
                         ctx.progress.clone(),
                         ctx.background.clone(),
+                        secrets,
                     )
                     .await;
                 watcher.abort();
@@ -207,9 +220,42 @@ pub(super) struct Core {
     pub(super) gate: Arc<Gate>,
     /// The enrichers the listing went through, for its provenance.
     pub(super) enrichers: Enrichers,
+    /// Where callers' own credentials come from.
+    pub(super) credentials: Option<Arc<Credentials>>,
 }
 
 impl Core {
+    /// The credentials a call of `tool` by `caller` runs with: a plugin's
+    /// per-caller secrets resolved for the caller, or (every other tool,
+    /// and a call for the host itself) the host's own, shared.
+    pub(super) async fn resolve(
+        &self,
+        tool: &str,
+        caller: Option<&Caller>,
+    ) -> Result<Resolved, CredentialError> {
+        let (
+            Some(Bound {
+                backend: Backend::Plugin(plugin, _),
+                ..
+            }),
+            Some(caller),
+        ) = (self.tools.get(tool), caller)
+        else {
+            return Ok(Resolved::shared());
+        };
+        let grant = plugin.http_grant();
+        if grant.per_caller().is_empty() {
+            return Ok(Resolved::shared());
+        }
+        let credentials = self.credentials.as_deref().ok_or_else(|| {
+            CredentialError(format!(
+                "plugin `{}`: its secrets are each caller's own, and no [credentials] are configured",
+                plugin.name
+            ))
+        })?;
+        credentials.resolve(&plugin.name, grant, caller.asker()).await
+    }
+
     /// The plugin that serves `tool`, if a plugin does (its own tool, or a
     /// catalog tool bound to it).
     pub(super) fn plugin(&self, tool: &str) -> Option<&Arc<Plugin>> {
@@ -294,6 +340,9 @@ impl Generation {
         options: &Options,
         previous: Option<&Engine<Core>>,
     ) -> Result<Self, CatalogError> {
+        for plugin in &sources.plugins {
+            Credentials::check(options.credentials.as_deref(), &plugin.name, plugin.http_grant())?;
+        }
         let (specs, refused) = gather(sources)?;
         let enrichers = Enrichers::new(&sources.plugins);
         let only_specs: Vec<ToolSpec> = specs.iter().map(|(s, ..)| s.clone()).collect();
@@ -350,6 +399,7 @@ impl Generation {
             changes,
             gate,
             enrichers: enrichers.clone(),
+            credentials: options.credentials.clone(),
         });
         let speculation = options.speculation.enabled.then(|| {
             Arc::new(match previous {

@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::plugin::Manifest;
+use crate::plugin::manifest::SecretSource;
 
 /// A plugin's authority, as recorded in the lock and approval files.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,8 +70,16 @@ impl Consent {
             .iter()
             .map(|(name, s)| {
                 let hosts = s.hosts.iter().map(ToString::to_string).collect();
+                // The environment variable, as approvals have always
+                // named it; a caller's own secret says so, and a change of
+                // source is a change of authority to approve.
+                let env = match (s.from, s.shared_env()) {
+                    (SecretSource::Env, env) => env.unwrap_or_default().to_owned(),
+                    (from, None) => format!("{{each caller's own, from = {from:?}}}"),
+                    (from, Some(env)) => format!("{{each caller's own, from = {from:?}, else {env}}}"),
+                };
                 let consent = SecretConsent {
-                    env: s.env.clone(),
+                    env,
                     header: s.header.clone(),
                     hosts,
                 };
