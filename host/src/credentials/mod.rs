@@ -267,6 +267,76 @@ mod tests {
         Credentials::open(&CredentialSettings::default()).unwrap()
     }
 
+    /// The grant of plugin `p` with the secret `t` sent to a loopback
+    /// origin, its source `lines`.
+    fn grant(lines: &str) -> HttpGrant {
+        let text = format!(
+            "[grants]\nhttp = [\"http://127.0.0.1:9\"]\n[grants.secrets.t]\n{lines}\nheader = \"Authorization\"\n\
+             hosts = [\"http://127.0.0.1:9\"]\nallow_loopback_http = true\n"
+        );
+        let manifest: crate::plugin::Manifest = toml::from_str(&text).unwrap();
+        HttpGrant::new("p".into(), &manifest.grants).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_caller_without_a_token_is_told_why_nothing_can_be_exchanged() {
+        let settings = CredentialSettings {
+            file: None,
+            exchange: Some(ExchangeSettings {
+                token_endpoint: "http://127.0.0.1:9/token".into(),
+                client_id: None,
+                client_secret_env: None,
+            }),
+        };
+        let c = Credentials::open(&settings).unwrap();
+        let local = Asker {
+            subject: "ada",
+            token: None,
+            came: "came over stdio as the local user,",
+        };
+        let err = c
+            .resolve("p", &grant("from = \"exchange\""), local)
+            .await
+            .err()
+            .unwrap()
+            .to_string();
+        for needed in [
+            "plugin `p`",
+            "`t`",
+            "http://127.0.0.1:9/token",
+            "stdio",
+            "no token to exchange",
+        ] {
+            assert!(err.contains(needed), "{needed}: {err}");
+        }
+        // Unless the grant lets the shared value stand in.
+        // SAFETY: no other test of this binary reads this variable.
+        unsafe { std::env::set_var("TOOLHOST_TEST_CREDENTIALS_SHARED", "shared-value") };
+        let shared =
+            grant("from = \"exchange\"\nenv = \"TOOLHOST_TEST_CREDENTIALS_SHARED\"\nfallback = \"env\"");
+        let resolved = c.resolve("p", &shared, local).await.unwrap();
+        assert!(resolved.partition.is_none() && resolved.secrets.is_none());
+    }
+
+    #[test]
+    fn an_exchange_endpoint_in_clear_to_a_remote_host_is_refused() {
+        for (endpoint, ok) in [
+            ("https://login.example/token", true),
+            ("http://127.0.0.1:8080/token", true),
+            ("http://[::1]:8080/token", true),
+            ("http://login.example/token", false),
+            ("https://u:p@login.example/token", false),
+            ("not a url", false),
+        ] {
+            let settings = ExchangeSettings {
+                token_endpoint: endpoint.into(),
+                client_id: None,
+                client_secret_env: None,
+            };
+            assert_eq!(exchange::Exchange::new(&settings).is_ok(), ok, "{endpoint}");
+        }
+    }
+
     fn values(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         pairs
             .iter()

@@ -232,6 +232,17 @@ mod tests {
     }
 
     #[test]
+    fn a_callers_token_is_never_serialised_nor_shown() {
+        let caller = Caller::verified(claims(json!({"sub": "alice"})), &[])
+            .unwrap()
+            .with_token("eyJ.secret-jwt.sig");
+        let shown = format!("{caller:?} {}", serde_json::to_string(&caller).unwrap());
+        assert!(!shown.contains("secret-jwt"), "{shown}");
+        assert!(caller.asker().token.is_some());
+        assert!(Caller::local_user().asker().token.is_none());
+    }
+
+    #[test]
     fn a_verified_caller_keeps_its_sub_and_the_named_claims_within_their_bounds() {
         let wanted = ["email".to_owned(), "groups".to_owned(), "big".to_owned()];
         let token = claims(json!({

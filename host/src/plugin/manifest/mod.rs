@@ -527,6 +527,35 @@ mod tests {
     }
 
     #[test]
+    fn a_secrets_source_is_explicit_and_its_shared_value_a_fallback_only_when_said() {
+        let secret = |lines: &str| {
+            parse(&format!(
+                "[grants]\nhttp = [\"a.example\"]\n[grants.secrets.t]\n{lines}\nheader = \"Authorization\"\n\
+                 hosts = [\"a.example\"]\n"
+            ))
+        };
+        let today = secret("env = \"T\"").unwrap();
+        assert_eq!(today.grants.secrets["t"].shared_env(), Some("T"));
+        assert!(!today.grants.secrets["t"].per_caller());
+        let own = secret("from = \"store\"").unwrap();
+        assert!(own.grants.secrets["t"].per_caller());
+        assert_eq!(own.grants.secrets["t"].shared_env(), None);
+        let fallback = secret("from = \"exchange\"\nenv = \"T\"\nfallback = \"env\"").unwrap();
+        assert_eq!(fallback.grants.secrets["t"].shared_env(), Some("T"));
+        for (lines, says) in [
+            ("", "`env` names"),
+            ("from = \"store\"\nenv = \"T\"", "set `fallback = \"env\"`"),
+            ("from = \"store\"\nfallback = \"env\"", "needs `env`"),
+            ("env = \"T\"\nfallback = \"env\"", "`fallback` is for"),
+            ("from = \"store\"\naudience = \"x\"", "`audience`"),
+            ("from = \"vault\"", "unknown variant"),
+        ] {
+            let err = secret(lines).unwrap_err();
+            assert!(err.contains(says), "{lines}: {err}");
+        }
+    }
+
+    #[test]
     fn grants_are_origins() {
         let err = parse("[grants]\nhttp = [\"*.github.com\"]\n").unwrap_err();
         assert!(err.contains("wildcards") && err.contains("line 2"), "{err}");
