@@ -16,9 +16,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use jsonwebtoken::EncodingKey;
 use serde_json::{Value, json};
-use toolhost_tests::{LoopbackServer, SeenRequest, catalog_bindings, fill_plugin_dir, runtime};
+use toolhost_tests::cluster::{KEY, KEY_ENV, Redis};
+use toolhost_tests::{LoopbackServer, SeenRequest, catalog_bindings, fill_plugin_dir, needs, runtime};
 
-use super::http_auth::{ISSUER, RESOURCE, client, es256_key, jwt, serve};
+use super::http_auth::{ISSUER, RESOURCE, client, es256_key, jwt, serve, serve_with_env};
 use super::policy::Session;
 
 /// Each caller's own token at the vendor, as the store holds it.
@@ -226,6 +227,42 @@ async fn each_caller_sees_their_own_and_never_what_was_prefetched_with_anothers_
         let text = result.to_string();
         assert!(!text.contains(ALICE_TOKEN) && !text.contains(BOB_TOKEN), "{text}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn replicas_sharing_redis_serve_a_callers_prefetch_to_that_caller_alone() {
+    needs!(Redis);
+    let vendor = vendor(&[(ALICE_TOKEN, "alice"), (BOB_TOKEN, "bob")]).await;
+    let redis = Redis::start().unwrap();
+    let cluster = format!(
+        "[credentials]\nfile = \"credentials.toml\"\n[cluster]\nredis = {}\n",
+        json!(redis.url())
+    );
+    let team = Team::new(&vendor, "from = \"store\"", &cluster).await;
+    team.store(STORE, 0o600);
+    let replica =
+        || serve_with_env(team.path(), &team.config, "127.0.0.1:0", &[], &[(KEY_ENV, KEY)]).unwrap();
+    let (a, b) = (replica(), replica());
+
+    // Alice's listing on A: her issues and their comments, prefetched with
+    // her token and shared in Redis.
+    let mut alice_on_a = Session::open(&a.base, team.token("alice")).await;
+    call(&mut alice_on_a, "get_issues", json!({})).await;
+    redis.await_prefetches(4).await;
+    // On B, Alice is served what A prefetched for her: the replicas agree
+    // on her partition.
+    let mut alice_on_b = Session::open(&b.base, team.token("alice")).await;
+    let hers = call(&mut alice_on_b, "get_issue", json!({"key": "WEB-1"})).await;
+    assert_eq!(title(&hers), "alice's WEB-1");
+    assert_eq!(gets(&vendor, "/issues/WEB-1"), [format!("Bearer {ALICE_TOKEN}")]);
+    // Bob on B is not: his call runs with his own token.
+    let mut bob_on_b = Session::open(&b.base, team.token("bob")).await;
+    let his = call(&mut bob_on_b, "get_issue", json!({"key": "WEB-1"})).await;
+    assert_eq!(title(&his), "bob's WEB-1", "{his}");
+    assert_eq!(
+        gets(&vendor, "/issues/WEB-1"),
+        [format!("Bearer {ALICE_TOKEN}"), format!("Bearer {BOB_TOKEN}")]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
