@@ -194,16 +194,18 @@ const STORE: &str =
 #[tokio::test(flavor = "multi_thread")]
 async fn each_caller_sees_their_own_and_never_what_was_prefetched_with_anothers_credential() {
     let vendor = vendor(&[(ALICE_TOKEN, "alice"), (BOB_TOKEN, "bob")]).await;
+    let audit = "[audit]\nfile = \"audit.jsonl\"\n";
     let team = Team::new(
         &vendor,
         "from = \"store\"",
-        "[credentials]\nfile = \"credentials.toml\"\n",
+        &format!("[credentials]\nfile = \"credentials.toml\"\n{audit}"),
     )
     .await;
     team.store(STORE, 0o600);
     let served = serve(team.path(), &team.config, "127.0.0.1:0", &[]).unwrap();
-    let mut alice = Session::open(&served.base, team.token("alice")).await;
-    let mut bob = Session::open(&served.base, team.token("bob")).await;
+    let (alice_jwt, bob_jwt) = (team.token("alice"), team.token("bob"));
+    let mut alice = Session::open(&served.base, alice_jwt.clone()).await;
+    let mut bob = Session::open(&served.base, bob_jwt.clone()).await;
 
     // Alice's listing plans the reads of its issues, made with her token.
     let listed = call(&mut alice, "get_issues", json!({})).await;
@@ -226,6 +228,16 @@ async fn each_caller_sees_their_own_and_never_what_was_prefetched_with_anothers_
     for result in [&listed, &hers, &his] {
         let text = result.to_string();
         assert!(!text.contains(ALICE_TOKEN) && !text.contains(BOB_TOKEN), "{text}");
+    }
+    // The audit says who called, with no credential nor token of theirs.
+    let lines = std::fs::read_to_string(team.path().join("audit.jsonl")).unwrap();
+    let subjects: Vec<Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["caller"]["subject"].clone())
+        .collect();
+    assert_eq!(subjects, ["alice", "alice", "bob"], "{lines}");
+    for secret in [ALICE_TOKEN, BOB_TOKEN, &alice_jwt, &bob_jwt] {
+        assert!(!lines.contains(secret), "{lines}");
     }
 }
 
@@ -520,9 +532,9 @@ async fn a_plugin_echoing_its_request_learns_neither_the_caller_nor_their_creden
         "k1",
         json!({"sub": "alice", "aud": RESOURCE, "iss": ISSUER, "exp": exp}),
     );
-    // Each way out the plugin has to the caller: its result's text, its
-    // structured content, its error.
-    for leak in ["text", "json", "error"] {
+    // Each way out the plugin has: its result's text, its structured
+    // content, its error, its log.
+    for leak in ["text", "json", "error", "log"] {
         let manifest = format!(
             "[grants]\nhttp = [\"{origin}\"]\n[grants.secrets.tracker]\nfrom = \"store\"\nheader = \"Authorization\"\n\
              prefix = \"Bearer \"\nhosts = [\"{origin}\"]\nallow_loopback_http = true\n\
@@ -536,6 +548,15 @@ async fn a_plugin_echoing_its_request_learns_neither_the_caller_nor_their_creden
         let mut alice = Session::open(&served.base, alice_jwt.clone()).await;
         let result = call(&mut alice, "attack", json!({})).await.to_string();
         let context = format!("leak {leak}");
+        if leak == "log" {
+            // What the plugin logs goes to the host's log, redacted too.
+            let log = served.wait_for("[redacted:tracker]").join("\n");
+            assert!(
+                !log.contains(ALICE_TOKEN) && !log.contains(&alice_jwt),
+                "{context}: {log}"
+            );
+            continue;
+        }
         assert!(
             !result.contains(ALICE_TOKEN),
             "{context}: the credential leaked: {result}"

@@ -28,7 +28,7 @@ pub(super) struct Running {
 }
 
 impl Running {
-    fn log(&self) -> String {
+    pub(super) fn log(&self) -> String {
         self.served.log_text()
     }
 

@@ -334,6 +334,26 @@ mod tests {
     }
 
     #[test]
+    fn the_credential_store_is_beside_the_configuration_and_the_exchange_parses() {
+        let config = parse(
+            "[credentials]\nfile = \"credentials.toml\"\n[credentials.exchange]\n\
+             token_endpoint = \"https://login.example/token\"\nclient_id = \"toolhost\"\n",
+        )
+        .unwrap();
+        let settings = config.credentials.unwrap().settings();
+        let file = settings.file.unwrap();
+        assert!(
+            file.is_absolute() && file.ends_with("credentials.toml"),
+            "{}",
+            file.display()
+        );
+        let exchange = settings.exchange.unwrap();
+        assert_eq!(exchange.token_endpoint, "https://login.example/token");
+        assert_eq!(exchange.client_id.as_deref(), Some("toolhost"));
+        assert!(parse("[credentials]\nfiel = \"a\"\n").is_err());
+    }
+
+    #[test]
     fn the_audit_and_identity_claims_parse_and_the_file_is_beside_the_configuration() {
         let policy = parse("[policy]\nfile = \"team.cedar\"\n")
             .unwrap()
