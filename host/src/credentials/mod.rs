@@ -146,7 +146,7 @@ impl Credentials {
                     "plugin `{plugin}`: secret `{}` is each caller's own (from = \"{}\"), and no {table} \
                      is configured",
                     secret.name,
-                    source_name(secret.from)
+                    secret.from.as_str()
                 )));
             }
         }
@@ -242,14 +242,6 @@ impl Credentials {
         let mut id = [0u8; PARTITION_BYTES];
         id.copy_from_slice(&tag[..PARTITION_BYTES]);
         id
-    }
-}
-
-fn source_name(from: SecretSource) -> &'static str {
-    match from {
-        SecretSource::Env => "env",
-        SecretSource::Store => "store",
-        SecretSource::Exchange => "exchange",
     }
 }
 

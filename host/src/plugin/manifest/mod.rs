@@ -323,6 +323,17 @@ pub enum SecretSource {
     Exchange,
 }
 
+impl SecretSource {
+    /// As the grant spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Env => "env",
+            Self::Store => "store",
+            Self::Exchange => "exchange",
+        }
+    }
+}
+
 /// What a caller's own secret falls back to when they have none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
