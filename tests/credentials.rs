@@ -581,3 +581,172 @@ async fn a_plugin_echoing_its_request_learns_neither_the_caller_nor_their_creden
         assert!(!text.contains(&alice_jwt) && !text.contains("alice"), "{text}");
     }
 }
+
+/// An upstream MCP server over streamable HTTP that answers `whoami` with
+/// the owner of the bearer token it was called with, and records each
+/// call's token and MCP session.
+mod account {
+    use std::sync::{Arc, Mutex};
+
+    use axum::http::request::Parts;
+    use rmcp::model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
+        PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    };
+    use rmcp::service::{RequestContext, RoleServer};
+    use rmcp::{ErrorData, ServerHandler};
+    use serde_json::json;
+
+    /// (token → owner), and each call's (`Authorization`, MCP session).
+    #[derive(Clone, Default)]
+    pub struct Account {
+        pub owners: Vec<(String, String)>,
+        pub calls: Arc<Mutex<Vec<(String, String)>>>,
+    }
+
+    impl ServerHandler for Account {
+        fn get_info(&self) -> ServerConfig {
+            ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        }
+
+        async fn list_tools(
+            &self,
+            _request: Option<PaginatedRequestParams>,
+            _context: RequestContext<RoleServer>,
+        ) -> Result<ListToolsResult, ErrorData> {
+            let schema = json!({"type": "object", "properties": {}});
+            let tool = Tool::new(
+                "whoami",
+                "Who the server is talking to",
+                Arc::new(schema.as_object().unwrap().clone()),
+            );
+            Ok(ListToolsResult::with_all_items(vec![tool]))
+        }
+
+        async fn call_tool(
+            &self,
+            _request: CallToolRequestParams,
+            context: RequestContext<RoleServer>,
+        ) -> Result<CallToolResponse, ErrorData> {
+            let parts = context.extensions.get::<Parts>().expect("an HTTP request");
+            let header = |name: &str| {
+                parts
+                    .headers
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            let auth = header("authorization");
+            self.calls
+                .lock()
+                .unwrap()
+                .push((auth.clone(), header("mcp-session-id")));
+            let owner = self.owners.iter().find(|(t, _)| format!("Bearer {t}") == auth);
+            Ok(match owner {
+                Some((_, owner)) => {
+                    CallToolResult::success(vec![ContentBlock::text(format!("you are {owner}"))])
+                }
+                None => CallToolResult::error(vec![ContentBlock::text("who are you?")]),
+            }
+            .into())
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_upstream_acting_as_each_caller_gets_their_exchanged_token_over_a_session_of_their_own() {
+    let account = account::Account {
+        owners: vec![
+            (ALICE_EXCHANGED.to_owned(), "alice".to_owned()),
+            (BOB_EXCHANGED.to_owned(), "bob".to_owned()),
+        ],
+        ..Default::default()
+    };
+    let url = toolhost_tests::mcp_on_loopback(account.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let (key, jwk) = es256_key("k1");
+    std::fs::write(dir.path().join("jwks.json"), json!({"keys": [jwk]}).to_string()).unwrap();
+    let exp = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() + 600;
+    let token = |sub: &str| {
+        jwt(
+            &key,
+            "k1",
+            json!({"sub": sub, "aud": RESOURCE, "iss": ISSUER, "exp": exp}),
+        )
+    };
+    let (alice_jwt, bob_jwt, mallory_jwt) = (token("alice"), token("bob"), token("mallory"));
+    let endpoint = token_endpoint(vec![
+        (alice_jwt.clone(), ALICE_EXCHANGED),
+        (bob_jwt.clone(), BOB_EXCHANGED),
+    ])
+    .await;
+    let config = |upstream: &str| {
+        format!(
+            "root = \".\"\n[auth]\n[auth.oauth]\nresource = \"{RESOURCE}\"\nissuer = \"{ISSUER}\"\n\
+             jwks_file = \"jwks.json\"\n[credentials.exchange]\ntoken_endpoint = \"http://{}/token\"\n\
+             [[upstream]]\nname = \"acct\"\n{upstream}\ncredential = \"exchange\"\n",
+            endpoint.addr
+        )
+    };
+    // A stdio server is one process with one identity: refused at start.
+    let log = serve(dir.path(), &config("command = \"cat\""), "127.0.0.1:0", &[])
+        .err()
+        .expect("the start is refused");
+    assert!(
+        log.contains("upstream `acct`") && log.contains("stdio server is one process"),
+        "{log}"
+    );
+
+    let served = serve(
+        dir.path(),
+        &config(&format!("url = \"{url}\"")),
+        "127.0.0.1:0",
+        &[],
+    )
+    .unwrap();
+    let mut alice = Session::open(&served.base, alice_jwt.clone()).await;
+    let mut bob = Session::open(&served.base, bob_jwt.clone()).await;
+    let whoami = async |session: &mut Session<'_>| {
+        let result = call(session, "whoami", json!({})).await;
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert_eq!(whoami(&mut alice).await, "you are alice");
+    assert_eq!(whoami(&mut bob).await, "you are bob");
+    assert_eq!(whoami(&mut alice).await, "you are alice");
+    // One exchange and one session per caller: Alice's two calls went over
+    // one session, Bob's over another.
+    assert_eq!(endpoint.seen.lock().unwrap().len(), 2);
+    let calls = account.calls.lock().unwrap().clone();
+    let auth: Vec<&str> = calls.iter().map(|(a, _)| a.as_str()).collect();
+    let bearer = |t: &str| format!("Bearer {t}");
+    assert_eq!(
+        auth,
+        [
+            bearer(ALICE_EXCHANGED),
+            bearer(BOB_EXCHANGED),
+            bearer(ALICE_EXCHANGED)
+        ]
+    );
+    assert_eq!(calls[0].1, calls[2].1, "{calls:?}");
+    assert_ne!(calls[0].1, calls[1].1, "{calls:?}");
+    // A refused exchange is Mallory's tool error, naming the upstream, the
+    // endpoint and the code, never a token.
+    let mut mallory = Session::open(&served.base, mallory_jwt.clone()).await;
+    let refused = call(&mut mallory, "whoami", json!({})).await;
+    assert_eq!(refused["isError"], true, "{refused}");
+    let text = refused["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("upstream `acct`") && text.contains("`invalid_grant`"),
+        "{text}"
+    );
+    assert!(!text.contains(&mallory_jwt), "{text}");
+    assert_eq!(
+        account.calls.lock().unwrap().len(),
+        3,
+        "no call went without a token"
+    );
+}

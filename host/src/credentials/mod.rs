@@ -64,12 +64,47 @@ pub(crate) struct Asker<'a> {
     pub(crate) came: &'a str,
 }
 
-/// One call's credentials for one plugin.
+/// One call's credentials for its backend.
 pub(crate) struct Resolved {
     /// The partition its answers belong to; `None`, the shared one.
     pub(crate) partition: Option<[u8; PARTITION_BYTES]>,
-    /// The values lent to the plugin's store for the call.
-    pub(crate) secrets: Option<Arc<CallSecrets>>,
+    /// What the call's backend is lent of its caller's.
+    pub(crate) lent: Option<Lent>,
+}
+
+/// A caller's own credential, lent to one call's backend.
+#[derive(Clone)]
+pub(crate) enum Lent {
+    /// A plugin's per-caller secrets, for its store during `execute`.
+    Plugin(Arc<CallSecrets>),
+    /// An upstream server's exchanged token, for the caller's session.
+    Upstream(Arc<str>),
+}
+
+impl Lent {
+    /// Each value by name, for the gate.
+    pub(crate) fn values(&self) -> Vec<(&str, &str)> {
+        match self {
+            Self::Plugin(secrets) => secrets.values().collect(),
+            Self::Upstream(token) => vec![("authorization", token)],
+        }
+    }
+
+    /// A plugin's secrets, if that is what is lent.
+    pub(crate) fn plugin(&self) -> Option<Arc<CallSecrets>> {
+        match self {
+            Self::Plugin(secrets) => Some(secrets.clone()),
+            Self::Upstream(_) => None,
+        }
+    }
+
+    /// An upstream's token, if that is what is lent.
+    pub(crate) fn upstream(&self) -> Option<&str> {
+        match self {
+            Self::Upstream(token) => Some(token),
+            Self::Plugin(_) => None,
+        }
+    }
 }
 
 impl Resolved {
@@ -77,7 +112,15 @@ impl Resolved {
     pub(crate) fn shared() -> Self {
         Self {
             partition: None,
-            secrets: None,
+            lent: None,
+        }
+    }
+
+    /// An upstream call with the caller's exchanged `token`.
+    pub(crate) fn upstream(token: String, partition: [u8; PARTITION_BYTES]) -> Self {
+        Self {
+            partition: Some(partition),
+            lent: Some(Lent::Upstream(token.into())),
         }
     }
 }
@@ -153,6 +196,18 @@ impl Credentials {
         Ok(())
     }
 
+    /// Whether an upstream server acting as each caller can: it needs
+    /// `[credentials.exchange]`.
+    pub(crate) fn check_upstream(settings: Option<&Self>, name: &str) -> Result<(), CredentialError> {
+        if settings.is_some_and(|s| s.exchange.is_some()) {
+            return Ok(());
+        }
+        Err(CredentialError(format!(
+            "upstream `{name}` acts as each caller (credential = \"exchange\"), and no \
+             [credentials.exchange] is configured"
+        )))
+    }
+
     /// The values of `plugin`'s per-caller secrets for a call by `who`, and
     /// the partition they put its answers in. A caller with none for a
     /// secret that has no shared fallback is refused, naming the plugin,
@@ -221,8 +276,38 @@ impl Credentials {
         let secrets = grant.call_secrets(values).map_err(CredentialError)?;
         Ok(Resolved {
             partition: Some(partition),
-            secrets: Some(Arc::new(secrets)),
+            lent: Some(Lent::Plugin(Arc::new(secrets))),
         })
+    }
+
+    /// A token for upstream server `name` (for `audience`) in exchange for
+    /// `who`'s, and the partition it puts the call's answers in. A caller
+    /// with no token to exchange is refused, saying why.
+    pub(crate) async fn upstream_token(
+        &self,
+        name: &str,
+        audience: &str,
+        who: Asker<'_>,
+    ) -> Result<(String, [u8; PARTITION_BYTES]), CredentialError> {
+        let refused = |why: String| CredentialError(format!("upstream `{name}`: {why}"));
+        let exchange = self.exchange.as_ref().ok_or_else(|| {
+            refused("it acts as each caller, and no [credentials.exchange] is configured".into())
+        })?;
+        let Some(token) = who.token else {
+            return Err(refused(format!(
+                "it acts as each caller with their bearer token exchanged at {}, and caller `{}` {} so has \
+                 no token to exchange: serve them over HTTP with [auth.oauth]",
+                exchange.endpoint(),
+                crate::bounds::shown(who.subject),
+                who.came
+            )));
+        };
+        let issued = exchange.token(token, audience).await.map_err(refused)?;
+        let partition = self.partition(
+            &format!("upstream {name}"),
+            &[("token".to_owned(), issued.clone())],
+        );
+        Ok((issued, partition))
     }
 
     /// The keyed hash of `values` for `plugin`: each part length-prefixed,
@@ -307,7 +392,7 @@ mod tests {
         let shared =
             grant("from = \"exchange\"\nenv = \"TOOLHOST_TEST_CREDENTIALS_SHARED\"\nfallback = \"env\"");
         let resolved = c.resolve("p", &shared, local).await.unwrap();
-        assert!(resolved.partition.is_none() && resolved.secrets.is_none());
+        assert!(resolved.partition.is_none() && resolved.lent.is_none());
     }
 
     #[test]

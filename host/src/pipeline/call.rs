@@ -63,10 +63,11 @@ use super::control::{CallControl, error_text};
 use super::policy::{Decision, Policy};
 use super::validate;
 use crate::bounds::{MAX_QUOTED, excerpt, label};
+use crate::credentials::Lent;
 use crate::enrich::Enrichers;
 use crate::gate::Gate;
 use crate::output::{Block, CallOutput, ToolError};
-use crate::plugin::{BeforeCallDecision, CallSecrets, Hooks};
+use crate::plugin::{BeforeCallDecision, Hooks};
 use crate::speculation::cache::Partition;
 use crate::speculation::{Admit, Engine, Observed, Served, Target};
 use crate::tools::FileText;
@@ -92,8 +93,8 @@ pub(super) async fn call(
     };
     // The caller's own secret values, in every form the gate knows, as the
     // shared ones are: a plugin cannot get them past by encoding them.
-    let Some(secrets) = lent else { return outcome };
-    let own = Gate::new(secrets.values());
+    let Some(lent) = lent else { return outcome };
+    let own = Gate::new(lent.values());
     match outcome {
         Ok(output) => Ok(own.result(name, max, output)),
         Err(e) => Err(own.error(e)),
@@ -107,7 +108,7 @@ async fn run(
     ctx: &CallControl,
     policy: Option<&Arc<Policy>>,
     noted: &mut Noted,
-    lent: &mut Option<Arc<CallSecrets>>,
+    lent: &mut Option<Lent>,
 ) -> Result<CallOutput, ToolError> {
     let judged = policy.map(|p| (&**p, &ctx.caller));
     let (bound, args) = prepare(&generation.core, name, args, judged, &mut noted.decision).await?;
@@ -316,7 +317,7 @@ async fn run_kept(
     backend: &Backend,
     name: &str,
     args: Map<String, Value>,
-    (partition, secrets): (Partition, Option<Arc<CallSecrets>>),
+    (partition, secrets): (Partition, Option<Lent>),
     ctx: &CallControl,
 ) -> Result<CallOutput, ToolError> {
     let start = Instant::now();

@@ -39,13 +39,13 @@ use super::caller::Caller;
 use super::control::CallControl;
 use super::policy::{Origin, Policy, ToolFacts};
 use crate::catalog::{base_catalog, base_tool};
-use crate::credentials::{CredentialError, Credentials, Resolved};
+use crate::credentials::{CredentialError, Credentials, Lent, Resolved};
 use crate::enrich::{EnrichedTool, Enrichers, Hidden, Listing, Owner};
 use crate::gate::Gate;
 use crate::output::{CallOutput, ToolError};
 use crate::ownership::{self, Binding, Claim, Names, Refusal};
 use crate::pin;
-use crate::plugin::{CallSecrets, Hooks, Plugin, ToolDefinition};
+use crate::plugin::{Hooks, Plugin, ToolDefinition};
 use crate::speculation::{self, Engine};
 use crate::tool::{ToolAnnotations, ToolMeta, ToolSpec};
 use crate::tools::facts::WHOLE_FILE;
@@ -125,15 +125,16 @@ pub(super) enum Backend {
 }
 
 impl Backend {
-    /// Run `name` on this backend, as it is called: cancelled by `ctx`; a
-    /// plugin's requests carry `secrets`, its caller's own values of its
-    /// per-caller secrets ([`Core::resolve`]).
+    /// Run `name` on this backend, as it is called: cancelled by `ctx`;
+    /// with `lent`, the caller's own credential ([`Core::resolve`]): a
+    /// plugin's requests carry its per-caller secrets, an upstream's call
+    /// goes over the caller's session.
     pub(super) async fn execute(
         &self,
         name: &str,
         args: Map<String, Value>,
         ctx: &CallControl,
-        secrets: Option<Arc<CallSecrets>>,
+        lent: Option<Lent>,
     ) -> Result<CallOutput, ToolError> {
         match self {
             Backend::Native(native) => {
@@ -152,7 +153,8 @@ impl Backend {
                     _ = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
                     r = async {
                         ctx.wait_turn().await;
-                        server.call(remote, args, ctx.client.clone(), ctx.progress.clone()).await
+                        let token = lent.as_ref().and_then(Lent::upstream);
+                        server.call(remote, args, ctx.client.clone(), ctx.progress.clone(), token).await
                     } => r,
                 }
             }
@@ -175,7 +177,7 @@ impl Backend {
                         flag,
                         ctx.progress.clone(),
                         ctx.background.clone(),
-                        secrets,
+                        lent.as_ref().and_then(Lent::plugin),
                     )
                     .await;
                 watcher.abort();
@@ -233,27 +235,34 @@ impl Core {
         tool: &str,
         caller: Option<&Caller>,
     ) -> Result<Resolved, CredentialError> {
-        let (
-            Some(Bound {
-                backend: Backend::Plugin(plugin, _),
-                ..
-            }),
-            Some(caller),
-        ) = (self.tools.get(tool), caller)
-        else {
+        let (Some(bound), Some(caller)) = (self.tools.get(tool), caller) else {
             return Ok(Resolved::shared());
         };
-        let grant = plugin.http_grant();
-        if grant.per_caller().is_empty() {
-            return Ok(Resolved::shared());
+        let configured = |source: String| {
+            self.credentials.as_deref().ok_or_else(|| {
+                CredentialError(format!(
+                    "{source} acts as each caller, and no [credentials] are configured"
+                ))
+            })
+        };
+        match &bound.backend {
+            Backend::Plugin(plugin, _) if !plugin.http_grant().per_caller().is_empty() => {
+                configured(format!("plugin `{}`", plugin.name))?
+                    .resolve(&plugin.name, plugin.http_grant(), caller.asker())
+                    .await
+            }
+            Backend::Upstream(server, _) => {
+                let Some(per_caller) = &server.config.per_caller else {
+                    return Ok(Resolved::shared());
+                };
+                let name = &server.config.name;
+                let (token, partition) = configured(format!("upstream `{name}`"))?
+                    .upstream_token(name, &per_caller.audience, caller.asker())
+                    .await?;
+                Ok(Resolved::upstream(token, partition))
+            }
+            _ => Ok(Resolved::shared()),
         }
-        let credentials = self.credentials.as_deref().ok_or_else(|| {
-            CredentialError(format!(
-                "plugin `{}`: its secrets are each caller's own, and no [credentials] are configured",
-                plugin.name
-            ))
-        })?;
-        credentials.resolve(&plugin.name, grant, caller.asker()).await
     }
 
     /// The plugin that serves `tool`, if a plugin does (its own tool, or a
@@ -342,6 +351,9 @@ impl Generation {
     ) -> Result<Self, CatalogError> {
         for plugin in &sources.plugins {
             Credentials::check(options.credentials.as_deref(), &plugin.name, plugin.http_grant())?;
+        }
+        for server in sources.upstreams.iter().filter(|u| u.config.per_caller.is_some()) {
+            Credentials::check_upstream(options.credentials.as_deref(), &server.config.name)?;
         }
         let (specs, refused) = gather(sources)?;
         let enrichers = Enrichers::new(&sources.plugins);

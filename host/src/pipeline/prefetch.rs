@@ -41,8 +41,8 @@ use super::call::{Prefetch, prepare};
 use super::caller::Caller;
 use super::catalog::{Backend, Bound, Core};
 use super::control::{CallControl, error_text};
+use crate::credentials::Lent;
 use crate::output::CallOutput;
-use crate::plugin::CallSecrets;
 use crate::priority::Background;
 use crate::speculation::Target;
 use crate::speculation::cache::Partition;
@@ -57,11 +57,12 @@ impl Target for Core {
     type Answer = CallOutput;
     /// The caller a call is made for; `None`, the host itself.
     type Principal = Option<Caller>;
-    /// The values of the plugin's per-caller secrets, if the call has any.
-    type Credential = Option<Arc<CallSecrets>>;
+    /// The caller's own credential the backend is lent, if the call has one.
+    type Credential = Option<Lent>;
 
-    /// A plugin's tool with secrets each caller brings runs with the
-    /// caller's values, in the partition of their keyed hash; every other
+    /// A plugin's tool with secrets each caller brings, or an upstream's
+    /// acting as each caller, runs with the caller's own, in the partition
+    /// of its keyed hash; every other
     /// call runs with the host's own credentials, the same for each caller:
     /// the shared partition. A prefetch (`who` is the caller whose call
     /// planned it) runs with that caller's.
@@ -76,7 +77,7 @@ impl Target for Core {
                 .await
                 .map_err(|e| e.to_string())?;
             let partition = resolved.partition.map_or(Partition::SHARED, Partition::of);
-            Ok((partition, resolved.secrets))
+            Ok((partition, resolved.lent))
         })
     }
 
