@@ -3,17 +3,20 @@
 //! call from the operator's credential store (`store`) or by exchanging the
 //! caller's verified bearer token at the token endpoint (`exchange`, RFC
 //! 8693), and the partition of the speculation cache those values put the
-//! call's answers in ([`Resolved::partition`]).
+//! call's answers in ([`Resolved::partition`]); likewise the exchanged
+//! token of an upstream server that acts as each caller
+//! ([`Credentials::upstream_token`]).
 //!
 //! Owns the resolution and the partition's keyed hash. Not here: how the
 //! values reach a request (`plugin::http`, which injects and redacts them
-//! host-side, out of the plugin's view), who the caller is (`pipeline`'s
+//! host-side, out of the plugin's view; `upstream`, which opens the
+//! caller's session with the token), who the caller is (`pipeline`'s
 //! `Caller`, which hands over only its subject and its token), nor the
 //! cache that is partitioned (`speculation`).
 //!
 //! A partition is an HMAC-SHA-256, under a key of this process (or, in a
 //! cluster, one derived from the replicas' shared key, so replicas agree),
-//! of the plugin's name and the values resolved, cut to 128 bits: the same
+//! of the plugin's (or server's) name and the values resolved, cut to 128 bits: the same
 //! values always give the same partition, and the partition gives nothing
 //! of the values back. A call that resolves no value of its own (every
 //! secret shared, or a caller's own falling back to the shared value)

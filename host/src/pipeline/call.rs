@@ -35,11 +35,12 @@
 //! result within the caps and redacted, an error's text redacted, of the
 //! host's secrets and of the caller's own values the call ran with.
 //!
-//! A plugin's secrets each caller brings are resolved for the call's
-//! caller (`Core::resolve`, through [`Target::credential`]) after the
-//! call is prepared and decided, and lent to the backend for its
-//! execution alone; a caller with none gets the resolution's error as the
-//! call's error result, naming the plugin and what to set up.
+//! A caller's own credential (a plugin's per-caller secrets, an upstream's
+//! exchanged token) is resolved for the call's caller (`Core::resolve`,
+//! through [`Target::credential`]) after the call is prepared and decided,
+//! and lent to the backend for its execution alone; a caller with none
+//! gets the resolution's error as the call's error result, naming the
+//! plugin or server and what to set up.
 //!
 //! A real native read that was not served runs whole ([`run_kept`]) and
 //! leaves its file in the cache as a [`Prefetch::File`], for the reads
@@ -91,8 +92,8 @@ pub(super) async fn call(
         Ok(output) => Ok(gate.result(name, max, output)),
         Err(e) => Err(gate.error(e)),
     };
-    // The caller's own secret values, in every form the gate knows, as the
-    // shared ones are: a plugin cannot get them past by encoding them.
+    // The caller's own credential, in every form the gate knows, as the
+    // host's are: a backend cannot get it past by encoding it.
     let Some(lent) = lent else { return outcome };
     let own = Gate::new(lent.values());
     match outcome {
@@ -117,12 +118,12 @@ async fn run(
     }
     let engine = generation.speculation.as_ref();
     let who = Some(ctx.caller.clone());
-    let (partition, secrets) = generation
+    let (partition, credential) = generation
         .core
         .credential(name, &who)
         .await
         .map_err(ToolError::Failed)?;
-    lent.clone_from(&secrets);
+    lent.clone_from(&credential);
     if let Some(engine) = engine {
         engine.invalidate_for(name).await;
     }
@@ -144,12 +145,12 @@ async fn run(
         (Served::Run, Some(engine)) => {
             let _first = engine.running();
             if engine.keeps(name) {
-                run_kept(engine, &bound.backend, name, args, (partition, secrets), ctx).await
+                run_kept(engine, &bound.backend, name, args, (partition, credential), ctx).await
             } else {
-                bound.backend.execute(name, args, ctx, secrets).await
+                bound.backend.execute(name, args, ctx, credential).await
             }
         }
-        (Served::Run, None) => bound.backend.execute(name, args, ctx, secrets).await,
+        (Served::Run, None) => bound.backend.execute(name, args, ctx, credential).await,
     };
     let mut result = match ran {
         Ok(result) => result,
@@ -317,7 +318,7 @@ async fn run_kept(
     backend: &Backend,
     name: &str,
     args: Map<String, Value>,
-    (partition, secrets): (Partition, Option<Lent>),
+    (partition, credential): (Partition, Option<Lent>),
     ctx: &CallControl,
 ) -> Result<CallOutput, ToolError> {
     let start = Instant::now();
@@ -326,7 +327,7 @@ async fn run_kept(
         Backend::Native(_) => return backend.execute(name, args, ctx, None).await,
         // A remote read: kept for its exact repeats, unless it failed.
         _ => {
-            let result = backend.execute(name, args.clone(), ctx, secrets).await?;
+            let result = backend.execute(name, args.clone(), ctx, credential).await?;
             if result.is_error {
                 return Ok(result);
             }

@@ -62,10 +62,10 @@ impl Target for Core {
 
     /// A plugin's tool with secrets each caller brings, or an upstream's
     /// acting as each caller, runs with the caller's own, in the partition
-    /// of its keyed hash; every other
-    /// call runs with the host's own credentials, the same for each caller:
-    /// the shared partition. A prefetch (`who` is the caller whose call
-    /// planned it) runs with that caller's.
+    /// of its keyed hash; every other call runs with the host's own
+    /// credentials, the same for each caller: the shared partition. A
+    /// prefetch (`who` is the caller whose call planned it) runs with that
+    /// caller's.
     fn credential<'a>(
         &'a self,
         tool: &'a str,
