@@ -8,6 +8,8 @@ use toolhost_tests::{JIRA_SIDECAR, guest, needs, plugin_dir, run, run_configured
 
 #[path = "audit.rs"]
 mod audit;
+#[path = "credentials.rs"]
+mod credentials;
 #[path = "http_auth.rs"]
 mod http_auth;
 #[path = "http_front.rs"]

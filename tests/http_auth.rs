@@ -28,7 +28,7 @@ pub(super) struct Running {
 }
 
 impl Running {
-    fn log(&self) -> String {
+    pub(super) fn log(&self) -> String {
         self.served.log_text()
     }
 
@@ -41,6 +41,18 @@ impl Running {
 /// Start `toolhost serve --http ADDR` in `dir` with `config` as its
 /// configuration and wait for its address; `Err(stderr)` if it exits.
 pub(super) fn serve(dir: &Path, config: &str, addr: &str, extra: &[&str]) -> Result<Running, String> {
+    serve_with_env(dir, config, addr, extra, &[])
+}
+
+/// [`serve`], with `env` set in the child's environment (a replica's
+/// cluster key).
+pub(super) fn serve_with_env(
+    dir: &Path,
+    config: &str,
+    addr: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Result<Running, String> {
     let config_path = dir.join("toolhost.toml");
     std::fs::create_dir_all(dir.join("plugins")).unwrap();
     std::fs::write(&config_path, config).unwrap();
@@ -52,7 +64,8 @@ pub(super) fn serve(dir: &Path, config: &str, addr: &str, extra: &[&str]) -> Res
         .arg("--plugins")
         .arg(dir.join("plugins"))
         .args(["serve", "--http", addr])
-        .args(extra);
+        .args(extra)
+        .envs(env.iter().copied());
     match Served::start(command) {
         Ok(served) => Ok(Running {
             base: format!("http://127.0.0.1:{}", served.addr.port()),

@@ -25,20 +25,23 @@ when { resource.source == "native" && resource.side_effect == "mutates-local" };
 "#;
 
 /// An MCP session over HTTP as the holder of one token.
-struct Session<'a> {
+pub(super) struct Session<'a> {
     base: &'a str,
     token: String,
-    id: String,
+    /// `None` when the host serves without sessions (a cluster's replica).
+    id: Option<String>,
     next: u64,
 }
 
 impl<'a> Session<'a> {
-    async fn open(base: &'a str, token: String) -> Self {
+    pub(super) async fn open(base: &'a str, token: String) -> Self {
         let (status, headers, _) = post(base, Some(&token), None, initialize()).await;
         assert_eq!(status, 200);
-        let id = headers["mcp-session-id"].to_str().unwrap().to_owned();
+        let id = headers
+            .get("mcp-session-id")
+            .map(|id| id.to_str().unwrap().to_owned());
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        post(base, Some(&token), Some(&id), initialized).await;
+        post(base, Some(&token), id.as_deref(), initialized).await;
         Self {
             base,
             token,
@@ -47,10 +50,15 @@ impl<'a> Session<'a> {
         }
     }
 
-    async fn request(&mut self, method: &str, params: Value) -> Value {
+    /// The session's id, for a request sent by hand.
+    pub(super) fn id(&self) -> &str {
+        self.id.as_deref().expect("a session")
+    }
+
+    pub(super) async fn request(&mut self, method: &str, params: Value) -> Value {
         self.next += 1;
         let message = json!({"jsonrpc": "2.0", "id": self.next, "method": method, "params": params});
-        let (status, _, answer) = post(self.base, Some(&self.token), Some(&self.id), message).await;
+        let (status, _, answer) = post(self.base, Some(&self.token), self.id.as_deref(), message).await;
         assert_eq!(status, 200, "{answer:?}");
         let answer = answer.unwrap();
         // A denial is a tool's error result, never a protocol error.

@@ -87,6 +87,47 @@ pub struct Config {
     pub pin: PinConfig,
     /// Who may call which tool; absent, every caller may call every tool.
     pub policy: Option<PolicyConfig>,
+    /// Where callers' own credentials come from (a plugin secret's
+    /// `from = "store"` or `"exchange"`); absent, nowhere.
+    pub credentials: Option<CredentialsConfig>,
+}
+
+/// The `[credentials]` table.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CredentialsConfig {
+    /// The operator's credential store (relative to the configuration
+    /// file's directory): caller subject → plugin → secret → value, mode
+    /// 0600, read again when it changes.
+    pub file: Option<PathBuf>,
+    /// The token endpoint callers' bearer tokens are exchanged at.
+    pub exchange: Option<ExchangeConfig>,
+}
+
+/// The `[credentials.exchange]` table (RFC 8693).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExchangeConfig {
+    /// The identity provider's token endpoint: https, or http to loopback.
+    pub token_endpoint: String,
+    /// The host's client id there.
+    pub client_id: Option<String>,
+    /// The environment variable holding the client's secret.
+    pub client_secret_env: Option<String>,
+}
+
+impl CredentialsConfig {
+    /// As the library takes them.
+    pub fn settings(&self) -> toolhost::CredentialSettings {
+        toolhost::CredentialSettings {
+            file: self.file.clone(),
+            exchange: self.exchange.as_ref().map(|e| toolhost::ExchangeSettings {
+                token_endpoint: e.token_endpoint.clone(),
+                client_id: e.client_id.clone(),
+                client_secret_env: e.client_secret_env.clone(),
+            }),
+        }
+    }
 }
 
 /// The `[policy]` table.
@@ -167,6 +208,9 @@ impl Config {
         }
         if let Some(policy) = &mut config.policy {
             policy.file = base.join(&policy.file);
+        }
+        if let Some(credentials) = &mut config.credentials {
+            credentials.file = credentials.file.as_ref().map(|f| base.join(f));
         }
         config.trust.resolve_paths(base);
         config.speculation.stats_file = config.speculation.stats_file.map(|p| base.join(p));
@@ -287,6 +331,26 @@ mod tests {
         assert!(parse("[pin]\non_change = \"show\"\n").is_err());
         let set = parse("[speculation]\nstats_file = \"s.json\"\n").unwrap();
         assert!(set.stats_file().unwrap().ends_with("s.json"));
+    }
+
+    #[test]
+    fn the_credential_store_is_beside_the_configuration_and_the_exchange_parses() {
+        let config = parse(
+            "[credentials]\nfile = \"credentials.toml\"\n[credentials.exchange]\n\
+             token_endpoint = \"https://login.example/token\"\nclient_id = \"toolhost\"\n",
+        )
+        .unwrap();
+        let settings = config.credentials.unwrap().settings();
+        let file = settings.file.unwrap();
+        assert!(
+            file.is_absolute() && file.ends_with("credentials.toml"),
+            "{}",
+            file.display()
+        );
+        let exchange = settings.exchange.unwrap();
+        assert_eq!(exchange.token_endpoint, "https://login.example/token");
+        assert_eq!(exchange.client_id.as_deref(), Some("toolhost"));
+        assert!(parse("[credentials]\nfiel = \"a\"\n").is_err());
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Building a [`Toolhost`] from the configuration: the plugin directory,
 //! the native tools' root and web policy, upstream servers, catalog
-//! bindings, the audit and the policy. Shared by `toolhost serve`, `call` and `tools`: the
+//! bindings, the audit, the policy and callers' credentials. Shared by `toolhost serve`, `call` and `tools`: the
 //! configuration read into a [`toolhost::ToolhostBuilder`], the one way a
 //! host is assembled.
 //!
@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use crate::config::Config;
 use toolhost::Audit;
 use toolhost::Cluster;
+use toolhost::Credentials;
 use toolhost::Policy;
 use toolhost::Toolhost;
 use toolhost::plugin::Runtime;
@@ -67,6 +68,13 @@ pub async fn build(
         .as_ref()
         .map(|p| Policy::read(&p.file))
         .transpose()?;
+    // Checked and read before anything is loaded: an unsafe store names
+    // its file.
+    let credentials = config
+        .credentials
+        .as_ref()
+        .map(|c| Credentials::open(&c.settings()))
+        .transpose()?;
     let root = match &config.root {
         Some(dir) => dir.clone(),
         None => std::env::current_dir()?,
@@ -91,6 +99,9 @@ pub async fn build(
     }
     if let Some(policy) = policy {
         builder = builder.policy(policy);
+    }
+    if let Some(credentials) = credentials {
+        builder = builder.credentials(credentials);
     }
     for server in &config.upstream {
         builder = builder.upstream(server.clone());

@@ -115,6 +115,8 @@
 #[doc(no_inline)]
 pub use cluster::{Cluster, ClusterConfig};
 #[doc(no_inline)]
+pub use credentials::{CredentialError, CredentialSettings, Credentials, ExchangeSettings};
+#[doc(no_inline)]
 pub use output::{Block, Body, CallOutput, ToolError};
 #[doc(no_inline)]
 pub use pipeline::{
@@ -154,6 +156,7 @@ pub mod fuzzing;
 
 mod args_edit;
 mod cluster;
+mod credentials;
 mod gate;
 mod http_client;
 mod json_structure;

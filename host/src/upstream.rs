@@ -35,6 +35,7 @@
 //! or refused when that session cannot be told (`relay`).
 
 mod bounded;
+mod callers;
 mod gateway;
 mod listing;
 mod relay;
@@ -118,6 +119,19 @@ pub struct UpstreamConfig {
     pub max_message_bytes: usize,
     /// The most tools the server may list: the rest are not served.
     pub max_tools: usize,
+    /// `credential = "exchange"`: each caller's calls go over a session of
+    /// their own, with their bearer token exchanged for one meant for this
+    /// server (`audience`) as its `Authorization` (`callers`). Only for a
+    /// `url` server: a stdio server is one process, one identity.
+    pub per_caller: Option<PerCallerUpstream>,
+}
+
+/// What an upstream acting as each caller asks the token exchange for.
+#[derive(Debug, Clone)]
+pub struct PerCallerUpstream {
+    /// The `audience` (and `resource`) of the exchange: by default the
+    /// server's origin.
+    pub audience: String,
 }
 
 impl UpstreamConfig {
@@ -195,6 +209,8 @@ struct RawConfig {
     relay_timeout_s: Option<u64>,
     max_message_kb: Option<u64>,
     max_tools: Option<usize>,
+    credential: Option<String>,
+    audience: Option<String>,
 }
 
 impl TryFrom<RawConfig> for UpstreamConfig {
@@ -267,7 +283,31 @@ impl TryFrom<RawConfig> for UpstreamConfig {
                 )));
             }
         };
+        let per_caller = match (raw.credential.as_deref(), &transport, raw.audience) {
+            (None, _, None) => None,
+            (None, _, Some(_)) => return Err(fail("`audience` is for `credential = \"exchange\"`".into())),
+            (Some("exchange"), Transport::Stdio { .. }, _) => {
+                return Err(fail(
+                    "`credential = \"exchange\"` needs a `url` server: a stdio server is one process, \
+                     serving every caller with one identity, so it cannot act as each caller"
+                        .into(),
+                ));
+            }
+            (Some("exchange"), Transport::Http { url, .. }, audience) => Some(PerCallerUpstream {
+                audience: match audience {
+                    Some(audience) => audience,
+                    None => origin_of(url).ok_or_else(|| fail(format!("url `{url}` has no host")))?,
+                },
+            }),
+            (Some(other), ..) => {
+                return Err(fail(format!(
+                    "`credential = \"{}\"`: the only per-caller credential of an upstream is \"exchange\"",
+                    shown(other)
+                )));
+            }
+        };
         Ok(Self {
+            per_caller,
             name,
             transport,
             category: raw.category,
@@ -281,6 +321,12 @@ impl TryFrom<RawConfig> for UpstreamConfig {
             max_tools,
         })
     }
+}
+
+/// `scheme://host[:port]` of `url`.
+fn origin_of(url: &str) -> Option<String> {
+    let url = reqwest::Url::parse(url).ok()?;
+    Some(url.origin().ascii_serialization()).filter(|o| o != "null")
 }
 
 /// An upstream server that could not be started, reached or called.
@@ -440,6 +486,10 @@ pub struct Upstream {
     templates: RwLock<Arc<Vec<ResourceTemplate>>>,
     changed: watch::Receiver<u64>,
     events: broadcast::Sender<Event>,
+    /// Where the server's log lines go, for the callers' sessions too.
+    log: LogSink,
+    /// With `credential = "exchange"`: each caller's session.
+    callers: Option<callers::Callers>,
 }
 
 /// Events a server may send faster than they are handled before the
@@ -481,7 +531,7 @@ impl Upstream {
             changed: changed_tx,
             events: events.clone(),
             name: config.name.as_str().into(),
-            log,
+            log: log.clone(),
             redactor: Redactor::new(secrets.iter().map(|(n, v)| (n.as_str(), v.as_str()))),
         };
         let cap = config.max_message_bytes;
@@ -511,17 +561,7 @@ impl Upstream {
                     .map_err(|e| fail(format!("initialise: {}", chain(&e))))?
             }
             Transport::Http { url, headers } => {
-                let http = crate::http_client::builder()
-                    .redirect(reqwest::redirect::Policy::none())
-                    .build()
-                    .map_err(|e| fail(format!("cannot build the HTTP client: {e}")))?;
-                let transport = StreamableHttpClientTransport::with_client(
-                    http,
-                    StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                        .custom_headers(headers.clone())
-                        .max_json_response_size(cap)
-                        .max_sse_event_size(cap),
-                );
+                let transport = http_transport(url, headers.clone(), cap).map_err(fail)?;
                 listener
                     .serve(transport)
                     .await
@@ -532,7 +572,10 @@ impl Upstream {
             .await
             .map_err(|e| fail(format!("tools/list: {}", chain(&e))))?;
         let (tools, refused) = admit(&config, tools);
+        let callers = config.per_caller.as_ref().map(|_| callers::Callers::default());
         let server = Arc::new(Self {
+            log,
+            callers,
             config,
             client,
             relay,
@@ -794,6 +837,7 @@ impl Upstream {
         args: Map<String, Value>,
         caller: Option<Arc<dyn Downstream>>,
         progress: Option<ProgressFn>,
+        token: Option<&str>,
     ) -> Result<CallOutput, ToolError> {
         let (name, limit, cap) = (
             &self.config.name,
@@ -804,7 +848,26 @@ impl Upstream {
             |message: String| ToolError::Failed(format!("upstream `{name}`, tool `{remote}`: {message}"));
         let mut params = CallToolRequestParams::new(remote.to_owned());
         params.arguments = Some(args);
-        let answer = match tokio::time::timeout(limit, self.send_call(params, caller, progress)).await {
+        let (peer, relay) = match (&self.callers, token) {
+            (None, _) => (self.client.peer().clone(), self.relay.clone()),
+            (Some(callers), Some(token)) => callers
+                .peer(token, async || self.caller_session(token).await)
+                .await
+                .map_err(&fail)?,
+            (Some(_), None) => {
+                return Err(fail(
+                    "it acts as each caller (`credential = \"exchange\"`), and this call carries no \
+                     exchanged token"
+                        .into(),
+                ));
+            }
+        };
+        let answer = match tokio::time::timeout(
+            limit,
+            self.send_call((&peer, &relay), params, caller, progress),
+        )
+        .await
+        {
             Ok(answer) => answer.map_err(|e| fail(chain(&e)))?,
             Err(_) => {
                 return Err(fail(format!(
@@ -828,12 +891,12 @@ impl Upstream {
     /// HTTP response stream to it.
     async fn send_call(
         &self,
+        (peer, relay): (&rmcp::Peer<RoleClient>, &relay::Relay),
         params: CallToolRequestParams,
         caller: Option<Arc<dyn Downstream>>,
         progress: Option<ProgressFn>,
     ) -> Result<CallToolResult, ServiceError> {
-        let entered = self.relay.enter(caller, progress);
-        let peer = self.client.peer();
+        let entered = relay.enter(caller, progress);
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle = peer
             .send_request_with_option(request, PeerRequestOptions::no_options())
@@ -847,6 +910,72 @@ impl Upstream {
             other => contentless(other).ok_or(ServiceError::UnexpectedResponse),
         }
     }
+}
+
+impl Upstream {
+    /// A new session to this server as the holder of `token` (its
+    /// `Authorization`, over the configured headers), within
+    /// `connect_timeout_s`; its requests and log lines go where the host's
+    /// session's do, the token redacted from them.
+    async fn caller_session(&self, token: &str) -> Result<callers::Opened, String> {
+        let Transport::Http { url, headers } = &self.config.transport else {
+            return Err("a stdio server has no caller's session".into());
+        };
+        let mut headers = headers.clone();
+        let mut bearer = http::HeaderValue::from_str(&format!("Bearer {token}"))
+            .map_err(|_| "the exchanged token does not make a header value".to_owned())?;
+        bearer.set_sensitive(true);
+        headers.insert(http::header::AUTHORIZATION, bearer);
+        let mut secrets = self.config.secrets();
+        secrets.push(("authorization".into(), token.to_owned()));
+        let relay = Arc::new(relay::Relay::new(
+            &self.config.name,
+            self.config.relay_timeout,
+            self.config.max_message_bytes,
+        ));
+        let listener = Listener {
+            relay: relay.clone(),
+            // The host's session follows the lists; a caller's is for calls.
+            changed: watch::channel(0).0,
+            events: self.events.clone(),
+            name: self.config.name.as_str().into(),
+            log: self.log.clone(),
+            redactor: Redactor::new(secrets.iter().map(|(n, v)| (n.as_str(), v.as_str()))),
+        };
+        let transport = http_transport(url, headers, self.config.max_message_bytes)?;
+        let limit = self.config.connect_timeout;
+        match tokio::time::timeout(limit, listener.serve(transport)).await {
+            Ok(Ok(client)) => Ok((client, relay)),
+            Ok(Err(e)) => Err(format!(
+                "cannot open the caller's session at {url}: {}",
+                chain(&e)
+            )),
+            Err(_) => Err(format!(
+                "no answer to the caller's session within {} s (`connect_timeout_s`)",
+                limit.as_secs()
+            )),
+        }
+    }
+}
+
+/// A streamable-HTTP client transport to `url` sending `headers`, its
+/// messages within `cap` bytes, redirects not followed.
+fn http_transport(
+    url: &str,
+    headers: HashMap<http::HeaderName, http::HeaderValue>,
+    cap: usize,
+) -> Result<StreamableHttpClientTransport<reqwest::Client>, String> {
+    let http = crate::http_client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+    Ok(StreamableHttpClientTransport::with_client(
+        http,
+        StreamableHttpClientTransportConfig::with_uri(url)
+            .custom_headers(headers)
+            .max_json_response_size(cap)
+            .max_sse_event_size(cap),
+    ))
 }
 
 /// A `tools/call` answer without content, as servers send it: `{}`, a task
@@ -995,6 +1124,45 @@ mod tests {
         assert_eq!(host_level(LoggingLevel::Critical), LogLevel::Error);
         assert_eq!(host_level(LoggingLevel::Notice), LogLevel::Info);
         assert_eq!(host_level(LoggingLevel::Warning), LogLevel::Warn);
+    }
+
+    #[test]
+    fn only_a_url_server_acts_as_each_caller_its_audience_its_origin_by_default() {
+        use serde_json::json;
+        let parse = |table: Value| serde_json::from_value::<UpstreamConfig>(table).map_err(|e| e.to_string());
+        let http =
+            parse(json!({"name": "a", "url": "https://mcp.example:8443/mcp", "credential": "exchange"}))
+                .unwrap();
+        assert_eq!(http.per_caller.unwrap().audience, "https://mcp.example:8443");
+        let named = parse(
+            json!({"name": "a", "url": "https://mcp.example/mcp", "credential": "exchange",
+                                 "audience": "api://mcp"}),
+        )
+        .unwrap();
+        assert_eq!(named.per_caller.unwrap().audience, "api://mcp");
+        assert!(
+            parse(json!({"name": "a", "url": "https://mcp.example/mcp"}))
+                .unwrap()
+                .per_caller
+                .is_none()
+        );
+        for (table, says) in [
+            (
+                json!({"name": "a", "command": "srv", "credential": "exchange"}),
+                "stdio server is one process",
+            ),
+            (
+                json!({"name": "a", "url": "https://m.example", "credential": "store"}),
+                "only per-caller",
+            ),
+            (
+                json!({"name": "a", "url": "https://m.example", "audience": "x"}),
+                "`audience` is for",
+            ),
+        ] {
+            let err = parse(table).unwrap_err();
+            assert!(err.contains("upstream `a`") && err.contains(says), "{err}");
+        }
     }
 
     #[test]

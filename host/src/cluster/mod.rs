@@ -183,6 +183,12 @@ impl Cluster {
         Ok(cluster)
     }
 
+    /// A key every replica derives alike from their shared one, for
+    /// `label`'s use (the credential partitions).
+    pub(crate) fn derived_key(&self, label: &str) -> [u8; 32] {
+        self.key.derive(label)
+    }
+
     /// The events published by every replica (this one's too).
     pub fn events(&self) -> broadcast::Receiver<Event> {
         self.events.subscribe()

@@ -60,6 +60,15 @@ impl ClusterKey {
         mac
     }
 
+    /// A key for another use, derived from this one by `label`: the same on
+    /// every replica, and giving nothing of this one away.
+    pub(crate) fn derive(&self, label: &str) -> [u8; 32] {
+        self.mac("derive", label.as_bytes())
+            .finalize()
+            .into_bytes()
+            .into()
+    }
+
     /// `value` sealed for the Redis key `key`: the seal's hex, then `value`.
     pub(super) fn seal(&self, key: &str, value: &str) -> String {
         let tag = self.mac(key, value.as_bytes()).finalize().into_bytes();

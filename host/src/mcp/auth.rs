@@ -512,7 +512,11 @@ impl OAuth {
             // named are read, for the caller.
             type Claims = serde_json::Map<String, serde_json::Value>;
             match jsonwebtoken::decode::<Claims>(token, &key.key, &validation) {
-                Ok(data) => return Caller::verified(data.claims, wanted).map_err(Refusal::Invalid),
+                Ok(data) => {
+                    return Caller::verified(data.claims, wanted)
+                        .map(|caller| caller.with_token(token))
+                        .map_err(Refusal::Invalid);
+                }
                 Err(e) => last = e.to_string(),
             }
         }

@@ -18,6 +18,7 @@ use super::audit::Audit;
 use super::catalog::{CatalogError, Options, Sources};
 use super::policy::Policy;
 use super::toolhost::Toolhost;
+use crate::credentials::Credentials;
 use crate::ownership::{self, Refusal};
 use crate::plugin::{LoadError, LoadReport, LogSink, Runtime, tracing_sink};
 use crate::speculation;
@@ -44,7 +45,12 @@ pub struct ToolhostBuilder<'r> {
     log: Option<LogSink>,
     options: Options,
     bindings: BTreeMap<String, String>,
+    credentials: Option<Credentials>,
 }
+
+/// What the replicas' shared key is derived by for the credential
+/// partitions.
+const PARTITION_KEY_LABEL: &str = "toolhost credential partitions";
 
 /// How the plugin directory is let in.
 enum Trust {
@@ -66,6 +72,7 @@ impl Default for ToolhostBuilder<'_> {
             log: None,
             options: Options::default(),
             bindings: BTreeMap::new(),
+            credentials: None,
         }
     }
 }
@@ -211,6 +218,16 @@ impl<'r> ToolhostBuilder<'r> {
         self
     }
 
+    /// Resolve the secrets each caller brings (`from = "store"` or
+    /// `"exchange"` in a plugin's grant) with `credentials`; with a
+    /// cluster, their partitions are keyed alike on every replica.
+    ///
+    /// Default: none; a plugin with such a secret does not build.
+    pub fn credentials(mut self, credentials: Credentials) -> Self {
+        self.credentials = Some(credentials);
+        self
+    }
+
     /// Keep the served tool list pinned to the file of `settings`: while
     /// it exists, a tool whose definition differs from it is served as
     /// pinned or not at all, and a new one not at all (see
@@ -263,7 +280,14 @@ impl<'r> ToolhostBuilder<'r> {
             upstreams,
             bindings: self.bindings,
         };
-        let host = Toolhost::with_options(sources, self.options).await?;
+        let mut options = self.options;
+        options.credentials = self.credentials.map(|c| {
+            Arc::new(match &options.speculation.cluster {
+                Some(cluster) => c.keyed(cluster.derived_key(PARTITION_KEY_LABEL)),
+                None => c,
+            })
+        });
+        let host = Toolhost::with_options(sources, options).await?;
         host.count_refused_loads(&report.plugins);
         report.refusals = host.refusals();
         Ok((host, report))

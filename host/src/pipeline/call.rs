@@ -32,7 +32,15 @@
 //! them to its caller.
 //!
 //! Whatever the call's outcome, it leaves through the gate (`gate`): the
-//! result within the caps and redacted, an error's text redacted.
+//! result within the caps and redacted, an error's text redacted, of the
+//! host's secrets and of the caller's own values the call ran with.
+//!
+//! A caller's own credential (a plugin's per-caller secrets, an upstream's
+//! exchanged token) is resolved for the call's caller (`Core::resolve`,
+//! through [`Target::credential`]) after the call is prepared and decided,
+//! and lent to the backend for its execution alone; a caller with none
+//! gets the resolution's error as the call's error result, naming the
+//! plugin or server and what to set up.
 //!
 //! A real native read that was not served runs whole ([`run_kept`]) and
 //! leaves its file in the cache as a [`Prefetch::File`], for the reads
@@ -56,7 +64,9 @@ use super::control::{CallControl, error_text};
 use super::policy::{Decision, Policy};
 use super::validate;
 use crate::bounds::{MAX_QUOTED, excerpt, label};
+use crate::credentials::Lent;
 use crate::enrich::Enrichers;
+use crate::gate::Gate;
 use crate::output::{Block, CallOutput, ToolError};
 use crate::plugin::{BeforeCallDecision, Hooks};
 use crate::speculation::cache::Partition;
@@ -76,9 +86,19 @@ pub(super) async fn call(
     noted: &mut Noted,
 ) -> Result<CallOutput, ToolError> {
     let gate = &generation.core.gate;
-    match run(generation, name, args, ctx, policy, noted).await {
-        Ok(output) => Ok(gate.result(name, generation.core.max_output(name), output)),
+    let mut lent = None;
+    let max = generation.core.max_output(name);
+    let outcome = match run(generation, name, args, ctx, policy, noted, &mut lent).await {
+        Ok(output) => Ok(gate.result(name, max, output)),
         Err(e) => Err(gate.error(e)),
+    };
+    // The caller's own credential, in every form the gate knows, as the
+    // host's are: a backend cannot get it past by encoding it.
+    let Some(lent) = lent else { return outcome };
+    let own = Gate::new(lent.values());
+    match outcome {
+        Ok(output) => Ok(own.result(name, max, output)),
+        Err(e) => Err(own.error(e)),
     }
 }
 
@@ -89,6 +109,7 @@ async fn run(
     ctx: &CallControl,
     policy: Option<&Arc<Policy>>,
     noted: &mut Noted,
+    lent: &mut Option<Lent>,
 ) -> Result<CallOutput, ToolError> {
     let judged = policy.map(|p| (&**p, &ctx.caller));
     let (bound, args) = prepare(&generation.core, name, args, judged, &mut noted.decision).await?;
@@ -97,10 +118,12 @@ async fn run(
     }
     let engine = generation.speculation.as_ref();
     let who = Some(ctx.caller.clone());
-    let (partition, ()) = generation
+    let (partition, credential) = generation
         .core
         .credential(name, &who)
+        .await
         .map_err(ToolError::Failed)?;
+    lent.clone_from(&credential);
     if let Some(engine) = engine {
         engine.invalidate_for(name).await;
     }
@@ -122,12 +145,12 @@ async fn run(
         (Served::Run, Some(engine)) => {
             let _first = engine.running();
             if engine.keeps(name) {
-                run_kept(engine, &bound.backend, name, args, partition, ctx).await
+                run_kept(engine, &bound.backend, name, args, (partition, credential), ctx).await
             } else {
-                bound.backend.execute(name, args, ctx).await
+                bound.backend.execute(name, args, ctx, credential).await
             }
         }
-        (Served::Run, None) => bound.backend.execute(name, args, ctx).await,
+        (Served::Run, None) => bound.backend.execute(name, args, ctx, credential).await,
     };
     let mut result = match ran {
         Ok(result) => result,
@@ -288,22 +311,23 @@ pub(super) enum Prefetch {
 /// native read loads its file whole (after the same latency, so still one
 /// backend call) and answers its slice from it, as a direct read does; the
 /// engine keeps the file. A remote read's result is kept whole for the
-/// exact repeats that follow; other native tools run as usual.
+/// exact repeats that follow (in the partition of the credential it ran
+/// with); other native tools run as usual.
 async fn run_kept(
     engine: &Engine<Core>,
     backend: &Backend,
     name: &str,
     args: Map<String, Value>,
-    partition: Partition,
+    (partition, credential): (Partition, Option<Lent>),
     ctx: &CallControl,
 ) -> Result<CallOutput, ToolError> {
     let start = Instant::now();
     let native = match backend {
         Backend::Native(native) if name == WHOLE_FILE => native,
-        Backend::Native(_) => return backend.execute(name, args, ctx).await,
+        Backend::Native(_) => return backend.execute(name, args, ctx, None).await,
         // A remote read: kept for its exact repeats, unless it failed.
         _ => {
-            let result = backend.execute(name, args.clone(), ctx).await?;
+            let result = backend.execute(name, args.clone(), ctx, credential).await?;
             if result.is_error {
                 return Ok(result);
             }

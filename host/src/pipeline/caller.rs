@@ -19,6 +19,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::bounds::cut;
+use crate::credentials::{Asker, SubjectToken};
 
 /// The longest subject kept, in bytes: OpenID Connect's cap on `sub`
 /// (255 ASCII characters). A token whose `sub` is longer is refused.
@@ -42,6 +43,11 @@ pub struct Caller {
     /// The claims the configuration names that the token carries, by name.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     claims: BTreeMap<String, Value>,
+    /// The verified bearer JWT itself, kept host-side to be exchanged for
+    /// the caller's own credentials (`credentials`); never serialised
+    /// (the audit, the policy) nor shown.
+    #[serde(skip)]
+    token: Option<SubjectToken>,
 }
 
 /// How a caller's identity was established.
@@ -135,6 +141,28 @@ impl Caller {
             subject,
             via,
             claims: BTreeMap::new(),
+            token: None,
+        }
+    }
+
+    /// The same caller, holding the verified JWT it came with.
+    pub(crate) fn with_token(mut self, token: &str) -> Self {
+        self.token = Some(SubjectToken::new(token));
+        self
+    }
+
+    /// Who asks for credentials: the subject, the token, and how the
+    /// caller came (for the error of one who has no token to exchange).
+    pub(crate) fn asker(&self) -> Asker<'_> {
+        Asker {
+            subject: &self.subject,
+            token: self.token.as_ref(),
+            came: match self.via {
+                Via::Token => "came with the shared [auth] token, not a JWT,",
+                Via::Unauthenticated => "came over HTTP without [auth],",
+                Via::LocalUser => "came over stdio as the local user,",
+                Via::Embedder => "was named by the embedding program,",
+            },
         }
     }
 
@@ -201,6 +229,17 @@ mod tests {
 
     fn claims(value: Value) -> serde_json::Map<String, Value> {
         value.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn a_callers_token_is_never_serialised_nor_shown() {
+        let caller = Caller::verified(claims(json!({"sub": "alice"})), &[])
+            .unwrap()
+            .with_token("eyJ.secret-jwt.sig");
+        let shown = format!("{caller:?} {}", serde_json::to_string(&caller).unwrap());
+        assert!(!shown.contains("secret-jwt"), "{shown}");
+        assert!(caller.asker().token.is_some());
+        assert!(Caller::local_user().asker().token.is_none());
     }
 
     #[test]

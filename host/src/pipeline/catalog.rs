@@ -35,9 +35,11 @@ use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
 use super::audit::Audit;
+use super::caller::Caller;
 use super::control::CallControl;
 use super::policy::{Origin, Policy, ToolFacts};
 use crate::catalog::{base_catalog, base_tool};
+use crate::credentials::{CredentialError, Credentials, Lent, Resolved};
 use crate::enrich::{EnrichedTool, Enrichers, Hidden, Listing, Owner};
 use crate::gate::Gate;
 use crate::output::{CallOutput, ToolError};
@@ -82,6 +84,9 @@ pub struct Options {
     pub policy: Option<Arc<Policy>>,
     /// The pinned tool list, if one is kept.
     pub pin: Option<pin::Settings>,
+    /// Where callers' own credentials come from, if any plugin's secret
+    /// is each caller's own.
+    pub credentials: Option<Arc<Credentials>>,
 }
 
 /// A catalog that cannot be built.
@@ -105,6 +110,10 @@ pub enum CatalogError {
     /// A value model lets speculation call a tool that may change things.
     #[error(transparent)]
     UnsafeSpeculation(#[from] UnsafeSpeculation),
+    /// A plugin's secret is each caller's own, and nothing configured
+    /// resolves it.
+    #[error(transparent)]
+    Credentials(#[from] CredentialError),
 }
 
 #[derive(Clone)]
@@ -116,12 +125,16 @@ pub(super) enum Backend {
 }
 
 impl Backend {
-    /// Run `name` on this backend, as it is called: cancelled by `ctx`.
+    /// Run `name` on this backend, as it is called: cancelled by `ctx`;
+    /// with `lent`, the caller's own credential ([`Core::resolve`]): a
+    /// plugin's requests carry its per-caller secrets, an upstream's call
+    /// goes over the caller's session.
     pub(super) async fn execute(
         &self,
         name: &str,
         args: Map<String, Value>,
         ctx: &CallControl,
+        lent: Option<Lent>,
     ) -> Result<CallOutput, ToolError> {
         match self {
             Backend::Native(native) => {
@@ -140,7 +153,8 @@ impl Backend {
                     _ = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
                     r = async {
                         ctx.wait_turn().await;
-                        server.call(remote, args, ctx.client.clone(), ctx.progress.clone()).await
+                        let token = lent.as_ref().and_then(Lent::upstream);
+                        server.call(remote, args, ctx.client.clone(), ctx.progress.clone(), token).await
                     } => r,
                 }
             }
@@ -163,6 +177,7 @@ impl Backend {
                         flag,
                         ctx.progress.clone(),
                         ctx.background.clone(),
+                        lent.as_ref().and_then(Lent::plugin),
                     )
                     .await;
                 watcher.abort();
@@ -207,9 +222,49 @@ pub(super) struct Core {
     pub(super) gate: Arc<Gate>,
     /// The enrichers the listing went through, for its provenance.
     pub(super) enrichers: Enrichers,
+    /// Where callers' own credentials come from.
+    pub(super) credentials: Option<Arc<Credentials>>,
 }
 
 impl Core {
+    /// The credentials a call of `tool` by `caller` runs with: a plugin's
+    /// per-caller secrets resolved for the caller, or (every other tool,
+    /// and a call for the host itself) the host's own, shared.
+    pub(super) async fn resolve(
+        &self,
+        tool: &str,
+        caller: Option<&Caller>,
+    ) -> Result<Resolved, CredentialError> {
+        let (Some(bound), Some(caller)) = (self.tools.get(tool), caller) else {
+            return Ok(Resolved::shared());
+        };
+        let configured = |source: String| {
+            self.credentials.as_deref().ok_or_else(|| {
+                CredentialError(format!(
+                    "{source} acts as each caller, and no [credentials] are configured"
+                ))
+            })
+        };
+        match &bound.backend {
+            Backend::Plugin(plugin, _) if !plugin.http_grant().per_caller().is_empty() => {
+                configured(format!("plugin `{}`", plugin.name))?
+                    .resolve(&plugin.name, plugin.http_grant(), caller.asker())
+                    .await
+            }
+            Backend::Upstream(server, _) => {
+                let Some(per_caller) = &server.config.per_caller else {
+                    return Ok(Resolved::shared());
+                };
+                let name = &server.config.name;
+                let (token, partition) = configured(format!("upstream `{name}`"))?
+                    .upstream_token(name, &per_caller.audience, caller.asker())
+                    .await?;
+                Ok(Resolved::upstream(token, partition))
+            }
+            _ => Ok(Resolved::shared()),
+        }
+    }
+
     /// The plugin that serves `tool`, if a plugin does (its own tool, or a
     /// catalog tool bound to it).
     pub(super) fn plugin(&self, tool: &str) -> Option<&Arc<Plugin>> {
@@ -294,6 +349,12 @@ impl Generation {
         options: &Options,
         previous: Option<&Engine<Core>>,
     ) -> Result<Self, CatalogError> {
+        for plugin in &sources.plugins {
+            Credentials::check(options.credentials.as_deref(), &plugin.name, plugin.http_grant())?;
+        }
+        for server in sources.upstreams.iter().filter(|u| u.config.per_caller.is_some()) {
+            Credentials::check_upstream(options.credentials.as_deref(), &server.config.name)?;
+        }
         let (specs, refused) = gather(sources)?;
         let enrichers = Enrichers::new(&sources.plugins);
         let only_specs: Vec<ToolSpec> = specs.iter().map(|(s, ..)| s.clone()).collect();
@@ -350,6 +411,7 @@ impl Generation {
             changes,
             gate,
             enrichers: enrichers.clone(),
+            credentials: options.credentials.clone(),
         });
         let speculation = options.speculation.enabled.then(|| {
             Arc::new(match previous {

@@ -41,6 +41,7 @@ use super::call::{Prefetch, prepare};
 use super::caller::Caller;
 use super::catalog::{Backend, Bound, Core};
 use super::control::{CallControl, error_text};
+use crate::credentials::Lent;
 use crate::output::CallOutput;
 use crate::priority::Background;
 use crate::speculation::Target;
@@ -56,12 +57,28 @@ impl Target for Core {
     type Answer = CallOutput;
     /// The caller a call is made for; `None`, the host itself.
     type Principal = Option<Caller>;
-    type Credential = ();
+    /// The caller's own credential the backend is lent, if the call has one.
+    type Credential = Option<Lent>;
 
-    /// Every call runs with the host's own credentials, the same for each
-    /// caller: one partition.
-    fn credential(&self, _tool: &str, _who: &Option<Caller>) -> Result<(Partition, ()), String> {
-        Ok((Partition::SHARED, ()))
+    /// A plugin's tool with secrets each caller brings, or an upstream's
+    /// acting as each caller, runs with the caller's own, in the partition
+    /// of its keyed hash; every other call runs with the host's own
+    /// credentials, the same for each caller: the shared partition. A
+    /// prefetch (`who` is the caller whose call planned it) runs with that
+    /// caller's.
+    fn credential<'a>(
+        &'a self,
+        tool: &'a str,
+        who: &'a Option<Caller>,
+    ) -> BoxFuture<'a, Result<(Partition, Self::Credential), String>> {
+        Box::pin(async move {
+            let resolved = self
+                .resolve(tool, who.as_ref())
+                .await
+                .map_err(|e| e.to_string())?;
+            let partition = resolved.partition.map_or(Partition::SHARED, Partition::of);
+            Ok((partition, resolved.lent))
+        })
     }
 
     fn prepare(
@@ -83,7 +100,7 @@ impl Target for Core {
         &self,
         tool: String,
         args: Map<String, Value>,
-        _credential: (),
+        credential: Self::Credential,
         background: Background,
     ) -> BoxFuture<'_, Result<Prefetch, String>> {
         Box::pin(async move {
@@ -101,7 +118,7 @@ impl Target for Core {
             }
             let result = bound
                 .backend
-                .execute(&tool, args, &ctx)
+                .execute(&tool, args, &ctx, credential)
                 .await
                 .map_err(|e| error_text(&e))?;
             // An upstream's error result is not worth serving again.

@@ -18,6 +18,7 @@ use wasmtime::component::Resource;
 
 use super::definition::{AfterCallOverride, BeforeCallDecision, RenderOptions, Texts, ToolDefinition};
 use super::host_api::{CallContext, ProgressFn};
+use super::http::CallSecrets;
 use super::instance::Instance;
 use super::redact::Redactor;
 use super::rerun;
@@ -192,12 +193,14 @@ impl Plugin {
         cancelled: Arc<AtomicBool>,
         progress: Option<ProgressFn>,
     ) -> Result<Result<CallOutput, ToolError>, PluginError> {
-        self.execute_as(tool, args, call_id, cancelled, progress, None)
+        self.execute_as(tool, args, call_id, cancelled, progress, None, None)
             .await
     }
 
     /// [`Plugin::execute`], as a prefetch behind the real calls when
-    /// `background` says so.
+    /// `background` says so, with the values of its per-caller secrets
+    /// the pipeline resolved for the call's caller (`secrets`).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn execute_as(
         &self,
         tool: &str,
@@ -206,13 +209,14 @@ impl Plugin {
         cancelled: Arc<AtomicBool>,
         progress: Option<ProgressFn>,
         background: Option<Background>,
+        secrets: Option<Arc<CallSecrets>>,
     ) -> Result<Result<CallOutput, ToolError>, PluginError> {
         let input = self.observing().then(|| json!({"tool": tool, "args": args}));
         self.observed(
             rerun::EXECUTE,
             input,
             rerun::execution_json,
-            self.execute_unobserved(tool, args, call_id, cancelled, progress, background),
+            self.execute_unobserved(tool, args, call_id, cancelled, progress, background, secrets),
         )
         .await
     }
@@ -667,6 +671,7 @@ impl Plugin {
         Ok(decision)
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn execute_unobserved(
         &self,
         tool: &str,
@@ -675,6 +680,7 @@ impl Plugin {
         cancelled: Arc<AtomicBool>,
         progress: Option<ProgressFn>,
         background: Option<Background>,
+        secrets: Option<Arc<CallSecrets>>,
     ) -> Result<Result<CallOutput, ToolError>, PluginError> {
         const M: &str = "execute";
         self.require_tool(M)?;
@@ -687,6 +693,7 @@ impl Plugin {
             .instances
             .run(M, async |i: &mut Instance| {
                 i.store.data_mut().background = background;
+                i.store.data_mut().lend_secrets(secrets.clone());
                 let ctx = i.store.data_mut().table.push(CallContext {
                     call_id,
                     cancelled,
@@ -710,6 +717,9 @@ impl Plugin {
                     strings.iter().map(|s| s.as_ref().map_or(0, String::len)).sum(),
                 )?;
                 self.redactor().result(&mut result);
+                if let Some(secrets) = &secrets {
+                    secrets.redactor().result(&mut result);
+                }
                 Ok(Ok(self.output(M, result)?))
             }
             Err(error) => {
@@ -717,6 +727,9 @@ impl Plugin {
                 if let ToolError::Failed(m) | ToolError::NotFound(m) | ToolError::InvalidArgs(m) = &mut error
                 {
                     *m = self.error_text(m);
+                    if let Some(secrets) = &secrets {
+                        secrets.redactor().string(m);
+                    }
                 }
                 Ok(Err(error))
             }

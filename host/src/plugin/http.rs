@@ -26,6 +26,13 @@
 //! response that comes compressed all the same is refused, since redaction
 //! reads the body as sent.
 //!
+//! A secret each caller brings (`from = "store"` or `"exchange"`) is
+//! resolved by the pipeline for the call (`credentials`) and handed to the
+//! plugin's store for that call alone ([`CallSecrets`]): it goes where the
+//! shared one would, and is scrubbed the same way, with the call's own
+//! redactor beside the plugin's. Outside `execute` (a hook, an enricher)
+//! no call carries one, and a request that needs it is refused.
+//!
 //! A plugin with no `grants.http` can still call `fetch`; every request is
 //! refused with `host-not-allowed`. Every refusal names the plugin, the
 //! origin asked for and what its grants lack, never a secret's value.
@@ -36,7 +43,7 @@ use std::time::{Duration, Instant, SystemTime};
 use reqwest::Url;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-use super::manifest::Grants;
+use super::manifest::{Grants, SecretSource};
 use super::origin::Origin;
 use super::rate_limit;
 use super::redact::Redactor;
@@ -66,12 +73,62 @@ const RETRY_MARGIN: Duration = Duration::from_millis(250);
 /// The methods of the WIT's `request`.
 const METHODS: [&str; 5] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
 
-/// A secret resolved from the environment.
+/// A granted secret: its header and origins, and the shared value read
+/// from the environment at load, if it has one.
 struct Secret {
     name: String,
     header: HeaderName,
-    value: HeaderValue,
+    prefix: String,
+    /// The shared value (`from = "env"`, or a caller's own secret's
+    /// fallback).
+    shared: Option<HeaderValue>,
     origins: Vec<Origin>,
+    /// Brought by each caller (`from = "store"` or `"exchange"`).
+    per_caller: Option<PerCaller>,
+}
+
+/// A secret each caller brings: what the pipeline resolves for a call.
+#[derive(Debug, Clone)]
+pub struct PerCaller {
+    /// The secret's name in the grant.
+    pub name: String,
+    /// Where each caller's value comes from.
+    pub from: SecretSource,
+    /// Whether a caller with none is sent the shared value.
+    pub fallback: bool,
+    /// What an exchanged token is asked for (the `audience` and
+    /// `resource` of the exchange).
+    pub audience: String,
+}
+
+/// The values of a plugin's per-caller secrets for one call, as the
+/// pipeline resolved them for its caller; lent to the plugin's store for
+/// that call, and never to the plugin itself.
+pub struct CallSecrets {
+    /// By secret name: the header value, prefix included.
+    values: Vec<(String, HeaderValue)>,
+    /// By secret name: the value, for the gate.
+    raw: Vec<(String, String)>,
+    redactor: Redactor,
+}
+
+impl CallSecrets {
+    /// Replaces this call's secret values wherever they show up.
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+
+    /// Each secret's name and value (for the gate).
+    pub(crate) fn values(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.raw.iter().map(|(n, v)| (n.as_str(), v.as_str()))
+    }
+}
+
+impl std::fmt::Debug for CallSecrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.values.iter().map(|(n, _)| n.as_str()).collect();
+        write!(f, "CallSecrets({names:?})")
+    }
 }
 
 /// What one plugin may reach, resolved at load.
@@ -81,8 +138,10 @@ pub struct HttpGrant {
     /// The granted origins' hosts, each once.
     hosts: Vec<String>,
     secrets: Vec<Secret>,
-    /// Each secret's name and value, for the gate.
+    /// Each shared secret's name and value, for the gate.
     values: Vec<(String, String)>,
+    /// The secrets each caller brings.
+    per_caller: Vec<PerCaller>,
     redactor: Arc<Redactor>,
     clients: Option<Clients>,
 }
@@ -95,7 +154,7 @@ struct Clients {
 }
 
 impl HttpGrant {
-    /// Resolve `plugin`'s `grants`; secrets are read from the host's
+    /// Resolve `plugin`'s `grants`; shared secrets are read from the host's
     /// environment now. A secret whose variable is unset or empty, or whose
     /// header the host owns, is an error naming it (never its value).
     pub fn new(plugin: Arc<str>, grants: &Grants) -> Result<Self, String> {
@@ -105,6 +164,7 @@ impl HttpGrant {
             hosts: Vec::new(),
             secrets: Vec::new(),
             values: Vec::new(),
+            per_caller: Vec::new(),
             redactor: Arc::new(Redactor::none()),
             clients: None,
         };
@@ -118,26 +178,27 @@ impl HttpGrant {
             if HOST_HEADERS.contains(&header.as_str()) {
                 return Err(format!("secret `{name}`: the host sets `{}` itself", s.header));
             }
-            let value = std::env::var(&s.env).map_err(|_| {
-                format!(
-                    "secret `{name}` needs the environment variable {}, which is not set",
-                    s.env
-                )
-            })?;
-            if value.is_empty() {
-                return Err(format!(
-                    "secret `{name}`: the environment variable {} is empty",
-                    s.env
-                ));
-            }
-            let mut header_value = HeaderValue::from_str(&format!("{}{value}", s.prefix)).map_err(|_| {
-                format!(
-                    "secret `{name}`: the prefix and the value of {} do not make a header value \
-                     (visible ASCII and spaces only)",
-                    s.env
-                )
-            })?;
-            header_value.set_sensitive(true);
+            let shared = match s.shared_env() {
+                Some(env) => {
+                    let value = std::env::var(env).map_err(|_| {
+                        format!("secret `{name}` needs the environment variable {env}, which is not set")
+                    })?;
+                    if value.is_empty() {
+                        return Err(format!(
+                            "secret `{name}`: the environment variable {env} is empty"
+                        ));
+                    }
+                    let header_value = header_value(&s.prefix, &value).map_err(|()| {
+                        format!(
+                            "secret `{name}`: the prefix and the value of {env} do not make a header value \
+                             (visible ASCII and spaces only)"
+                        )
+                    })?;
+                    values.push((name.clone(), value));
+                    Some(header_value)
+                }
+                None => None,
+            };
             if let Some(other) = grant
                 .secrets
                 .iter()
@@ -148,12 +209,23 @@ impl HttpGrant {
                     other.name, s.header
                 ));
             }
-            values.push((name.clone(), value));
+            let per_caller = s.per_caller().then(|| PerCaller {
+                name: name.clone(),
+                from: s.from,
+                fallback: shared.is_some(),
+                audience: s
+                    .audience
+                    .clone()
+                    .unwrap_or_else(|| s.hosts.first().map(ToString::to_string).unwrap_or_default()),
+            });
+            grant.per_caller.extend(per_caller.clone());
             grant.secrets.push(Secret {
                 name: name.clone(),
                 header,
-                value: header_value,
+                prefix: s.prefix.clone(),
+                shared,
                 origins: s.hosts.clone(),
+                per_caller,
             });
         }
         grant.redactor = Arc::new(Redactor::new(
@@ -177,6 +249,39 @@ impl HttpGrant {
         }
         grant.origins = grants.http.clone();
         Ok(grant)
+    }
+
+    /// The secrets each caller brings, which a call must resolve.
+    pub fn per_caller(&self) -> &[PerCaller] {
+        &self.per_caller
+    }
+
+    /// The values resolved for one call, by secret name (a per-caller
+    /// secret with none is sent its shared fallback, or nothing): checked
+    /// to make a header with the secret's prefix, and a redactor of them.
+    /// An error names the secret, never the value.
+    pub fn call_secrets(&self, resolved: Vec<(String, String)>) -> Result<CallSecrets, String> {
+        let mut values = Vec::with_capacity(resolved.len());
+        for (name, value) in &resolved {
+            let secret = self
+                .secrets
+                .iter()
+                .find(|s| &s.name == name && s.per_caller.is_some())
+                .ok_or_else(|| format!("plugin `{}` has no per-caller secret `{name}`", self.plugin))?;
+            let header = header_value(&secret.prefix, value).map_err(|()| {
+                format!(
+                    "plugin `{}`: the caller's value of secret `{name}` does not make a header value \
+                     (visible ASCII and spaces only)",
+                    self.plugin
+                )
+            })?;
+            values.push((name.clone(), header));
+        }
+        Ok(CallSecrets {
+            values,
+            redactor: Redactor::new(resolved.iter().map(|(n, v)| (n.as_str(), v.as_str()))),
+            raw: resolved,
+        })
     }
 
     /// The host names (or addresses) of the granted origins, without scheme
@@ -221,6 +326,7 @@ impl HttpGrant {
         started: Instant,
         wall: Duration,
         max_body: usize,
+        call: Option<&CallSecrets>,
     ) -> Result<Response, HttpError> {
         let url = Url::parse(&req.url)
             .map_err(|e| self.invalid(format_args!("`{}` is not a URL: {e}", req.url.escape_debug())))?;
@@ -272,7 +378,18 @@ impl HttpGrant {
             headers.append(header, value);
         }
         for s in secrets {
-            headers.insert(s.header.clone(), s.value.clone());
+            let own = call.and_then(|c| c.values.iter().find(|(name, _)| *name == s.name));
+            let value = match (&s.per_caller, own, &s.shared) {
+                (Some(_), Some((_, value)), _) | (_, None, Some(value)) => value,
+                _ => {
+                    return Err(self.invalid(format_args!(
+                        "secret `{}` for {origin} is each caller's own, and only a tool call's \
+                         `execute` carries one",
+                        s.name
+                    )));
+                }
+            };
+            headers.insert(s.header.clone(), value.clone());
         }
         headers.insert(
             HeaderName::from_static(ACCEPT_ENCODING),
@@ -329,7 +446,11 @@ impl HttpGrant {
             .iter()
             .map(|(k, v)| {
                 let value = String::from_utf8_lossy(v.as_bytes());
-                (k.as_str().to_owned(), self.redactor.text(&value).into_owned())
+                let mut value = self.redactor.text(&value).into_owned();
+                if let Some(call) = call {
+                    call.redactor.string(&mut value);
+                }
+                (k.as_str().to_owned(), value)
             })
             .collect();
         if let Some(wait) = rate_limit_wait {
@@ -343,12 +464,23 @@ impl HttpGrant {
             body.extend_from_slice(&chunk);
         }
         self.redactor.bytes(&mut body);
+        if let Some(call) = call {
+            call.redactor.bytes(&mut body);
+        }
         Ok(Response {
             status,
             headers,
             body,
         })
     }
+}
+
+/// `prefix` and `value` as a sensitive header value; `Err` if they do not
+/// make one.
+fn header_value(prefix: &str, value: &str) -> Result<HeaderValue, ()> {
+    let mut header = HeaderValue::from_str(&format!("{prefix}{value}")).map_err(drop)?;
+    header.set_sensitive(true);
+    Ok(header)
 }
 
 fn transport(e: reqwest::Error) -> HttpError {

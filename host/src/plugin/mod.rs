@@ -44,6 +44,7 @@ pub(crate) use definition::ToolDefinition;
 pub use definition::{BeforeCallDecision, Hooks, RenderOptions};
 pub use health::Status;
 pub use host_api::{LogLevel, LogLine, LogSink, ProgressFn, tracing_sink};
+pub(crate) use http::{CallSecrets, HttpGrant};
 pub(crate) use loader::{Admission, UnreadableDir};
 pub use loader::{LoadError, LoadErrorKind, LoadReport};
 pub(crate) use manifest::{Limits, Method, Policy};
@@ -339,6 +340,11 @@ impl Plugin {
     /// over HTTP, without scheme or port, each once.
     pub fn http_hosts(&self) -> &[String] {
         self.instances.identity().http.hosts()
+    }
+
+    /// What the plugin may reach over HTTP, and with which secrets.
+    pub(crate) fn http_grant(&self) -> &HttpGrant {
+        &self.instances.identity().http
     }
 
     /// The plugin's granted secrets, by name and value (for the gate).

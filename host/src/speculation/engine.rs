@@ -98,8 +98,13 @@ pub trait Target: Send + Sync + 'static {
 
     /// The credential a call of `tool` made for `who` runs with, and the
     /// partition its answers belong to; `Err` (why) if `who` has none for
-    /// it, and the call is then not made ahead of time.
-    fn credential(&self, tool: &str, who: &Self::Principal) -> Result<(Partition, Self::Credential), String>;
+    /// it, and the call is then not made ahead of time. Resolving may wait
+    /// (a token exchange).
+    fn credential<'a>(
+        &'a self,
+        tool: &'a str,
+        who: &'a Self::Principal,
+    ) -> BoxFuture<'a, Result<(Partition, Self::Credential), String>>;
 
     /// Run a call up to execution (prepare, validate, before-call,
     /// transform); the final arguments, or why it may not run.
@@ -746,7 +751,7 @@ impl<T: Target> Engine<T> {
                 return;
             }
         };
-        let (partition, credential) = match self.target.credential(&c.tool, &c.who) {
+        let (partition, credential) = match self.target.credential(&c.tool, &c.who).await {
             Ok(resolved) => resolved,
             Err(reason) => {
                 tracing::debug!(tool = c.tool, "prefetch refused: {reason}");
@@ -937,8 +942,12 @@ mod tests {
         type Principal = ();
         type Credential = ();
 
-        fn credential(&self, _tool: &str, _who: &()) -> Result<(Partition, ()), String> {
-            Ok((Partition::SHARED, ()))
+        fn credential<'a>(
+            &'a self,
+            _tool: &'a str,
+            _who: &'a (),
+        ) -> BoxFuture<'a, Result<(Partition, ()), String>> {
+            Box::pin(async { Ok((Partition::SHARED, ())) })
         }
 
         fn prepare(
@@ -1540,8 +1549,12 @@ mod tests {
         /// The caller whose data the service answers with.
         type Credential = &'static str;
 
-        fn credential(&self, _tool: &str, who: &&'static str) -> Result<(Partition, &'static str), String> {
-            Ok((partition_of(who), who))
+        fn credential<'a>(
+            &'a self,
+            _tool: &'a str,
+            who: &'a &'static str,
+        ) -> BoxFuture<'a, Result<(Partition, &'static str), String>> {
+            Box::pin(async move { Ok((partition_of(who), *who)) })
         }
 
         fn prepare(

@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::plugin::Manifest;
+use crate::plugin::manifest::SecretSource;
 
 /// A plugin's authority, as recorded in the lock and approval files.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,6 +47,18 @@ pub struct SecretConsent {
     pub hosts: BTreeSet<String>,
 }
 
+impl SecretConsent {
+    /// Where the value comes from, as a widening names it: `$VAR`, or a
+    /// caller's own.
+    fn source(&self) -> String {
+        if self.env.starts_with('{') {
+            self.env.clone()
+        } else {
+            format!("${}", self.env)
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LimitConsent {
@@ -69,8 +82,16 @@ impl Consent {
             .iter()
             .map(|(name, s)| {
                 let hosts = s.hosts.iter().map(ToString::to_string).collect();
+                // The environment variable, as approvals have always
+                // named it; a caller's own secret says so, and a change of
+                // source is a change of authority to approve.
+                let env = match (s.from, s.shared_env()) {
+                    (SecretSource::Env, env) => env.unwrap_or_default().to_owned(),
+                    (from, None) => format!("{{each caller's own, from {}}}", from.as_str()),
+                    (from, Some(env)) => format!("{{each caller's own, from {}, else {env}}}", from.as_str()),
+                };
                 let consent = SecretConsent {
-                    env: s.env.clone(),
+                    env,
                     header: s.header.clone(),
                     hosts,
                 };
@@ -121,12 +142,16 @@ impl Consent {
         for (name, secret) in &self.secrets {
             match before.secrets.get(name) {
                 None => wider.push(format!(
-                    "gets secret `{name}` (${} as {})",
-                    secret.env, secret.header
+                    "gets secret `{name}` ({} as {})",
+                    secret.source(),
+                    secret.header
                 )),
                 Some(old) if old.env != secret.env || old.header != secret.header => wider.push(format!(
-                    "secret `{name}` is now ${} as {} (was ${} as {})",
-                    secret.env, secret.header, old.env, old.header
+                    "secret `{name}` is now {} as {} (was {} as {})",
+                    secret.source(),
+                    secret.header,
+                    old.source(),
+                    old.header
                 )),
                 Some(old) => {
                     for host in secret.hosts.difference(&old.hosts) {
@@ -233,5 +258,26 @@ mod tests {
         );
         let none = consent(&[], "[grants]\nhttp = [\"a.example\", \"b.example\"]\n");
         assert_eq!(one.widening(&none), ["gets secret `t` ($T as Authorization)"]);
+    }
+
+    #[test]
+    fn a_secret_that_becomes_each_callers_own_is_wider() {
+        let secret = |source: &str| {
+            consent(
+                &[],
+                &format!(
+                    "[grants]\nhttp = [\"a.example\"]\n[grants.secrets.t]\n{source}\n\
+                     header = \"Authorization\"\nhosts = [\"a.example\"]\n"
+                ),
+            )
+        };
+        let shared = secret("env = \"T\"");
+        let own = secret("from = \"store\"\nenv = \"T\"\nfallback = \"env\"");
+        assert_eq!(
+            own.widening(&shared),
+            [
+                "secret `t` is now {each caller's own, from store, else T} as Authorization (was $T as Authorization)"
+            ]
+        );
     }
 }

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::state::PluginIdentity;
 use crate::bounds::{MAX_LOG_LINE, MAX_LOG_LINES_PER_CALL, cut};
+use crate::plugin::http::CallSecrets;
 
 /// The level of a plugin's log line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
@@ -58,6 +59,8 @@ pub fn tracing_sink() -> LogSink {
 pub(crate) struct LogBudget {
     identity: Arc<PluginIdentity>,
     lines: AtomicU32,
+    /// The per-caller secrets of the call in progress, redacted too.
+    call: std::sync::Mutex<Option<Arc<CallSecrets>>>,
 }
 
 impl LogBudget {
@@ -65,12 +68,21 @@ impl LogBudget {
         Self {
             identity,
             lines: AtomicU32::new(0),
+            call: std::sync::Mutex::new(None),
         }
     }
 
-    /// A new call: its lines count from zero.
+    /// A new call: its lines count from zero, and no caller's secret is
+    /// lent to it yet.
     pub fn reset(&self) {
         self.lines.store(0, Ordering::Relaxed);
+        self.lend(None);
+    }
+
+    /// The per-caller secrets of the call in progress, scrubbed from its
+    /// lines like the shared ones.
+    pub fn lend(&self, secrets: Option<Arc<CallSecrets>>) {
+        *self.call.lock().unwrap_or_else(|e| e.into_inner()) = secrets;
     }
 
     pub fn emit(&self, level: LogLevel, stream: &'static str, mut message: String) {
@@ -84,6 +96,9 @@ impl LogBudget {
         }
         // Before the cut, so no part of a secret survives it.
         self.identity.http.redactor().string(&mut message);
+        if let Some(call) = &*self.call.lock().unwrap_or_else(|e| e.into_inner()) {
+            call.redactor().string(&mut message);
+        }
         (self.identity.log)(LogLine {
             plugin: self.identity.name.clone(),
             level,

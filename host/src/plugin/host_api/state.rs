@@ -21,6 +21,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use super::log::{LogBudget, LogLevel, LogSink};
 use super::stdout::LogStream;
 use crate::plugin::engine::TICK;
+use crate::plugin::http::CallSecrets;
 use crate::plugin::manifest::Limits;
 use crate::priority::Background;
 
@@ -50,6 +51,8 @@ pub struct HostState {
     pub(crate) call_started: Instant,
     /// The current call's place behind the real calls, if it is a prefetch.
     pub(crate) background: Option<Background>,
+    /// The values of the per-caller secrets the current call runs with.
+    pub(crate) call_secrets: Option<Arc<CallSecrets>>,
 }
 
 impl HostState {
@@ -83,6 +86,7 @@ impl HostState {
             import_time: Duration::ZERO,
             call_started: Instant::now(),
             background: None,
+            call_secrets: None,
         }
     }
 
@@ -92,7 +96,15 @@ impl HostState {
         self.cpu_ticks_left = self.cpu_ticks;
         self.import_time = Duration::ZERO;
         self.background = None;
+        self.call_secrets = None;
         self.log.reset();
+    }
+
+    /// Lend the current call its caller's secrets: its requests carry
+    /// them, and its responses and log lines are scrubbed of them.
+    pub(crate) fn lend_secrets(&mut self, secrets: Option<Arc<CallSecrets>>) {
+        self.log.lend(secrets.clone());
+        self.call_secrets = secrets;
     }
 
     /// Run one import and charge its wall time to the call's CPU budget:

@@ -279,8 +279,17 @@ pub struct Grants {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SecretGrant {
-    /// The environment variable of the host process that holds the value.
-    pub env: String,
+    /// Where its value comes from: the host's environment (one value for
+    /// every caller), or each caller's own (`credentials`).
+    #[serde(default)]
+    pub from: SecretSource,
+    /// The environment variable of the host process that holds the value:
+    /// with `from = "env"`, the value; with a caller's own, the shared
+    /// value used for a caller who has none, and only with `fallback = "env"`.
+    pub env: Option<String>,
+    /// `"env"`: a caller with no credential of their own for this secret
+    /// is sent `env`'s shared value instead of being refused.
+    pub fallback: Option<Fallback>,
     /// The header to set, e.g. `Authorization`.
     pub header: String,
     /// Prepended to the value, e.g. `"Bearer "`.
@@ -293,6 +302,86 @@ pub struct SecretGrant {
     /// and over cleartext to anything else never.
     #[serde(default)]
     pub allow_loopback_http: bool,
+    /// With `from = "exchange"`: the `audience` asked of the token
+    /// endpoint; by default the first of `hosts`, as a URL.
+    pub audience: Option<String>,
+}
+
+/// Where a secret's value comes from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SecretSource {
+    /// The environment variable `env`, read at load: the host's own
+    /// credential, the same for every caller.
+    #[default]
+    Env,
+    /// The caller's entry in the operator's credential store
+    /// (`[credentials] file`).
+    Store,
+    /// The caller's verified bearer token exchanged at the token endpoint
+    /// (`[credentials.exchange]`, RFC 8693) for one meant for `hosts`.
+    Exchange,
+}
+
+impl SecretSource {
+    /// As the grant spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Env => "env",
+            Self::Store => "store",
+            Self::Exchange => "exchange",
+        }
+    }
+}
+
+/// What a caller's own secret falls back to when they have none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fallback {
+    /// The shared value of `env`.
+    Env,
+}
+
+impl SecretGrant {
+    /// Whether each caller brings their own value.
+    pub fn per_caller(&self) -> bool {
+        self.from != SecretSource::Env
+    }
+
+    /// The environment variable of the shared value, if one is used: the
+    /// value itself, or a caller's own secret's explicit fallback.
+    pub fn shared_env(&self) -> Option<&str> {
+        match (self.from, self.fallback) {
+            (SecretSource::Env, _) | (_, Some(Fallback::Env)) => self.env.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// `env` is there when it is used, and used when it is there.
+    fn check_source(&self, name: &str) -> Result<(), String> {
+        match (self.from, &self.env, self.fallback) {
+            (SecretSource::Env, None, _) => Err(format!(
+                "secret `{name}`: `env` names the environment variable that holds it"
+            )),
+            (SecretSource::Env, Some(_), Some(_)) => Err(format!(
+                "secret `{name}`: `fallback` is for a secret each caller brings (`from = \"store\"` or \"exchange\")"
+            )),
+            (_, None, Some(Fallback::Env)) => Err(format!(
+                "secret `{name}`: `fallback = \"env\"` needs `env`, the variable of the shared value"
+            )),
+            (SecretSource::Store | SecretSource::Exchange, Some(env), None) => Err(format!(
+                "secret `{name}`: `env = \"{env}\"` is the shared value of a secret each caller \
+                 brings: set `fallback = \"env\"` to send it to callers with none of their own, or remove it"
+            )),
+            _ if self.from != SecretSource::Exchange && self.audience.is_some() => Err(format!(
+                "secret `{name}`: `audience` is asked of the token endpoint, with `from = \"exchange\"` only"
+            )),
+            (SecretSource::Exchange, ..) if self.audience.is_none() && self.hosts.is_empty() => Err(format!(
+                "secret `{name}`: an exchanged token needs `audience` or `hosts` to be asked for"
+            )),
+            _ => Ok(()),
+        }
+    }
 }
 
 impl Grants {
@@ -309,6 +398,7 @@ impl Grants {
                     "secret `{name}`: a secret's name is letters, digits, `-` and `_`"
                 ));
             }
+            secret.check_source(name)?;
             for origin in &secret.hosts {
                 if !self.http.contains(origin) {
                     return Err(format!(
@@ -444,6 +534,35 @@ mod tests {
         for remote in ["http://example.com", "http://localhost:8080", "http://10.1.2.3"] {
             let err = secret(remote, true).unwrap_err();
             assert!(err.contains("loopback address"), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_secrets_source_is_explicit_and_its_shared_value_a_fallback_only_when_said() {
+        let secret = |lines: &str| {
+            parse(&format!(
+                "[grants]\nhttp = [\"a.example\"]\n[grants.secrets.t]\n{lines}\nheader = \"Authorization\"\n\
+                 hosts = [\"a.example\"]\n"
+            ))
+        };
+        let today = secret("env = \"T\"").unwrap();
+        assert_eq!(today.grants.secrets["t"].shared_env(), Some("T"));
+        assert!(!today.grants.secrets["t"].per_caller());
+        let own = secret("from = \"store\"").unwrap();
+        assert!(own.grants.secrets["t"].per_caller());
+        assert_eq!(own.grants.secrets["t"].shared_env(), None);
+        let fallback = secret("from = \"exchange\"\nenv = \"T\"\nfallback = \"env\"").unwrap();
+        assert_eq!(fallback.grants.secrets["t"].shared_env(), Some("T"));
+        for (lines, says) in [
+            ("", "`env` names"),
+            ("from = \"store\"\nenv = \"T\"", "set `fallback = \"env\"`"),
+            ("from = \"store\"\nfallback = \"env\"", "needs `env`"),
+            ("env = \"T\"\nfallback = \"env\"", "`fallback` is for"),
+            ("from = \"store\"\naudience = \"x\"", "`audience`"),
+            ("from = \"vault\"", "unknown variant"),
+        ] {
+            let err = secret(lines).unwrap_err();
+            assert!(err.contains(says), "{lines}: {err}");
         }
     }
 

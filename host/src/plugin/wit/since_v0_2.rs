@@ -233,9 +233,16 @@ impl http::Host for HostState {
             background.wait_turn().await;
         }
         let grant = self.identity.http.clone();
+        let call = self.call_secrets.clone();
         let limits = &self.identity.limits;
         Ok(grant
-            .fetch(req, self.call_started, limits.wall, limits.max_output_bytes)
+            .fetch(
+                req,
+                self.call_started,
+                limits.wall,
+                limits.max_output_bytes,
+                call.as_deref(),
+            )
             .await)
     }
 }

@@ -1,0 +1,78 @@
+//! An upstream server acting as each caller (`credential = "exchange"`):
+//! one MCP session per caller's exchanged token, so the server sees each
+//! caller as themself and no session carries two callers' calls.
+//!
+//! Bounded: at most [`MAX_SESSIONS`] are open; one idle for [`IDLE`] is
+//! closed at the next call, and when all are taken the least recently used
+//! goes. Sessions are keyed by a SHA-256 of the token, never the token; a
+//! caller whose token is refreshed gets a new session, and the old one
+//! idles out. The server's lists (tools, prompts, resources) are read over
+//! the host's own session, not these: only calls go over a caller's.
+//! Owns the pool; not the exchange (`credentials`), nor the session's
+//! set-up (`upstream`, which connects one for a token).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmcp::Peer;
+use rmcp::service::{RoleClient, RunningService};
+use sha2::{Digest, Sha256};
+
+use super::Listener;
+use super::relay::Relay;
+
+/// A caller's session, and the relay of the server's requests during its
+/// calls (its own: request ids are per session).
+pub(super) type Opened = (RunningService<RoleClient, Listener>, Arc<Relay>);
+
+/// The most callers' sessions open to one server.
+pub(super) const MAX_SESSIONS: usize = 64;
+/// A caller's session unused this long is closed.
+pub(super) const IDLE: Duration = Duration::from_secs(300);
+
+struct Session {
+    key: [u8; 32],
+    client: RunningService<RoleClient, Listener>,
+    relay: Arc<Relay>,
+    used: Instant,
+}
+
+/// The callers' sessions to one server.
+#[derive(Default)]
+pub(super) struct Callers {
+    sessions: tokio::sync::Mutex<Vec<Session>>,
+}
+
+impl Callers {
+    /// The session of `token`'s holder: the one open, else one `connect`
+    /// opens now.
+    pub(super) async fn peer(
+        &self,
+        token: &str,
+        connect: impl AsyncFnOnce() -> Result<Opened, String>,
+    ) -> Result<(Peer<RoleClient>, Arc<Relay>), String> {
+        let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        let mut sessions = self.sessions.lock().await;
+        let now = Instant::now();
+        // Dropping a session closes it.
+        sessions.retain(|s| now.duration_since(s.used) < IDLE);
+        if let Some(session) = sessions.iter_mut().find(|s| s.key == key) {
+            session.used = now;
+            return Ok((session.client.peer().clone(), session.relay.clone()));
+        }
+        if sessions.len() >= MAX_SESSIONS
+            && let Some(oldest) = (0..sessions.len()).min_by_key(|&i| sessions[i].used)
+        {
+            sessions.swap_remove(oldest);
+        }
+        let (client, relay) = connect().await?;
+        let peer = client.peer().clone();
+        sessions.push(Session {
+            key,
+            client,
+            relay: relay.clone(),
+            used: Instant::now(),
+        });
+        Ok((peer, relay))
+    }
+}
