@@ -41,7 +41,9 @@
 //!
 //! `tools/list` serves a caller only the tools the policy could let them
 //! call, if one decides (`Toolhost::lists`); a call it denies is a tool
-//! error naming the rule, as any refused call is.
+//! error naming the rule, as any refused call is. rmcp's lookup of one
+//! tool (`get_tool`) answers the same way, for the caller of the HTTP
+//! request in scope (`request_caller`).
 //!
 //! `tools/list` serves the tools under the pin, if one is kept
 //! (`Toolhost::served_tools`, `crate::pin`): each difference it newly holds
@@ -67,6 +69,7 @@ mod auth;
 mod client_log;
 mod metrics;
 mod progress;
+mod request_caller;
 mod revision;
 mod sessions;
 mod stdio;
@@ -482,11 +485,15 @@ impl ServerHandler for McpServer {
     }
 
     /// The served tool, against whose input schema rmcp checks a 2026-07-28
-    /// HTTP request's `Mcp-Param-*` headers.
-    /// rmcp asks for one tool on every HTTP `tools/call` of a client on
-    /// MCP 2026-07-28 (to check its `Mcp-Param-*` headers): only that one
-    /// is converted, not the whole list.
+    /// HTTP request's `Mcp-Param-*` headers, if the request's caller may
+    /// be listed it (as `tools/list` would): a tool hidden from a caller is
+    /// not found for them either. rmcp asks on every HTTP `tools/call` of
+    /// a 2026-07-28 client: only that one tool is converted, not the list.
     fn get_tool(&self, name: &str) -> Option<Tool> {
+        let caller = request_caller::current().unwrap_or_else(|| self.caller.clone());
+        if !self.host.lists(&caller, name) {
+            return None;
+        }
         if self.host.pin_settings().is_some() {
             let served = self.host.served_tools();
             return served.tools.iter().find(|t| t.name == name).cloned();
@@ -791,6 +798,8 @@ fn http_router(
         .protect(
             axum::Router::new()
                 .nest_service("/mcp", service)
+                // Inside `auth`'s check, which puts the caller on the request.
+                .layer(axum::middleware::from_fn(request_caller::scope))
                 .route("/metrics", axum::routing::get(scrape)),
         )
         .route("/healthz", axum::routing::get(|| async { "ok\n" }))
