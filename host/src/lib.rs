@@ -168,6 +168,7 @@ mod prompt;
 mod schema;
 mod tool;
 mod tools;
+mod trace_context;
 mod upstream;
 mod value_model;
 
