@@ -105,8 +105,8 @@ async fn spans_follow_the_mcp_conventions_and_a_trace_continues_through_the_gate
 
     let (status, headers, _) = post(base, None, None, initialize()).await;
     assert_eq!(status, 200);
-    let session = headers["mcp-session-id"].to_str().unwrap().to_owned();
-    let session = Some(session.as_str());
+    let id = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let session = Some(id.as_str());
     post(
         base,
         None,
@@ -162,7 +162,7 @@ async fn spans_follow_the_mcp_conventions_and_a_trace_continues_through_the_gate
         ("gen_ai.tool.name", "traced_echo"),
         ("gen_ai.operation.name", "execute_tool"),
         ("network.transport", "tcp"),
-        ("mcp.session.id", session.unwrap()),
+        ("mcp.session.id", id.as_str()),
         ("trace_id", TRACE_ID),
         ("parent_span_id", "00f067aa0ba902b7"),
         ("otel.kind", "server"),
