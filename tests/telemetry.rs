@@ -21,7 +21,7 @@ const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 /// reach the log nor the upstream.
 const MALFORMED: &str = "00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01-injected";
 
-mod upstream {
+pub(super) mod upstream {
     use std::sync::{Arc, Mutex};
 
     use rmcp::model::{
@@ -32,7 +32,9 @@ mod upstream {
     use rmcp::{ErrorData, ServerHandler};
     use serde_json::json;
 
-    /// One tool, `traced_echo`; the `traceparent` of each call it gets.
+    /// One tool, `traced_echo`, whose `repo` a 2026-07-28 client repeats
+    /// in an `Mcp-Param-Repo` header; the `traceparent` of each call it
+    /// gets.
     #[derive(Clone, Default)]
     pub struct Traced {
         pub seen: Arc<Mutex<Vec<Option<String>>>>,
@@ -48,7 +50,9 @@ mod upstream {
             _request: Option<PaginatedRequestParams>,
             _context: RequestContext<RoleServer>,
         ) -> Result<ListToolsResult, ErrorData> {
-            let schema = json!({"type": "object", "properties": {}});
+            let schema = json!({"type": "object", "properties": {
+                "repo": {"type": "string", "x-mcp-header": "Repo"},
+            }});
             let tool = Tool::new(
                 "traced_echo",
                 "Answers ok",
