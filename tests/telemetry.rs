@@ -184,6 +184,10 @@ async fn spans_follow_the_mcp_conventions_and_a_trace_continues_through_the_gate
     assert_eq!(field(&failed, "mcp.method.name"), "prompts/get");
     assert_eq!(field(&failed, "error.type"), "-32602");
     assert_eq!(field(&ended(&log, 2), "mcp.method.name"), "tools/list");
+    // The handshake too, before the session had an id.
+    let handshake = ended(&log, 1);
+    assert_eq!(field(&handshake, "mcp.method.name"), "initialize");
+    assert!(!handshake.contains("mcp.session.id"), "{handshake}");
 
     let metrics = client()
         .get(format!("{base}/metrics"))
@@ -205,6 +209,10 @@ async fn spans_follow_the_mcp_conventions_and_a_trace_continues_through_the_gate
         ),
         (
             r#"mcp_method_name="tools/list",gen_ai_tool_name="",error_type="""#,
+            1,
+        ),
+        (
+            r#"mcp_method_name="initialize",gen_ai_tool_name="",error_type="""#,
             1,
         ),
         (

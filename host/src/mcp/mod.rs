@@ -85,11 +85,11 @@ use axum::serve::ListenerExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
     ContentBlock, ErrorCode, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, Prompt, PromptMessage, PromptsCapability, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResponse, ResourceUpdatedNotificationParam, ResourcesCapability,
-    Role, ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool,
-    UnsubscribeRequestParams,
+    InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptMessage, PromptsCapability,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ResourceUpdatedNotificationParam,
+    ResourcesCapability, Role, ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter,
+    Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::transport::streamable_http_server::StreamableHttpService;
@@ -477,6 +477,20 @@ impl ServerHandler for McpServer {
                     .with_description(description)
                     .into(),
             )
+            })
+            .await
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        telemetry::Request::start("initialize", None, &context)
+            .run(&self.metrics, async move {
+                // rmcp's own initialize, which this one only traces.
+                context.peer.set_peer_info(request.clone());
+                self.negotiate_initialize(&request)
             })
             .await
     }

@@ -13,6 +13,10 @@
 //! upstream requests. Its end is logged (at info) with its duration, and
 //! observed in `mcp.server.operation.duration` (`metrics`).
 //!
+//! Every request the server handles itself is traced, `initialize` and
+//! `ping` included; not `subscriptions/listen`, a stream open as long as
+//! its client stays, whose duration says nothing of an operation.
+//!
 //! What the client sends is bounded before it is recorded (`label`). Not
 //! here: sending spans anywhere: the host exports no trace, its log lines
 //! carry them (docs/architecture.md says why).
