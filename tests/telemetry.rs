@@ -6,7 +6,7 @@
 //! host's own span, a malformed one starts a new trace and is never echoed;
 //! and `/metrics` holds `mcp_server_operation_duration_seconds` by method,
 //! tool (`_OTHER` for a name not served) and error type, beside the host's
-//! own metrics.
+//! own metrics. Over stdio, the same span on a pipe.
 
 use std::sync::{Arc, Mutex};
 
@@ -235,4 +235,58 @@ async fn spans_follow_the_mcp_conventions_and_a_trace_continues_through_the_gate
             .any(|l| l == r#"toolhost_calls_total{tool="traced_echo"} 2"#),
         "{metrics}"
     );
+}
+
+/// Over stdio the transport is a pipe, there is no session id, and a
+/// client's trace context is taken as over HTTP.
+#[test]
+fn a_stdio_request_is_traced_on_a_pipe() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::process::Stdio;
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("plugins")).unwrap();
+    std::fs::write(dir.path().join("a.txt"), "one\n").unwrap();
+    std::fs::write(dir.path().join("toolhost.toml"), "root = \".\"\n").unwrap();
+    let mut child = toolhost_tests::toolhost()
+        .current_dir(dir.path())
+        .arg("--config")
+        .arg(dir.path().join("toolhost.toml"))
+        .arg("--plugins")
+        .arg(dir.path().join("plugins"))
+        .arg("serve")
+        .envs([
+            ("RUST_LOG", "warn,toolhost::mcp::telemetry=info"),
+            ("NO_COLOR", "1"),
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut answers = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut send = |message: Value| writeln!(stdin, "{message}").unwrap();
+    send(initialize());
+    let answer: Value = serde_json::from_str(&answers.next().unwrap().unwrap()).unwrap();
+    assert_eq!(answer["id"], 1, "{answer}");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let params = json!({"name": "read", "arguments": {"path": "a.txt"}, "_meta": {"traceparent": PARENT}});
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}));
+    let answer: Value = serde_json::from_str(&answers.next().unwrap().unwrap()).unwrap();
+    assert_eq!(answer["id"], 2, "{answer}");
+    assert!(
+        answer["result"]["content"].to_string().contains("one"),
+        "{answer}"
+    );
+    drop(stdin);
+    child.wait().unwrap();
+    let mut log = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut log).unwrap();
+
+    let call = ended(&log, 2);
+    assert_eq!(field(&call, "network.transport"), "pipe", "{call}");
+    assert_eq!(field(&call, "gen_ai.tool.name"), "read", "{call}");
+    assert_eq!(field(&call, "trace_id"), TRACE_ID, "{call}");
+    assert!(!call.contains("mcp.session.id"), "{call}");
 }
