@@ -3,7 +3,8 @@
 //! prefix, under the category configured for the server) and whose calls
 //! the pipeline forwards. Owns the client connection and the server's
 //! current lists: tools (with every MCP field: title, annotations, output
-//! schema, icons, `_meta`), prompts, resources and resource templates. Not
+//! schema, icons, `_meta`, and `execution`, which rmcp's types drop and
+//! `carried` carries past them), prompts, resources and resource templates. Not
 //! the pipeline's hooks. [`Gateway`] routes the servers' prompts,
 //! resources and completions (`gateway`); the MCP front serves them.
 //!
@@ -35,6 +36,7 @@
 //! or refused when that session cannot be told (`relay`).
 
 mod bounded;
+mod carried;
 mod gateway;
 mod listing;
 mod relay;
@@ -503,8 +505,11 @@ impl Upstream {
                 process = Some(child);
                 // Lines over the cap are answered by `bounded`; what passes
                 // it is within rmcp's own cap, which drops a line silently.
+                // Carrying a tool's `execution` (`carried`) adds fewer bytes
+                // than the tool takes, so a line passed on is under twice
+                // the cap.
                 let lines = bounded::BoundedLines::new(stdout, cap, &config.name);
-                let transport = AsyncRwTransport::new_client(lines, stdin).with_max_line_length(cap + 1);
+                let transport = AsyncRwTransport::new_client(lines, stdin).with_max_line_length(2 * cap + 1);
                 listener
                     .serve(transport)
                     .await
@@ -516,7 +521,7 @@ impl Upstream {
                     .build()
                     .map_err(|e| fail(format!("cannot build the HTTP client: {e}")))?;
                 let transport = StreamableHttpClientTransport::with_client(
-                    http,
+                    carried::Carrying(http),
                     StreamableHttpClientTransportConfig::with_uri(url.as_str())
                         .custom_headers(headers.clone())
                         .max_json_response_size(cap)
@@ -771,13 +776,14 @@ impl Upstream {
         tools
             .iter()
             .map(|t| {
-                let spec = ToolSpec {
+                let mut spec = ToolSpec {
                     name: format!("{}{}", self.config.prefix, t.name),
                     description: t.description.as_deref().unwrap_or_default().to_owned(),
                     category: self.config.category.clone(),
                     input_schema: Value::Object((*t.input_schema).clone()),
                     meta: crate::tool::tool_meta_from_mcp(t),
                 };
+                spec.meta.execution = carried::take_execution(&mut spec.meta.wire_meta);
                 (spec, t.name.to_string())
             })
             .collect()

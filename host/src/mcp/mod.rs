@@ -57,7 +57,8 @@
 //! `sessions`), what it bounds and counts (`progress`, `metrics`), the
 //! calling session as upstream servers' requests reach it (`asked`), the
 //! revisions it speaks (`revision`), who may call it over HTTP (`auth`),
-//! and the log lines it sends its clients (`client_log`). What it serves
+//! the log lines it sends its clients (`client_log`), and what it adds to
+//! rmcp's answers that rmcp's types cannot say (`wire`). What it serves
 //! but does not own lives with its owner: the upstream servers' prompts and
 //! resources are routed by `upstream`'s gateway, and a result's MCP form is
 //! its type's (`output::mcp`, which the upstream client reads with too).
@@ -70,6 +71,7 @@ mod progress;
 mod revision;
 mod sessions;
 mod stdio;
+mod wire;
 
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
@@ -696,9 +698,12 @@ impl ServerHandler for McpServer {
 
 /// Serve MCP on stdin and stdout until the client disconnects.
 pub async fn serve_stdio(host: Arc<Toolhost>, log: ClientLog) -> Result<(), ServeError> {
+    let (reader, writer) = stdio::streams();
+    let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(reader, writer);
+    let transport = wire::Wire::new(transport, wire::executions(&host));
     let running = McpServer::new(host, log)
         .called_by(Caller::local_user())
-        .serve(stdio::streams())
+        .serve(transport)
         .await
         .map_err(|e| ServeError::Initialize(Box::new(e)))?;
     running
@@ -744,10 +749,10 @@ pub async fn serve_http(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let router = http_router(
-        McpServer::new(host, log),
+        McpServer::new(host.clone(), log),
         &access,
         stateless,
-        CappedSessions::new(),
+        CappedSessions::new(wire::executions(&host)),
     );
     let listener = tokio::net::TcpListener::bind(addr).await?;
     on_bound(listener.local_addr()?);
