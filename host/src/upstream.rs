@@ -52,9 +52,9 @@ use std::time::Duration;
 #[allow(deprecated)]
 use rmcp::model::{
     CallToolRequest, CallToolResult, CancelledNotificationParam, ClientCapabilities, ClientConfig,
-    ClientRequest, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
-    ElicitationCapability, FormElicitationCapability, ListRootsResult, ProgressNotificationParam,
-    RootsCapabilities, SamplingCapability, ServerResult, UrlElicitationCapability,
+    ClientRequest, CreateMessageRequestParams, CreateMessageResult, CustomRequest, ElicitRequestParams,
+    ElicitResult, ElicitationCapability, FormElicitationCapability, ListRootsResult,
+    ProgressNotificationParam, RootsCapabilities, SamplingCapability, ServerResult, UrlElicitationCapability,
 };
 use rmcp::model::{
     CallToolRequestParams, CompleteRequestParams, CompleteResult, Cursor, GetPromptRequestParams,
@@ -801,46 +801,121 @@ impl Upstream {
         caller: Option<Arc<dyn Downstream>>,
         progress: Option<ProgressFn>,
     ) -> Result<CallOutput, ToolError> {
-        let (name, limit, cap) = (
-            &self.config.name,
-            self.config.call_timeout,
-            self.config.max_message_bytes,
-        );
+        let name = &self.config.name;
         let fail =
             |message: String| ToolError::Failed(format!("upstream `{name}`, tool `{remote}`: {message}"));
         let mut params = CallToolRequestParams::new(remote.to_owned());
         params.arguments = Some(args);
-        let answer = match tokio::time::timeout(limit, self.send_call(params, caller, progress)).await {
-            Ok(answer) => answer.map_err(|e| fail(chain(&e)))?,
-            Err(_) => {
-                return Err(fail(format!(
-                    "no answer within {} s (`call_timeout_s`)",
-                    limit.as_secs()
-                )));
-            }
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let answer = self
+            .within(self.send(request, caller, progress))
+            .await
+            .map_err(fail)?;
+        if carried::take_answer(&answer).is_some() {
+            return Err(fail(
+                "it answered with a task, which the call did not ask for".into(),
+            ));
+        }
+        let answer = match answer {
+            ServerResult::CallToolResult(result) => result,
+            other => contentless(other).ok_or_else(|| fail(chain(&ServiceError::UnexpectedResponse)))?,
         };
+        self.output(answer).map_err(fail)
+    }
+
+    /// A result of the server's within its message cap, as the host owns it.
+    fn output(&self, answer: CallToolResult) -> Result<CallOutput, String> {
+        let cap = self.config.max_message_bytes;
         let output = mcp::from_mcp(answer);
         if output.size() > cap {
-            return Err(fail(format!(
+            return Err(format!(
                 "its result has {} bytes, more than the cap of {cap} (`max_message_kb`)",
                 output.size()
-            )));
+            ));
         }
         Ok(output)
     }
 
-    /// `tools/call`, registered with the relay as `caller`'s while in
-    /// flight, under the request id that ties the server's requests on its
-    /// HTTP response stream to it.
-    async fn send_call(
+    /// Start a call of `remote` as a task (MCP 2025-11-25: `params.task`
+    /// is `task`, the client's), as `call` does otherwise: the server's
+    /// `CreateTaskResult`, whole, for the caller to check.
+    pub async fn start_task(
         &self,
-        params: CallToolRequestParams,
+        remote: &str,
+        args: Map<String, Value>,
+        task: Value,
+        caller: Option<Arc<dyn Downstream>>,
+    ) -> Result<Value, ToolError> {
+        let params = serde_json::json!({"name": remote, "arguments": args, "task": task});
+        let request = ClientRequest::CustomRequest(CustomRequest::new("tools/call", Some(params)));
+        let answer = self.within(self.send(request, caller, None)).await;
+        let fail =
+            |m: String| ToolError::Failed(format!("upstream `{}`, tool `{remote}`: {m}", self.config.name));
+        carried::take_answer(&answer.map_err(fail)?)
+            .ok_or_else(|| fail("it did not answer the call with a task".into()))
+    }
+
+    /// A `tasks/get`, `tasks/cancel` or `tasks/list` of the server's (MCP
+    /// 2025-11-25), its answer whole, for the caller to check.
+    pub async fn task_request(&self, method: &str, params: Value) -> Result<Value, UpstreamError> {
+        let request = ClientRequest::CustomRequest(CustomRequest::new(method, Some(params)));
+        let fail = |message: String| UpstreamError {
+            name: self.config.name.clone(),
+            message: format!("{method}: {message}"),
+        };
+        let answer = self.within(self.send(request, None, None)).await.map_err(fail)?;
+        carried::take_answer(&answer).ok_or_else(|| fail("its answer is not a task's".into()))
+    }
+
+    /// `tasks/result` of task `id` (MCP 2025-11-25): the call's result, which
+    /// the server sends once the task ends, as `call` reads one; what the
+    /// server asks meanwhile is relayed to `caller`.
+    pub async fn task_result(
+        &self,
+        id: &str,
+        caller: Option<Arc<dyn Downstream>>,
+    ) -> Result<CallOutput, ToolError> {
+        let params = serde_json::json!({"taskId": id});
+        let request = ClientRequest::CustomRequest(CustomRequest::new("tasks/result", Some(params)));
+        let fail =
+            |m: String| ToolError::Failed(format!("upstream `{}`, tasks/result: {m}", self.config.name));
+        let answer = self
+            .within(self.send(request, caller, None))
+            .await
+            .map_err(fail)?;
+        let answer = match answer {
+            ServerResult::CallToolResult(result) => result,
+            other => contentless(other).ok_or_else(|| fail("its answer is not a tool's result".into()))?,
+        };
+        self.output(answer).map_err(fail)
+    }
+
+    /// `send` within the server's call deadline.
+    async fn within(
+        &self,
+        sent: impl Future<Output = Result<ServerResult, ServiceError>>,
+    ) -> Result<ServerResult, String> {
+        let limit = self.config.call_timeout;
+        match tokio::time::timeout(limit, sent).await {
+            Ok(answer) => answer.map_err(|e| chain(&e)),
+            Err(_) => Err(format!(
+                "no answer within {} s (`call_timeout_s`)",
+                limit.as_secs()
+            )),
+        }
+    }
+
+    /// `request`, registered with the relay as `caller`'s while in flight,
+    /// under the request id that ties the server's requests on its HTTP
+    /// response stream to it.
+    async fn send(
+        &self,
+        request: ClientRequest,
         caller: Option<Arc<dyn Downstream>>,
         progress: Option<ProgressFn>,
-    ) -> Result<CallToolResult, ServiceError> {
+    ) -> Result<ServerResult, ServiceError> {
         let entered = self.relay.enter(caller, progress);
         let peer = self.client.peer();
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle = peer
             .send_request_with_option(request, PeerRequestOptions::no_options())
             .await?;
@@ -848,10 +923,7 @@ impl Upstream {
         let abandoned = Abandoned(Some((peer.clone(), handle.id.clone())));
         let answer = handle.await_response().await;
         abandoned.disarm();
-        match answer? {
-            ServerResult::CallToolResult(result) => Ok(result),
-            other => contentless(other).ok_or(ServiceError::UnexpectedResponse),
-        }
+        answer
     }
 }
 

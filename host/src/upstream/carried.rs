@@ -1,16 +1,23 @@
 //! What an upstream server says that rmcp's types drop, carried through
-//! rmcp to the host: a tool's `execution` (MCP 2025-11-25), which rmcp's
-//! `Tool` has no field for. Before rmcp parses a message (on the stdio
-//! line, `bounded`; on the HTTP response's event, [`Carrying`]), each
-//! listed tool's `execution` is moved into its `_meta` under
-//! [`EXECUTION_KEY`], which rmcp keeps; [`take_execution`] moves it out
-//! again into the host's own [`Execution`].
+//! rmcp to the host. rmcp 3.11 models MCP 2026-07-28; what 2025-11-25 has
+//! beside it is lost when rmcp parses a message: a tool's `execution`, and
+//! the answers of the experimental tasks (`CreateTaskResult`, `tasks/get`,
+//! `tasks/cancel`, `tasks/list`). Before rmcp parses a message (on the
+//! stdio line, `bounded`; on the HTTP response's event, [`Carrying`]):
 //!
-//! The key is the host's: whatever a server put under it itself is removed
-//! first, and what is read back must be an `execution` (a `taskSupport` of
-//! the three the protocol names), so a server can at most say of its own
-//! tool what its `execution` says. Not here: the session, the lists' bounds
-//! (`listing`), what the front serves (`mcp`).
+//! - each listed tool's `execution` is moved into its `_meta` under
+//!   [`EXECUTION_KEY`], which rmcp keeps; [`take_execution`] moves it out
+//!   again into the host's own [`Execution`];
+//! - an answer with a task's fields at its top level (`task`, `tasks`,
+//!   `taskId`) is moved whole into an otherwise empty result's `_meta`
+//!   under [`ANSWER_KEY`]; [`take_answer`] reads it back.
+//!
+//! The keys are the host's: whatever a server put under them itself is
+//! removed first, and what is read back is checked by its reader (an
+//! `execution` must name one of the three `taskSupport`s; an answer is
+//! read only where a task answer is awaited), so a server can at most say
+//! of its own tools and tasks what the protocol lets it. Not here: the
+//! session, the lists' bounds (`listing`), what the front serves (`mcp`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -18,7 +25,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use http::{HeaderName, HeaderValue};
-use rmcp::model::ClientJsonRpcMessage;
+use rmcp::model::{ClientJsonRpcMessage, ServerResult};
 use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
     StreamableHttpResponseLimits,
@@ -33,17 +40,37 @@ use crate::tool::Execution;
 /// and the host: a name no server has a reason to use.
 pub(super) const EXECUTION_KEY: &str = "toolhost.internal/execution";
 
+/// Where an answer rmcp has no type for rides, whole, in `_meta`.
+const ANSWER_KEY: &str = "toolhost.internal/answer";
+
+/// The top-level fields of the tasks' answers (2025-11-25).
+const TASK_FIELDS: [&str; 3] = ["task", "tasks", "taskId"];
+
 /// `message` (one JSON-RPC message) with each listed tool's `execution`
 /// carried in its `_meta`; `None` when there is nothing to carry, so the
 /// message passes as it came. Only a message that names either key is
 /// parsed.
 pub(super) fn carry(message: &[u8]) -> Option<Vec<u8>> {
     let names = |needle: &[u8]| message.windows(needle.len()).any(|w| w == needle);
-    if !names(b"\"execution\"") && !names(EXECUTION_KEY.as_bytes()) {
+    let listed = names(b"\"execution\"") || names(EXECUTION_KEY.as_bytes());
+    let tasked =
+        TASK_FIELDS.iter().any(|f| names(format!("\"{f}\"").as_bytes())) || names(ANSWER_KEY.as_bytes());
+    if !listed && !tasked {
         return None;
     }
     let mut value: Value = serde_json::from_slice(message).ok()?;
-    let tools = value.get_mut("result")?.get_mut("tools")?.as_array_mut()?;
+    let result = value.get_mut("result")?.as_object_mut()?;
+    if let Some(meta) = result.get_mut("_meta").and_then(Value::as_object_mut) {
+        meta.remove(ANSWER_KEY);
+    }
+    if TASK_FIELDS.iter().any(|f| result.contains_key(*f)) {
+        let answer = Value::Object(std::mem::take(result));
+        result.insert("_meta".to_owned(), serde_json::json!({ ANSWER_KEY: answer }));
+        return serde_json::to_vec(&value).ok();
+    }
+    let Some(tools) = result.get_mut("tools").and_then(Value::as_array_mut) else {
+        return tasked.then(|| serde_json::to_vec(&value).ok()).flatten();
+    };
     for tool in tools.iter_mut().filter_map(Value::as_object_mut) {
         let meta = tool.get_mut("_meta").and_then(Value::as_object_mut);
         if let Some(meta) = meta {
@@ -71,6 +98,21 @@ pub(super) fn take_execution(meta: &mut Option<Meta>) -> Option<Execution> {
         *meta = None;
     }
     serde_json::from_value(carried?).ok()
+}
+
+/// The answer [`carry`] put in `answer`'s `_meta`, whole; `None` if it
+/// carried none (the server answered in a shape rmcp knows).
+pub(super) fn take_answer(answer: &ServerResult) -> Option<Value> {
+    match answer {
+        // A call's result is looked into where it is, not copied.
+        ServerResult::CallToolResult(result) => result.meta.as_ref()?.get(ANSWER_KEY).cloned(),
+        ServerResult::CustomResult(custom) => custom.0.get("_meta")?.get(ANSWER_KEY).cloned(),
+        other => serde_json::to_value(other)
+            .ok()?
+            .get_mut("_meta")?
+            .as_object_mut()?
+            .remove(ANSWER_KEY),
+    }
 }
 
 /// rmcp's HTTP client, with each event of a response stream carried
@@ -223,6 +265,22 @@ mod tests {
         assert_eq!(listed["result"]["tools"][0]["_meta"], json!({}));
         let mut meta = listed["result"]["tools"][1]["_meta"].as_object().cloned();
         assert_eq!(take_execution(&mut meta), None);
+    }
+
+    #[test]
+    fn a_task_answer_rides_whole_and_a_servers_own_key_is_removed() {
+        let answer = json!({"task": {"taskId": "t1", "status": "working"}, "_meta": {"k": 1}});
+        let line = carried(json!({"jsonrpc": "2.0", "id": 3, "result": answer}));
+        assert_eq!(
+            line["result"].as_object().unwrap().len(),
+            1,
+            "only _meta is left: {line}"
+        );
+        let read = |result: &Value| take_answer(&serde_json::from_value(result.clone()).unwrap());
+        assert_eq!(read(&line["result"]), Some(answer));
+        let forged = carried(json!({"jsonrpc": "2.0", "id": 4, "result": {
+            "content": [], "_meta": {ANSWER_KEY: {"taskId": "x"}}}}));
+        assert_eq!(read(&forged["result"]), None);
     }
 
     #[test]
