@@ -457,3 +457,9 @@ fn tasks_a_tool_that_may_not_run_as_a_task_is_refused_as_one() {
     needs!(Python, Upstream);
     tasks("forbidden");
 }
+
+#[test]
+fn tasks_a_giant_task_result_is_refused_naming_the_cap() {
+    needs!(Python, Upstream);
+    tasks("giant");
+}

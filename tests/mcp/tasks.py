@@ -13,13 +13,19 @@ Each scenario:
   naming the cap, before it reaches the server.
 - `forbidden` (stdio): a task-augmented call of a tool that may not run as
   one is refused naming it.
+- `giant` (stdio, tests/mcp/task_server.py): a task whose `tasks/result` is
+  over the upstream's message cap is answered with an error naming the
+  cap, and the session still serves.
 
 Run by tests/mcp_upstreams.rs; exits non-zero with a message on the first
 check that fails.
 """
 
 import argparse
+import json
+import os
 import re
+import sys
 import tempfile
 
 import mcp.types as types
@@ -134,7 +140,20 @@ async def forbidden(args, top):
         await refused("a task of a tool that may not run as one", start(session, "", tool="ev_echo", arguments={"message": "x"}), "cannot run as a task")
 
 
-SCENARIOS = {"lifecycle": lifecycle, "sessions": sessions, "flood": flood, "forbidden": forbidden}
+async def giant(args, top):
+    server = os.path.join(os.path.dirname(os.path.abspath(__file__)), "task_server.py")
+    upstream = (
+        '[[upstream]]\nname = "tasks"\nprefix = "ts_"\n'
+        f"command = {json.dumps(sys.executable)}\nargs = {json.dumps([server])}\n"
+    )
+    async with over_stdio(args, top, upstream) as session:
+        task = await start(session, "", tool="ts_giant", arguments={})
+        check((await get(session, task.task_id)).status == "completed", "the giant task is not completed")
+        await refused("a giant task result", result(session, task.task_id), "over the cap")
+        check(task.task_id in [t.task_id for t in (await listed(session)).tasks], "the session lost its task")
+
+
+SCENARIOS = {"lifecycle": lifecycle, "sessions": sessions, "flood": flood, "forbidden": forbidden, "giant": giant}
 
 
 async def main():

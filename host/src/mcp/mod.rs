@@ -35,6 +35,10 @@
 //! call are relayed to the session that made it: each call carries that
 //! session (`asked`), and `upstream`'s relay decides who is asked.
 //!
+//! MCP 2025-11-25's tasks of upstream tools are served where sessions are
+//! (stdio, HTTP sessions): a task-augmented `tools/call` starts one, and
+//! `tasks/*` reach the server owning each of the session's tasks (`tasks`).
+//!
 //! Each call carries its [`Caller`]: over HTTP, the one `auth` put on the
 //! request once its token was verified (anonymous without `[auth]`); on
 //! stdio, the local user.
@@ -57,8 +61,9 @@
 //! `sessions`), what it bounds and counts (`progress`, `metrics`), the
 //! calling session as upstream servers' requests reach it (`asked`), the
 //! revisions it speaks (`revision`), who may call it over HTTP (`auth`),
-//! the log lines it sends its clients (`client_log`), and what it adds to
-//! rmcp's answers that rmcp's types cannot say (`wire`). What it serves
+//! the log lines it sends its clients (`client_log`), each session's tasks
+//! (`tasks`), and what rmcp's types cannot say, carried on a session's
+//! transport (`wire`). What it serves
 //! but does not own lives with its owner: the upstream servers' prompts and
 //! resources are routed by `upstream`'s gateway, and a result's MCP form is
 //! its type's (`output::mcp`, which the upstream client reads with too).
