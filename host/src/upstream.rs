@@ -33,15 +33,20 @@
 //!
 //! What the server asks of its client during a call (elicitation,
 //! sampling, roots) is relayed to the client session that made the call,
-//! or refused when that session cannot be told (`relay`).
+//! or refused when that session cannot be told (`relay`). Its tasks (MCP
+//! 2025-11-25) are started, asked about and answered here, their answers
+//! read past rmcp (`carried`), and their status notifications go to the
+//! session holding each (`owners`).
 
 mod bounded;
 mod carried;
 mod gateway;
 mod listing;
+mod owners;
 mod relay;
 
 pub use gateway::{Gateway, GatewayError, Notice, merge_instructions};
+pub use owners::TaskWatcher;
 pub use relay::{Asked, Downstream, session_slots};
 
 use std::collections::{BTreeMap, HashMap};
@@ -310,6 +315,7 @@ pub enum Event {
 /// elicitation, sampling and roots requests to the calling client (`relay`).
 struct Listener {
     relay: Arc<relay::Relay>,
+    owners: Arc<owners::Owners>,
     changed: watch::Sender<u64>,
     events: broadcast::Sender<Event>,
     name: Arc<str>,
@@ -395,6 +401,20 @@ impl ClientHandler for Listener {
         self.relay.progress(&params, message);
     }
 
+    /// A task's status (MCP 2025-11-25, which rmcp has no type for): to
+    /// the session holding the task (`owners`).
+    async fn on_custom_notification(
+        &self,
+        notification: rmcp::model::CustomNotification,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if notification.method == "notifications/tasks/status"
+            && let Some(status) = notification.params
+        {
+            self.owners.status(status);
+        }
+    }
+
     async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
         let _ = self.events.send(Event::PromptsChanged);
     }
@@ -432,6 +452,7 @@ pub struct Upstream {
     pub config: UpstreamConfig,
     client: RunningService<RoleClient, Listener>,
     relay: Arc<relay::Relay>,
+    owners: Arc<owners::Owners>,
     /// A stdio server's process, killed when the upstream is dropped.
     _process: Option<tokio::process::Child>,
     tools: RwLock<Arc<Vec<Tool>>>,
@@ -478,8 +499,10 @@ impl Upstream {
             config.relay_timeout,
             config.max_message_bytes,
         ));
+        let owners = Arc::new(owners::Owners::default());
         let listener = Listener {
             relay: relay.clone(),
+            owners: owners.clone(),
             changed: changed_tx,
             events: events.clone(),
             name: config.name.as_str().into(),
@@ -541,6 +564,7 @@ impl Upstream {
             config,
             client,
             relay,
+            owners,
             _process: process,
             tools: RwLock::new(Arc::new(tools)),
             refused: RwLock::new(refused),
@@ -865,6 +889,17 @@ impl Upstream {
         };
         let answer = self.within(self.send(request, None, None)).await.map_err(fail)?;
         carried::take_answer(&answer).ok_or_else(|| fail("its answer is not a task's".into()))
+    }
+
+    /// Send the server's status notifications of its task `id` to
+    /// `watcher`, until [`Upstream::disown_task`].
+    pub fn own_task(&self, id: &str, watcher: Arc<dyn TaskWatcher>) {
+        self.owners.own(id, watcher);
+    }
+
+    /// No longer send the status of task `id` anywhere.
+    pub fn disown_task(&self, id: &str) {
+        self.owners.disown(id);
     }
 
     /// `tasks/result` of task `id` (MCP 2025-11-25): the call's result, which

@@ -6,7 +6,8 @@ Each scenario:
 - `lifecycle` (stdio): the tasks capability is declared; a task-augmented
   call answers a task under an id of toolhost's own; `tasks/get` gives its
   status, `tasks/list` lists it, `tasks/result` its result (with the
-  related task named by that same id), `tasks/cancel` cancels another.
+  related task named by that same id), the server's status notifications
+  reach the client under that id, `tasks/cancel` cancels another.
 - `sessions` (HTTP, two sessions): a task id of one session is refused in
   the other (get, result, cancel) and not in its list.
 - `flood` (stdio): a session's tasks are capped; the one beyond is refused
@@ -29,9 +30,10 @@ import sys
 import tempfile
 
 import mcp.types as types
+from mcp.client.extension import NotificationBinding
 from mcp.shared.exceptions import MCPError
 
-from driver import check, run
+from driver import check, run, wait_until
 from relay import everything, http_session, over_http, over_stdio
 
 RESEARCH = "ev_simulate-research-query"
@@ -88,7 +90,17 @@ async def ready(session):
 
 
 async def lifecycle(args, top):
-    async with over_stdio(args, top, everything(args)) as session:
+    # The SDK surfaces 2025-11-25's `notifications/tasks/status` only to a
+    # binding of that method.
+    seen = []
+
+    async def on_status(params):
+        seen.append(params)
+
+    binding = NotificationBinding(
+        method="notifications/tasks/status", params_type=types.TaskStatusNotificationParams, handler=on_status
+    )
+    async with over_stdio(args, top, everything(args), notification_bindings=[binding]) as session:
         capabilities = session.initialize_result.capabilities
         check(capabilities.tasks and capabilities.tasks.requests, f"tasks not declared: {capabilities}")
         await ready(session)
@@ -106,6 +118,9 @@ async def lifecycle(args, top):
         related = (done.meta or {}).get("io.modelcontextprotocol/related-task", {})
         check(related.get("taskId") == task.task_id, f"related task: {related}")
         check((await get(session, task.task_id)).status == "completed", "not completed after its result")
+        statuses = lambda: [(n.task_id, n.status) for n in seen]  # noqa: E731
+        await wait_until(lambda: (task.task_id, "completed") in statuses(), "the completed status notified")
+        check(all(i == task.task_id for i, _ in statuses()), f"statuses of other ids: {statuses()}")
 
         other = await start(session, "a task to cancel")
         cancelled = await cancel(session, other.task_id)

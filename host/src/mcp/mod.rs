@@ -276,7 +276,12 @@ impl McpServer {
             .start_task(&request.name, args, task, &ctx)
             .await
             .map_err(|e| McpError::invalid_request(error_text(&e), None))?;
-        let created = self.tasks.keep(place, server, &request.name, created)?;
+        let created = self.tasks.keep(
+            place,
+            (server, &request.name),
+            (&self.host, context.peer.clone()),
+            created,
+        )?;
         let mut result = CallToolResult::default();
         result.meta = Some(rmcp::model::MetaObject(serde_json::Map::from_iter([(
             wire::CREATED_KEY.to_owned(),

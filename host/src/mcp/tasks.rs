@@ -9,6 +9,12 @@
 //! bits), never the server's, so an id from another session, or a server's
 //! id guessed, names nothing here and is refused. Every task id in what is
 //! sent back (the task, a result's related-task `_meta`) is the session's.
+//! A server's `notifications/tasks/status` of a task reach the session
+//! holding it, under the session's id and through the gate, one at a time
+//! per task: a status sent while the one before is still going out
+//! replaces any other waiting, so a server flooding statuses to a client
+//! that does not read holds one per task, not a queue ([`Watcher`]).
+//!
 //! A session holds at most [`MAX_LIVE_TASKS`] tasks, each until its time
 //! to live (the server's `ttl`, at most [`MAX_TASK_TTL`]) ends: a task
 //! beyond is refused before it starts, so a client cannot make the servers
@@ -21,17 +27,18 @@
 //! (`wire`).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use rmcp::ErrorData as McpError;
-use rmcp::model::CallToolResult;
+use rmcp::model::{CallToolResult, CustomNotification, ServerNotification};
+use rmcp::service::{Peer, RoleServer};
 use serde_json::{Value, json};
 
 use crate::bounds::label;
 use crate::output::mcp;
 use crate::pipeline::Toolhost;
-use crate::upstream::{Downstream, Upstream};
+use crate::upstream::{Downstream, TaskWatcher, Upstream};
 
 /// The most tasks one session holds at once.
 pub(super) const MAX_LIVE_TASKS: usize = 16;
@@ -65,6 +72,74 @@ struct Held {
     starting: usize,
 }
 
+impl Held {
+    /// Let go of the tasks whose time to live has ended.
+    fn expire(&mut self) {
+        let now = Instant::now();
+        self.tasks.retain(|_, task| {
+            let live = task.until > now;
+            if !live {
+                task.server.disown_task(&task.remote);
+            }
+            live
+        });
+    }
+}
+
+/// A session that ends lets go of its tasks: their statuses go nowhere.
+impl Drop for Tasks {
+    fn drop(&mut self) {
+        for task in self.held().tasks.values() {
+            task.server.disown_task(&task.remote);
+        }
+    }
+}
+
+/// Where a server's status of one task goes: its session, under the
+/// session's id, one at a time.
+struct Watcher {
+    local: String,
+    peer: Peer<RoleServer>,
+    /// Weak: the host holds the servers that hold this.
+    host: Weak<Toolhost>,
+    /// The status waiting to be sent, and whether one is being sent.
+    slot: Mutex<(Option<Value>, bool)>,
+}
+
+impl TaskWatcher for Watcher {
+    fn status(self: Arc<Self>, mut status: Value) {
+        status["taskId"] = Value::String(self.local.clone());
+        let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
+        slot.0 = Some(status);
+        if std::mem::replace(&mut slot.1, true) {
+            return;
+        }
+        drop(slot);
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        runtime.spawn(async move {
+            loop {
+                let next = {
+                    let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
+                    let next = slot.0.take();
+                    slot.1 = next.is_some();
+                    next
+                };
+                let Some(status) = next else { return };
+                let Some(status) = self.host.upgrade().and_then(|h| h.gate().message(status)) else {
+                    continue;
+                };
+                let notification = CustomNotification::new("notifications/tasks/status", Some(status));
+                let _ = self
+                    .peer
+                    .send_notification(ServerNotification::CustomNotification(notification))
+                    .await;
+            }
+        });
+    }
+}
+
 /// A place in a session's table, taken before its task starts and
 /// released if it does not.
 pub(super) struct Place<'a> {
@@ -88,8 +163,7 @@ impl Tasks {
     /// A place for one more task, or why there is none.
     pub(super) fn place(&self) -> Result<Place<'_>, McpError> {
         let mut held = self.held();
-        let now = Instant::now();
-        held.tasks.retain(|_, task| task.until > now);
+        held.expire();
         if held.tasks.len() + held.starting >= MAX_LIVE_TASKS {
             return Err(McpError::invalid_request(
                 format!(
@@ -111,8 +185,8 @@ impl Tasks {
     pub(super) fn keep(
         &self,
         mut place: Place<'_>,
-        server: Arc<Upstream>,
-        tool: &str,
+        (server, tool): (Arc<Upstream>, &str),
+        (host, peer): (&Arc<Toolhost>, Peer<RoleServer>),
         mut created: Value,
     ) -> Result<Value, McpError> {
         let task = created
@@ -122,6 +196,15 @@ impl Tasks {
         let ttl = task.get("ttl").and_then(Value::as_u64).map(Duration::from_millis);
         let local = new_id()?;
         task["taskId"] = Value::String(local.clone());
+        server.own_task(
+            &remote,
+            Arc::new(Watcher {
+                local: local.clone(),
+                peer,
+                host: Arc::downgrade(host),
+                slot: Mutex::default(),
+            }),
+        );
         let mut held = self.held();
         place.taken = false;
         held.starting -= 1;
@@ -205,9 +288,8 @@ impl Tasks {
     /// says it is now (one that it no longer knows is left out).
     pub(super) async fn list(&self, host: &Toolhost) -> Result<Value, McpError> {
         let ids: Vec<String> = {
-            let now = Instant::now();
             let mut held = self.held();
-            held.tasks.retain(|_, task| task.until > now);
+            held.expire();
             held.tasks.keys().cloned().collect()
         };
         let mut tasks = Vec::new();
