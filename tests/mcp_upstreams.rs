@@ -463,3 +463,9 @@ fn tasks_a_giant_task_result_is_refused_naming_the_cap() {
     needs!(Python, Upstream);
     tasks("giant");
 }
+
+#[test]
+fn tasks_a_tasks_question_reaches_the_client_and_its_answer_the_task() {
+    needs!(Python, Upstream);
+    tasks("elicitation");
+}

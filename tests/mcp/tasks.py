@@ -8,6 +8,9 @@ Each scenario:
   status, `tasks/list` lists it, `tasks/result` its result (with the
   related task named by that same id), the server's status notifications
   reach the client under that id, `tasks/cancel` cancels another.
+- `elicitation` (stdio): an ambiguous research task asks the client to
+  clarify (`input_required`), through `tasks/result`; the client's answer
+  (a decline) reaches the server, whose report says so.
 - `sessions` (HTTP, two sessions): a task id of one session is refused in
   the other (get, result, cancel) and not in its list.
 - `flood` (stdio): a session's tasks are capped; the one beyond is refused
@@ -129,6 +132,22 @@ async def lifecycle(args, top):
         check((await get(session, other.task_id)).status == "cancelled", "not cancelled after tasks/cancel")
 
 
+async def elicitation(args, top):
+    asked = []
+
+    async def declines(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action="decline")
+
+    async with over_stdio(args, top, everything(args), elicitation_callback=declines) as session:
+        await ready(session)
+        task = await start(session, "", arguments={"topic": "python", "ambiguous": True})
+        done = await result(session, task.task_id)
+        body = " ".join(c.text for c in done.content if c.type == "text")
+        check(len(asked) == 1 and "python" in asked[0], f"the client was asked: {asked}")
+        check("User declined" in body, f"the client's answer did not reach the task: {body[:400]}")
+
+
 async def sessions(args, top):
     async with over_http(args, top, everything(args)) as url:
         async with http_session(url) as a, http_session(url) as b:
@@ -168,7 +187,7 @@ async def giant(args, top):
         check(task.task_id in [t.task_id for t in (await listed(session)).tasks], "the session lost its task")
 
 
-SCENARIOS = {"lifecycle": lifecycle, "sessions": sessions, "flood": flood, "forbidden": forbidden, "giant": giant}
+SCENARIOS = {"lifecycle": lifecycle, "elicitation": elicitation, "sessions": sessions, "flood": flood, "forbidden": forbidden, "giant": giant}
 
 
 async def main():

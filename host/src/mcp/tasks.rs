@@ -292,17 +292,21 @@ impl Tasks {
             held.expire();
             held.tasks.keys().cloned().collect()
         };
-        let mut tasks = Vec::new();
-        for id in ids {
-            if let Ok(task) = self.status(host, "tasks/get", &json!({"taskId": id})).await {
-                tasks.push(task);
-            }
-        }
-        Ok(json!({"tasks": tasks}))
+        // Asked at once, so the list waits for the slowest server's
+        // deadline, not the sum of them.
+        let params: Vec<Value> = ids.iter().map(|id| json!({ "taskId": id })).collect();
+        let asked = params.iter().map(|p| self.status(host, "tasks/get", p));
+        let tasks: Vec<Value> = futures::future::join_all(asked)
+            .await
+            .into_iter()
+            .filter_map(Result::ok)
+            .collect();
+        Ok(json!({ "tasks": tasks }))
     }
 }
 
-/// The server's task id in `task` (a `Task` object), if it is one.
+/// The server's task id in `task` (a `Task` object), if it is one (ids are
+/// short: one of over 256 bytes is no id, and would be held per task).
 fn remote_id(task: &Value) -> Option<String> {
     let id = task.get("taskId")?.as_str()?;
     (!id.is_empty() && id.len() <= crate::bounds::MAX_TOOL_NAME * 4).then(|| id.to_owned())
