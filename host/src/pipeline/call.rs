@@ -174,6 +174,19 @@ pub(super) async fn start_task(
     policy: Option<&Arc<Policy>>,
     noted: &mut Noted,
 ) -> Result<(Arc<Upstream>, Value), ToolError> {
+    let started = start(generation, name, args, task, ctx, policy, noted).await;
+    started.map_err(|e| generation.core.gate.error(e))
+}
+
+async fn start(
+    generation: &Generation,
+    name: &str,
+    args: Value,
+    task: Value,
+    ctx: &CallControl,
+    policy: Option<&Arc<Policy>>,
+    noted: &mut Noted,
+) -> Result<(Arc<Upstream>, Value), ToolError> {
     let judged = policy.map(|p| (&**p, &ctx.caller));
     let (bound, args) = prepare(&generation.core, name, args, judged, &mut noted.decision).await?;
     let runs_as_task = generation
@@ -204,7 +217,7 @@ pub(super) async fn start_task(
     let created = tokio::select! {
         biased;
         _ = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
-        created = server.start_task(remote, args, task, ctx.client.clone()) => created.map_err(|e| gate.error(e))?,
+        created = server.start_task(remote, args, task, ctx.client.clone()) => created?,
     };
     let created = gate.message(created).ok_or_else(|| {
         ToolError::Failed(format!(
