@@ -11,8 +11,9 @@ Each scenario:
 - `elicitation` (stdio): an ambiguous research task asks the client to
   clarify (`input_required`), through `tasks/result`; the client's answer
   (a decline) reaches the server, whose report says so.
-- `sessions` (HTTP, two sessions): a task id of one session is refused in
-  the other (get, result, cancel) and not in its list.
+- `sessions` (HTTP, two sessions): the task tool is listed with its
+  `execution` over HTTP too; a task id of one session is refused in the
+  other (get, result, cancel) and not in its list.
 - `flood` (stdio): a session's tasks are capped; the one beyond is refused
   naming the cap, before it reaches the server.
 - `forbidden` (stdio): a task-augmented call of a tool that may not run as
@@ -86,10 +87,11 @@ async def refused(what, request, says):
 
 
 async def ready(session):
-    """Until server-everything's task tool is served (it lists some tools
-    only after `initialized`)."""
-    tools = {t.name for t in (await session.list_tools()).tools}
+    """server-everything's task tool is served, with its `execution`."""
+    tools = {t.name: t for t in (await session.list_tools()).tools}
     check(RESEARCH in tools, f"{RESEARCH} is not served: {sorted(tools)}")
+    execution = tools[RESEARCH].execution
+    check(execution and execution.task_support == "required", f"{RESEARCH}'s execution: {execution}")
 
 
 async def lifecycle(args, top):
