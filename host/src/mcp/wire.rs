@@ -183,12 +183,17 @@ fn carry_task(message: &[u8]) -> Option<Vec<u8>> {
         return None;
     }
     let params = value.get_mut("params")?.as_object_mut()?;
+    let forged = params
+        .get_mut("_meta")
+        .and_then(Value::as_object_mut)
+        .is_some_and(|meta| meta.remove(TASK_KEY).is_some());
     let task = params.remove("task");
-    let meta = params.entry("_meta").or_insert_with(|| json!({}));
-    let meta = meta.as_object_mut()?;
-    meta.remove(TASK_KEY);
     if let Some(task) = task {
-        meta.insert(TASK_KEY.to_owned(), task);
+        let meta = params.entry("_meta").or_insert_with(|| json!({}));
+        meta.as_object_mut()?.insert(TASK_KEY.to_owned(), task);
+    } else if !forged {
+        // Nothing moved: the request passes as the client sent it.
+        return None;
     }
     serde_json::to_vec(&value).ok()
 }
@@ -347,6 +352,13 @@ mod tests {
         assert_eq!(carried["params"]["_meta"], json!({}));
         let other = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"task": 1}});
         assert_eq!(carry_task(other.to_string().as_bytes()), None);
+        let argument = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+            "params": {"name": "t", "arguments": {"task": "write the report"}}});
+        assert_eq!(
+            carry_task(argument.to_string().as_bytes()),
+            None,
+            "passes as the client sent it"
+        );
     }
 
     #[tokio::test]

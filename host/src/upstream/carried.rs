@@ -60,33 +60,34 @@ pub(super) fn carry(message: &[u8]) -> Option<Vec<u8>> {
     }
     let mut value: Value = serde_json::from_slice(message).ok()?;
     let result = value.get_mut("result")?.as_object_mut()?;
-    if let Some(meta) = result.get_mut("_meta").and_then(Value::as_object_mut) {
-        meta.remove(ANSWER_KEY);
-    }
+    // Written again only if something moved: the message as the server
+    // sent it is what rmcp parses otherwise.
+    let mut changed = result
+        .get_mut("_meta")
+        .and_then(Value::as_object_mut)
+        .is_some_and(|meta| meta.remove(ANSWER_KEY).is_some());
     if TASK_FIELDS.iter().any(|f| result.contains_key(*f)) {
         let answer = Value::Object(std::mem::take(result));
         result.insert("_meta".to_owned(), serde_json::json!({ ANSWER_KEY: answer }));
-        return serde_json::to_vec(&value).ok();
-    }
-    let Some(tools) = result.get_mut("tools").and_then(Value::as_array_mut) else {
-        return tasked.then(|| serde_json::to_vec(&value).ok()).flatten();
-    };
-    for tool in tools.iter_mut().filter_map(Value::as_object_mut) {
-        let meta = tool.get_mut("_meta").and_then(Value::as_object_mut);
-        if let Some(meta) = meta {
-            meta.remove(EXECUTION_KEY);
-        }
-        let Some(execution) = tool.remove("execution") else {
-            continue;
-        };
-        let meta = tool
-            .entry("_meta")
-            .or_insert_with(|| Value::Object(Default::default()));
-        if let Some(meta) = meta.as_object_mut() {
-            meta.insert(EXECUTION_KEY.to_owned(), execution);
+        changed = true;
+    } else if let Some(tools) = result.get_mut("tools").and_then(Value::as_array_mut) {
+        for tool in tools.iter_mut().filter_map(Value::as_object_mut) {
+            if let Some(meta) = tool.get_mut("_meta").and_then(Value::as_object_mut) {
+                changed |= meta.remove(EXECUTION_KEY).is_some();
+            }
+            let Some(execution) = tool.remove("execution") else {
+                continue;
+            };
+            let meta = tool
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(Default::default()));
+            if let Some(meta) = meta.as_object_mut() {
+                meta.insert(EXECUTION_KEY.to_owned(), execution);
+            }
+            changed = true;
         }
     }
-    serde_json::to_vec(&value).ok()
+    changed.then(|| serde_json::to_vec(&value).ok()).flatten()
 }
 
 /// The `execution` [`carry`] put in `meta`, taken out of it (a `_meta`
@@ -287,6 +288,9 @@ mod tests {
     fn other_messages_pass_as_they_came() {
         let call = json!({"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": "\"execution\""}]}});
         assert_eq!(carry(call.to_string().as_bytes()), None);
+        let named =
+            json!({"jsonrpc": "2.0", "id": 5, "result": {"structuredContent": {"task": 1, "tasks": []}}});
+        assert_eq!(carry(named.to_string().as_bytes()), None);
         assert_eq!(
             carry(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}"),
             None
