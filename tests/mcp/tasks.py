@@ -153,6 +153,8 @@ async def elicitation(args, top):
 async def sessions(args, top):
     async with over_http(args, top, everything(args)) as url:
         async with http_session(url) as a, http_session(url) as b:
+            capabilities = a.initialize_result.capabilities
+            check(capabilities.tasks and capabilities.tasks.requests, f"tasks not declared over HTTP: {capabilities}")
             await ready(a)
             task = await start(a, "owned by a")
             says = f"no task {task.task_id} in this session"
