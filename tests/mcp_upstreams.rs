@@ -422,3 +422,50 @@ fn relay_over_http_two_sessions_asked_at_once_each_get_their_own_question() {
     needs!(Python, Upstream);
     relay("concurrent-http");
 }
+
+/// One scenario of `tests/mcp/tasks.py`: MCP 2025-11-25 tasks through
+/// toolhost to server-everything's task tool.
+fn tasks(scenario: &str) {
+    let mut command = python_driver("tasks.py");
+    command
+        .args(["--scenario", scenario])
+        .arg("--everything")
+        .arg(everything_server());
+    expect_driver_ok(&mut command, scenario);
+}
+
+#[test]
+fn tasks_a_task_is_started_polled_listed_answered_and_cancelled_through_toolhost() {
+    needs!(Python, Upstream);
+    tasks("lifecycle");
+}
+
+#[test]
+fn tasks_another_sessions_task_id_is_refused() {
+    needs!(Python, Upstream);
+    tasks("sessions");
+}
+
+#[test]
+fn tasks_a_sessions_live_tasks_are_capped() {
+    needs!(Python, Upstream);
+    tasks("flood");
+}
+
+#[test]
+fn tasks_a_tool_that_may_not_run_as_a_task_is_refused_as_one() {
+    needs!(Python, Upstream);
+    tasks("forbidden");
+}
+
+#[test]
+fn tasks_a_giant_task_result_is_refused_naming_the_cap() {
+    needs!(Python, Upstream);
+    tasks("giant");
+}
+
+#[test]
+fn tasks_a_tasks_question_reaches_the_client_and_its_answer_the_task() {
+    needs!(Python, Upstream);
+    tasks("elicitation");
+}

@@ -2,9 +2,9 @@
 //! tool before enrichment ([`ToolSpec`]: name, description, optional
 //! category, input schema) and what the agent is told of it besides
 //! ([`ToolMeta`]: title, prompt snippet and guidelines, output schema,
-//! [`ToolAnnotations`], icons, `_meta`), with its conversion to and from
-//! rmcp's `Tool`. An upstream server's tool keeps these as the server
-//! listed them.
+//! [`ToolAnnotations`], icons, `_meta`, [`Execution`]), with its conversion
+//! to and from rmcp's `Tool`. An upstream server's tool keeps these as the
+//! server listed them.
 //!
 //! A leaf: it names a tool and nothing else. Not here: the base catalog
 //! (`catalog`), value models (`value_model`), enriched schemas (`schema`),
@@ -62,6 +62,33 @@ pub struct ToolMeta {
     /// The tool's MCP `_meta`, as its source gave it.
     #[serde(skip)]
     pub wire_meta: Option<Meta>,
+    /// How the tool runs as an MCP task (MCP `execution`), as its source
+    /// said. For the client, not the model: not pinned.
+    #[serde(skip)]
+    pub execution: Option<Execution>,
+}
+
+/// A tool's MCP `execution` (2025-11-25): whether a call may, must or must
+/// not be made as a task. rmcp's `Tool` has no such field, so the host
+/// keeps it here and the front writes it back onto the served list.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Execution {
+    /// Unset: the protocol's default, `forbidden`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_support: Option<TaskSupport>,
+}
+
+/// MCP's `execution.taskSupport`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskSupport {
+    /// A call must not be made as a task.
+    Forbidden,
+    /// A call may be made as a task or not.
+    Optional,
+    /// A call must be made as a task.
+    Required,
 }
 
 /// MCP's behaviour hints for a tool (`ToolAnnotations`); unset is unknown.

@@ -3,7 +3,8 @@
 //! prefix, under the category configured for the server) and whose calls
 //! the pipeline forwards. Owns the client connection and the server's
 //! current lists: tools (with every MCP field: title, annotations, output
-//! schema, icons, `_meta`), prompts, resources and resource templates. Not
+//! schema, icons, `_meta`, and `execution`, which rmcp's types drop and
+//! `carried` carries past them), prompts, resources and resource templates. Not
 //! the pipeline's hooks. [`Gateway`] routes the servers' prompts,
 //! resources and completions (`gateway`); the MCP front serves them.
 //!
@@ -32,15 +33,21 @@
 //!
 //! What the server asks of its client during a call (elicitation,
 //! sampling, roots) is relayed to the client session that made the call,
-//! or refused when that session cannot be told (`relay`).
+//! or refused when that session cannot be told (`relay`). Its tasks (MCP
+//! 2025-11-25) are started, asked about and answered here, their answers
+//! read past rmcp (`carried`), and their status notifications go to the
+//! session holding each (`owners`).
 
 mod bounded;
 mod callers;
+mod carried;
 mod gateway;
 mod listing;
+mod owners;
 mod relay;
 
 pub use gateway::{Gateway, GatewayError, Notice, merge_instructions};
+pub use owners::TaskWatcher;
 pub use relay::{Asked, Downstream, session_slots};
 
 use std::collections::{BTreeMap, HashMap};
@@ -51,9 +58,9 @@ use std::time::Duration;
 #[allow(deprecated)]
 use rmcp::model::{
     CallToolRequest, CallToolResult, CancelledNotificationParam, ClientCapabilities, ClientConfig,
-    ClientRequest, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
-    ElicitationCapability, FormElicitationCapability, ListRootsResult, ProgressNotificationParam,
-    RootsCapabilities, SamplingCapability, ServerResult, UrlElicitationCapability,
+    ClientRequest, CreateMessageRequestParams, CreateMessageResult, CustomRequest, ElicitRequestParams,
+    ElicitResult, ElicitationCapability, FormElicitationCapability, ListRootsResult,
+    ProgressNotificationParam, RootsCapabilities, SamplingCapability, ServerResult, UrlElicitationCapability,
 };
 use rmcp::model::{
     CallToolRequestParams, CompleteRequestParams, CompleteResult, Cursor, GetPromptRequestParams,
@@ -355,6 +362,7 @@ pub enum Event {
 /// elicitation, sampling and roots requests to the calling client (`relay`).
 struct Listener {
     relay: Arc<relay::Relay>,
+    owners: Arc<owners::Owners>,
     changed: watch::Sender<u64>,
     events: broadcast::Sender<Event>,
     name: Arc<str>,
@@ -440,6 +448,20 @@ impl ClientHandler for Listener {
         self.relay.progress(&params, message);
     }
 
+    /// A task's status (MCP 2025-11-25, which rmcp has no type for): to
+    /// the session holding the task (`owners`).
+    async fn on_custom_notification(
+        &self,
+        notification: rmcp::model::CustomNotification,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if notification.method == "notifications/tasks/status"
+            && let Some(status) = notification.params
+        {
+            self.owners.status(status);
+        }
+    }
+
     async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
         let _ = self.events.send(Event::PromptsChanged);
     }
@@ -477,6 +499,7 @@ pub struct Upstream {
     pub config: UpstreamConfig,
     client: RunningService<RoleClient, Listener>,
     relay: Arc<relay::Relay>,
+    owners: Arc<owners::Owners>,
     /// A stdio server's process, killed when the upstream is dropped.
     _process: Option<tokio::process::Child>,
     tools: RwLock<Arc<Vec<Tool>>>,
@@ -527,8 +550,10 @@ impl Upstream {
             config.relay_timeout,
             config.max_message_bytes,
         ));
+        let owners = Arc::new(owners::Owners::default());
         let listener = Listener {
             relay: relay.clone(),
+            owners: owners.clone(),
             changed: changed_tx,
             events: events.clone(),
             name: config.name.as_str().into(),
@@ -554,8 +579,11 @@ impl Upstream {
                 process = Some(child);
                 // Lines over the cap are answered by `bounded`; what passes
                 // it is within rmcp's own cap, which drops a line silently.
+                // Carrying a tool's `execution` (`carried`) adds fewer bytes
+                // than the tool takes, so a line passed on is under twice
+                // the cap.
                 let lines = bounded::BoundedLines::new(stdout, cap, &config.name);
-                let transport = AsyncRwTransport::new_client(lines, stdin).with_max_line_length(cap + 1);
+                let transport = AsyncRwTransport::new_client(lines, stdin).with_max_line_length(2 * cap + 1);
                 listener
                     .serve(transport)
                     .await
@@ -580,6 +608,7 @@ impl Upstream {
             config,
             client,
             relay,
+            owners,
             _process: process,
             tools: RwLock::new(Arc::new(tools)),
             refused: RwLock::new(refused),
@@ -815,13 +844,14 @@ impl Upstream {
         tools
             .iter()
             .map(|t| {
-                let spec = ToolSpec {
+                let mut spec = ToolSpec {
                     name: format!("{}{}", self.config.prefix, t.name),
                     description: t.description.as_deref().unwrap_or_default().to_owned(),
                     category: self.config.category.clone(),
                     input_schema: Value::Object((*t.input_schema).clone()),
                     meta: crate::tool::tool_meta_from_mcp(t),
                 };
+                spec.meta.execution = carried::take_execution(&mut spec.meta.wire_meta);
                 (spec, t.name.to_string())
             })
             .collect()
@@ -843,11 +873,7 @@ impl Upstream {
         token: Option<&str>,
         trace: Option<&TraceParent>,
     ) -> Result<CallOutput, ToolError> {
-        let (name, limit, cap) = (
-            &self.config.name,
-            self.config.call_timeout,
-            self.config.max_message_bytes,
-        );
+        let name = &self.config.name;
         let fail =
             |message: String| ToolError::Failed(format!("upstream `{name}`, tool `{remote}`: {message}"));
         let mut params = CallToolRequestParams::new(remote.to_owned());
@@ -871,42 +897,147 @@ impl Upstream {
                 ));
             }
         };
-        let answer = match tokio::time::timeout(
-            limit,
-            self.send_call((&peer, &relay), params, caller, progress),
-        )
-        .await
-        {
-            Ok(answer) => answer.map_err(|e| fail(chain(&e)))?,
-            Err(_) => {
-                return Err(fail(format!(
-                    "no answer within {} s (`call_timeout_s`)",
-                    limit.as_secs()
-                )));
-            }
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let answer = self
+            .within(self.send((&peer, &relay), request, caller, progress))
+            .await
+            .map_err(fail)?;
+        if carried::take_answer(&answer).is_some() {
+            return Err(fail(
+                "it answered with a task, which the call did not ask for".into(),
+            ));
+        }
+        let answer = match answer {
+            ServerResult::CallToolResult(result) => result,
+            other => contentless(other).ok_or_else(|| fail(chain(&ServiceError::UnexpectedResponse)))?,
         };
+        self.output(answer).map_err(fail)
+    }
+
+    /// A result of the server's within its message cap, as the host owns it.
+    fn output(&self, answer: CallToolResult) -> Result<CallOutput, String> {
+        let cap = self.config.max_message_bytes;
         let output = mcp::from_mcp(answer);
         if output.size() > cap {
-            return Err(fail(format!(
+            return Err(format!(
                 "its result has {} bytes, more than the cap of {cap} (`max_message_kb`)",
                 output.size()
-            )));
+            ));
         }
         Ok(output)
     }
 
-    /// `tools/call`, registered with the relay as `caller`'s while in
-    /// flight, under the request id that ties the server's requests on its
-    /// HTTP response stream to it.
-    async fn send_call(
+    /// Start a call of `remote` as a task (MCP 2025-11-25: `params.task`
+    /// is `task`, the client's), as `call` does otherwise: the server's
+    /// `CreateTaskResult`, whole, for the caller to check.
+    pub async fn start_task(
+        &self,
+        remote: &str,
+        args: Map<String, Value>,
+        task: Value,
+        caller: Option<Arc<dyn Downstream>>,
+    ) -> Result<Value, ToolError> {
+        let fail =
+            |m: String| ToolError::Failed(format!("upstream `{}`, tool `{remote}`: {m}", self.config.name));
+        // Tasks go over the host's session, which acts as nobody in
+        // particular: a server that must act as each caller runs none.
+        if self.callers.is_some() {
+            return Err(fail(
+                "it acts as each caller (`credential = \"exchange\"`), and its tasks would run as the host: \
+                 call the tool without `task`"
+                    .into(),
+            ));
+        }
+        let params = serde_json::json!({"name": remote, "arguments": args, "task": task});
+        let request = ClientRequest::CustomRequest(CustomRequest::new("tools/call", Some(params)));
+        let answer = self
+            .within(self.send(self.host_session(), request, caller, None))
+            .await;
+        carried::take_answer(&answer.map_err(fail)?)
+            .ok_or_else(|| fail("it did not answer the call with a task".into()))
+    }
+
+    /// A `tasks/get`, `tasks/cancel` or `tasks/list` of the server's (MCP
+    /// 2025-11-25), its answer whole, for the caller to check.
+    pub async fn task_request(&self, method: &str, params: Value) -> Result<Value, UpstreamError> {
+        let request = ClientRequest::CustomRequest(CustomRequest::new(method, Some(params)));
+        let fail = |message: String| UpstreamError {
+            name: self.config.name.clone(),
+            message: format!("{method}: {message}"),
+        };
+        let answer = self
+            .within(self.send(self.host_session(), request, None, None))
+            .await
+            .map_err(fail)?;
+        carried::take_answer(&answer).ok_or_else(|| fail("its answer is not a task's".into()))
+    }
+
+    /// Send the server's status notifications of its task `id` to
+    /// `watcher`, until [`Upstream::disown_task`].
+    pub fn own_task(&self, id: &str, watcher: Arc<dyn TaskWatcher>) {
+        self.owners.own(id, watcher);
+    }
+
+    /// No longer send the status of task `id` anywhere.
+    pub fn disown_task(&self, id: &str) {
+        self.owners.disown(id);
+    }
+
+    /// `tasks/result` of task `id` (MCP 2025-11-25): the call's result, which
+    /// the server sends once the task ends, as `call` reads one; what the
+    /// server asks meanwhile is relayed to `caller`.
+    pub async fn task_result(
+        &self,
+        id: &str,
+        caller: Option<Arc<dyn Downstream>>,
+    ) -> Result<CallOutput, ToolError> {
+        let params = serde_json::json!({"taskId": id});
+        let request = ClientRequest::CustomRequest(CustomRequest::new("tasks/result", Some(params)));
+        let fail =
+            |m: String| ToolError::Failed(format!("upstream `{}`, tasks/result: {m}", self.config.name));
+        let answer = self
+            .within(self.send(self.host_session(), request, caller, None))
+            .await
+            .map_err(fail)?;
+        let answer = match answer {
+            ServerResult::CallToolResult(result) => result,
+            other => contentless(other).ok_or_else(|| fail("its answer is not a tool's result".into()))?,
+        };
+        self.output(answer).map_err(fail)
+    }
+
+    /// The host's own session to the server, and its relay: what lists,
+    /// and every task, go over.
+    fn host_session(&self) -> (&rmcp::Peer<RoleClient>, &relay::Relay) {
+        (self.client.peer(), &self.relay)
+    }
+
+    /// `send` within the server's call deadline.
+    async fn within(
+        &self,
+        sent: impl Future<Output = Result<ServerResult, ServiceError>>,
+    ) -> Result<ServerResult, String> {
+        let limit = self.config.call_timeout;
+        match tokio::time::timeout(limit, sent).await {
+            Ok(answer) => answer.map_err(|e| chain(&e)),
+            Err(_) => Err(format!(
+                "no answer within {} s (`call_timeout_s`)",
+                limit.as_secs()
+            )),
+        }
+    }
+
+    /// `request`, registered with the relay as `caller`'s while in flight,
+    /// under the request id that ties the server's requests on its HTTP
+    /// response stream to it.
+    async fn send(
         &self,
         (peer, relay): (&rmcp::Peer<RoleClient>, &relay::Relay),
-        params: CallToolRequestParams,
+        request: ClientRequest,
         caller: Option<Arc<dyn Downstream>>,
         progress: Option<ProgressFn>,
-    ) -> Result<CallToolResult, ServiceError> {
+    ) -> Result<ServerResult, ServiceError> {
         let entered = relay.enter(caller, progress);
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle = peer
             .send_request_with_option(request, PeerRequestOptions::no_options())
             .await?;
@@ -914,10 +1045,7 @@ impl Upstream {
         let abandoned = Abandoned(Some((peer.clone(), handle.id.clone())));
         let answer = handle.await_response().await;
         abandoned.disarm();
-        match answer? {
-            ServerResult::CallToolResult(result) => Ok(result),
-            other => contentless(other).ok_or(ServiceError::UnexpectedResponse),
-        }
+        answer
     }
 }
 
@@ -944,6 +1072,7 @@ impl Upstream {
         ));
         let listener = Listener {
             relay: relay.clone(),
+            owners: self.owners.clone(),
             // The host's session follows the lists; a caller's is for calls.
             changed: watch::channel(0).0,
             events: self.events.clone(),
@@ -973,13 +1102,13 @@ fn http_transport(
     url: &str,
     headers: HashMap<http::HeaderName, http::HeaderValue>,
     cap: usize,
-) -> Result<StreamableHttpClientTransport<reqwest::Client>, String> {
+) -> Result<StreamableHttpClientTransport<carried::Carrying>, String> {
     let http = crate::http_client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
     Ok(StreamableHttpClientTransport::with_client(
-        http,
+        carried::Carrying(http),
         StreamableHttpClientTransportConfig::with_uri(url)
             .custom_headers(headers)
             .max_json_response_size(cap)

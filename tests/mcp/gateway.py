@@ -5,7 +5,7 @@ both sessions, to `@modelcontextprotocol/server-everything` (or, for what
 it does not send, tests/mcp/content_server.py):
 
 - `tools`: every field of every tool (title, annotations, outputSchema,
-  icons, _meta, the input schema and description).
+  icons, _meta, execution, the input schema and description).
 - `text`, `image`, `annotations`, `resource-links` (two of them),
   `embedded-resource` (text and blob), `structured`, `audio`: a call
   returning that content, compared whole.
@@ -139,10 +139,13 @@ async def tools(p):
     check(own <= set(direct), f"tools the server does not list: {sorted(own - set(direct))}")
     for name, tool in via.items():
         expected = dict(direct[name[len(p.prefix) :]], name=name)
-        # rmcp 3.11 models MCP 2026-07-28, which removed `execution`: it
-        # cannot pass through (docs/guide.md, "Upstream servers").
-        expected.pop("execution", None)
         check(tool == expected, f"{name}:\n  direct:           {expected}\n  through toolhost: {tool}")
+    # `execution` is compared with the rest above; rmcp's types have no
+    # such field, so it is also checked to be there at all.
+    executions = {name: tool.get("execution") for name, tool in via.items()}
+    check(all(executions.values()), f"tools served without their `execution`: {executions}")
+    research = executions.get(p.prefix + "simulate-research-query")
+    check(research == {"taskSupport": "required"}, f"simulate-research-query's execution: {research}")
     served = via[p.prefix + "get-structured-content"]
     check(
         {"title", "annotations", "outputSchema"} <= set(served),

@@ -98,8 +98,13 @@ async def over_http(args, top):
             )
 
             async def exercise(session, toolhost_log, changed):
-                tools = {t.name for t in (await session.list_tools()).tools}
+                listed = (await session.list_tools()).tools
+                tools = {t.name for t in listed}
                 check({"ev_echo", "ev_get-sum", "read"} <= tools, f"tools: {sorted(tools)}")
+                # Read from the server's event stream past rmcp's types.
+                research = next((t for t in listed if t.name == "ev_simulate-research-query"), None)
+                execution = research and research.execution and research.execution.task_support
+                check(execution == "required", f"ev_simulate-research-query's execution over HTTP: {execution}")
                 check(not any(t.startswith("no_") for t in tools), f"tools of a dead upstream: {sorted(tools)}")
                 r = await session.call_tool("ev_echo", {"message": "over http"})
                 check(not r.is_error and text(r) == "Echo: over http", f"ev_echo: {text(r)}")

@@ -48,9 +48,10 @@ impl Front {
     /// Serve on `127.0.0.1:0` until the runtime ends.
     pub async fn start() -> Self {
         let (host, root) = native_host().await;
-        let server = McpServer::new(Arc::new(host), Default::default());
+        let host = Arc::new(host);
+        let server = McpServer::new(host.clone(), Default::default());
         let initialized = server.sessions.clone();
-        let sessions = CappedSessions::new();
+        let sessions = CappedSessions::new(super::wire::executions(&host));
         let addr = "127.0.0.1:0".parse().unwrap();
         let access = HttpAccess::new(&AuthConfig::default(), addr, false)
             .await

@@ -35,6 +35,10 @@
 //! call are relayed to the session that made it: each call carries that
 //! session (`asked`), and `upstream`'s relay decides who is asked.
 //!
+//! MCP 2025-11-25's tasks of upstream tools are served where sessions are
+//! (stdio, HTTP sessions): a task-augmented `tools/call` starts one, and
+//! `tasks/*` reach the server owning each of the session's tasks (`tasks`).
+//!
 //! Each call carries its [`Caller`]: over HTTP, the one `auth` put on the
 //! request once its token was verified (anonymous without `[auth]`); on
 //! stdio, the local user.
@@ -59,7 +63,9 @@
 //! `sessions`), what it bounds and counts (`progress`, `metrics`), the
 //! calling session as upstream servers' requests reach it (`asked`), the
 //! revisions it speaks (`revision`), who may call it over HTTP (`auth`),
-//! and the log lines it sends its clients (`client_log`). What it serves
+//! the log lines it sends its clients (`client_log`), each session's tasks
+//! (`tasks`), and what rmcp's types cannot say, carried on a session's
+//! transport (`wire`). What it serves
 //! but does not own lives with its owner: the upstream servers' prompts and
 //! resources are routed by `upstream`'s gateway, and a result's MCP form is
 //! its type's (`output::mcp`, which the upstream client reads with too).
@@ -73,7 +79,9 @@ mod request_caller;
 mod revision;
 mod sessions;
 mod stdio;
+mod tasks;
 mod telemetry;
+mod wire;
 
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
@@ -84,12 +92,12 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use axum::serve::ListenerExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
-    ContentBlock, ErrorCode, GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
-    InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptMessage, PromptsCapability,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ResourceUpdatedNotificationParam,
-    ResourcesCapability, Role, ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter,
-    Tool, UnsubscribeRequestParams,
+    ContentBlock, CustomRequest, CustomResult, ErrorCode, GetPromptRequestParams, GetPromptResponse,
+    GetPromptResult, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams, Prompt,
+    PromptMessage, PromptsCapability, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ResourceUpdatedNotificationParam, ResourcesCapability, Role, ServerCapabilities, ServerConfig,
+    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::transport::streamable_http_server::StreamableHttpService;
@@ -137,6 +145,11 @@ pub struct McpServer {
     held_told: Arc<Mutex<BTreeSet<String>>>,
     /// This session's upstream requests in flight (`asked`).
     relayed: Arc<tokio::sync::Semaphore>,
+    /// Whether tasks are served: only where a session's transport carries
+    /// what rmcp's types lack (`wire`).
+    serves_tasks: bool,
+    /// This session's tasks (`tasks`).
+    tasks: Arc<tasks::Tasks>,
 }
 
 impl McpServer {
@@ -166,7 +179,15 @@ impl McpServer {
             caller: Caller::unauthenticated(),
             held_told: Arc::default(),
             relayed: session_slots(),
+            serves_tasks: false,
+            tasks: Arc::default(),
         }
+    }
+
+    /// The same server, serving tasks (its transports carry them: `wire`).
+    fn serving_tasks(mut self) -> Self {
+        self.serves_tasks = true;
+        self
     }
 
     /// The same server, whose callers are `caller` unless a request's
@@ -190,6 +211,8 @@ impl McpServer {
             caller: self.caller.clone(),
             held_told: self.held_told.clone(),
             relayed: session_slots(),
+            serves_tasks: self.serves_tasks,
+            tasks: Arc::default(),
         }
     }
 
@@ -224,6 +247,51 @@ impl McpServer {
             .and_then(|parts| parts.extensions.get::<Caller>())
             .unwrap_or(&self.caller)
             .clone()
+    }
+
+    /// The session of the request `context`, as an upstream server's
+    /// requests during it reach it (`asked`).
+    fn calling(&self, context: &RequestContext<RoleServer>) -> Arc<asked::CallingClient> {
+        Arc::new(asked::CallingClient {
+            peer: context.peer.clone(),
+            call: context.id.clone(),
+            slots: self.relayed.clone(),
+        })
+    }
+
+    /// A task-augmented `tools/call` (`task` its `params.task`): a place in
+    /// the session's tasks taken first, then the call started as a task of
+    /// its upstream server, answered with its `CreateTaskResult` (`wire`
+    /// sends it as that) under the session's own task id.
+    async fn start_task(
+        &self,
+        request: CallToolRequestParams,
+        task: Value,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let place = self.tasks.place()?;
+        let mut ctx = CallControl::new(context.id.to_string())
+            .with_caller(self.caller(&context))
+            .from_client(self.calling(&context));
+        ctx.cancel = context.ct.clone();
+        let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        let (server, created) = self
+            .host
+            .start_task(&request.name, args, task, &ctx)
+            .await
+            .map_err(|e| McpError::invalid_request(error_text(&e), None))?;
+        let created = self.tasks.keep(
+            place,
+            (server, &request.name),
+            (&self.host, context.peer.clone()),
+            created,
+        )?;
+        let mut result = CallToolResult::default();
+        result.meta = Some(rmcp::model::MetaObject(serde_json::Map::from_iter([(
+            wire::CREATED_KEY.to_owned(),
+            created,
+        )])));
+        Ok(result.into())
     }
 
     /// toolhost's own prompt: the system-prompt sections of its tools.
@@ -686,20 +754,48 @@ impl ServerHandler for McpServer {
             .await
     }
 
+    /// 2025-11-25's `tasks/get`, `tasks/cancel`, `tasks/result` and
+    /// `tasks/list`, of this session's tasks (`tasks`).
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        let params = request.params.unwrap_or(Value::Null);
+        let answer = match request.method.as_str() {
+            "tasks/get" | "tasks/cancel" if self.serves_tasks => {
+                self.tasks.status(&self.host, &request.method, &params).await
+            }
+            "tasks/result" if self.serves_tasks => {
+                self.tasks
+                    .result(&self.host, &params, self.calling(&context))
+                    .await
+            }
+            "tasks/list" if self.serves_tasks => self.tasks.list(&self.host).await,
+            _ => Err(McpError::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("method {} is not served", label(&request.method)),
+                None,
+            )),
+        };
+        answer.map(CustomResult)
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let client = asked::CallingClient {
-            peer: context.peer.clone(),
-            call: context.id.clone(),
-            slots: self.relayed.clone(),
-        };
+        if let Some(task) = context.meta.get(wire::TASK_KEY).cloned()
+            && self.serves_tasks
+        {
+            return self.start_task(request, task, context).await;
+        }
+        let client = self.calling(&context);
         let served = telemetry::Request::start("tools/call", Some(&request.name), &context);
         let mut ctx = CallControl::new(context.id.to_string())
             .with_caller(self.caller(&context))
-            .from_client(Arc::new(client))
+            .from_client(client)
             .in_trace(served.trace());
         ctx.cancel = context.ct.clone();
         let mut forwarder = None;
@@ -721,7 +817,7 @@ impl ServerHandler for McpServer {
         if let Some(forwarder) = forwarder {
             let _ = forwarder.await;
         }
-        let result = match outcome {
+        let mut result = match outcome {
             Ok(output) => mcp::to_mcp(output),
             Err(e) => {
                 if matches!(e.error, ToolError::Cancelled) {
@@ -730,6 +826,11 @@ impl ServerHandler for McpServer {
                 CallToolResult::error(vec![ContentBlock::text(error_text(&e))])
             }
         };
+        // The key is the handler's, for the tasks it starts: a result
+        // carrying it would be sent as a task (`wire`).
+        if let Some(meta) = result.meta.as_mut() {
+            meta.remove(wire::CREATED_KEY);
+        }
         // Labelled by name only for tools served: a client's made-up names
         // would grow the metrics without bound.
         let known = self
@@ -752,9 +853,14 @@ impl ServerHandler for McpServer {
 
 /// Serve MCP on stdin and stdout until the client disconnects.
 pub async fn serve_stdio(host: Arc<Toolhost>, log: ClientLog) -> Result<(), ServeError> {
+    let (reader, writer) = stdio::streams();
+    let reader = wire::Carried::new(reader);
+    let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(reader, writer);
+    let transport = wire::Wire::new(transport, wire::executions(&host));
     let running = McpServer::new(host, log)
         .called_by(Caller::local_user())
-        .serve(stdio::streams())
+        .serving_tasks()
+        .serve(transport)
         .await
         .map_err(|e| ServeError::Initialize(Box::new(e)))?;
     running
@@ -799,11 +905,15 @@ pub async fn serve_http(
     on_bound: impl FnOnce(SocketAddr),
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let mut server = McpServer::new(host.clone(), log);
+    if !stateless {
+        server = server.serving_tasks();
+    }
     let router = http_router(
-        McpServer::new(host, log),
+        server,
         &access,
         stateless,
-        CappedSessions::new(),
+        CappedSessions::new(wire::executions(&host)),
     );
     let listener = tokio::net::TcpListener::bind(addr).await?;
     on_bound(listener.local_addr()?);
@@ -840,17 +950,24 @@ fn http_router(
     };
     let mut config = access.service_config();
     config.legacy_session_mode = !stateless;
+    let limit = config.max_request_body_bytes;
+    let serves_tasks = server.serves_tasks;
     let service = StreamableHttpService::new(move || Ok(server.session()), sessions, config);
+    // A client's `params.task` read before rmcp drops it (`wire`).
+    let mcp = axum::Router::new()
+        .nest_service("/mcp", service)
+        // Inside `auth`'s check, which puts the caller on the request.
+        .layer(axum::middleware::from_fn(request_caller::scope));
+    let mcp = match serves_tasks {
+        true => mcp.layer(axum::middleware::from_fn(move |request, next| {
+            wire::carry_task_in_body(limit, request, next)
+        })),
+        false => mcp,
+    };
     // `/healthz` answers without authorization: a balancer or an
     // orchestrator's probe asks whether the process serves, nothing more.
     access
-        .protect(
-            axum::Router::new()
-                .nest_service("/mcp", service)
-                // Inside `auth`'s check, which puts the caller on the request.
-                .layer(axum::middleware::from_fn(request_caller::scope))
-                .route("/metrics", axum::routing::get(scrape)),
-        )
+        .protect(mcp.route("/metrics", axum::routing::get(scrape)))
         .route("/healthz", axum::routing::get(|| async { "ok\n" }))
         .layer(axum::middleware::from_fn(close_after_a_refused_body))
 }

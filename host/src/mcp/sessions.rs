@@ -9,7 +9,9 @@
 //! (`McpServer`'s session map, its resource subscriptions) is freed when
 //! that session's server is dropped, as its service stops. An `initialize`
 //! while the cap is reached is refused: rmcp answers `500` with the reason
-//! ([`SessionsError::Full`]). Owns the count; not the sessions' contents.
+//! ([`SessionsError::Full`]). Each session's transport adds what rmcp
+//! cannot say to what it sends (`wire`). Owns the count; not the sessions'
+//! contents.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -23,6 +25,7 @@ use rmcp::transport::streamable_http_server::session::local::{
 };
 use rmcp::transport::streamable_http_server::{SessionId, SessionManager};
 
+use super::wire::{Executions, Wire};
 use crate::bounds::MAX_HTTP_SESSIONS;
 
 /// How long a session may go without a request before it is closed.
@@ -43,6 +46,7 @@ pub(super) enum SessionsError {
 pub(super) struct CappedSessions {
     local: LocalSessionManager,
     open: Mutex<Open>,
+    executions: Executions,
 }
 
 /// The sessions open, and the places taken by sessions being made.
@@ -59,12 +63,14 @@ impl Open {
 }
 
 impl CappedSessions {
-    pub(super) fn new() -> Arc<Self> {
+    /// Sessions whose tool lists carry `executions` (`wire`).
+    pub(super) fn new(executions: Executions) -> Arc<Self> {
         let mut local = LocalSessionManager::default();
         local.session_config.keep_alive = Some(HTTP_SESSION_IDLE);
         Arc::new(Self {
             local,
             open: Mutex::default(),
+            executions,
         })
     }
 
@@ -81,7 +87,7 @@ impl CappedSessions {
 
 impl SessionManager for CappedSessions {
     type Error = SessionsError;
-    type Transport = <LocalSessionManager as SessionManager>::Transport;
+    type Transport = Wire<<LocalSessionManager as SessionManager>::Transport>;
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
         // The place is taken before the session exists, so that requests
@@ -98,7 +104,7 @@ impl SessionManager for CappedSessions {
         open.reserved -= 1;
         let (id, transport) = created?;
         open.ids.insert(id.clone());
-        Ok((id, transport))
+        Ok((id, Wire::new(transport, self.executions.clone())))
     }
 
     async fn initialize_session(

@@ -42,6 +42,10 @@
 //! gets the resolution's error as the call's error result, naming the
 //! plugin or server and what to set up.
 //!
+//! A call started as a task of its upstream server ([`start_task`]) goes
+//! through the same steps up to execute, and its task's handle through the
+//! gate; the task's later answers are the front's to route (`mcp`).
+//!
 //! A real native read that was not served runs whole ([`run_kept`]) and
 //! leaves its file in the cache as a [`Prefetch::File`], for the reads
 //! that follow; a remote read leaves its result, for its exact repeats.
@@ -71,8 +75,10 @@ use crate::output::{Block, CallOutput, ToolError};
 use crate::plugin::{BeforeCallDecision, Hooks};
 use crate::speculation::cache::Partition;
 use crate::speculation::{Admit, Engine, Observed, Served, Target};
+use crate::tool::TaskSupport;
 use crate::tools::FileText;
 use crate::tools::facts::WHOLE_FILE;
+use crate::upstream::Upstream;
 
 /// Run one call through every step on this catalog, and its outcome
 /// through the gate, as the caller is to see it; `prefetched` is set when
@@ -173,6 +179,75 @@ async fn run(
         };
     }
     Ok(result)
+}
+
+/// Start a call as a task of its upstream server (MCP 2025-11-25
+/// `params.task`, the client's `task`): every step of a call up to execute
+/// (the policy included), then the server's `CreateTaskResult` through the
+/// gate. Only a tool whose server says it may run as a task
+/// (`execution.taskSupport`) is started as one. Nothing of speculation:
+/// a task's handle is no result to keep, learn from or plan after, and a
+/// task may change anything.
+pub(super) async fn start_task(
+    generation: &Generation,
+    name: &str,
+    args: Value,
+    task: Value,
+    ctx: &CallControl,
+    policy: Option<&Arc<Policy>>,
+    noted: &mut Noted,
+) -> Result<(Arc<Upstream>, Value), ToolError> {
+    let started = start(generation, name, args, task, ctx, policy, noted).await;
+    started.map_err(|e| generation.core.gate.error(e))
+}
+
+async fn start(
+    generation: &Generation,
+    name: &str,
+    args: Value,
+    task: Value,
+    ctx: &CallControl,
+    policy: Option<&Arc<Policy>>,
+    noted: &mut Noted,
+) -> Result<(Arc<Upstream>, Value), ToolError> {
+    let judged = policy.map(|p| (&**p, &ctx.caller));
+    let (bound, args) = prepare(&generation.core, name, args, judged, &mut noted.decision).await?;
+    let runs_as_task = generation
+        .core
+        .listing
+        .tools
+        .iter()
+        .find(|t| t.name == name)
+        .and_then(|t| t.meta.execution?.task_support)
+        .is_some_and(|s| s != TaskSupport::Forbidden);
+    let Backend::Upstream(server, remote) = &bound.backend else {
+        return Err(ToolError::Failed(format!(
+            "Tool {} cannot run as a task: only an upstream server's tools can",
+            label(name)
+        )));
+    };
+    if !runs_as_task {
+        return Err(ToolError::Failed(format!(
+            "Tool {} cannot run as a task: upstream `{}` does not say it may (`execution.taskSupport`)",
+            label(name),
+            server.config.name
+        )));
+    }
+    if let Some(engine) = &generation.speculation {
+        engine.invalidate_for(name).await;
+    }
+    let gate = &generation.core.gate;
+    let created = tokio::select! {
+        biased;
+        _ = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
+        created = server.start_task(remote, args, task, ctx.client.clone()) => created?,
+    };
+    let created = gate.message(created).ok_or_else(|| {
+        ToolError::Failed(format!(
+            "Tool {name}: its task was withheld: it held a secret value"
+        ))
+    })?;
+    Ok((server.clone(), created))
 }
 
 /// Under a policy, what lets a follow-up of this call be made ahead of

@@ -292,6 +292,74 @@ impl Toolhost {
         }
     }
 
+    /// Start `name` as a task of its upstream server (MCP 2025-11-25's
+    /// task-augmented `tools/call`, `task` its `params.task`): checked as
+    /// [`Toolhost::call_tool`] checks a call (the pin, the policy, every
+    /// step up to execute) and audited as one; the server, for the task's
+    /// later requests, and its `CreateTaskResult` through the gate.
+    pub async fn start_task(
+        &self,
+        name: &str,
+        args: Value,
+        task: Value,
+        ctx: &CallControl,
+    ) -> Result<(Arc<Upstream>, Value), CallError> {
+        let catalog = self.shared.current();
+        let audited = self
+            .shared
+            .options
+            .audit
+            .as_ref()
+            .map(|audit| (audit, shape_of(&args)));
+        let (started, clock) = (SystemTime::now(), Instant::now());
+        let policy = self.policy();
+        let mut noted = Noted::default();
+        let result = match self.held(&catalog, name) {
+            Some(held) => Err(held),
+            None => {
+                super::call::start_task(&catalog, name, args, task, ctx, policy.as_ref(), &mut noted).await
+            }
+        };
+        if let Some((audit, shape)) = audited {
+            let backend = result
+                .as_ref()
+                .ok()
+                .map(|(server, _)| ServedBy::Upstream(server.config.name.clone()));
+            let outcome = result
+                .as_ref()
+                .map(|_| CallOutput::default())
+                .map_err(Clone::clone);
+            let timing = (started, clock.elapsed());
+            let record = Record::new(&ctx.caller, name, shape, backend, &outcome, timing, &noted);
+            audit.append(&record, &catalog.core.gate);
+        }
+        result.map_err(|error| CallError {
+            tool: name.to_owned(),
+            plugin: None,
+            error,
+        })
+    }
+
+    /// Why `name` is not callable, if the pin holds it back: a tool the pin
+    /// holds back is not served, so not callable either.
+    fn held(&self, catalog: &Arc<Generation>, name: &str) -> Option<ToolError> {
+        let settings = self.shared.options.pin.as_ref()?;
+        let held = catalog.core.tools.contains_key(name)
+            && !self
+                .shared
+                .pinned
+                .served(catalog.clone(), settings)
+                .tools
+                .iter()
+                .any(|t| t.name == name);
+        held.then(|| {
+            ToolError::NotFound(format!(
+                "Tool {} is held back by the pin: see `toolhost pin --review`",
+                crate::bounds::label(name)
+            ))
+        })
+    }
+
     /// Run one call of the tool `name` with `args` (a JSON object, or null
     /// for none) through the pipeline, on the catalog as it is when the
     /// call starts; with an audit ([`ToolhostBuilder::audit`]), the call is
@@ -319,24 +387,9 @@ impl Toolhost {
         let (started, clock) = (SystemTime::now(), Instant::now());
         let policy = self.policy();
         let mut noted = Noted::default();
-        // A tool the pin holds back is not served, so not callable either.
-        let held = self.shared.options.pin.as_ref().is_some_and(|settings| {
-            catalog.core.tools.contains_key(name)
-                && !self
-                    .shared
-                    .pinned
-                    .served(catalog.clone(), settings)
-                    .tools
-                    .iter()
-                    .any(|t| t.name == name)
-        });
-        let result = if held {
-            Err(ToolError::NotFound(format!(
-                "Tool {} is held back by the pin: see `toolhost pin --review`",
-                crate::bounds::label(name)
-            )))
-        } else {
-            super::call::call(&catalog, name, args, ctx, policy.as_ref(), &mut noted).await
+        let result = match self.held(&catalog, name) {
+            Some(held) => Err(held),
+            None => super::call::call(&catalog, name, args, ctx, policy.as_ref(), &mut noted).await,
         };
         if let Some((audit, shape)) = audited {
             let backend = catalog.core.tools.get(name).map(|bound| match &bound.backend {

@@ -4,7 +4,8 @@
 //! answered at once with an error saying so, in its place; anything else
 //! over the cap (a request or notification of the server's own) is dropped.
 //! Without this the MCP client drops such a line and its request waits for
-//! an answer that never comes.
+//! an answer that never comes. A line within the cap is handed on with
+//! what rmcp would drop carried (`carried`).
 //!
 //! The `id` is found by a streaming scan of the line's top-level keys
 //! ([`Scan`]), so the line is never held past the cap. Not here: the MCP
@@ -83,7 +84,13 @@ impl<R> BoundedLines<R> {
     fn end_line(&mut self) {
         match self.over.take() {
             None => {
-                self.ready.append(&mut self.line);
+                match super::carried::carry(&self.line) {
+                    Some(carried) => {
+                        self.line.clear();
+                        self.ready.extend_from_slice(&carried);
+                    }
+                    None => self.ready.append(&mut self.line),
+                }
                 self.ready.push(b'\n');
             }
             Some(scan) => match scan.response_id() {

@@ -1,0 +1,402 @@
+//! What the front adds to the messages rmcp sends, and keeps of those it
+//! receives, that rmcp's types cannot say. rmcp 3.11 models MCP
+//! 2026-07-28; MCP 2025-11-25 has besides a tool's `execution` and the
+//! experimental tasks (`params.task` on `tools/call`, `CreateTaskResult`,
+//! `tasks/get` and `tasks/cancel` in their 2025-11-25 form):
+//!
+//! - on its way out, a `tools/list` answer gets each tool's `execution` as
+//!   its source said it (`ToolMeta::execution`, read past rmcp by
+//!   `upstream`), and `initialize`'s the `tasks` capability when a tool
+//!   served may run as a task;
+//! - a client's `params.task` is moved into the request's `_meta` under
+//!   [`TASK_KEY`] before rmcp parses it (the stdio line, [`Carried`]; the
+//!   HTTP body, [`carry_task_in_body`]), and a task started is answered as
+//!   the `CreateTaskResult` the handler put under [`CREATED_KEY`];
+//! - `tasks/get` and `tasks/cancel`, which rmcp would take as 2026-07-28's
+//!   and refuse to a client without that revision's tasks extension, reach
+//!   the handler as the 2025-11-25 requests they are (`tasks`).
+//!
+//! It wraps a session's transport ([`Wire`]), so every request still goes
+//! through rmcp's handler whole (its protocol checks included): over stdio
+//! and in each HTTP session (`sessions`). A stateless HTTP answer (a
+//! cluster replica, a 2026-07-28 client, whose revision has neither) is
+//! written by rmcp with no transport between, and goes without; so the
+//! front declares tasks only where it serves sessions. Not here: what is
+//! served (`McpServer`), the tasks themselves (`tasks`), how a source's
+//! `execution` is read (`upstream`).
+
+use std::collections::HashMap;
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Weak};
+use std::task::{Context, Poll, ready};
+
+use axum::response::IntoResponse;
+use rmcp::model::{
+    ClientRequest, CustomRequest, CustomResult, JsonRpcMessage, ListToolsResult, ServerResult,
+};
+use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use serde_json::{Value, json};
+use tokio::io::{AsyncRead, ReadBuf};
+
+use crate::pipeline::Toolhost;
+use crate::tool::{Execution, TaskSupport};
+
+/// Where a client's `params.task` rides in its request's `_meta`.
+pub(super) const TASK_KEY: &str = "toolhost.internal/task";
+
+/// Where the handler puts the `CreateTaskResult` a task-augmented call is
+/// answered with, in its result's `_meta`.
+pub(super) const CREATED_KEY: &str = "toolhost.internal/created-task";
+
+/// The longest stdio line looked into for a `params.task`: a task-augmented
+/// call is a short message, and a longer line passes as it came.
+const MAX_CARRIED_LINE: usize = 1 << 20;
+
+/// Each served tool's `execution`, by name, as of now.
+pub(super) type Executions = Arc<dyn Fn() -> HashMap<String, Execution> + Send + Sync>;
+
+/// The executions of `host`'s current catalog (a tool served as pinned is
+/// called on its current backend, whose `execution` this is); none once
+/// the host is gone.
+pub(super) fn executions(host: &Arc<Toolhost>) -> Executions {
+    let host: Weak<Toolhost> = Arc::downgrade(host);
+    Arc::new(move || {
+        let Some(host) = host.upgrade() else {
+            return HashMap::new();
+        };
+        host.list_tools()
+            .tools
+            .iter()
+            .filter_map(|t| Some((t.name.clone(), t.meta.execution?)))
+            .collect()
+    })
+}
+
+/// A session's transport, with what rmcp cannot say added to what it sends.
+pub(super) struct Wire<T> {
+    inner: T,
+    executions: Executions,
+}
+
+impl<T> Wire<T> {
+    pub(super) fn new(inner: T, executions: Executions) -> Self {
+        Self { inner, executions }
+    }
+}
+
+impl<T: Transport<RoleServer>> Transport<RoleServer> for Wire<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let item = match item {
+            JsonRpcMessage::Response(mut response) => {
+                response.result = match response.result {
+                    ServerResult::ListToolsResult(list) => with_execution(list, &(self.executions)()),
+                    ServerResult::InitializeResult(init) if tasks_served(&(self.executions)()) => {
+                        with_tasks(init)
+                    }
+                    ServerResult::CallToolResult(mut result) => {
+                        match result.meta.as_mut().and_then(|m| m.remove(CREATED_KEY)) {
+                            Some(created) => ServerResult::CustomResult(CustomResult(created)),
+                            None => ServerResult::CallToolResult(result),
+                        }
+                    }
+                    other => other,
+                };
+                JsonRpcMessage::Response(response)
+            }
+            other => other,
+        };
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        let message = self.inner.receive().await?;
+        Some(match message {
+            JsonRpcMessage::Request(mut request) => {
+                request.request = as_2025_task_request(request.request);
+                JsonRpcMessage::Request(request)
+            }
+            other => other,
+        })
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
+
+/// `tasks/get` and `tasks/cancel` as the 2025-11-25 requests the handler
+/// answers (`tasks`), rather than 2026-07-28's, which rmcp would refuse to
+/// a client without that revision's tasks extension.
+fn as_2025_task_request(request: ClientRequest) -> ClientRequest {
+    let (method, params) = match &request {
+        ClientRequest::GetTaskRequest(r) => ("tasks/get", serde_json::to_value(&r.params)),
+        ClientRequest::CancelTaskRequest(r) => ("tasks/cancel", serde_json::to_value(&r.params)),
+        _ => return request,
+    };
+    match params {
+        Ok(params) => ClientRequest::CustomRequest(CustomRequest::new(method, Some(params))),
+        Err(_) => request,
+    }
+}
+
+/// Whether a tool served may run as a task, so that the front serves tasks.
+fn tasks_served(executions: &HashMap<String, Execution>) -> bool {
+    executions
+        .values()
+        .any(|e| e.task_support.is_some_and(|s| s != TaskSupport::Forbidden))
+}
+
+/// `initialize`'s answer with the tasks capability of MCP 2025-11-25:
+/// task-augmented `tools/call`, `tasks/list` and `tasks/cancel`.
+fn with_tasks(init: rmcp::model::InitializeResult) -> ServerResult {
+    let Ok(mut value) = serde_json::to_value(&init) else {
+        return ServerResult::InitializeResult(init);
+    };
+    let Some(capabilities) = value.get_mut("capabilities").and_then(Value::as_object_mut) else {
+        return ServerResult::InitializeResult(init);
+    };
+    capabilities.insert(
+        "tasks".to_owned(),
+        json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}),
+    );
+    ServerResult::CustomResult(CustomResult(value))
+}
+
+/// `message` (one JSON-RPC message) with a `tools/call`'s `params.task`
+/// carried in its `_meta` under [`TASK_KEY`]; `None` when there is nothing
+/// to carry, so it passes as it came. Whatever the client put under the
+/// key itself is removed first: only `params.task` asks for a task.
+fn carry_task(message: &[u8]) -> Option<Vec<u8>> {
+    let names = |needle: &[u8]| message.windows(needle.len()).any(|w| w == needle);
+    if !names(b"\"task\"") && !names(TASK_KEY.as_bytes()) {
+        return None;
+    }
+    let mut value: Value = serde_json::from_slice(message).ok()?;
+    if value.get("method").and_then(Value::as_str) != Some("tools/call") {
+        return None;
+    }
+    let params = value.get_mut("params")?.as_object_mut()?;
+    let forged = params
+        .get_mut("_meta")
+        .and_then(Value::as_object_mut)
+        .is_some_and(|meta| meta.remove(TASK_KEY).is_some());
+    let task = params.remove("task");
+    if let Some(task) = task {
+        let meta = params.entry("_meta").or_insert_with(|| json!({}));
+        meta.as_object_mut()?.insert(TASK_KEY.to_owned(), task);
+    } else if !forged {
+        // Nothing moved: the request passes as the client sent it.
+        return None;
+    }
+    serde_json::to_vec(&value).ok()
+}
+
+/// The client's stdin, each line with its `params.task` carried
+/// ([`carry_task`]). A line over [`MAX_CARRIED_LINE`] passes as it came.
+pub(super) struct Carried<R> {
+    inner: R,
+    /// The line being read, while within the bound.
+    line: Vec<u8>,
+    /// Set while the rest of a line over the bound passes through.
+    passing: bool,
+    /// Bytes ready for the reader, from `at`.
+    ready: Vec<u8>,
+    at: usize,
+}
+
+impl<R> Carried<R> {
+    pub(super) fn new(inner: R) -> Self {
+        Self {
+            inner,
+            line: Vec::new(),
+            passing: false,
+            ready: Vec::new(),
+            at: 0,
+        }
+    }
+
+    fn take(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            let end = bytes.iter().position(|b| *b == b'\n');
+            let (part, rest) = match end {
+                Some(i) => (&bytes[..=i], &bytes[i + 1..]),
+                None => (bytes, &[][..]),
+            };
+            bytes = rest;
+            if self.passing {
+                self.ready.extend_from_slice(part);
+            } else if self.line.len() + part.len() > MAX_CARRIED_LINE {
+                self.ready.append(&mut self.line);
+                self.ready.extend_from_slice(part);
+                self.passing = true;
+            } else {
+                self.line.extend_from_slice(part);
+            }
+            if end.is_some() {
+                if !self.passing {
+                    match carry_task(&self.line) {
+                        Some(carried) => {
+                            self.ready.extend_from_slice(&carried);
+                            self.ready.push(b'\n');
+                            self.line.clear();
+                        }
+                        None => self.ready.append(&mut self.line),
+                    }
+                }
+                self.passing = false;
+            }
+        }
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for Carried<R> {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        loop {
+            if this.at < this.ready.len() {
+                let n = buf.remaining().min(this.ready.len() - this.at);
+                buf.put_slice(&this.ready[this.at..this.at + n]);
+                this.at += n;
+                if this.at == this.ready.len() {
+                    this.ready.clear();
+                    this.at = 0;
+                }
+                return Poll::Ready(Ok(()));
+            }
+            let mut chunk = [0u8; 8192];
+            let mut read = ReadBuf::new(&mut chunk);
+            ready!(Pin::new(&mut this.inner).poll_read(cx, &mut read))?;
+            if read.filled().is_empty() {
+                // The end: a last line without its newline goes as it is.
+                this.ready.append(&mut this.line);
+                if this.ready.is_empty() {
+                    return Poll::Ready(Ok(()));
+                }
+                continue;
+            }
+            let filled = read.filled().to_vec();
+            this.take(&filled);
+        }
+    }
+}
+
+/// An HTTP request to the MCP endpoint with its `params.task` carried
+/// ([`carry_task`]), its body read within `limit` (rmcp's own).
+pub(super) async fn carry_task_in_body(
+    limit: usize,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    if request.method() != http::Method::POST {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, limit).await else {
+        let refused = format!("the request's body is over {limit} bytes, or was not read whole");
+        return (http::StatusCode::PAYLOAD_TOO_LARGE, refused).into_response();
+    };
+    let body = carry_task(&bytes).map_or_else(|| axum::body::Body::from(bytes), axum::body::Body::from);
+    next.run(axum::extract::Request::from_parts(parts, body)).await
+}
+
+/// `list` as sent, each tool of `executions` with its `execution`; the list
+/// as rmcp's type says it when no tool has one.
+fn with_execution(list: ListToolsResult, executions: &HashMap<String, Execution>) -> ServerResult {
+    let named = |tool: &rmcp::model::Tool| executions.contains_key(tool.name.as_ref());
+    if !list.tools.iter().any(named) {
+        return ServerResult::ListToolsResult(list);
+    }
+    let Ok(mut value) = serde_json::to_value(&list) else {
+        return ServerResult::ListToolsResult(list);
+    };
+    let tools = value.get_mut("tools").and_then(Value::as_array_mut);
+    for tool in tools.into_iter().flatten().filter_map(Value::as_object_mut) {
+        let execution = tool
+            .get("name")
+            .and_then(Value::as_str)
+            .and_then(|name| executions.get(name));
+        if let Some(execution) = execution.and_then(|e| serde_json::to_value(e).ok()) {
+            tool.insert("execution".to_owned(), execution);
+        }
+    }
+    ServerResult::CustomResult(CustomResult(value))
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::Tool;
+    use serde_json::json;
+
+    use super::*;
+    use crate::tool::TaskSupport;
+
+    #[test]
+    fn a_calls_task_rides_in_its_meta_and_a_clients_own_key_is_removed() {
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "t", "arguments": {}, "task": {"ttl": 5}}});
+        let carried: Value =
+            serde_json::from_slice(&carry_task(call.to_string().as_bytes()).unwrap()).unwrap();
+        assert!(carried["params"].get("task").is_none());
+        assert_eq!(carried["params"]["_meta"][TASK_KEY], json!({"ttl": 5}));
+        let forged = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "t", "_meta": {TASK_KEY: {}}}});
+        let carried: Value =
+            serde_json::from_slice(&carry_task(forged.to_string().as_bytes()).unwrap()).unwrap();
+        assert_eq!(carried["params"]["_meta"], json!({}));
+        let other = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"task": 1}});
+        assert_eq!(carry_task(other.to_string().as_bytes()), None);
+        let argument = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+            "params": {"name": "t", "arguments": {"task": "write the report"}}});
+        assert_eq!(
+            carry_task(argument.to_string().as_bytes()),
+            None,
+            "passes as the client sent it"
+        );
+    }
+
+    #[tokio::test]
+    async fn stdin_lines_are_carried_and_a_long_one_passes_as_it_came() {
+        use tokio::io::AsyncReadExt;
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "t", "task": {}}});
+        let long = format!("{{\"task\": \"{}\"}}", "x".repeat(MAX_CARRIED_LINE));
+        let input = format!("{call}\n{long}\n{{\"id\":2}}");
+        let mut read = String::new();
+        Carried::new(input.as_bytes())
+            .read_to_string(&mut read)
+            .await
+            .unwrap();
+        let lines: Vec<&str> = read.split('\n').collect();
+        let first: Value = serde_json::from_str(lines[0]).unwrap();
+        assert_eq!(first["params"]["_meta"][TASK_KEY], json!({}));
+        assert_eq!(lines[1], long);
+        assert_eq!(lines[2], "{\"id\":2}");
+    }
+
+    #[test]
+    fn each_tool_with_an_execution_is_listed_with_it() {
+        let list = ListToolsResult::with_all_items(vec![
+            Tool::new("a", "A", serde_json::Map::new()),
+            Tool::new("b", "B", serde_json::Map::new()),
+        ]);
+        let executions = HashMap::from([(
+            "a".to_owned(),
+            Execution {
+                task_support: Some(TaskSupport::Required),
+            },
+        )]);
+        let sent = serde_json::to_value(with_execution(list.clone(), &executions)).unwrap();
+        assert_eq!(sent["tools"][0]["execution"], json!({"taskSupport": "required"}));
+        assert!(sent["tools"][1].get("execution").is_none());
+        assert_eq!(sent["tools"][1]["name"], "b");
+        let unchanged = with_execution(list, &HashMap::new());
+        assert!(matches!(unchanged, ServerResult::ListToolsResult(_)));
+    }
+}
