@@ -16,6 +16,8 @@ mod http_auth;
 mod http_front;
 #[path = "policy.rs"]
 mod policy;
+#[path = "telemetry.rs"]
+mod telemetry;
 
 #[test]
 fn plugins_lists_order_worlds_and_errors() {

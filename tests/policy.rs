@@ -5,7 +5,9 @@
 //! rule, while Alice lists and calls it; the audit records both decisions.
 //! Under `serve --watch`, a broken policy file keeps the last good one
 //! (logged with its line) and a fixed one takes over. A broken file at
-//! start stops the start, naming the file and line.
+//! start stops the start, naming the file and line. A tool hidden from a
+//! caller is not found for them either, when rmcp checks a 2026-07-28
+//! request's headers against its schema.
 
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -194,5 +196,82 @@ fn a_broken_policy_file_stops_the_start_naming_its_file_and_line() {
     assert!(
         log.contains(&format!("the policy file {}, line 2:", file.display())),
         "{log}"
+    );
+}
+
+/// rmcp checks a 2026-07-28 request's `Mcp-Param-*` headers against the
+/// schema of the tool it finds for the request's caller: Alice, who may
+/// call the upstream's `traced_echo`, has her request refused for the
+/// header its schema asks for; for Bob, from whom the policy hides it, no
+/// tool is found (nor listed), so his reaches the policy, which denies it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_hidden_from_a_caller_is_not_found_for_them_either() {
+    let url = toolhost_tests::mcp_on_loopback(super::telemetry::upstream::Traced::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let (key, jwk) = es256_key("k1");
+    std::fs::write(dir.path().join("jwks.json"), json!({"keys": [jwk]}).to_string()).unwrap();
+    let policy = "@id(\"everyone-calls\")\npermit (principal, action, resource);\n\
+                  @id(\"no-echo-for-bob\")\nforbid (principal == Toolhost::User::\"bob\", action, \
+                  resource == Toolhost::Tool::\"traced_echo\");\n";
+    std::fs::write(dir.path().join("team.cedar"), policy).unwrap();
+    let config = format!(
+        "root = \".\"\n[policy]\nfile = \"team.cedar\"\n\
+         [auth]\n[auth.oauth]\nresource = \"{RESOURCE}\"\nissuer = \"{ISSUER}\"\njwks_file = \"jwks.json\"\n\
+         [[upstream]]\nname = \"up\"\nurl = \"{url}\"\n"
+    );
+    let served = serve(dir.path(), &config, "127.0.0.1:0", &[]).unwrap();
+    let exp = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() + 600;
+    let token = |sub: &str| {
+        let claims = json!({"sub": sub, "aud": RESOURCE, "iss": ISSUER, "exp": exp});
+        jwt(&key, "k1", claims)
+    };
+    let (alice, bob) = (token("alice"), token("bob"));
+    assert!(
+        Session::open(&served.base, alice.clone())
+            .await
+            .tools()
+            .await
+            .contains(&"traced_echo".to_owned())
+    );
+    assert!(
+        !Session::open(&served.base, bob.clone())
+            .await
+            .tools()
+            .await
+            .contains(&"traced_echo".to_owned())
+    );
+
+    // A sessionless 2026-07-28 call that leaves out `Mcp-Param-Repo`.
+    let call = async |token: &str| {
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        });
+        let params = json!({"name": "traced_echo", "arguments": {"repo": "web"}, "_meta": meta});
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+        let response = super::http_auth::client()
+            .post(format!("{}/mcp", served.base))
+            .bearer_auth(token)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "traced_echo")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap();
+        (response.status().as_u16(), response.text().await.unwrap())
+    };
+    let (status, text) = call(&alice).await;
+    assert!(
+        status == 400 && text.contains("Mcp-Param-Repo"),
+        "{status}: {text}"
+    );
+    let (status, text) = call(&bob).await;
+    assert_eq!(status, 200, "{text}");
+    assert!(
+        text.contains("no-echo-for-bob") && text.contains("isError"),
+        "{text}"
     );
 }

@@ -100,7 +100,7 @@
 //! The modules depend on each other in one direction, with no cycle (the
 //! test in `layering` fails naming one): the leaves (`bounds`, `output`,
 //! `tool`, `schema`, `args_edit`, `http_client`, `json_structure`,
-//! `atomic_file`, `plugin_file`, `pin`) at the bottom; the tool sources (`tools`,
+//! `atomic_file`, `plugin_file`, `pin`, `trace_context`) at the bottom; the tool sources (`tools`,
 //! `plugin`, `upstream`) above the vocabulary they speak (`value_model`, `catalog`);
 //! `supply` above the loader it admits for; `pipeline` above them all but
 //! `mcp`, the front, at the top.
@@ -168,6 +168,7 @@ mod prompt;
 mod schema;
 mod tool;
 mod tools;
+mod trace_context;
 mod upstream;
 mod value_model;
 

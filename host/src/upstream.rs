@@ -64,9 +64,9 @@ use rmcp::model::{
 };
 use rmcp::model::{
     CallToolRequestParams, CompleteRequestParams, CompleteResult, Cursor, GetPromptRequestParams,
-    GetPromptResult, PaginatedRequestParams, Prompt, ReadResourceRequestParams, ReadResourceResult, Resource,
-    ResourceTemplate, ResourceUpdatedNotificationParam, ServerPeerInfo, SubscribeRequestParams, Tool,
-    UnsubscribeRequestParams,
+    GetPromptResult, MetaObject, PaginatedRequestParams, Prompt, ReadResourceRequestParams,
+    ReadResourceResult, Resource, ResourceTemplate, ResourceUpdatedNotificationParam, ServerPeerInfo,
+    SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{
     NotificationContext, PeerRequestOptions, RequestContext, RoleClient, RunningService, ServiceError,
@@ -85,6 +85,7 @@ use crate::output::{CallOutput, ToolError, mcp};
 use crate::plugin::redact::Redactor;
 use crate::plugin::{LogLevel, LogLine, LogSink, ProgressFn, Texts};
 use crate::tool::ToolSpec;
+use crate::trace_context::TraceParent;
 
 /// One `[[upstream]]` table of `toolhost.toml`.
 #[derive(Debug, Clone, Deserialize)]
@@ -859,8 +860,10 @@ impl Upstream {
     /// Forward a call of `caller`'s (`None`: the host's own), within the
     /// server's deadline and message cap; what the server asks of its
     /// client meanwhile is relayed to `caller`, and the progress it reports
-    /// to `progress` (`relay`). Dropping the future cancels the request
-    /// upstream.
+    /// to `progress` (`relay`). A call in the span `trace` (the host's own,
+    /// under its client's) passes it on as the parent, in the request's
+    /// `_meta.traceparent`. Dropping the future
+    /// cancels the request upstream.
     pub async fn call(
         &self,
         remote: &str,
@@ -868,12 +871,18 @@ impl Upstream {
         caller: Option<Arc<dyn Downstream>>,
         progress: Option<ProgressFn>,
         token: Option<&str>,
+        trace: Option<&TraceParent>,
     ) -> Result<CallOutput, ToolError> {
         let name = &self.config.name;
         let fail =
             |message: String| ToolError::Failed(format!("upstream `{name}`, tool `{remote}`: {message}"));
         let mut params = CallToolRequestParams::new(remote.to_owned());
         params.arguments = Some(args);
+        if let Some(trace) = trace {
+            let mut meta = MetaObject::new();
+            meta.set_traceparent(trace.to_string());
+            params.meta = Some(meta.into());
+        }
         let (peer, relay) = match (&self.callers, token) {
             (None, _) => (self.client.peer().clone(), self.relay.clone()),
             (Some(callers), Some(token)) => callers

@@ -9,6 +9,13 @@
 //! the plugin directory: a reloaded plugin's counts since its load are
 //! added to what its name had counted before.
 //!
+//! Beside them, unprefixed, the OpenTelemetry MCP conventions' histogram
+//! `mcp.server.operation.duration` as Prometheus names it
+//! (`mcp_server_operation_duration_seconds`): every request the server
+//! answers, by `mcp_method_name` and, for `tools/call`, `gen_ai_tool_name`
+//! (a tool served, else `_OTHER`) and `error_type` (`tool_error`, or the
+//! JSON-RPC error code), in the conventions' buckets.
+//!
 //! Label values are names a vendor chose: the encoder escapes them, and
 //! they are cut to [`MAX_LABEL`] bytes; only the tools served and the
 //! plugins loaded are labels, so their number is bounded by the catalog.
@@ -23,7 +30,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Registry, Unit};
 
 use crate::pipeline::Toolhost;
 use crate::plugin::Plugin;
@@ -53,6 +60,21 @@ fn bounded(name: &str) -> String {
     name[..end].to_owned()
 }
 
+/// The labels of `mcp_server_operation_duration_seconds`; an empty one
+/// is no label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OperationLabels {
+    mcp_method_name: &'static str,
+    gen_ai_tool_name: String,
+    error_type: String,
+}
+
+/// The bucket bounds the conventions advise for
+/// `mcp.server.operation.duration`, in seconds.
+const OPERATION_BUCKETS: [f64; 14] = [
+    0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+];
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct KindLabel {
     kind: &'static str,
@@ -72,6 +94,7 @@ pub(super) struct CallMetrics {
     refused_loads: Family<PluginLabel, Counter>,
     speculation: Family<KindLabel, Counter>,
     pin_held: Gauge,
+    operations: Family<OperationLabels, Histogram>,
     /// What each plugin had counted at the last scrape. Held by one scrape
     /// at a time, which brings the counters kept elsewhere up to date.
     scraped: Mutex<HashMap<String, Scraped>>,
@@ -91,7 +114,17 @@ struct Scraped {
 
 impl CallMetrics {
     pub(super) fn new() -> Arc<Self> {
-        let mut registry = Registry::with_prefix("toolhost");
+        // The conventions' names stand alone; the host's own are prefixed.
+        let mut root = Registry::default();
+        let operations =
+            Family::<OperationLabels, Histogram>::new_with_constructor(|| Histogram::new(OPERATION_BUCKETS));
+        root.register_with_unit(
+            "mcp_server_operation_duration",
+            "MCP request duration as observed on the server, from its receipt until its answer is sent",
+            Unit::Seconds,
+            operations.clone(),
+        );
+        let registry = root.sub_registry_with_prefix("toolhost");
         let calls = Family::<ToolLabel, Counter>::default();
         let errors = Family::<ToolLabel, Counter>::default();
         // 0.5 ms to about 16 s.
@@ -162,7 +195,7 @@ impl CallMetrics {
             pin_held.clone(),
         );
         Arc::new(Self {
-            registry,
+            registry: root,
             calls,
             errors,
             latency,
@@ -175,6 +208,7 @@ impl CallMetrics {
             refused_loads,
             speculation,
             pin_held,
+            operations,
             scraped: Mutex::default(),
         })
     }
@@ -200,6 +234,23 @@ impl CallMetrics {
                 .get_or_create(&label)
                 .observe(took.as_secs_f64());
         }
+    }
+
+    /// An MCP request answered in `took`: `method`, the tool called (its
+    /// label, for `tools/call`) and the error type, if it failed.
+    pub(super) fn operation(
+        &self,
+        method: &'static str,
+        tool: Option<&str>,
+        error: Option<&str>,
+        took: Duration,
+    ) {
+        let labels = OperationLabels {
+            mcp_method_name: method,
+            gen_ai_tool_name: tool.map(bounded).unwrap_or_default(),
+            error_type: error.map(bounded).unwrap_or_default(),
+        };
+        self.operations.get_or_create(&labels).observe(took.as_secs_f64());
     }
 
     /// The per-plugin health families, in the order of [`Scraped::counts`].

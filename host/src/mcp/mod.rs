@@ -45,7 +45,9 @@
 //!
 //! `tools/list` serves a caller only the tools the policy could let them
 //! call, if one decides (`Toolhost::lists`); a call it denies is a tool
-//! error naming the rule, as any refused call is.
+//! error naming the rule, as any refused call is. rmcp's lookup of one
+//! tool (`get_tool`) answers the same way, for the caller of the HTTP
+//! request in scope (`request_caller`).
 //!
 //! `tools/list` serves the tools under the pin, if one is kept
 //! (`Toolhost::served_tools`, `crate::pin`): each difference it newly holds
@@ -73,10 +75,12 @@ mod auth;
 mod client_log;
 mod metrics;
 mod progress;
+mod request_caller;
 mod revision;
 mod sessions;
 mod stdio;
 mod tasks;
+mod telemetry;
 mod wire;
 
 use std::borrow::Cow;
@@ -89,11 +93,11 @@ use axum::serve::ListenerExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
     ContentBlock, CustomRequest, CustomResult, ErrorCode, GetPromptRequestParams, GetPromptResponse,
-    GetPromptResult, Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, Prompt, PromptMessage, PromptsCapability, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResponse, ResourceUpdatedNotificationParam, ResourcesCapability,
-    Role, ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool,
-    UnsubscribeRequestParams,
+    GetPromptResult, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams, Prompt,
+    PromptMessage, PromptsCapability, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ResourceUpdatedNotificationParam, ResourcesCapability, Role, ServerCapabilities, ServerConfig,
+    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::transport::streamable_http_server::StreamableHttpService;
@@ -503,11 +507,15 @@ impl ServerHandler for McpServer {
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        let mut prompts = vec![self.system_prompt()];
-        prompts.extend(self.gated(self.host.gateway().list_prompts())?);
-        Ok(ListPromptsResult::with_all_items(prompts))
+        telemetry::Request::start("prompts/list", None, &context)
+            .run(&self.metrics, async move {
+                let mut prompts = vec![self.system_prompt()];
+                prompts.extend(self.gated(self.host.gateway().list_prompts())?);
+                Ok(ListPromptsResult::with_all_items(prompts))
+            })
+            .await
     }
 
     async fn get_prompt(
@@ -515,26 +523,50 @@ impl ServerHandler for McpServer {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        if request.name != PROMPT_NAME {
-            let name = label(&request.name).into_owned();
-            return match self.host.gateway().get_prompt(request).await {
-                Ok(result) => Ok(self.gated(result)?.into()),
-                Err(GatewayError::UnknownPrompt(_)) => Err(McpError::invalid_params(
-                    format!(
-                        "no prompt named `{name}`: toolhost serves `{PROMPT_NAME}` and its upstreams' prompts"
-                    ),
-                    None,
-                )),
-                Err(e) => Err(gateway_error(e)),
-            };
-        }
-        let text = self.host.system_prompt_for(&self.caller(&context));
-        let description = self.system_prompt().description.unwrap_or_default();
-        Ok(
-            GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
-                .with_description(description)
-                .into(),
-        )
+        telemetry::Request::start("prompts/get", None, &context)
+            .run(&self.metrics, async move {
+            if request.name != PROMPT_NAME {
+                let name = label(&request.name).into_owned();
+                return match self.host.gateway().get_prompt(request).await {
+                    Ok(result) => Ok(self.gated(result)?.into()),
+                    Err(GatewayError::UnknownPrompt(_)) => Err(McpError::invalid_params(
+                        format!(
+                            "no prompt named `{name}`: toolhost serves `{PROMPT_NAME}` and its upstreams' prompts"
+                        ),
+                        None,
+                    )),
+                    Err(e) => Err(gateway_error(e)),
+                };
+            }
+            let text = self.host.system_prompt_for(&self.caller(&context));
+            let description = self.system_prompt().description.unwrap_or_default();
+            Ok(
+                GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
+                    .with_description(description)
+                    .into(),
+            )
+            })
+            .await
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        telemetry::Request::start("initialize", None, &context)
+            .run(&self.metrics, async move {
+                // rmcp's own initialize, which this one only traces.
+                context.peer.set_peer_info(request.clone());
+                self.negotiate_initialize(&request)
+            })
+            .await
+    }
+
+    async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), McpError> {
+        telemetry::Request::start("ping", None, &context)
+            .run(&self.metrics, async { Ok(()) })
+            .await
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
@@ -550,11 +582,15 @@ impl ServerHandler for McpServer {
     }
 
     /// The served tool, against whose input schema rmcp checks a 2026-07-28
-    /// HTTP request's `Mcp-Param-*` headers.
-    /// rmcp asks for one tool on every HTTP `tools/call` of a client on
-    /// MCP 2026-07-28 (to check its `Mcp-Param-*` headers): only that one
-    /// is converted, not the whole list.
+    /// HTTP request's `Mcp-Param-*` headers, if the request's caller may
+    /// be listed it (as `tools/list` would): a tool hidden from a caller is
+    /// not found for them either. rmcp asks on every HTTP `tools/call` of
+    /// a 2026-07-28 client: only that one tool is converted, not the list.
     fn get_tool(&self, name: &str) -> Option<Tool> {
+        let caller = request_caller::current().unwrap_or_else(|| self.caller.clone());
+        if !self.host.lists(&caller, name) {
+            return None;
+        }
         if self.host.pin_settings().is_some() {
             let served = self.host.served_tools();
             return served.tools.iter().find(|t| t.name == name).cloned();
@@ -571,52 +607,72 @@ impl ServerHandler for McpServer {
     async fn set_level(
         &self,
         request: rmcp::model::SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        self.session_log.set_level(request.level);
-        Ok(())
+        telemetry::Request::start("logging/setLevel", None, &context)
+            .run(&self.metrics, async move {
+                self.session_log.set_level(request.level);
+                Ok(())
+            })
+            .await
     }
 
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        Ok(ListResourcesResult::with_all_items(
-            self.host.gateway().list_resources(),
-        ))
+        telemetry::Request::start("resources/list", None, &context)
+            .run(&self.metrics, async move {
+                Ok(ListResourcesResult::with_all_items(
+                    self.host.gateway().list_resources(),
+                ))
+            })
+            .await
     }
 
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        Ok(ListResourceTemplatesResult::with_all_items(
-            self.host.gateway().list_resource_templates(),
-        ))
+        telemetry::Request::start("resources/templates/list", None, &context)
+            .run(&self.metrics, async move {
+                Ok(ListResourceTemplatesResult::with_all_items(
+                    self.host.gateway().list_resource_templates(),
+                ))
+            })
+            .await
     }
 
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        let result = self
-            .host
-            .gateway()
-            .read_resource(request)
+        telemetry::Request::start("resources/read", None, &context)
+            .run(&self.metrics, async move {
+                let result = self
+                    .host
+                    .gateway()
+                    .read_resource(request)
+                    .await
+                    .map_err(gateway_error)?;
+                Ok(self.gated(result)?.into())
+            })
             .await
-            .map_err(gateway_error)?;
-        Ok(self.gated(result)?.into())
     }
 
     async fn complete(
         &self,
         request: CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
-        self.host.gateway().complete(request).await.map_err(gateway_error)
+        telemetry::Request::start("completion/complete", None, &context)
+            .run(&self.metrics, async move {
+                self.host.gateway().complete(request).await.map_err(gateway_error)
+            })
+            .await
     }
 
     async fn subscribe(
@@ -624,57 +680,65 @@ impl ServerHandler for McpServer {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let uri = request.uri;
-        let first = {
-            let mut all = self.subscriptions.lock().unwrap_or_else(PoisonError::into_inner);
-            let peers = all.entry(uri.clone()).or_default();
-            peers.retain(|_, peer| !peer.is_transport_closed());
-            let first = peers.is_empty();
-            peers.insert(self.session, context.peer);
-            first
-        };
-        if first && let Err(e) = self.host.gateway().subscribe(&uri).await {
-            let mut all = self.subscriptions.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(peers) = all.get_mut(&uri) {
-                peers.remove(&self.session);
-                if peers.is_empty() {
-                    all.remove(&uri);
+        telemetry::Request::start("resources/subscribe", None, &context)
+            .run(&self.metrics, async move {
+                let uri = request.uri;
+                let first = {
+                    let mut all = self.subscriptions.lock().unwrap_or_else(PoisonError::into_inner);
+                    let peers = all.entry(uri.clone()).or_default();
+                    peers.retain(|_, peer| !peer.is_transport_closed());
+                    let first = peers.is_empty();
+                    peers.insert(self.session, context.peer);
+                    first
+                };
+                if first && let Err(e) = self.host.gateway().subscribe(&uri).await {
+                    let mut all = self.subscriptions.lock().unwrap_or_else(PoisonError::into_inner);
+                    if let Some(peers) = all.get_mut(&uri) {
+                        peers.remove(&self.session);
+                        if peers.is_empty() {
+                            all.remove(&uri);
+                        }
+                    }
+                    return Err(gateway_error(e));
                 }
-            }
-            return Err(gateway_error(e));
-        }
-        Ok(())
+                Ok(())
+            })
+            .await
     }
 
     async fn unsubscribe(
         &self,
         request: UnsubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let uri = request.uri;
-        let last = {
-            let mut all = self.subscriptions.lock().unwrap_or_else(PoisonError::into_inner);
-            match all.get_mut(&uri) {
-                Some(peers) => {
-                    peers.remove(&self.session);
-                    peers.retain(|_, peer| !peer.is_transport_closed());
-                    let last = peers.is_empty();
-                    if last {
-                        all.remove(&uri);
+        telemetry::Request::start("resources/unsubscribe", None, &context)
+            .run(&self.metrics, async move {
+                let uri = request.uri;
+                let last = {
+                    let mut all = self.subscriptions.lock().unwrap_or_else(PoisonError::into_inner);
+                    match all.get_mut(&uri) {
+                        Some(peers) => {
+                            peers.remove(&self.session);
+                            peers.retain(|_, peer| !peer.is_transport_closed());
+                            let last = peers.is_empty();
+                            if last {
+                                all.remove(&uri);
+                            }
+                            last
+                        }
+                        None => false,
                     }
-                    last
+                };
+                if last {
+                    self.host
+                        .gateway()
+                        .unsubscribe(&uri)
+                        .await
+                        .map_err(gateway_error)?;
                 }
-                None => false,
-            }
-        };
-        if last {
-            self.host
-                .gateway()
-                .unsubscribe(&uri)
-                .await
-                .map_err(gateway_error)?;
-        }
-        Ok(())
+                Ok(())
+            })
+            .await
     }
 
     async fn list_tools(
@@ -682,8 +746,12 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let all = ListToolsResult::with_all_items(self.tools(&self.caller(&context)));
-        Ok(revision::tools_list(all, context.protocol_version().as_ref()))
+        telemetry::Request::start("tools/list", None, &context)
+            .run(&self.metrics, async move {
+                let all = ListToolsResult::with_all_items(self.tools(&self.caller(&context)));
+                Ok(revision::tools_list(all, context.protocol_version().as_ref()))
+            })
+            .await
     }
 
     /// 2025-11-25's `tasks/get`, `tasks/cancel`, `tasks/result` and
@@ -724,9 +792,11 @@ impl ServerHandler for McpServer {
             return self.start_task(request, task, context).await;
         }
         let client = self.calling(&context);
+        let served = telemetry::Request::start("tools/call", Some(&request.name), &context);
         let mut ctx = CallControl::new(context.id.to_string())
             .with_caller(self.caller(&context))
-            .from_client(client);
+            .from_client(client)
+            .in_trace(served.trace());
         ctx.cancel = context.ct.clone();
         let mut forwarder = None;
         if let Some(token) = context.meta.get_progress_token() {
@@ -735,21 +805,11 @@ impl ServerHandler for McpServer {
             forwarder = Some(sender);
         }
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
-        // The caller's trace context, so the call's log lines join its trace.
-        let traceparent = context
-            .meta
-            .get("traceparent")
-            .and_then(Value::as_str)
-            .filter(|t| t.len() <= 128)
-            .unwrap_or_default()
-            .to_owned();
-        // The name is the client's: quoted in the log only as a label.
-        let span = tracing::info_span!("call", tool = %label(&request.name), traceparent = %traceparent);
         let started = std::time::Instant::now();
         let outcome = self
             .host
             .call_tool(&request.name, args, &ctx)
-            .instrument(span)
+            .instrument(served.span().clone())
             .await;
         // Send the final progress notification before the result, which
         // ends the request: dropping the context closes the channel.
@@ -773,24 +833,20 @@ impl ServerHandler for McpServer {
         }
         // Labelled by name only for tools served: a client's made-up names
         // would grow the metrics without bound.
-        let served = self
+        let known = self
             .host
             .list_tools()
             .tools
             .iter()
             .any(|t| t.name == request.name);
-        let label = if served {
-            request.name.as_ref()
-        } else {
-            "(unknown)"
-        };
-        let plugin = served.then(|| self.host.tool_plugin(&request.name)).flatten();
-        self.metrics.call(
-            label,
-            plugin.as_deref(),
-            started.elapsed(),
-            result.is_error == Some(true),
-        );
+        let label = if known { request.name.as_ref() } else { "(unknown)" };
+        let plugin = known.then(|| self.host.tool_plugin(&request.name)).flatten();
+        let failed = result.is_error == Some(true);
+        self.metrics
+            .call(label, plugin.as_deref(), started.elapsed(), failed);
+        // The conventions' name for any other value of a bounded label.
+        let tool = if known { request.name.as_ref() } else { "_OTHER" };
+        served.end(&self.metrics, Some(tool), failed.then_some(telemetry::TOOL_ERROR));
         Ok(result.into())
     }
 }
@@ -898,7 +954,10 @@ fn http_router(
     let serves_tasks = server.serves_tasks;
     let service = StreamableHttpService::new(move || Ok(server.session()), sessions, config);
     // A client's `params.task` read before rmcp drops it (`wire`).
-    let mcp = axum::Router::new().nest_service("/mcp", service);
+    let mcp = axum::Router::new()
+        .nest_service("/mcp", service)
+        // Inside `auth`'s check, which puts the caller on the request.
+        .layer(axum::middleware::from_fn(request_caller::scope));
     let mcp = match serves_tasks {
         true => mcp.layer(axum::middleware::from_fn(move |request, next| {
             wire::carry_task_in_body(limit, request, next)

@@ -154,7 +154,8 @@ impl Backend {
                     r = async {
                         ctx.wait_turn().await;
                         let token = lent.as_ref().and_then(Lent::upstream);
-                        server.call(remote, args, ctx.client.clone(), ctx.progress.clone(), token).await
+                        let trace = ctx.trace.as_ref();
+                        server.call(remote, args, ctx.client.clone(), ctx.progress.clone(), token, trace).await
                     } => r,
                 }
             }

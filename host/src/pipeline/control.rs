@@ -16,6 +16,7 @@ use crate::bounds::{MAX_ERROR_TEXT, cut};
 use crate::output::ToolError;
 use crate::plugin::ProgressFn;
 use crate::priority::Background;
+use crate::trace_context::TraceParent;
 use crate::upstream::Downstream;
 
 /// One call's identity, caller, cancellation and progress sink, held by
@@ -37,6 +38,9 @@ pub struct CallControl {
     /// The client session that made the call, which an upstream server's
     /// questions during it are relayed to; `None` for the host's own calls.
     pub(crate) client: Option<Arc<dyn Downstream>>,
+    /// The span the call runs in, if it joins a trace: the upstream
+    /// requests it makes carry it as their parent (`_meta.traceparent`).
+    pub(crate) trace: Option<TraceParent>,
 }
 
 impl CallControl {
@@ -50,6 +54,7 @@ impl CallControl {
             progress: None,
             background: None,
             client: None,
+            trace: None,
         }
     }
 
@@ -75,6 +80,12 @@ impl CallControl {
     /// The same call, made from `client`'s session.
     pub fn from_client(mut self, client: Arc<dyn Downstream>) -> Self {
         self.client = Some(client);
+        self
+    }
+
+    /// The same call, run in the span `trace`.
+    pub(crate) fn in_trace(mut self, trace: TraceParent) -> Self {
+        self.trace = Some(trace);
         self
     }
 

@@ -1,0 +1,70 @@
+//! The caller of the `/mcp` request being served, for what rmcp asks the
+//! server outside a request handler. rmcp looks one tool up (`get_tool`,
+//! to check a 2026-07-28 request's `Mcp-Param-*` headers against its
+//! schema) with no request in hand, so the router runs each `/mcp` request
+//! inside a task-local scope holding the [`Caller`] `auth` put on it. Owns
+//! that scope only: who the caller is is `auth`'s to say, what they may
+//! call the policy's.
+
+use axum::extract::Request;
+use axum::middleware::Next;
+use axum::response::Response;
+
+use crate::pipeline::Caller;
+
+tokio::task_local! {
+    static CALLER: Caller;
+}
+
+/// Serve `request` inside the scope of the caller `auth` established for
+/// it; a request with none (no `[auth]`) is served outside any scope.
+pub(super) async fn scope(request: Request, next: Next) -> Response {
+    match request.extensions().get::<Caller>().cloned() {
+        Some(caller) => CALLER.scope(caller, next.run(request)).await,
+        None => next.run(request).await,
+    }
+}
+
+/// The caller of the request being served, if it runs in a scope.
+pub(super) fn current() -> Option<Caller> {
+    CALLER.try_with(Caller::clone).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use rmcp::ServerHandler;
+
+    use super::*;
+    use crate::mcp::McpServer;
+    use crate::mcp::loopback::native_host;
+    use crate::pipeline::Policy;
+
+    /// rmcp's lookup of one tool answers for the caller of the request in
+    /// scope as `tools/list` does: a tool the policy hides from Bob is not
+    /// found for him, and still is for Alice and, out of any scope, for
+    /// the session's own caller.
+    #[tokio::test]
+    async fn a_tool_hidden_from_the_caller_in_scope_is_not_found() {
+        let (host, _root) = native_host().await;
+        let policy = "@id(\"all\")\npermit (principal, action, resource);\n\
+                      @id(\"no-grep-for-bob\")\n\
+                      forbid (principal == Toolhost::User::\"bob\", action, resource == Toolhost::Tool::\"grep\");\n";
+        host.replace_policy(Some(Policy::parse(policy, "team.cedar").unwrap()));
+        let server = McpServer::new(Arc::new(host), Default::default());
+        let found = |who: &'static str| {
+            let server = &server;
+            CALLER.scope(Caller::named_by_embedder(who), async move {
+                (
+                    server.get_tool("grep").is_some(),
+                    server.get_tool("read").is_some(),
+                )
+            })
+        };
+        assert_eq!(found("bob").await, (false, true));
+        assert_eq!(found("alice").await, (true, true));
+        assert!(server.get_tool("grep").is_some());
+        assert!(server.get_tool("no-such-tool").is_none());
+    }
+}

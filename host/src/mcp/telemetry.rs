@@ -1,0 +1,122 @@
+//! The server side of the OpenTelemetry MCP semantic conventions
+//! ([`Request`]): each MCP request the server answers runs in a `tracing`
+//! span `mcp.server` (`otel.name` is the conventions' span name,
+//! `{mcp.method.name} {target}`; `otel.kind` is `server`) holding their
+//! attributes: `mcp.method.name`, `jsonrpc.request.id`, `mcp.session.id`
+//! (over HTTP with a session), `network.transport` (`pipe` on stdio, `tcp`
+//! over HTTP), `gen_ai.tool.name` and `gen_ai.operation.name` for
+//! `tools/call`, and on failure `error.type` (`tool_error` for a tool's
+//! error result, the JSON-RPC error code for a protocol error). Its
+//! `trace_id`, `span_id` and `parent_span_id` place it in the trace its
+//! client named in `params._meta.traceparent` when that is well-formed
+//! (`trace_context`), else in a new one; a call passes the span on to its
+//! upstream requests. Its end is logged (at info) with its duration, and
+//! observed in `mcp.server.operation.duration` (`metrics`).
+//!
+//! Every request the server handles itself is traced, `initialize` and
+//! `ping` included; not `subscriptions/listen`, a stream open as long as
+//! its client stays, whose duration says nothing of an operation.
+//!
+//! What the client sends is bounded before it is recorded (`label`). Not
+//! here: sending spans anywhere: the host exports no trace, its log lines
+//! carry them (docs/architecture.md says why).
+
+use std::time::Instant;
+
+use rmcp::ErrorData as McpError;
+use rmcp::service::{RequestContext, RoleServer};
+use tracing::{Instrument, Span};
+
+use super::metrics::CallMetrics;
+use crate::bounds::label;
+use crate::trace_context::TraceParent;
+
+/// `error.type` of a tool call answered with an error result.
+pub(super) const TOOL_ERROR: &str = "tool_error";
+
+/// One MCP request's server span, from its receipt.
+pub(super) struct Request {
+    span: Span,
+    trace: TraceParent,
+    method: &'static str,
+    started: Instant,
+}
+
+impl Request {
+    /// The span of the request `context` carries, of `method` (on `tool`,
+    /// for `tools/call`).
+    pub(super) fn start(
+        method: &'static str,
+        tool: Option<&str>,
+        context: &RequestContext<RoleServer>,
+    ) -> Self {
+        let http = context.extensions.get::<http::request::Parts>();
+        let session = http
+            .and_then(|parts| parts.headers.get("mcp-session-id"))
+            .and_then(|id| id.to_str().ok())
+            .map(label);
+        let parent = context.meta.get_traceparent().and_then(TraceParent::parse);
+        let trace = parent.as_ref().map_or_else(TraceParent::root, TraceParent::child);
+        let tool = tool.map(label);
+        let name = match &tool {
+            Some(tool) => format!("{method} {tool}"),
+            None => method.to_owned(),
+        };
+        let span = tracing::info_span!(
+            "mcp.server",
+            "otel.name" = %name,
+            "otel.kind" = "server",
+            "mcp.method.name" = method,
+            "jsonrpc.request.id" = %label(&context.id.to_string()),
+            "mcp.session.id" = session.as_deref(),
+            "network.transport" = if http.is_some() { "tcp" } else { "pipe" },
+            "gen_ai.tool.name" = tool.as_deref(),
+            "gen_ai.operation.name" = tool.as_ref().map(|_| "execute_tool"),
+            "error.type" = tracing::field::Empty,
+            trace_id = %trace.trace_id(),
+            span_id = %trace.span_id(),
+            parent_span_id = parent.map(|p| p.span_id()).as_deref(),
+        );
+        Self {
+            span,
+            trace,
+            method,
+            started: Instant::now(),
+        }
+    }
+
+    /// The request's span, for the work it runs.
+    pub(super) fn span(&self) -> &Span {
+        &self.span
+    }
+
+    /// The request's place in its trace, which its upstream requests
+    /// take as their parent.
+    pub(super) fn trace(&self) -> TraceParent {
+        self.trace
+    }
+
+    /// Run `work` in the span, and end it with its outcome.
+    pub(super) async fn run<T>(
+        self,
+        metrics: &CallMetrics,
+        work: impl Future<Output = Result<T, McpError>>,
+    ) -> Result<T, McpError> {
+        let result = work.instrument(self.span.clone()).await;
+        let error = result.as_ref().err().map(|e| e.code.0.to_string());
+        self.end(metrics, None, error.as_deref());
+        result
+    }
+
+    /// End the request: `tool` is the metric's label of the tool called,
+    /// `error` the error type of a failure.
+    pub(super) fn end(self, metrics: &CallMetrics, tool: Option<&str>, error: Option<&str>) {
+        let took = self.started.elapsed();
+        if let Some(error) = error {
+            self.span.record("error.type", error);
+        }
+        self.span
+            .in_scope(|| tracing::info!(seconds = took.as_secs_f64(), "answered"));
+        metrics.operation(self.method, tool, error, took);
+    }
+}
