@@ -327,6 +327,9 @@ mod smoke {
                 .unwrap();
             assert_eq!(on.figures.stale, 0, "{server}: {:?}", on.figures);
             assert_eq!(on.figures.calls, calls, "{server}");
+            // Every miss has the host's word on why, or is a tool the
+            // host never looks up.
+            assert!(on.missed.iter().all(|m| m.why != "other"), "{server}");
         }
     }
 

@@ -290,6 +290,55 @@ pub struct Missed {
     pub tool: String,
     pub args: String,
     pub novel: bool,
+    /// Why it was not served ([`why_missed`]).
+    pub why: &'static str,
+}
+
+/// Why predictable read `i` of trajectory `t`, whose real call reached the
+/// backend, was not served: the host's word ([`Seen::why`]) where it has
+/// one, told apart with what the backend logged where it has not.
+/// - `not_speculatable`: the host never looked it up (its tool may not be
+///   called ahead of time);
+/// - `not_planned`: no link offered it, and nothing of its tool was
+///   fetched since the call before it;
+/// - `wrong_arguments`: no link offered it, but its tool was fetched since
+///   the call before it with other arguments;
+/// - `planned_late`: no link had offered it when the call came, and it was
+///   fetched while the agent waited on it;
+/// - `prefetched_gone`: it was fetched, and was gone (expired, evicted,
+///   invalidated, stale) or had failed when the call came;
+/// - `declined_REASON`: it was offered and not fetched (`unlikely`,
+///   `extra_calls`, `capped`).
+fn why_missed(
+    host_why: Option<&str>,
+    call: &Call,
+    (t, i): (usize, usize),
+    requests: &[Logged],
+) -> &'static str {
+    let prefetches = || {
+        requests
+            .iter()
+            .filter(move |r| !r.real && r.cursor.trajectory == t && r.tool == call.tool)
+    };
+    match host_why {
+        None => "not_speculatable",
+        Some("prefetched") => "prefetched_gone",
+        Some("unlikely") => "declined_unlikely",
+        Some("extra_calls") => "declined_extra_calls",
+        Some("capped") => "declined_capped",
+        Some("not_offered") => {
+            if prefetches().any(|r| r.args == call.key && r.cursor.call == i && r.cursor.calling) {
+                "planned_late"
+            } else if prefetches().any(|r| {
+                (r.cursor.call == i && !r.cursor.calling) || (r.cursor.call + 1 == i && r.cursor.calling)
+            }) {
+                "wrong_arguments"
+            } else {
+                "not_planned"
+            }
+        }
+        Some(_) => "other",
+    }
 }
 
 /// A request the fake got that no real call made: what the host fetched
@@ -398,6 +447,15 @@ pub struct Answered {
     pub waited: Duration,
     /// The host answered with no result (`CallError`).
     pub failed: bool,
+    /// Why no prefetch served it, as the host counted it
+    /// (`Snapshot::missed`); `None` if it was served, or never looked up
+    /// (a tool that may not be called ahead of time).
+    pub why: Option<String>,
+}
+
+/// The host's count of calls not served, by why.
+fn misses(host: &Toolhost) -> BTreeMap<String, u64> {
+    host.stats().map(|s| s.missed).unwrap_or_default()
 }
 
 /// Make call `i` of trajectory `t` as its agent did: think `think`, then
@@ -417,11 +475,16 @@ pub async fn step(
     };
     set(at(i, false));
     tokio::time::sleep(think).await;
+    let before = misses(host);
     set(at(i, true));
     let started = Instant::now();
     let answer = host.call_tool(tool, args, ctx).await;
     let waited = started.elapsed();
     set(at(i + 1, false));
+    let why = misses(host)
+        .into_iter()
+        .find(|(why, n)| before.get(why).is_none_or(|b| n > b))
+        .map(|(why, _)| why);
     Ok(match answer {
         Ok(out) => {
             let is_error = out.is_error;
@@ -431,6 +494,7 @@ pub async fn step(
                 is_error,
                 waited,
                 failed: false,
+                why,
             }
         }
         Err(e) => {
@@ -440,6 +504,7 @@ pub async fn step(
                 is_error: true,
                 waited,
                 failed: true,
+                why,
             }
         }
     })
@@ -462,6 +527,8 @@ pub struct Seen {
     pub stale: bool,
     /// Its answer was an error where the recording was none, or the reverse.
     pub diverged: bool,
+    /// The host's word on why no prefetch served it ([`Answered::why`]).
+    pub why: Option<String>,
 }
 
 /// The figures of one run from what the driver saw (per trajectory and
@@ -514,6 +581,7 @@ pub fn account(
                     tool: call.tool.clone(),
                     args: call.key.clone(),
                     novel: call.novel,
+                    why: why_missed(s.why.as_deref(), call, (t, i), requests),
                 });
             }
             f.calls += 1;
@@ -574,6 +642,7 @@ pub async fn replay(server: &str, trajectories: &[Trajectory], speculate: bool, 
                 waited: answered.waited,
                 stale: want.is_some_and(|w| w != answered.got),
                 diverged: false,
+                why: answered.why,
             }));
         }
         seen.push(t_seen);
@@ -635,7 +704,9 @@ struct Pair {
     /// What the host fetched ahead, speculation on.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     prefetched: Vec<Prefetched>,
-    /// The predictable reads it did not serve.
+    /// The predictable reads it did not serve, counted by why
+    /// ([`why_missed`]), and each of them.
+    missed_by_why: BTreeMap<&'static str, u64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     missed: Vec<Missed>,
     /// The calls left out, by recorded tool and why.
@@ -668,10 +739,26 @@ impl Pair {
             on,
             stats_on,
             prefetched: Vec::new(),
+            missed_by_why: BTreeMap::new(),
             missed: Vec::new(),
             not_covered: BTreeMap::new(),
         }
     }
+
+    /// Its misses, with their count by why.
+    fn with_missed(mut self, missed: Vec<Missed>) -> Self {
+        self.missed_by_why = by_why(&missed);
+        self.missed = missed;
+        self
+    }
+}
+
+fn by_why(missed: &[Missed]) -> BTreeMap<&'static str, u64> {
+    let mut counts = BTreeMap::new();
+    for m in missed {
+        *counts.entry(m.why).or_default() += 1;
+    }
+    counts
 }
 
 /// Say, unless the output is JSON, which run starts.
@@ -726,9 +813,9 @@ pub async fn run(o: &Options) -> Result<()> {
         for ((id, f_off), (_, f_on)) in off.trajectories.iter().zip(&on.trajectories) {
             sessions.push(json!({"trajectory": id, "off": f_off, "on": f_on}));
         }
-        let mut pair = Pair::new(&label, trajectories.len(), off.figures, on.figures, on.stats);
+        let mut pair =
+            Pair::new(&label, trajectories.len(), off.figures, on.figures, on.stats).with_missed(on.missed);
         pair.prefetched = on.prefetched;
-        pair.missed = on.missed;
         pair.not_covered = on.not_covered;
         pairs.push(pair);
     }
@@ -741,7 +828,12 @@ pub async fn run(o: &Options) -> Result<()> {
         on.add(&p.on);
     }
     let count = pairs.iter().map(|p| p.trajectories).sum();
-    let all = Pair::new("all", count, off, on, None);
+    let mut all = Pair::new("all", count, off, on, None);
+    for p in &pairs {
+        for (why, n) in &p.missed_by_why {
+            *all.missed_by_why.entry(why).or_default() += n;
+        }
+    }
     if o.json {
         let out = json!({"servers": pairs, "all": all, "trajectories": sessions});
         println!("{}", serde_json::to_string_pretty(&out)?);
@@ -831,6 +923,20 @@ fn print(pairs: &[Pair], all: &Pair) {
             p.off.waited_ms / 1000.0,
             p.on.waited_ms / 1000.0,
             p.wait_ratio
+        );
+        let why: Vec<String> = p
+            .missed_by_why
+            .iter()
+            .map(|(why, n)| format!("{why} {n}"))
+            .collect();
+        println!(
+            "{}: predictable reads not served, by why: {}",
+            p.server,
+            if why.is_empty() {
+                "none".to_owned()
+            } else {
+                why.join(", ")
+            }
         );
     }
     for p in pairs.iter().filter(|p| !p.not_covered.is_empty()) {

@@ -157,6 +157,12 @@ pub fn render(r: &Recorded) -> String {
             out.push_str(&format!("  {reason:<20} {n:>8}\n"));
         }
     }
+    if !s.missed.is_empty() {
+        out.push_str("calls not served, by what became of their candidate:\n");
+        for (why, n) in &s.missed {
+            out.push_str(&format!("  {why:<20} {n:>8}\n"));
+        }
+    }
     if !r.shadows.is_empty() {
         out.push_str("shadow candidates (compared, same, differ, skipped):\n");
         for c in &r.shadows {

@@ -161,6 +161,7 @@ async fn run(
                         waited: a.waited,
                         stale,
                         diverged: a.is_error != call.error_from.is_some(),
+                        why: a.why,
                     }));
                     t_answers.push(Some(a.got));
                 }

@@ -380,7 +380,7 @@ impl<T: Target> Engine<T> {
             self.learned.called(tool, args);
         }
         let key = Key::new(tool, &self.target.cache_args(tool, args), partition);
-        self.fanout.called(&key);
+        let fate = self.fanout.called(&key);
         let found = match self.cache.lookup(&key) {
             Lookup::Hit(p) => Some((p, How::Hit)),
             Lookup::Kept(p) => Some((p, How::Kept)),
@@ -396,11 +396,13 @@ impl<T: Target> Engine<T> {
             (_, Some(shared)) => self.lookup_cluster(shared, tool, &key).await,
         };
         let Some((p, how)) = found else {
+            self.metrics.missed(fate);
             return Served::Run;
         };
         if !self.target.is_current(tool, args, &p.value) {
             self.cache.discard(&key);
             self.metrics.stale();
+            self.metrics.missed(fate);
             return Served::Run;
         }
         match how {
@@ -775,22 +777,28 @@ impl<T: Target> Engine<T> {
             .fanout
             .likely(&c.origin, c.prior, self.settings.probability_floor);
         self.fanout.offer(key.clone(), c.origin, ttl);
+        // Remembered with the offer, so a real call that matches it says
+        // why it was not served.
+        let decline = |reason| {
+            self.metrics.declined(reason);
+            self.fanout.declined(&key, reason);
+        };
         if !likely {
-            self.metrics.declined(DeclineReason::Unlikely);
+            decline(DeclineReason::Unlikely);
             return;
         }
         if !self.within_budget() {
-            self.metrics.declined(DeclineReason::ExtraCalls);
+            decline(DeclineReason::ExtraCalls);
             return;
         }
-        let Some(mut ticket) = self.cache.begin(key) else {
+        let Some(mut ticket) = self.cache.begin(key.clone()) else {
             return;
         };
         let reserved = match self.dispatcher.reserve(host.as_deref()) {
             Ok(reserved) => reserved,
             Err(Refused::ShutDown) => return,
             Err(_) => {
-                self.metrics.declined(DeclineReason::Capped);
+                decline(DeclineReason::Capped);
                 return;
             }
         };
@@ -1300,6 +1308,29 @@ mod tests {
             e.serve("read", &args("a.rs"), Partition::SHARED).await,
             Served::Run
         ));
+    }
+
+    #[tokio::test]
+    async fn a_call_not_served_is_counted_by_what_became_of_its_candidate() {
+        let files = Arc::new(Files::default());
+        let e = engine(files.clone(), Some(60));
+        let missed = |e: &Engine<Files>, why: &str| e.stats().missed.get(why).copied().unwrap_or(0);
+        let _ = e.serve("read", &args("never-listed.rs"), Partition::SHARED).await;
+        assert_eq!(missed(&e, "not_offered"), 1);
+        glob(&e, &["a.rs"]).await;
+        e.invalidate_for("deploy").await;
+        let _ = e.serve("read", &args("a.rs"), Partition::SHARED).await;
+        assert_eq!(missed(&e, "prefetched"), 1, "made, then dropped by a write");
+        // The agent always reads the first of three results, so the third
+        // stops being prefetched; a call for it says so.
+        for i in 0..12 {
+            let paths = [format!("{i}-a"), format!("{i}-b"), format!("{i}-c")];
+            grep(&e, &paths.each_ref().map(String::as_str)).await;
+            let _ = e.serve("read", &args(&paths[0]), Partition::SHARED).await;
+        }
+        grep(&e, &["x-a", "x-b", "x-c"]).await;
+        let _ = e.serve("read", &args("x-c"), Partition::SHARED).await;
+        assert_eq!(missed(&e, "unlikely"), 1, "{:?}", e.stats().missed);
     }
 
     #[tokio::test]
