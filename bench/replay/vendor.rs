@@ -75,6 +75,8 @@ pub struct Options {
     pub server: Option<String>,
     /// Where github.jsonl and notion.jsonl are (default tests/replay/vendor).
     pub dir: Option<PathBuf>,
+    /// Runs 2–4 too, after run 1.
+    pub all_runs: bool,
     pub scale: f64,
     /// Per vendor call, before `scale`.
     pub latency_ms: u64,
@@ -89,6 +91,9 @@ impl Options {
         Duration::from_secs_f64(ms as f64 * self.scale / 1000.0)
     }
 }
+
+/// Where, under the traces' directory, runs 2–4 are, compressed.
+const RUNS_2_4: &str = "runs-2-4";
 
 /// Where the committed traces are.
 pub fn vendor_dir() -> PathBuf {
@@ -165,10 +170,31 @@ pub struct Call {
 }
 
 impl Trajectory {
+    /// The trajectories of `server`'s file in `dir` (run 1), in file order;
+    /// with `all_runs`, those of runs 2–4 after them
+    /// (`RUNS_2_4/SERVER.jsonl.gz`).
+    pub fn load_runs(dir: &Path, server: &str, all_runs: bool) -> Result<Vec<Self>> {
+        let mut out = Self::load(dir, server)?;
+        if all_runs {
+            let path = dir.join(RUNS_2_4).join(format!("{server}.jsonl.gz"));
+            let file = std::fs::File::open(&path).with_context(|| format!("opening {}", path.display()))?;
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(file), &mut text)
+                .with_context(|| format!("reading {}", path.display()))?;
+            out.extend(Self::parse(&text, &path)?);
+        }
+        Ok(out)
+    }
+
     /// The trajectories of `server`'s file in `dir`, in file order.
     pub fn load(dir: &Path, server: &str) -> Result<Vec<Self>> {
         let path = dir.join(format!("{server}.jsonl"));
         let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        Self::parse(&text, &path)
+    }
+
+    /// The trajectories of `text`, convert.py's lines read from `path`.
+    fn parse(text: &str, path: &Path) -> Result<Vec<Self>> {
         let mut out = Vec::new();
         for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
             let line: Line =
@@ -299,8 +325,11 @@ pub struct Missed {
 /// one, told apart with what the backend logged where it has not.
 /// - `not_speculatable`: the host never looked it up (its tool may not be
 ///   called ahead of time);
-/// - `not_planned`: no link offered it, and nothing of its tool was
-///   fetched since the call before it;
+/// - `not_learned`: no link offered it, and none is learned (seen
+///   [`toolhost::speculation::MIN_SEEN`] times) to its tool from the tools
+///   of the `flow::WINDOW` calls before it;
+/// - `not_projected`: a link to its tool from one of them is learned, but
+///   offered other arguments, or none;
 /// - `wrong_arguments`: no link offered it, but its tool was fetched since
 ///   the call before it with other arguments;
 /// - `planned_late`: no link had offered it when the call came, and it was
@@ -308,24 +337,26 @@ pub struct Missed {
 /// - `prefetched_gone`: it was fetched, and was gone (expired, evicted,
 ///   invalidated, stale) or had failed when the call came;
 /// - `declined_REASON`: it was offered and not fetched (`unlikely`,
-///   `extra_calls`, `capped`).
+///   `extra_calls`, `capped`, `not_worth_it`).
 fn why_missed(
-    host_why: Option<&str>,
-    call: &Call,
+    seen: &Seen,
+    trajectory: &Trajectory,
     (t, i): (usize, usize),
     requests: &[Logged],
 ) -> &'static str {
+    let call = &trajectory.calls[i];
     let prefetches = || {
         requests
             .iter()
             .filter(move |r| !r.real && r.cursor.trajectory == t && r.tool == call.tool)
     };
-    match host_why {
+    match seen.why.as_deref() {
         None => "not_speculatable",
         Some("prefetched") => "prefetched_gone",
         Some("unlikely") => "declined_unlikely",
         Some("extra_calls") => "declined_extra_calls",
         Some("capped") => "declined_capped",
+        Some("not_worth_it") => "declined_not_worth_it",
         Some("not_offered") => {
             if prefetches().any(|r| r.args == call.key && r.cursor.call == i && r.cursor.calling) {
                 "planned_late"
@@ -333,8 +364,13 @@ fn why_missed(
                 (r.cursor.call == i && !r.cursor.calling) || (r.cursor.call + 1 == i && r.cursor.calling)
             }) {
                 "wrong_arguments"
+            } else if trajectory.calls[i.saturating_sub(flow::WINDOW)..i]
+                .iter()
+                .any(|source| seen.linked_from.contains(&source.tool))
+            {
+                "not_projected"
             } else {
-                "not_planned"
+                "not_learned"
             }
         }
         Some(_) => "other",
@@ -451,11 +487,24 @@ pub struct Answered {
     /// (`Snapshot::missed`); `None` if it was served, or never looked up
     /// (a tool that may not be called ahead of time).
     pub why: Option<String>,
+    /// The tools with a link learned (and planned) to this call's tool
+    /// when it was made.
+    pub linked_from: Vec<String>,
 }
 
 /// The host's count of calls not served, by why.
 fn misses(host: &Toolhost) -> BTreeMap<String, u64> {
     host.stats().map(|s| s.missed).unwrap_or_default()
+}
+
+/// The tools from which the host plans a learned link to `tool`.
+fn linked_to(host: &Toolhost, tool: &str) -> Vec<String> {
+    let learned = host.stats().map(|s| s.learned).unwrap_or_default();
+    learned
+        .into_iter()
+        .filter(|l| l.to == tool && l.seen >= toolhost::speculation::MIN_SEEN)
+        .map(|l| l.from)
+        .collect()
 }
 
 /// Make call `i` of trajectory `t` as its agent did: think `think`, then
@@ -476,6 +525,7 @@ pub async fn step(
     set(at(i, false));
     tokio::time::sleep(think).await;
     let before = misses(host);
+    let linked_from = linked_to(host, tool);
     set(at(i, true));
     let started = Instant::now();
     let answer = host.call_tool(tool, args, ctx).await;
@@ -495,6 +545,7 @@ pub async fn step(
                 waited,
                 failed: false,
                 why,
+                linked_from,
             }
         }
         Err(e) => {
@@ -505,6 +556,7 @@ pub async fn step(
                 waited,
                 failed: true,
                 why,
+                linked_from,
             }
         }
     })
@@ -529,6 +581,8 @@ pub struct Seen {
     pub diverged: bool,
     /// The host's word on why no prefetch served it ([`Answered::why`]).
     pub why: Option<String>,
+    /// [`Answered::linked_from`].
+    pub linked_from: Vec<String>,
 }
 
 /// The figures of one run from what the driver saw (per trajectory and
@@ -581,7 +635,7 @@ pub fn account(
                     tool: call.tool.clone(),
                     args: call.key.clone(),
                     novel: call.novel,
-                    why: why_missed(s.why.as_deref(), call, (t, i), requests),
+                    why: why_missed(s, trajectory, (t, i), requests),
                 });
             }
             f.calls += 1;
@@ -643,6 +697,7 @@ pub async fn replay(server: &str, trajectories: &[Trajectory], speculate: bool, 
                 stale: want.is_some_and(|w| w != answered.got),
                 diverged: false,
                 why: answered.why,
+                linked_from: answered.linked_from,
             }));
         }
         seen.push(t_seen);
@@ -788,7 +843,7 @@ pub async fn run(o: &Options) -> Result<()> {
         if o.server.as_deref().is_some_and(|s| s != server) {
             continue;
         }
-        let mut trajectories = Trajectory::load(&dir, server)?;
+        let mut trajectories = Trajectory::load_runs(&dir, server, o.all_runs)?;
         if let Some(only) = &o.only {
             trajectories.retain(|t| t.id.contains(only.as_str()));
         }

@@ -162,6 +162,7 @@ async fn run(
                         stale,
                         diverged: a.is_error != call.error_from.is_some(),
                         why: a.why,
+                        linked_from: a.linked_from,
                     }));
                     t_answers.push(Some(a.got));
                 }

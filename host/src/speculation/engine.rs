@@ -65,6 +65,7 @@ use super::cache::{Key, Lookup, Partition, Prefetched, SpecCache};
 use super::dispatcher::{Dispatcher, Refused};
 use super::fanout::{FanOut, FollowUpRank};
 use super::json_text;
+use super::latency::Latencies;
 use super::learned::{self, Learned};
 use super::metrics::{Metrics, Snapshot, Spent};
 use super::planner::{self, DeclineReason};
@@ -232,6 +233,8 @@ pub struct Engine<T: Target> {
     learned: Arc<Learned>,
     /// The real calls in flight, which prefetches wait behind.
     foreground: Arc<Foreground>,
+    /// How long each tool's calls take: what a prefetch of it saves.
+    latencies: Arc<Latencies>,
     metrics: Arc<Metrics>,
     /// What the runs this one resumed from spent of the budget: a restart
     /// does not start the share of extra calls afresh.
@@ -242,6 +245,20 @@ pub struct Engine<T: Target> {
     shared: Option<Arc<Shared<T::Output>>>,
     /// What is counted here, added to the replicas' totals.
     tally: Option<Arc<Tally>>,
+}
+
+/// A real call running ([`Engine::running`]): timed when it ends.
+pub struct RealCall {
+    _running: Running,
+    tool: String,
+    started: Instant,
+    latencies: Arc<Latencies>,
+}
+
+impl Drop for RealCall {
+    fn drop(&mut self) {
+        self.latencies.observe(&self.tool, self.started.elapsed());
+    }
 }
 
 /// Counts a background planning task until it ends, however it ends.
@@ -294,6 +311,7 @@ impl<T: Target> Engine<T> {
             fanout: Arc::default(),
             learned: Arc::default(),
             foreground: Foreground::new(metrics.waited_counter()),
+            latencies: Arc::default(),
             metrics,
             spent_before: Arc::default(),
             planning: Arc::default(),
@@ -338,6 +356,7 @@ impl<T: Target> Engine<T> {
             fanout: self.fanout.clone(),
             learned: self.learned.clone(),
             foreground: self.foreground.clone(),
+            latencies: self.latencies.clone(),
             metrics: self.metrics.clone(),
             spent_before: self.spent_before.clone(),
             planning: Arc::default(),
@@ -352,10 +371,15 @@ impl<T: Target> Engine<T> {
         self
     }
 
-    /// A real call runs, not served from the cache: prefetches wait behind
-    /// it until the guard is dropped.
-    pub fn running(&self) -> Running {
-        self.foreground.enter()
+    /// A real call of `tool` runs, not served from the cache: prefetches
+    /// wait behind it until the guard is dropped, which times it.
+    pub fn running(&self, tool: &str) -> RealCall {
+        RealCall {
+            _running: self.foreground.enter(),
+            tool: tool.to_owned(),
+            started: Instant::now(),
+            latencies: self.latencies.clone(),
+        }
     }
 
     /// Before a real call executes with a credential of `partition`: its
@@ -776,6 +800,7 @@ impl<T: Target> Engine<T> {
         let likely = self
             .fanout
             .likely(&c.origin, c.prior, self.settings.probability_floor);
+        let chance = self.fanout.chance(&c.origin, c.prior);
         self.fanout.offer(key.clone(), c.origin, ttl);
         // Remembered with the offer, so a real call that matches it says
         // why it was not served.
@@ -789,6 +814,10 @@ impl<T: Target> Engine<T> {
         }
         if !self.within_budget() {
             decline(DeclineReason::ExtraCalls);
+            return;
+        }
+        if !self.worth_it(&c.tool, chance) {
+            decline(DeclineReason::NotWorthIt);
             return;
         }
         let Some(mut ticket) = self.cache.begin(key.clone()) else {
@@ -807,6 +836,7 @@ impl<T: Target> Engine<T> {
         // Half its time, so that waiting leaves it time to run.
         let background = Background::new(self.foreground.clone(), self.settings.timeout() / 2);
         let (target, cache, tool) = (self.target.clone(), self.cache.clone(), c.tool);
+        let latencies = self.latencies.clone();
         let cluster = self.shared.as_ref().map(|s| s.cluster().clone());
         let prefetch = async move {
             let start = Instant::now();
@@ -816,6 +846,7 @@ impl<T: Target> Engine<T> {
                 target.follow(&tool, &value);
                 let bytes = T::size(&value);
                 let took = start.elapsed();
+                latencies.observe(&tool, took);
                 let body = cluster
                     .as_ref()
                     .and(generation)
@@ -841,9 +872,44 @@ impl<T: Target> Engine<T> {
     /// cap, the cap is the allowance: a host with no history may still try
     /// its first links, and one with a history keeps to the share.
     fn within_budget(&self) -> bool {
+        let (unused, allowance) = self.allowance();
+        unused < allowance
+    }
+
+    /// The prefetches made and not used yet, and how many may be: a share
+    /// of the real calls, or `max_in_flight` until that share reaches it.
+    fn allowance(&self) -> (f64, f64) {
         let spent = self.spent();
         let share = f64::from(self.settings.max_extra_calls) * spent.real_calls as f64;
-        (spent.unused as f64) < share.max(self.settings.max_in_flight as f64)
+        (spent.unused as f64, share.max(self.settings.max_in_flight as f64))
+    }
+
+    /// The expected-saving gate: whether a prefetch of `tool` the agent
+    /// calls with probability `chance` is expected to save more of its
+    /// wait (`chance` × the tool's latency) than it costs (the other
+    /// outcome × the price of a backend call nobody uses). The price is
+    /// `call_cost_ms`, raised as the unused prefetches fill the budget
+    /// (doubled at half of it), so that what is left of the budget goes to
+    /// the surest and slowest calls. A tool never timed yet (nor priced by
+    /// its value model) is given the benefit of the doubt: the budget
+    /// bounds what that costs. A self-validating tool (a native file read,
+    /// checked against its file before each use) makes no backend call, so
+    /// it is not priced as one: the floor and the budget bound it. A price
+    /// of 0 switches the gate off.
+    fn worth_it(&self, tool: &str, chance: f64) -> bool {
+        if self.settings.call_cost_ms <= 0.0 || self.target.self_validating(tool) {
+            return true;
+        }
+        let latency = self.latencies.of(tool).or_else(|| {
+            let model = self.models.get(tool)?;
+            model.cost.latency_ms_p50.map(f64::from)
+        });
+        let Some(latency) = latency else {
+            return true;
+        };
+        let (unused, allowance) = self.allowance();
+        let pressure = allowance / (allowance - unused).max(1.0);
+        chance * latency > (1.0 - chance) * f64::from(self.settings.call_cost_ms) * pressure
     }
 
     fn spent(&self) -> Spent {
@@ -1047,9 +1113,11 @@ mod tests {
         };
         models.add("write", Layer::User, &write);
         // These tests plan without the calls that give the results: no
-        // share of them to stay within.
+        // share of them to stay within; and their files answer at once, so
+        // no prefetch of them would be worth a backend call's price.
         let settings = Settings {
             max_extra_calls: 1000.0,
+            call_cost_ms: 0.0,
             ..Settings::default()
         };
         Engine::new(files, Arc::new(models), Enrichers::default(), settings)
@@ -1090,7 +1158,7 @@ mod tests {
         let files = Arc::new(Files::default());
         files.content.lock().unwrap().insert("a.rs".into(), "a".into());
         let e = engine(files.clone(), Some(60));
-        let real = e.running();
+        let real = e.running("read");
         e.after_call("glob", &Map::new(), &json!({"paths": ["a.rs"]}), &[], &())
             .await;
         while e.stats().waited == 0 {
@@ -1750,6 +1818,29 @@ mod tests {
             ("list", "get")
         );
         assert_eq!(learned[0].projection, "id ← results[*].id");
+    }
+
+    #[tokio::test]
+    async fn a_follow_up_is_prefetched_only_when_its_expected_saving_exceeds_its_cost() {
+        let (service, e) = service(Settings::default());
+        list_then_get_twice(&e).await;
+        service.calls.lock().unwrap().clear();
+        // A fast service: a candidate the agent takes one time in two
+        // saves half a millisecond, less than half a wasted call costs.
+        e.latencies.observe("get", Duration::from_millis(1));
+        real(&e, "list", json!({}), pages(&["ccc-3", "ddd-4"])).await;
+        assert!(service.calls.lock().unwrap().is_empty());
+        assert!(e.stats().declined.get("not_worth_it").is_some_and(|n| *n >= 1));
+        // The agent calls it: the miss says why.
+        assert!(!real(&e, "get", json!({"id": "ccc-3"}), json!({})).await);
+        assert_eq!(e.stats().missed.get("not_worth_it"), Some(&1));
+        // The same service slowed down to a vendor's 300 ms: worth it.
+        for _ in 0..20 {
+            e.latencies.observe("get", Duration::from_millis(300));
+        }
+        real(&e, "list", json!({}), pages(&["eee-5", "fff-6"])).await;
+        let calls = service.calls.lock().unwrap().clone();
+        assert_eq!(calls.first().map(|(_, a)| a["id"].clone()), Some(json!("eee-5")));
     }
 
     #[tokio::test]

@@ -143,6 +143,14 @@ impl FanOut {
         posterior.mean + posterior.deviation >= f64::from(floor)
     }
 
+    /// The estimated probability that the agent calls a candidate of
+    /// `origin` (the posterior mean).
+    pub fn chance(&self, origin: &FollowUpRank, prior: f32) -> f64 {
+        let inner = self.lock();
+        let (offered, used) = inner.counts.get(origin).map_or((0, 0), |c| (c.offered, c.used));
+        Posterior::new(offered, used, prior, origin.rank).mean
+    }
+
     /// Remember that `key` was offered by `origin` (dispatched unless
     /// [`FanOut::declined`] says otherwise), for `ttl`. An offer of a key
     /// already remembered is not counted twice, but its fate is this one's.

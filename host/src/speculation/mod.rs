@@ -24,6 +24,7 @@ pub(crate) mod dispatcher;
 pub(crate) mod engine;
 pub(crate) mod fanout;
 mod json_text;
+mod latency;
 pub(crate) mod learned;
 pub(crate) mod metrics;
 pub(crate) mod planner;
@@ -34,6 +35,6 @@ mod tally;
 
 pub(crate) use engine::{Admit, Engine, Observed, Served, Target};
 pub use fanout::RankStats;
-pub use learned::{Form, LinkStats, Source, Step};
+pub use learned::{Form, LinkStats, MIN_SEEN, Source, Step};
 pub use metrics::{Snapshot, Spent};
 pub use settings::Settings;
