@@ -53,10 +53,11 @@
 //! (`self_validating`) are not dropped by writers, since the check catches
 //! what the write changed and nothing else is lost.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
@@ -70,6 +71,7 @@ use super::learned::{self, Learned};
 use super::metrics::{Metrics, Snapshot, Spent};
 use super::planner::{self, DeclineReason};
 use super::projection;
+use super::repeats::Repeats;
 use super::settings::{Settings, hostname};
 use super::shared::Shared;
 use super::tally::Tally;
@@ -235,6 +237,11 @@ pub struct Engine<T: Target> {
     foreground: Arc<Foreground>,
     /// How long each tool's calls take: what a prefetch of it saves.
     latencies: Arc<Latencies>,
+    /// Which tools' exact repeats get the same answer again.
+    repeats: Arc<Repeats>,
+    /// Results held for a repeat that runs anyway, to compare its answer
+    /// with ([`Repeats`]).
+    repeated: Arc<Mutex<HashMap<Key, T::Output>>>,
     metrics: Arc<Metrics>,
     /// What the runs this one resumed from spent of the budget: a restart
     /// does not start the share of extra calls afresh.
@@ -246,6 +253,10 @@ pub struct Engine<T: Target> {
     /// What is counted here, added to the replicas' totals.
     tally: Option<Arc<Tally>>,
 }
+
+/// Results held for repeats being compared, at most; past this they are
+/// forgotten (their repeats then simply prove nothing).
+const MAX_REPEATED: usize = 64;
 
 /// A real call running ([`Engine::running`]): timed when it ends.
 pub struct RealCall {
@@ -312,6 +323,8 @@ impl<T: Target> Engine<T> {
             learned: Arc::default(),
             foreground: Foreground::new(metrics.waited_counter()),
             latencies: Arc::default(),
+            repeats: Arc::default(),
+            repeated: Arc::default(),
             metrics,
             spent_before: Arc::default(),
             planning: Arc::default(),
@@ -357,6 +370,8 @@ impl<T: Target> Engine<T> {
             learned: self.learned.clone(),
             foreground: self.foreground.clone(),
             latencies: self.latencies.clone(),
+            repeats: self.repeats.clone(),
+            repeated: Arc::default(),
             metrics: self.metrics.clone(),
             spent_before: self.spent_before.clone(),
             planning: Arc::default(),
@@ -407,7 +422,19 @@ impl<T: Target> Engine<T> {
         let fate = self.fanout.called(&key);
         let found = match self.cache.lookup(&key) {
             Lookup::Hit(p) => Some((p, How::Hit)),
-            Lookup::Kept(p) => Some((p, How::Kept)),
+            Lookup::Kept(p) if self.target.self_validating(tool) || self.repeats.trusted(tool) => {
+                Some((p, How::Kept))
+            }
+            // A repeat of a tool not proven to answer repeats alike runs,
+            // and its answer is compared with this one ([`Engine::keep`]).
+            Lookup::Kept(p) => {
+                let mut repeated = self.repeated.lock().unwrap_or_else(|p| p.into_inner());
+                if repeated.len() >= MAX_REPEATED {
+                    repeated.clear();
+                }
+                repeated.insert(key.clone(), p.value);
+                None
+            }
             Lookup::Pending(join) => {
                 let waited = Instant::now();
                 join.wait().await.map(|p| (p, How::Joined(waited.elapsed())))
@@ -504,6 +531,17 @@ impl<T: Target> Engine<T> {
     ) -> T::Answer {
         let answer = self.target.answer(tool, args, &output);
         let key = Key::new(tool, &self.target.cache_args(tool, args), partition);
+        let held = self
+            .repeated
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&key);
+        if let Some(held) = held {
+            // Compared as the target encodes them; what it does not encode
+            // is never proven alike.
+            let (before, now) = (self.target.encode(tool, &held), self.target.encode(tool, &output));
+            self.repeats.compared(tool, before.is_some() && before == now);
+        }
         let bytes = T::size(&output);
         self.target.follow(tool, &output);
         let item = Prefetched { value: output, took };
@@ -1699,6 +1737,14 @@ mod tests {
         fn neighbours(&self, _tool: &str) -> Vec<String> {
             vec!["list".into(), "get".into()]
         }
+
+        fn repeatable(&self, tool: &str) -> bool {
+            tool.starts_with("status")
+        }
+
+        fn encode(&self, _tool: &str, output: &Value) -> Option<Value> {
+            Some(output.clone())
+        }
     }
 
     fn service(settings: Settings) -> (Arc<Service>, Arc<Engine<Service>>) {
@@ -1709,6 +1755,8 @@ mod tests {
         };
         models.add("list", Layer::User, &read);
         models.add("get", Layer::User, &read);
+        models.add("status", Layer::User, &read);
+        models.add("status_of_ci", Layer::User, &read);
         let service = Arc::new(Service::default());
         let engine = Engine::new(service.clone(), Arc::new(models), Enrichers::default(), settings);
         (service, Arc::new(engine))
@@ -1841,6 +1889,41 @@ mod tests {
         real(&e, "list", json!({}), pages(&["eee-5", "fff-6"])).await;
         let calls = service.calls.lock().unwrap().clone();
         assert_eq!(calls.first().map(|(_, a)| a["id"].clone()), Some(json!("eee-5")));
+    }
+
+    #[tokio::test]
+    async fn exact_repeats_are_served_only_once_repeats_of_the_tool_answered_alike() {
+        let (_, e) = service(Settings::default());
+        // A repeat, answered `answer` when it runs; whether it was served.
+        let repeat = |tool: &'static str, answer: Value| {
+            let e = e.clone();
+            async move {
+                let args = json!({"repo": "r"}).as_object().unwrap().clone();
+                match e.serve(tool, &args, Partition::SHARED).await {
+                    Served::Prefetched(_) => true,
+                    Served::Run => {
+                        assert!(e.keeps(tool));
+                        e.keep(tool, &args, Partition::SHARED, answer, Duration::from_millis(5));
+                        false
+                    }
+                }
+            }
+        };
+        assert!(!repeat("status", json!({"state": "done"})).await);
+        for _ in 0..crate::speculation::repeats::MIN_SAME {
+            assert!(
+                !repeat("status", json!({"state": "done"})).await,
+                "not proven yet"
+            );
+        }
+        assert!(repeat("status", json!({"state": "done"})).await, "proven alike");
+        // A tool whose repeat got another answer (a CI run progressing) is
+        // never answered from what it held again.
+        assert!(!repeat("status_of_ci", json!({"state": "queued"})).await);
+        assert!(!repeat("status_of_ci", json!({"state": "running"})).await);
+        for _ in 0..crate::speculation::repeats::MIN_SAME + 1 {
+            assert!(!repeat("status_of_ci", json!({"state": "done"})).await);
+        }
     }
 
     #[tokio::test]

@@ -29,6 +29,7 @@ pub(crate) mod learned;
 pub(crate) mod metrics;
 pub(crate) mod planner;
 pub(crate) mod projection;
+mod repeats;
 pub(crate) mod settings;
 mod shared;
 mod tally;
