@@ -874,7 +874,6 @@ impl<T: Target> Engine<T> {
         // Half its time, so that waiting leaves it time to run.
         let background = Background::new(self.foreground.clone(), self.settings.timeout() / 2);
         let (target, cache, tool) = (self.target.clone(), self.cache.clone(), c.tool);
-        let latencies = self.latencies.clone();
         let cluster = self.shared.as_ref().map(|s| s.cluster().clone());
         let prefetch = async move {
             let start = Instant::now();
@@ -884,7 +883,6 @@ impl<T: Target> Engine<T> {
                 target.follow(&tool, &value);
                 let bytes = T::size(&value);
                 let took = start.elapsed();
-                latencies.observe(&tool, took);
                 let body = cluster
                     .as_ref()
                     .and(generation)
@@ -924,7 +922,8 @@ impl<T: Target> Engine<T> {
 
     /// The expected-saving gate: whether a prefetch of `tool` the agent
     /// calls with probability `chance` is expected to save more of its
-    /// wait (`chance` × the tool's latency) than it costs (the other
+    /// wait (`chance` × the tool's latency, as its real calls took) than
+    /// it costs (the other
     /// outcome × the price of a backend call nobody uses). The price is
     /// `call_cost_ms`, raised as the unused prefetches fill the budget
     /// (doubled at half of it), so that what is left of the budget goes to

@@ -2,8 +2,9 @@
 //! prefetch of that tool would save the agent if it is used.
 //!
 //! A real call that runs (not served) is timed from the moment it reaches
-//! the backend to its answer; a prefetch, from its start to its result.
-//! Each tool keeps a moving average, so a vendor that slows down is priced
+//! the backend to its answer. Prefetches are not timed: they wait behind
+//! real calls (`priority`), so their time is not what the agent would
+//! wait. Each tool keeps a moving average, so a vendor that slows down is priced
 //! as it is now, not as it was. The tools kept are bounded: a host that
 //! sees more forgets the least recently timed.
 //!
