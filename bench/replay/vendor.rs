@@ -753,6 +753,8 @@ struct Pair {
     extra_backend_pct: f64,
     /// Calls served per prefetch made.
     precision: f64,
+    /// Prefetches never served, as the host counted them.
+    wasted: u64,
     wait_ratio: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     stats_on: Option<Snapshot>,
@@ -790,6 +792,7 @@ impl Pair {
             } else {
                 on.waited_ms / off.waited_ms
             },
+            wasted: stats_on.as_ref().map_or(0, |s| s.wasted),
             off,
             on,
             stats_on,
@@ -885,6 +888,7 @@ pub async fn run(o: &Options) -> Result<()> {
     let count = pairs.iter().map(|p| p.trajectories).sum();
     let mut all = Pair::new("all", count, off, on, None);
     for p in &pairs {
+        all.wasted += p.wasted;
         for (why, n) in &p.missed_by_why {
             *all.missed_by_why.entry(why).or_default() += n;
         }
@@ -957,7 +961,7 @@ fn print(pairs: &[Pair], all: &Pair) {
     for p in pairs.iter().chain([all]) {
         println!(
             "{}: served {} of {} predictable ({:.1} %; {} are reads, the most that could be), {} of {} \
-             novel ({:.1} %), {} calls in all; {} prefetches, precision {:.2}; backend calls {} off, {} on ({:+.1} %); stale {} off, {} on; \
+             novel ({:.1} %), {} calls in all; {} prefetches ({} wasted), precision {:.2}; backend calls {} off, {} on ({:+.1} %); stale {} off, {} on; \
              wait {:.2} s off, {:.2} s on (ratio {:.3})",
             p.server,
             p.on.served_predictable,
@@ -969,6 +973,7 @@ fn print(pairs: &[Pair], all: &Pair) {
             p.served_of_novel_pct,
             p.on.served,
             p.on.prefetches,
+            p.wasted,
             p.precision,
             p.off.backend_calls,
             p.on.backend_calls,
