@@ -308,6 +308,7 @@ mod tests {
             hits: 3,
             reused: 5,
             waited: 2,
+            missed: [("not_offered".to_owned(), 3)].into(),
             budget: toolhost::speculation::Spent {
                 real_calls: 10,
                 unused: 1,
@@ -320,6 +321,7 @@ mod tests {
         let text = render(&back);
         assert!(text.contains("75%"), "reuse is not counted as used: {text}");
         assert!(text.contains("served from real calls       5"), "{text}");
+        assert!(text.contains("  not_offered                 3"), "{text}");
         assert!(
             text.contains("extra backend calls          1  (10% of 10 real calls"),
             "{text}"
