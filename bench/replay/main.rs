@@ -76,6 +76,10 @@ struct Args {
     /// tests/replay/vendor; convert.py --all writes the full set elsewhere).
     #[arg(long, requires = "vendor")]
     vendor_dir: Option<PathBuf>,
+    /// With --vendor: MCPMark's runs 2–4 too (153 trajectories more, after
+    /// run 1's 51; tests/replay/vendor/runs-2-4).
+    #[arg(long, requires = "vendor")]
+    all_runs: bool,
     /// With --vendor: the fake server's latency per call, in ms (scaled).
     #[arg(long, requires = "vendor", default_value_t = 300)]
     vendor_latency_ms: u64,
@@ -227,6 +231,7 @@ fn vendor_options(args: &Args) -> vendor::Options {
         only: args.only.clone(),
         server: args.server.clone(),
         dir: args.vendor_dir.clone(),
+        all_runs: args.all_runs,
         scale: args.scale,
         latency_ms: args.vendor_latency_ms,
         think_ms: args.vendor_think_ms,
@@ -327,6 +332,21 @@ mod smoke {
                 .unwrap();
             assert_eq!(on.figures.stale, 0, "{server}: {:?}", on.figures);
             assert_eq!(on.figures.calls, calls, "{server}");
+            // Every miss has the host's word on why, or is a tool the
+            // host never looks up.
+            assert!(on.missed.iter().all(|m| m.why != "other"), "{server}");
+        }
+    }
+
+    /// Runs 2–4, committed compressed, load after run 1: every task of
+    /// MCPMark's standard sets four times.
+    #[test]
+    fn the_vendor_traces_of_all_four_runs_load() {
+        for (server, tasks) in [("github", 23), ("notion", 28)] {
+            let all = vendor::Trajectory::load_runs(&vendor::vendor_dir(), server, true).unwrap();
+            assert_eq!(all.len(), 4 * tasks, "{server}");
+            assert!(all[..tasks].iter().all(|t| t.id.contains("/run-1/")), "{server}");
+            assert!(all[tasks..].iter().all(|t| !t.id.contains("/run-1/")), "{server}");
         }
     }
 

@@ -75,6 +75,8 @@ pub struct Options {
     pub server: Option<String>,
     /// Where github.jsonl and notion.jsonl are (default tests/replay/vendor).
     pub dir: Option<PathBuf>,
+    /// Runs 2–4 too, after run 1.
+    pub all_runs: bool,
     pub scale: f64,
     /// Per vendor call, before `scale`.
     pub latency_ms: u64,
@@ -89,6 +91,9 @@ impl Options {
         Duration::from_secs_f64(ms as f64 * self.scale / 1000.0)
     }
 }
+
+/// Where, under the traces' directory, runs 2–4 are, compressed.
+const RUNS_2_4: &str = "runs-2-4";
 
 /// Where the committed traces are.
 pub fn vendor_dir() -> PathBuf {
@@ -165,10 +170,31 @@ pub struct Call {
 }
 
 impl Trajectory {
+    /// The trajectories of `server`'s file in `dir` (run 1), in file order;
+    /// with `all_runs`, those of runs 2–4 after them
+    /// (`RUNS_2_4/SERVER.jsonl.gz`).
+    pub fn load_runs(dir: &Path, server: &str, all_runs: bool) -> Result<Vec<Self>> {
+        let mut out = Self::load(dir, server)?;
+        if all_runs {
+            let path = dir.join(RUNS_2_4).join(format!("{server}.jsonl.gz"));
+            let file = std::fs::File::open(&path).with_context(|| format!("opening {}", path.display()))?;
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(file), &mut text)
+                .with_context(|| format!("reading {}", path.display()))?;
+            out.extend(Self::parse(&text, &path)?);
+        }
+        Ok(out)
+    }
+
     /// The trajectories of `server`'s file in `dir`, in file order.
     pub fn load(dir: &Path, server: &str) -> Result<Vec<Self>> {
         let path = dir.join(format!("{server}.jsonl"));
         let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        Self::parse(&text, &path)
+    }
+
+    /// The trajectories of `text`, convert.py's lines read from `path`.
+    fn parse(text: &str, path: &Path) -> Result<Vec<Self>> {
         let mut out = Vec::new();
         for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
             let line: Line =
@@ -290,6 +316,65 @@ pub struct Missed {
     pub tool: String,
     pub args: String,
     pub novel: bool,
+    /// Why it was not served ([`why_missed`]).
+    pub why: &'static str,
+}
+
+/// Why predictable read `i` of trajectory `t`, whose real call reached the
+/// backend, was not served: the host's word ([`Seen::why`]) where it has
+/// one, told apart with what the backend logged where it has not.
+/// - `not_speculatable`: the host never looked it up (its tool may not be
+///   called ahead of time);
+/// - `not_learned`: no link offered it, and none is learned (seen
+///   [`toolhost::speculation::MIN_SEEN`] times) to its tool from the tools
+///   of the `flow::WINDOW` calls before it;
+/// - `not_projected`: a link to its tool from one of them is learned, but
+///   offered other arguments, or none;
+/// - `wrong_arguments`: no link offered it, but its tool was fetched since
+///   the call before it with other arguments;
+/// - `planned_late`: no link had offered it when the call came, and it was
+///   fetched while the agent waited on it;
+/// - `prefetched_gone`: it was fetched, and was gone (expired, evicted,
+///   invalidated, stale) or had failed when the call came;
+/// - `declined_REASON`: it was offered and not fetched (`unlikely`,
+///   `extra_calls`, `capped`, `not_worth_it`).
+fn why_missed(
+    seen: &Seen,
+    trajectory: &Trajectory,
+    (t, i): (usize, usize),
+    requests: &[Logged],
+) -> &'static str {
+    let call = &trajectory.calls[i];
+    let prefetches = || {
+        requests
+            .iter()
+            .filter(move |r| !r.real && r.cursor.trajectory == t && r.tool == call.tool)
+    };
+    match seen.why.as_deref() {
+        None => "not_speculatable",
+        Some("prefetched") => "prefetched_gone",
+        Some("unlikely") => "declined_unlikely",
+        Some("extra_calls") => "declined_extra_calls",
+        Some("capped") => "declined_capped",
+        Some("not_worth_it") => "declined_not_worth_it",
+        Some("not_offered") => {
+            if prefetches().any(|r| r.args == call.key && r.cursor.call == i && r.cursor.calling) {
+                "planned_late"
+            } else if prefetches().any(|r| {
+                (r.cursor.call == i && !r.cursor.calling) || (r.cursor.call + 1 == i && r.cursor.calling)
+            }) {
+                "wrong_arguments"
+            } else if trajectory.calls[i.saturating_sub(flow::WINDOW)..i]
+                .iter()
+                .any(|source| seen.linked_from.contains(&source.tool))
+            {
+                "not_projected"
+            } else {
+                "not_learned"
+            }
+        }
+        Some(_) => "other",
+    }
 }
 
 /// A request the fake got that no real call made: what the host fetched
@@ -398,6 +483,28 @@ pub struct Answered {
     pub waited: Duration,
     /// The host answered with no result (`CallError`).
     pub failed: bool,
+    /// Why no prefetch served it, as the host counted it
+    /// (`Snapshot::missed`); `None` if it was served, or never looked up
+    /// (a tool that may not be called ahead of time).
+    pub why: Option<String>,
+    /// The tools with a link learned (and planned) to this call's tool
+    /// when it was made.
+    pub linked_from: Vec<String>,
+}
+
+/// The host's count of calls not served, by why.
+fn misses(host: &Toolhost) -> BTreeMap<String, u64> {
+    host.stats().map(|s| s.missed).unwrap_or_default()
+}
+
+/// The tools from which the host plans a learned link to `tool`.
+fn linked_to(host: &Toolhost, tool: &str) -> Vec<String> {
+    let learned = host.stats().map(|s| s.learned).unwrap_or_default();
+    learned
+        .into_iter()
+        .filter(|l| l.to == tool && l.seen >= toolhost::speculation::MIN_SEEN)
+        .map(|l| l.from)
+        .collect()
 }
 
 /// Make call `i` of trajectory `t` as its agent did: think `think`, then
@@ -417,11 +524,17 @@ pub async fn step(
     };
     set(at(i, false));
     tokio::time::sleep(think).await;
+    let before = misses(host);
+    let linked_from = linked_to(host, tool);
     set(at(i, true));
     let started = Instant::now();
     let answer = host.call_tool(tool, args, ctx).await;
     let waited = started.elapsed();
     set(at(i + 1, false));
+    let why = misses(host)
+        .into_iter()
+        .find(|(why, n)| before.get(why).is_none_or(|b| n > b))
+        .map(|(why, _)| why);
     Ok(match answer {
         Ok(out) => {
             let is_error = out.is_error;
@@ -431,6 +544,8 @@ pub async fn step(
                 is_error,
                 waited,
                 failed: false,
+                why,
+                linked_from,
             }
         }
         Err(e) => {
@@ -440,6 +555,8 @@ pub async fn step(
                 is_error: true,
                 waited,
                 failed: true,
+                why,
+                linked_from,
             }
         }
     })
@@ -462,6 +579,10 @@ pub struct Seen {
     pub stale: bool,
     /// Its answer was an error where the recording was none, or the reverse.
     pub diverged: bool,
+    /// The host's word on why no prefetch served it ([`Answered::why`]).
+    pub why: Option<String>,
+    /// [`Answered::linked_from`].
+    pub linked_from: Vec<String>,
 }
 
 /// The figures of one run from what the driver saw (per trajectory and
@@ -514,6 +635,7 @@ pub fn account(
                     tool: call.tool.clone(),
                     args: call.key.clone(),
                     novel: call.novel,
+                    why: why_missed(s, trajectory, (t, i), requests),
                 });
             }
             f.calls += 1;
@@ -574,6 +696,8 @@ pub async fn replay(server: &str, trajectories: &[Trajectory], speculate: bool, 
                 waited: answered.waited,
                 stale: want.is_some_and(|w| w != answered.got),
                 diverged: false,
+                why: answered.why,
+                linked_from: answered.linked_from,
             }));
         }
         seen.push(t_seen);
@@ -629,13 +753,17 @@ struct Pair {
     extra_backend_pct: f64,
     /// Calls served per prefetch made.
     precision: f64,
+    /// Prefetches never served, as the host counted them.
+    wasted: u64,
     wait_ratio: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     stats_on: Option<Snapshot>,
     /// What the host fetched ahead, speculation on.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     prefetched: Vec<Prefetched>,
-    /// The predictable reads it did not serve.
+    /// The predictable reads it did not serve, counted by why
+    /// ([`why_missed`]), and each of them.
+    missed_by_why: BTreeMap<&'static str, u64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     missed: Vec<Missed>,
     /// The calls left out, by recorded tool and why.
@@ -664,14 +792,31 @@ impl Pair {
             } else {
                 on.waited_ms / off.waited_ms
             },
+            wasted: stats_on.as_ref().map_or(0, |s| s.wasted),
             off,
             on,
             stats_on,
             prefetched: Vec::new(),
+            missed_by_why: BTreeMap::new(),
             missed: Vec::new(),
             not_covered: BTreeMap::new(),
         }
     }
+
+    /// Its misses, with their count by why.
+    fn with_missed(mut self, missed: Vec<Missed>) -> Self {
+        self.missed_by_why = by_why(&missed);
+        self.missed = missed;
+        self
+    }
+}
+
+fn by_why(missed: &[Missed]) -> BTreeMap<&'static str, u64> {
+    let mut counts = BTreeMap::new();
+    for m in missed {
+        *counts.entry(m.why).or_default() += 1;
+    }
+    counts
 }
 
 /// Say, unless the output is JSON, which run starts.
@@ -701,7 +846,7 @@ pub async fn run(o: &Options) -> Result<()> {
         if o.server.as_deref().is_some_and(|s| s != server) {
             continue;
         }
-        let mut trajectories = Trajectory::load(&dir, server)?;
+        let mut trajectories = Trajectory::load_runs(&dir, server, o.all_runs)?;
         if let Some(only) = &o.only {
             trajectories.retain(|t| t.id.contains(only.as_str()));
         }
@@ -726,9 +871,9 @@ pub async fn run(o: &Options) -> Result<()> {
         for ((id, f_off), (_, f_on)) in off.trajectories.iter().zip(&on.trajectories) {
             sessions.push(json!({"trajectory": id, "off": f_off, "on": f_on}));
         }
-        let mut pair = Pair::new(&label, trajectories.len(), off.figures, on.figures, on.stats);
+        let mut pair =
+            Pair::new(&label, trajectories.len(), off.figures, on.figures, on.stats).with_missed(on.missed);
         pair.prefetched = on.prefetched;
-        pair.missed = on.missed;
         pair.not_covered = on.not_covered;
         pairs.push(pair);
     }
@@ -741,7 +886,13 @@ pub async fn run(o: &Options) -> Result<()> {
         on.add(&p.on);
     }
     let count = pairs.iter().map(|p| p.trajectories).sum();
-    let all = Pair::new("all", count, off, on, None);
+    let mut all = Pair::new("all", count, off, on, None);
+    for p in &pairs {
+        all.wasted += p.wasted;
+        for (why, n) in &p.missed_by_why {
+            *all.missed_by_why.entry(why).or_default() += n;
+        }
+    }
     if o.json {
         let out = json!({"servers": pairs, "all": all, "trajectories": sessions});
         println!("{}", serde_json::to_string_pretty(&out)?);
@@ -810,7 +961,7 @@ fn print(pairs: &[Pair], all: &Pair) {
     for p in pairs.iter().chain([all]) {
         println!(
             "{}: served {} of {} predictable ({:.1} %; {} are reads, the most that could be), {} of {} \
-             novel ({:.1} %), {} calls in all; {} prefetches, precision {:.2}; backend calls {} off, {} on ({:+.1} %); stale {} off, {} on; \
+             novel ({:.1} %), {} calls in all; {} prefetches ({} wasted), precision {:.2}; backend calls {} off, {} on ({:+.1} %); stale {} off, {} on; \
              wait {:.2} s off, {:.2} s on (ratio {:.3})",
             p.server,
             p.on.served_predictable,
@@ -822,6 +973,7 @@ fn print(pairs: &[Pair], all: &Pair) {
             p.served_of_novel_pct,
             p.on.served,
             p.on.prefetches,
+            p.wasted,
             p.precision,
             p.off.backend_calls,
             p.on.backend_calls,
@@ -831,6 +983,20 @@ fn print(pairs: &[Pair], all: &Pair) {
             p.off.waited_ms / 1000.0,
             p.on.waited_ms / 1000.0,
             p.wait_ratio
+        );
+        let why: Vec<String> = p
+            .missed_by_why
+            .iter()
+            .map(|(why, n)| format!("{why} {n}"))
+            .collect();
+        println!(
+            "{}: predictable reads not served, by why: {}",
+            p.server,
+            if why.is_empty() {
+                "none".to_owned()
+            } else {
+                why.join(", ")
+            }
         );
     }
     for p in pairs.iter().filter(|p| !p.not_covered.is_empty()) {

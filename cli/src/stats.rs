@@ -157,6 +157,12 @@ pub fn render(r: &Recorded) -> String {
             out.push_str(&format!("  {reason:<20} {n:>8}\n"));
         }
     }
+    if !s.missed.is_empty() {
+        out.push_str("calls not served, by what became of their candidate:\n");
+        for (why, n) in &s.missed {
+            out.push_str(&format!("  {why:<20} {n:>8}\n"));
+        }
+    }
     if !r.shadows.is_empty() {
         out.push_str("shadow candidates (compared, same, differ, skipped):\n");
         for c in &r.shadows {
@@ -302,6 +308,7 @@ mod tests {
             hits: 3,
             reused: 5,
             waited: 2,
+            missed: [("not_offered".to_owned(), 3)].into(),
             budget: toolhost::speculation::Spent {
                 real_calls: 10,
                 unused: 1,
@@ -314,6 +321,7 @@ mod tests {
         let text = render(&back);
         assert!(text.contains("75%"), "reuse is not counted as used: {text}");
         assert!(text.contains("served from real calls       5"), "{text}");
+        assert!(text.contains("  not_offered                 3"), "{text}");
         assert!(
             text.contains("extra backend calls          1  (10% of 10 real calls"),
             "{text}"

@@ -7,7 +7,10 @@
 //! read of (tool, canonical arguments) in epoch e answers the recorded
 //! result of the first call with that key in epoch e, else of the closest
 //! earlier epoch that has one, else of the closest later one; a read no
-//! one made is answered "not found" (an error result). A write answers its
+//! one made is answered "not found" (an error result). The real call the
+//! driver waits on answers its own recording, since the world also changes
+//! without the agent's writes (a CI run progresses between two identical
+//! reads), and an answer held from the first would be stale. A write answers its
 //! own recorded result. The driver says which trajectory and call are
 //! current ([`Fake::set`]), so the epoch is the one in force when the
 //! request arrives: a prefetch made before a write and served after it is
@@ -169,6 +172,12 @@ impl Fake {
                 .flatten();
         }
         let calls = a.reads.get(&(tool.to_owned(), key.to_owned()))?;
+        // The agent's own call gets what the server gave it: a repeat in
+        // one epoch may differ from the first (a CI run progressed, a
+        // workflow opened an issue: changes no write of the agent's made).
+        if at.calling && calls.contains(&at.call) {
+            return a.results[at.call].clone();
+        }
         a.results[closest(calls, &a.epochs, at.call)?].clone()
     }
 }

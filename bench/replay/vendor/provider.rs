@@ -161,6 +161,8 @@ async fn run(
                         waited: a.waited,
                         stale,
                         diverged: a.is_error != call.error_from.is_some(),
+                        why: a.why,
+                        linked_from: a.linked_from,
                     }));
                     t_answers.push(Some(a.got));
                 }

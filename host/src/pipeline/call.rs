@@ -149,7 +149,7 @@ async fn run(
             Ok(answer)
         }
         (Served::Run, Some(engine)) => {
-            let _first = engine.running();
+            let _first = engine.running(name);
             if engine.keeps(name) {
                 run_kept(engine, &bound.backend, name, args, (partition, credential), ctx).await
             } else {

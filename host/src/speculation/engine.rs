@@ -53,10 +53,11 @@
 //! (`self_validating`) are not dropped by writers, since the check catches
 //! what the write changed and nothing else is lost.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
@@ -65,10 +66,12 @@ use super::cache::{Key, Lookup, Partition, Prefetched, SpecCache};
 use super::dispatcher::{Dispatcher, Refused};
 use super::fanout::{FanOut, FollowUpRank};
 use super::json_text;
+use super::latency::Latencies;
 use super::learned::{self, Learned};
 use super::metrics::{Metrics, Snapshot, Spent};
 use super::planner::{self, DeclineReason};
 use super::projection;
+use super::repeats::Repeats;
 use super::settings::{Settings, hostname};
 use super::shared::Shared;
 use super::tally::Tally;
@@ -237,6 +240,13 @@ pub struct Engine<T: Target> {
     learned: Arc<Learned>,
     /// The real calls in flight, which prefetches wait behind.
     foreground: Arc<Foreground>,
+    /// How long each tool's calls take: what a prefetch of it saves.
+    latencies: Arc<Latencies>,
+    /// Which tools' exact repeats get the same answer again.
+    repeats: Arc<Repeats>,
+    /// Results held for a repeat that runs anyway, to compare its answer
+    /// with ([`Repeats`]).
+    repeated: Arc<Mutex<HashMap<Key, T::Output>>>,
     metrics: Arc<Metrics>,
     /// What the runs this one resumed from spent of the budget: a restart
     /// does not start the share of extra calls afresh.
@@ -247,6 +257,24 @@ pub struct Engine<T: Target> {
     shared: Option<Arc<Shared<T::Output>>>,
     /// What is counted here, added to the replicas' totals.
     tally: Option<Arc<Tally>>,
+}
+
+/// Results held for repeats being compared, at most; past this they are
+/// forgotten (their repeats then simply prove nothing).
+const MAX_REPEATED: usize = 64;
+
+/// A real call running ([`Engine::running`]): timed when it ends.
+pub struct RealCall {
+    _running: Running,
+    tool: String,
+    started: Instant,
+    latencies: Arc<Latencies>,
+}
+
+impl Drop for RealCall {
+    fn drop(&mut self) {
+        self.latencies.observe(&self.tool, self.started.elapsed());
+    }
 }
 
 /// Counts a background planning task until it ends, however it ends.
@@ -299,6 +327,9 @@ impl<T: Target> Engine<T> {
             fanout: Arc::default(),
             learned: Arc::default(),
             foreground: Foreground::new(metrics.waited_counter()),
+            latencies: Arc::default(),
+            repeats: Arc::default(),
+            repeated: Arc::default(),
             metrics,
             spent_before: Arc::default(),
             planning: Arc::default(),
@@ -343,6 +374,9 @@ impl<T: Target> Engine<T> {
             fanout: self.fanout.clone(),
             learned: self.learned.clone(),
             foreground: self.foreground.clone(),
+            latencies: self.latencies.clone(),
+            repeats: self.repeats.clone(),
+            repeated: Arc::default(),
             metrics: self.metrics.clone(),
             spent_before: self.spent_before.clone(),
             planning: Arc::default(),
@@ -357,10 +391,15 @@ impl<T: Target> Engine<T> {
         self
     }
 
-    /// A real call runs, not served from the cache: prefetches wait behind
-    /// it until the guard is dropped.
-    pub fn running(&self) -> Running {
-        self.foreground.enter()
+    /// A real call of `tool` runs, not served from the cache: prefetches
+    /// wait behind it until the guard is dropped, which times it.
+    pub fn running(&self, tool: &str) -> RealCall {
+        RealCall {
+            _running: self.foreground.enter(),
+            tool: tool.to_owned(),
+            started: Instant::now(),
+            latencies: self.latencies.clone(),
+        }
     }
 
     /// Before a real call executes with a credential of `partition`: its
@@ -385,10 +424,22 @@ impl<T: Target> Engine<T> {
             self.learned.called(tool, args);
         }
         let key = Key::new(tool, &self.target.cache_args(tool, args), partition);
-        self.fanout.called(&key);
+        let fate = self.fanout.called(&key);
         let found = match self.cache.lookup(&key) {
             Lookup::Hit(p) => Some((p, How::Hit)),
-            Lookup::Kept(p) => Some((p, How::Kept)),
+            Lookup::Kept(p) if self.target.self_validating(tool) || self.repeats.trusted(tool) => {
+                Some((p, How::Kept))
+            }
+            // A repeat of a tool not proven to answer repeats alike runs,
+            // and its answer is compared with this one ([`Engine::keep`]).
+            Lookup::Kept(p) => {
+                let mut repeated = self.repeated.lock().unwrap_or_else(|p| p.into_inner());
+                if repeated.len() >= MAX_REPEATED {
+                    repeated.clear();
+                }
+                repeated.insert(key.clone(), p.value);
+                None
+            }
             Lookup::Pending(join) => {
                 let waited = Instant::now();
                 join.wait().await.map(|p| (p, How::Joined(waited.elapsed())))
@@ -401,11 +452,13 @@ impl<T: Target> Engine<T> {
             (_, Some(shared)) => self.lookup_cluster(shared, tool, &key).await,
         };
         let Some((p, how)) = found else {
+            self.metrics.missed(fate);
             return Served::Run;
         };
         if !self.target.is_current(tool, args, &p.value) {
             self.cache.discard(&key);
             self.metrics.stale();
+            self.metrics.missed(fate);
             return Served::Run;
         }
         match how {
@@ -483,6 +536,17 @@ impl<T: Target> Engine<T> {
     ) -> T::Answer {
         let answer = self.target.answer(tool, args, &output);
         let key = Key::new(tool, &self.target.cache_args(tool, args), partition);
+        let held = self
+            .repeated
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&key);
+        if let Some(held) = held {
+            // Compared as the target encodes them; what it does not encode
+            // is never proven alike.
+            let (before, now) = (self.target.encode(tool, &held), self.target.encode(tool, &output));
+            self.repeats.compared(tool, before.is_some() && before == now);
+        }
         let bytes = T::size(&output);
         self.target.follow(tool, &output);
         let item = Prefetched { value: output, took };
@@ -779,23 +843,34 @@ impl<T: Target> Engine<T> {
         let likely = self
             .fanout
             .likely(&c.origin, c.prior, self.settings.probability_floor);
+        let chance = self.fanout.chance(&c.origin, c.prior);
         self.fanout.offer(key.clone(), c.origin, ttl);
+        // Remembered with the offer, so a real call that matches it says
+        // why it was not served.
+        let decline = |reason| {
+            self.metrics.declined(reason);
+            self.fanout.declined(&key, reason);
+        };
         if !likely {
-            self.metrics.declined(DeclineReason::Unlikely);
+            decline(DeclineReason::Unlikely);
             return;
         }
         if !self.within_budget() {
-            self.metrics.declined(DeclineReason::ExtraCalls);
+            decline(DeclineReason::ExtraCalls);
             return;
         }
-        let Some(mut ticket) = self.cache.begin(key) else {
+        if !self.worth_it(&c.tool, chance) {
+            decline(DeclineReason::NotWorthIt);
+            return;
+        }
+        let Some(mut ticket) = self.cache.begin(key.clone()) else {
             return;
         };
         let reserved = match self.dispatcher.reserve(host.as_deref()) {
             Ok(reserved) => reserved,
             Err(Refused::ShutDown) => return,
             Err(_) => {
-                self.metrics.declined(DeclineReason::Capped);
+                decline(DeclineReason::Capped);
                 return;
             }
         };
@@ -838,9 +913,45 @@ impl<T: Target> Engine<T> {
     /// cap, the cap is the allowance: a host with no history may still try
     /// its first links, and one with a history keeps to the share.
     fn within_budget(&self) -> bool {
+        let (unused, allowance) = self.allowance();
+        unused < allowance
+    }
+
+    /// The prefetches made and not used yet, and how many may be: a share
+    /// of the real calls, or `max_in_flight` until that share reaches it.
+    fn allowance(&self) -> (f64, f64) {
         let spent = self.spent();
         let share = f64::from(self.settings.max_extra_calls) * spent.real_calls as f64;
-        (spent.unused as f64) < share.max(self.settings.max_in_flight as f64)
+        (spent.unused as f64, share.max(self.settings.max_in_flight as f64))
+    }
+
+    /// The expected-saving gate: whether a prefetch of `tool` the agent
+    /// calls with probability `chance` is expected to save more of its
+    /// wait (`chance` × the tool's latency, as its real calls took) than
+    /// it costs (the other
+    /// outcome × the price of a backend call nobody uses). The price is
+    /// `call_cost_ms`, raised as the unused prefetches fill the budget
+    /// (doubled at half of it), so that what is left of the budget goes to
+    /// the surest and slowest calls. A tool never timed yet (nor priced by
+    /// its value model) is given the benefit of the doubt: the budget
+    /// bounds what that costs. A self-validating tool (a native file read,
+    /// checked against its file before each use) makes no backend call, so
+    /// it is not priced as one: the floor and the budget bound it. A price
+    /// of 0 switches the gate off.
+    fn worth_it(&self, tool: &str, chance: f64) -> bool {
+        if self.settings.call_cost_ms <= 0.0 || self.target.self_validating(tool) {
+            return true;
+        }
+        let latency = self.latencies.of(tool).or_else(|| {
+            let model = self.models.get(tool)?;
+            model.cost.latency_ms_p50.map(f64::from)
+        });
+        let Some(latency) = latency else {
+            return true;
+        };
+        let (unused, allowance) = self.allowance();
+        let pressure = allowance / (allowance - unused).max(1.0);
+        chance * latency > (1.0 - chance) * f64::from(self.settings.call_cost_ms) * pressure
     }
 
     fn spent(&self) -> Spent {
@@ -1048,9 +1159,11 @@ mod tests {
         };
         models.add("write", Layer::User, &write);
         // These tests plan without the calls that give the results: no
-        // share of them to stay within.
+        // share of them to stay within; and their files answer at once, so
+        // no prefetch of them would be worth a backend call's price.
         let settings = Settings {
             max_extra_calls: 1000.0,
+            call_cost_ms: 0.0,
             ..Settings::default()
         };
         Engine::new(files, Arc::new(models), Enrichers::default(), settings)
@@ -1091,7 +1204,7 @@ mod tests {
         let files = Arc::new(Files::default());
         files.content.lock().unwrap().insert("a.rs".into(), "a".into());
         let e = engine(files.clone(), Some(60));
-        let real = e.running();
+        let real = e.running("read");
         e.after_call("glob", &Map::new(), &json!({"paths": ["a.rs"]}), &[], &())
             .await;
         while e.stats().waited == 0 {
@@ -1309,6 +1422,29 @@ mod tests {
             e.serve("read", &args("a.rs"), Partition::SHARED).await,
             Served::Run
         ));
+    }
+
+    #[tokio::test]
+    async fn a_call_not_served_is_counted_by_what_became_of_its_candidate() {
+        let files = Arc::new(Files::default());
+        let e = engine(files.clone(), Some(60));
+        let missed = |e: &Engine<Files>, why: &str| e.stats().missed.get(why).copied().unwrap_or(0);
+        let _ = e.serve("read", &args("never-listed.rs"), Partition::SHARED).await;
+        assert_eq!(missed(&e, "not_offered"), 1);
+        glob(&e, &["a.rs"]).await;
+        e.invalidate_for("deploy").await;
+        let _ = e.serve("read", &args("a.rs"), Partition::SHARED).await;
+        assert_eq!(missed(&e, "prefetched"), 1, "made, then dropped by a write");
+        // The agent always reads the first of three results, so the third
+        // stops being prefetched; a call for it says so.
+        for i in 0..12 {
+            let paths = [format!("{i}-a"), format!("{i}-b"), format!("{i}-c")];
+            grep(&e, &paths.each_ref().map(String::as_str)).await;
+            let _ = e.serve("read", &args(&paths[0]), Partition::SHARED).await;
+        }
+        grep(&e, &["x-a", "x-b", "x-c"]).await;
+        let _ = e.serve("read", &args("x-c"), Partition::SHARED).await;
+        assert_eq!(missed(&e, "unlikely"), 1, "{:?}", e.stats().missed);
     }
 
     #[tokio::test]
@@ -1613,6 +1749,14 @@ mod tests {
         fn neighbours(&self, _tool: &str) -> Vec<String> {
             vec!["list".into(), "get".into()]
         }
+
+        fn repeatable(&self, tool: &str) -> bool {
+            tool.starts_with("status")
+        }
+
+        fn encode(&self, _tool: &str, output: &Value) -> Option<Value> {
+            Some(output.clone())
+        }
     }
 
     fn service(settings: Settings) -> (Arc<Service>, Arc<Engine<Service>>) {
@@ -1623,6 +1767,8 @@ mod tests {
         };
         models.add("list", Layer::User, &read);
         models.add("get", Layer::User, &read);
+        models.add("status", Layer::User, &read);
+        models.add("status_of_ci", Layer::User, &read);
         let service = Arc::new(Service::default());
         let engine = Engine::new(service.clone(), Arc::new(models), Enrichers::default(), settings);
         (service, Arc::new(engine))
@@ -1732,6 +1878,64 @@ mod tests {
             ("list", "get")
         );
         assert_eq!(learned[0].projection, "id ← results[*].id");
+    }
+
+    #[tokio::test]
+    async fn a_follow_up_is_prefetched_only_when_its_expected_saving_exceeds_its_cost() {
+        let (service, e) = service(Settings::default());
+        list_then_get_twice(&e).await;
+        service.calls.lock().unwrap().clear();
+        // A fast service: a candidate the agent takes one time in two
+        // saves half a millisecond, less than half a wasted call costs.
+        e.latencies.observe("get", Duration::from_millis(1));
+        real(&e, "list", json!({}), pages(&["ccc-3", "ddd-4"])).await;
+        assert!(service.calls.lock().unwrap().is_empty());
+        assert!(e.stats().declined.get("not_worth_it").is_some_and(|n| *n >= 1));
+        // The agent calls it: the miss says why.
+        assert!(!real(&e, "get", json!({"id": "ccc-3"}), json!({})).await);
+        assert_eq!(e.stats().missed.get("not_worth_it"), Some(&1));
+        // The same service slowed down to a vendor's 300 ms: worth it.
+        for _ in 0..20 {
+            e.latencies.observe("get", Duration::from_millis(300));
+        }
+        real(&e, "list", json!({}), pages(&["eee-5", "fff-6"])).await;
+        let calls = service.calls.lock().unwrap().clone();
+        assert_eq!(calls.first().map(|(_, a)| a["id"].clone()), Some(json!("eee-5")));
+    }
+
+    #[tokio::test]
+    async fn exact_repeats_are_served_only_once_repeats_of_the_tool_answered_alike() {
+        let (_, e) = service(Settings::default());
+        // A repeat, answered `answer` when it runs; whether it was served.
+        let repeat = |tool: &'static str, answer: Value| {
+            let e = e.clone();
+            async move {
+                let args = json!({"repo": "r"}).as_object().unwrap().clone();
+                match e.serve(tool, &args, Partition::SHARED).await {
+                    Served::Prefetched(_) => true,
+                    Served::Run => {
+                        assert!(e.keeps(tool));
+                        e.keep(tool, &args, Partition::SHARED, answer, Duration::from_millis(5));
+                        false
+                    }
+                }
+            }
+        };
+        assert!(!repeat("status", json!({"state": "done"})).await);
+        for _ in 0..crate::speculation::repeats::MIN_SAME {
+            assert!(
+                !repeat("status", json!({"state": "done"})).await,
+                "not proven yet"
+            );
+        }
+        assert!(repeat("status", json!({"state": "done"})).await, "proven alike");
+        // A tool whose repeat got another answer (a CI run progressing) is
+        // never answered from what it held again.
+        assert!(!repeat("status_of_ci", json!({"state": "queued"})).await);
+        assert!(!repeat("status_of_ci", json!({"state": "running"})).await);
+        for _ in 0..crate::speculation::repeats::MIN_SAME + 1 {
+            assert!(!repeat("status_of_ci", json!({"state": "done"})).await);
+        }
     }
 
     #[tokio::test]

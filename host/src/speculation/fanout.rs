@@ -45,6 +45,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::cache::Key;
+use super::planner::DeclineReason;
 use crate::cluster::Rank;
 
 /// Pseudo-observations the declared probability is worth.
@@ -75,6 +76,19 @@ struct Counts {
 struct Offered {
     origin: FollowUpRank,
     until: Instant,
+    /// Why it was not dispatched, if it was not.
+    declined: Option<DeclineReason>,
+}
+
+/// What became of a candidate a real call matched: why a call that was
+/// offered still ran (`toolhost stats`' misses).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fate {
+    /// It was prefetched: a call that still runs found it gone (expired,
+    /// evicted, invalidated) or failed.
+    Dispatched,
+    /// It was offered and not prefetched, for this reason.
+    Declined(DeclineReason),
 }
 
 #[derive(Default)]
@@ -129,12 +143,22 @@ impl FanOut {
         posterior.mean + posterior.deviation >= f64::from(floor)
     }
 
-    /// Remember that `key` was offered by `origin` (dispatched or not),
-    /// for `ttl`. An offer of a key already remembered is not counted twice.
+    /// The estimated probability that the agent calls a candidate of
+    /// `origin` (the posterior mean).
+    pub fn chance(&self, origin: &FollowUpRank, prior: f32) -> f64 {
+        let inner = self.lock();
+        let (offered, used) = inner.counts.get(origin).map_or((0, 0), |c| (c.offered, c.used));
+        Posterior::new(offered, used, prior, origin.rank).mean
+    }
+
+    /// Remember that `key` was offered by `origin` (dispatched unless
+    /// [`FanOut::declined`] says otherwise), for `ttl`. An offer of a key
+    /// already remembered is not counted twice, but its fate is this one's.
     pub fn offer(&self, key: Key, origin: FollowUpRank, ttl: Duration) {
         let mut inner = self.lock();
         let now = Instant::now();
-        if inner.offered.get(&key).is_some_and(|o| o.until > now) {
+        if let Some(o) = inner.offered.get_mut(&key).filter(|o| o.until > now) {
+            o.declined = None;
             return;
         }
         if inner.offered.len() >= MAX_REMEMBERED {
@@ -157,22 +181,31 @@ impl FanOut {
             Offered {
                 origin,
                 until: now + ttl,
+                declined: None,
             },
         );
     }
 
-    /// A real call for `key` arrived: credit the candidate it matches, once.
-    pub fn called(&self, key: &Key) {
+    /// The candidate offered for `key` was not dispatched, for `reason`.
+    pub fn declined(&self, key: &Key, reason: DeclineReason) {
+        if let Some(o) = self.lock().offered.get_mut(key) {
+            o.declined = Some(reason);
+        }
+    }
+
+    /// A real call for `key` arrived: credit the candidate it matches,
+    /// once, and say what became of it (`None`: nothing offered it).
+    pub fn called(&self, key: &Key) -> Option<Fate> {
         let mut inner = self.lock();
-        let Some(offered) = inner.offered.remove(key) else {
-            return;
-        };
-        if offered.until > Instant::now()
-            && let Some(c) = inner.counts.get_mut(&offered.origin)
-        {
+        let offered = inner.offered.remove(key)?;
+        if offered.until <= Instant::now() {
+            return None;
+        }
+        if let Some(c) = inner.counts.get_mut(&offered.origin) {
             c.used = c.used.saturating_add(1);
             c.new_used += 1;
         }
+        Some(offered.declined.map_or(Fate::Dispatched, Fate::Declined))
     }
 
     /// What was counted since the last flush, taken: to be added to the

@@ -117,6 +117,9 @@ pub enum Form {
     Text,
     /// Text, as a number.
     Number,
+    /// A path with a slash after it: a directory, as agents often spell
+    /// one (`.github/` for the listing's `.github`).
+    Slash,
 }
 
 /// Where one argument of a learned link's call comes from.
@@ -702,7 +705,7 @@ fn is_trait(value: &Value) -> bool {
 fn key(value: &Value) -> Option<String> {
     match value {
         Value::String(s) if (3..=MAX_VALUE_CHARS).contains(&s.chars().count()) => {
-            Some(s.replace('-', "").to_lowercase())
+            Some(s.strip_suffix('/').unwrap_or(s).replace('-', "").to_lowercase())
         }
         Value::Number(n) => n.as_i64().filter(|n| !(0..=1).contains(n)).map(|n| n.to_string()),
         _ => None,
@@ -718,6 +721,7 @@ fn form(leaf: &Value, arg: &Value) -> Option<Form> {
         (Value::String(l), Value::String(a)) if l.replace('-', "") == *a => Some(Form::NoDashes),
         (Value::Number(l), Value::String(a)) if l.to_string() == *a => Some(Form::Text),
         (Value::String(l), Value::Number(a)) if *l == a.to_string() => Some(Form::Number),
+        (Value::String(l), Value::String(a)) if a.strip_suffix('/') == Some(l) => Some(Form::Slash),
         _ => None,
     }
 }
@@ -729,6 +733,7 @@ fn spell(leaf: &Value, form: Form) -> Option<Value> {
         (Form::NoDashes, Value::String(s)) => Some(Value::from(s.replace('-', ""))),
         (Form::Text, Value::Number(n)) => Some(Value::from(n.to_string())),
         (Form::Number, Value::String(s)) => s.parse::<i64>().ok().map(Value::from),
+        (Form::Slash, Value::String(s)) => Some(Value::from(format!("{s}/"))),
         _ => None,
     }
 }
@@ -1088,6 +1093,45 @@ mod tests {
         let ids: Vec<&Value> = planned.iter().map(|(_, c)| &c["block_id"]).collect();
         // Each item's own id, in list order: never the creator's id.
         assert_eq!(ids, [&json!("f666"), &json!("g777")]);
+    }
+
+    #[test]
+    fn a_directory_the_agent_spells_with_a_slash_is_planned_so() {
+        let learned = Learned::default();
+        let dir = |names: &[&str]| {
+            Value::Array(
+                names
+                    .iter()
+                    .map(|n| json!({"name": n, "path": format!("src/{n}"), "type": "dir"}))
+                    .collect(),
+            )
+        };
+        ran(
+            &learned,
+            "contents",
+            json!({"path": "src"}),
+            dir(&["alpha", "beta"]),
+        );
+        ran(
+            &learned,
+            "contents",
+            json!({"path": "src/beta/"}),
+            dir(&["gamma"]),
+        );
+        ran(
+            &learned,
+            "contents",
+            json!({"path": "src/gamma/"}),
+            dir(&["delta"]),
+        );
+        let links = learned.links_from("contents");
+        assert_eq!(
+            learned.table()[0].projection,
+            "path ← [*].path (Slash) if type = \"dir\""
+        );
+        let planned = learned.project(&links[0], &Map::new(), &dir(&["eps", "zeta"]));
+        let paths: Vec<&Value> = planned.iter().map(|(_, c)| &c["path"]).collect();
+        assert_eq!(paths, [&json!("src/eps/"), &json!("src/zeta/")]);
     }
 
     #[test]

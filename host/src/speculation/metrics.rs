@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::fanout::Fate;
 use super::fanout::RankStats;
 use super::learned::LinkStats;
 use super::planner::DeclineReason;
@@ -42,6 +43,8 @@ pub struct Metrics {
     /// Shared with the real calls in flight, which prefetches wait behind.
     waited: Arc<AtomicU64>,
     declined: Mutex<BTreeMap<DeclineReason, u64>>,
+    /// Real calls not served, by what became of their candidate.
+    missed: Mutex<BTreeMap<String, u64>>,
     /// The counters as last added to the cluster's totals.
     flushed: Mutex<BTreeMap<String, u64>>,
 }
@@ -84,6 +87,14 @@ pub struct Snapshot {
     pub waited: u64,
     /// Prefetches not started, by reason.
     pub declined: BTreeMap<String, u64>,
+    /// Real calls of tools that may be called ahead of time that no
+    /// prefetch served, by what became of the candidate they matched:
+    /// `not_offered` (no link planned these arguments), `prefetched` (it
+    /// was made, and was gone or failed by the call: expired, evicted,
+    /// invalidated, stale), or the reason it was declined (`unlikely`,
+    /// `extra_calls`, `capped`). Where the follow-ups missed, and why.
+    #[serde(default)]
+    pub missed: BTreeMap<String, u64>,
     /// Time the hits saved the model, in milliseconds.
     pub saved_ms: u64,
     /// What the agent did with each rank of each link's candidates.
@@ -147,6 +158,17 @@ fn reason_name(reason: &DeclineReason) -> String {
 
 /// The prefix of a decline reason's counter in the cluster's totals.
 const DECLINED: &str = "declined:";
+/// The prefix of a miss's counter in the cluster's totals.
+const MISSED: &str = "missed:";
+
+/// The counters of the cluster's `totals` under `prefix`, without it.
+fn prefixed(totals: &crate::cluster::Totals, prefix: &str) -> BTreeMap<String, u64> {
+    totals
+        .counters
+        .iter()
+        .filter_map(|(k, n)| Some((k.strip_prefix(prefix)?.to_owned(), *n)))
+        .collect()
+}
 
 impl Snapshot {
     /// The figures of every replica, from the cluster's totals: what
@@ -164,11 +186,8 @@ impl Snapshot {
             unserved: 0,
             stale: get("stale"),
             waited: get("waited"),
-            declined: totals
-                .counters
-                .iter()
-                .filter_map(|(k, n)| Some((k.strip_prefix(DECLINED)?.to_owned(), *n)))
-                .collect(),
+            declined: prefixed(totals, DECLINED),
+            missed: prefixed(totals, MISSED),
             saved_ms: get("saved_us") / 1000,
             ranks: totals
                 .learning
@@ -211,6 +230,10 @@ impl Metrics {
         let declined = self.declined.lock().unwrap_or_else(|p| p.into_inner());
         for (reason, n) in declined.iter() {
             counts.insert(format!("{DECLINED}{}", reason_name(reason)), *n);
+        }
+        let missed = self.missed.lock().unwrap_or_else(|p| p.into_inner());
+        for (why, n) in missed.iter() {
+            counts.insert(format!("{MISSED}{why}"), *n);
         }
         counts
     }
@@ -298,6 +321,21 @@ impl Metrics {
             .or_default() += 1;
     }
 
+    /// A real call no prefetch served, whose candidate met `fate`.
+    pub fn missed(&self, fate: Option<Fate>) {
+        let why = match fate {
+            None => "not_offered".to_owned(),
+            Some(Fate::Dispatched) => "prefetched".to_owned(),
+            Some(Fate::Declined(reason)) => reason_name(&reason),
+        };
+        *self
+            .missed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(why)
+            .or_default() += 1;
+    }
+
     /// This run's part of the budget: the agent's calls, and the
     /// prefetches made that none of them has used (yet, or ever).
     pub fn spent(&self) -> Spent {
@@ -329,6 +367,7 @@ impl Metrics {
             stale: self.stale.load(Ordering::Relaxed),
             waited: self.waited.load(Ordering::Relaxed),
             declined: declined.iter().map(|(r, n)| (reason_name(r), *n)).collect(),
+            missed: self.missed.lock().unwrap_or_else(|p| p.into_inner()).clone(),
             saved_ms: self.saved_us.load(Ordering::Relaxed) / 1000,
             ranks,
             learned,

@@ -71,6 +71,10 @@ pub enum DeclineReason {
     /// Set by the engine: the prefetches not used yet already add their
     /// share of backend calls (`max_extra_calls`).
     ExtraCalls,
+    /// Set by the engine: its expected saving (the chance it is called ×
+    /// its tool's latency) is below its cost (`call_cost_ms`, raised as the
+    /// budget of extra calls fills).
+    NotWorthIt,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

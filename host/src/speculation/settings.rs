@@ -45,6 +45,12 @@ pub struct Settings {
     /// Backend calls that prefetches may add, as a share of the real
     /// calls: prefetches made and not used yet count against it.
     pub max_extra_calls: f32,
+    /// What one backend call that no real call uses costs, in milliseconds
+    /// of the agent's wait: a prefetch is made only when its chance of
+    /// being called × its tool's latency exceeds the other outcome × this
+    /// (raised as `max_extra_calls` fills). Fast reads are rarely worth
+    /// it, 300 ms vendor calls mostly are. 0 switches this gate off.
+    pub call_cost_ms: f32,
     /// Prefetches in flight at once against one host.
     pub per_host: usize,
     /// A prefetch still running after this is cancelled.
@@ -74,6 +80,7 @@ impl Default for Settings {
             budget_tokens: PlannerOptions::default().budget_tokens,
             max_in_flight: 8,
             max_extra_calls: 0.25,
+            call_cost_ms: 10.0,
             per_host: 4,
             timeout_ms: 10_000,
             cache_mb: 16,

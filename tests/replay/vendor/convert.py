@@ -331,6 +331,7 @@ def main():
     ap.add_argument("--out", default=HERE, help="where github.jsonl and notion.jsonl go")
     ap.add_argument("--cap", type=int, default=DEFAULT_CAP, help="characters kept per result string (0: all)")
     ap.add_argument("--all", action="store_true", help="every run, not only " + ",".join(DEFAULT_RUNS))
+    ap.add_argument("--runs", help="only these runs, comma-separated (run-2,run-3,run-4: runs-2-4/)")
     ap.add_argument("--write-manifest", action="store_true", help="(re)write raw/MANIFEST.tsv from --src")
     opts = ap.parse_args()
 
@@ -341,7 +342,8 @@ def main():
         base = os.path.join("mcp_servers", server, "official")
         trajectories = []
         for run in sorted(os.listdir(os.path.join(opts.src, base))):
-            if not run.startswith("run-") or not (opts.all or run in DEFAULT_RUNS or opts.write_manifest):
+            runs = opts.runs.split(",") if opts.runs else DEFAULT_RUNS
+            if not run.startswith("run-") or not (opts.all or run in runs or opts.write_manifest):
                 continue
             for task in sorted(os.listdir(os.path.join(opts.src, base, run))):
                 rel = os.path.join(base, run, task)
