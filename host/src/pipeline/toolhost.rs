@@ -31,7 +31,7 @@ use std::time::{Instant, SystemTime};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use super::audit::{Noted, Record, ServedBy, shape_of};
+use super::audit::{Audit, Noted, Record, ServedBy, shape_of};
 use super::builder::ToolhostBuilder;
 use super::caller::Caller;
 use super::catalog::{Backend, CatalogError, Generation, Options, Sources};
@@ -304,40 +304,47 @@ impl Toolhost {
         task: Value,
         ctx: &CallControl,
     ) -> Result<(Arc<Upstream>, Value), CallError> {
-        let catalog = self.shared.current();
-        let audited = self
-            .shared
-            .options
-            .audit
-            .as_ref()
-            .map(|audit| (audit, shape_of(&args)));
-        let (started, clock) = (SystemTime::now(), Instant::now());
-        let policy = self.policy();
-        let mut noted = Noted::default();
-        let result = match self.held(&catalog, name) {
+        let (mut call, mut noted) = (self.begin(name, &args), Noted::default());
+        let result = match call.held.take() {
             Some(held) => Err(held),
             None => {
-                super::call::start_task(&catalog, name, args, task, ctx, policy.as_ref(), &mut noted).await
+                let policy = call.policy.as_ref();
+                super::call::start_task(&call.catalog, name, args, task, ctx, policy, &mut noted).await
             }
         };
-        if let Some((audit, shape)) = audited {
-            let backend = result
-                .as_ref()
-                .ok()
-                .map(|(server, _)| ServedBy::Upstream(server.config.name.clone()));
-            let outcome = result
-                .as_ref()
-                .map(|_| CallOutput::default())
-                .map_err(Clone::clone);
-            let timing = (started, clock.elapsed());
-            let record = Record::new(&ctx.caller, name, shape, backend, &outcome, timing, &noted);
-            audit.append(&record, &catalog.core.gate);
-        }
+        let backend = result
+            .as_ref()
+            .ok()
+            .map(|(server, _)| ServedBy::Upstream(server.config.name.clone()));
+        let outcome = result
+            .as_ref()
+            .map(|_| CallOutput::default())
+            .map_err(Clone::clone);
+        call.finish(name, ctx, backend, &outcome, &noted);
         result.map_err(|error| CallError {
             tool: name.to_owned(),
             plugin: None,
             error,
         })
+    }
+
+    /// A call of `name` as it starts: the catalog and the policy it runs
+    /// under, whether the pin holds the tool back, and what its audit
+    /// record needs from before the call takes its arguments.
+    fn begin(&self, name: &str, args: &Value) -> Begun<'_> {
+        let catalog = self.shared.current();
+        Begun {
+            held: self.held(&catalog, name),
+            catalog,
+            policy: self.policy(),
+            audited: self
+                .shared
+                .options
+                .audit
+                .as_deref()
+                .map(|audit| (audit, shape_of(args))),
+            started: (SystemTime::now(), Instant::now()),
+        }
     }
 
     /// Why `name` is not callable, if the pin holds it back: a tool the pin
@@ -377,30 +384,25 @@ impl Toolhost {
         args: Value,
         ctx: &CallControl,
     ) -> Result<CallOutput, CallError> {
-        let catalog = self.shared.current();
-        let audited = self
-            .shared
-            .options
-            .audit
-            .as_ref()
-            .map(|audit| (audit, shape_of(&args)));
-        let (started, clock) = (SystemTime::now(), Instant::now());
-        let policy = self.policy();
-        let mut noted = Noted::default();
-        let result = match self.held(&catalog, name) {
+        let (mut call, mut noted) = (self.begin(name, &args), Noted::default());
+        let result = match call.held.take() {
             Some(held) => Err(held),
-            None => super::call::call(&catalog, name, args, ctx, policy.as_ref(), &mut noted).await,
+            None => {
+                let policy = call.policy.as_ref();
+                super::call::call(&call.catalog, name, args, ctx, policy, &mut noted).await
+            }
         };
-        if let Some((audit, shape)) = audited {
-            let backend = catalog.core.tools.get(name).map(|bound| match &bound.backend {
+        let backend = call
+            .catalog
+            .core
+            .tools
+            .get(name)
+            .map(|bound| match &bound.backend {
                 Backend::Native(_) => ServedBy::Native,
                 Backend::Plugin(plugin, _) => ServedBy::Plugin(plugin.name.to_string()),
                 Backend::Upstream(server, _) => ServedBy::Upstream(server.config.name.clone()),
             });
-            let timing = (started, clock.elapsed());
-            let record = Record::new(&ctx.caller, name, shape, backend, &result, timing, &noted);
-            audit.append(&record, &catalog.core.gate);
-        }
+        let catalog = call.finish(name, ctx, backend, &result, &noted);
         result.map_err(|error| CallError {
             tool: name.to_owned(),
             plugin: catalog.core.plugin(name).map(|p| p.name.clone()),
@@ -554,5 +556,35 @@ async fn follow(shared: Weak<Shared>, server: Arc<Upstream>) {
                 tracing::error!("upstream `{name}` changed its tools, but {e}: serving the previous catalog")
             }
         }
+    }
+}
+
+/// A call begun by [`Toolhost::begin`], to be recorded by
+/// [`Begun::finish`] once it ends.
+struct Begun<'a> {
+    catalog: Arc<Generation>,
+    policy: Option<Arc<Policy>>,
+    held: Option<ToolError>,
+    audited: Option<(&'a Audit, Value)>,
+    started: (SystemTime, Instant),
+}
+
+impl Begun<'_> {
+    /// Record the call's `outcome` in the audit, if there is one; the
+    /// catalog it ran on, for its error.
+    fn finish(
+        self,
+        name: &str,
+        ctx: &CallControl,
+        backend: Option<ServedBy>,
+        outcome: &Result<CallOutput, ToolError>,
+        noted: &Noted,
+    ) -> Arc<Generation> {
+        if let Some((audit, shape)) = self.audited {
+            let timing = (self.started.0, self.started.1.elapsed());
+            let record = Record::new(&ctx.caller, name, shape, backend, outcome, timing, noted);
+            audit.append(&record, &self.catalog.core.gate);
+        }
+        self.catalog
     }
 }
