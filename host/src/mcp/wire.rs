@@ -209,6 +209,8 @@ pub(super) struct Carried<R> {
     /// Bytes ready for the reader, from `at`.
     ready: Vec<u8>,
     at: usize,
+    /// What is read from the client at a time, kept between reads.
+    chunk: Box<[u8]>,
 }
 
 impl<R> Carried<R> {
@@ -219,6 +221,7 @@ impl<R> Carried<R> {
             passing: false,
             ready: Vec::new(),
             at: 0,
+            chunk: vec![0; 8192].into_boxed_slice(),
         }
     }
 
@@ -270,10 +273,10 @@ impl<R: AsyncRead + Unpin> AsyncRead for Carried<R> {
                 }
                 return Poll::Ready(Ok(()));
             }
-            let mut chunk = [0u8; 8192];
-            let mut read = ReadBuf::new(&mut chunk);
+            let mut read = ReadBuf::new(&mut this.chunk);
             ready!(Pin::new(&mut this.inner).poll_read(cx, &mut read))?;
-            if read.filled().is_empty() {
+            let n = read.filled().len();
+            if n == 0 {
                 // The end: a last line without its newline goes as it is.
                 this.ready.append(&mut this.line);
                 if this.ready.is_empty() {
@@ -281,8 +284,10 @@ impl<R: AsyncRead + Unpin> AsyncRead for Carried<R> {
                 }
                 continue;
             }
-            let filled = read.filled().to_vec();
-            this.take(&filled);
+            // Lent out while `take` writes the rest of `this`: no copy of the read.
+            let chunk = std::mem::take(&mut this.chunk);
+            this.take(&chunk[..n]);
+            this.chunk = chunk;
         }
     }
 }
