@@ -58,12 +58,10 @@ pub const SETTLE: Duration = Duration::from_millis(300);
 pub struct PluginWatch {
     dir: PathBuf,
     trust: TrustSettings,
-    changes: mpsc::UnboundedReceiver<()>,
+    changes: Changes,
     /// Plugins and manifests open for writing: created or written to, and
     /// not yet closed, removed or renamed away.
     writing: Arc<Mutex<BTreeSet<PathBuf>>>,
-    /// Stops watching when dropped.
-    _watcher: RecommendedWatcher,
 }
 
 impl PluginWatch {
@@ -73,61 +71,45 @@ impl PluginWatch {
         let cannot = || format!("cannot watch the plugin directory {}", dir.display());
         // notify's own error for a missing path names no cause.
         std::fs::read_dir(dir).with_context(cannot)?;
-        let (tx, changes) = mpsc::unbounded_channel();
         let writing = Arc::new(Mutex::new(BTreeSet::new()));
         let open = writing.clone();
         let plugin_dir = std::path::absolute(dir).with_context(cannot)?;
         let supply_files =
             [trust.lock_path(dir), trust.approvals_path(dir)].map(|p| std::path::absolute(&p).unwrap_or(p));
-        let relevant = Relevant {
-            plugin_dir: plugin_dir.clone(),
-            supply_files: supply_files.to_vec(),
-        };
-        let mut watcher = notify::recommended_watcher(move |event: notify::Result<Event>| match event {
-            Ok(event) if relevant.is_change(&event) => {
-                track_writers(&event, &mut open.lock().expect("writers lock"));
-                let _ = tx.send(());
-            }
-            Ok(_) => {}
-            Err(e) => tracing::warn!("watching the plugin directory: {e}"),
-        })
-        .with_context(cannot)?;
-        watcher
-            .watch(&plugin_dir, RecursiveMode::NonRecursive)
-            .with_context(cannot)?;
         // The lock file and the approvals live beside the directory (or
         // where `[trust]` says): their directories are watched too.
-        let mut watched = BTreeSet::from([plugin_dir]);
-        for file in &supply_files {
-            if let Some(parent) = file.parent()
-                && parent.is_dir()
-                && watched.insert(parent.to_owned())
-            {
-                watcher
-                    .watch(parent, RecursiveMode::NonRecursive)
-                    .with_context(|| format!("cannot watch {}", parent.display()))?;
+        let mut watched = BTreeSet::from([plugin_dir.clone()]);
+        watched.extend(
+            supply_files
+                .iter()
+                .filter_map(|file| file.parent())
+                .filter(|parent| parent.is_dir())
+                .map(Path::to_owned),
+        );
+        let relevant = Relevant {
+            plugin_dir,
+            supply_files: supply_files.to_vec(),
+        };
+        let changes = Changes::watch("the plugin directory", &watched, move |event| {
+            let change = relevant.is_change(event);
+            if change {
+                track_writers(event, &mut open.lock().expect("writers lock"));
             }
-        }
+            change
+        })
+        .with_context(cannot)?;
         Ok(Self {
             dir: dir.to_owned(),
             trust: trust.clone(),
             changes,
             writing,
-            _watcher: watcher,
         })
     }
 
     /// Reload the directory into `host` after each change, until the watch
     /// ends (it is dropped with the future).
     pub async fn run(mut self, runtime: &Runtime, host: &Toolhost) {
-        while self.changes.recv().await.is_some() {
-            loop {
-                match tokio::time::timeout(SETTLE, self.changes.recv()).await {
-                    Ok(Some(())) => continue,
-                    Ok(None) => return,
-                    Err(_quiet) => break,
-                }
-            }
+        while self.changes.settled().await {
             let writing = self.still_writing();
             if !writing.is_empty() {
                 tracing::info!(
@@ -189,9 +171,7 @@ impl PluginWatch {
 /// A watch on the policy file.
 pub struct PolicyWatch {
     file: PathBuf,
-    changes: mpsc::UnboundedReceiver<()>,
-    /// Stops watching when dropped.
-    _watcher: RecommendedWatcher,
+    changes: Changes,
 }
 
 impl PolicyWatch {
@@ -201,37 +181,18 @@ impl PolicyWatch {
         let cannot = || format!("cannot watch the policy file {}", file.display());
         let file = std::path::absolute(file).with_context(cannot)?;
         let dir = file.parent().with_context(cannot)?.to_owned();
-        let (tx, changes) = mpsc::unbounded_channel();
         let watched = file.clone();
-        let mut watcher = notify::recommended_watcher(move |event: notify::Result<Event>| match event {
-            Ok(event) if !matches!(event.kind, EventKind::Access(_)) && event.paths.contains(&watched) => {
-                let _ = tx.send(());
-            }
-            Ok(_) => {}
-            Err(e) => tracing::warn!("watching the policy file: {e}"),
+        let changes = Changes::watch("the policy file", &BTreeSet::from([dir]), move |event| {
+            !matches!(event.kind, EventKind::Access(_)) && event.paths.contains(&watched)
         })
         .with_context(cannot)?;
-        watcher
-            .watch(&dir, RecursiveMode::NonRecursive)
-            .with_context(cannot)?;
-        Ok(Self {
-            file,
-            changes,
-            _watcher: watcher,
-        })
+        Ok(Self { file, changes })
     }
 
     /// Read the policy file into `host` after each change, until the watch
     /// ends (it is dropped with the future).
     pub async fn run(mut self, host: Arc<Toolhost>) {
-        while self.changes.recv().await.is_some() {
-            loop {
-                match tokio::time::timeout(SETTLE, self.changes.recv()).await {
-                    Ok(Some(())) => continue,
-                    Ok(None) => return,
-                    Err(_quiet) => break,
-                }
-            }
+        while self.changes.settled().await {
             match Policy::read(&self.file) {
                 Ok(policy) => {
                     tracing::info!(
@@ -242,6 +203,55 @@ impl PolicyWatch {
                     host.replace_policy(Some(policy));
                 }
                 Err(e) => tracing::error!("{e}: the last good policy still decides"),
+            }
+        }
+    }
+}
+
+/// Directories watched through notify, seen as a stream of settled
+/// bursts of the changes a filter accepts.
+struct Changes {
+    changes: mpsc::UnboundedReceiver<()>,
+    /// Stops watching when dropped.
+    _watcher: RecommendedWatcher,
+}
+
+impl Changes {
+    /// Watch each of `dirs` (not recursively); `accept` sees every event
+    /// and says whether it is a change. `what` names the watch in logs.
+    fn watch(
+        what: &'static str,
+        dirs: &BTreeSet<PathBuf>,
+        mut accept: impl FnMut(&Event) -> bool + Send + 'static,
+    ) -> notify::Result<Self> {
+        let (tx, changes) = mpsc::unbounded_channel();
+        let mut watcher = notify::recommended_watcher(move |event: notify::Result<Event>| match event {
+            Ok(event) if accept(&event) => {
+                let _ = tx.send(());
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!("watching {what}: {e}"),
+        })?;
+        for dir in dirs {
+            watcher.watch(dir, RecursiveMode::NonRecursive)?;
+        }
+        Ok(Self {
+            changes,
+            _watcher: watcher,
+        })
+    }
+
+    /// Wait for a change, then for [`SETTLE`] of quiet after it. False
+    /// once the watch has ended.
+    async fn settled(&mut self) -> bool {
+        if self.changes.recv().await.is_none() {
+            return false;
+        }
+        loop {
+            match tokio::time::timeout(SETTLE, self.changes.recv()).await {
+                Ok(Some(())) => continue,
+                Ok(None) => return false,
+                Err(_quiet) => return true,
             }
         }
     }
