@@ -127,12 +127,12 @@ async fn rust_template_builds_on_the_packaged_sdk_and_passes_check() {
         // source: a version the package does not meet fails the build.
         let manifest = dir.join("Cargo.toml");
         let text = std::fs::read_to_string(&manifest).unwrap();
-        let requirement = "toolhost-sdk = \"0.2\"";
+        let requirement = "toolhost-sdk = \"0.3\"";
         assert!(text.contains(requirement), "{text}");
         let patched = text.replace(
             requirement,
             &format!(
-                "toolhost-sdk = {{ version = \"0.2\", path = {:?} }}",
+                "toolhost-sdk = {{ version = \"0.3\", path = {:?} }}",
                 sdk.display().to_string()
             ),
         );

@@ -332,6 +332,7 @@ impl Api {
                 )
             }
             HttpError::Transport(m) => format!("cannot reach {}: {m}", self.base),
+            HttpError::TooManyInFlight(m) => format!("too many requests at once: {m}"),
         };
         ToolError::Failed(format!("{} {tool}: {why}", self.provider))
     }
