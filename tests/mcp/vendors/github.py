@@ -506,6 +506,14 @@ async def main():
         await prefetch(client, fake)
     fake.stop()
 
+    # An issue with its comments: both requests are open at the fake at
+    # once (contract 0.3's `fetch_all`), not one after the other.
+    fake = github(delay_s=0.2)
+    async with provider_session(opts.toolhost, opts.plugin, "github", fake, CONFIG) as client:
+        await call(client, "get_issue", {"key": "#12", "includeComments": True})
+        check(fake.most_in_flight == 2, f"{fake.most_in_flight} requests at once for an issue and its comments")
+    fake.stop()
+
     # The per-host cap holds at the server: after a list, the prefetches
     # beyond two at once are declined, never sent side by side.
     fake = github(delay_s=0.2)
