@@ -96,8 +96,8 @@ fn packaged_sdk(into: &Path) -> PathBuf {
         .unwrap();
     assert!(status.success(), "cannot unpack {}", krate.display());
     let unpacked = into.join(krate.file_stem().unwrap());
-    // The contract the SDK carries is wit/0.2, file for file.
-    for entry in std::fs::read_dir(repo().join("wit/0.2")).unwrap() {
+    // The contract the SDK carries is wit/0.3, file for file.
+    for entry in std::fs::read_dir(repo().join("wit/0.3")).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap();
         let packaged = std::fs::read_to_string(unpacked.join("wit").join(name))
