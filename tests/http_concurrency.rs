@@ -89,6 +89,26 @@ async fn fetch_all_has_its_three_requests_in_flight_at_once() {
     client.cancel().await.unwrap();
 }
 
+/// The SDK's `fetch_all` takes more requests than the cap: past it, each
+/// waits for the oldest in flight, so all are answered, never more than
+/// the cap at once.
+#[tokio::test(flavor = "multi_thread")]
+async fn fetch_all_past_the_cap_answers_every_request_within_it() {
+    let server = server(Duration::from_millis(100)).await;
+    let (client, _dir) = serve(&server, "max_requests_per_call = 4\n").await;
+    let urls: Vec<String> = (0..20)
+        .map(|i| format!("http://{}/issue/{i}", server.addr))
+        .collect();
+    let result = call(&client, "fetch_all", json!({ "urls": urls })).await;
+
+    let answers = structured(&result)["answers"].as_array().unwrap().clone();
+    assert_eq!(answers.len(), 20);
+    assert!(answers.iter().all(|a| a["status"] == 200), "{answers:?}");
+    assert_eq!(server.seen.lock().unwrap().len(), 20);
+    assert_eq!(server.most_open(), 4);
+    client.cancel().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_flood_of_started_requests_is_capped_per_call_and_named() {
     let server = server(Duration::ZERO).await;
