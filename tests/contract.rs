@@ -108,10 +108,10 @@ async fn unknown_and_mixed_versions_are_refused_naming_the_versions() {
     let future = error("40-future.wasm");
     assert_eq!(future.kind, LoadErrorKind::UnsupportedVersion);
     assert!(
-        future.message.contains("toolhost:plugin@0.3.0")
+        future.message.contains("toolhost:plugin@0.4.0")
             && future
                 .message
-                .contains("toolhost:plugin@0.1.0, toolhost:plugin@0.2.0"),
+                .contains("toolhost:plugin@0.1.0, toolhost:plugin@0.2.0, toolhost:plugin@0.3.0"),
         "{future}"
     );
     let mixed = error("50-mixed.wasm");

@@ -102,8 +102,9 @@ async fn bad_files_are_named_and_the_rest_still_load() {
     // The messages say what to do about it, naming the file's own facts.
     let future = &error("50-future.wasm").message;
     assert!(
-        future.contains("toolhost:plugin@0.3.0")
-            && future.contains("implements toolhost:plugin@0.1.0, toolhost:plugin@0.2.0"),
+        future.contains("toolhost:plugin@0.4.0")
+            && future
+                .contains("implements toolhost:plugin@0.1.0, toolhost:plugin@0.2.0, toolhost:plugin@0.3.0"),
         "{future}"
     );
     let manifest = &error("60-badmanifest.wasm").message;

@@ -2,11 +2,13 @@
 //! `Cargo.toml`). Run one concern with `cargo test -p toolhost-tests --test
 //! integration -- NAME::`.
 
+mod ask_user;
 mod cli;
 mod cluster;
 mod contract;
 mod enrichment;
 mod gate;
+mod http_concurrency;
 mod http_grants;
 mod languages;
 mod loading;

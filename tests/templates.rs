@@ -96,8 +96,8 @@ fn packaged_sdk(into: &Path) -> PathBuf {
         .unwrap();
     assert!(status.success(), "cannot unpack {}", krate.display());
     let unpacked = into.join(krate.file_stem().unwrap());
-    // The contract the SDK carries is wit/0.2, file for file.
-    for entry in std::fs::read_dir(repo().join("wit/0.2")).unwrap() {
+    // The contract the SDK carries is wit/0.3, file for file.
+    for entry in std::fs::read_dir(repo().join("wit/0.3")).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap();
         let packaged = std::fs::read_to_string(unpacked.join("wit").join(name))
@@ -127,12 +127,12 @@ async fn rust_template_builds_on_the_packaged_sdk_and_passes_check() {
         // source: a version the package does not meet fails the build.
         let manifest = dir.join("Cargo.toml");
         let text = std::fs::read_to_string(&manifest).unwrap();
-        let requirement = "toolhost-sdk = \"0.2\"";
+        let requirement = "toolhost-sdk = \"0.3\"";
         assert!(text.contains(requirement), "{text}");
         let patched = text.replace(
             requirement,
             &format!(
-                "toolhost-sdk = {{ version = \"0.2\", path = {:?} }}",
+                "toolhost-sdk = {{ version = \"0.3\", path = {:?} }}",
                 sdk.display().to_string()
             ),
         );

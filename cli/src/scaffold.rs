@@ -176,7 +176,7 @@ mod tests {
         }
         let cargo = std::fs::read_to_string(tmp.path().join("p-rust/Cargo.toml")).unwrap();
         assert!(cargo.contains("name = \"p_rust\""), "{cargo}");
-        assert!(cargo.contains("toolhost-sdk = \"0.2\""), "{cargo}");
+        assert!(cargo.contains("toolhost-sdk = \"0.3\""), "{cargo}");
         let lib = std::fs::read_to_string(tmp.path().join("p-rust/src/lib.rs")).unwrap();
         assert!(lib.contains("impl Enricher for PRust"), "{lib}");
         let worlds = std::fs::read_to_string(tmp.path().join("p-js/wit/worlds.wit")).unwrap();

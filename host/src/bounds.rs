@@ -47,6 +47,8 @@
 //! | an upstream server's message (so a result of one of its tools); its tool names and texts | 16 MiB, or its `max_message_kb` up to 256 MiB; as a plugin's |
 //! | an upstream server's list (tools, prompts, resources, templates), over all its pages | 1,000 pages, its message cap in all; 10,000 tools, or its `max_tools` up to 100,000; 100,000 of the others |
 //! | an upstream's request relayed to a calling client (`elicitation/create`, `sampling/createMessage`, `roots/list`), and the client's answer | 1 MiB each way, and the upstream's message cap; 4 in flight per client session; the upstream's `relay_timeout_s` |
+//! | requests a plugin has in flight (`http.start`, contract 0.3) | its `max_requests_per_call` (16) per call and `max_requests_in_flight` (64) over all its calls, each 1 to 1,024; refused past them, never queued |
+//! | a plugin's question to the user (contract 0.3's `ask`) | 1 KiB, no control characters but newline; 1 to 16 options of 128 bytes each, none twice; one per call; answered within 5 minutes, holding one of the session's 4 relayed round trips |
 //! | a prefetch another replica shared (Redis) | 32 MiB read before parsing, sealed by the replicas' key, then its tool's output cap |
 //! | a message another replica published (Redis) | 1 MiB, sealed by the replicas' key, sent within the last minute |
 //! | the speculation totals summed in Redis (not sealed) | each hash read in one step, only while it holds at most its cap: 10,000 counters, 10,000 fan-out ranks, between valid tool names; 2,048 learned links of 2 KiB, well-formed between valid tool names (as a stats file's), 8,192 names picked |
@@ -159,6 +161,15 @@ pub const MAX_RELAYED_MESSAGE: usize = 1 << 20;
 /// Most upstream requests relayed to one client session at once, over
 /// every upstream server: one more is refused at once, not queued.
 pub const MAX_RELAYED_PER_SESSION: usize = 4;
+/// Longest question a plugin may ask the user before a call (contract
+/// 0.3's `ask`): a sentence or two, not a document.
+pub const MAX_QUESTION: usize = 1 << 10;
+/// Most options a plugin's question may offer.
+pub const MAX_QUESTION_OPTIONS: usize = 16;
+/// Longest option a plugin's question may offer.
+pub const MAX_QUESTION_OPTION: usize = 128;
+/// How long a plugin's question waits for the user's answer.
+pub const ASK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
 /// The most tools an upstream server may list unless its `max_tools` says
 /// otherwise.
 pub const DEFAULT_UPSTREAM_TOOLS: usize = 10_000;

@@ -14,7 +14,7 @@
 //!
 //! `full-plugin` is deliberately *not* generated: wit-bindgen names the
 //! per-interface export macro after the interface
-//! (`__export_toolhost_plugin_enricher_0_2_0_cabi`) and `#[macro_export]`s it
+//! (`__export_toolhost_plugin_enricher_0_3_0_cabi`) and `#[macro_export]`s it
 //! at the crate root, so two worlds exporting `enricher` cannot both have
 //! public export macros in one crate (E0428). `export_plugin!` instead
 //! invokes both the `enricher-plugin` and the `tool-plugin` export macros;
@@ -30,7 +30,7 @@
 //!
 //! The `generate!` calls are written by `build.rs`, which reads the contract
 //! version from `wit/worlds.wit` (the `with:` keys name it), so the version
-//! is written once, in the WIT. `wit/` is the repository's `wit/0.2`.
+//! is written once, in the WIT. `wit/` is the repository's `wit/0.3`.
 //!
 //! Nothing here is a stable API; use the types and traits at the crate root.
 

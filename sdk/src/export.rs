@@ -130,6 +130,12 @@ impl<T: Tools> wit_tool::Guest for ToolsExport<T> {
         plugin::<T>().before_call(&tool, &Args::from_handle(args)).into()
     }
 
+    fn after_ask(tool: String, args: &ToolArgs, answer: wit_tool::AskAnswer) -> wit_tool::BeforeCallDecision {
+        plugin::<T>()
+            .after_ask(&tool, &Args::from_handle(args), answer.into())
+            .into()
+    }
+
     fn execute(
         tool: String,
         args: String,

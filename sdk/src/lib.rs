@@ -33,7 +33,7 @@
 //! ```
 //!
 //! Build with `cargo build --release --target wasm32-wasip2` (crate type
-//! `cdylib`): the output is a component of contract `toolhost:plugin@0.2.0`
+//! `cdylib`): the output is a component of contract `toolhost:plugin@0.3.0`
 //! (the WIT is in the crate, under `wit/`).
 //!
 //! What lives where:
@@ -71,8 +71,9 @@ pub use sanitize::{MAX_FIELD_NAME_LEN, fnv1a32, sanitize_field_name};
 pub use schema::Schema;
 pub use serde_json::{self, Value, json};
 pub use tool::{
-    AfterCallOverride, Annotations, BeforeCall, CallContext, Content, EmbeddedResource, Hooks, Media,
-    RenderOptions, ResourceBody, ResourceLink, Role, ToolAnnotations, ToolDefinition, ToolError, ToolResult,
+    AfterCallOverride, Annotations, Answer, BeforeCall, CallContext, Content, EmbeddedResource, Hooks, Media,
+    Question, RenderOptions, ResourceBody, ResourceLink, Role, ToolAnnotations, ToolDefinition, ToolError,
+    ToolResult,
 };
 pub use value_model::{CostModel, FieldGroup, FollowUpLink, SideEffect, ValueClass, ValueModel};
 
@@ -178,6 +179,17 @@ pub trait Tools: Plugin {
     /// Decide, after validation, whether the call may run.
     fn before_call(&self, _tool: &str, _args: &Args<'_>) -> BeforeCall {
         BeforeCall::Allow
+    }
+
+    /// Decide, with the user's answer to the question `before_call` asked
+    /// ([`BeforeCall::Ask`]), whether the call may run. The default runs it
+    /// only if the user said yes. Asking again fails the call.
+    fn after_ask(&self, _tool: &str, _args: &Args<'_>, answer: Answer) -> BeforeCall {
+        match answer {
+            Answer::Accepted(_) => BeforeCall::Allow,
+            Answer::Declined => BeforeCall::Block("the user declined".into()),
+            Answer::Cancelled => BeforeCall::Block("the user did not answer".into()),
+        }
     }
 
     /// Look at a call's result and optionally replace parts of it.

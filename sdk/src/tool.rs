@@ -376,6 +376,50 @@ pub enum BeforeCall {
     Allow,
     /// Do not run the call; the reason goes back to the model as the error.
     Block(String),
+    /// Ask the user first: the host asks the client that made the call and
+    /// hands the answer to [`Tools::after_ask`](crate::Tools::after_ask).
+    /// Only from `before_call`: one question per call.
+    Ask(Question),
+}
+
+/// A question for the user, asked before a call runs. The host shows it
+/// under the plugin's name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Question {
+    /// What to ask: at most 1 KiB, no control characters but newline.
+    pub message: String,
+    /// `None` asks yes or no; `Some(options)` asks for one of 1 to 16
+    /// options (each at most 128 bytes).
+    pub options: Option<Vec<String>>,
+}
+
+impl Question {
+    /// A yes-or-no question.
+    pub fn confirm(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            options: None,
+        }
+    }
+
+    /// A question answered by choosing one of `options`.
+    pub fn choose(message: impl Into<String>, options: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        Self {
+            message: message.into(),
+            options: Some(options.into_iter().map(Into::into).collect()),
+        }
+    }
+}
+
+/// The user's answer to a [`Question`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// Yes: with the option chosen, for a question with options.
+    Accepted(Option<String>),
+    /// No.
+    Declined,
+    /// The user dismissed the question.
+    Cancelled,
 }
 
 /// Fields of a result to replace after the call; each one set replaces the
@@ -644,6 +688,23 @@ impl From<BeforeCall> for wit::BeforeCallDecision {
         match b {
             BeforeCall::Allow => wit::BeforeCallDecision::Allow,
             BeforeCall::Block(reason) => wit::BeforeCallDecision::Block(reason),
+            BeforeCall::Ask(q) => wit::BeforeCallDecision::Ask(wit::Question {
+                message: q.message,
+                kind: match q.options {
+                    None => wit::QuestionKind::Confirm,
+                    Some(options) => wit::QuestionKind::Choose(options),
+                },
+            }),
+        }
+    }
+}
+
+impl From<wit::AskAnswer> for Answer {
+    fn from(a: wit::AskAnswer) -> Self {
+        match a {
+            wit::AskAnswer::Accepted(choice) => Answer::Accepted(choice),
+            wit::AskAnswer::Declined => Answer::Declined,
+            wit::AskAnswer::Cancelled => Answer::Cancelled,
         }
     }
 }

@@ -298,11 +298,50 @@ pub struct SeenRequest {
 }
 
 /// A tiny HTTP/1.1 server on loopback, for plugins granted HTTP. Each
-/// request gets `handler`'s (status, JSON body) after `delay`.
+/// request gets `handler`'s (status, JSON body) after `delay`. It counts
+/// the requests open (received, not yet answered), the most open at once,
+/// and those whose client went away before their answer.
 pub struct LoopbackServer {
     pub addr: std::net::SocketAddr,
     pub seen: Arc<Mutex<Vec<SeenRequest>>>,
+    open: Arc<OpenRequests>,
     accept: tokio::task::AbortHandle,
+}
+
+#[derive(Default)]
+struct OpenRequests {
+    now: std::sync::atomic::AtomicUsize,
+    most: std::sync::atomic::AtomicUsize,
+    abandoned: std::sync::atomic::AtomicUsize,
+}
+
+/// One request open, from its last header until it is answered or its
+/// client goes away.
+struct Open(Arc<OpenRequests>);
+
+impl Open {
+    fn enter(counts: &Arc<OpenRequests>) -> Self {
+        use std::sync::atomic::Ordering::SeqCst;
+        let now = counts.now.fetch_add(1, SeqCst) + 1;
+        counts.most.fetch_max(now, SeqCst);
+        Self(counts.clone())
+    }
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.now.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Resolves when the client closes the connection (an HTTP/1.1 client sends
+/// nothing more while it waits for its answer).
+async fn client_gone(reader: &mut (impl tokio::io::AsyncRead + Unpin)) {
+    use tokio::io::AsyncReadExt;
+    match reader.read(&mut [0; 1]).await {
+        Ok(0) | Err(_) => {}
+        Ok(_) => std::future::pending().await,
+    }
 }
 
 impl LoopbackServer {
@@ -355,10 +394,12 @@ impl LoopbackServer {
             .expect("bind loopback");
         let addr = listener.local_addr().unwrap();
         let seen: Arc<Mutex<Vec<SeenRequest>>> = Arc::default();
-        let (log, handler, delay) = (seen.clone(), Arc::new(handler), Arc::new(delay));
+        let open: Arc<OpenRequests> = Arc::default();
+        let (log, handler, delay, counts) = (seen.clone(), Arc::new(handler), Arc::new(delay), open.clone());
         let accept = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                let (log, handler, delay) = (log.clone(), handler.clone(), delay.clone());
+                let (log, handler, delay, counts) =
+                    (log.clone(), handler.clone(), delay.clone(), counts.clone());
                 tokio::spawn(async move {
                     let mut reader = BufReader::new(stream);
                     loop {
@@ -397,7 +438,15 @@ impl LoopbackServer {
                             body: String::from_utf8_lossy(&body).into_owned(),
                         };
                         log.lock().unwrap().push(request.clone());
-                        tokio::time::sleep(delay(&request)).await;
+                        let open = Open::enter(&counts);
+                        tokio::select! {
+                            () = tokio::time::sleep(delay(&request)) => {}
+                            () = client_gone(&mut reader) => {
+                                counts.abandoned.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                                return;
+                            }
+                        }
+                        drop(open);
                         let (status, headers, body) = handler(&request);
                         let headers: String = headers.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
                         let head = format!(
@@ -415,8 +464,30 @@ impl LoopbackServer {
         Self {
             addr,
             seen,
+            open,
             accept: accept.abort_handle(),
         }
+    }
+
+    /// The most requests that were open at once.
+    pub fn most_open(&self) -> usize {
+        self.open.most.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Requests whose client went away before their answer.
+    pub fn abandoned(&self) -> usize {
+        self.open.abandoned.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Wait until no request is open, within `limit`: false if some still
+    /// are then.
+    pub async fn until_none_open(&self, limit: std::time::Duration) -> bool {
+        let idle = async {
+            while self.open.now.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        };
+        tokio::time::timeout(limit, idle).await.is_ok()
     }
 
     /// Stop listening: new connections are refused from now on (ones

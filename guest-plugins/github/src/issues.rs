@@ -2,11 +2,11 @@
 //! writes (create, update, comment). An issue's structured value carries
 //! `key` (`#42`), which the enricher projects into the follow-up tools.
 
-use provider_kit::api::{Reply, encode, flag, optional, required, result, strings};
+use provider_kit::api::{Api, Listing, Reply, encode, flag, optional, required, result, strings};
 use toolhost_sdk::{ToolError, ToolResult, Value, json};
 
 use crate::GitHub;
-use crate::tools::{names, number};
+use crate::tools::{MAX_PER_PAGE, names, number};
 
 /// An issue as the tools return it.
 pub fn issue(i: &Value) -> Value {
@@ -109,12 +109,34 @@ impl GitHub {
     pub fn get_issue(&self, args: &Value) -> Result<ToolResult, ToolError> {
         let tool = "get_issue";
         let n = number(tool, &required(args, "key")?)?;
-        let reply = self.api.get(tool, &format!("/repos/{}/issues/{n}", self.repo))?;
+        let path = format!("/repos/{}/issues/{n}", self.repo);
+        // The issue and the first page of its comments are fetched at once:
+        // the call waits for the slower, not for both in turn.
+        let comments_path = format!("/repos/{}/issues/{n}/comments", self.repo);
+        let comments = Listing {
+            path: &comments_path,
+            query: &[],
+            field: None,
+            offset: 0,
+            limit: 50,
+            max_per_page: MAX_PER_PAGE,
+        };
+        let (reply, first_comments) = if flag(args, "includeComments")? == Some(true) {
+            let mut answers = self
+                .api
+                .get_all(tool, &[path, Api::first_page(&comments)])
+                .into_iter();
+            match (answers.next(), answers.next()) {
+                (Some(reply), first) => (reply?, first),
+                (None, _) => return Err(ToolError::Failed(format!("GitHub {tool}: no answer"))),
+            }
+        } else {
+            (self.api.get(tool, &path)?, None)
+        };
         let mut value = issue(&reply.body);
         value["body"] = reply.body["body"].clone();
-        if flag(args, "includeComments")? == Some(true) {
-            let path = format!("/repos/{}/issues/{n}/comments", self.repo);
-            let (found, more) = self.list(tool, &path, &[], None, (0, 50), |_| true)?;
+        if let Some(first) = first_comments {
+            let (found, more) = self.api.list_from(tool, &comments, first?, |_| true)?;
             value["comment_list"] = json!(found.iter().map(comment).collect::<Vec<_>>());
             value["more_comments"] = json!(more);
         }

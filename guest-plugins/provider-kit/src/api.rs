@@ -214,11 +214,30 @@ impl Api {
         listing: &Listing<'_>,
         keep: impl Fn(&Value) -> bool,
     ) -> Result<(Vec<Value>, bool), ToolError> {
+        let first = self.get(tool, &Self::first_page(listing))?;
+        self.list_from(tool, listing, first, keep)
+    }
+
+    /// The path of a [`Listing`]'s first page, to fetch it beside other
+    /// requests ([`Api::get_all`]) and go on with [`Api::list_from`].
+    pub fn first_page(listing: &Listing<'_>) -> String {
         let window = Window::new(listing.offset, listing.limit, listing.max_per_page);
         let mut query = listing.query.to_vec();
         query.push(("per_page", window.per_page.to_string()));
         query.push(("page", window.first_page.to_string()));
-        let mut reply = self.get(tool, &with_query(listing.path, &query))?;
+        with_query(listing.path, &query)
+    }
+
+    /// [`Api::list`] from its first page, already fetched.
+    pub fn list_from(
+        &self,
+        tool: &str,
+        listing: &Listing<'_>,
+        first: Reply,
+        keep: impl Fn(&Value) -> bool,
+    ) -> Result<(Vec<Value>, bool), ToolError> {
+        let window = Window::new(listing.offset, listing.limit, listing.max_per_page);
+        let mut reply = first;
         let mut items: Vec<Value> = Vec::new();
         let mut skip = window.skip;
         loop {
@@ -244,6 +263,22 @@ impl Api {
                 next => return Ok((items, next.is_some())),
             }
         }
+    }
+
+    /// `GET base + path` of every path at once (`http::fetch_all`): the
+    /// answers in order, each checked as [`Api::get`]'s is. For reads of
+    /// the provider's API, which answer without redirects.
+    pub fn get_all(&self, tool: &str, paths: &[String]) -> Vec<Result<Reply, ToolError>> {
+        let urls: Vec<String> = paths.iter().map(|path| format!("{}{path}", self.base)).collect();
+        let requests = urls.iter().map(|url| self.build("GET", url, &[], None));
+        http::fetch_all(requests)
+            .into_iter()
+            .zip(&urls)
+            .map(|(answer, url)| {
+                let response = answer.map_err(|e| self.transport(tool, &e))?;
+                self.check(tool, "GET", url, response)
+            })
+            .collect()
     }
 
     /// A request to an absolute URL (a `Link` header's next page).
@@ -302,6 +337,12 @@ impl Api {
         headers: &[(&str, &str)],
         body: Option<Body<'_>>,
     ) -> Result<Response, ToolError> {
+        let request = self.build(method, url, headers, body);
+        http::fetch(&request).map_err(|e| self.transport(tool, &e))
+    }
+
+    /// A request with the provider's headers, then `headers`, and `body`.
+    fn build(&self, method: &str, url: &str, headers: &[(&str, &str)], body: Option<Body<'_>>) -> Request {
         let mut request = Request::new(method, url);
         for (name, value) in &self.headers {
             request = request.header(name, value);
@@ -309,7 +350,7 @@ impl Api {
         for (name, value) in headers {
             request = request.header(name, value);
         }
-        request = match body {
+        match body {
             Some(Body::Json(json)) => request
                 .header("content-type", "application/json")
                 .body(json.to_string().into_bytes()),
@@ -317,8 +358,7 @@ impl Api {
                 request.header("content-type", content_type).body(data.to_vec())
             }
             None => request,
-        };
-        http::fetch(&request).map_err(|e| self.transport(tool, &e))
+        }
     }
 
     fn transport(&self, tool: &str, error: &HttpError) -> ToolError {
@@ -332,6 +372,7 @@ impl Api {
                 )
             }
             HttpError::Transport(m) => format!("cannot reach {}: {m}", self.base),
+            HttpError::TooManyInFlight(m) => format!("too many requests at once: {m}"),
         };
         ToolError::Failed(format!("{} {tool}: {why}", self.provider))
     }

@@ -61,6 +61,7 @@ use std::time::Instant;
 
 use serde_json::{Map, Value};
 
+use super::ask;
 use super::audit::Noted;
 use super::caller::Caller;
 use super::catalog::{Backend, Bound, Core, Generation};
@@ -78,7 +79,7 @@ use crate::speculation::{Admit, Engine, Observed, Served, Target};
 use crate::tool::TaskSupport;
 use crate::tools::FileText;
 use crate::tools::facts::WHOLE_FILE;
-use crate::upstream::Upstream;
+use crate::upstream::{Downstream, Upstream};
 
 /// Run one call through every step on this catalog, and its outcome
 /// through the gate, as the caller is to see it; `prefetched` is set when
@@ -118,7 +119,15 @@ async fn run(
     lent: &mut Option<Lent>,
 ) -> Result<CallOutput, ToolError> {
     let judged = policy.map(|p| (&**p, &ctx.caller));
-    let (bound, args) = prepare(&generation.core, name, args, judged, &mut noted.decision).await?;
+    let (bound, args) = prepare(
+        &generation.core,
+        name,
+        args,
+        judged,
+        &mut noted.decision,
+        ctx.client.as_deref(),
+    )
+    .await?;
     if ctx.cancel.is_cancelled() {
         return Err(ToolError::Cancelled);
     }
@@ -211,7 +220,15 @@ async fn start(
     noted: &mut Noted,
 ) -> Result<(Arc<Upstream>, Value), ToolError> {
     let judged = policy.map(|p| (&**p, &ctx.caller));
-    let (bound, args) = prepare(&generation.core, name, args, judged, &mut noted.decision).await?;
+    let (bound, args) = prepare(
+        &generation.core,
+        name,
+        args,
+        judged,
+        &mut noted.decision,
+        ctx.client.as_deref(),
+    )
+    .await?;
     let runs_as_task = generation
         .core
         .listing
@@ -311,13 +328,16 @@ async fn after_call(bound: &Bound, name: &str, result: &mut CallOutput) {
 /// decision left in `decision`), before-call, transform-args. The policy
 /// reads the arguments as validated, before any plugin's hook that
 /// follows sees them: a denied call runs no plugin code past
-/// prepare-arguments.
+/// prepare-arguments. A question a plugin's before-call asks goes to
+/// `client`, the session that made the call; a prefetch has none, and so
+/// never asks.
 pub(super) async fn prepare<'c>(
     core: &'c Core,
     name: &str,
     args: Value,
     judged: Option<(&Policy, &Caller)>,
     decision: &mut Option<Decision>,
+    client: Option<&dyn Downstream>,
 ) -> Result<(&'c Bound, Map<String, Value>), ToolError> {
     let bound = core
         .tools
@@ -357,12 +377,21 @@ pub(super) async fn prepare<'c>(
     if let Backend::Plugin(plugin, _) = &bound.backend
         && hooks.contains(Hooks::BEFORE_CALL)
     {
-        match plugin.before_call(name, &args).await {
+        let mut decision = plugin.before_call(name, &args).await;
+        if let Ok(BeforeCallDecision::Ask(question)) = decision {
+            let answer = ask::user(&plugin.name, name, &question, client).await?;
+            decision = plugin.after_ask(name, &args, answer).await;
+        }
+        match decision {
             Ok(BeforeCallDecision::Allow) => {}
             Ok(BeforeCallDecision::Block(reason)) if reason.is_empty() => {
                 return Err(ToolError::Failed(format!("Tool {name} execution was blocked")));
             }
             Ok(BeforeCallDecision::Block(reason)) => return Err(ToolError::Failed(reason)),
+            // `after-ask` is refused an `ask` of its own (`plugin::calls`).
+            Ok(BeforeCallDecision::Ask(_)) => {
+                return Err(ToolError::Failed(format!("plugin `{}` asked twice", plugin.name)));
+            }
             Err(e) => return Err(ToolError::Failed(e.to_string())),
         }
     }

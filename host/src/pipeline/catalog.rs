@@ -179,6 +179,7 @@ impl Backend {
                         ctx.progress.clone(),
                         ctx.background.clone(),
                         lent.as_ref().and_then(Lent::plugin),
+                        Some(ctx.cancel.clone()),
                     )
                     .await;
                 watcher.abort();

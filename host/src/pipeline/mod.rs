@@ -40,6 +40,7 @@
 //! (`speculation`), the tool sources themselves (`tools`, `plugin`,
 //! `upstream`).
 
+mod ask;
 mod audit;
 mod builder;
 mod call;

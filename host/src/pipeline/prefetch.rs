@@ -89,7 +89,7 @@ impl Target for Core {
         Box::pin(async move {
             // The policy was asked when the prefetch was planned (the
             // engine's admission, for the caller whose call planned it).
-            prepare(self, &tool, Value::Object(args), None, &mut None)
+            prepare(self, &tool, Value::Object(args), None, &mut None, None)
                 .await
                 .map(|(_, args)| args)
                 .map_err(|e| error_text(&e))

@@ -14,9 +14,12 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
 use wasmtime::component::Resource;
 
-use super::definition::{AfterCallOverride, BeforeCallDecision, RenderOptions, Texts, ToolDefinition};
+use super::definition::{
+    AfterCallOverride, Answer, BeforeCallDecision, Question, RenderOptions, Texts, ToolDefinition,
+};
 use super::host_api::{CallContext, ProgressFn};
 use super::http::CallSecrets;
 use super::instance::Instance;
@@ -193,13 +196,15 @@ impl Plugin {
         cancelled: Arc<AtomicBool>,
         progress: Option<ProgressFn>,
     ) -> Result<Result<CallOutput, ToolError>, PluginError> {
-        self.execute_as(tool, args, call_id, cancelled, progress, None, None)
+        self.execute_as(tool, args, call_id, cancelled, progress, None, None, None)
             .await
     }
 
     /// [`Plugin::execute`], as a prefetch behind the real calls when
     /// `background` says so, with the values of its per-caller secrets
-    /// the pipeline resolved for the call's caller (`secrets`).
+    /// the pipeline resolved for the call's caller (`secrets`). `cancel`,
+    /// when the call is cancelled, ends the plugin's waits on its requests
+    /// (the plugin itself sees `cancelled`, which it polls).
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn execute_as(
         &self,
@@ -210,13 +215,16 @@ impl Plugin {
         progress: Option<ProgressFn>,
         background: Option<Background>,
         secrets: Option<Arc<CallSecrets>>,
+        cancel: Option<CancellationToken>,
     ) -> Result<Result<CallOutput, ToolError>, PluginError> {
         let input = self.observing().then(|| json!({"tool": tool, "args": args}));
         self.observed(
             rerun::EXECUTE,
             input,
             rerun::execution_json,
-            self.execute_unobserved(tool, args, call_id, cancelled, progress, background, secrets),
+            self.execute_unobserved(
+                tool, args, call_id, cancelled, progress, background, secrets, cancel,
+            ),
         )
         .await
     }
@@ -665,10 +673,67 @@ impl Plugin {
                 .await?
                 .0,
         );
-        if let BeforeCallDecision::Block(reason) = &mut decision {
-            *reason = self.error_text(reason);
+        match &mut decision {
+            BeforeCallDecision::Allow => {}
+            BeforeCallDecision::Block(reason) => *reason = self.error_text(reason),
+            BeforeCallDecision::Ask(question) => {
+                check_question(question).map_err(|e| self.invalid(M, e))?;
+                question.message = self.error_text(&question.message);
+            }
         }
         Ok(decision)
+    }
+
+    /// The tool's `after-ask` hook, with the user's answer to the question
+    /// its `before-call` asked: whether the call runs. Asking again is
+    /// refused (one question per call), as is a plugin that cannot ask.
+    pub async fn after_ask(
+        &self,
+        tool: &str,
+        args: &Map<String, Value>,
+        answer: Answer,
+    ) -> Result<BeforeCallDecision, PluginError> {
+        let input = self
+            .observing()
+            .then(|| json!({"tool": tool, "args": args, "answer": rerun::answer_json(&answer)}));
+        self.observed(
+            rerun::AFTER_ASK,
+            input,
+            rerun::decision_json,
+            self.after_ask_unobserved(tool, args, answer),
+        )
+        .await
+    }
+
+    async fn after_ask_unobserved(
+        &self,
+        tool: &str,
+        args: &Map<String, Value>,
+        answer: Answer,
+    ) -> Result<BeforeCallDecision, PluginError> {
+        const M: &str = rerun::AFTER_ASK;
+        self.require_tool(M)?;
+        let (args, cap) = (args.clone(), self.limits().max_output_bytes);
+        let answer = latest::tool::AskAnswer::from(answer);
+        let decision = self
+            .instances
+            .run(M, async |i: &mut Instance| {
+                i.lend_args(ArgsEdit::new(args, true, cap), async |i, lent| {
+                    let (g, store) = i.tool();
+                    g.after_ask(store, tool, lent, &answer).await
+                })
+                .await
+            })
+            .await?
+            .0
+            .ok_or_else(|| self.invalid(M, "a plugin of this contract version cannot ask"))?;
+        match BeforeCallDecision::from(decision) {
+            BeforeCallDecision::Ask(_) => {
+                Err(self.invalid(M, "it asked again: a call asks the user one question at most"))
+            }
+            BeforeCallDecision::Block(reason) => Ok(BeforeCallDecision::Block(self.error_text(&reason))),
+            BeforeCallDecision::Allow => Ok(BeforeCallDecision::Allow),
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -681,6 +746,7 @@ impl Plugin {
         progress: Option<ProgressFn>,
         background: Option<Background>,
         secrets: Option<Arc<CallSecrets>>,
+        cancel: Option<CancellationToken>,
     ) -> Result<Result<CallOutput, ToolError>, PluginError> {
         const M: &str = "execute";
         self.require_tool(M)?;
@@ -694,6 +760,7 @@ impl Plugin {
             .run(M, async |i: &mut Instance| {
                 i.store.data_mut().background = background;
                 i.store.data_mut().lend_secrets(secrets.clone());
+                i.store.data_mut().cancel = cancel;
                 let ctx = i.store.data_mut().table.push(CallContext {
                     call_id,
                     cancelled,
@@ -963,6 +1030,51 @@ fn check_blocks(blocks: &[Block]) -> Result<(), String> {
                     field("MIME type", mime, bounds::MAX_RESULT_LABEL)?;
                 }
                 annotations(&e.annotations)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A plugin's question within its bounds: the message and each option
+/// non-empty, short, and free of control characters (the message may break
+/// lines), the options 1 to [`bounds::MAX_QUESTION_OPTIONS`], none twice.
+fn check_question(q: &Question) -> Result<(), String> {
+    let controls = |s: &str, newline: bool| {
+        s.chars()
+            .any(|c| bounds::is_control(c) && !(newline && c == '\n'))
+    };
+    if q.message.trim().is_empty() || q.message.len() > bounds::MAX_QUESTION {
+        return Err(format!(
+            "its question is {} bytes: 1 to {} are shown to the user",
+            q.message.len(),
+            bounds::MAX_QUESTION
+        ));
+    }
+    if controls(&q.message, true) {
+        return Err("its question holds a control character".into());
+    }
+    if let Some(options) = &q.options {
+        if options.is_empty() || options.len() > bounds::MAX_QUESTION_OPTIONS {
+            return Err(format!(
+                "its question offers {} options: 1 to {} are shown",
+                options.len(),
+                bounds::MAX_QUESTION_OPTIONS
+            ));
+        }
+        for (i, option) in options.iter().enumerate() {
+            if option.trim().is_empty()
+                || option.len() > bounds::MAX_QUESTION_OPTION
+                || controls(option, false)
+            {
+                return Err(format!(
+                    "option {} of its question is not 1 to {} bytes without control characters",
+                    i + 1,
+                    bounds::MAX_QUESTION_OPTION
+                ));
+            }
+            if options[..i].contains(option) {
+                return Err(format!("option {} of its question is offered twice", i + 1));
             }
         }
     }

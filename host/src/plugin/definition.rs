@@ -152,6 +152,29 @@ pub enum BeforeCallDecision {
     Allow,
     /// Do not run the call; the reason is the call's error.
     Block(String),
+    /// Ask the user first, then decide with `after-ask` (contract 0.3).
+    Ask(Question),
+}
+
+/// A question a plugin asks the user before a call runs, within the
+/// bounds the host checked (`bounds::MAX_QUESTION` and the rest).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Question {
+    /// What to ask, in the plugin's words.
+    pub message: String,
+    /// `None` asks yes or no; `Some` asks for one of the options.
+    pub options: Option<Vec<String>>,
+}
+
+/// The user's answer to a [`Question`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// Yes, with the option chosen for a question with options.
+    Accepted(Option<String>),
+    /// No.
+    Declined,
+    /// Dismissed without an answer.
+    Cancelled,
 }
 
 /// How a result is being shown in a terminal.

@@ -146,6 +146,16 @@ pub struct HttpGrant {
     clients: Option<Clients>,
 }
 
+/// A request the grants let through, ready to send.
+pub struct Checked {
+    client: reqwest::Client,
+    method: reqwest::Method,
+    url: Url,
+    origin: Origin,
+    headers: HeaderMap,
+    body: Option<Vec<u8>>,
+}
+
 struct Clients {
     /// https, through the system's proxy if one is set.
     tls: reqwest::Client,
@@ -328,6 +338,14 @@ impl HttpGrant {
         max_body: usize,
         call: Option<&CallSecrets>,
     ) -> Result<Response, HttpError> {
+        let checked = self.check(req, call)?;
+        self.send(checked, started, wall, max_body, call).await
+    }
+
+    /// `req` checked against the grants and made ready to send, with the
+    /// secrets its origin gets; refused, naming the plugin, if it may not
+    /// be sent. Nothing leaves the host here.
+    pub fn check(&self, req: Request, call: Option<&CallSecrets>) -> Result<Checked, HttpError> {
         let url = Url::parse(&req.url)
             .map_err(|e| self.invalid(format_args!("`{}` is not a URL: {e}", req.url.escape_debug())))?;
         let Some(origin) = Origin::of(&url) else {
@@ -396,10 +414,39 @@ impl HttpGrant {
             HeaderValue::from_static("identity"),
         );
         let client = if origin.is_cleartext() {
-            &clients.cleartext
+            clients.cleartext.clone()
         } else {
-            &clients.tls
+            clients.tls.clone()
         };
+        Ok(Checked {
+            client,
+            method,
+            url,
+            origin,
+            headers,
+            body: req.body,
+        })
+    }
+
+    /// Send a request [`check`](Self::check) let through, within what is
+    /// left of the call's budget, and read its response up to `max_body`,
+    /// scrubbed of the plugin's secrets and the call's.
+    pub async fn send(
+        &self,
+        checked: Checked,
+        started: Instant,
+        wall: Duration,
+        max_body: usize,
+        call: Option<&CallSecrets>,
+    ) -> Result<Response, HttpError> {
+        let Checked {
+            client,
+            method,
+            url,
+            origin,
+            headers,
+            body: request_body,
+        } = checked;
         let mut retries = 0;
         let (mut response, rate_limit_wait) = loop {
             let left = wall.saturating_sub(started.elapsed());
@@ -407,7 +454,7 @@ impl HttpGrant {
                 .request(method.clone(), url.clone())
                 .headers(headers.clone())
                 .timeout(left);
-            if let Some(body) = &req.body {
+            if let Some(body) = &request_body {
                 builder = builder.body(body.clone());
             }
             let response = builder.send().await.map_err(transport)?;

@@ -195,7 +195,8 @@ impl Instances {
         });
         let result = deadline::within(wall, work).await;
         match result {
-            Ok(Ok((instance, value))) => {
+            Ok(Ok((mut instance, value))) => {
+                instance.store.data_mut().end_call();
                 self.health.success();
                 self.give_back(instance);
                 Ok(value)

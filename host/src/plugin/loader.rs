@@ -404,6 +404,7 @@ impl Runtime {
         let http = HttpGrant::new(name.clone(), &manifest.grants)
             .map_err(|e| (K::Manifest, format!("manifest: {e}")))?;
         let identity = Arc::new(PluginIdentity {
+            requests_in_flight: Arc::new(tokio::sync::Semaphore::new(limits.requests_in_flight)),
             name: name.clone(),
             config_json: manifest.config_json(),
             limits,

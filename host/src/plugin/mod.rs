@@ -41,7 +41,7 @@ pub use cache::CodeSource;
 pub(crate) use calls::Enrichment;
 pub(crate) use definition::Texts;
 pub(crate) use definition::ToolDefinition;
-pub use definition::{BeforeCallDecision, Hooks, RenderOptions};
+pub use definition::{Answer, BeforeCallDecision, Hooks, Question, RenderOptions};
 pub use health::Status;
 pub use host_api::{LogLevel, LogLine, LogSink, ProgressFn, tracing_sink};
 pub(crate) use http::{CallSecrets, HttpGrant};

@@ -29,7 +29,7 @@ use std::time::Instant;
 
 use serde_json::{Map, Value, json};
 
-use super::definition::{AfterCallOverride, BeforeCallDecision, RenderOptions, ToolDefinition};
+use super::definition::{AfterCallOverride, Answer, BeforeCallDecision, RenderOptions, ToolDefinition};
 use super::record::{Call, Outcome};
 use super::{Plugin, PluginError};
 use crate::bounds;
@@ -166,6 +166,13 @@ impl Plugin {
                 json!(a)
             })),
             "before-call" => done(outcome(self.before_call(&tool()?, &args()?).await, decision_json)),
+            AFTER_ASK => {
+                let answer = answer_from_json(field(input, "answer")?)?;
+                done(outcome(
+                    self.after_ask(&tool()?, &args()?, answer).await,
+                    decision_json,
+                ))
+            }
             EXECUTE if !execute => Rerun::Skipped("execute runs only with --execute: it may reach HTTP"),
             EXECUTE => {
                 let cancelled = Arc::new(AtomicBool::new(false));
@@ -249,6 +256,31 @@ pub(super) fn decision_json(d: &BeforeCallDecision) -> Value {
     match d {
         BeforeCallDecision::Allow => json!("allow"),
         BeforeCallDecision::Block(reason) => json!({"block": reason}),
+        BeforeCallDecision::Ask(q) => json!({"ask": {"message": q.message, "options": q.options}}),
+    }
+}
+
+/// The export a plugin's question is answered through.
+pub(super) const AFTER_ASK: &str = "after-ask";
+
+pub(super) fn answer_json(a: &Answer) -> Value {
+    match a {
+        Answer::Accepted(choice) => json!({"accepted": choice}),
+        Answer::Declined => json!("declined"),
+        Answer::Cancelled => json!("cancelled"),
+    }
+}
+
+fn answer_from_json(v: &Value) -> Result<Answer, String> {
+    match v {
+        Value::String(s) if s == "declined" => Ok(Answer::Declined),
+        Value::String(s) if s == "cancelled" => Ok(Answer::Cancelled),
+        Value::Object(o) if o.len() == 1 && o.contains_key("accepted") => match &o["accepted"] {
+            Value::Null => Ok(Answer::Accepted(None)),
+            Value::String(choice) => Ok(Answer::Accepted(Some(choice.clone()))),
+            _ => Err("the recorded answer's choice is not a string".into()),
+        },
+        _ => Err("the recorded answer is not accepted, declined or cancelled".into()),
     }
 }
 

@@ -9,16 +9,19 @@
 //! takes 100 ms would otherwise cost one tick. Each import measures its
 //! wall time and spends the budget's ticks for it ([`HostState::charged`]),
 //! trapping the call once they are spent. `http.fetch` is not charged: it
-//! waits on the network, bounded by the wall clock, like the WASI waits.
+//! waits on the network, bounded by the wall clock, like the WASI waits;
+//! nor are `http.start` and `pending.wait`, for the same reason.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tokio_util::sync::CancellationToken;
 use wasmtime::component::ResourceTable;
 use wasmtime::{StoreLimits, StoreLimitsBuilder, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::log::{LogBudget, LogLevel, LogSink};
+use super::pending::CallRequests;
 use super::stdout::LogStream;
 use crate::plugin::engine::TICK;
 use crate::plugin::http::CallSecrets;
@@ -32,6 +35,9 @@ pub struct PluginIdentity {
     pub limits: Limits,
     pub http: Arc<crate::plugin::http::HttpGrant>,
     pub log: LogSink,
+    /// The plugin's started requests in flight, over all its instances
+    /// (`limits.requests_in_flight` permits).
+    pub requests_in_flight: Arc<tokio::sync::Semaphore>,
 }
 
 /// The data of one plugin instance's store.
@@ -53,6 +59,10 @@ pub struct HostState {
     pub(crate) background: Option<Background>,
     /// The values of the per-caller secrets the current call runs with.
     pub(crate) call_secrets: Option<Arc<CallSecrets>>,
+    /// The requests the current call started (`http.start`).
+    pub(crate) requests: CallRequests,
+    /// The current call's cancellation, which ends its waits on requests.
+    pub(crate) cancel: Option<CancellationToken>,
 }
 
 impl HostState {
@@ -74,6 +84,7 @@ impl HostState {
             .trap_on_grow_failure(true)
             .build();
         let tick = TICK.as_micros().max(1);
+        let requests = CallRequests::new(identity.limits.requests_per_call);
         let cpu_ticks = (identity.limits.cpu.as_micros() / tick).max(1) as u64;
         Self {
             table: ResourceTable::new(),
@@ -87,6 +98,8 @@ impl HostState {
             call_started: Instant::now(),
             background: None,
             call_secrets: None,
+            requests,
+            cancel: None,
         }
     }
 
@@ -97,7 +110,15 @@ impl HostState {
         self.import_time = Duration::ZERO;
         self.background = None;
         self.call_secrets = None;
+        self.cancel = None;
+        self.end_call();
         self.log.reset();
+    }
+
+    /// Abort every request the call started that is still in flight: none
+    /// outlives its call, whatever handles the plugin keeps.
+    pub fn end_call(&mut self) {
+        self.requests.end(self.identity.limits.requests_per_call);
     }
 
     /// Lend the current call its caller's secrets: its requests carry
@@ -139,6 +160,24 @@ impl HostState {
             Some(pause) => UpdateDeadline::YieldCustom(1, Box::pin(pause)),
             None => UpdateDeadline::Yield(1),
         })
+    }
+}
+
+/// `request` (a wait on the network), ended early with `cancelled` if
+/// `cancel` (the current call's, [`HostState::cancel`]) fires first: the
+/// plugin cannot poll its call context while it waits.
+pub(crate) async fn unless_cancelled<T>(
+    cancel: Option<CancellationToken>,
+    request: impl Future<Output = T>,
+    cancelled: impl FnOnce() -> T,
+) -> T {
+    match cancel {
+        Some(cancel) => tokio::select! {
+            biased;
+            () = cancel.cancelled() => cancelled(),
+            answer = request => answer,
+        },
+        None => request.await,
     }
 }
 

@@ -35,6 +35,8 @@ const KEYS: &[&str] = &[
     "max_backoff_ms",
     "instances",
     "max_uses",
+    "max_requests_per_call",
+    "max_requests_in_flight",
     "enrich_schema",
     "transform_args",
     "before_call",

@@ -51,6 +51,10 @@ pub const HEAVY_COMPONENT_BYTES: usize = 4 << 20;
 /// manifest buys full isolation between calls at the measured price.
 pub const DEFAULT_MAX_USES: u32 = 1000;
 
+/// The most requests a plugin may be allowed in flight (`http.start`), per
+/// call or in all: each holds a socket and a task of the host's.
+pub const MAX_REQUESTS_IN_FLIGHT: u32 = 1024;
+
 /// A plugin's manifest (`NAME.toml` beside `NAME.wasm`), with the user's `[plugin.NAME]` table laid over it.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -128,6 +132,11 @@ pub struct LimitsSpec {
     /// With `instances = "reuse"`: calls an instance serves before it is
     /// replaced.
     pub max_uses: Option<u32>,
+    /// Requests one call may have started and not finished (`http.start`).
+    pub max_requests_per_call: Option<u32>,
+    /// Requests the plugin may have started and not finished, over all its
+    /// instances.
+    pub max_requests_in_flight: Option<u32>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -158,6 +167,10 @@ pub struct Limits {
     pub backoff: Duration,
     pub max_backoff: Duration,
     pub instances: InstancePolicy,
+    /// Started requests one call may have in flight.
+    pub requests_per_call: usize,
+    /// Started requests the plugin may have in flight.
+    pub requests_in_flight: usize,
 }
 
 impl LimitsSpec {
@@ -187,6 +200,12 @@ impl LimitsSpec {
                 max_uses: uses.unwrap_or(DEFAULT_MAX_USES),
             },
         };
+        // A cap on requests in flight: 1 to MAX_REQUESTS_IN_FLIGHT, so a
+        // manifest cannot lift it out of reach.
+        let capped = |v: Option<u32>, default: u32, key: &str| match v.unwrap_or(default) {
+            n @ 1..=MAX_REQUESTS_IN_FLIGHT => Ok(n as usize),
+            _ => Err(format!("limits.{key} must be 1 to {MAX_REQUESTS_IN_FLIGHT}")),
+        };
         let positive = |v: u64, key: &str| {
             if v == 0 {
                 Err(format!("limits.{key} must be positive"))
@@ -204,6 +223,8 @@ impl LimitsSpec {
             backoff: Duration::from_millis(self.backoff_ms.unwrap_or(1_000)),
             max_backoff: Duration::from_millis(self.max_backoff_ms.unwrap_or(300_000)),
             instances,
+            requests_per_call: capped(self.max_requests_per_call, 16, "max_requests_per_call")?,
+            requests_in_flight: capped(self.max_requests_in_flight, 64, "max_requests_in_flight")?,
         })
     }
 }

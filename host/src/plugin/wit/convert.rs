@@ -16,7 +16,9 @@ use super::latest::value_model_types as vm;
 use crate::output::{
     self, Block, Body, CallOutput, Embedded, Media, ResourceContents, ResourceLink, Role, ToolError,
 };
-use crate::plugin::definition::{AfterCallOverride, BeforeCallDecision, Hooks, RenderOptions};
+use crate::plugin::definition::{
+    AfterCallOverride, Answer, BeforeCallDecision, Hooks, Question, RenderOptions,
+};
 use crate::value_model::{CostModel, FieldGroup, FollowUpLink, SideEffect, ValueClass, ValueModel};
 
 /// An after-call answer in the latest's form, with what 0.1 says that the
@@ -253,6 +255,23 @@ impl From<wit::BeforeCallDecision> for BeforeCallDecision {
         match d {
             wit::BeforeCallDecision::Allow => Self::Allow,
             wit::BeforeCallDecision::Block(reason) => Self::Block(reason),
+            wit::BeforeCallDecision::Ask(q) => Self::Ask(Question {
+                message: q.message,
+                options: match q.kind {
+                    wit::QuestionKind::Confirm => None,
+                    wit::QuestionKind::Choose(options) => Some(options),
+                },
+            }),
+        }
+    }
+}
+
+impl From<Answer> for wit::AskAnswer {
+    fn from(a: Answer) -> Self {
+        match a {
+            Answer::Accepted(choice) => Self::Accepted(choice),
+            Answer::Declined => Self::Declined,
+            Answer::Cancelled => Self::Cancelled,
         }
     }
 }

@@ -16,9 +16,11 @@
 
 mod convert;
 mod since_v0_1;
-pub(super) mod since_v0_2;
+mod since_v0_2;
+pub(super) mod since_v0_3;
 
-pub(super) use since_v0_2 as latest;
+use since_v0_2::Same;
+pub(super) use since_v0_3 as latest;
 
 use wasmtime::component::{InstancePre, Linker, Resource};
 use wasmtime::{AsContextMut, Store};
@@ -41,17 +43,20 @@ pub enum Version {
     V0_1,
     /// `toolhost:plugin@0.2`.
     V0_2,
+    /// `toolhost:plugin@0.3`.
+    V0_3,
 }
 
 impl Version {
     /// Every version this host loads, oldest first.
-    pub const ALL: [Version; 2] = [Version::V0_1, Version::V0_2];
+    pub const ALL: [Version; 3] = [Version::V0_1, Version::V0_2, Version::V0_3];
 
     /// The version as the WIT package names it.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::V0_1 => "0.1.0",
             Self::V0_2 => "0.2.0",
+            Self::V0_3 => "0.3.0",
         }
     }
 
@@ -69,7 +74,7 @@ impl Version {
         })
     }
 
-    /// `toolhost:plugin@0.1.0, toolhost:plugin@0.2.0`, for messages.
+    /// `toolhost:plugin@0.1.0, toolhost:plugin@0.2.0, ...`, for messages.
     pub fn supported() -> String {
         Self::ALL
             .iter()
@@ -86,11 +91,12 @@ impl std::fmt::Display for Version {
 }
 
 /// Every version's host imports, side by side in one linker: each version
-/// has its own instance names (`toolhost:plugin/host@0.1.0`, `...@0.2.0`).
+/// has its own instance names (`toolhost:plugin/host@0.1.0`, `...@0.3.0`).
 pub(super) fn add_to_linker(linker: &mut Linker<HostState>) -> wasmtime::Result<()> {
     use wasmtime::component::HasSelf;
     since_v0_1::FullPlugin::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
     since_v0_2::FullPlugin::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
+    since_v0_3::FullPlugin::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
     Ok(())
 }
 
@@ -101,6 +107,10 @@ pub(super) enum Indices {
         tool: Option<since_v0_1::tool::GuestIndices>,
     },
     V0_2 {
+        enricher: Option<since_v0_2::enricher::GuestIndices>,
+        tool: Option<since_v0_2::tool::GuestIndices>,
+    },
+    V0_3 {
         enricher: Option<latest::enricher::GuestIndices>,
         tool: Option<latest::tool::GuestIndices>,
     },
@@ -132,6 +142,12 @@ impl Indices {
                 tool: find(tool, "tool", || since_v0_1::tool::GuestIndices::new(pre))?,
             },
             Version::V0_2 => Self::V0_2 {
+                enricher: find(enricher, "enricher", || {
+                    since_v0_2::enricher::GuestIndices::new(pre)
+                })?,
+                tool: find(tool, "tool", || since_v0_2::tool::GuestIndices::new(pre))?,
+            },
+            Version::V0_3 => Self::V0_3 {
                 enricher: find(enricher, "enricher", || latest::enricher::GuestIndices::new(pre))?,
                 tool: find(tool, "tool", || latest::tool::GuestIndices::new(pre))?,
             },
@@ -163,6 +179,15 @@ impl Indices {
                     .map(|i| i.load(&mut store, instance).map(Tool::V0_2))
                     .transpose()?,
             ),
+            Self::V0_3 { enricher, tool } => (
+                enricher
+                    .as_ref()
+                    .map(|i| i.load(&mut store, instance).map(Enricher::V0_3))
+                    .transpose()?,
+                tool.as_ref()
+                    .map(|i| i.load(&mut store, instance).map(Tool::V0_3))
+                    .transpose()?,
+            ),
         })
     }
 }
@@ -173,7 +198,8 @@ type S<'a> = &'a mut Store<HostState>;
 /// One instance's enricher export.
 pub(super) enum Enricher {
     V0_1(since_v0_1::enricher::Guest),
-    V0_2(latest::enricher::Guest),
+    V0_2(since_v0_2::enricher::Guest),
+    V0_3(latest::enricher::Guest),
 }
 
 impl Enricher {
@@ -181,6 +207,7 @@ impl Enricher {
         match self {
             Self::V0_1(g) => g.call_supported_categories(store).await,
             Self::V0_2(g) => g.call_supported_categories(store).await,
+            Self::V0_3(g) => g.call_supported_categories(store).await,
         }
     }
 
@@ -199,7 +226,8 @@ impl Enricher {
                     transforms_args: true,
                 }))
             }
-            Self::V0_2(g) => g.call_enrich_schema(store, tool, schema).await,
+            Self::V0_2(g) => Ok(g.call_enrich_schema(store, tool, schema).await?.map(Same::same)),
+            Self::V0_3(g) => g.call_enrich_schema(store, tool, schema).await,
         }
     }
 
@@ -212,6 +240,7 @@ impl Enricher {
         match self {
             Self::V0_1(g) => g.call_transform_args(store, tool, args).await,
             Self::V0_2(g) => g.call_transform_args(store, tool, args).await,
+            Self::V0_3(g) => g.call_transform_args(store, tool, args).await,
         }
     }
 
@@ -222,7 +251,8 @@ impl Enricher {
     ) -> R<Option<latest::value_model_types::ToolValueModel>> {
         Ok(match self {
             Self::V0_1(g) => g.call_value_model(store, tool).await?.map(Into::into),
-            Self::V0_2(g) => g.call_value_model(store, tool).await?,
+            Self::V0_2(g) => g.call_value_model(store, tool).await?.same(),
+            Self::V0_3(g) => g.call_value_model(store, tool).await?,
         })
     }
 
@@ -238,7 +268,11 @@ impl Enricher {
                 g.call_project_args(store, prev_tool, prev_result, &link.clone().into())
                     .await
             }
-            Self::V0_2(g) => g.call_project_args(store, prev_tool, prev_result, link).await,
+            Self::V0_2(g) => {
+                g.call_project_args(store, prev_tool, prev_result, &link.clone().same())
+                    .await
+            }
+            Self::V0_3(g) => g.call_project_args(store, prev_tool, prev_result, link).await,
         }
     }
 
@@ -251,6 +285,7 @@ impl Enricher {
         match self {
             Self::V0_1(g) => g.call_rate_limit_host(store, tool, args).await,
             Self::V0_2(g) => g.call_rate_limit_host(store, tool, args).await,
+            Self::V0_3(g) => g.call_rate_limit_host(store, tool, args).await,
         }
     }
 }
@@ -258,7 +293,8 @@ impl Enricher {
 /// One instance's tool export.
 pub(super) enum Tool {
     V0_1(since_v0_1::tool::Guest),
-    V0_2(latest::tool::Guest),
+    V0_2(since_v0_2::tool::Guest),
+    V0_3(latest::tool::Guest),
 }
 
 impl Tool {
@@ -268,7 +304,8 @@ impl Tool {
                 .call_list_tools(store)
                 .await?
                 .map(|tools| tools.into_iter().map(Into::into).collect()),
-            Self::V0_2(g) => g.call_list_tools(store).await?,
+            Self::V0_2(g) => g.call_list_tools(store).await?.map(Same::same),
+            Self::V0_3(g) => g.call_list_tools(store).await?,
         })
     }
 
@@ -281,6 +318,7 @@ impl Tool {
         match self {
             Self::V0_1(g) => g.call_prepare_arguments(store, tool, args).await,
             Self::V0_2(g) => g.call_prepare_arguments(store, tool, args).await,
+            Self::V0_3(g) => g.call_prepare_arguments(store, tool, args).await,
         }
     }
 
@@ -292,7 +330,23 @@ impl Tool {
     ) -> R<latest::tool::BeforeCallDecision> {
         Ok(match self {
             Self::V0_1(g) => g.call_before_call(store, tool, args).await?.into(),
-            Self::V0_2(g) => g.call_before_call(store, tool, args).await?,
+            Self::V0_2(g) => g.call_before_call(store, tool, args).await?.same(),
+            Self::V0_3(g) => g.call_before_call(store, tool, args).await?,
+        })
+    }
+
+    /// The answer to a question `before-call` asked: `None` from a plugin
+    /// of a version that cannot ask (0.1, 0.2).
+    pub async fn after_ask(
+        &self,
+        store: S<'_>,
+        tool: &str,
+        args: Resource<ArgsEdit>,
+        answer: &latest::tool::AskAnswer,
+    ) -> R<Option<latest::tool::BeforeCallDecision>> {
+        Ok(match self {
+            Self::V0_1(_) | Self::V0_2(_) => None,
+            Self::V0_3(g) => Some(g.call_after_ask(store, tool, args, answer).await?),
         })
     }
 
@@ -309,7 +363,12 @@ impl Tool {
                 .await?
                 .map(Into::into)
                 .map_err(Into::into),
-            Self::V0_2(g) => g.call_execute(store, tool, args, ctx).await?,
+            Self::V0_2(g) => g
+                .call_execute(store, tool, args, ctx)
+                .await?
+                .map(Same::same)
+                .map_err(Same::same),
+            Self::V0_3(g) => g.call_execute(store, tool, args, ctx).await?,
         })
     }
 
@@ -326,6 +385,10 @@ impl Tool {
                 .await?
                 .map(Override::from),
             Self::V0_2(g) => g
+                .call_after_call(store, tool, &outcome.clone().same(), is_error)
+                .await?
+                .map(Override::from),
+            Self::V0_3(g) => g
                 .call_after_call(store, tool, outcome, is_error)
                 .await?
                 .map(Override::from),
@@ -342,6 +405,7 @@ impl Tool {
         match self {
             Self::V0_1(g) => g.call_render_call(store, tool, args, width).await,
             Self::V0_2(g) => g.call_render_call(store, tool, args, width).await,
+            Self::V0_3(g) => g.call_render_call(store, tool, args, width).await,
         }
     }
 
@@ -357,7 +421,11 @@ impl Tool {
                 g.call_render_result(store, tool, &outcome.clone().into(), options.into())
                     .await
             }
-            Self::V0_2(g) => g.call_render_result(store, tool, outcome, options).await,
+            Self::V0_2(g) => {
+                g.call_render_result(store, tool, &outcome.clone().same(), options.same())
+                    .await
+            }
+            Self::V0_3(g) => g.call_render_result(store, tool, outcome, options).await,
         }
     }
 }
@@ -371,7 +439,8 @@ mod tests {
         assert_eq!(Version::of_export("0.1.0"), Some(Version::V0_1));
         assert_eq!(Version::of_export("0.1.7"), Some(Version::V0_1));
         assert_eq!(Version::of_export("0.2.0"), Some(Version::V0_2));
-        assert_eq!(Version::of_export("0.3.0"), None);
+        assert_eq!(Version::of_export("0.3.0"), Some(Version::V0_3));
+        assert_eq!(Version::of_export("0.4.0"), None);
         assert_eq!(Version::of_export("1.1.0"), None);
         assert_eq!(Version::of_export(""), None);
         assert_eq!(Version::of_export("0.2"), None);

@@ -447,7 +447,9 @@ impl http::Host for HostState {
                 lh::HttpError::InvalidRequest(m) => http::HttpError::InvalidRequest(m),
                 lh::HttpError::Timeout => http::HttpError::Timeout,
                 lh::HttpError::TooLarge(n) => http::HttpError::TooLarge(n),
-                lh::HttpError::Transport(m) => http::HttpError::Transport(m),
+                lh::HttpError::Transport(m) | lh::HttpError::TooManyInFlight(m) => {
+                    http::HttpError::Transport(m)
+                }
             }),
         })
     }

@@ -1,0 +1,219 @@
+//! Contract 0.3's `ask`: a plugin's `before-call` asks the user, the host
+//! puts the question to the client that made the call as an MCP form
+//! elicitation, and `after-ask` decides with the answer. End to end:
+//! `toolhost serve` over stdio with the `fixture_asker` component and an
+//! rmcp client that declares elicitation and answers as the test says.
+
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientConfig, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ElicitationCapability,
+};
+use rmcp::service::{RequestContext, RoleClient, RunningService, ServiceExt};
+use rmcp::{ClientHandler, ErrorData};
+use serde_json::{Value, json};
+use toolhost_tests::{plugin_dir, stdio_client, toolhost_binary};
+
+/// A client that declares elicitation, answers each question with
+/// `answer`, and keeps the messages it was shown.
+#[derive(Clone)]
+struct User {
+    answer: ElicitResult,
+    shown: Arc<Mutex<Vec<String>>>,
+}
+
+impl ClientHandler for User {
+    fn get_info(&self) -> ClientConfig {
+        let mut config = ClientConfig::default();
+        config.capabilities.elicitation = Some(ElicitationCapability::new());
+        config
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        if let ElicitRequestParams::FormElicitationParams { message, .. } = request {
+            self.shown.lock().unwrap().push(message);
+        }
+        Ok(self.answer.clone())
+    }
+}
+
+fn command(dir: &tempfile::TempDir) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(toolhost_binary());
+    command
+        .arg("--no-cache")
+        .arg("--plugins")
+        .arg(dir.path())
+        .arg("serve");
+    command
+}
+
+fn asker() -> tempfile::TempDir {
+    plugin_dir(&[("asker", "fixture_asker", None)])
+}
+
+/// A session whose user answers every question with `action` (and
+/// `content`): the session, and what it was shown.
+async fn user(
+    dir: &tempfile::TempDir,
+    action: ElicitationAction,
+    content: Option<Value>,
+) -> (RunningService<RoleClient, User>, Arc<Mutex<Vec<String>>>) {
+    let mut answer = ElicitResult::new(action);
+    answer.content = content;
+    let shown = Arc::default();
+    let handler = User {
+        answer,
+        shown: Arc::clone(&shown),
+    };
+    let transport = rmcp::transport::TokioChildProcess::builder(command(dir))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("toolhost serve starts")
+        .0;
+    (handler.serve(transport).await.expect("an MCP session"), shown)
+}
+
+async fn call<S: rmcp::service::Service<RoleClient>>(
+    client: &RunningService<RoleClient, S>,
+    tool: &str,
+    args: Value,
+) -> CallToolResult {
+    let mut params = CallToolRequestParams::new(tool.to_owned());
+    params.arguments = args.as_object().cloned();
+    client.peer().call_tool(params).await.expect("an answer")
+}
+
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_question_accepted_lets_the_call_run() {
+    let dir = asker();
+    let (client, shown) = user(&dir, ElicitationAction::Accept, Some(json!({"confirm": true}))).await;
+    let result = call(&client, "delete", json!({"path": "notes.md"})).await;
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(text(&result), "deleted notes.md");
+    let shown = shown.lock().unwrap().clone();
+    assert_eq!(shown.len(), 1, "{shown:?}");
+    // The host names the plugin and the tool; the plugin's words follow.
+    assert!(
+        shown[0].starts_with("The plugin `asker` asks before the tool `delete` runs:")
+            && shown[0].ends_with("Delete notes.md?"),
+        "{shown:?}"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_question_declined_or_answered_no_blocks_the_call() {
+    let dir = asker();
+    for (action, content) in [
+        (ElicitationAction::Decline, None),
+        (ElicitationAction::Accept, Some(json!({"confirm": false}))),
+    ] {
+        let (client, _) = user(&dir, action, content).await;
+        let result = call(&client, "delete", json!({"path": "notes.md"})).await;
+        assert_eq!(result.is_error, Some(true), "{result:?}");
+        assert_eq!(text(&result), "the user declined");
+        client.cancel().await.unwrap();
+    }
+    let (client, _) = user(&dir, ElicitationAction::Cancel, None).await;
+    let result = call(&client, "delete", json!({"path": "notes.md"})).await;
+    assert_eq!(text(&result), "the user did not answer");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_choice_reaches_after_ask_and_one_off_the_list_is_refused() {
+    let dir = asker();
+    let (client, _) = user(&dir, ElicitationAction::Accept, Some(json!({"choice": "dev"}))).await;
+    let result = call(&client, "pick_branch", json!({})).await;
+    assert_eq!(text(&result), "picked dev");
+    client.cancel().await.unwrap();
+
+    let (client, _) = user(&dir, ElicitationAction::Accept, Some(json!({"choice": "prod"}))).await;
+    let result = call(&client, "pick_branch", json!({})).await;
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    assert!(
+        text(&result).contains("does not fit the form"),
+        "{}",
+        text(&result)
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_without_elicitation_gets_an_error_naming_the_plugin() {
+    let dir = asker();
+    let client = stdio_client(command(&dir)).await;
+    let result = call(&client, "delete", json!({"path": "notes.md"})).await;
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    assert!(
+        text(&result).contains("plugin `asker` asks the user before `delete` runs")
+            && text(&result).contains("did not declare form elicitation"),
+        "{}",
+        text(&result)
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_over_long_question_and_a_second_question_are_refused() {
+    let dir = asker();
+    let (client, shown) = user(&dir, ElicitationAction::Accept, Some(json!({"confirm": true}))).await;
+    let result = call(&client, "long_question", json!({})).await;
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    assert!(
+        text(&result).contains("asker") && text(&result).contains("1 to 1024"),
+        "{}",
+        text(&result)
+    );
+    assert!(
+        shown.lock().unwrap().is_empty(),
+        "an over-long question reached the user"
+    );
+
+    let result = call(&client, "ask_twice", json!({})).await;
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    assert!(
+        text(&result).contains("asker") && text(&result).contains("asked again"),
+        "{}",
+        text(&result)
+    );
+    assert_eq!(shown.lock().unwrap().len(), 1);
+    client.cancel().await.unwrap();
+}
+
+/// A call that no client made (as a prefetch, `toolhost call` or an
+/// embedder's call) never asks: its error names the plugin.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_with_no_client_never_asks() {
+    let (report, _logs, _dir) = toolhost_tests::load(&[("asker", "fixture_asker", None)]).await;
+    let host = toolhost::Toolhost::new(toolhost::internals::Sources {
+        plugins: report.plugins.clone(),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let error = toolhost_tests::call(&host, "delete", json!({"path": "notes.md"}))
+        .await
+        .unwrap_err();
+    let toolhost::ToolError::Failed(message) = error else {
+        panic!("{error:?}")
+    };
+    assert!(
+        message.contains("plugin `asker` asks the user before `delete` runs")
+            && message.contains("no client to ask"),
+        "{message}"
+    );
+}
