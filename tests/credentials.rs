@@ -331,6 +331,73 @@ async fn a_store_open_to_others_stops_the_start_by_name() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_store_directory_serves_each_caller_from_their_own_file_and_no_subject_escapes_it() {
+    let vendor = vendor(&[(ALICE_TOKEN, "alice"), (BOB_TOKEN, "bob")]).await;
+    let team = Team::new(
+        &vendor,
+        "from = \"store\"",
+        "[credentials]\ndir = \"credentials.d\"\n",
+    )
+    .await;
+    let dir = team.path().join("credentials.d");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let put = |name: &str, token: &str| {
+        let file = dir.join(name);
+        std::fs::write(&file, format!("[tracker]\ntracker = \"{token}\"\n")).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    };
+    put("alice.toml", ALICE_TOKEN);
+    // `auth0|bob`, percent-encoded.
+    put("auth0%7Cbob.toml", BOB_TOKEN);
+    // Beside the directory, where `../carol` would lead if taken as a path.
+    put("../carol.toml", ALICE_TOKEN);
+    let served = serve(team.path(), &team.config, "127.0.0.1:0", &[]).unwrap();
+
+    let mut alice = Session::open(&served.base, team.token("alice")).await;
+    let hers = call(&mut alice, "get_issue", json!({"key": "WEB-1"})).await;
+    assert_eq!(title(&hers), "alice's WEB-1", "{hers}");
+    let mut bob = Session::open(&served.base, team.token("auth0|bob")).await;
+    let his = call(&mut bob, "get_issue", json!({"key": "WEB-2"})).await;
+    assert_eq!(title(&his), "bob's WEB-2", "{his}");
+
+    // A subject shaped as a path reaches no file but its own, encoded one,
+    // which the error names.
+    let mut mallory = Session::open(&served.base, team.token("../carol")).await;
+    let refused = call(&mut mallory, "get_issue", json!({"key": "WEB-1"})).await;
+    assert_eq!(refused["isError"], true, "{refused}");
+    let text = refused["content"][0]["text"].as_str().unwrap();
+    let own = dir.join("%2E.%2Fcarol.toml");
+    for needed in [
+        "plugin `tracker`",
+        &own.display().to_string(),
+        "[tracker] tracker",
+    ] {
+        assert!(text.contains(needed), "{needed}: {text}");
+    }
+    assert!(!text.contains(ALICE_TOKEN) && !text.contains(BOB_TOKEN), "{text}");
+    assert_eq!(gets(&vendor, "/issues/WEB-1"), [format!("Bearer {ALICE_TOKEN}")]);
+
+    // A caller's file added while serving is read at their next call.
+    let mut carol = Session::open(&served.base, team.token("carol")).await;
+    let before = call(&mut carol, "get_issue", json!({"key": "WEB-3"})).await;
+    assert_eq!(before["isError"], true, "{before}");
+    put("carol.toml", BOB_TOKEN);
+    let after = call(&mut carol, "get_issue", json!({"key": "WEB-3"})).await;
+    assert_eq!(title(&after), "bob's WEB-3", "{after}");
+
+    // Opened to others, the directory refuses every caller, by name.
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let open = call(&mut alice, "get_issue", json!({"key": "WEB-4"})).await;
+    assert_eq!(open["isError"], true, "{open}");
+    let text = open["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains(&dir.display().to_string()) && text.contains("chmod 700"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_secret_from_the_store_without_a_store_stops_the_start_naming_it() {
     let vendor = vendor(&[]).await;
     let team = Team::new(&vendor, "from = \"store\"", "").await;

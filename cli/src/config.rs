@@ -100,6 +100,10 @@ pub struct CredentialsConfig {
     /// file's directory): caller subject → plugin → secret → value, mode
     /// 0600, read again when it changes.
     pub file: Option<PathBuf>,
+    /// The store as a directory (relative as `file`), mode 0700, of one
+    /// file per caller: `SUBJECT.toml` (percent-encoded), of plugin →
+    /// secret → value, mode 0600. Not with `file`.
+    pub dir: Option<PathBuf>,
     /// The token endpoint callers' bearer tokens are exchanged at.
     pub exchange: Option<ExchangeConfig>,
 }
@@ -121,6 +125,7 @@ impl CredentialsConfig {
     pub fn settings(&self) -> toolhost::CredentialSettings {
         toolhost::CredentialSettings {
             file: self.file.clone(),
+            dir: self.dir.clone(),
             exchange: self.exchange.as_ref().map(|e| toolhost::ExchangeSettings {
                 token_endpoint: e.token_endpoint.clone(),
                 client_id: e.client_id.clone(),
@@ -211,6 +216,7 @@ impl Config {
         }
         if let Some(credentials) = &mut config.credentials {
             credentials.file = credentials.file.as_ref().map(|f| base.join(f));
+            credentials.dir = credentials.dir.as_ref().map(|d| base.join(d));
         }
         config.trust.resolve_paths(base);
         config.speculation.stats_file = config.speculation.stats_file.map(|p| base.join(p));
@@ -351,6 +357,18 @@ mod tests {
         assert_eq!(exchange.token_endpoint, "https://login.example/token");
         assert_eq!(exchange.client_id.as_deref(), Some("toolhost"));
         assert!(parse("[credentials]\nfiel = \"a\"\n").is_err());
+        let dir = parse("[credentials]\ndir = \"credentials.d\"\n")
+            .unwrap()
+            .credentials
+            .unwrap()
+            .settings()
+            .dir
+            .unwrap();
+        assert!(
+            dir.is_absolute() && dir.ends_with("credentials.d"),
+            "{}",
+            dir.display()
+        );
     }
 
     #[test]
