@@ -6,7 +6,8 @@
 //! host's own span, a malformed one starts a new trace and is never echoed;
 //! and `/metrics` holds `mcp_server_operation_duration_seconds` by method,
 //! tool (`_OTHER` for a name not served) and error type, beside the host's
-//! own metrics. Over stdio, the same span on a pipe.
+//! own metrics. Over stdio, the same span on a pipe; with `[telemetry]`,
+//! the spans exported over OTLP.
 
 use std::sync::{Arc, Mutex};
 
@@ -237,28 +238,24 @@ async fn spans_follow_the_mcp_conventions_and_a_trace_continues_through_the_gate
     );
 }
 
-/// Over stdio the transport is a pipe, there is no session id, and a
-/// client's trace context is taken as over HTTP.
-#[test]
-fn a_stdio_request_is_traced_on_a_pipe() {
-    use std::io::{BufRead, BufReader, Read, Write};
+/// `toolhost serve` over stdio in `dir` (its `toolhost.toml`, an empty
+/// plugin directory `plugins`), with `env`, spoken to line by line: the
+/// handshake, then a call of `read` of `path` under the client's trace
+/// context. The call's answer, and the process's output once its stdin
+/// is closed (which stops it).
+fn read_over_stdio(dir: &std::path::Path, env: &[(&str, &str)], path: &str) -> (Value, std::process::Output) {
+    use std::io::{BufRead, BufReader, Write};
     use std::process::Stdio;
 
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("plugins")).unwrap();
-    std::fs::write(dir.path().join("a.txt"), "one\n").unwrap();
-    std::fs::write(dir.path().join("toolhost.toml"), "root = \".\"\n").unwrap();
+    std::fs::create_dir_all(dir.join("plugins")).unwrap();
     let mut child = toolhost_tests::toolhost()
-        .current_dir(dir.path())
+        .current_dir(dir)
         .arg("--config")
-        .arg(dir.path().join("toolhost.toml"))
+        .arg(dir.join("toolhost.toml"))
         .arg("--plugins")
-        .arg(dir.path().join("plugins"))
+        .arg(dir.join("plugins"))
         .arg("serve")
-        .envs([
-            ("RUST_LOG", "warn,toolhost::mcp::telemetry=info"),
-            ("NO_COLOR", "1"),
-        ])
+        .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -271,22 +268,152 @@ fn a_stdio_request_is_traced_on_a_pipe() {
     let answer: Value = serde_json::from_str(&answers.next().unwrap().unwrap()).unwrap();
     assert_eq!(answer["id"], 1, "{answer}");
     send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    let params = json!({"name": "read", "arguments": {"path": "a.txt"}, "_meta": {"traceparent": PARENT}});
+    let params = json!({"name": "read", "arguments": {"path": path}, "_meta": {"traceparent": PARENT}});
     send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}));
     let answer: Value = serde_json::from_str(&answers.next().unwrap().unwrap()).unwrap();
     assert_eq!(answer["id"], 2, "{answer}");
+    drop(stdin);
+    (answer, child.wait_with_output().unwrap())
+}
+
+/// Over stdio the transport is a pipe, there is no session id, and a
+/// client's trace context is taken as over HTTP.
+#[test]
+fn a_stdio_request_is_traced_on_a_pipe() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "one\n").unwrap();
+    std::fs::write(dir.path().join("toolhost.toml"), "root = \".\"\n").unwrap();
+    let env = [
+        ("RUST_LOG", "warn,toolhost::mcp::telemetry=info"),
+        ("NO_COLOR", "1"),
+    ];
+    let (answer, out) = read_over_stdio(dir.path(), &env, "a.txt");
     assert!(
         answer["result"]["content"].to_string().contains("one"),
         "{answer}"
     );
-    drop(stdin);
-    child.wait().unwrap();
-    let mut log = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut log).unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
 
     let call = ended(&log, 2);
     assert_eq!(field(&call, "network.transport"), "pipe", "{call}");
     assert_eq!(field(&call, "gen_ai.tool.name"), "read", "{call}");
     assert_eq!(field(&call, "trace_id"), TRACE_ID, "{call}");
     assert!(!call.contains("mcp.session.id"), "{call}");
+}
+
+/// With `[telemetry]`, the spans are exported over OTLP/HTTP (protobuf)
+/// to a collector on loopback, with the collector's key from the
+/// environment: a call's span carries the conventions' attributes and the
+/// client's trace, and nothing of its arguments or result; a request
+/// without a trace context starts a sampled trace of the host's own.
+#[tokio::test(flavor = "multi_thread")]
+async fn spans_are_exported_over_otlp_with_the_callers_trace_and_no_argument_value() {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+    use opentelemetry_proto::tonic::trace::v1::Span;
+    use prost::Message;
+
+    const KEY: &str = "Bearer otlp-key-5d1e0b";
+    let collector =
+        toolhost_tests::LoopbackServer::start(std::time::Duration::ZERO, |_| (200, String::new())).await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes-7c3a.txt"), "the body 81f2\n").unwrap();
+    let config = format!(
+        "root = \".\"\n[telemetry]\nendpoint = \"http://{}\"\nservice_name = \"team-tools\"\n\
+         [telemetry.headers_env]\nauthorization = \"TOOLHOST_TEST_OTLP_KEY\"\n",
+        collector.addr
+    );
+    std::fs::write(dir.path().join("toolhost.toml"), config).unwrap();
+    // The host exports what waits as it stops, when the call is answered.
+    let path = dir.path().to_owned();
+    let (answer, out) = tokio::task::spawn_blocking(move || {
+        read_over_stdio(
+            &path,
+            &[("TOOLHOST_TEST_OTLP_KEY", KEY), ("NO_COLOR", "1")],
+            "notes-7c3a.txt",
+        )
+    })
+    .await
+    .unwrap();
+    assert!(answer.to_string().contains("the body 81f2"), "{answer}");
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    assert!(
+        !log.contains("otlp-key"),
+        "the collector's key was logged:\n{log}"
+    );
+
+    let seen = collector.seen.lock().unwrap().clone();
+    assert!(!seen.is_empty(), "nothing exported; log:\n{log}");
+    let mut spans: Vec<(String, Span)> = Vec::new();
+    for request in &seen {
+        assert_eq!(
+            (request.method.as_str(), request.path.as_str()),
+            ("POST", "/v1/traces")
+        );
+        let header = |name: &str| {
+            request
+                .headers
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(header("authorization"), Some(KEY));
+        assert_eq!(header("content-type"), Some("application/x-protobuf"));
+        for secret in ["notes-7c3a", "81f2"] {
+            assert!(
+                !request.raw.windows(secret.len()).any(|w| w == secret.as_bytes()),
+                "{secret} was exported"
+            );
+        }
+        let export = ExportTraceServiceRequest::decode(request.raw.as_slice()).unwrap();
+        for resource in export.resource_spans {
+            let service = resource
+                .resource
+                .iter()
+                .flat_map(|r| &r.attributes)
+                .find(|a| a.key == "service.name")
+                .and_then(|a| a.value.clone()?.value);
+            let Some(Any::StringValue(service)) = service else {
+                panic!("no service.name");
+            };
+            for scope in resource.scope_spans {
+                spans.extend(scope.spans.into_iter().map(|s| (service.clone(), s)));
+            }
+        }
+    }
+    let attribute = |span: &Span, key: &str| {
+        span.attributes
+            .iter()
+            .find(|a| a.key == key)
+            .and_then(|a| match a.value.clone()?.value {
+                Some(Any::StringValue(v)) => Some(v),
+                _ => None,
+            })
+    };
+    let (service, call) = spans
+        .iter()
+        .find(|(_, s)| attribute(s, "mcp.method.name").as_deref() == Some("tools/call"))
+        .unwrap_or_else(|| panic!("no tools/call span in {spans:?}"));
+    assert_eq!(service, "team-tools");
+    assert_eq!(call.name, "tools/call read");
+    assert_eq!(attribute(call, "gen_ai.tool.name").as_deref(), Some("read"));
+    assert_eq!(attribute(call, "network.transport").as_deref(), Some("pipe"));
+    assert_eq!(attribute(call, "jsonrpc.request.id").as_deref(), Some("2"));
+    assert_eq!(hex(&call.trace_id), TRACE_ID);
+    assert_eq!(hex(&call.parent_span_id), "00f067aa0ba902b7");
+    assert_eq!(call.kind, 2, "server");
+    assert!(call.end_time_unix_nano >= call.start_time_unix_nano);
+    // The handshake had no trace context: a trace of the host's own,
+    // sampled since it exports.
+    let (_, handshake) = spans
+        .iter()
+        .find(|(_, s)| attribute(s, "mcp.method.name").as_deref() == Some("initialize"))
+        .unwrap_or_else(|| panic!("no initialize span in {spans:?}"));
+    assert_ne!(hex(&handshake.trace_id), TRACE_ID);
+    assert!(handshake.parent_span_id.is_empty());
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

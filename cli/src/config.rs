@@ -90,6 +90,43 @@ pub struct Config {
     /// Where callers' own credentials come from (a plugin secret's
     /// `from = "store"` or `"exchange"`); absent, nowhere.
     pub credentials: Option<CredentialsConfig>,
+    /// Where `serve` exports its spans over OTLP/HTTP; absent, they are
+    /// only logged.
+    pub telemetry: Option<TelemetryConfig>,
+}
+
+/// The `[telemetry]` table.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetryConfig {
+    /// The collector's OTLP/HTTP base URL; spans go to its `/v1/traces`.
+    pub endpoint: String,
+    /// Headers sent with each export (a collector's API key), each read
+    /// from the environment variable named: header → variable.
+    #[serde(default)]
+    pub headers_env: BTreeMap<String, String>,
+    /// The spans' `service.name`.
+    #[serde(default = "TelemetryConfig::default_service_name")]
+    pub service_name: String,
+}
+
+impl TelemetryConfig {
+    fn default_service_name() -> String {
+        "toolhost".into()
+    }
+
+    /// As the library takes them.
+    pub fn settings(&self) -> toolhost::mcp::OtlpSettings {
+        toolhost::mcp::OtlpSettings {
+            endpoint: self.endpoint.clone(),
+            headers_env: self
+                .headers_env
+                .iter()
+                .map(|(header, var)| (header.clone(), var.clone()))
+                .collect(),
+            service_name: self.service_name.clone(),
+        }
+    }
 }
 
 /// The `[credentials]` table.

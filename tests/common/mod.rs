@@ -295,6 +295,8 @@ pub struct SeenRequest {
     pub path: String,
     pub headers: Vec<(String, String)>,
     pub body: String,
+    /// The body as sent, for a binary one (`body` is it read as UTF-8).
+    pub raw: Vec<u8>,
 }
 
 /// A tiny HTTP/1.1 server on loopback, for plugins granted HTTP. Each
@@ -395,6 +397,7 @@ impl LoopbackServer {
                             path,
                             headers,
                             body: String::from_utf8_lossy(&body).into_owned(),
+                            raw: body,
                         };
                         log.lock().unwrap().push(request.clone());
                         tokio::time::sleep(delay(&request)).await;
