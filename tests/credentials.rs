@@ -12,11 +12,14 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use jsonwebtoken::EncodingKey;
+use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
 use toolhost_tests::cluster::{KEY, KEY_ENV, Redis};
+use toolhost_tests::upstream::{ToolServer, tool};
 use toolhost_tests::{LoopbackServer, SeenRequest, catalog_bindings, fill_plugin_dir, needs, runtime};
 
 use super::http_auth::{ISSUER, RESOURCE, client, es256_key, jwt, serve, serve_with_env};
@@ -649,88 +652,51 @@ async fn a_plugin_echoing_its_request_learns_neither_the_caller_nor_their_creden
     }
 }
 
+/// Each call an upstream got: its `Authorization` and MCP session.
+type Calls = Arc<Mutex<Vec<(String, String)>>>;
+
 /// An upstream MCP server over streamable HTTP that answers `whoami` with
-/// the owner of the bearer token it was called with, and records each
-/// call's token and MCP session.
-mod account {
-    use std::sync::{Arc, Mutex};
-
-    use axum::http::request::Parts;
-    use rmcp::model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
-        PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    };
-    use rmcp::service::{RequestContext, RoleServer};
-    use rmcp::{ErrorData, ServerHandler};
-    use serde_json::json;
-
-    /// (token → owner), and each call's (`Authorization`, MCP session).
-    #[derive(Clone, Default)]
-    pub struct Account {
-        pub owners: Vec<(String, String)>,
-        pub calls: Arc<Mutex<Vec<(String, String)>>>,
-    }
-
-    impl ServerHandler for Account {
-        fn get_info(&self) -> ServerConfig {
-            ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+/// the owner of the bearer token it was called with (`owners`: token →
+/// owner), and records each call's token and MCP session in `calls`.
+fn account(owners: Vec<(String, String)>, calls: Calls) -> ToolServer {
+    let whoami = tool(
+        "whoami",
+        "Who the server is talking to",
+        json!({"type": "object", "properties": {}}),
+    );
+    ToolServer::new(vec![whoami], move |_, context| {
+        let parts = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .expect("an HTTP request");
+        let header = |name: &str| {
+            parts
+                .headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let auth = header("authorization");
+        calls
+            .lock()
+            .unwrap()
+            .push((auth.clone(), header("mcp-session-id")));
+        match owners.iter().find(|(t, _)| format!("Bearer {t}") == auth) {
+            Some((_, owner)) => CallToolResult::success(vec![ContentBlock::text(format!("you are {owner}"))]),
+            None => CallToolResult::error(vec![ContentBlock::text("who are you?")]),
         }
-
-        async fn list_tools(
-            &self,
-            _request: Option<PaginatedRequestParams>,
-            _context: RequestContext<RoleServer>,
-        ) -> Result<ListToolsResult, ErrorData> {
-            let schema = json!({"type": "object", "properties": {}});
-            let tool = Tool::new(
-                "whoami",
-                "Who the server is talking to",
-                Arc::new(schema.as_object().unwrap().clone()),
-            );
-            Ok(ListToolsResult::with_all_items(vec![tool]))
-        }
-
-        async fn call_tool(
-            &self,
-            _request: CallToolRequestParams,
-            context: RequestContext<RoleServer>,
-        ) -> Result<CallToolResponse, ErrorData> {
-            let parts = context.extensions.get::<Parts>().expect("an HTTP request");
-            let header = |name: &str| {
-                parts
-                    .headers
-                    .get(name)
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or_default()
-                    .to_owned()
-            };
-            let auth = header("authorization");
-            self.calls
-                .lock()
-                .unwrap()
-                .push((auth.clone(), header("mcp-session-id")));
-            let owner = self.owners.iter().find(|(t, _)| format!("Bearer {t}") == auth);
-            Ok(match owner {
-                Some((_, owner)) => {
-                    CallToolResult::success(vec![ContentBlock::text(format!("you are {owner}"))])
-                }
-                None => CallToolResult::error(vec![ContentBlock::text("who are you?")]),
-            }
-            .into())
-        }
-    }
+    })
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_upstream_acting_as_each_caller_gets_their_exchanged_token_over_a_session_of_their_own() {
-    let account = account::Account {
-        owners: vec![
-            (ALICE_EXCHANGED.to_owned(), "alice".to_owned()),
-            (BOB_EXCHANGED.to_owned(), "bob".to_owned()),
-        ],
-        ..Default::default()
-    };
-    let url = toolhost_tests::mcp_on_loopback(account.clone()).await;
+    let calls = Calls::default();
+    let owners = vec![
+        (ALICE_EXCHANGED.to_owned(), "alice".to_owned()),
+        (BOB_EXCHANGED.to_owned(), "bob".to_owned()),
+    ];
+    let url = account(owners, calls.clone()).serve().await;
     let dir = tempfile::tempdir().unwrap();
     let (key, jwk) = es256_key("k1");
     std::fs::write(dir.path().join("jwks.json"), json!({"keys": [jwk]}).to_string()).unwrap();
@@ -787,8 +753,8 @@ async fn an_upstream_acting_as_each_caller_gets_their_exchanged_token_over_a_ses
     // One exchange and one session per caller: Alice's two calls went over
     // one session, Bob's over another.
     assert_eq!(endpoint.seen.lock().unwrap().len(), 2);
-    let calls = account.calls.lock().unwrap().clone();
-    let auth: Vec<&str> = calls.iter().map(|(a, _)| a.as_str()).collect();
+    let seen = calls.lock().unwrap().clone();
+    let auth: Vec<&str> = seen.iter().map(|(a, _)| a.as_str()).collect();
     let bearer = |t: &str| format!("Bearer {t}");
     assert_eq!(
         auth,
@@ -798,8 +764,8 @@ async fn an_upstream_acting_as_each_caller_gets_their_exchanged_token_over_a_ses
             bearer(ALICE_EXCHANGED)
         ]
     );
-    assert_eq!(calls[0].1, calls[2].1, "{calls:?}");
-    assert_ne!(calls[0].1, calls[1].1, "{calls:?}");
+    assert_eq!(seen[0].1, seen[2].1, "{seen:?}");
+    assert_ne!(seen[0].1, seen[1].1, "{seen:?}");
     // A refused exchange is Mallory's tool error, naming the upstream, the
     // endpoint and the code, never a token.
     let mut mallory = Session::open(&served.base, mallory_jwt.clone()).await;
@@ -811,9 +777,6 @@ async fn an_upstream_acting_as_each_caller_gets_their_exchanged_token_over_a_ses
         "{text}"
     );
     assert!(!text.contains(&mallory_jwt), "{text}");
-    assert_eq!(
-        account.calls.lock().unwrap().len(),
-        3,
-        "no call went without a token"
-    );
+    assert_eq!(calls.lock().unwrap().len(), 3, "no call went without a token");
 }
+

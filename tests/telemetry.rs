@@ -5,13 +5,15 @@
 //! `traceparent` continues through the gateway to the upstream under the
 //! host's own span, a malformed one starts a new trace and is never echoed;
 //! and `/metrics` holds `mcp_server_operation_duration_seconds` by method,
-//! tool (`_OTHER` for a name not served) and error type, beside the host's
-//! own metrics. Over stdio, the same span on a pipe; with `[telemetry]`,
-//! the spans exported over OTLP.
+//! tool (`_OTHER` for a name not served, as in the host's own counters)
+//! and error type, beside the host's own metrics. Over stdio, the same
+//! span on a pipe; with `[telemetry]`, the spans exported over OTLP.
 
 use std::sync::{Arc, Mutex};
 
+use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
+use toolhost_tests::upstream::{ToolServer, tool};
 
 use super::http_auth::{client, initialize, post, serve_with_env};
 
@@ -22,56 +24,31 @@ const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 /// reach the log nor the upstream.
 const MALFORMED: &str = "00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01-injected";
 
-pub(super) mod upstream {
-    use std::sync::{Arc, Mutex};
-
-    use rmcp::model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
-        PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    };
-    use rmcp::service::{RequestContext, RoleServer};
-    use rmcp::{ErrorData, ServerHandler};
-    use serde_json::json;
-
-    /// One tool, `traced_echo`, whose `repo` a 2026-07-28 client repeats
-    /// in an `Mcp-Param-Repo` header; the `traceparent` of each call it
-    /// gets.
-    #[derive(Clone, Default)]
-    pub struct Traced {
-        pub seen: Arc<Mutex<Vec<Option<String>>>>,
-    }
-
-    impl ServerHandler for Traced {
-        fn get_info(&self) -> ServerConfig {
-            ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-        }
-
-        async fn list_tools(
-            &self,
-            _request: Option<PaginatedRequestParams>,
-            _context: RequestContext<RoleServer>,
-        ) -> Result<ListToolsResult, ErrorData> {
-            let schema = json!({"type": "object", "properties": {
-                "repo": {"type": "string", "x-mcp-header": "Repo"},
-            }});
-            let tool = Tool::new(
-                "traced_echo",
-                "Answers ok",
-                Arc::new(schema.as_object().unwrap().clone()),
-            );
-            Ok(ListToolsResult::with_all_items(vec![tool]))
-        }
-
-        async fn call_tool(
-            &self,
-            _request: CallToolRequestParams,
-            context: RequestContext<RoleServer>,
-        ) -> Result<CallToolResponse, ErrorData> {
+/// An upstream of one tool, `traced_echo`, whose `repo` a 2026-07-28
+/// client repeats in an `Mcp-Param-Repo` header: it answers `ok`, and
+/// records the `traceparent` of each call it gets in `seen`.
+pub(super) fn traced(seen: Arc<Mutex<Vec<Option<String>>>>) -> ToolServer {
+    let schema = json!({"type": "object", "properties": {
+        "repo": {"type": "string", "x-mcp-header": "Repo"},
+    }});
+    ToolServer::new(
+        vec![tool("traced_echo", "Answers ok", schema)],
+        move |_, context| {
             let traceparent = context.meta.get_traceparent().map(str::to_owned);
-            self.seen.lock().unwrap().push(traceparent);
-            Ok(CallToolResult::success(vec![ContentBlock::text("ok")]).into())
-        }
-    }
+            seen.lock().unwrap().push(traceparent);
+            CallToolResult::success(vec![ContentBlock::text("ok")])
+        },
+    )
+}
+
+/// An MCP session opened at `base` without a token: its id.
+async fn open_session(base: &str) -> String {
+    let (status, headers, _) = post(base, None, None, initialize()).await;
+    assert_eq!(status, 200);
+    let id = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    post(base, None, Some(&id), initialized).await;
+    id
 }
 
 /// The log line that ends the request `id`, its quotes taken out.
@@ -95,9 +72,8 @@ fn field<'a>(line: &'a str, field: &str) -> &'a str {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn spans_follow_the_mcp_conventions_and_a_trace_continues_through_the_gateway() {
-    let traced = upstream::Traced::default();
-    let seen: Arc<Mutex<Vec<Option<String>>>> = traced.seen.clone();
-    let url = toolhost_tests::mcp_on_loopback(traced).await;
+    let seen: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
+    let url = traced(seen.clone()).serve().await;
     let dir = tempfile::tempdir().unwrap();
     let config = format!("root = \".\"\n[[upstream]]\nname = \"up\"\nurl = \"{url}\"\n");
     // Plain text: the log goes to a pipe, not a terminal.
@@ -108,17 +84,8 @@ async fn spans_follow_the_mcp_conventions_and_a_trace_continues_through_the_gate
     let served = serve_with_env(dir.path(), &config, "127.0.0.1:0", &[], &env).unwrap();
     let base = served.base.as_str();
 
-    let (status, headers, _) = post(base, None, None, initialize()).await;
-    assert_eq!(status, 200);
-    let id = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let id = open_session(base).await;
     let session = Some(id.as_str());
-    post(
-        base,
-        None,
-        session,
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-    )
-    .await;
     let request = |id: u64, method: &str, params: Value| {
         let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         post(base, None, session, message)
@@ -190,14 +157,7 @@ async fn spans_follow_the_mcp_conventions_and_a_trace_continues_through_the_gate
     assert_eq!(field(&handshake, "mcp.method.name"), "initialize");
     assert!(!handshake.contains("mcp.session.id"), "{handshake}");
 
-    let metrics = client()
-        .get(format!("{base}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = toolhost_tests::body_of(client().get(format!("{base}/metrics"))).await;
     let name = "mcp_server_operation_duration_seconds";
     for (labels, count) in [
         (
@@ -234,6 +194,13 @@ async fn spans_follow_the_mcp_conventions_and_a_trace_continues_through_the_gate
         metrics
             .lines()
             .any(|l| l == r#"toolhost_calls_total{tool="traced_echo"} 2"#),
+        "{metrics}"
+    );
+    // An unserved name is counted under the conventions' `_OTHER` there too.
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l == r#"toolhost_calls_total{tool="_OTHER"} 1"#),
         "{metrics}"
     );
 }
@@ -417,3 +384,4 @@ async fn spans_are_exported_over_otlp_with_the_callers_trace_and_no_argument_val
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+

@@ -27,6 +27,7 @@ pub mod registry;
 pub mod served;
 pub mod toolchains;
 pub mod traces;
+pub mod upstream;
 
 /// Serve the MCP server `server` (a fresh copy per session) over
 /// streamable HTTP on loopback, for the life of the runtime: its `/mcp` URL.

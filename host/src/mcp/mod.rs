@@ -852,13 +852,13 @@ impl ServerHandler for McpServer {
             .tools
             .iter()
             .any(|t| t.name == request.name);
-        let label = if known { request.name.as_ref() } else { "(unknown)" };
+        // The conventions' name for any other value of a bounded label,
+        // the same in the host's counters and the conventions' histogram.
+        let tool = if known { request.name.as_ref() } else { "_OTHER" };
         let plugin = known.then(|| self.host.tool_plugin(&request.name)).flatten();
         let failed = result.is_error == Some(true);
         self.metrics
-            .call(label, plugin.as_deref(), started.elapsed(), failed);
-        // The conventions' name for any other value of a bounded label.
-        let tool = if known { request.name.as_ref() } else { "_OTHER" };
+            .call(tool, plugin.as_deref(), started.elapsed(), failed);
         served.end(&self.metrics, Some(tool), failed.then_some(telemetry::TOOL_ERROR));
         Ok(result.into())
     }
