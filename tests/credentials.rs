@@ -19,10 +19,10 @@ use jsonwebtoken::EncodingKey;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
 use toolhost_tests::cluster::{KEY, KEY_ENV, Redis};
-use toolhost_tests::upstream::{ToolServer, tool};
+use toolhost_tests::upstream::{Answering, TaskServer, ToolServer, tool};
 use toolhost_tests::{LoopbackServer, SeenRequest, catalog_bindings, fill_plugin_dir, needs, runtime};
 
-use super::http_auth::{ISSUER, RESOURCE, client, es256_key, jwt, serve, serve_with_env};
+use super::http_auth::{ISSUER, RESOURCE, client, es256_key, jwt, post, serve, serve_with_env};
 use super::policy::Session;
 
 /// Each caller's own token at the vendor, as the store holds it.
@@ -780,3 +780,67 @@ async fn an_upstream_acting_as_each_caller_gets_their_exchanged_token_over_a_ses
     assert_eq!(calls.lock().unwrap().len(), 3, "no call went without a token");
 }
 
+/// A task-augmented call of an upstream acting as each caller would run on
+/// the host's session, as nobody: it is refused, naming the server and
+/// why, before the server hears of it; the same tool called plainly runs
+/// as the caller.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_of_an_upstream_acting_as_each_caller_is_refused_before_the_server_hears_of_it() {
+    let upstream = TaskServer::start(Answering::Sse).await;
+    let dir = tempfile::tempdir().unwrap();
+    let (key, jwk) = es256_key("k1");
+    std::fs::write(dir.path().join("jwks.json"), json!({"keys": [jwk]}).to_string()).unwrap();
+    let exp = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() + 600;
+    let alice_jwt = jwt(
+        &key,
+        "k1",
+        json!({"sub": "alice", "aud": RESOURCE, "iss": ISSUER, "exp": exp}),
+    );
+    let endpoint = token_endpoint(vec![(alice_jwt.clone(), ALICE_EXCHANGED)]).await;
+    let config = format!(
+        "root = \".\"\n[auth]\n[auth.oauth]\nresource = \"{RESOURCE}\"\nissuer = \"{ISSUER}\"\n\
+         jwks_file = \"jwks.json\"\n[credentials.exchange]\ntoken_endpoint = \"http://{}/token\"\n\
+         [[upstream]]\nname = \"jobs\"\nurl = \"{}\"\ncredential = \"exchange\"\n",
+        endpoint.addr,
+        upstream.url()
+    );
+    let served = serve(dir.path(), &config, "127.0.0.1:0", &[]).unwrap();
+    let mut alice = Session::open(&served.base, alice_jwt.clone()).await;
+
+    let params = json!({"name": "long_job", "arguments": {}, "task": {"ttl": 60_000}});
+    let message = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": params});
+    let (_, _, answer) = post(&served.base, Some(&alice_jwt), Some(alice.id()), message).await;
+    let answer = answer.unwrap();
+    let error = answer["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not refused: {answer}"));
+    for needed in ["upstream `jobs`", "acts as each caller", "without `task`"] {
+        assert!(error.contains(needed), "{needed}: {error}");
+    }
+    assert!(
+        !error.contains(ALICE_EXCHANGED) && !error.contains(&alice_jwt),
+        "{error}"
+    );
+    assert!(
+        !upstream
+            .methods()
+            .iter()
+            .any(|(method, task)| method == "tools/call" || *task),
+        "{:?}",
+        upstream.methods()
+    );
+
+    // Called plainly, it runs as Alice, with her exchanged token.
+    let plain = call(&mut alice, "long_job", json!({})).await;
+    assert_eq!(plain["content"][0]["text"], "ran plainly", "{plain}");
+    let calls: Vec<Option<String>> = upstream
+        .server
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|r| r.body.contains("\"tools/call\""))
+        .map(|r| header(r, "authorization").map(str::to_owned))
+        .collect();
+    assert_eq!(calls, [Some(format!("Bearer {ALICE_EXCHANGED}"))]);
+}

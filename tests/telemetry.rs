@@ -385,3 +385,51 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Tasks proxied to an upstream are counted in `/metrics` by each status
+/// they are seen reach, once each: `working` as the call starts one,
+/// `completed` as `tasks/get` finds it so, however often it is asked.
+#[tokio::test(flavor = "multi_thread")]
+async fn tasks_are_counted_by_status_in_metrics() {
+    use toolhost_tests::upstream::{Answering, TaskServer};
+
+    let upstream = TaskServer::start(Answering::Sse).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "root = \".\"\n[[upstream]]\nname = \"jobs\"\nurl = \"{}\"\n",
+        upstream.url()
+    );
+    let served = serve_with_env(dir.path(), &config, "127.0.0.1:0", &[], &[]).unwrap();
+    let base = served.base.as_str();
+    let id = open_session(base).await;
+    let session = Some(id.as_str());
+    let request = |id: u64, method: &str, params: Value| {
+        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        async move { post(base, None, session, message).await.2.unwrap() }
+    };
+    let params = json!({"name": "long_job", "arguments": {}, "task": {"ttl": 60_000}});
+    let created = request(2, "tools/call", params).await;
+    let task = &created["result"]["task"];
+    assert_eq!(task["status"], "working", "{created}");
+    let local = task["taskId"].as_str().unwrap().to_owned();
+    assert_ne!(local, "t1", "the server's own id was passed on");
+    for id in [3, 4] {
+        let got = request(id, "tasks/get", json!({"taskId": local})).await;
+        assert_eq!(got["result"]["status"], "completed", "{got}");
+    }
+    assert_eq!(
+        upstream
+            .methods()
+            .iter()
+            .filter(|(method, task)| method == "tools/call" && *task)
+            .count(),
+        1
+    );
+
+    let metrics = toolhost_tests::body_of(client().get(format!("{base}/metrics"))).await;
+    for sample in [
+        r#"toolhost_tasks_total{status="working"} 1"#,
+        r#"toolhost_tasks_total{status="completed"} 1"#,
+    ] {
+        assert!(metrics.lines().any(|l| l == sample), "no {sample} in:\n{metrics}");
+    }
+}

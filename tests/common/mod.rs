@@ -403,9 +403,18 @@ impl LoopbackServer {
                         log.lock().unwrap().push(request.clone());
                         tokio::time::sleep(delay(&request)).await;
                         let (status, headers, body) = handler(&request);
+                        // JSON unless the handler says what it answers.
+                        let typed = headers
+                            .iter()
+                            .any(|(k, _)| k.eq_ignore_ascii_case("content-type"));
+                        let json = if typed {
+                            ""
+                        } else {
+                            "content-type: application/json\r\n"
+                        };
                         let headers: String = headers.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
                         let head = format!(
-                            "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n{headers}content-length: {}\r\n\r\n",
+                            "HTTP/1.1 {status} X\r\n{json}{headers}content-length: {}\r\n\r\n",
                             body.len()
                         );
                         let response = [head.into_bytes(), body].concat();

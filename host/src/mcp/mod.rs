@@ -171,6 +171,7 @@ impl McpServer {
             Arc::downgrade(&subscriptions),
         ));
         let session_log = log.session();
+        let metrics = metrics::CallMetrics::new();
         Self {
             host,
             sessions,
@@ -179,13 +180,13 @@ impl McpServer {
             next_session: Arc::new(AtomicU64::new(1)),
             log,
             session_log,
-            metrics: metrics::CallMetrics::new(),
+            metrics: metrics.clone(),
             spans: None,
             caller: Caller::unauthenticated(),
             held_told: Arc::default(),
             relayed: session_slots(),
             serves_tasks: false,
-            tasks: Arc::default(),
+            tasks: Arc::new(tasks::Tasks::new(metrics)),
         }
     }
 
@@ -224,7 +225,7 @@ impl McpServer {
             held_told: self.held_told.clone(),
             relayed: session_slots(),
             serves_tasks: self.serves_tasks,
-            tasks: Arc::default(),
+            tasks: Arc::new(tasks::Tasks::new(self.metrics.clone())),
         }
     }
 
