@@ -8,6 +8,8 @@
 //! tool (`_OTHER` for a name not served, as in the host's own counters)
 //! and error type, beside the host's own metrics. Over stdio, the same
 //! span on a pipe; with `[telemetry]`, the spans exported over OTLP.
+//! Tasks proxied are counted by status, and a tool's `execution` crosses
+//! an upstream answering in plain JSON.
 
 use std::sync::{Arc, Mutex};
 
@@ -431,5 +433,40 @@ async fn tasks_are_counted_by_status_in_metrics() {
         r#"toolhost_tasks_total{status="completed"} 1"#,
     ] {
         assert!(metrics.lines().any(|l| l == sample), "no {sample} in:\n{metrics}");
+    }
+}
+
+/// An upstream over HTTP that answers `tools/list` in plain JSON rather
+/// than an event stream: its tool's `execution` reaches the client as an
+/// SSE server's does, and the list is asked once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plain_json_upstreams_tool_keeps_its_execution() {
+    use toolhost_tests::upstream::{Answering, TaskServer};
+
+    for answering in [Answering::Json, Answering::Sse] {
+        let upstream = TaskServer::start(answering).await;
+        let dir = tempfile::tempdir().unwrap();
+        let config = format!(
+            "root = \".\"\n[[upstream]]\nname = \"jobs\"\nurl = \"{}\"\n",
+            upstream.url()
+        );
+        let served = serve_with_env(dir.path(), &config, "127.0.0.1:0", &[], &[]).unwrap();
+        let base = served.base.as_str();
+        let id = open_session(base).await;
+        let message = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}});
+        let listed = post(base, None, Some(&id), message).await.2.unwrap();
+        let tools = listed["result"]["tools"].as_array().unwrap();
+        let job = tools.iter().find(|t| t["name"] == "long_job").unwrap();
+        assert_eq!(job["execution"], json!({"taskSupport": "optional"}), "{job}");
+        let lists = upstream
+            .methods()
+            .iter()
+            .filter(|(method, _)| method == "tools/list")
+            .count();
+        match answering {
+            Answering::Json => assert_eq!(lists, 1),
+            // Asked once by the host, then through rmcp's client.
+            Answering::Sse => assert_eq!(lists, 2),
+        }
     }
 }
