@@ -15,9 +15,9 @@ use std::sync::{Arc, Mutex};
 
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
-use toolhost_tests::upstream::{ToolServer, tool};
+use toolhost_tests::upstream::{Answering, TaskServer, ToolServer, tool};
 
-use super::http_auth::{client, initialize, post, serve_with_env};
+use super::http_auth::{Running, client, initialize, post, serve_with_env};
 
 /// A client's trace context, as a tracing client sends it.
 const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -387,22 +387,29 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Tasks proxied to an upstream are counted in `/metrics` by each status
-/// they are seen reach, once each: `working` as the call starts one,
-/// `completed` as `tasks/get` finds it so, however often it is asked.
-#[tokio::test(flavor = "multi_thread")]
-async fn tasks_are_counted_by_status_in_metrics() {
-    use toolhost_tests::upstream::{Answering, TaskServer};
-
-    let upstream = TaskServer::start(Answering::Sse).await;
+/// `toolhost serve --http` over one upstream, `jobs`, the test suite's
+/// task server answering as `answering`, and a session opened to it: the
+/// server, the host's directory (kept as long as the host), the host and
+/// the session's id.
+async fn serving_jobs(answering: Answering) -> (TaskServer, tempfile::TempDir, Running, String) {
+    let upstream = TaskServer::start(answering).await;
     let dir = tempfile::tempdir().unwrap();
     let config = format!(
         "root = \".\"\n[[upstream]]\nname = \"jobs\"\nurl = \"{}\"\n",
         upstream.url()
     );
     let served = serve_with_env(dir.path(), &config, "127.0.0.1:0", &[], &[]).unwrap();
+    let id = open_session(&served.base).await;
+    (upstream, dir, served, id)
+}
+
+/// Tasks proxied to an upstream are counted in `/metrics` by each status
+/// they are seen reach, once each: `working` as the call starts one,
+/// `completed` as `tasks/get` finds it so, however often it is asked.
+#[tokio::test(flavor = "multi_thread")]
+async fn tasks_are_counted_by_status_in_metrics() {
+    let (upstream, _dir, served, id) = serving_jobs(Answering::Sse).await;
     let base = served.base.as_str();
-    let id = open_session(base).await;
     let session = Some(id.as_str());
     let request = |id: u64, method: &str, params: Value| {
         let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
@@ -441,18 +448,9 @@ async fn tasks_are_counted_by_status_in_metrics() {
 /// SSE server's does, and the list is asked once.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_plain_json_upstreams_tool_keeps_its_execution() {
-    use toolhost_tests::upstream::{Answering, TaskServer};
-
     for answering in [Answering::Json, Answering::Sse] {
-        let upstream = TaskServer::start(answering).await;
-        let dir = tempfile::tempdir().unwrap();
-        let config = format!(
-            "root = \".\"\n[[upstream]]\nname = \"jobs\"\nurl = \"{}\"\n",
-            upstream.url()
-        );
-        let served = serve_with_env(dir.path(), &config, "127.0.0.1:0", &[], &[]).unwrap();
+        let (upstream, _dir, served, id) = serving_jobs(answering).await;
         let base = served.base.as_str();
-        let id = open_session(base).await;
         let message = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}});
         let listed = post(base, None, Some(&id), message).await.2.unwrap();
         let tools = listed["result"]["tools"].as_array().unwrap();
