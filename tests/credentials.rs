@@ -12,14 +12,17 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use jsonwebtoken::EncodingKey;
+use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
 use toolhost_tests::cluster::{KEY, KEY_ENV, Redis};
+use toolhost_tests::upstream::{Answering, TaskServer, ToolServer, tool};
 use toolhost_tests::{LoopbackServer, SeenRequest, catalog_bindings, fill_plugin_dir, needs, runtime};
 
-use super::http_auth::{ISSUER, RESOURCE, client, es256_key, jwt, serve, serve_with_env};
+use super::http_auth::{ISSUER, RESOURCE, client, es256_key, jwt, post, serve, serve_with_env};
 use super::policy::Session;
 
 /// Each caller's own token at the vendor, as the store holds it.
@@ -331,6 +334,73 @@ async fn a_store_open_to_others_stops_the_start_by_name() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_store_directory_serves_each_caller_from_their_own_file_and_no_subject_escapes_it() {
+    let vendor = vendor(&[(ALICE_TOKEN, "alice"), (BOB_TOKEN, "bob")]).await;
+    let team = Team::new(
+        &vendor,
+        "from = \"store\"",
+        "[credentials]\ndir = \"credentials.d\"\n",
+    )
+    .await;
+    let dir = team.path().join("credentials.d");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let put = |name: &str, token: &str| {
+        let file = dir.join(name);
+        std::fs::write(&file, format!("[tracker]\ntracker = \"{token}\"\n")).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    };
+    put("alice.toml", ALICE_TOKEN);
+    // `auth0|bob`, percent-encoded.
+    put("auth0%7Cbob.toml", BOB_TOKEN);
+    // Beside the directory, where `../carol` would lead if taken as a path.
+    put("../carol.toml", ALICE_TOKEN);
+    let served = serve(team.path(), &team.config, "127.0.0.1:0", &[]).unwrap();
+
+    let mut alice = Session::open(&served.base, team.token("alice")).await;
+    let hers = call(&mut alice, "get_issue", json!({"key": "WEB-1"})).await;
+    assert_eq!(title(&hers), "alice's WEB-1", "{hers}");
+    let mut bob = Session::open(&served.base, team.token("auth0|bob")).await;
+    let his = call(&mut bob, "get_issue", json!({"key": "WEB-2"})).await;
+    assert_eq!(title(&his), "bob's WEB-2", "{his}");
+
+    // A subject shaped as a path reaches no file but its own, encoded one,
+    // which the error names.
+    let mut mallory = Session::open(&served.base, team.token("../carol")).await;
+    let refused = call(&mut mallory, "get_issue", json!({"key": "WEB-1"})).await;
+    assert_eq!(refused["isError"], true, "{refused}");
+    let text = refused["content"][0]["text"].as_str().unwrap();
+    let own = dir.join("%2E.%2Fcarol.toml");
+    for needed in [
+        "plugin `tracker`",
+        &own.display().to_string(),
+        "[tracker] tracker",
+    ] {
+        assert!(text.contains(needed), "{needed}: {text}");
+    }
+    assert!(!text.contains(ALICE_TOKEN) && !text.contains(BOB_TOKEN), "{text}");
+    assert_eq!(gets(&vendor, "/issues/WEB-1"), [format!("Bearer {ALICE_TOKEN}")]);
+
+    // A caller's file added while serving is read at their next call.
+    let mut carol = Session::open(&served.base, team.token("carol")).await;
+    let before = call(&mut carol, "get_issue", json!({"key": "WEB-3"})).await;
+    assert_eq!(before["isError"], true, "{before}");
+    put("carol.toml", BOB_TOKEN);
+    let after = call(&mut carol, "get_issue", json!({"key": "WEB-3"})).await;
+    assert_eq!(title(&after), "bob's WEB-3", "{after}");
+
+    // Opened to others, the directory refuses every caller, by name.
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let open = call(&mut alice, "get_issue", json!({"key": "WEB-4"})).await;
+    assert_eq!(open["isError"], true, "{open}");
+    let text = open["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains(&dir.display().to_string()) && text.contains("chmod 700"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_secret_from_the_store_without_a_store_stops_the_start_naming_it() {
     let vendor = vendor(&[]).await;
     let team = Team::new(&vendor, "from = \"store\"", "").await;
@@ -582,88 +652,51 @@ async fn a_plugin_echoing_its_request_learns_neither_the_caller_nor_their_creden
     }
 }
 
+/// Each call an upstream got: its `Authorization` and MCP session.
+type Calls = Arc<Mutex<Vec<(String, String)>>>;
+
 /// An upstream MCP server over streamable HTTP that answers `whoami` with
-/// the owner of the bearer token it was called with, and records each
-/// call's token and MCP session.
-mod account {
-    use std::sync::{Arc, Mutex};
-
-    use axum::http::request::Parts;
-    use rmcp::model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
-        PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    };
-    use rmcp::service::{RequestContext, RoleServer};
-    use rmcp::{ErrorData, ServerHandler};
-    use serde_json::json;
-
-    /// (token → owner), and each call's (`Authorization`, MCP session).
-    #[derive(Clone, Default)]
-    pub struct Account {
-        pub owners: Vec<(String, String)>,
-        pub calls: Arc<Mutex<Vec<(String, String)>>>,
-    }
-
-    impl ServerHandler for Account {
-        fn get_info(&self) -> ServerConfig {
-            ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+/// the owner of the bearer token it was called with (`owners`: token →
+/// owner), and records each call's token and MCP session in `calls`.
+fn account(owners: Vec<(String, String)>, calls: Calls) -> ToolServer {
+    let whoami = tool(
+        "whoami",
+        "Who the server is talking to",
+        json!({"type": "object", "properties": {}}),
+    );
+    ToolServer::new(vec![whoami], move |_, context| {
+        let parts = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .expect("an HTTP request");
+        let header = |name: &str| {
+            parts
+                .headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let auth = header("authorization");
+        calls
+            .lock()
+            .unwrap()
+            .push((auth.clone(), header("mcp-session-id")));
+        match owners.iter().find(|(t, _)| format!("Bearer {t}") == auth) {
+            Some((_, owner)) => CallToolResult::success(vec![ContentBlock::text(format!("you are {owner}"))]),
+            None => CallToolResult::error(vec![ContentBlock::text("who are you?")]),
         }
-
-        async fn list_tools(
-            &self,
-            _request: Option<PaginatedRequestParams>,
-            _context: RequestContext<RoleServer>,
-        ) -> Result<ListToolsResult, ErrorData> {
-            let schema = json!({"type": "object", "properties": {}});
-            let tool = Tool::new(
-                "whoami",
-                "Who the server is talking to",
-                Arc::new(schema.as_object().unwrap().clone()),
-            );
-            Ok(ListToolsResult::with_all_items(vec![tool]))
-        }
-
-        async fn call_tool(
-            &self,
-            _request: CallToolRequestParams,
-            context: RequestContext<RoleServer>,
-        ) -> Result<CallToolResponse, ErrorData> {
-            let parts = context.extensions.get::<Parts>().expect("an HTTP request");
-            let header = |name: &str| {
-                parts
-                    .headers
-                    .get(name)
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or_default()
-                    .to_owned()
-            };
-            let auth = header("authorization");
-            self.calls
-                .lock()
-                .unwrap()
-                .push((auth.clone(), header("mcp-session-id")));
-            let owner = self.owners.iter().find(|(t, _)| format!("Bearer {t}") == auth);
-            Ok(match owner {
-                Some((_, owner)) => {
-                    CallToolResult::success(vec![ContentBlock::text(format!("you are {owner}"))])
-                }
-                None => CallToolResult::error(vec![ContentBlock::text("who are you?")]),
-            }
-            .into())
-        }
-    }
+    })
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_upstream_acting_as_each_caller_gets_their_exchanged_token_over_a_session_of_their_own() {
-    let account = account::Account {
-        owners: vec![
-            (ALICE_EXCHANGED.to_owned(), "alice".to_owned()),
-            (BOB_EXCHANGED.to_owned(), "bob".to_owned()),
-        ],
-        ..Default::default()
-    };
-    let url = toolhost_tests::mcp_on_loopback(account.clone()).await;
+    let calls = Calls::default();
+    let owners = vec![
+        (ALICE_EXCHANGED.to_owned(), "alice".to_owned()),
+        (BOB_EXCHANGED.to_owned(), "bob".to_owned()),
+    ];
+    let url = account(owners, calls.clone()).serve().await;
     let dir = tempfile::tempdir().unwrap();
     let (key, jwk) = es256_key("k1");
     std::fs::write(dir.path().join("jwks.json"), json!({"keys": [jwk]}).to_string()).unwrap();
@@ -720,8 +753,8 @@ async fn an_upstream_acting_as_each_caller_gets_their_exchanged_token_over_a_ses
     // One exchange and one session per caller: Alice's two calls went over
     // one session, Bob's over another.
     assert_eq!(endpoint.seen.lock().unwrap().len(), 2);
-    let calls = account.calls.lock().unwrap().clone();
-    let auth: Vec<&str> = calls.iter().map(|(a, _)| a.as_str()).collect();
+    let seen = calls.lock().unwrap().clone();
+    let auth: Vec<&str> = seen.iter().map(|(a, _)| a.as_str()).collect();
     let bearer = |t: &str| format!("Bearer {t}");
     assert_eq!(
         auth,
@@ -731,8 +764,8 @@ async fn an_upstream_acting_as_each_caller_gets_their_exchanged_token_over_a_ses
             bearer(ALICE_EXCHANGED)
         ]
     );
-    assert_eq!(calls[0].1, calls[2].1, "{calls:?}");
-    assert_ne!(calls[0].1, calls[1].1, "{calls:?}");
+    assert_eq!(seen[0].1, seen[2].1, "{seen:?}");
+    assert_ne!(seen[0].1, seen[1].1, "{seen:?}");
     // A refused exchange is Mallory's tool error, naming the upstream, the
     // endpoint and the code, never a token.
     let mut mallory = Session::open(&served.base, mallory_jwt.clone()).await;
@@ -744,9 +777,70 @@ async fn an_upstream_acting_as_each_caller_gets_their_exchanged_token_over_a_ses
         "{text}"
     );
     assert!(!text.contains(&mallory_jwt), "{text}");
-    assert_eq!(
-        account.calls.lock().unwrap().len(),
-        3,
-        "no call went without a token"
+    assert_eq!(calls.lock().unwrap().len(), 3, "no call went without a token");
+}
+
+/// A task-augmented call of an upstream acting as each caller would run on
+/// the host's session, as nobody: it is refused, naming the server and
+/// why, before the server hears of it; the same tool called plainly runs
+/// as the caller.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_of_an_upstream_acting_as_each_caller_is_refused_before_the_server_hears_of_it() {
+    let upstream = TaskServer::start(Answering::Sse).await;
+    let dir = tempfile::tempdir().unwrap();
+    let (key, jwk) = es256_key("k1");
+    std::fs::write(dir.path().join("jwks.json"), json!({"keys": [jwk]}).to_string()).unwrap();
+    let exp = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() + 600;
+    let alice_jwt = jwt(
+        &key,
+        "k1",
+        json!({"sub": "alice", "aud": RESOURCE, "iss": ISSUER, "exp": exp}),
     );
+    let endpoint = token_endpoint(vec![(alice_jwt.clone(), ALICE_EXCHANGED)]).await;
+    let config = format!(
+        "root = \".\"\n[auth]\n[auth.oauth]\nresource = \"{RESOURCE}\"\nissuer = \"{ISSUER}\"\n\
+         jwks_file = \"jwks.json\"\n[credentials.exchange]\ntoken_endpoint = \"http://{}/token\"\n\
+         [[upstream]]\nname = \"jobs\"\nurl = \"{}\"\ncredential = \"exchange\"\n",
+        endpoint.addr,
+        upstream.url()
+    );
+    let served = serve(dir.path(), &config, "127.0.0.1:0", &[]).unwrap();
+    let mut alice = Session::open(&served.base, alice_jwt.clone()).await;
+
+    let params = json!({"name": "long_job", "arguments": {}, "task": {"ttl": 60_000}});
+    let message = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": params});
+    let (_, _, answer) = post(&served.base, Some(&alice_jwt), Some(alice.id()), message).await;
+    let answer = answer.unwrap();
+    let error = answer["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not refused: {answer}"));
+    for needed in ["upstream `jobs`", "acts as each caller", "without `task`"] {
+        assert!(error.contains(needed), "{needed}: {error}");
+    }
+    assert!(
+        !error.contains(ALICE_EXCHANGED) && !error.contains(&alice_jwt),
+        "{error}"
+    );
+    assert!(
+        !upstream
+            .methods()
+            .iter()
+            .any(|(method, task)| method == "tools/call" || *task),
+        "{:?}",
+        upstream.methods()
+    );
+
+    // Called plainly, it runs as Alice, with her exchanged token.
+    let plain = call(&mut alice, "long_job", json!({})).await;
+    assert_eq!(plain["content"][0]["text"], "ran plainly", "{plain}");
+    let calls: Vec<Option<String>> = upstream
+        .server
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|r| r.body.contains("\"tools/call\""))
+        .map(|r| header(r, "authorization").map(str::to_owned))
+        .collect();
+    assert_eq!(calls, [Some(format!("Bearer {ALICE_EXCHANGED}"))]);
 }

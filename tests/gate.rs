@@ -6,9 +6,11 @@
 //! The attacks are `fixture_attack_http` with `leak = "blocks"`: a result
 //! of nothing but empty text blocks, served by a host as a client calls it.
 
+use rmcp::model::{CallToolResult, ContentBlock, MetaObject};
 use serde_json::json;
 use toolhost::Toolhost;
 use toolhost::internals::Sources;
+use toolhost_tests::upstream::{ToolServer, tool};
 use toolhost_tests::{call_ok, joined_text, load};
 
 /// The attack plugin, with `limits`, returning `blocks` empty text blocks,
@@ -66,65 +68,27 @@ fn hex(text: &str) -> String {
     text.bytes().map(|b| format!("{b:02x}")).collect()
 }
 
-mod hostile {
-    use std::sync::Arc;
-
-    use rmcp::model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult, MetaObject,
-        PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    };
-    use rmcp::service::{RequestContext, RoleServer};
-    use rmcp::{ErrorData, ServerHandler};
-    use serde_json::json;
-
-    /// Lists `lookup` with the secret hex in its description, reversed in a
-    /// parameter's and plain in its `_meta`; a call answers it split across
-    /// two text blocks, in capitals in the result's `_meta`.
-    #[derive(Clone)]
-    pub struct Hostile(pub String);
-
-    impl ServerHandler for Hostile {
-        fn get_info(&self) -> ServerConfig {
-            ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-        }
-
-        async fn list_tools(
-            &self,
-            _request: Option<PaginatedRequestParams>,
-            _context: RequestContext<RoleServer>,
-        ) -> Result<ListToolsResult, ErrorData> {
-            let reversed: String = self.0.chars().rev().collect();
-            let schema =
-                json!({"type": "object", "properties": {"q": {"type": "string", "description": reversed}}});
-            let mut tool = Tool::new(
-                "lookup",
-                format!("Looks up {}", super::hex(&self.0)),
-                Arc::new(schema.as_object().unwrap().clone()),
-            );
-            let mut meta = serde_json::Map::new();
-            meta.insert("key".into(), json!(self.0));
-            tool.meta = Some(MetaObject(meta));
-            Ok(ListToolsResult::with_all_items(vec![tool]))
-        }
-
-        async fn call_tool(
-            &self,
-            _request: CallToolRequestParams,
-            _context: RequestContext<RoleServer>,
-        ) -> Result<CallToolResponse, ErrorData> {
-            let (a, b) = self.0.split_at(self.0.len() / 2);
-            let mut result = CallToolResult::success(vec![ContentBlock::text(a), ContentBlock::text(b)]);
-            let mut meta = serde_json::Map::new();
-            meta.insert("echo".into(), json!(self.0.to_uppercase()));
-            result.meta = Some(MetaObject(meta));
-            Ok(result.into())
-        }
-    }
-
-    /// Serve `server` over streamable HTTP on loopback: its `/mcp` URL.
-    pub async fn serve(server: Hostile) -> String {
-        toolhost_tests::mcp_on_loopback(server).await
-    }
+/// Lists `lookup` with `secret` in hex in its description, reversed in a
+/// parameter's and plain in its `_meta`; a call answers it split across
+/// two text blocks, in capitals in the result's `_meta`.
+fn hostile(secret: &str) -> ToolServer {
+    let reversed: String = secret.chars().rev().collect();
+    let schema = json!({"type": "object", "properties": {"q": {"type": "string", "description": reversed}}});
+    let mut lookup = tool("lookup", format!("Looks up {}", hex(secret)), schema);
+    lookup.meta = Some(MetaObject(serde_json::Map::from_iter([(
+        "key".to_owned(),
+        json!(secret),
+    )])));
+    let secret = secret.to_owned();
+    ToolServer::new(vec![lookup], move |_, _| {
+        let (a, b) = secret.split_at(secret.len() / 2);
+        let mut result = CallToolResult::success(vec![ContentBlock::text(a), ContentBlock::text(b)]);
+        result.meta = Some(MetaObject(serde_json::Map::from_iter([(
+            "echo".to_owned(),
+            json!(secret.to_uppercase()),
+        )])));
+        result
+    })
 }
 
 /// An upstream server that learnt the header toolhost sends it hands it
@@ -134,7 +98,7 @@ mod hostile {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_upstreams_configured_header_never_reaches_the_client() {
     const SECRET: &str = "ups-s3cret-77d0";
-    let url = hostile::serve(hostile::Hostile(SECRET.into())).await;
+    let url = hostile(SECRET).serve().await;
     let config: toolhost::UpstreamConfig = serde_json::from_value(json!({
         "name": "hostile",
         "url": url,

@@ -206,7 +206,7 @@ fn a_broken_policy_file_stops_the_start_naming_its_file_and_line() {
 /// tool is found (nor listed), so his reaches the policy, which denies it.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_tool_hidden_from_a_caller_is_not_found_for_them_either() {
-    let url = toolhost_tests::mcp_on_loopback(super::telemetry::upstream::Traced::default()).await;
+    let url = super::telemetry::traced(Default::default()).serve().await;
     let dir = tempfile::tempdir().unwrap();
     let (key, jwk) = es256_key("k1");
     std::fs::write(dir.path().join("jwks.json"), json!({"keys": [jwk]}).to_string()).unwrap();

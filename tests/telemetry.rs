@@ -5,14 +5,19 @@
 //! `traceparent` continues through the gateway to the upstream under the
 //! host's own span, a malformed one starts a new trace and is never echoed;
 //! and `/metrics` holds `mcp_server_operation_duration_seconds` by method,
-//! tool (`_OTHER` for a name not served) and error type, beside the host's
-//! own metrics. Over stdio, the same span on a pipe.
+//! tool (`_OTHER` for a name not served, as in the host's own counters)
+//! and error type, beside the host's own metrics. Over stdio, the same
+//! span on a pipe; with `[telemetry]`, the spans exported over OTLP.
+//! Tasks proxied are counted by status, and a tool's `execution` crosses
+//! an upstream answering in plain JSON.
 
 use std::sync::{Arc, Mutex};
 
+use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
+use toolhost_tests::upstream::{Answering, TaskServer, ToolServer, tool};
 
-use super::http_auth::{client, initialize, post, serve_with_env};
+use super::http_auth::{Running, client, initialize, post, serve_with_env};
 
 /// A client's trace context, as a tracing client sends it.
 const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -21,56 +26,31 @@ const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 /// reach the log nor the upstream.
 const MALFORMED: &str = "00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01-injected";
 
-pub(super) mod upstream {
-    use std::sync::{Arc, Mutex};
-
-    use rmcp::model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
-        PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    };
-    use rmcp::service::{RequestContext, RoleServer};
-    use rmcp::{ErrorData, ServerHandler};
-    use serde_json::json;
-
-    /// One tool, `traced_echo`, whose `repo` a 2026-07-28 client repeats
-    /// in an `Mcp-Param-Repo` header; the `traceparent` of each call it
-    /// gets.
-    #[derive(Clone, Default)]
-    pub struct Traced {
-        pub seen: Arc<Mutex<Vec<Option<String>>>>,
-    }
-
-    impl ServerHandler for Traced {
-        fn get_info(&self) -> ServerConfig {
-            ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-        }
-
-        async fn list_tools(
-            &self,
-            _request: Option<PaginatedRequestParams>,
-            _context: RequestContext<RoleServer>,
-        ) -> Result<ListToolsResult, ErrorData> {
-            let schema = json!({"type": "object", "properties": {
-                "repo": {"type": "string", "x-mcp-header": "Repo"},
-            }});
-            let tool = Tool::new(
-                "traced_echo",
-                "Answers ok",
-                Arc::new(schema.as_object().unwrap().clone()),
-            );
-            Ok(ListToolsResult::with_all_items(vec![tool]))
-        }
-
-        async fn call_tool(
-            &self,
-            _request: CallToolRequestParams,
-            context: RequestContext<RoleServer>,
-        ) -> Result<CallToolResponse, ErrorData> {
+/// An upstream of one tool, `traced_echo`, whose `repo` a 2026-07-28
+/// client repeats in an `Mcp-Param-Repo` header: it answers `ok`, and
+/// records the `traceparent` of each call it gets in `seen`.
+pub(super) fn traced(seen: Arc<Mutex<Vec<Option<String>>>>) -> ToolServer {
+    let schema = json!({"type": "object", "properties": {
+        "repo": {"type": "string", "x-mcp-header": "Repo"},
+    }});
+    ToolServer::new(
+        vec![tool("traced_echo", "Answers ok", schema)],
+        move |_, context| {
             let traceparent = context.meta.get_traceparent().map(str::to_owned);
-            self.seen.lock().unwrap().push(traceparent);
-            Ok(CallToolResult::success(vec![ContentBlock::text("ok")]).into())
-        }
-    }
+            seen.lock().unwrap().push(traceparent);
+            CallToolResult::success(vec![ContentBlock::text("ok")])
+        },
+    )
+}
+
+/// An MCP session opened at `base` without a token: its id.
+async fn open_session(base: &str) -> String {
+    let (status, headers, _) = post(base, None, None, initialize()).await;
+    assert_eq!(status, 200);
+    let id = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    post(base, None, Some(&id), initialized).await;
+    id
 }
 
 /// The log line that ends the request `id`, its quotes taken out.
@@ -94,9 +74,8 @@ fn field<'a>(line: &'a str, field: &str) -> &'a str {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn spans_follow_the_mcp_conventions_and_a_trace_continues_through_the_gateway() {
-    let traced = upstream::Traced::default();
-    let seen: Arc<Mutex<Vec<Option<String>>>> = traced.seen.clone();
-    let url = toolhost_tests::mcp_on_loopback(traced).await;
+    let seen: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
+    let url = traced(seen.clone()).serve().await;
     let dir = tempfile::tempdir().unwrap();
     let config = format!("root = \".\"\n[[upstream]]\nname = \"up\"\nurl = \"{url}\"\n");
     // Plain text: the log goes to a pipe, not a terminal.
@@ -107,17 +86,8 @@ async fn spans_follow_the_mcp_conventions_and_a_trace_continues_through_the_gate
     let served = serve_with_env(dir.path(), &config, "127.0.0.1:0", &[], &env).unwrap();
     let base = served.base.as_str();
 
-    let (status, headers, _) = post(base, None, None, initialize()).await;
-    assert_eq!(status, 200);
-    let id = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let id = open_session(base).await;
     let session = Some(id.as_str());
-    post(
-        base,
-        None,
-        session,
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-    )
-    .await;
     let request = |id: u64, method: &str, params: Value| {
         let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         post(base, None, session, message)
@@ -189,14 +159,7 @@ async fn spans_follow_the_mcp_conventions_and_a_trace_continues_through_the_gate
     assert_eq!(field(&handshake, "mcp.method.name"), "initialize");
     assert!(!handshake.contains("mcp.session.id"), "{handshake}");
 
-    let metrics = client()
-        .get(format!("{base}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = toolhost_tests::body_of(client().get(format!("{base}/metrics"))).await;
     let name = "mcp_server_operation_duration_seconds";
     for (labels, count) in [
         (
@@ -235,30 +198,33 @@ async fn spans_follow_the_mcp_conventions_and_a_trace_continues_through_the_gate
             .any(|l| l == r#"toolhost_calls_total{tool="traced_echo"} 2"#),
         "{metrics}"
     );
+    // An unserved name is counted under the conventions' `_OTHER` there too.
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l == r#"toolhost_calls_total{tool="_OTHER"} 1"#),
+        "{metrics}"
+    );
 }
 
-/// Over stdio the transport is a pipe, there is no session id, and a
-/// client's trace context is taken as over HTTP.
-#[test]
-fn a_stdio_request_is_traced_on_a_pipe() {
-    use std::io::{BufRead, BufReader, Read, Write};
+/// `toolhost serve` over stdio in `dir` (its `toolhost.toml`, an empty
+/// plugin directory `plugins`), with `env`, spoken to line by line: the
+/// handshake, then a call of `read` of `path` under the client's trace
+/// context. The call's answer, and the process's output once its stdin
+/// is closed (which stops it).
+fn read_over_stdio(dir: &std::path::Path, env: &[(&str, &str)], path: &str) -> (Value, std::process::Output) {
+    use std::io::{BufRead, BufReader, Write};
     use std::process::Stdio;
 
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("plugins")).unwrap();
-    std::fs::write(dir.path().join("a.txt"), "one\n").unwrap();
-    std::fs::write(dir.path().join("toolhost.toml"), "root = \".\"\n").unwrap();
+    std::fs::create_dir_all(dir.join("plugins")).unwrap();
     let mut child = toolhost_tests::toolhost()
-        .current_dir(dir.path())
+        .current_dir(dir)
         .arg("--config")
-        .arg(dir.path().join("toolhost.toml"))
+        .arg(dir.join("toolhost.toml"))
         .arg("--plugins")
-        .arg(dir.path().join("plugins"))
+        .arg(dir.join("plugins"))
         .arg("serve")
-        .envs([
-            ("RUST_LOG", "warn,toolhost::mcp::telemetry=info"),
-            ("NO_COLOR", "1"),
-        ])
+        .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -271,22 +237,234 @@ fn a_stdio_request_is_traced_on_a_pipe() {
     let answer: Value = serde_json::from_str(&answers.next().unwrap().unwrap()).unwrap();
     assert_eq!(answer["id"], 1, "{answer}");
     send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    let params = json!({"name": "read", "arguments": {"path": "a.txt"}, "_meta": {"traceparent": PARENT}});
+    let params = json!({"name": "read", "arguments": {"path": path}, "_meta": {"traceparent": PARENT}});
     send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}));
     let answer: Value = serde_json::from_str(&answers.next().unwrap().unwrap()).unwrap();
     assert_eq!(answer["id"], 2, "{answer}");
+    drop(stdin);
+    (answer, child.wait_with_output().unwrap())
+}
+
+/// Over stdio the transport is a pipe, there is no session id, and a
+/// client's trace context is taken as over HTTP.
+#[test]
+fn a_stdio_request_is_traced_on_a_pipe() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "one\n").unwrap();
+    std::fs::write(dir.path().join("toolhost.toml"), "root = \".\"\n").unwrap();
+    let env = [
+        ("RUST_LOG", "warn,toolhost::mcp::telemetry=info"),
+        ("NO_COLOR", "1"),
+    ];
+    let (answer, out) = read_over_stdio(dir.path(), &env, "a.txt");
     assert!(
         answer["result"]["content"].to_string().contains("one"),
         "{answer}"
     );
-    drop(stdin);
-    child.wait().unwrap();
-    let mut log = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut log).unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
 
     let call = ended(&log, 2);
     assert_eq!(field(&call, "network.transport"), "pipe", "{call}");
     assert_eq!(field(&call, "gen_ai.tool.name"), "read", "{call}");
     assert_eq!(field(&call, "trace_id"), TRACE_ID, "{call}");
     assert!(!call.contains("mcp.session.id"), "{call}");
+}
+
+/// With `[telemetry]`, the spans are exported over OTLP/HTTP (protobuf)
+/// to a collector on loopback, with the collector's key from the
+/// environment: a call's span carries the conventions' attributes and the
+/// client's trace, and nothing of its arguments or result; a request
+/// without a trace context starts a sampled trace of the host's own.
+#[tokio::test(flavor = "multi_thread")]
+async fn spans_are_exported_over_otlp_with_the_callers_trace_and_no_argument_value() {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+    use opentelemetry_proto::tonic::trace::v1::Span;
+    use prost::Message;
+
+    const KEY: &str = "Bearer otlp-key-5d1e0b";
+    let collector =
+        toolhost_tests::LoopbackServer::start(std::time::Duration::ZERO, |_| (200, String::new())).await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes-7c3a.txt"), "the body 81f2\n").unwrap();
+    let config = format!(
+        "root = \".\"\n[telemetry]\nendpoint = \"http://{}\"\nservice_name = \"team-tools\"\n\
+         [telemetry.headers_env]\nauthorization = \"TOOLHOST_TEST_OTLP_KEY\"\n",
+        collector.addr
+    );
+    std::fs::write(dir.path().join("toolhost.toml"), config).unwrap();
+    // The host exports what waits as it stops, when the call is answered.
+    let path = dir.path().to_owned();
+    let (answer, out) = tokio::task::spawn_blocking(move || {
+        read_over_stdio(
+            &path,
+            &[("TOOLHOST_TEST_OTLP_KEY", KEY), ("NO_COLOR", "1")],
+            "notes-7c3a.txt",
+        )
+    })
+    .await
+    .unwrap();
+    assert!(answer.to_string().contains("the body 81f2"), "{answer}");
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    assert!(
+        !log.contains("otlp-key"),
+        "the collector's key was logged:\n{log}"
+    );
+
+    let seen = collector.seen.lock().unwrap().clone();
+    assert!(!seen.is_empty(), "nothing exported; log:\n{log}");
+    let mut spans: Vec<(String, Span)> = Vec::new();
+    for request in &seen {
+        assert_eq!(
+            (request.method.as_str(), request.path.as_str()),
+            ("POST", "/v1/traces")
+        );
+        let header = |name: &str| {
+            request
+                .headers
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(header("authorization"), Some(KEY));
+        assert_eq!(header("content-type"), Some("application/x-protobuf"));
+        for secret in ["notes-7c3a", "81f2"] {
+            assert!(
+                !request.raw.windows(secret.len()).any(|w| w == secret.as_bytes()),
+                "{secret} was exported"
+            );
+        }
+        let export = ExportTraceServiceRequest::decode(request.raw.as_slice()).unwrap();
+        for resource in export.resource_spans {
+            let service = resource
+                .resource
+                .iter()
+                .flat_map(|r| &r.attributes)
+                .find(|a| a.key == "service.name")
+                .and_then(|a| a.value.clone()?.value);
+            let Some(Any::StringValue(service)) = service else {
+                panic!("no service.name");
+            };
+            for scope in resource.scope_spans {
+                spans.extend(scope.spans.into_iter().map(|s| (service.clone(), s)));
+            }
+        }
+    }
+    let attribute = |span: &Span, key: &str| {
+        span.attributes
+            .iter()
+            .find(|a| a.key == key)
+            .and_then(|a| match a.value.clone()?.value {
+                Some(Any::StringValue(v)) => Some(v),
+                _ => None,
+            })
+    };
+    let (service, call) = spans
+        .iter()
+        .find(|(_, s)| attribute(s, "mcp.method.name").as_deref() == Some("tools/call"))
+        .unwrap_or_else(|| panic!("no tools/call span in {spans:?}"));
+    assert_eq!(service, "team-tools");
+    assert_eq!(call.name, "tools/call read");
+    assert_eq!(attribute(call, "gen_ai.tool.name").as_deref(), Some("read"));
+    assert_eq!(attribute(call, "network.transport").as_deref(), Some("pipe"));
+    assert_eq!(attribute(call, "jsonrpc.request.id").as_deref(), Some("2"));
+    assert_eq!(hex(&call.trace_id), TRACE_ID);
+    assert_eq!(hex(&call.parent_span_id), "00f067aa0ba902b7");
+    assert_eq!(call.kind, 2, "server");
+    assert!(call.end_time_unix_nano >= call.start_time_unix_nano);
+    // The handshake had no trace context: a trace of the host's own,
+    // sampled since it exports.
+    let (_, handshake) = spans
+        .iter()
+        .find(|(_, s)| attribute(s, "mcp.method.name").as_deref() == Some("initialize"))
+        .unwrap_or_else(|| panic!("no initialize span in {spans:?}"));
+    assert_ne!(hex(&handshake.trace_id), TRACE_ID);
+    assert!(handshake.parent_span_id.is_empty());
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `toolhost serve --http` over one upstream, `jobs`, the test suite's
+/// task server answering as `answering`, and a session opened to it: the
+/// server, the host's directory (kept as long as the host), the host and
+/// the session's id.
+async fn serving_jobs(answering: Answering) -> (TaskServer, tempfile::TempDir, Running, String) {
+    let upstream = TaskServer::start(answering).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "root = \".\"\n[[upstream]]\nname = \"jobs\"\nurl = \"{}\"\n",
+        upstream.url()
+    );
+    let served = serve_with_env(dir.path(), &config, "127.0.0.1:0", &[], &[]).unwrap();
+    let id = open_session(&served.base).await;
+    (upstream, dir, served, id)
+}
+
+/// Tasks proxied to an upstream are counted in `/metrics` by each status
+/// they are seen reach, once each: `working` as the call starts one,
+/// `completed` as `tasks/get` finds it so, however often it is asked.
+#[tokio::test(flavor = "multi_thread")]
+async fn tasks_are_counted_by_status_in_metrics() {
+    let (upstream, _dir, served, id) = serving_jobs(Answering::Sse).await;
+    let base = served.base.as_str();
+    let session = Some(id.as_str());
+    let request = |id: u64, method: &str, params: Value| {
+        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        async move { post(base, None, session, message).await.2.unwrap() }
+    };
+    let params = json!({"name": "long_job", "arguments": {}, "task": {"ttl": 60_000}});
+    let created = request(2, "tools/call", params).await;
+    let task = &created["result"]["task"];
+    assert_eq!(task["status"], "working", "{created}");
+    let local = task["taskId"].as_str().unwrap().to_owned();
+    assert_ne!(local, "t1", "the server's own id was passed on");
+    for id in [3, 4] {
+        let got = request(id, "tasks/get", json!({"taskId": local})).await;
+        assert_eq!(got["result"]["status"], "completed", "{got}");
+    }
+    assert_eq!(
+        upstream
+            .methods()
+            .iter()
+            .filter(|(method, task)| method == "tools/call" && *task)
+            .count(),
+        1
+    );
+
+    let metrics = toolhost_tests::body_of(client().get(format!("{base}/metrics"))).await;
+    for sample in [
+        r#"toolhost_tasks_total{status="working"} 1"#,
+        r#"toolhost_tasks_total{status="completed"} 1"#,
+    ] {
+        assert!(metrics.lines().any(|l| l == sample), "no {sample} in:\n{metrics}");
+    }
+}
+
+/// An upstream over HTTP that answers `tools/list` in plain JSON rather
+/// than an event stream: its tool's `execution` reaches the client as an
+/// SSE server's does, and the list is asked once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plain_json_upstreams_tool_keeps_its_execution() {
+    for answering in [Answering::Json, Answering::Sse] {
+        let (upstream, _dir, served, id) = serving_jobs(answering).await;
+        let base = served.base.as_str();
+        let message = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}});
+        let listed = post(base, None, Some(&id), message).await.2.unwrap();
+        let tools = listed["result"]["tools"].as_array().unwrap();
+        let job = tools.iter().find(|t| t["name"] == "long_job").unwrap();
+        assert_eq!(job["execution"], json!({"taskSupport": "optional"}), "{job}");
+        let lists = upstream
+            .methods()
+            .iter()
+            .filter(|(method, _)| method == "tools/list")
+            .count();
+        match answering {
+            Answering::Json => assert_eq!(lists, 1),
+            // Asked once by the host, then through rmcp's client.
+            Answering::Sse => assert_eq!(lists, 2),
+        }
+    }
 }

@@ -31,13 +31,9 @@ use toolhost_tests::{call, call_ok, plugin_dir, runtime};
 mod github {
     use std::sync::Arc;
 
-    use rmcp::model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
-        PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
-    };
-    use rmcp::service::{RequestContext, RoleServer};
-    use rmcp::{ErrorData, ServerHandler};
+    use rmcp::model::{CallToolResult, ContentBlock, ToolAnnotations};
     use serde_json::{Value, json};
+    use toolhost_tests::upstream::{ToolServer, tool};
 
     /// A tool as GitHub's MCP server defines it: name, description, input
     /// schema, whether it only reads.
@@ -167,52 +163,28 @@ mod github {
         format!("GitHub: {name}")
     }
 
-    #[derive(Clone)]
-    pub struct Fake;
-
-    impl ServerHandler for Fake {
-        fn get_info(&self) -> ServerConfig {
-            ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-        }
-
-        async fn list_tools(
-            &self,
-            _request: Option<PaginatedRequestParams>,
-            _context: RequestContext<RoleServer>,
-        ) -> Result<ListToolsResult, ErrorData> {
-            let tools = tools()
-                .into_iter()
-                .map(|d| {
-                    let mut tool = Tool::new(
-                        d.name,
-                        d.description,
-                        Arc::new(d.schema.as_object().unwrap().clone()),
-                    );
-                    let mut annotations = ToolAnnotations::with_title(title(d.name));
-                    annotations.read_only_hint = Some(d.read_only);
-                    tool.annotations = Some(annotations);
-                    tool.output_schema = Some(Arc::new(output_schema().as_object().unwrap().clone()));
-                    tool
-                })
-                .collect();
-            Ok(ListToolsResult::with_all_items(tools))
-        }
-
-        async fn call_tool(
-            &self,
-            request: CallToolRequestParams,
-            _context: RequestContext<RoleServer>,
-        ) -> Result<CallToolResponse, ErrorData> {
+    /// Serve the fake over streamable HTTP on loopback: its `/mcp` URL.
+    /// Every call answers (structured) `{tool, arguments}`.
+    pub async fn serve() -> String {
+        let tools = tools()
+            .into_iter()
+            .map(|d| {
+                let mut tool = tool(d.name, d.description, d.schema);
+                let mut annotations = ToolAnnotations::with_title(title(d.name));
+                annotations.read_only_hint = Some(d.read_only);
+                tool.annotations = Some(annotations);
+                tool.output_schema = Some(Arc::new(output_schema().as_object().unwrap().clone()));
+                tool
+            })
+            .collect();
+        ToolServer::new(tools, |request, _| {
             let answer = json!({"tool": request.name, "arguments": request.arguments.unwrap_or_default()});
             let mut result = CallToolResult::success(vec![ContentBlock::text(answer.to_string())]);
             result.structured_content = Some(answer);
-            Ok(result.into())
-        }
-    }
-
-    /// Serve the fake over streamable HTTP on loopback: its `/mcp` URL.
-    pub async fn serve() -> String {
-        toolhost_tests::mcp_on_loopback(Fake).await
+            result
+        })
+        .serve()
+        .await
     }
 }
 

@@ -90,6 +90,43 @@ pub struct Config {
     /// Where callers' own credentials come from (a plugin secret's
     /// `from = "store"` or `"exchange"`); absent, nowhere.
     pub credentials: Option<CredentialsConfig>,
+    /// Where `serve` exports its spans over OTLP/HTTP; absent, they are
+    /// only logged.
+    pub telemetry: Option<TelemetryConfig>,
+}
+
+/// The `[telemetry]` table.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetryConfig {
+    /// The collector's OTLP/HTTP base URL; spans go to its `/v1/traces`.
+    pub endpoint: String,
+    /// Headers sent with each export (a collector's API key), each read
+    /// from the environment variable named: header → variable.
+    #[serde(default)]
+    pub headers_env: BTreeMap<String, String>,
+    /// The spans' `service.name`.
+    #[serde(default = "TelemetryConfig::default_service_name")]
+    pub service_name: String,
+}
+
+impl TelemetryConfig {
+    fn default_service_name() -> String {
+        "toolhost".into()
+    }
+
+    /// As the library takes them.
+    pub fn settings(&self) -> toolhost::mcp::OtlpSettings {
+        toolhost::mcp::OtlpSettings {
+            endpoint: self.endpoint.clone(),
+            headers_env: self
+                .headers_env
+                .iter()
+                .map(|(header, var)| (header.clone(), var.clone()))
+                .collect(),
+            service_name: self.service_name.clone(),
+        }
+    }
 }
 
 /// The `[credentials]` table.
@@ -100,6 +137,10 @@ pub struct CredentialsConfig {
     /// file's directory): caller subject → plugin → secret → value, mode
     /// 0600, read again when it changes.
     pub file: Option<PathBuf>,
+    /// The store as a directory (relative as `file`), mode 0700, of one
+    /// file per caller: `SUBJECT.toml` (percent-encoded), of plugin →
+    /// secret → value, mode 0600. Not with `file`.
+    pub dir: Option<PathBuf>,
     /// The token endpoint callers' bearer tokens are exchanged at.
     pub exchange: Option<ExchangeConfig>,
 }
@@ -121,6 +162,7 @@ impl CredentialsConfig {
     pub fn settings(&self) -> toolhost::CredentialSettings {
         toolhost::CredentialSettings {
             file: self.file.clone(),
+            dir: self.dir.clone(),
             exchange: self.exchange.as_ref().map(|e| toolhost::ExchangeSettings {
                 token_endpoint: e.token_endpoint.clone(),
                 client_id: e.client_id.clone(),
@@ -211,6 +253,7 @@ impl Config {
         }
         if let Some(credentials) = &mut config.credentials {
             credentials.file = credentials.file.as_ref().map(|f| base.join(f));
+            credentials.dir = credentials.dir.as_ref().map(|d| base.join(d));
         }
         config.trust.resolve_paths(base);
         config.speculation.stats_file = config.speculation.stats_file.map(|p| base.join(p));
@@ -351,6 +394,18 @@ mod tests {
         assert_eq!(exchange.token_endpoint, "https://login.example/token");
         assert_eq!(exchange.client_id.as_deref(), Some("toolhost"));
         assert!(parse("[credentials]\nfiel = \"a\"\n").is_err());
+        let dir = parse("[credentials]\ndir = \"credentials.d\"\n")
+            .unwrap()
+            .credentials
+            .unwrap()
+            .settings()
+            .dir
+            .unwrap();
+        assert!(
+            dir.is_absolute() && dir.ends_with("credentials.d"),
+            "{}",
+            dir.display()
+        );
     }
 
     #[test]

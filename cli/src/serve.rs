@@ -63,6 +63,16 @@ pub async fn serve(
             bail!("--watch needs a plugin directory: pass --plugins DIR or set `plugins` in toolhost.toml")
         }
     };
+    // Checked before loading: a wrong endpoint or a missing header
+    // variable stops the start rather than losing every span.
+    let spans = match &config.telemetry {
+        Some(telemetry) => Some(Arc::new(mcp::SpanExport::start(&telemetry.settings())?)),
+        None => None,
+    };
+    let reports = mcp::Reports {
+        log: front.log,
+        spans: spans.clone(),
+    };
     let (host, errors) = setup::build(runtime, config, plugins).await?;
     for error in &errors {
         eprintln!("error: {error}");
@@ -90,7 +100,7 @@ pub async fn serve(
                 let stateless = config.cluster.is_some();
                 mcp::serve_http(
                     host.clone(),
-                    front.log,
+                    reports,
                     addr,
                     access,
                     stateless,
@@ -100,7 +110,7 @@ pub async fn serve(
                 .await
                 .map_err(anyhow::Error::from)
             }
-            None => mcp::serve_stdio(host.clone(), front.log)
+            None => mcp::serve_stdio(host.clone(), reports)
                 .await
                 .map_err(anyhow::Error::from),
         }
@@ -124,6 +134,9 @@ pub async fn serve(
         policy_watch.abort();
     }
     host.shutdown().await;
+    if let Some(spans) = &spans {
+        spans.shutdown().await;
+    }
     // Candidate calls still running are let finish, so their counts are
     // in, for a while: a hanging candidate does not hold the exit up.
     let _ = tokio::time::timeout(SHADOW_SETTLE, runtime.shadows().settle()).await;

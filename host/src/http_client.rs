@@ -13,3 +13,15 @@ pub fn builder() -> reqwest::ClientBuilder {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
 }
+
+/// Whether `url`'s host is a loopback address written as one (`127.0.0.1`,
+/// `[::1]`): where a secret may go over cleartext HTTP. A name such as
+/// `localhost` is not, since what it resolves to is not the URL's.
+pub(crate) fn is_loopback(url: &reqwest::Url) -> bool {
+    url.host_str().is_some_and(|h| {
+        h.trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+    })
+}

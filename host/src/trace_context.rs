@@ -3,7 +3,8 @@
 //! is well-formed, and the host's own span under it is passed on in the
 //! `_meta` of the upstream requests a call makes, so a trace continues
 //! through the gateway. Owns the header's parsing, its bounds and new span
-//! ids; not the spans that carry it (`mcp`'s `telemetry`), nor any export.
+//! ids; not the spans that carry it (`mcp`'s `telemetry`), nor their
+//! export (`mcp`'s `otlp`).
 
 use std::fmt;
 
@@ -62,16 +63,32 @@ impl TraceParent {
         }
     }
 
-    /// The first span of a new trace, not sampled: the host records no
-    /// trace itself, it only lets its logs and its upstreams' join one.
-    pub fn root() -> Self {
+    /// The first span of a new trace, sampled if the host `records` its
+    /// spans (it exports them: `[telemetry]`); else not, and the host only
+    /// lets its logs and its upstreams' join the trace.
+    pub fn root(records: bool) -> Self {
         let mut trace_id = [0u8; 16];
         fill(&mut trace_id);
         Self {
             trace_id,
             span_id: random_span_id(),
-            flags: 0,
+            flags: u8::from(records),
         }
+    }
+
+    /// Whether the trace is sampled (flag bit 0): its spans are recorded.
+    pub fn sampled(&self) -> bool {
+        self.flags & 1 == 1
+    }
+
+    /// The trace id's bytes.
+    pub fn trace_id_bytes(&self) -> [u8; 16] {
+        self.trace_id
+    }
+
+    /// The span id's bytes.
+    pub fn span_id_bytes(&self) -> [u8; 8] {
+        self.span_id
     }
 
     /// The trace id, as 32 hex digits.
@@ -137,7 +154,8 @@ mod tests {
         let child = parent.child();
         assert_eq!(child.trace_id(), "0af7651916cd43dd8448eb211c80319c");
         assert_ne!(child.span_id(), parent.span_id());
-        assert!(child.to_string().ends_with("-01"));
+        assert!(child.to_string().ends_with("-01") && child.sampled());
+        assert!(TraceParent::root(true).sampled() && !TraceParent::root(false).sampled());
         // A later version's extra fields are ignored; it is passed on as 00.
         let later = TraceParent::parse(&format!("01{}-what-comes-next", &GOOD[2..])).unwrap();
         assert_eq!(later.to_string(), GOOD);

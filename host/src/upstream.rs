@@ -1108,7 +1108,7 @@ fn http_transport(
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
     Ok(StreamableHttpClientTransport::with_client(
-        carried::Carrying(http),
+        carried::Carrying::new(http),
         StreamableHttpClientTransportConfig::with_uri(url)
             .custom_headers(headers)
             .max_json_response_size(cap)

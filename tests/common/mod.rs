@@ -27,6 +27,7 @@ pub mod registry;
 pub mod served;
 pub mod toolchains;
 pub mod traces;
+pub mod upstream;
 
 /// Serve the MCP server `server` (a fresh copy per session) over
 /// streamable HTTP on loopback, for the life of the runtime: its `/mcp` URL.
@@ -295,6 +296,8 @@ pub struct SeenRequest {
     pub path: String,
     pub headers: Vec<(String, String)>,
     pub body: String,
+    /// The body as sent, for a binary one (`body` is it read as UTF-8).
+    pub raw: Vec<u8>,
 }
 
 /// A tiny HTTP/1.1 server on loopback, for plugins granted HTTP. Each
@@ -436,6 +439,7 @@ impl LoopbackServer {
                             path,
                             headers,
                             body: String::from_utf8_lossy(&body).into_owned(),
+                            raw: body,
                         };
                         log.lock().unwrap().push(request.clone());
                         let open = Open::enter(&counts);
@@ -448,9 +452,18 @@ impl LoopbackServer {
                         }
                         drop(open);
                         let (status, headers, body) = handler(&request);
+                        // JSON unless the handler says what it answers.
+                        let typed = headers
+                            .iter()
+                            .any(|(k, _)| k.eq_ignore_ascii_case("content-type"));
+                        let json = if typed {
+                            ""
+                        } else {
+                            "content-type: application/json\r\n"
+                        };
                         let headers: String = headers.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
                         let head = format!(
-                            "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n{headers}content-length: {}\r\n\r\n",
+                            "HTTP/1.1 {status} X\r\n{json}{headers}content-length: {}\r\n\r\n",
                             body.len()
                         );
                         let response = [head.into_bytes(), body].concat();

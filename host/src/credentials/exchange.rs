@@ -105,15 +105,9 @@ impl Exchange {
             ))
         };
         let endpoint = Url::parse(&settings.token_endpoint).map_err(|_| bad("not a URL"))?;
-        let loopback = endpoint.host_str().is_some_and(|h| {
-            h.trim_start_matches('[')
-                .trim_end_matches(']')
-                .parse::<std::net::IpAddr>()
-                .is_ok_and(|ip| ip.is_loopback())
-        });
         match endpoint.scheme() {
             "https" => {}
-            "http" if loopback => {}
+            "http" if crate::http_client::is_loopback(&endpoint) => {}
             _ => {
                 return Err(bad(
                     "callers' tokens are sent over https, or http to a loopback address only",

@@ -46,6 +46,10 @@ pub struct CredentialSettings {
     /// The operator's credential store: a TOML file, mode 0600, of
     /// caller subject → plugin → secret name → value.
     pub file: Option<PathBuf>,
+    /// The operator's credential store as a directory, mode 0700, of one
+    /// file per caller (their subject percent-encoded, then `.toml`), each
+    /// of plugin → secret name → value. Not with `file`.
+    pub dir: Option<PathBuf>,
     /// The token endpoint callers' bearer tokens are exchanged at.
     pub exchange: Option<ExchangeSettings>,
 }
@@ -145,15 +149,25 @@ impl std::fmt::Debug for Credentials {
 }
 
 impl Credentials {
-    /// Open the store (checked and read now: an unsafe or broken file stops
-    /// the start, naming it) and set up the exchange, with partitions keyed
-    /// by a fresh random key of this process.
+    /// Open the store (checked and read now: an unsafe or broken file or
+    /// directory stops the start, naming it) and set up the exchange, with
+    /// partitions keyed by a fresh random key of this process.
     pub fn open(settings: &CredentialSettings) -> Result<Self, CredentialError> {
         let mut key = [0u8; 32];
         ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut key)
             .map_err(|_| CredentialError("no random key for the credential partitions".into()))?;
+        let store = match (&settings.file, &settings.dir) {
+            (Some(_), Some(_)) => {
+                return Err(CredentialError(
+                    "[credentials] sets both `file` and `dir`: the store is one or the other".into(),
+                ));
+            }
+            (Some(file), None) => Some(store::Store::file(file)?),
+            (None, Some(dir)) => Some(store::Store::dir(dir)?),
+            (None, None) => None,
+        };
         Ok(Self {
-            store: settings.file.as_deref().map(store::Store::open).transpose()?,
+            store,
             exchange: settings
                 .exchange
                 .as_ref()
@@ -180,7 +194,10 @@ impl Credentials {
     ) -> Result<(), CredentialError> {
         for secret in grant.per_caller() {
             let (configured, table) = match secret.from {
-                SecretSource::Store => (settings.is_some_and(|s| s.store.is_some()), "[credentials] file"),
+                SecretSource::Store => (
+                    settings.is_some_and(|s| s.store.is_some()),
+                    "[credentials] file or dir",
+                ),
                 SecretSource::Exchange => (
                     settings.is_some_and(|s| s.exchange.is_some()),
                     "[credentials.exchange]",
@@ -260,14 +277,15 @@ impl Credentials {
                 Some(value) => values.push((secret.name.clone(), value)),
                 None if secret.fallback => {}
                 None => {
-                    let file = self.store.as_ref().map(store::Store::path);
+                    let to_add = self.store.as_ref().map_or_else(
+                        || "the operator adds it to the store".to_owned(),
+                        |store| store.to_add(who.subject, plugin, &secret.name),
+                    );
                     return Err(CredentialError(format!(
                         "plugin `{plugin}` needs caller `{subject}`'s own `{name}`, and the credential store \
-                         has none: the operator adds it to {file} as [\"{subject}\".{plugin}] {name} = \"...\" \
-                         (the caller's other tools keep working)",
+                         has none: {to_add} (the caller's other tools keep working)",
                         subject = crate::bounds::shown(who.subject),
                         name = secret.name,
-                        file = file.map_or_else(|| "the store".to_owned(), |f| f.display().to_string()),
                     )));
                 }
             }
@@ -362,6 +380,7 @@ mod tests {
     async fn a_caller_without_a_token_is_told_why_nothing_can_be_exchanged() {
         let settings = CredentialSettings {
             file: None,
+            dir: None,
             exchange: Some(ExchangeSettings {
                 token_endpoint: "http://127.0.0.1:9/token".into(),
                 client_id: None,

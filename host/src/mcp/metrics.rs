@@ -5,7 +5,11 @@
 //! plugin, loads that refused a plugin's file, and the speculation counters
 //! of this replica (prefetches, hits, cluster hits, joins, wasted, stale),
 //! read from the host when scraped; and the differences the pin holds back
-//! (`toolhost_pin_held`, a gauge: 0 with no pin). Every counter goes on across reloads of
+//! (`toolhost_pin_held`, a gauge: 0 with no pin); and the tasks proxied by
+//! the status they were seen in (`toolhost_tasks_total{status}`: each task
+//! counted once per status it reaches, as its server answered the call,
+//! `tasks/get` or `tasks/cancel`, or told in a status notification).
+//! Every counter goes on across reloads of
 //! the plugin directory: a reloaded plugin's counts since its load are
 //! added to what its name had counted before.
 //!
@@ -80,6 +84,23 @@ struct KindLabel {
     kind: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StatusLabel {
+    status: &'static str,
+}
+
+/// A task's statuses (MCP 2025-11-25); any other a server says is counted
+/// as `_OTHER`, so a server cannot grow the labels.
+const TASK_STATUSES: [&str; 5] = ["working", "input_required", "completed", "failed", "cancelled"];
+
+/// `status` as a label of `toolhost_tasks_total`.
+pub(super) fn task_status(status: Option<&str>) -> &'static str {
+    TASK_STATUSES
+        .into_iter()
+        .find(|s| Some(*s) == status)
+        .unwrap_or("_OTHER")
+}
+
 pub(super) struct CallMetrics {
     registry: Registry,
     calls: Family<ToolLabel, Counter>,
@@ -94,6 +115,7 @@ pub(super) struct CallMetrics {
     refused_loads: Family<PluginLabel, Counter>,
     speculation: Family<KindLabel, Counter>,
     pin_held: Gauge,
+    tasks: Family<StatusLabel, Counter>,
     operations: Family<OperationLabels, Histogram>,
     /// What each plugin had counted at the last scrape. Held by one scrape
     /// at a time, which brings the counters kept elsewhere up to date.
@@ -194,6 +216,12 @@ impl CallMetrics {
             "Differences from the pinned tool list held back (changed, new and renamed tools)",
             pin_held.clone(),
         );
+        let tasks = Family::<StatusLabel, Counter>::default();
+        registry.register(
+            "tasks",
+            "Tasks proxied, each counted once per status it was seen reach",
+            tasks.clone(),
+        );
         Arc::new(Self {
             registry: root,
             calls,
@@ -208,6 +236,7 @@ impl CallMetrics {
             refused_loads,
             speculation,
             pin_held,
+            tasks,
             operations,
             scraped: Mutex::default(),
         })
@@ -251,6 +280,11 @@ impl CallMetrics {
             error_type: error.map(bounded).unwrap_or_default(),
         };
         self.operations.get_or_create(&labels).observe(took.as_secs_f64());
+    }
+
+    /// A task seen reach `status` (a label of [`task_status`]).
+    pub(super) fn task(&self, status: &'static str) {
+        self.tasks.get_or_create(&StatusLabel { status }).inc();
     }
 
     /// The per-plugin health families, in the order of [`Scraped::counts`].
@@ -355,5 +389,23 @@ mod tests {
             "x".repeat(MAX_LABEL - 7)
         );
         assert!(text.lines().any(|l| l == cut), "{text}");
+    }
+
+    #[test]
+    fn tasks_are_counted_by_status_and_a_made_up_status_is_other() {
+        let metrics = CallMetrics::new();
+        for status in [Some("working"), Some("completed"), Some("<b>done</b>"), None] {
+            metrics.task(task_status(status));
+        }
+        let mut text = String::new();
+        encode(&mut text, &metrics.registry).unwrap();
+        for sample in [
+            r#"toolhost_tasks_total{status="working"} 1"#,
+            r#"toolhost_tasks_total{status="completed"} 1"#,
+            r#"toolhost_tasks_total{status="_OTHER"} 2"#,
+        ] {
+            assert!(text.lines().any(|l| l == sample), "no {sample} in:\n{text}");
+        }
+        assert!(!text.contains("done"), "{text}");
     }
 }

@@ -64,8 +64,8 @@
 //! calling session as upstream servers' requests reach it (`asked`), the
 //! revisions it speaks (`revision`), who may call it over HTTP (`auth`),
 //! the log lines it sends its clients (`client_log`), each session's tasks
-//! (`tasks`), and what rmcp's types cannot say, carried on a session's
-//! transport (`wire`). What it serves
+//! (`tasks`), what rmcp's types cannot say, carried on a session's
+//! transport (`wire`), and its spans' OTLP export (`otlp`). What it serves
 //! but does not own lives with its owner: the upstream servers' prompts and
 //! resources are routed by `upstream`'s gateway, and a result's MCP form is
 //! its type's (`output::mcp`, which the upstream client reads with too).
@@ -74,6 +74,7 @@ mod asked;
 mod auth;
 mod client_log;
 mod metrics;
+mod otlp;
 mod progress;
 mod request_caller;
 mod revision;
@@ -117,6 +118,7 @@ use sessions::CappedSessions;
 
 pub use auth::{AuthConfig, HttpAccess};
 pub use client_log::ClientLog;
+pub use otlp::{OtlpError, OtlpSettings, SpanExport};
 
 /// The sessions that have sent `initialized`, by session number.
 type SessionList = Mutex<HashMap<u64, Peer<RoleServer>>>;
@@ -138,6 +140,8 @@ pub struct McpServer {
     log: ClientLog,
     session_log: SessionLog,
     metrics: Arc<metrics::CallMetrics>,
+    /// Where the requests' spans are exported, with `[telemetry]`.
+    spans: Option<Arc<SpanExport>>,
     /// Who calls when a request carries no verified caller: the local
     /// user on stdio, nobody known over HTTP without `[auth]`.
     caller: Caller,
@@ -167,6 +171,7 @@ impl McpServer {
             Arc::downgrade(&subscriptions),
         ));
         let session_log = log.session();
+        let metrics = metrics::CallMetrics::new();
         Self {
             host,
             sessions,
@@ -175,18 +180,25 @@ impl McpServer {
             next_session: Arc::new(AtomicU64::new(1)),
             log,
             session_log,
-            metrics: metrics::CallMetrics::new(),
+            metrics: metrics.clone(),
+            spans: None,
             caller: Caller::unauthenticated(),
             held_told: Arc::default(),
             relayed: session_slots(),
             serves_tasks: false,
-            tasks: Arc::default(),
+            tasks: Arc::new(tasks::Tasks::new(metrics)),
         }
     }
 
     /// The same server, serving tasks (its transports carry them: `wire`).
     fn serving_tasks(mut self) -> Self {
         self.serves_tasks = true;
+        self
+    }
+
+    /// The same server, exporting its requests' spans to `spans`.
+    fn exporting(mut self, spans: Option<Arc<SpanExport>>) -> Self {
+        self.spans = spans;
         self
     }
 
@@ -208,11 +220,12 @@ impl McpServer {
             log: self.log.clone(),
             session_log: self.log.session(),
             metrics: self.metrics.clone(),
+            spans: self.spans.clone(),
             caller: self.caller.clone(),
             held_told: self.held_told.clone(),
             relayed: session_slots(),
             serves_tasks: self.serves_tasks,
-            tasks: Arc::default(),
+            tasks: Arc::new(tasks::Tasks::new(self.metrics.clone())),
         }
     }
 
@@ -509,7 +522,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        telemetry::Request::start("prompts/list", None, &context)
+        telemetry::Request::start("prompts/list", None, &context, self.spans.as_ref())
             .run(&self.metrics, async move {
                 let mut prompts = vec![self.system_prompt()];
                 prompts.extend(self.gated(self.host.gateway().list_prompts())?);
@@ -523,7 +536,7 @@ impl ServerHandler for McpServer {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        telemetry::Request::start("prompts/get", None, &context)
+        telemetry::Request::start("prompts/get", None, &context, self.spans.as_ref())
             .run(&self.metrics, async move {
             if request.name != PROMPT_NAME {
                 let name = label(&request.name).into_owned();
@@ -554,7 +567,7 @@ impl ServerHandler for McpServer {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
-        telemetry::Request::start("initialize", None, &context)
+        telemetry::Request::start("initialize", None, &context, self.spans.as_ref())
             .run(&self.metrics, async move {
                 // rmcp's own initialize, which this one only traces.
                 context.peer.set_peer_info(request.clone());
@@ -564,7 +577,7 @@ impl ServerHandler for McpServer {
     }
 
     async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), McpError> {
-        telemetry::Request::start("ping", None, &context)
+        telemetry::Request::start("ping", None, &context, self.spans.as_ref())
             .run(&self.metrics, async { Ok(()) })
             .await
     }
@@ -609,7 +622,7 @@ impl ServerHandler for McpServer {
         request: rmcp::model::SetLevelRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        telemetry::Request::start("logging/setLevel", None, &context)
+        telemetry::Request::start("logging/setLevel", None, &context, self.spans.as_ref())
             .run(&self.metrics, async move {
                 self.session_log.set_level(request.level);
                 Ok(())
@@ -622,7 +635,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        telemetry::Request::start("resources/list", None, &context)
+        telemetry::Request::start("resources/list", None, &context, self.spans.as_ref())
             .run(&self.metrics, async move {
                 Ok(ListResourcesResult::with_all_items(
                     self.host.gateway().list_resources(),
@@ -636,7 +649,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        telemetry::Request::start("resources/templates/list", None, &context)
+        telemetry::Request::start("resources/templates/list", None, &context, self.spans.as_ref())
             .run(&self.metrics, async move {
                 Ok(ListResourceTemplatesResult::with_all_items(
                     self.host.gateway().list_resource_templates(),
@@ -650,7 +663,7 @@ impl ServerHandler for McpServer {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        telemetry::Request::start("resources/read", None, &context)
+        telemetry::Request::start("resources/read", None, &context, self.spans.as_ref())
             .run(&self.metrics, async move {
                 let result = self
                     .host
@@ -668,7 +681,7 @@ impl ServerHandler for McpServer {
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
-        telemetry::Request::start("completion/complete", None, &context)
+        telemetry::Request::start("completion/complete", None, &context, self.spans.as_ref())
             .run(&self.metrics, async move {
                 self.host.gateway().complete(request).await.map_err(gateway_error)
             })
@@ -680,7 +693,7 @@ impl ServerHandler for McpServer {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        telemetry::Request::start("resources/subscribe", None, &context)
+        telemetry::Request::start("resources/subscribe", None, &context, self.spans.as_ref())
             .run(&self.metrics, async move {
                 let uri = request.uri;
                 let first = {
@@ -711,7 +724,7 @@ impl ServerHandler for McpServer {
         request: UnsubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        telemetry::Request::start("resources/unsubscribe", None, &context)
+        telemetry::Request::start("resources/unsubscribe", None, &context, self.spans.as_ref())
             .run(&self.metrics, async move {
                 let uri = request.uri;
                 let last = {
@@ -746,7 +759,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        telemetry::Request::start("tools/list", None, &context)
+        telemetry::Request::start("tools/list", None, &context, self.spans.as_ref())
             .run(&self.metrics, async move {
                 let all = ListToolsResult::with_all_items(self.tools(&self.caller(&context)));
                 Ok(revision::tools_list(all, context.protocol_version().as_ref()))
@@ -792,7 +805,8 @@ impl ServerHandler for McpServer {
             return self.start_task(request, task, context).await;
         }
         let client = self.calling(&context);
-        let served = telemetry::Request::start("tools/call", Some(&request.name), &context);
+        let served =
+            telemetry::Request::start("tools/call", Some(&request.name), &context, self.spans.as_ref());
         let mut ctx = CallControl::new(context.id.to_string())
             .with_caller(self.caller(&context))
             .from_client(client)
@@ -839,25 +853,36 @@ impl ServerHandler for McpServer {
             .tools
             .iter()
             .any(|t| t.name == request.name);
-        let label = if known { request.name.as_ref() } else { "(unknown)" };
+        // The conventions' name for any other value of a bounded label,
+        // the same in the host's counters and the conventions' histogram.
+        let tool = if known { request.name.as_ref() } else { "_OTHER" };
         let plugin = known.then(|| self.host.tool_plugin(&request.name)).flatten();
         let failed = result.is_error == Some(true);
         self.metrics
-            .call(label, plugin.as_deref(), started.elapsed(), failed);
-        // The conventions' name for any other value of a bounded label.
-        let tool = if known { request.name.as_ref() } else { "_OTHER" };
+            .call(tool, plugin.as_deref(), started.elapsed(), failed);
         served.end(&self.metrics, Some(tool), failed.then_some(telemetry::TOOL_ERROR));
         Ok(result.into())
     }
 }
 
+/// What the front reports besides its answers: the log lines sent to its
+/// clients, and its requests' spans, exported with `[telemetry]`.
+#[derive(Default)]
+pub struct Reports {
+    /// The log lines clients are sent.
+    pub log: ClientLog,
+    /// Where spans are exported; none, only logged.
+    pub spans: Option<Arc<SpanExport>>,
+}
+
 /// Serve MCP on stdin and stdout until the client disconnects.
-pub async fn serve_stdio(host: Arc<Toolhost>, log: ClientLog) -> Result<(), ServeError> {
+pub async fn serve_stdio(host: Arc<Toolhost>, reports: Reports) -> Result<(), ServeError> {
     let (reader, writer) = stdio::streams();
     let reader = wire::Carried::new(reader);
     let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(reader, writer);
     let transport = wire::Wire::new(transport, wire::executions(&host));
-    let running = McpServer::new(host, log)
+    let running = McpServer::new(host, reports.log)
+        .exporting(reports.spans)
         .called_by(Caller::local_user())
         .serving_tasks()
         .serve(transport)
@@ -898,14 +923,14 @@ pub enum ServeError {
 /// `subscriptions/listen` stream they open on any replica.
 pub async fn serve_http(
     host: Arc<Toolhost>,
-    log: ClientLog,
+    reports: Reports,
     addr: SocketAddr,
     access: HttpAccess,
     stateless: bool,
     on_bound: impl FnOnce(SocketAddr),
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let mut server = McpServer::new(host.clone(), log);
+    let mut server = McpServer::new(host.clone(), reports.log).exporting(reports.spans);
     if !stateless {
         server = server.serving_tasks();
     }

@@ -15,6 +15,10 @@
 //! replaces any other waiting, so a server flooding statuses to a client
 //! that does not read holds one per task, not a queue ([`Watcher`]).
 //!
+//! Each status a task is seen reach (its server's answer to the call, to
+//! `tasks/get` and `tasks/cancel`, its status notifications) is counted
+//! once in `/metrics` ([`Seen`]).
+//!
 //! A session holds at most [`MAX_LIVE_TASKS`] tasks, each until its time
 //! to live (the server's `ttl`, at most [`MAX_TASK_TTL`]) ends: a task
 //! beyond is refused before it starts, so a client cannot make the servers
@@ -35,6 +39,7 @@ use rmcp::model::{CallToolResult, CustomNotification, ServerNotification};
 use rmcp::service::{Peer, RoleServer};
 use serde_json::{Value, json};
 
+use super::metrics::{CallMetrics, task_status};
 use crate::bounds::label;
 use crate::output::mcp;
 use crate::pipeline::Toolhost;
@@ -57,12 +62,31 @@ struct Task {
     /// The tool it runs, for the gate's caps on its result.
     tool: String,
     until: Instant,
+    seen: Arc<Seen>,
+}
+
+/// The status a task was last seen in, counted as it changes.
+struct Seen {
+    metrics: Arc<CallMetrics>,
+    last: Mutex<&'static str>,
+}
+
+impl Seen {
+    /// The task is in the status `task` (a `Task` object) says: counted if
+    /// that is new.
+    fn saw(&self, task: &Value) {
+        let status = task_status(task.get("status").and_then(Value::as_str));
+        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        if std::mem::replace(&mut *last, status) != status {
+            self.metrics.task(status);
+        }
+    }
 }
 
 /// The tasks of one session, by the id the session knows each by.
-#[derive(Default)]
 pub(super) struct Tasks {
     held: Mutex<Held>,
+    metrics: Arc<CallMetrics>,
 }
 
 #[derive(Default)]
@@ -104,10 +128,12 @@ struct Watcher {
     host: Weak<Toolhost>,
     /// The status waiting to be sent, and whether one is being sent.
     slot: Mutex<(Option<Value>, bool)>,
+    seen: Arc<Seen>,
 }
 
 impl TaskWatcher for Watcher {
     fn status(self: Arc<Self>, mut status: Value) {
+        self.seen.saw(&status);
         status["taskId"] = Value::String(self.local.clone());
         let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
         slot.0 = Some(status);
@@ -156,6 +182,14 @@ impl Drop for Place<'_> {
 }
 
 impl Tasks {
+    /// A session's table, its tasks counted in `metrics`.
+    pub(super) fn new(metrics: Arc<CallMetrics>) -> Self {
+        Self {
+            held: Mutex::default(),
+            metrics,
+        }
+    }
+
     fn held(&self) -> std::sync::MutexGuard<'_, Held> {
         self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -196,6 +230,11 @@ impl Tasks {
         let ttl = task.get("ttl").and_then(Value::as_u64).map(Duration::from_millis);
         let local = new_id()?;
         task["taskId"] = Value::String(local.clone());
+        let seen = Arc::new(Seen {
+            metrics: self.metrics.clone(),
+            last: Mutex::new(""),
+        });
+        seen.saw(task);
         server.own_task(
             &remote,
             Arc::new(Watcher {
@@ -203,6 +242,7 @@ impl Tasks {
                 peer,
                 host: Arc::downgrade(host),
                 slot: Mutex::default(),
+                seen: seen.clone(),
             }),
         );
         let mut held = self.held();
@@ -215,13 +255,14 @@ impl Tasks {
                 remote,
                 tool: tool.to_owned(),
                 until: Instant::now() + ttl.map_or(MAX_TASK_TTL, |t| t.min(MAX_TASK_TTL)),
+                seen,
             },
         );
         Ok(created)
     }
 
     /// The task the session knows as `params.taskId`.
-    fn find(&self, params: &Value) -> Result<(String, Arc<Upstream>, String, String), McpError> {
+    fn find(&self, params: &Value) -> Result<Found, McpError> {
         let local = params
             .get("taskId")
             .and_then(Value::as_str)
@@ -234,12 +275,13 @@ impl Tasks {
             .ok_or_else(|| {
                 McpError::invalid_params(format!("no task {} in this session", label(local)), None)
             })?;
-        Ok((
-            local.to_owned(),
-            task.server.clone(),
-            task.remote.clone(),
-            task.tool.clone(),
-        ))
+        Ok(Found {
+            local: local.to_owned(),
+            server: task.server.clone(),
+            remote: task.remote.clone(),
+            tool: task.tool.clone(),
+            seen: task.seen.clone(),
+        })
     }
 
     /// Answer `tasks/get` or `tasks/cancel` (`method`) of one of the
@@ -250,7 +292,13 @@ impl Tasks {
         method: &str,
         params: &Value,
     ) -> Result<Value, McpError> {
-        let (local, server, remote, _) = self.find(params)?;
+        let Found {
+            local,
+            server,
+            remote,
+            seen,
+            ..
+        } = self.find(params)?;
         let mut answer = server
             .task_request(method, json!({"taskId": remote}))
             .await
@@ -258,6 +306,7 @@ impl Tasks {
         if remote_id(&answer).as_deref() != Some(remote.as_str()) {
             return Err(not_a_task(&server, method));
         }
+        seen.saw(&answer);
         answer["taskId"] = Value::String(local);
         gated(host, answer)
     }
@@ -270,7 +319,13 @@ impl Tasks {
         params: &Value,
         caller: Arc<dyn Downstream>,
     ) -> Result<Value, McpError> {
-        let (local, server, remote, tool) = self.find(params)?;
+        let Found {
+            local,
+            server,
+            remote,
+            tool,
+            ..
+        } = self.find(params)?;
         let output = server
             .task_result(&remote, Some(caller))
             .await
@@ -303,6 +358,15 @@ impl Tasks {
             .collect();
         Ok(json!({ "tasks": tasks }))
     }
+}
+
+/// A task of the session, as a request about it needs it.
+struct Found {
+    local: String,
+    server: Arc<Upstream>,
+    remote: String,
+    tool: String,
+    seen: Arc<Seen>,
 }
 
 /// The server's task id in `task` (a `Task` object), if it is one (ids are

@@ -17,17 +17,22 @@
 //! `ping` included; not `subscriptions/listen`, a stream open as long as
 //! its client stays, whose duration says nothing of an operation.
 //!
+//! With `[telemetry]`, each span is also handed to the OTLP export as it
+//! ends (`otlp`), with the same attributes; a trace the host starts is then
+//! sampled, since the host records it.
+//!
 //! What the client sends is bounded before it is recorded (`label`). Not
-//! here: sending spans anywhere: the host exports no trace, its log lines
-//! carry them (docs/architecture.md says why).
+//! here: how spans are sent (`otlp`).
 
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
 
 use rmcp::ErrorData as McpError;
 use rmcp::service::{RequestContext, RoleServer};
 use tracing::{Instrument, Span};
 
 use super::metrics::CallMetrics;
+use super::otlp::{Ended, SpanExport};
 use crate::bounds::label;
 use crate::trace_context::TraceParent;
 
@@ -40,15 +45,27 @@ pub(super) struct Request {
     trace: TraceParent,
     method: &'static str,
     started: Instant,
+    /// What is exported when it ends, with `[telemetry]`.
+    export: Option<Export>,
+}
+
+/// A span's export, from its start.
+struct Export {
+    to: Arc<SpanExport>,
+    name: String,
+    parent: Option<TraceParent>,
+    start: SystemTime,
+    attributes: Vec<(&'static str, String)>,
 }
 
 impl Request {
     /// The span of the request `context` carries, of `method` (on `tool`,
-    /// for `tools/call`).
+    /// for `tools/call`), exported to `spans` if given.
     pub(super) fn start(
         method: &'static str,
         tool: Option<&str>,
         context: &RequestContext<RoleServer>,
+        spans: Option<&Arc<SpanExport>>,
     ) -> Self {
         let http = context.extensions.get::<http::request::Parts>();
         let session = http
@@ -56,20 +73,45 @@ impl Request {
             .and_then(|id| id.to_str().ok())
             .map(label);
         let parent = context.meta.get_traceparent().and_then(TraceParent::parse);
-        let trace = parent.as_ref().map_or_else(TraceParent::root, TraceParent::child);
+        let trace = parent
+            .as_ref()
+            .map_or_else(|| TraceParent::root(spans.is_some()), TraceParent::child);
         let tool = tool.map(label);
         let name = match &tool {
             Some(tool) => format!("{method} {tool}"),
             None => method.to_owned(),
         };
+        let request_id = label(&context.id.to_string()).into_owned();
+        let transport = if http.is_some() { "tcp" } else { "pipe" };
+        let export = spans.map(|to| {
+            let mut attributes = vec![
+                ("mcp.method.name", method.to_owned()),
+                ("jsonrpc.request.id", request_id.clone()),
+                ("network.transport", transport.to_owned()),
+            ];
+            if let Some(session) = &session {
+                attributes.push(("mcp.session.id", session.to_string()));
+            }
+            if let Some(tool) = &tool {
+                attributes.push(("gen_ai.tool.name", tool.to_string()));
+                attributes.push(("gen_ai.operation.name", "execute_tool".to_owned()));
+            }
+            Export {
+                to: to.clone(),
+                name: name.clone(),
+                parent,
+                start: SystemTime::now(),
+                attributes,
+            }
+        });
         let span = tracing::info_span!(
             "mcp.server",
             "otel.name" = %name,
             "otel.kind" = "server",
             "mcp.method.name" = method,
-            "jsonrpc.request.id" = %label(&context.id.to_string()),
+            "jsonrpc.request.id" = %request_id,
             "mcp.session.id" = session.as_deref(),
-            "network.transport" = if http.is_some() { "tcp" } else { "pipe" },
+            "network.transport" = transport,
             "gen_ai.tool.name" = tool.as_deref(),
             "gen_ai.operation.name" = tool.as_ref().map(|_| "execute_tool"),
             "error.type" = tracing::field::Empty,
@@ -82,6 +124,7 @@ impl Request {
             trace,
             method,
             started: Instant::now(),
+            export,
         }
     }
 
@@ -118,5 +161,16 @@ impl Request {
         self.span
             .in_scope(|| tracing::info!(seconds = took.as_secs_f64(), "answered"));
         metrics.operation(self.method, tool, error, took);
+        if let Some(export) = self.export {
+            export.to.record(Ended {
+                name: export.name,
+                trace: self.trace,
+                parent: export.parent,
+                start: export.start,
+                took,
+                attributes: export.attributes,
+                error: error.map(str::to_owned),
+            });
+        }
     }
 }

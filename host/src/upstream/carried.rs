@@ -3,7 +3,8 @@
 //! beside it is lost when rmcp parses a message: a tool's `execution`, and
 //! the answers of the experimental tasks (`CreateTaskResult`, `tasks/get`,
 //! `tasks/cancel`, `tasks/list`). Before rmcp parses a message (on the
-//! stdio line, `bounded`; on the HTTP response's event, [`Carrying`]):
+//! stdio line, `bounded`; on the HTTP response's event, and a `tools/list`
+//! answered in plain JSON, [`Carrying`]):
 //!
 //! - each listed tool's `execution` is moved into its `_meta` under
 //!   [`EXECUTION_KEY`], which rmcp keeps; [`take_execution`] moves it out
@@ -21,11 +22,12 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use http::{HeaderName, HeaderValue};
-use rmcp::model::{ClientJsonRpcMessage, ServerResult};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ServerResult};
 use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
     StreamableHttpResponseLimits,
@@ -117,10 +119,104 @@ pub(super) fn take_answer(answer: &ServerResult) -> Option<Value> {
 }
 
 /// rmcp's HTTP client, with each event of a response stream carried
-/// ([`carry`]) before rmcp parses it. A response sent as plain JSON is
-/// parsed inside rmcp's client, so its tools' `execution` is not kept.
+/// ([`carry`]) before rmcp parses it, and a `tools/list` answered in plain
+/// JSON carried too ([`Carrying::listed`]). Any other answer in plain JSON
+/// is parsed inside rmcp's client, so a task's answer sent so is not kept.
 #[derive(Clone)]
-pub(super) struct Carrying(pub(super) reqwest::Client);
+pub(super) struct Carrying {
+    http: reqwest::Client,
+    /// The server answered a list with an event stream: its lists go
+    /// through rmcp's client alone.
+    streams: Arc<AtomicBool>,
+}
+
+impl Carrying {
+    pub(super) fn new(http: reqwest::Client) -> Self {
+        Self {
+            http,
+            streams: Arc::default(),
+        }
+    }
+
+    /// `message` posted by the host itself, if it is a `tools/list`, and its
+    /// answer carried when it is plain JSON: rmcp's client parses such an
+    /// answer inside itself, where each tool's `execution` is lost. Any
+    /// other answer (an event stream, 202, an error status) is `None`, and
+    /// the list is asked again through rmcp's client, which handles those
+    /// whole: a list is safe to ask twice, and once the server has answered
+    /// one with a stream, rmcp's client alone asks it.
+    async fn listed(
+        &self,
+        uri: &str,
+        message: &ClientJsonRpcMessage,
+        (session_id, auth_header): (Option<&str>, Option<&str>),
+        custom_headers: &HashMap<HeaderName, HeaderValue>,
+        cap: usize,
+    ) -> Option<Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>>> {
+        let ClientJsonRpcMessage::Request(request) = message else {
+            return None;
+        };
+        if !matches!(request.request, ClientRequest::ListToolsRequest(_))
+            || self.streams.load(Ordering::Relaxed)
+        {
+            return None;
+        }
+        // As rmcp's client posts it.
+        let mut post = self
+            .http
+            .post(uri)
+            .header(http::header::ACCEPT, "text/event-stream, application/json")
+            .json(message);
+        if let Some(token) = auth_header {
+            post = post.bearer_auth(token);
+        }
+        for (name, value) in custom_headers {
+            post = post.header(name, value);
+        }
+        if let Some(session) = session_id {
+            post = post.header("mcp-session-id", session);
+        }
+        let mut response = match post.send().await {
+            Ok(response) => response,
+            Err(e) => return Some(Err(StreamableHttpError::Client(e))),
+        };
+        let media = |kind: &str| {
+            response
+                .headers()
+                .get(http::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with(kind))
+        };
+        if media("text/event-stream") {
+            self.streams.store(true, Ordering::Relaxed);
+        }
+        if response.status() != reqwest::StatusCode::OK || !media("application/json") {
+            return None;
+        }
+        let session = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let mut body = Vec::new();
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) if body.len() + chunk.len() > cap => {
+                    return Some(Err(StreamableHttpError::ResponseBodyTooLarge { max_size: cap }));
+                }
+                Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+                Ok(None) => break,
+                Err(e) => return Some(Err(StreamableHttpError::Client(e))),
+            }
+        }
+        let body = carry(&body).unwrap_or(body);
+        Some(
+            serde_json::from_slice(&body)
+                .map(|message| StreamableHttpPostResponse::Json(message, session))
+                .map_err(StreamableHttpError::Deserialize),
+        )
+    }
+}
 
 type Events = BoxStream<'static, Result<Sse, SseError>>;
 
@@ -149,7 +245,7 @@ impl StreamableHttpClient for Carrying {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
         let response = self
-            .0
+            .http
             .post_message(uri, message, session_id, auth_header, custom_headers)
             .await?;
         Ok(post_carried(response))
@@ -164,8 +260,20 @@ impl StreamableHttpClient for Carrying {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        let listed = self
+            .listed(
+                &uri,
+                &message,
+                (session_id.as_deref(), auth_header.as_deref()),
+                &custom_headers,
+                limits.max_json_response_size,
+            )
+            .await;
+        if let Some(listed) = listed {
+            return listed;
+        }
         let response = self
-            .0
+            .http
             .post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits)
             .await?;
         Ok(post_carried(response))
@@ -178,7 +286,7 @@ impl StreamableHttpClient for Carrying {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), StreamableHttpError<Self::Error>> {
-        self.0
+        self.http
             .delete_session(uri, session_id, auth_header, custom_headers)
             .await
     }
@@ -192,7 +300,7 @@ impl StreamableHttpClient for Carrying {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<Events, StreamableHttpError<Self::Error>> {
         let events = self
-            .0
+            .http
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
             .await?;
         Ok(carried(events))
@@ -208,7 +316,7 @@ impl StreamableHttpClient for Carrying {
         max_sse_event_size: usize,
     ) -> Result<Events, StreamableHttpError<Self::Error>> {
         let events = self
-            .0
+            .http
             .get_stream_with_max_sse_event_size(
                 uri,
                 session_id,

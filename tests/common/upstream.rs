@@ -1,0 +1,164 @@
+//! A loopback upstream MCP server of fixed tools, served by rmcp as a real
+//! server is ([`ToolServer`]): the tests say what it lists and how it
+//! answers a call, and nothing else of rmcp's handler.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData, ServerHandler};
+use serde_json::Value;
+
+/// How a [`ToolServer`] answers a call.
+type Answer = dyn Fn(CallToolRequestParams, &RequestContext<RoleServer>) -> CallToolResult + Send + Sync;
+
+/// An MCP server with tools only: it lists `tools` and answers each call
+/// with what its `answer` makes of the request (and its context: the HTTP
+/// request's parts, the `_meta`).
+#[derive(Clone)]
+pub struct ToolServer {
+    tools: Vec<Tool>,
+    answer: Arc<Answer>,
+}
+
+impl ToolServer {
+    pub fn new(
+        tools: Vec<Tool>,
+        answer: impl Fn(CallToolRequestParams, &RequestContext<RoleServer>) -> CallToolResult
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        Self {
+            tools,
+            answer: Arc::new(answer),
+        }
+    }
+
+    /// Served over streamable HTTP on loopback: its `/mcp` URL.
+    pub async fn serve(self) -> String {
+        crate::mcp_on_loopback(self).await
+    }
+}
+
+/// A tool named `name`, described by `description`, taking `schema` (a
+/// JSON object).
+pub fn tool(name: &str, description: impl Into<String>, schema: Value) -> Tool {
+    let Value::Object(schema) = schema else {
+        panic!("a tool's schema is an object: {schema}");
+    };
+    Tool::new(name.to_owned(), description.into(), Arc::new(schema))
+}
+
+impl ServerHandler for ToolServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools.clone()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        Ok((self.answer)(request, &context).into())
+    }
+}
+
+/// How a [`TaskServer`] sends its answers: each as one event of an SSE
+/// stream, or as a plain JSON body.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Answering {
+    Sse,
+    Json,
+}
+
+/// A streamable HTTP MCP server written by hand, since rmcp's types have
+/// no MCP 2025-11-25 tasks: it lists one tool, `long_job`, with
+/// `execution.taskSupport` `optional`; a task-augmented call of it starts
+/// task `t1` (`working`), which `tasks/get` finds `completed` and
+/// `tasks/result` answers `done`; a plain call answers `ran plainly`.
+/// Every request is kept in `server.seen`.
+pub struct TaskServer {
+    pub server: crate::LoopbackServer,
+}
+
+impl TaskServer {
+    pub async fn start(answering: Answering) -> Self {
+        let server = crate::LoopbackServer::start_with_headers(move |request| {
+            if request.method != "POST" {
+                return (405, Vec::new(), String::new());
+            }
+            let message: Value = serde_json::from_str(&request.body).unwrap_or_default();
+            let (Some(id), Some(method)) = (message.get("id"), message["method"].as_str()) else {
+                return (202, Vec::new(), String::new());
+            };
+            let task = |status: &str| {
+                serde_json::json!({"taskId": "t1", "status": status, "ttl": 60_000,
+                    "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:00Z"})
+            };
+            let params = &message["params"];
+            let result = match method {
+                "initialize" => serde_json::json!({
+                    "protocolVersion": params["protocolVersion"],
+                    "capabilities": {"tools": {},
+                        "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}},
+                    "serverInfo": {"name": "task-server", "version": "1"},
+                }),
+                "tools/list" => serde_json::json!({"tools": [{
+                    "name": "long_job",
+                    "description": "A job that may run as a task",
+                    "inputSchema": {"type": "object", "properties": {}},
+                    "execution": {"taskSupport": "optional"},
+                }]}),
+                "tools/call" if params.get("task").is_some() => serde_json::json!({"task": task("working")}),
+                "tools/call" => serde_json::json!({"content": [{"type": "text", "text": "ran plainly"}]}),
+                "tasks/get" | "tasks/cancel" => task("completed"),
+                "tasks/result" => serde_json::json!({"content": [{"type": "text", "text": "done"}]}),
+                _ => serde_json::json!({}),
+            };
+            let answer = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
+            let mut headers = vec![("mcp-session-id".to_owned(), "task-session".to_owned())];
+            match answering {
+                Answering::Json => (200, headers, answer),
+                Answering::Sse => {
+                    headers.push(("content-type".to_owned(), "text/event-stream".to_owned()));
+                    (200, headers, format!("event: message\ndata: {answer}\n\n"))
+                }
+            }
+        })
+        .await;
+        Self { server }
+    }
+
+    /// Its `/mcp` URL.
+    pub fn url(&self) -> String {
+        format!("http://{}/mcp", self.server.addr)
+    }
+
+    /// The methods of the requests it was sent, in order, with whether
+    /// each asked for a task.
+    pub fn methods(&self) -> Vec<(String, bool)> {
+        self.server
+            .seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|r| serde_json::from_str::<Value>(&r.body).ok())
+            .filter_map(|m| {
+                let method = m["method"].as_str()?.to_owned();
+                Some((method, m["params"].get("task").is_some()))
+            })
+            .collect()
+    }
+}
