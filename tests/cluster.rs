@@ -331,7 +331,13 @@ async fn stats_sum_every_replica_and_a_prefetch_served_elsewhere_is_not_wasted()
     let mut summed = serde_json::Value::Null;
     for _ in 0..600 {
         summed = serde_json::from_str(&cluster_stats(layout, true)).unwrap();
-        if summed["stats"]["hits"] == PREFETCHES && used(&summed) == PREFETCHES as u64 {
+        // Each replica flushes on its own clock: wait for A's dispatches
+        // as well as B's hits.
+        let stats = &summed["stats"];
+        if stats["hits"] == PREFETCHES
+            && stats["dispatched"] == PREFETCHES
+            && used(&summed) == PREFETCHES as u64
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;

@@ -237,7 +237,8 @@ fn a_signed_update_that_adds_an_import_is_shown_and_not_loaded_until_approved() 
         "{stdout}"
     );
     assert!(
-        stdout.contains("asks for more: imports toolhost:plugin/http@0.2.0, may reach http://127.0.0.1:9"),
+        stdout.contains("asks for more: imports toolhost:plugin/http@")
+            && stdout.contains(", may reach http://127.0.0.1:9"),
         "{stdout}"
     );
     assert!(
