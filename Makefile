@@ -15,7 +15,7 @@ DEV_TOOLHOST := target/debug/toolhost
 # `slow_count` among them) stay in guest-plugins/target, where tests take them.
 BUNDLED := format_pipeline:10-format-pipeline
 
-.PHONY: all run setup plugins bundled host dev-host test lint bench clean toolchains lang-plugins
+.PHONY: all run setup plugins bundled host dev-host test lint bench clean toolchains lang-plugins peer-extism
 
 all: host plugins
 
@@ -78,16 +78,36 @@ lint:
 	cd guest-plugins && $(CARGO) fmt --all -- --check
 	cd guest-plugins && $(CARGO) clippy --release --locked --target $(WASM_TARGET) -- -D warnings
 
-bench: host plugins lang-plugins upstream venv replay-trees redis
+# Each bench measures its figures against baselines in the same run, and
+# those that hold targets write them into $(BENCH_OUT); the last step prints
+# them all in one table.
+bench: host plugins lang-plugins upstream venv replay-trees redis peer-extism
+	@rm -rf $(BENCH_OUT) && mkdir -p $(BENCH_OUT)
 	$(CARGO) bench --locked -p toolhost --bench plugins
+	cd $(PEER_EXTISM) && $(CARGO) run --release --locked -- $(abspath $(PEER_GUEST)) --json > $(abspath $(BENCH_OUT))/extism.json
 	$(CARGO) bench --locked -p toolhost --bench pipeline
 	$(CARGO) bench --locked -p toolhost --bench languages
 	$(CARGO) run --release --locked -p toolhost-bench --bin replay
 	$(CARGO) run --release --locked -p toolhost-bench --bin replay -- --traces
-	$(CARGO) run --release --locked -p toolhost-bench --bin front
+	$(CARGO) run --release --locked -p toolhost-bench --bin front -- --targets $(BENCH_OUT)/front.json
 	$(CARGO) run --release --locked -p toolhost-bench --bin load
 	$(CARGO) run --release --locked -p toolhost-bench --bin cluster
 	$(PYTHON) tests/mcp/vendors/replay.py --toolhost $(abspath $(TOOLHOST)) --plugin $(abspath $(GUEST_OUT))/github.wasm
+	$(CARGO) run --release --locked -p toolhost-bench --bin table -- $(BENCH_OUT)
+
+BENCH_OUT := build/bench
+
+## The plugins bench's peer: the same transform in Extism, a crate outside
+## the workspace (Extism brings its own wasmtime, which neither the tests
+## nor CI compile), with its guest built by Extism's PDK for
+## wasm32-unknown-unknown, a target only this needs.
+PEER_EXTISM := bench/peers/extism
+PEER_GUEST  := $(PEER_EXTISM)/guest/target/wasm32-unknown-unknown/release/peer_extism_remap.wasm
+
+peer-extism:
+	@rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+	cd $(PEER_EXTISM)/guest && $(CARGO) build --release --locked --target wasm32-unknown-unknown --target-dir target
+	cd $(PEER_EXTISM) && $(CARGO) build --release --locked
 
 ## ---------------------------------------------------------------------------
 ## Plugins in other languages: JavaScript, Python, C, Go beside
