@@ -9,7 +9,7 @@
 //! then nobody else can rename or remove what is in it. The directory that
 //! holds the file itself may not be (sticky or not, others could add
 //! a plugin to it). An error advises `chmod go-w` only on a path the user
-//! owns that is not sticky, and else to move the plugins: a shared
+//! owns that is not sticky, and else to move what was checked: a shared
 //! directory such as `/tmp` is never theirs to change. Owns these checks;
 //! not what is refused because of them.
 
@@ -73,7 +73,7 @@ fn check_from(path: &Path, sticky_from: usize) -> Result<(), UnsafePath> {
                  fix: {}",
                 at.display(),
                 meta.uid(),
-                MOVE
+                move_fix(path)
             );
             return Err(UnsafePath::new(at, message));
         }
@@ -93,7 +93,7 @@ fn check_from(path: &Path, sticky_from: usize) -> Result<(), UnsafePath> {
             let fix = if meta.uid() == me && mode & STICKY == 0 {
                 format!("`chmod go-w {}`", at.display())
             } else {
-                MOVE.to_owned()
+                move_fix(path)
             };
             let message = format!(
                 "the {what} {} is writable by {who} (mode {:04o}): they could change what runs; fix: {fix}",
@@ -106,8 +106,15 @@ fn check_from(path: &Path, sticky_from: usize) -> Result<(), UnsafePath> {
     Ok(())
 }
 
-/// The fix when the unsafe directory is not the user's to change.
-const MOVE: &str = "move the plugins (and their lock and approvals) to a directory only you can write";
+/// The fix when the unsafe directory is not the user's to change: move
+/// what was checked (a plugin directory with its lock and approvals, a
+/// credential store).
+fn move_fix(path: &Path) -> String {
+    format!(
+        "move {} (and the files kept beside it) to a directory only you can write",
+        path.display()
+    )
+}
 
 #[cfg(test)]
 mod tests {
@@ -140,7 +147,7 @@ mod tests {
         assert!(err.contains("directory") && err.contains("1777"), "{err}");
         // A shared sticky directory is never the user's to chmod.
         assert!(
-            !err.contains("chmod") && err.contains("fix: move the plugins"),
+            !err.contains("chmod") && err.contains(&format!("fix: move {}", file.display())),
             "{err}"
         );
         chmod(dir.path(), 0o775);
