@@ -21,6 +21,8 @@ use toolhost_tests::{plugin_dir, stdio_client, toolhost_binary};
 struct User {
     answer: ElicitResult,
     shown: Arc<Mutex<Vec<String>>>,
+    /// The forms it was sent (their schemas, as JSON text).
+    forms: Arc<Mutex<Vec<String>>>,
 }
 
 impl ClientHandler for User {
@@ -35,8 +37,15 @@ impl ClientHandler for User {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        if let ElicitRequestParams::FormElicitationParams { message, .. } = request {
+        if let ElicitRequestParams::FormElicitationParams {
+            message,
+            requested_schema,
+            ..
+        } = request
+        {
             self.shown.lock().unwrap().push(message);
+            let form = serde_json::to_string(&requested_schema).unwrap();
+            self.forms.lock().unwrap().push(form);
         }
         Ok(self.answer.clone())
     }
@@ -63,19 +72,38 @@ async fn user(
     action: ElicitationAction,
     content: Option<Value>,
 ) -> (RunningService<RoleClient, User>, Arc<Mutex<Vec<String>>>) {
+    let (client, shown, _) = user_of(command(dir), action, content).await;
+    (client, shown)
+}
+
+/// [`user`], of a session served by `command`: also the forms it was sent.
+async fn user_of(
+    command: tokio::process::Command,
+    action: ElicitationAction,
+    content: Option<Value>,
+) -> (
+    RunningService<RoleClient, User>,
+    Arc<Mutex<Vec<String>>>,
+    Arc<Mutex<Vec<String>>>,
+) {
     let mut answer = ElicitResult::new(action);
     answer.content = content;
-    let shown = Arc::default();
+    let (shown, forms) = (Arc::default(), Arc::default());
     let handler = User {
         answer,
         shown: Arc::clone(&shown),
+        forms: Arc::clone(&forms),
     };
-    let transport = rmcp::transport::TokioChildProcess::builder(command(dir))
+    let transport = rmcp::transport::TokioChildProcess::builder(command)
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("toolhost serve starts")
         .0;
-    (handler.serve(transport).await.expect("an MCP session"), shown)
+    (
+        handler.serve(transport).await.expect("an MCP session"),
+        shown,
+        forms,
+    )
 }
 
 async fn call<S: rmcp::service::Service<RoleClient>>(
@@ -148,6 +176,44 @@ async fn a_choice_reaches_after_ask_and_one_off_the_list_is_refused() {
         text(&result).contains("does not fit the form"),
         "{}",
         text(&result)
+    );
+    client.cancel().await.unwrap();
+}
+
+/// A question is text a plugin hands over like any other: a secret value
+/// in its message or in one of its options reaches the user scrubbed.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_secret_in_a_question_or_its_options_is_redacted() {
+    const SECRET: &str = "tok-4f1e9a7c2b";
+    let dir = plugin_dir(&[(
+        "asker",
+        "fixture_asker",
+        Some(
+            "[grants]\nhttp = [\"http://127.0.0.1:9\"]\n\
+             [grants.secrets.tracker]\nenv = \"ASK_TEST_SECRET\"\nheader = \"Authorization\"\n\
+             hosts = [\"http://127.0.0.1:9\"]\nallow_loopback_http = true\n",
+        ),
+    )]);
+    let mut serve = command(&dir);
+    serve.env("ASK_TEST_SECRET", SECRET);
+    let (client, shown, forms) =
+        user_of(serve, ElicitationAction::Accept, Some(json!({"choice": "main"}))).await;
+    let result = call(
+        &client,
+        "echo_question",
+        json!({"message": format!("Use {SECRET}?"), "options": [SECRET, "main"]}),
+    )
+    .await;
+    assert_eq!(text(&result), "picked main", "{result:?}");
+    let (shown, forms) = (shown.lock().unwrap().clone(), forms.lock().unwrap().clone());
+    assert_eq!((shown.len(), forms.len()), (1, 1), "{shown:?}");
+    assert!(
+        !shown[0].contains(SECRET) && shown[0].contains("redacted"),
+        "{shown:?}"
+    );
+    assert!(
+        !forms[0].contains(SECRET) && forms[0].contains("main"),
+        "{forms:?}"
     );
     client.cancel().await.unwrap();
 }

@@ -377,12 +377,12 @@ pub(super) async fn prepare<'c>(
     if let Backend::Plugin(plugin, _) = &bound.backend
         && hooks.contains(Hooks::BEFORE_CALL)
     {
-        let mut decision = plugin.before_call(name, &args).await;
-        if let Ok(BeforeCallDecision::Ask(question)) = decision {
+        let mut verdict = plugin.before_call(name, &args).await;
+        if let Ok(BeforeCallDecision::Ask(question)) = verdict {
             let answer = ask::user(&plugin.name, name, &question, client).await?;
-            decision = plugin.after_ask(name, &args, answer).await;
+            verdict = plugin.after_ask(name, &args, answer).await;
         }
-        match decision {
+        match verdict {
             Ok(BeforeCallDecision::Allow) => {}
             Ok(BeforeCallDecision::Block(reason)) if reason.is_empty() => {
                 return Err(ToolError::Failed(format!("Tool {name} execution was blocked")));

@@ -678,7 +678,12 @@ impl Plugin {
             BeforeCallDecision::Block(reason) => *reason = self.error_text(reason),
             BeforeCallDecision::Ask(question) => {
                 check_question(question).map_err(|e| self.invalid(M, e))?;
+                // All the user is shown is scrubbed, as any text a plugin
+                // hands over: the options as well as the message.
                 question.message = self.error_text(&question.message);
+                for option in question.options.iter_mut().flatten() {
+                    *option = self.redactor().text(option).into_owned();
+                }
             }
         }
         Ok(decision)
