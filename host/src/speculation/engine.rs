@@ -75,6 +75,7 @@ use super::repeats::Repeats;
 use super::settings::{Settings, hostname};
 use super::shared::Shared;
 use super::tally::Tally;
+use super::walk::{Walk, Walks};
 use crate::cluster::{Cluster, Entry, Stored};
 use crate::enrich::Enrichers;
 use crate::priority::{Background, Foreground, Running};
@@ -253,6 +254,8 @@ pub struct Engine<T: Target> {
     spent_before: Arc<SpentBefore>,
     /// Follow-ups being planned in the background.
     planning: Arc<AtomicUsize>,
+    /// The lists the agent walks, and the next item of each.
+    walks: Arc<Walks<T::Principal>>,
     /// The replicas this one shares prefetches with, if any.
     shared: Option<Arc<Shared<T::Output>>>,
     /// What is counted here, added to the replicas' totals.
@@ -303,13 +306,15 @@ enum How {
     Cluster,
 }
 
-/// One candidate follow-up call, made for `who`.
+/// One candidate follow-up call, made for `who`: an item of a walk, if
+/// it is one, with its place in the walk.
 struct Candidate<P> {
     tool: String,
     args: Map<String, Value>,
     origin: FollowUpRank,
     prior: f32,
     who: P,
+    walk: Option<(Arc<Walk<P>>, usize)>,
 }
 
 impl<T: Target> Engine<T> {
@@ -333,6 +338,7 @@ impl<T: Target> Engine<T> {
             metrics,
             spent_before: Arc::default(),
             planning: Arc::default(),
+            walks: Arc::default(),
             shared: None,
             tally: None,
         }
@@ -380,6 +386,8 @@ impl<T: Target> Engine<T> {
             metrics: self.metrics.clone(),
             spent_before: self.spent_before.clone(),
             planning: Arc::default(),
+            // A step's key is an entry of the old cache, never served again.
+            walks: Arc::default(),
             shared: None,
             tally: self.tally.clone(),
         };
@@ -425,6 +433,7 @@ impl<T: Target> Engine<T> {
         }
         let key = Key::new(tool, &self.target.cache_args(tool, args), partition);
         let fate = self.fanout.called(&key);
+        self.walks.called(&key);
         let found = match self.cache.lookup(&key) {
             Lookup::Hit(p) => Some((p, How::Hit)),
             Lookup::Kept(p) if self.target.self_validating(tool) || self.repeats.trusted(tool) => {
@@ -583,6 +592,7 @@ impl<T: Target> Engine<T> {
             origin,
             prior: CHANGED_PRIOR,
             who: T::Principal::default(),
+            walk: None,
         };
         self.dispatch(candidate).await;
     }
@@ -666,6 +676,7 @@ impl<T: Target> Engine<T> {
                     },
                     prior: call.link.probability,
                     who: who.clone(),
+                    walk: None,
                 };
                 if admitted(&candidate) {
                     self.dispatch(candidate).await;
@@ -697,23 +708,64 @@ impl<T: Target> Engine<T> {
                 self.metrics.declined(DeclineReason::NotSpeculatable);
                 continue;
             }
-            for (rank, args) in self.learned.project(&planned, args, result) {
-                let candidate = Candidate {
-                    tool: to.clone(),
-                    args,
-                    origin: FollowUpRank {
-                        from: tool.to_owned(),
-                        to: to.clone(),
-                        rank,
-                    },
-                    prior: learned::PRIOR,
-                    who: who.clone(),
-                };
-                if admitted(&candidate) {
-                    self.dispatch(candidate).await;
-                }
+            let items: Vec<_> = self
+                .learned
+                .project(&planned, args, result)
+                .into_iter()
+                .map(|(_, args)| args)
+                .collect();
+            if items.is_empty() {
+                continue;
             }
+            let walk = Walk {
+                from: tool.to_owned(),
+                to: to.clone(),
+                items,
+                who: who.clone(),
+                admit: admit.cloned(),
+            };
+            self.walk_on(Arc::new(walk), 0).await;
         }
+    }
+
+    /// Offer item `place` of `walk`: the first when its list comes back,
+    /// each next one once the agent called the one before (`walk`). The
+    /// first is learned as rank 0 and every next one as rank 1: the chance
+    /// an agent goes on from an item it opened, whichever it was.
+    async fn walk_on(&self, walk: Arc<Walk<T::Principal>>, place: usize) {
+        let Some(args) = walk.items.get(place) else {
+            return;
+        };
+        if let Some(admit) = &walk.admit
+            && !admit(&walk.to, args)
+        {
+            self.metrics.declined(DeclineReason::Refused);
+            return;
+        }
+        let origin = FollowUpRank {
+            from: walk.from.clone(),
+            to: walk.to.clone(),
+            rank: place.min(1),
+        };
+        let candidate = Candidate {
+            tool: walk.to.clone(),
+            args: args.clone(),
+            prior: learned::PRIOR,
+            origin,
+            who: walk.who.clone(),
+            walk: Some((walk.clone(), place)),
+        };
+        self.dispatch(candidate).await;
+    }
+
+    /// The link `from`'s value model declares to `to`, if any.
+    fn declared(&self, from: &str, to: &str) -> Option<&FollowUpLink> {
+        self.models
+            .get(from)?
+            .follow_ups
+            .as_ref()?
+            .iter()
+            .find(|l| l.tool == to)
     }
 
     /// A declared link's projected arguments, with those of the call that
@@ -755,6 +807,9 @@ impl<T: Target> Engine<T> {
         let (engine, tool) = (self.clone(), tool.to_owned());
         tokio::spawn(async move {
             let _guard = guard;
+            for (walk, rank) in engine.walks.advanced() {
+                engine.walk_on(walk, rank).await;
+            }
             let result = result.json();
             pending.index(result.as_ref());
             if let Some(result) = result {
@@ -825,6 +880,18 @@ impl<T: Target> Engine<T> {
         };
         let key = Key::new(&c.tool, &self.target.cache_args(&c.tool, &args), partition);
         let ttl = self.ttl(&c.tool);
+        if let Some((walk, place)) = c.walk {
+            // An agent may skip items: a call of any item of the list goes
+            // on to the one after it, so the items not offered yet are
+            // remembered too, keyed as their calls would be.
+            if place == 0 {
+                for (later, item) in walk.items.iter().enumerate().skip(1) {
+                    let key = Key::new(&walk.to, &self.target.cache_args(&walk.to, item), partition);
+                    self.walks.offered(key, walk.clone(), later, ttl);
+                }
+            }
+            self.walks.offered(key.clone(), walk, place, ttl);
+        }
         let shared_args = key.shared();
         // The generation the prefetch is made under, read before it runs;
         // and if a replica already prefetched it, Redis serves it.
@@ -973,11 +1040,7 @@ impl<T: Target> Engine<T> {
             if from == CHANGED {
                 return CHANGED_PRIOR;
             }
-            self.models
-                .get(from)
-                .and_then(|m| m.follow_ups.as_ref())
-                .and_then(|links| links.iter().find(|l| l.tool == to))
-                .map_or(0.5, |l| l.probability)
+            self.declared(from, to).map_or(0.5, |l| l.probability)
         };
         self.metrics.snapshot(
             self.cache.unserved(),
@@ -1867,9 +1930,9 @@ mod tests {
             .iter()
             .map(|(_, a)| a["id"].clone())
             .collect();
-        // Each listed item's own id in order, never its creator's, at most three.
-        assert!(!prefetched.is_empty() && prefetched.len() <= 3, "{prefetched:?}");
-        assert_eq!(prefetched[0], "eee-5");
+        // The first listed item's own id, never its creator's; the next
+        // once the agent opened it.
+        assert_eq!(prefetched, [json!("eee-5")]);
         assert!(!prefetched.contains(&json!("user-1")));
         assert!(real(&e, "get", json!({"id": "eee-5"}), json!({})).await);
         let learned = e.stats().learned;
@@ -1878,6 +1941,32 @@ mod tests {
             ("list", "get")
         );
         assert_eq!(learned[0].projection, "id ← results[*].id");
+    }
+
+    #[tokio::test]
+    async fn a_learned_list_is_prefetched_item_by_item_as_the_agent_walks_it() {
+        let (service, e) = service(Settings::default());
+        list_then_get_twice(&e).await;
+        let prefetched = || -> Vec<Value> {
+            let calls = service.calls.lock().unwrap();
+            calls.iter().map(|(_, a)| a["id"].clone()).collect()
+        };
+        service.calls.lock().unwrap().clear();
+        let ids = ["c-1", "c-2", "c-3", "c-4", "c-5", "c-6"];
+        real(&e, "list", json!({}), pages(&ids)).await;
+        assert_eq!(prefetched(), [json!("c-1")], "only the first item at once");
+        assert!(real(&e, "get", json!({"id": "c-1"}), json!({})).await);
+        assert_eq!(prefetched(), [json!("c-1"), json!("c-2")], "then the next");
+        assert!(real(&e, "get", json!({"id": "c-2"}), json!({})).await);
+        // An agent that skips items goes on from where it is, past the
+        // first three of the list.
+        assert!(!real(&e, "get", json!({"id": "c-4"}), json!({})).await);
+        assert_eq!(prefetched().last(), Some(&json!("c-5")));
+        assert!(real(&e, "get", json!({"id": "c-5"}), json!({})).await);
+        assert_eq!(prefetched().last(), Some(&json!("c-6")));
+        assert!(real(&e, "get", json!({"id": "c-6"}), json!({})).await);
+        assert_eq!(prefetched().len(), 5, "nothing past the end of the list");
+        assert_eq!(e.stats().hits, 4);
     }
 
     #[tokio::test]
@@ -1956,7 +2045,7 @@ mod tests {
     async fn prefetches_stop_when_their_unused_calls_reach_their_share_of_the_real_ones() {
         let settings = Settings {
             max_extra_calls: 0.0,
-            max_in_flight: 2,
+            max_in_flight: 1,
             ..Settings::default()
         };
         let (service, e) = service(settings);
@@ -1965,7 +2054,7 @@ mod tests {
         real(&e, "list", json!({}), pages(&["ccc-3", "ddd-4", "eee-5"])).await;
         real(&e, "list", json!({}), pages(&["fff-6", "ggg-7", "hhh-8"])).await;
         let stats = e.stats();
-        assert_eq!(service.calls.lock().unwrap().len(), 2, "{stats:?}");
+        assert_eq!(service.calls.lock().unwrap().len(), 1, "{stats:?}");
         assert!(
             stats.declined.get("extra_calls").is_some_and(|n| *n >= 1),
             "{stats:?}"

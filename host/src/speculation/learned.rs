@@ -14,9 +14,10 @@
 //!   `repo`, carried from a listing to the item it lists);
 //! - a constant (`page_size: 100`).
 //!
-//! A link is planned once seen [`MIN_SEEN`] times; how many of its items
-//! are worth prefetching is the fan-out's to learn, per rank, as for a
-//! declared link. A link from a tool to itself is a tree walk (a block's
+//! A link is planned once seen [`MIN_SEEN`] times, as a walk of its items
+//! (`walk`): the first is offered with the result, each next one once the
+//! agent called the one before; whether an item is worth prefetching is
+//! the fan-out's to learn, per rank, as for a declared link. A link from a tool to itself is a tree walk (a block's
 //! children, a directory's files) and is learned like any other. Declared
 //! links are priors and learned ones evidence: a learned link is planned
 //! between two tools no declared link joins (where one does, its per-rank
@@ -61,7 +62,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::projection::MAX_PER_LINK;
+use super::walk;
 use crate::bounds;
 use crate::cluster::LinkCount;
 
@@ -452,7 +453,8 @@ impl Learned {
     }
 
     /// A link's calls from `result`, given by a call with `args`: at most
-    /// [`MAX_PER_LINK`], each with its rank (among the items it may pick).
+    /// [`walk::MAX_ITEMS`], each with its rank (among the items it may pick), in
+    /// the order a walk offers them.
     pub fn project(
         &self,
         planned: &Planned,
@@ -844,7 +846,7 @@ fn project(planned: &Planned, args: &Map<String, Value>, result: &Value) -> Vec<
     }
     let mut calls: Vec<(usize, Map<String, Value>)> = Vec::new();
     for item in picks {
-        if calls.len() == MAX_PER_LINK {
+        if calls.len() == walk::MAX_ITEMS {
             break;
         }
         let call: Option<Map<String, Value>> = link
@@ -959,7 +961,15 @@ mod tests {
             &commits(&["x1x", "y2y", "z3z", "w4w"]),
         );
         let shas: Vec<(usize, &Value)> = planned.iter().map(|(r, c)| (*r, &c["sha"])).collect();
-        assert_eq!(shas, [(0, &json!("x1x")), (1, &json!("y2y")), (2, &json!("z3z"))]);
+        assert_eq!(
+            shas,
+            [
+                (0, &json!("x1x")),
+                (1, &json!("y2y")),
+                (2, &json!("z3z")),
+                (3, &json!("w4w"))
+            ]
+        );
         assert_eq!(planned[0].1["owner"], "o");
         assert_eq!(learned.table()[0].planned, 1);
     }
@@ -1043,7 +1053,9 @@ mod tests {
             [
                 (0, &json!("d/README.md")),
                 (1, &json!("d/package.json")),
-                (2, &json!("d/.eslintrc"))
+                (2, &json!("d/.eslintrc")),
+                (3, &json!("d/.gitignore")),
+                (4, &json!("d/LICENSE"))
             ]
         );
     }

@@ -9,6 +9,7 @@
 //! - `json_text`: the JSON a text result holds, whole or cut short;
 //! - `fanout`: how many of a link's candidates are worth prefetching,
 //!   learned from the calls the agent really makes;
+//! - `walk`: the lists the agent walks item by item, and the next item;
 //! - `settings`: `[speculation]` in the configuration;
 //! - `dispatcher`: background runs within global and per-host caps;
 //! - `engine`: the glue: plan, project, prepare, dispatch, serve;
@@ -33,6 +34,7 @@ mod repeats;
 pub(crate) mod settings;
 mod shared;
 mod tally;
+mod walk;
 
 pub(crate) use engine::{Admit, Engine, Observed, Served, Target};
 pub use fanout::RankStats;
