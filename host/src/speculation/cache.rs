@@ -398,6 +398,15 @@ impl<V: Clone> SpecCache<V> {
         }
     }
 
+    /// Whether `key` is held (ready and unexpired) or being prefetched.
+    pub fn holds(&self, key: &Key) -> bool {
+        match self.lock().slots.get(key) {
+            Some(Slot::Ready { expires, .. }) => *expires > Instant::now(),
+            Some(Slot::InFlight { .. }) => true,
+            None => false,
+        }
+    }
+
     /// What `key`'s entry holds, if one is ready and unexpired.
     pub fn held(&self, key: &Key) -> Option<V> {
         match self.lock().slots.get(key) {

@@ -911,6 +911,9 @@ impl<T: Target> Engine<T> {
             .fanout
             .likely(&c.origin, c.prior, self.settings.probability_floor);
         let chance = self.fanout.chance(&c.origin, c.prior);
+        if !self.cache.holds(&key) {
+            self.fanout.gone(&key);
+        }
         self.fanout.offer(key.clone(), c.origin, ttl);
         // Remembered with the offer, so a real call that matches it says
         // why it was not served.

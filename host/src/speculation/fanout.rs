@@ -186,6 +186,21 @@ impl FanOut {
         );
     }
 
+    /// The prefetch made for `key` is gone unused (a write invalidated
+    /// it, or it expired): its offer is forgotten, so that offering `key`
+    /// again counts as a new offer. Agents write in runs (a page's blocks
+    /// appended one call at a time), each write drops what its neighbours
+    /// held, and a read planned after each of them is prefetched anew and
+    /// dropped by the next: counted once, the record would show one unused
+    /// offer for dozens of calls made. An offer declined is kept: it made
+    /// no call.
+    pub fn gone(&self, key: &Key) {
+        let mut inner = self.lock();
+        if inner.offered.get(key).is_some_and(|o| o.declined.is_none()) {
+            inner.offered.remove(key);
+        }
+    }
+
     /// The candidate offered for `key` was not dispatched, for `reason`.
     pub fn declined(&self, key: &Key, reason: DeclineReason) {
         if let Some(o) = self.lock().offered.get_mut(key) {
@@ -338,6 +353,26 @@ mod tests {
         let inner = fan.lock();
         let (offered, used) = inner.counts.get(origin).map_or((0, 0), |c| (c.offered, c.used));
         Posterior::new(offered, used, prior, origin.rank).mean
+    }
+
+    #[test]
+    fn a_prefetch_gone_unused_counts_its_next_offer_anew() {
+        let fan = FanOut::default();
+        fan.offer(key("a"), origin(0), MINUTE);
+        fan.offer(key("a"), origin(0), MINUTE);
+        assert_eq!(fan.table(|_, _| 0.5)[0].offered, 1, "held: offered once");
+        fan.gone(&key("a"));
+        fan.offer(key("a"), origin(0), MINUTE);
+        assert_eq!(fan.table(|_, _| 0.5)[0].offered, 2, "gone: offered again");
+        fan.declined(&key("a"), DeclineReason::Unlikely);
+        fan.gone(&key("a"));
+        fan.offer(key("a"), origin(0), MINUTE);
+        assert_eq!(
+            fan.table(|_, _| 0.5)[0].offered,
+            2,
+            "a declined offer made no call"
+        );
+        assert_eq!(fan.called(&key("a")), Some(Fate::Dispatched));
     }
 
     #[test]
