@@ -10,6 +10,7 @@
 //! failure as a [`PluginError`] and the caller (the enricher chain, the call
 //! pipeline) decides whether it fails open or closed.
 
+use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
@@ -56,7 +57,7 @@ impl Plugin {
             "supported-categories",
             input,
             |c| json!(c),
-            self.supported_categories_unobserved(),
+            pin!(self.supported_categories_unobserved()),
         )
         .await
     }
@@ -70,7 +71,7 @@ impl Plugin {
             "enrich-schema",
             input,
             rerun::enrichment_json,
-            self.enrich_schema_unobserved(tool, schema),
+            pin!(self.enrich_schema_unobserved(tool, schema)),
         )
         .await
     }
@@ -91,7 +92,7 @@ impl Plugin {
             "transform-args",
             input,
             |(args, room)| rerun::transformed_json(args, *room),
-            self.transform_args_unobserved(tool, args, room),
+            pin!(self.transform_args_unobserved(tool, args, room)),
         )
         .await
     }
@@ -103,7 +104,7 @@ impl Plugin {
             "value-model",
             input,
             |m| json!(m),
-            self.value_model_unobserved(tool),
+            pin!(self.value_model_unobserved(tool)),
         )
         .await
     }
@@ -122,7 +123,7 @@ impl Plugin {
             "project-args",
             input,
             |p| json!(p),
-            self.project_args_unobserved(prev_tool, prev_result, link),
+            pin!(self.project_args_unobserved(prev_tool, prev_result, link)),
         )
         .await
     }
@@ -138,7 +139,7 @@ impl Plugin {
             "rate-limit-host",
             input,
             |h| json!(h),
-            self.rate_limit_host_unobserved(tool, args),
+            pin!(self.rate_limit_host_unobserved(tool, args)),
         )
         .await
     }
@@ -149,7 +150,7 @@ impl Plugin {
             "list-tools",
             input,
             |t| rerun::definitions_json(t),
-            self.list_tools_unobserved(),
+            pin!(self.list_tools_unobserved()),
         )
         .await
     }
@@ -165,7 +166,7 @@ impl Plugin {
             "prepare-arguments",
             input,
             |a| json!(a),
-            self.prepare_arguments_unobserved(tool, args),
+            pin!(self.prepare_arguments_unobserved(tool, args)),
         )
         .await
     }
@@ -181,7 +182,7 @@ impl Plugin {
             "before-call",
             input,
             rerun::decision_json,
-            self.before_call_unobserved(tool, args),
+            pin!(self.before_call_unobserved(tool, args)),
         )
         .await
     }
@@ -222,9 +223,9 @@ impl Plugin {
             rerun::EXECUTE,
             input,
             rerun::execution_json,
-            self.execute_unobserved(
+            pin!(self.execute_unobserved(
                 tool, args, call_id, cancelled, progress, background, secrets, cancel,
-            ),
+            )),
         )
         .await
     }
@@ -243,7 +244,7 @@ impl Plugin {
             "after-call",
             input,
             |o| json!(o.as_ref().map(rerun::override_json)),
-            self.after_call_unobserved(tool, result, is_error),
+            pin!(self.after_call_unobserved(tool, result, is_error)),
         )
         .await
     }
@@ -262,7 +263,7 @@ impl Plugin {
             "render-call",
             input,
             |t| json!(t),
-            self.render_call_unobserved(tool, args, width),
+            pin!(self.render_call_unobserved(tool, args, width)),
         )
         .await
     }
@@ -281,7 +282,7 @@ impl Plugin {
             "render-result",
             input,
             |t| json!(t),
-            self.render_result_unobserved(tool, result, options),
+            pin!(self.render_result_unobserved(tool, result, options)),
         )
         .await
     }
@@ -705,7 +706,7 @@ impl Plugin {
             rerun::AFTER_ASK,
             input,
             rerun::decision_json,
-            self.after_ask_unobserved(tool, args, answer),
+            pin!(self.after_ask_unobserved(tool, args, answer)),
         )
         .await
     }

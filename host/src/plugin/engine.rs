@@ -8,7 +8,7 @@
 //! async host import is not charged for the wait.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -50,17 +50,20 @@ pub fn new_engine() -> wasmtime::Result<Engine> {
     Engine::new(&config)
 }
 
-/// Advances the engine's epoch every [`TICK`] until dropped.
+/// Advances the engine's epoch every [`TICK`] until dropped, and counts
+/// the ticks for [`TickClock`].
 pub struct EpochTicker {
     stop: Arc<AtomicBool>,
+    ticks: Arc<AtomicU64>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl EpochTicker {
     pub fn start(engine: &Engine) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
+        let ticks = Arc::new(AtomicU64::new(0));
         let engine = engine.weak();
-        let flag = stop.clone();
+        let (flag, count) = (stop.clone(), ticks.clone());
         let thread = std::thread::Builder::new()
             .name("toolhost-epoch".into())
             .spawn(move || {
@@ -70,13 +73,34 @@ impl EpochTicker {
                         Some(engine) => engine.increment_epoch(),
                         None => break,
                     }
+                    count.fetch_add(1, Ordering::Relaxed);
                 }
             })
             .expect("spawning the epoch thread");
         Self {
             stop,
+            ticks,
             thread: Some(thread),
         }
+    }
+
+    /// The ticks this ticker has counted, as a clock to read.
+    pub fn clock(&self) -> TickClock {
+        TickClock(self.ticks.clone())
+    }
+}
+
+/// The epoch ticks counted so far: a clock of [`TICK`] resolution that costs
+/// one atomic load to read, where `Instant::now` costs a system clock read.
+/// Host imports are charged by it (`HostState::charged`): an import that
+/// spans a tick boundary is charged the tick, so an import of duration `d`
+/// is charged `d / TICK` ticks on average, however short it is.
+#[derive(Clone)]
+pub struct TickClock(Arc<AtomicU64>);
+
+impl TickClock {
+    pub fn now(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
     }
 }
 

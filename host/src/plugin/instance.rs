@@ -98,7 +98,7 @@ impl Instance {
 
 pub struct Instances {
     engine: Engine,
-    _ticker: Arc<EpochTicker>,
+    ticker: Arc<EpochTicker>,
     pre: InstancePre<HostState>,
     exports: Indices,
     identity: Arc<PluginIdentity>,
@@ -119,7 +119,7 @@ impl Instances {
         let health = Health::new(&identity.limits);
         Self {
             engine,
-            _ticker: ticker,
+            ticker,
             pre,
             exports,
             identity,
@@ -135,7 +135,10 @@ impl Instances {
 
     /// A new instance, ready for calls.
     pub async fn instantiate(&self) -> wasmtime::Result<Instance> {
-        let mut store = Store::new(&self.engine, HostState::new(self.identity.clone()));
+        let mut store = Store::new(
+            &self.engine,
+            HostState::new(self.identity.clone(), self.ticker.clock()),
+        );
         store.limiter(|state| &mut state.limits);
         store.epoch_deadline_callback(|mut ctx| ctx.data_mut().on_epoch());
         store.data_mut().begin_call();
@@ -186,7 +189,9 @@ impl Instances {
         let work = pin!(async {
             let mut instance = match self.take_idle() {
                 Some(instance) => instance,
-                None => self.instantiate().await?,
+                // Boxed: an instantiation's future is several KB, and inline
+                // it would size (and be copied with) every call's future.
+                None => Box::pin(self.instantiate()).await?,
             };
             instance.store.data_mut().begin_call();
             instance.store.set_epoch_deadline(1);

@@ -23,6 +23,7 @@
 //! A result is `{mcp, details}`: the MCP `CallToolResult` and the
 //! plugin's details.
 
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
@@ -71,13 +72,15 @@ impl Plugin {
     }
 
     /// Run `call` of `export`; with `input` (built only when
-    /// [`Plugin::observing`]), record it and hand it to the shadow.
+    /// [`Plugin::observing`]), record it and hand it to the shadow. The
+    /// caller pins `call` in its own frame: a plugin call's future is a few
+    /// KB, and taken by value it would be copied into this one's.
     pub(super) async fn observed<T>(
         &self,
         export: &'static str,
         input: Option<Value>,
         answer: impl FnOnce(&T) -> Value,
-        call: impl Future<Output = Result<T, PluginError>>,
+        call: Pin<&mut impl Future<Output = Result<T, PluginError>>>,
     ) -> Result<T, PluginError> {
         let Some(input) = input else { return call.await };
         let started = Instant::now();
