@@ -17,8 +17,9 @@
 //! A link is planned once seen [`MIN_SEEN`] times, as a walk of its items
 //! (`walk`): the first is offered with the result, each next one once the
 //! agent called the one before; whether an item is worth prefetching is
-//! the fan-out's to learn, per rank, as for a declared link. A link from a tool to itself is a tree walk (a block's
-//! children, a directory's files) and is learned like any other. Declared
+//! the fan-out's to learn, per rank, as for a declared link. A link from a
+//! tool to itself is a tree walk (a block's children, a directory's files)
+//! and is learned like any other. Declared
 //! links are priors and learned ones evidence: a learned link is planned
 //! between two tools no declared link joins (where one does, its per-rank
 //! record is the evidence that counts).
@@ -453,8 +454,8 @@ impl Learned {
     }
 
     /// A link's calls from `result`, given by a call with `args`: at most
-    /// [`walk::MAX_ITEMS`], each with its rank (among the items it may pick), in
-    /// the order a walk offers them.
+    /// [`walk::MAX_ITEMS`], in the order a walk offers them, each with its
+    /// rank among the items it may pick.
     pub fn project(
         &self,
         planned: &Planned,
