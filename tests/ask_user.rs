@@ -1,8 +1,9 @@
 //! Contract 0.3's `ask`: a plugin's `before-call` asks the user, the host
 //! puts the question to the client that made the call as an MCP form
 //! elicitation, and `after-ask` decides with the answer. End to end:
-//! `toolhost serve` over stdio with the `fixture_asker` component and an
-//! rmcp client that declares elicitation and answers as the test says.
+//! `toolhost serve` over stdio (and once over streamable HTTP) with the
+//! `fixture_asker` component and an rmcp client that declares elicitation
+//! and answers as the test says.
 
 use std::sync::{Arc, Mutex};
 
@@ -11,8 +12,11 @@ use rmcp::model::{
     ElicitationAction, ElicitationCapability,
 };
 use rmcp::service::{RequestContext, RoleClient, RunningService, ServiceExt};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ErrorData};
 use serde_json::{Value, json};
+use toolhost_tests::served::Served;
 use toolhost_tests::{plugin_dir, stdio_client, toolhost_binary};
 
 /// A client that declares elicitation, answers each question with
@@ -23,6 +27,25 @@ struct User {
     shown: Arc<Mutex<Vec<String>>>,
     /// The forms it was sent (their schemas, as JSON text).
     forms: Arc<Mutex<Vec<String>>>,
+}
+
+impl User {
+    /// A user who answers `action` (and `content`): the handler, what it
+    /// will be shown and the forms it will be sent.
+    fn answering(
+        action: ElicitationAction,
+        content: Option<Value>,
+    ) -> (Self, Arc<Mutex<Vec<String>>>, Arc<Mutex<Vec<String>>>) {
+        let mut answer = ElicitResult::new(action);
+        answer.content = content;
+        let (shown, forms) = (Arc::default(), Arc::default());
+        let user = User {
+            answer,
+            shown: Arc::clone(&shown),
+            forms: Arc::clone(&forms),
+        };
+        (user, shown, forms)
+    }
 }
 
 impl ClientHandler for User {
@@ -86,14 +109,7 @@ async fn user_of(
     Arc<Mutex<Vec<String>>>,
     Arc<Mutex<Vec<String>>>,
 ) {
-    let mut answer = ElicitResult::new(action);
-    answer.content = content;
-    let (shown, forms) = (Arc::default(), Arc::default());
-    let handler = User {
-        answer,
-        shown: Arc::clone(&shown),
-        forms: Arc::clone(&forms),
-    };
+    let (handler, shown, forms) = User::answering(action, content);
     let transport = rmcp::transport::TokioChildProcess::builder(command)
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -140,6 +156,48 @@ async fn a_question_accepted_lets_the_call_run() {
         "{shown:?}"
     );
     client.cancel().await.unwrap();
+}
+
+/// The same questions over streamable HTTP, where the question goes out on
+/// the call's own response stream and the answer comes back as a POST of
+/// the session: accepted, the call runs; declined, it does not.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_question_over_http_reaches_the_client_and_its_answer_the_call() {
+    let dir = asker();
+    let mut serve = std::process::Command::new(toolhost_binary());
+    serve
+        .arg("--no-cache")
+        .arg("--plugins")
+        .arg(dir.path())
+        .args(["serve", "--http", "127.0.0.1:0"]);
+    let served = tokio::task::spawn_blocking(move || Served::start(serve))
+        .await
+        .unwrap()
+        .unwrap_or_else(|e| panic!("{e}"));
+    for (action, content, expected) in [
+        (
+            ElicitationAction::Accept,
+            Some(json!({"confirm": true})),
+            "deleted notes.md",
+        ),
+        (ElicitationAction::Decline, None, "the user declined"),
+    ] {
+        let (handler, shown, _) = User::answering(action, content);
+        let transport = StreamableHttpClientTransport::with_client(
+            toolhost::internals::http_client::builder().build().unwrap(),
+            StreamableHttpClientTransportConfig::with_uri(served.url.as_str()),
+        );
+        let client = handler.serve(transport).await.expect("an MCP session over HTTP");
+        let result = call(&client, "delete", json!({"path": "notes.md"})).await;
+        assert_eq!(text(&result), expected, "{result:?}");
+        let shown = shown.lock().unwrap().clone();
+        assert_eq!(shown.len(), 1, "{shown:?}");
+        assert!(
+            shown[0].starts_with("The plugin `asker` asks before the tool `delete` runs:"),
+            "{shown:?}"
+        );
+        client.cancel().await.unwrap();
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -443,28 +443,43 @@ async fn tasks_are_counted_by_status_in_metrics() {
     }
 }
 
-/// An upstream over HTTP that answers `tools/list` in plain JSON rather
-/// than an event stream: its tool's `execution` reaches the client as an
-/// SSE server's does, and the list is asked once.
+/// An upstream over HTTP that answers in plain JSON rather than with an
+/// event stream is proxied as one that streams: its tool's `execution`
+/// reaches the client, its tasks start, are found and answer, and each
+/// request reaches it once (none is asked again through rmcp's client).
 #[tokio::test(flavor = "multi_thread")]
-async fn a_plain_json_upstreams_tool_keeps_its_execution() {
+async fn a_plain_json_upstream_keeps_its_tools_execution_and_its_tasks() {
     for answering in [Answering::Json, Answering::Sse] {
         let (upstream, _dir, served, id) = serving_jobs(answering).await;
         let base = served.base.as_str();
-        let message = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}});
-        let listed = post(base, None, Some(&id), message).await.2.unwrap();
+        let session = Some(id.as_str());
+        let request = |id: u64, method: &str, params: Value| {
+            let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+            async move { post(base, None, session, message).await.2.unwrap() }
+        };
+        let listed = request(2, "tools/list", json!({})).await;
         let tools = listed["result"]["tools"].as_array().unwrap();
         let job = tools.iter().find(|t| t["name"] == "long_job").unwrap();
         assert_eq!(job["execution"], json!({"taskSupport": "optional"}), "{job}");
-        let lists = upstream
-            .methods()
-            .iter()
-            .filter(|(method, _)| method == "tools/list")
-            .count();
-        match answering {
-            Answering::Json => assert_eq!(lists, 1),
-            // Asked once by the host, then through rmcp's client.
-            Answering::Sse => assert_eq!(lists, 2),
+
+        let params = json!({"name": "long_job", "arguments": {}, "task": {"ttl": 60_000}});
+        let created = request(3, "tools/call", params).await;
+        assert_eq!(created["result"]["task"]["status"], "working", "{created}");
+        let task = created["result"]["task"]["taskId"].as_str().unwrap().to_owned();
+        let got = request(4, "tasks/get", json!({"taskId": task})).await;
+        assert_eq!(got["result"]["status"], "completed", "{got}");
+        let result = request(5, "tasks/result", json!({"taskId": task})).await;
+        assert_eq!(result["result"]["content"][0]["text"], "done", "{result}");
+
+        let methods = upstream.methods();
+        for method in ["tools/list", "tasks/get", "tasks/result"] {
+            let asked = methods.iter().filter(|(m, _)| m == method).count();
+            assert_eq!(asked, 1, "{method} asked {asked} times: {methods:?}");
         }
+        let tasks = methods
+            .iter()
+            .filter(|(m, task)| m == "tools/call" && *task)
+            .count();
+        assert_eq!(tasks, 1, "{methods:?}");
     }
 }

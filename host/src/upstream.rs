@@ -44,6 +44,7 @@ mod carried;
 mod gateway;
 mod listing;
 mod owners;
+mod post;
 mod relay;
 
 pub use gateway::{Gateway, GatewayError, Notice, merge_instructions};

@@ -3,8 +3,9 @@
 //! beside it is lost when rmcp parses a message: a tool's `execution`, and
 //! the answers of the experimental tasks (`CreateTaskResult`, `tasks/get`,
 //! `tasks/cancel`, `tasks/list`). Before rmcp parses a message (on the
-//! stdio line, `bounded`; on the HTTP response's event, and a `tools/list`
-//! answered in plain JSON, [`Carrying`]):
+//! stdio line, `bounded`; over HTTP, each event of a response stream, and
+//! the plain JSON answer of a request the host posts itself, `post`, as
+//! [`Carrying`] says):
 //!
 //! - each listed tool's `execution` is moved into its `_meta` under
 //!   [`EXECUTION_KEY`], which rmcp keeps; [`take_execution`] moves it out
@@ -22,7 +23,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -37,6 +37,8 @@ use sse_stream::Sse;
 
 use crate::output::Meta;
 use crate::tool::Execution;
+
+use super::post;
 
 /// Where a tool's `execution` rides in its `_meta` between the transport
 /// and the host: a name no server has a reason to use.
@@ -119,108 +121,30 @@ pub(super) fn take_answer(answer: &ServerResult) -> Option<Value> {
 }
 
 /// rmcp's HTTP client, with each event of a response stream carried
-/// ([`carry`]) before rmcp parses it, and a `tools/list` answered in plain
-/// JSON carried too ([`Carrying::listed`]). Any other answer in plain JSON
-/// is parsed inside rmcp's client, so a task's answer sent so is not kept.
+/// ([`carry`]) before rmcp parses it. A request whose answer rmcp has no
+/// type for (a `tools/list`, and the tasks' requests, which the host sends
+/// as custom requests) is posted by the host itself (`post`), so that its
+/// answer is carried in plain JSON too.
 #[derive(Clone)]
 pub(super) struct Carrying {
     http: reqwest::Client,
-    /// The server answered a list with an event stream: its lists go
-    /// through rmcp's client alone.
-    streams: Arc<AtomicBool>,
 }
 
 impl Carrying {
     pub(super) fn new(http: reqwest::Client) -> Self {
-        Self {
-            http,
-            streams: Arc::default(),
-        }
+        Self { http }
     }
+}
 
-    /// `message` posted by the host itself, if it is a `tools/list`, and its
-    /// answer carried when it is plain JSON: rmcp's client parses such an
-    /// answer inside itself, where each tool's `execution` is lost. Any
-    /// other answer (an event stream, 202, an error status) is `None`, and
-    /// the list is asked again through rmcp's client, which handles those
-    /// whole: a list is safe to ask twice, and once the server has answered
-    /// one with a stream, rmcp's client alone asks it.
-    async fn listed(
-        &self,
-        uri: &str,
-        message: &ClientJsonRpcMessage,
-        (session_id, auth_header): (Option<&str>, Option<&str>),
-        custom_headers: &HashMap<HeaderName, HeaderValue>,
-        cap: usize,
-    ) -> Option<Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>>> {
-        let ClientJsonRpcMessage::Request(request) = message else {
-            return None;
-        };
-        if !matches!(request.request, ClientRequest::ListToolsRequest(_))
-            || self.streams.load(Ordering::Relaxed)
-        {
-            return None;
-        }
-        // As rmcp's client posts it.
-        let mut post = self
-            .http
-            .post(uri)
-            .header(http::header::ACCEPT, "text/event-stream, application/json")
-            .json(message);
-        if let Some(token) = auth_header {
-            post = post.bearer_auth(token);
-        }
-        for (name, value) in custom_headers {
-            post = post.header(name, value);
-        }
-        if let Some(session) = session_id {
-            post = post.header("mcp-session-id", session);
-        }
-        let mut response = match post.send().await {
-            Ok(response) => response,
-            Err(e) => return Some(Err(StreamableHttpError::Client(e))),
-        };
-        let media = |kind: &str| {
-            response
-                .headers()
-                .get(http::header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with(kind))
-        };
-        if media("text/event-stream") {
-            self.streams.store(true, Ordering::Relaxed);
-        }
-        if response.status() != reqwest::StatusCode::OK || !media("application/json") {
-            return None;
-        }
-        let session = response
-            .headers()
-            .get("mcp-session-id")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        let mut body = Vec::new();
-        loop {
-            match response.chunk().await {
-                Ok(Some(chunk)) if body.len() + chunk.len() > cap => {
-                    return Some(Err(StreamableHttpError::ResponseBodyTooLarge { max_size: cap }));
-                }
-                Ok(Some(chunk)) => body.extend_from_slice(&chunk),
-                Ok(None) => break,
-                Err(e) => return Some(Err(StreamableHttpError::Client(e))),
-            }
-        }
-        let body = carry(&body).unwrap_or(body);
-        Some(
-            serde_json::from_slice(&body)
-                .map(|message| StreamableHttpPostResponse::Json(message, session))
-                .map_err(StreamableHttpError::Deserialize),
-        )
-    }
+/// `message` is a request whose answer rmcp has no type for.
+fn untyped_answer(message: &ClientJsonRpcMessage) -> bool {
+    matches!(message, ClientJsonRpcMessage::Request(request)
+        if matches!(request.request, ClientRequest::ListToolsRequest(_) | ClientRequest::CustomRequest(_)))
 }
 
 type Events = BoxStream<'static, Result<Sse, SseError>>;
 
-fn carried(events: Events) -> Events {
+pub(super) fn carried(events: Events) -> Events {
     events
         .map(|event| {
             event.map(|mut sse| {
@@ -244,11 +168,9 @@ impl StreamableHttpClient for Carrying {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
-        let response = self
-            .http
-            .post_message(uri, message, session_id, auth_header, custom_headers)
-            .await?;
-        Ok(post_carried(response))
+        let limits = StreamableHttpResponseLimits::default();
+        self.post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits)
+            .await
     }
 
     async fn post_message_with_response_limits(
@@ -260,17 +182,9 @@ impl StreamableHttpClient for Carrying {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
-        let listed = self
-            .listed(
-                &uri,
-                &message,
-                (session_id.as_deref(), auth_header.as_deref()),
-                &custom_headers,
-                limits.max_json_response_size,
-            )
-            .await;
-        if let Some(listed) = listed {
-            return listed;
+        if untyped_answer(&message) {
+            let session = (session_id.as_deref(), auth_header.as_deref());
+            return post::post(&self.http, &uri, &message, session, custom_headers, &limits).await;
         }
         let response = self
             .http
