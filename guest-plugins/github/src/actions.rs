@@ -80,12 +80,18 @@ impl GitHub {
         let with_logs = flag(args, "includeFailedLogs")?.unwrap_or(true);
         let mut logs_left = MAX_FAILED_LOGS;
         let mut out = Vec::new();
-        for run in runs.iter().take(MAX_RUNS) {
-            let path = format!("/repos/{}/actions/runs/{}/jobs", self.repo, run["id"]);
-            let jobs = self.api.get(
-                tool,
-                &with_query(&path, &[("per_page", MAX_PER_PAGE.to_string())]),
-            )?;
+        let runs = &runs[..runs.len().min(MAX_RUNS)];
+        // Every run's jobs at once: a pipeline of several workflows waits
+        // for one round trip, not one per run.
+        let paths: Vec<String> = runs
+            .iter()
+            .map(|run| {
+                let path = format!("/repos/{}/actions/runs/{}/jobs", self.repo, run["id"]);
+                with_query(&path, &[("per_page", MAX_PER_PAGE.to_string())])
+            })
+            .collect();
+        for (run, jobs) in runs.iter().zip(self.api.get_all(tool, &paths)) {
+            let jobs = jobs?;
             let mut list = Vec::new();
             for j in jobs.body["jobs"].as_array().cloned().unwrap_or_default() {
                 let failed_steps: Vec<Value> = j["steps"]

@@ -246,14 +246,16 @@ async def pulls(client, fake):
 async def actions(client, fake):
     fake.clear()
     result = await call(client, "get_pipeline", {"mrKey": "pr#7"})
-    check([(s.path, s.query) for s in fake.requests()] == [
+    asked = [(s.path, s.query) for s in fake.requests()]
+    # The jobs of both runs are asked at once (`fetch_all`), in either order.
+    jobs = {(f"{REPO_PATH}/actions/runs/{run}/jobs", "100") for run in (3001, 3002)}
+    check(asked[:2] == [
         (f"{REPO_PATH}/pulls/7", {}),
         (f"{REPO_PATH}/actions/runs", {"head_sha": HEAD_SHA, "per_page": "100"}),
-        (f"{REPO_PATH}/actions/runs/3001/jobs", {"per_page": "100"}),
+    ] and {(p, q.get("per_page")) for p, q in asked[2:4]} == jobs and asked[4:] == [
         (f"{REPO_PATH}/actions/jobs/4001/logs", {}),
         ("/blob/job-logs/4001", {"sig": "abc"}),
-        (f"{REPO_PATH}/actions/runs/3002/jobs", {"per_page": "100"}),
-    ], [(s.path, s.query) for s in fake.requests()])
+    ], asked)
     value = structured(result)
     check((value["status"], value["sha"], [r["name"] for r in value["runs"]]) == ("failed", HEAD_SHA,
                                                                                   ["CI", "Lint"]), value)
@@ -506,12 +508,18 @@ async def main():
         await prefetch(client, fake)
     fake.stop()
 
-    # An issue with its comments: both requests are open at the fake at
-    # once (contract 0.3's `fetch_all`), not one after the other.
+    # An issue with its comments, and the jobs of a pipeline's runs: each
+    # set of requests is open at the fake at once (contract 0.3's
+    # `fetch_all`), not one after the other.
     fake = github(delay_s=0.2)
     async with provider_session(opts.toolhost, opts.plugin, "github", fake, CONFIG) as client:
         await call(client, "get_issue", {"key": "#12", "includeComments": True})
         check(fake.most_in_flight == 2, f"{fake.most_in_flight} requests at once for an issue and its comments")
+        # A pipeline of two workflow runs: both runs' jobs at once.
+        fake.clear()
+        fake.most_in_flight = 0
+        await call(client, "get_pipeline", {"mrKey": "pr#7", "includeFailedLogs": False})
+        check(fake.most_in_flight == 2, f"{fake.most_in_flight} requests at once for the jobs of two runs")
     fake.stop()
 
     # The per-host cap holds at the server: after a list, the prefetches
