@@ -49,7 +49,7 @@ mod relay;
 
 pub use gateway::{Gateway, GatewayError, Notice, merge_instructions};
 pub use owners::TaskWatcher;
-pub use relay::{Asked, Downstream, session_slots};
+pub use relay::{Asked, Downstream, Unanswered, session_slots};
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, PoisonError, RwLock};

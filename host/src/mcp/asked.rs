@@ -12,7 +12,7 @@ use rmcp::service::{OriginatingRequestId, Peer, PeerRequestOptions, RoleServer, 
 use tokio::sync::Semaphore;
 
 use crate::bounds::{MAX_ERROR_TEXT, cut};
-use crate::upstream::{Asked, Downstream};
+use crate::upstream::{Asked, Downstream, Unanswered};
 
 /// The session that made call `call`.
 pub(super) struct CallingClient {
@@ -42,20 +42,19 @@ impl Downstream for CallingClient {
         // On the deadline rmcp tells the client the request is cancelled.
         options.timeout = Some(deadline);
         Box::pin(async move {
+            let failed = |e: ServiceError| Unanswered::Failed(e.to_string());
             let handle = self
                 .peer
                 .send_request_with_option(request, options)
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(failed)?;
             handle.await_response().await.map_err(|e| match e {
-                ServiceError::Timeout { timeout } => {
-                    format!("no answer within {} s (`relay_timeout_s`)", timeout.as_secs())
-                }
-                ServiceError::McpError(e) => format!(
+                ServiceError::Timeout { timeout } => Unanswered::Late(timeout),
+                ServiceError::McpError(e) => Unanswered::Failed(format!(
                     "it answered with an error: {}",
                     cut(e.message.into(), MAX_ERROR_TEXT)
-                ),
-                other => other.to_string(),
+                )),
+                other => failed(other),
             })
         })
     }

@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 use crate::bounds::ASK_TIMEOUT;
 use crate::output::ToolError;
 use crate::plugin::{Answer, Question};
-use crate::upstream::Downstream;
+use crate::upstream::{Downstream, Unanswered};
 
 /// Ask the user `question` of `plugin`'s before-call of `tool`, through
 /// `client`; the answer, or the call's error naming why there is none.
@@ -81,7 +81,13 @@ pub(super) async fn user(
     let answer = match client.ask(request, ASK_TIMEOUT).await {
         Ok(ClientResult::ElicitResult(answer)) => answer,
         Ok(_) => return Err(refused("the client answered with something else than the form")),
-        Err(e) => return Err(refused(&format!("the client gave no answer: {e}"))),
+        Err(Unanswered::Late(wait)) => {
+            return Err(refused(&format!(
+                "the client gave no answer within {} s",
+                wait.as_secs()
+            )));
+        }
+        Err(Unanswered::Failed(e)) => return Err(refused(&format!("the client gave no answer: {e}"))),
     };
     Ok(match answer.action {
         ElicitationAction::Decline => Answer::Declined,
@@ -103,4 +109,59 @@ pub(super) async fn user(
             ));
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use rmcp::model::{ClientCapabilities, ElicitationCapability};
+    use tokio::sync::Semaphore;
+
+    use super::*;
+    use crate::upstream::{Asked, session_slots};
+
+    /// A client that declares forms and never answers: rmcp's deadline
+    /// passes, which it reports as late; the deadline it was given is kept.
+    struct Silent(Arc<Semaphore>, Mutex<Option<Duration>>);
+
+    impl Downstream for Silent {
+        fn capabilities(&self) -> Option<ClientCapabilities> {
+            let mut declared = ClientCapabilities::default();
+            declared.elicitation = Some(ElicitationCapability::new());
+            Some(declared)
+        }
+        fn slots(&self) -> &Arc<Semaphore> {
+            &self.0
+        }
+        fn ask(&self, _: ServerRequest, deadline: Duration) -> Asked<'_> {
+            *self.1.lock().unwrap() = Some(deadline);
+            Box::pin(async move { Err(Unanswered::Late(deadline)) })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_question_nobody_answers_ends_at_its_own_deadline_named_as_such() {
+        let client = Silent(session_slots(), Mutex::new(None));
+        let question = Question {
+            message: "Delete notes.md?".into(),
+            options: None,
+        };
+        let Err(ToolError::Failed(message)) = user("asker", "delete", &question, Some(&client)).await else {
+            panic!("an unanswered question let the call run")
+        };
+        assert_eq!(*client.1.lock().unwrap(), Some(ASK_TIMEOUT));
+        assert!(
+            message.contains("plugin `asker` asks the user before `delete` runs")
+                && message.contains("no answer within 300 s")
+                && !message.contains("relay_timeout_s"),
+            "{message}"
+        );
+        assert_eq!(
+            client.0.available_permits(),
+            crate::bounds::MAX_RELAYED_PER_SESSION,
+            "the slot is given back"
+        );
+    }
 }

@@ -53,7 +53,16 @@ use crate::bounds::{MAX_RELAYED_MESSAGE, MAX_RELAYED_PER_SESSION};
 use crate::plugin::ProgressFn;
 
 /// The client's answer to a relayed request, or why there is none.
-pub type Asked<'a> = Pin<Box<dyn Future<Output = Result<ClientResult, String>> + Send + 'a>>;
+pub type Asked<'a> = Pin<Box<dyn Future<Output = Result<ClientResult, Unanswered>> + Send + 'a>>;
+
+/// Why a client gave no answer: the asker names its own deadline's setting.
+#[derive(Debug, thiserror::Error)]
+pub enum Unanswered {
+    #[error("no answer within {} s", .0.as_secs())]
+    Late(Duration),
+    #[error("{0}")]
+    Failed(String),
+}
 
 /// A client session whose calls may reach upstream servers, as their
 /// requests reach it.
@@ -235,10 +244,16 @@ impl Relay {
                 format!("{MAX_RELAYED_PER_SESSION} requests to the calling client are in flight already"),
             )
         })?;
-        let answer = client
-            .ask(request, self.deadline)
-            .await
-            .map_err(|why| refuse(ErrorCode::INTERNAL_ERROR, format!("the calling client: {why}")))?;
+        let answer = client.ask(request, self.deadline).await.map_err(|why| {
+            let setting = match why {
+                Unanswered::Late(_) => " (`relay_timeout_s`)",
+                Unanswered::Failed(_) => "",
+            };
+            refuse(
+                ErrorCode::INTERNAL_ERROR,
+                format!("the calling client: {why}{setting}"),
+            )
+        })?;
         let size = encoded_len(&answer);
         if size > self.max_bytes {
             return Err(refuse(
@@ -358,7 +373,7 @@ mod tests {
             &self.0
         }
         fn ask(&self, _: ServerRequest, _: Duration) -> Asked<'_> {
-            Box::pin(async { Err("not asked here".into()) })
+            Box::pin(async { Err(Unanswered::Failed("not asked here".into())) })
         }
     }
 
