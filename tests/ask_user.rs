@@ -19,6 +19,9 @@ use serde_json::{Value, json};
 use toolhost_tests::served::Served;
 use toolhost_tests::{plugin_dir, stdio_client, toolhost_binary};
 
+/// What a [`User`] keeps of what it was sent.
+type Kept = Arc<Mutex<Vec<String>>>;
+
 /// A client that declares elicitation, answers each question with
 /// `answer`, and keeps the messages it was shown.
 #[derive(Clone)]
@@ -32,10 +35,7 @@ struct User {
 impl User {
     /// A user who answers `action` (and `content`): the handler, what it
     /// will be shown and the forms it will be sent.
-    fn answering(
-        action: ElicitationAction,
-        content: Option<Value>,
-    ) -> (Self, Arc<Mutex<Vec<String>>>, Arc<Mutex<Vec<String>>>) {
+    fn answering(action: ElicitationAction, content: Option<Value>) -> (Self, Kept, Kept) {
         let mut answer = ElicitResult::new(action);
         answer.content = content;
         let (shown, forms) = (Arc::default(), Arc::default());
@@ -94,7 +94,7 @@ async fn user(
     dir: &tempfile::TempDir,
     action: ElicitationAction,
     content: Option<Value>,
-) -> (RunningService<RoleClient, User>, Arc<Mutex<Vec<String>>>) {
+) -> (RunningService<RoleClient, User>, Kept) {
     let (client, shown, _) = user_of(command(dir), action, content).await;
     (client, shown)
 }
@@ -104,11 +104,7 @@ async fn user_of(
     command: tokio::process::Command,
     action: ElicitationAction,
     content: Option<Value>,
-) -> (
-    RunningService<RoleClient, User>,
-    Arc<Mutex<Vec<String>>>,
-    Arc<Mutex<Vec<String>>>,
-) {
+) -> (RunningService<RoleClient, User>, Kept, Kept) {
     let (handler, shown, forms) = User::answering(action, content);
     let transport = rmcp::transport::TokioChildProcess::builder(command)
         .stderr(std::process::Stdio::null())
