@@ -3,7 +3,8 @@
 //! elicitation, and `after-ask` decides with the answer. End to end:
 //! `toolhost serve` over stdio (and once over streamable HTTP) with the
 //! `fixture_asker` component and an rmcp client that declares elicitation
-//! and answers as the test says.
+//! and answers as the test says; and the official Python SDK as the client
+//! (`tests/mcp/ask.py`).
 
 use std::sync::{Arc, Mutex};
 
@@ -17,7 +18,9 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{ClientHandler, ErrorData};
 use serde_json::{Value, json};
 use toolhost_tests::served::Served;
-use toolhost_tests::{plugin_dir, stdio_client, toolhost_binary};
+use toolhost_tests::{
+    expect_driver_ok, guest, needs, plugin_dir, python_driver, stdio_client, toolhost_binary,
+};
 
 /// What a [`User`] keeps of what it was sent.
 type Kept = Arc<Mutex<Vec<String>>>;
@@ -194,6 +197,17 @@ async fn a_question_over_http_reaches_the_client_and_its_answer_the_call() {
         );
         client.cancel().await.unwrap();
     }
+}
+
+/// The same with the official Python SDK as the client, over stdio and
+/// streamable HTTP (`tests/mcp/ask.py`): accepted, declined, and a client
+/// that declared no elicitation.
+#[test]
+fn the_python_sdk_is_asked_over_both_transports_and_its_answer_decides() {
+    needs!(Python);
+    let mut command = python_driver("ask.py");
+    command.arg("--plugin").arg(guest("fixture_asker"));
+    expect_driver_ok(&mut command, "ask");
 }
 
 #[tokio::test(flavor = "multi_thread")]

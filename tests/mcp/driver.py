@@ -74,18 +74,20 @@ def wire(model):
 
 
 @asynccontextmanager
-async def connect(toolhost, argv, transport, cwd, log_path, env=None):
+async def connect(toolhost, argv, transport, cwd, log_path, env=None, **callbacks):
     """A client session (not yet initialised) with `toolhost ARGV`, which
     ends in `serve`: over stdio, or over streamable HTTP on a free loopback
     port. The server's stderr goes to `log_path`; `env` is added to its
-    environment (the SDK passes a stdio server only a few variables)."""
+    environment (the SDK passes a stdio server only a few variables);
+    `callbacks` (`elicitation_callback`, ...) declare what the client can
+    be asked."""
     with open(log_path, "w") as log:
         if transport == "stdio":
             full_env = {**os.environ, **env} if env else {
                 **get_default_environment(), "XDG_CACHE_HOME": os.environ["XDG_CACHE_HOME"]}
             params = StdioServerParameters(command=toolhost, args=argv, cwd=cwd, env=full_env)
             async with stdio_client(params, errlog=log) as (read_stream, write_stream):
-                async with ClientSession(read_stream, write_stream) as client:
+                async with ClientSession(read_stream, write_stream, **callbacks) as client:
                     yield client
             return
         server = subprocess.Popen([toolhost, *argv, "--http", "127.0.0.1:0"], cwd=cwd, stderr=log,
@@ -96,7 +98,7 @@ async def connect(toolhost, argv, transport, cwd, log_path, env=None):
                     check(server.poll() is None, "the server exited: " + read(log_path))
                     await anyio.sleep(0.05)
             async with streamable_http_client(m.group(1)) as streams:
-                async with ClientSession(streams[0], streams[1]) as client:
+                async with ClientSession(streams[0], streams[1], **callbacks) as client:
                     yield client
         finally:
             server.terminate()
