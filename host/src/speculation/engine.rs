@@ -708,12 +708,7 @@ impl<T: Target> Engine<T> {
                 self.metrics.declined(DeclineReason::NotSpeculatable);
                 continue;
             }
-            let items: Vec<_> = self
-                .learned
-                .project(&planned, args, result)
-                .into_iter()
-                .map(|(_, args)| args)
-                .collect();
+            let items = self.learned.project(&planned, args, result);
             if items.is_empty() {
                 continue;
             }
@@ -807,8 +802,8 @@ impl<T: Target> Engine<T> {
         let (engine, tool) = (self.clone(), tool.to_owned());
         tokio::spawn(async move {
             let _guard = guard;
-            for (walk, rank) in engine.walks.advanced() {
-                engine.walk_on(walk, rank).await;
+            for (walk, place) in engine.walks.advanced() {
+                engine.walk_on(walk, place).await;
             }
             let result = result.json();
             pending.index(result.as_ref());

@@ -454,14 +454,13 @@ impl Learned {
     }
 
     /// A link's calls from `result`, given by a call with `args`: at most
-    /// [`walk::MAX_ITEMS`], in the order a walk offers them, each with its
-    /// rank among the items it may pick.
+    /// [`walk::MAX_ITEMS`], in the order a walk offers them.
     pub fn project(
         &self,
         planned: &Planned,
         args: &Map<String, Value>,
         result: &Value,
-    ) -> Vec<(usize, Map<String, Value>)> {
+    ) -> Vec<Map<String, Value>> {
         let calls = project(planned, args, result);
         if !calls.is_empty()
             && let Some(counts) = self.lock().links.get_mut(&planned.link)
@@ -822,7 +821,7 @@ fn at<'v>(value: &'v Value, path: &[Step], rank: usize) -> Option<&'v Value> {
     })
 }
 
-fn project(planned: &Planned, args: &Map<String, Value>, result: &Value) -> Vec<(usize, Map<String, Value>)> {
+fn project(planned: &Planned, args: &Map<String, Value>, result: &Value) -> Vec<Map<String, Value>> {
     let link = &planned.link;
     let items = list(link).and_then(|path| at(result, path, 0)?.as_array());
     // A link that picks no item makes one call, as if from one item.
@@ -845,7 +844,7 @@ fn project(planned: &Planned, args: &Map<String, Value>, result: &Value) -> Vec<
             std::cmp::Reverse(name.and_then(|n| planned.picks.get(&n)).copied().unwrap_or(0))
         });
     }
-    let mut calls: Vec<(usize, Map<String, Value>)> = Vec::new();
+    let mut calls: Vec<Map<String, Value>> = Vec::new();
     for item in picks {
         if calls.len() == walk::MAX_ITEMS {
             break;
@@ -863,9 +862,9 @@ fn project(planned: &Planned, args: &Map<String, Value>, result: &Value) -> Vec<
             })
             .collect();
         if let Some(call) = call
-            && !calls.iter().any(|(_, c)| *c == call)
+            && !calls.contains(&call)
         {
-            calls.push((calls.len(), call));
+            calls.push(call);
         }
     }
     calls
@@ -961,17 +960,9 @@ mod tests {
             &args(json!({"owner": "o", "repo": "r"})),
             &commits(&["x1x", "y2y", "z3z", "w4w"]),
         );
-        let shas: Vec<(usize, &Value)> = planned.iter().map(|(r, c)| (*r, &c["sha"])).collect();
-        assert_eq!(
-            shas,
-            [
-                (0, &json!("x1x")),
-                (1, &json!("y2y")),
-                (2, &json!("z3z")),
-                (3, &json!("w4w"))
-            ]
-        );
-        assert_eq!(planned[0].1["owner"], "o");
+        let shas: Vec<&Value> = planned.iter().map(|c| &c["sha"]).collect();
+        assert_eq!(shas, ["x1x", "y2y", "z3z", "w4w"]);
+        assert_eq!(planned[0]["owner"], "o");
         assert_eq!(learned.table()[0].planned, 1);
     }
 
@@ -1048,15 +1039,15 @@ mod tests {
         );
         let links = later.links_from("get_file_contents");
         let planned = later.project(&links[0], &args(json!({"path": "d"})), &listing("d"));
-        let paths: Vec<(usize, &Value)> = planned.iter().map(|(r, c)| (*r, &c["path"])).collect();
+        let paths: Vec<&Value> = planned.iter().map(|c| &c["path"]).collect();
         assert_eq!(
             paths,
             [
-                (0, &json!("d/README.md")),
-                (1, &json!("d/package.json")),
-                (2, &json!("d/.eslintrc")),
-                (3, &json!("d/.gitignore")),
-                (4, &json!("d/LICENSE"))
+                "d/README.md",
+                "d/package.json",
+                "d/.eslintrc",
+                "d/.gitignore",
+                "d/LICENSE"
             ]
         );
     }
@@ -1103,7 +1094,7 @@ mod tests {
             "block_id ← results[*].id (NoDashes)"
         );
         let planned = learned.project(&links[0], &Map::new(), &children(&["f-666", "g-777"]));
-        let ids: Vec<&Value> = planned.iter().map(|(_, c)| &c["block_id"]).collect();
+        let ids: Vec<&Value> = planned.iter().map(|c| &c["block_id"]).collect();
         // Each item's own id, in list order: never the creator's id.
         assert_eq!(ids, [&json!("f666"), &json!("g777")]);
     }
@@ -1143,7 +1134,7 @@ mod tests {
             "path ← [*].path (Slash) if type = \"dir\""
         );
         let planned = learned.project(&links[0], &Map::new(), &dir(&["eps", "zeta"]));
-        let paths: Vec<&Value> = planned.iter().map(|(_, c)| &c["path"]).collect();
+        let paths: Vec<&Value> = planned.iter().map(|c| &c["path"]).collect();
         assert_eq!(paths, [&json!("src/eps/"), &json!("src/zeta/")]);
     }
 
@@ -1164,7 +1155,7 @@ mod tests {
         );
         let planned = learned.project(&links[0], &Map::new(), &prs);
         assert_eq!(
-            planned[1].1,
+            planned[1],
             args(json!({"pull_number": 18, "branch": "fix-b", "per_page": 100}))
         );
     }
@@ -1234,10 +1225,7 @@ mod tests {
         // Ranked among the files alone.
         assert_eq!(
             planned,
-            [
-                (0, args(json!({"path": "c.md"}))),
-                (1, args(json!({"path": "d.md"})))
-            ]
+            [args(json!({"path": "c.md"})), args(json!({"path": "d.md"}))]
         );
     }
 
@@ -1286,7 +1274,7 @@ mod tests {
         let links = later.links_from("list");
         assert_eq!(links.len(), 1);
         let planned = later.project(&links[0], &Map::new(), &json!([{"id": "ccc-3"}]));
-        assert_eq!(planned, [(0, args(json!({"id": "ccc-3"})))]);
+        assert_eq!(planned, [args(json!({"id": "ccc-3"}))]);
     }
 
     #[test]
@@ -1416,7 +1404,7 @@ mod tests {
         ran(&learned, "get", json!({"id": "aaa-1"}), json!({}));
         assert_eq!(learned.table()[0].seen, u64::MAX);
         let planned = learned.project(&list[0], &Map::new(), &json!([{"id": "ddd-4"}]));
-        assert_eq!(planned, [(0, args(json!({"id": "ddd-4"})))]);
+        assert_eq!(planned, [args(json!({"id": "ddd-4"}))]);
         // A stats file is read back the same way.
         let later = Learned::default();
         let mut rows = table;

@@ -53,7 +53,7 @@ pub struct Walk<P> {
 
 struct Step<P> {
     walk: Arc<Walk<P>>,
-    rank: usize,
+    place: usize,
     until: Instant,
 }
 
@@ -82,8 +82,8 @@ impl<P> Walks<P> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Item `rank` of `walk` was offered as `key`, for `ttl`.
-    pub fn offered(&self, key: Key, walk: Arc<Walk<P>>, rank: usize, ttl: Duration) {
+    /// Item `place` of `walk` was offered as `key`, for `ttl`.
+    pub fn offered(&self, key: Key, walk: Arc<Walk<P>>, place: usize, ttl: Duration) {
         let mut inner = self.lock();
         let now = Instant::now();
         if inner.steps.len() >= MAX_STEPS {
@@ -99,7 +99,7 @@ impl<P> Walks<P> {
             }
         }
         let until = now + ttl;
-        inner.steps.insert(key, Step { walk, rank, until });
+        inner.steps.insert(key, Step { walk, place, until });
     }
 
     /// A real call for `key` arrived: if it is an item of a walk, the next
@@ -109,14 +109,14 @@ impl<P> Walks<P> {
         let Some(step) = inner.steps.remove(key) else {
             return;
         };
-        let next = step.rank + 1;
+        let next = step.place + 1;
         if step.until > Instant::now() && next < step.walk.items.len() && inner.advanced.len() < MAX_ADVANCED
         {
             inner.advanced.push((step.walk, next));
         }
     }
 
-    /// The walks advanced since last asked, each with the rank of its item
+    /// The walks advanced since last asked, each with the place of its item
     /// to offer next.
     pub fn advanced(&self) -> Vec<(Arc<Walk<P>>, usize)> {
         std::mem::take(&mut self.lock().advanced)
