@@ -41,6 +41,7 @@ use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciDescriptor, OciImageManifest
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference, RegistryOperation};
 use serde::Serialize;
+use toolhost::internals::http_client::{self, BodyError};
 use toolhost::supply::Digest;
 
 /// The config of a Wasm artifact (the convention's).
@@ -246,18 +247,11 @@ impl Registry {
             404 => return Ok(None),
             status => bail!("{plugin}: the registry answered HTTP {status} for {what}"),
         }
-        let too_big = || anyhow!("{plugin}: {what} is over its cap of {cap} bytes");
-        if response.content_length().is_some_and(|n| n > cap as u64) {
-            return Err(too_big());
+        match http_client::whole_body(&mut response, cap).await {
+            Ok(body) => Ok(Some(body)),
+            Err(BodyError::TooLarge(_)) => Err(anyhow!("{plugin}: {what} is over its cap of {cap} bytes")),
+            Err(BodyError::Broken(e)) => Err(self.http_error(plugin, e)),
         }
-        let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|e| self.http_error(plugin, e))? {
-            if body.len() + chunk.len() > cap {
-                return Err(too_big());
-            }
-            body.extend_from_slice(&chunk);
-        }
-        Ok(Some(body))
     }
 
     /// An error of a request made here, saying what went wrong with the

@@ -25,3 +25,30 @@ pub(crate) fn is_loopback(url: &reqwest::Url) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
     })
 }
+
+/// Why [`whole_body`] has no body.
+#[derive(Debug)]
+pub enum BodyError {
+    /// It passed the cap: the bytes seen by then (the length it declared,
+    /// if that was over already).
+    TooLarge(u64),
+    /// It broke off.
+    Broken(reqwest::Error),
+}
+
+/// `response`'s whole body, read no further than `cap` bytes: a body
+/// declared or found longer is refused, never cut, since what reads it
+/// (JSON, a plugin's response) needs it whole.
+pub async fn whole_body(response: &mut reqwest::Response, cap: usize) -> Result<Vec<u8>, BodyError> {
+    if let Some(declared) = response.content_length().filter(|&n| n > cap as u64) {
+        return Err(BodyError::TooLarge(declared));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(BodyError::Broken)? {
+        if chunk.len() > cap - body.len() {
+            return Err(BodyError::TooLarge((body.len() + chunk.len()) as u64));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}

@@ -192,6 +192,6 @@ pub mod internals {
 
     /// The HTTP client stack the host uses.
     pub mod http_client {
-        pub use crate::http_client::builder;
+        pub use crate::http_client::{BodyError, builder, whole_body};
     }
 }

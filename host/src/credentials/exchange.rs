@@ -23,6 +23,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use super::CredentialError;
+use crate::http_client::{BodyError, whole_body};
 
 /// What the host asks for and names as the caller's token.
 const GRANT_TYPE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
@@ -219,19 +220,14 @@ impl Exchange {
             format!("token exchange at {at} failed: {why}")
         })?;
         let status = response.status();
-        let mut body = Vec::new();
-        while let Some(chunk) = response
-            .chunk()
+        let body = whole_body(&mut response, MAX_ANSWER_BYTES)
             .await
-            .map_err(|_| format!("token exchange at {at} failed: its answer broke off"))?
-        {
-            if body.len() + chunk.len() > MAX_ANSWER_BYTES {
-                return Err(format!(
-                    "token exchange at {at} failed: its answer is over {MAX_ANSWER_BYTES} bytes"
-                ));
-            }
-            body.extend_from_slice(&chunk);
-        }
+            .map_err(|e| match e {
+                BodyError::TooLarge(_) => {
+                    format!("token exchange at {at} failed: its answer is over {MAX_ANSWER_BYTES} bytes")
+                }
+                BodyError::Broken(_) => format!("token exchange at {at} failed: its answer broke off"),
+            })?;
         if !status.is_success() {
             let code = serde_json::from_slice::<Refused>(&body)
                 .ok()

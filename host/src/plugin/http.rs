@@ -48,6 +48,7 @@ use super::origin::Origin;
 use super::rate_limit;
 use super::redact::Redactor;
 use super::wit::latest::http::{HttpError, Request, Response};
+use crate::http_client::{BodyError, whole_body};
 
 /// Headers only the host sets: routing, framing, and those a hop acts on.
 const HOST_HEADERS: [&str; 9] = [
@@ -503,13 +504,10 @@ impl HttpGrant {
         if let Some(wait) = rate_limit_wait {
             headers.push((rate_limit::NOT_RETRIED.to_owned(), wait.as_secs().to_string()));
         }
-        let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(transport)? {
-            if body.len() + chunk.len() > max_body {
-                return Err(HttpError::TooLarge((body.len() + chunk.len()) as u64));
-            }
-            body.extend_from_slice(&chunk);
-        }
+        let mut body = whole_body(&mut response, max_body).await.map_err(|e| match e {
+            BodyError::TooLarge(seen) => HttpError::TooLarge(seen),
+            BodyError::Broken(e) => transport(e),
+        })?;
         self.redactor.bytes(&mut body);
         if let Some(call) = call {
             call.redactor.bytes(&mut body);

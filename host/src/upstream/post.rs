@@ -31,6 +31,7 @@ use rmcp::transport::streamable_http_client::{
 use sse_stream::SseStream;
 
 use super::carried;
+use crate::http_client::{BodyError, whole_body};
 
 type Failed = StreamableHttpError<reqwest::Error>;
 
@@ -127,20 +128,12 @@ fn media_type_is(value: &str, expected: &str) -> bool {
         .is_some_and(|essence| essence.trim().eq_ignore_ascii_case(expected))
 }
 
-/// `response`'s whole body, or an error once it passes `cap` bytes.
+/// `response`'s whole body, as rmcp's client fails one past `cap`.
 async fn read(mut response: reqwest::Response, cap: usize) -> Result<Vec<u8>, Failed> {
-    let too_large = || StreamableHttpError::ResponseBodyTooLarge { max_size: cap };
-    if response.content_length().is_some_and(|n| n > cap as u64) {
-        return Err(too_large());
-    }
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(StreamableHttpError::Client)? {
-        if chunk.len() > cap - body.len() {
-            return Err(too_large());
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
+    whole_body(&mut response, cap).await.map_err(|e| match e {
+        BodyError::TooLarge(_) => StreamableHttpError::ResponseBodyTooLarge { max_size: cap },
+        BodyError::Broken(e) => StreamableHttpError::Client(e),
+    })
 }
 
 /// An event stream's bytes, ended with an error once one event passes
