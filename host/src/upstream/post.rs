@@ -52,6 +52,8 @@ pub(super) async fn post(
     if let Some(token) = token {
         post = post.bearer_auth(token);
     }
+    // The worker's headers: the configured ones passed rmcp's check of
+    // reserved names when rmcp posted `initialize` with them.
     for (name, value) in headers {
         post = post.header(name, value);
     }
