@@ -165,6 +165,30 @@ async fn a_corrupt_cache_entry_is_recompiled() {
     assert!(report.errors.is_empty(), "{:?}", report.errors);
 }
 
+/// A plugin's digest is that of the code that runs, loaded from the cache
+/// without reading its file: replacing the file afterwards does not change
+/// what the plugin says it is.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cached_plugin_is_named_by_the_digest_of_the_code_it_runs() {
+    let cache = tempfile::tempdir().unwrap();
+    let dir = plugin_dir(&[("10-text", "text_tools", None)]);
+    let path = dir.path().join("10-text.wasm");
+    let digest = supply::Digest::of(&std::fs::read(&path).unwrap()).to_string();
+    let mut reports = Vec::new();
+    for source in [CodeSource::Compiled, CodeSource::Cached] {
+        let (rt, _) = runtime_with_cache(Some(cache.path().to_owned()));
+        let report = rt.load_dir(dir.path()).await.unwrap();
+        assert_eq!(sources(&report), [source]);
+        assert_eq!(report.plugins[0].digest(), digest);
+        reports.push(report);
+    }
+    std::fs::copy(guest("format_pipeline"), dir.path().join("other.wasm")).unwrap();
+    std::fs::rename(dir.path().join("other.wasm"), &path).unwrap();
+    for report in &reports {
+        assert_eq!(report.plugins[0].digest(), digest);
+    }
+}
+
 /// The entry of `cache` compiled from the component at `path`: named by
 /// the component's digest.
 fn cache_entry(cache: &Path, path: &Path) -> PathBuf {
@@ -228,6 +252,18 @@ async fn a_planted_cache_entry_is_not_run_for_a_signed_locked_plugin() {
     let (rt, _) = runtime_with_cache(Some(cache.path().to_owned()));
     let report = supply::load_dir(&rt, &settings, dir.path()).await.unwrap();
     assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert_eq!(tools_of(&report, "text"), text_tools);
+    assert_eq!(sources(&report), [CodeSource::Compiled, CodeSource::Cached]);
+
+    // Nor with the other entry's tag beside it: a tag holds for the
+    // component it names alone.
+    std::fs::copy(&format_entry, &text_entry).unwrap();
+    std::fs::copy(
+        format_entry.with_extension("tag"),
+        text_entry.with_extension("tag"),
+    )
+    .unwrap();
+    let report = supply::load_dir(&rt, &settings, dir.path()).await.unwrap();
     assert_eq!(tools_of(&report, "text"), text_tools);
     assert_eq!(sources(&report), [CodeSource::Compiled, CodeSource::Cached]);
 

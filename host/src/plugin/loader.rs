@@ -377,7 +377,6 @@ impl Runtime {
 
         // Reading and compiling take seconds for language runtimes: keep
         // them off the async workers.
-        let digest = code.as_ref().map(|file| file.digest.to_string());
         let (engine, cache, file) = (self.engine.clone(), self.cache.clone(), path.to_owned());
         let loaded = tokio::task::spawn_blocking(move || match code {
             Some(code) => cache.load(&engine, &code.bytes, &code.sha256),
@@ -387,6 +386,9 @@ impl Runtime {
         .map_err(|e| (K::InvalidComponent, format!("compilation crashed: {e}")))?
         .map_err(|e| (K::InvalidComponent, format!("not a valid component: {e:#}")))?;
         let component = loaded.component;
+        // The digest of the component whose code runs (from the admission's
+        // read, or the code cache's record of this file): never read again.
+        let digest = crate::plugin_file::Digest::of_sha256(&loaded.sha).to_string();
 
         let (worlds, version) = exported_worlds(&self.engine, &component)?;
         let imports = component
@@ -427,22 +429,9 @@ impl Runtime {
             instances,
             recording: None,
             shadow: None,
-            digest: std::sync::OnceLock::new(),
+            digest: digest.clone(),
         };
-        if let Some(digest) = &digest {
-            let _ = plugin.digest.set(digest.clone());
-        }
-        // Read again for its digest only when recording and not read by
-        // the admission: the code cache may have spared reading it.
         if recorded && let Some(recorder) = &self.recorder {
-            let digest = match digest {
-                Some(digest) => digest,
-                None => {
-                    let bytes = std::fs::read(path)
-                        .map_err(|e| (K::InvalidComponent, format!("cannot read it: {e}")))?;
-                    crate::plugin_file::Digest::of(&bytes).to_string()
-                }
-            };
             plugin.recording = Some((recorder.clone(), digest));
         }
         if worlds.enricher {

@@ -287,18 +287,15 @@ pub struct Plugin {
     /// Where its calls are recorded, with the file's digest.
     recording: Option<(Arc<Recorder>, String)>,
     shadow: Option<shadow::Shadow>,
-    /// Its component file's digest, once known (the admission reads it).
-    digest: std::sync::OnceLock<String>,
+    /// The digest (`sha256:…`) of the component whose code runs.
+    digest: String,
 }
 
 impl Plugin {
-    /// Its component file's digest (`sha256:…`), as loaded: read from the
-    /// file the first time it is asked for if the load did not read it.
+    /// The digest (`sha256:…`) of the component it was loaded from: the
+    /// code that runs, whatever is at its path now.
     pub fn digest(&self) -> &str {
-        self.digest.get_or_init(|| match std::fs::read(&self.path) {
-            Ok(bytes) => crate::plugin_file::Digest::of(&bytes).to_string(),
-            Err(e) => format!("(unreadable: {e})"),
-        })
+        &self.digest
     }
 
     /// Its resolved caps.

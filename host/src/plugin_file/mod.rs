@@ -32,7 +32,12 @@ pub struct Digest(String);
 impl Digest {
     /// The digest of `bytes`.
     pub fn of(bytes: &[u8]) -> Self {
-        Self(format!("sha256:{}", hex::encode(Sha256::digest(bytes))))
+        Self::of_sha256(&Sha256::digest(bytes).into())
+    }
+
+    /// The digest whose SHA-256 is `sha`.
+    pub(crate) fn of_sha256(sha: &[u8; 32]) -> Self {
+        Self(format!("sha256:{}", hex::encode(sha)))
     }
 
     /// The first 12 hex digits, for messages.
@@ -78,7 +83,7 @@ impl ComponentFile {
             );
         }
         let sha256: [u8; 32] = Sha256::digest(&bytes).into();
-        let digest = Digest(format!("sha256:{}", hex::encode(sha256)));
+        let digest = Digest::of_sha256(&sha256);
         Ok(Self {
             bytes,
             digest,
