@@ -78,3 +78,25 @@ async fn a_call_sends_at_most_the_cap_of_progress_notifications() {
     );
     assert!(last_progress < at_result, "progress after the result");
 }
+
+/// A client that ends its session with `DELETE` is answered 204 No Content
+/// (what the official Python SDK takes as ended; it warns at rmcp's 202),
+/// and the session is gone: its next request is told so.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_ended_session_is_answered_no_content_and_is_gone() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = serve(dir.path(), "root = \".\"\n", "127.0.0.1:0", &[]).unwrap();
+    let (status, headers, _) = post(&served.base, None, None, initialize()).await;
+    assert_eq!(status, 200);
+    let session = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let ended = client()
+        .delete(format!("{}/mcp", served.base))
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ended.status(), 204);
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    assert_eq!(post(&served.base, None, Some(&session), list).await.0, 404);
+}

@@ -982,7 +982,8 @@ fn http_router(
     let mcp = axum::Router::new()
         .nest_service("/mcp", service)
         // Inside `auth`'s check, which puts the caller on the request.
-        .layer(axum::middleware::from_fn(request_caller::scope));
+        .layer(axum::middleware::from_fn(request_caller::scope))
+        .layer(axum::middleware::from_fn(ended_session_has_no_content));
     let mcp = match serves_tasks {
         true => mcp.layer(axum::middleware::from_fn(move |request, next| {
             wire::carry_task_in_body(limit, request, next)
@@ -995,6 +996,22 @@ fn http_router(
         .protect(mcp.route("/metrics", axum::routing::get(scrape)))
         .route("/healthz", axum::routing::get(|| async { "ok\n" }))
         .layer(axum::middleware::from_fn(close_after_a_refused_body))
+}
+
+/// A session ended by the client's `DELETE` is answered 204 No Content,
+/// where rmcp answers 202 Accepted: the session is gone when the answer
+/// leaves, nothing is pending, and clients (the official Python SDK among
+/// them) take only 200 or 204 as a session ended and warn otherwise.
+async fn ended_session_has_no_content(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let ends = request.method() == http::Method::DELETE;
+    let mut response = next.run(request).await;
+    if ends && response.status() == http::StatusCode::ACCEPTED {
+        *response.status_mut() = http::StatusCode::NO_CONTENT;
+    }
+    response
 }
 
 /// A request refused with its body unread (over the limit, or sent to no
