@@ -38,6 +38,12 @@
 //! Entries are written to a temporary name and renamed, so a crash never
 //! leaves a torn entry.
 //!
+//! The cache holds at most [`MAX_BYTES`] of entries. A vendor rebuilding a
+//! 35 MB JavaScript plugin all day adds an entry each build, and so does
+//! every host upgrade: storing an entry removes those loaded least recently
+//! (a load renews its entry's stamp, at most hourly) until the rest fit,
+//! and the records of files not seen for [`INDEX_DAYS`] days.
+//!
 //! Reading and hashing a plugin is most of a cached start for a language
 //! runtime (18 MB for Python): without supply checks that read it,
 //! [`CodeCache::load_file`] also records (tagged as entries are) which
@@ -51,7 +57,7 @@ use std::hash::{Hash, Hasher};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
@@ -83,6 +89,15 @@ pub(crate) type Sha = [u8; 32];
 /// component compiled, and the tag of the entry's bytes.
 const MAGIC: &[u8; 8] = b"thcwasm2";
 const TAG_FILE: usize = MAGIC.len() + 32 + 32;
+/// The most the entries may take on disk, all engines and layouts
+/// together.
+const MAX_BYTES: u64 = 2 << 30;
+/// A load renews its entry's stamp when it is older than this, so a start
+/// writes nothing in the common case.
+const RENEW_AFTER: Duration = Duration::from_secs(3600);
+/// A record of a plugin file's digest not rewritten for this many days is
+/// removed when an entry is stored (the next load reads the file again).
+const INDEX_DAYS: u64 = 30;
 /// The cache's key, in its directory.
 const KEY_FILE: &str = "key";
 const KEY_BYTES: usize = 32;
@@ -258,7 +273,10 @@ impl CodeCache {
         // can write them (see the module's doc). wasmtime still checks
         // their header and version.
         match unsafe { Component::deserialize_file(engine, &path) } {
-            Ok(component) => Some(component),
+            Ok(component) => {
+                renew(&path.with_extension("tag"), SystemTime::now());
+                Some(component)
+            }
             Err(e) => {
                 tracing::warn!(path = %path.display(), "recompiling unusable cache entry: {e:#}");
                 None
@@ -276,7 +294,9 @@ impl CodeCache {
             &open.dir,
             &path.with_extension("tag"),
             &[MAGIC, sha, tag.as_bytes()],
-        )
+        )?;
+        prune(&open.dir, path, MAX_BYTES, SystemTime::now());
+        Ok(())
     }
 
     /// The key that tags the entry of component `sha` for this engine: an
@@ -403,6 +423,71 @@ fn remember(open: &Open, index: &Path, sha: &Sha) -> anyhow::Result<()> {
     write_private(dir, index, &[line.as_bytes()])
 }
 
+/// Stamp the entry whose tag is at `tag` as used `now`, if its stamp is
+/// older than [`RENEW_AFTER`]. Best effort: a stamp not renewed only makes
+/// the entry an earlier candidate for removal.
+fn renew(tag: &Path, now: SystemTime) {
+    let stale = fs::metadata(tag)
+        .and_then(|m| m.modified())
+        .is_ok_and(|used| now.duration_since(used).is_ok_and(|age| age > RENEW_AFTER));
+    if stale
+        && let Err(e) = fs::File::options()
+            .write(true)
+            .open(tag)
+            .and_then(|f| f.set_modified(now))
+    {
+        tracing::debug!(path = %tag.display(), "cache entry's use not recorded: {e}");
+    }
+}
+
+/// Remove from `dir` the entries loaded least recently, never `kept`,
+/// until the entries take at most `max_bytes`; and the records of files not
+/// rewritten for [`INDEX_DAYS`] days. An entry's use is its tag's stamp (a
+/// tagless entry, of an older layout, its own). Best effort: another process
+/// may be pruning or storing at the same time.
+fn prune(dir: &Path, kept: &Path, max_bytes: u64, now: SystemTime) {
+    let stamp = |path: &Path| fs::symlink_metadata(path).and_then(|m| m.modified()).ok();
+    let mut entries = Vec::new();
+    let mut total = 0;
+    for path in fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+    {
+        let Ok(meta) = fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if path.extension().is_none_or(|e| e != "cwasm") || !meta.is_file() {
+            continue;
+        }
+        let used = stamp(&path.with_extension("tag")).or(meta.modified().ok());
+        total += meta.len();
+        entries.push((used.unwrap_or(SystemTime::UNIX_EPOCH), meta.len(), path));
+    }
+    entries.sort();
+    for (_, size, path) in entries {
+        if total <= max_bytes {
+            break;
+        }
+        if path != kept && fs::remove_file(&path).is_ok() {
+            let _ = fs::remove_file(path.with_extension("tag"));
+            total -= size;
+        }
+    }
+    let oldest = now - Duration::from_secs(INDEX_DAYS * 24 * 3600);
+    for path in fs::read_dir(dir.join("files"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+    {
+        if stamp(&path).is_some_and(|written| written < oldest) {
+            let _ = fs::remove_file(path);
+        }
+    }
+}
+
 /// The file at `path`, mapped read-only.
 fn map(path: &Path) -> std::io::Result<memmap2::Mmap> {
     let file = fs::File::open(path)?;
@@ -471,5 +556,81 @@ impl Hasher for ShaHasher {
     }
     fn write(&mut self, bytes: &[u8]) {
         self.0.update(bytes);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DAY: Duration = Duration::from_secs(24 * 3600);
+
+    /// Set the modification time of the file at `path`.
+    fn stamp(path: &Path, time: SystemTime) {
+        fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(time)
+            .unwrap();
+    }
+
+    /// An entry of `bytes` bytes named `name`, last used `used`.
+    fn entry(dir: &Path, name: &str, bytes: usize, used: SystemTime) -> PathBuf {
+        let path = dir.join(format!("{name}.cwasm"));
+        fs::write(&path, vec![0; bytes]).unwrap();
+        fs::write(path.with_extension("tag"), b"tag").unwrap();
+        stamp(&path.with_extension("tag"), used);
+        path
+    }
+
+    #[test]
+    fn the_entries_used_least_recently_go_first_and_the_one_stored_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = SystemTime::now();
+        let stored = entry(dir.path(), "stored", 100, now - 9 * DAY);
+        let old = entry(dir.path(), "old", 100, now - 5 * DAY);
+        let recent = entry(dir.path(), "recent", 100, now - DAY);
+        let newest = entry(dir.path(), "newest", 100, now);
+        // An entry of an older layout, without a tag: its own stamp counts.
+        let tagless = dir.path().join("tagless.cwasm");
+        fs::write(&tagless, vec![0; 100]).unwrap();
+        stamp(&tagless, now - 3 * DAY);
+
+        prune(dir.path(), &stored, 300, now);
+        assert!(stored.exists() && recent.exists() && newest.exists());
+        assert!(!old.exists() && !old.with_extension("tag").exists());
+        assert!(!tagless.exists());
+    }
+
+    #[test]
+    fn under_the_cap_nothing_goes_but_records_of_files_long_unseen() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = SystemTime::now();
+        let stored = entry(dir.path(), "stored", 100, now);
+        let old = entry(dir.path(), "old", 100, now - 400 * DAY);
+        fs::create_dir(dir.path().join("files")).unwrap();
+        let (fresh, stale) = (dir.path().join("files/fresh"), dir.path().join("files/stale"));
+        fs::write(&fresh, b"x").unwrap();
+        fs::write(&stale, b"x").unwrap();
+        stamp(&stale, now - Duration::from_secs((INDEX_DAYS + 1) * 24 * 3600));
+
+        prune(dir.path(), &stored, 200, now);
+        assert!(stored.exists() && old.exists());
+        assert!(fresh.exists() && !stale.exists());
+    }
+
+    #[test]
+    fn a_load_renews_a_stale_stamp_and_leaves_a_fresh_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = SystemTime::now();
+        let used = |p: &Path| fs::metadata(p.with_extension("tag")).unwrap().modified().unwrap();
+        let stale = entry(dir.path(), "stale", 1, now - DAY);
+        let fresh = entry(dir.path(), "fresh", 1, now - RENEW_AFTER / 2);
+        let before = used(&fresh);
+        renew(&stale.with_extension("tag"), now);
+        renew(&fresh.with_extension("tag"), now);
+        assert_eq!(used(&stale), now);
+        assert_eq!(used(&fresh), before);
     }
 }
