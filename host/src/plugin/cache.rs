@@ -242,7 +242,15 @@ impl CodeCache {
     /// entry that is there and not sound is said, and left to be replaced.
     fn cached(&self, engine: &Engine, open: &Open, sha: &Sha) -> Option<Component> {
         let path = self.entry_path(open, sha);
-        let tag = match fs::read(path.with_extension("tag")) {
+        // One byte past a tag's size is enough to tell it is not one.
+        let read_tag = |tag: &Path| -> std::io::Result<Vec<u8>> {
+            let mut bytes = Vec::with_capacity(TAG_FILE + 1);
+            fs::File::open(tag)?
+                .take(TAG_FILE as u64 + 1)
+                .read_to_end(&mut bytes)?;
+            Ok(bytes)
+        };
+        let tag = match read_tag(&path.with_extension("tag")) {
             Ok(tag) => tag,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
             Err(e) => {
