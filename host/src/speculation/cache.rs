@@ -516,13 +516,25 @@ impl<V> Inner<V> {
 }
 
 #[cfg(test)]
+impl Key {
+    /// The shared key of `tool` called with `args`, a JSON object.
+    pub(crate) fn of(tool: &str, args: Value) -> Self {
+        Self::new(
+            tool,
+            args.as_object().expect("arguments are an object"),
+            Partition::SHARED,
+        )
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
 
     fn key(tool: &str, args: Value) -> Key {
-        Key::new(tool, args.as_object().unwrap(), Partition::SHARED)
+        Key::of(tool, args)
     }
 
     /// A cache and its wasted counter.

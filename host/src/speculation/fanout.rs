@@ -329,14 +329,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::speculation::cache::Partition;
 
     fn key(path: &str) -> Key {
-        Key::new(
-            "read",
-            json!({"path": path}).as_object().unwrap(),
-            Partition::SHARED,
-        )
+        Key::of("read", json!({"path": path}))
     }
 
     fn origin(rank: usize) -> FollowUpRank {

@@ -128,14 +128,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::speculation::cache::Partition;
 
     fn key(sha: &str) -> Key {
-        Key::new(
-            "get_commit",
-            json!({"sha": sha}).as_object().unwrap(),
-            Partition::SHARED,
-        )
+        Key::of("get_commit", json!({"sha": sha}))
     }
 
     fn walk(n: usize) -> Arc<Walk<()>> {
