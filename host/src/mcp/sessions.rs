@@ -175,7 +175,7 @@ mod tests {
         );
         assert_eq!(front.sessions.count(), 40);
         for id in &ids {
-            assert_eq!(front.close(id).await, 202, "DELETE {id}");
+            assert_eq!(front.close(id).await, 204, "DELETE {id}");
         }
         let freed = front
             .until(|f| f.initialized_count() == 0 && f.sessions.count() == 0)
@@ -207,7 +207,7 @@ mod tests {
             "{text}"
         );
         assert_eq!(front.sessions.count(), MAX_HTTP_SESSIONS);
-        assert_eq!(front.close(&ids[0]).await, 202);
+        assert_eq!(front.close(&ids[0]).await, 204);
         assert!(front.until(|f| f.sessions.count() < MAX_HTTP_SESSIONS).await);
         front.initialize().await.unwrap();
     }
