@@ -18,10 +18,13 @@
 //! blocking and only if regular (`root`), walks go a bounded depth on a
 //! stack of their own (`walk`), grep holds a bounded line, listings and
 //! searches answer a bounded count and say they stopped, and the blocking
-//! work runs on a bounded number of threads with a deadline (`work`).
+//! work runs on a bounded number of threads with a deadline (`work`),
+//! except a read or a listing under a root on a local disk, which runs in
+//! place (`locality`).
 
 pub mod facts;
 mod files;
+mod locality;
 pub(crate) mod read_cache;
 mod root;
 mod search;
@@ -60,9 +63,9 @@ impl NativeTools {
     /// `web_fetch` cannot be built (no TLS provider).
     pub fn new(root: Root, web: WebSettings) -> Result<Self, reqwest::Error> {
         Ok(Self {
+            work: work::FileWork::new(root.dir()),
             root,
             web: web::Fetcher::new(web)?,
-            work: work::FileWork::new(),
             writable: false,
             latency: None,
         })
@@ -121,7 +124,7 @@ impl NativeTools {
         let root = self.root.clone();
         let given = str_arg(args, "path")?.to_owned();
         self.work
-            .run("read", move |_| read_cache::load(&root, &given))
+            .run_quick("read", move |_| read_cache::load(&root, &given))
             .await
     }
 
@@ -145,18 +148,21 @@ impl NativeTools {
         }
         let (root, writable) = (self.root.clone(), self.writable);
         let (owned, args) = (name.to_owned(), args.clone());
-        self.work
-            .run(name, move |budget| match owned.as_str() {
-                "read" => files::read(&root, &args),
-                "ls" => files::ls(&root, &args),
-                "glob" => search::glob(&root, &args, budget),
-                "grep" => search::grep(&root, &args, budget),
-                "write" | "edit" if !writable => Err(ToolError::NotFound(format!("Tool {owned} not found"))),
-                "write" => write::write(&root, &args),
-                "edit" => write::edit(&root, &args),
-                other => Err(ToolError::NotFound(format!("Tool {other} not found"))),
-            })
-            .await
+        let work = move |budget| match owned.as_str() {
+            "read" => files::read(&root, &args),
+            "ls" => files::ls(&root, &args),
+            "glob" => search::glob(&root, &args, budget),
+            "grep" => search::grep(&root, &args, budget),
+            "write" | "edit" if !writable => Err(ToolError::NotFound(format!("Tool {owned} not found"))),
+            "write" => write::write(&root, &args),
+            "edit" => write::edit(&root, &args),
+            other => Err(ToolError::NotFound(format!("Tool {other} not found"))),
+        };
+        // A walk may take seconds; a read or a listing, microseconds.
+        match name {
+            "read" | "ls" => self.work.run_quick(name, work).await,
+            _ => self.work.run(name, work).await,
+        }
     }
 }
 

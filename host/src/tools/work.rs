@@ -9,14 +9,20 @@
 //! blocking pool and no more, and a call that finds every place taken is
 //! refused at the deadline instead of queueing forever.
 //!
+//! Quick work (a `read`, an `ls`) runs in place instead while the root is
+//! on a local file system with nothing mounted beneath it (`locality`):
+//! there, the hand-off to a thread would cost more than the work.
+//!
 //! It owns when and where file work runs, not what it does.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::Semaphore;
 
 use super::ToolError;
+use super::locality::Locality;
 use crate::bounds::native::{FILE_WORK_BUDGET, FILE_WORK_DEADLINE, MAX_FILE_WORKERS};
 
 /// The threads file work may take, and how long a call waits for it.
@@ -24,19 +30,43 @@ pub(super) struct FileWork {
     places: Arc<Semaphore>,
     budget: Duration,
     deadline: Duration,
+    locality: Arc<Locality>,
 }
 
 impl FileWork {
-    pub fn new() -> Self {
-        Self::bounded(MAX_FILE_WORKERS, FILE_WORK_BUDGET, FILE_WORK_DEADLINE)
+    /// File work under the root `root`.
+    pub fn new(root: &Path) -> Self {
+        Self::bounded(root, MAX_FILE_WORKERS, FILE_WORK_BUDGET, FILE_WORK_DEADLINE)
     }
 
-    fn bounded(workers: usize, budget: Duration, deadline: Duration) -> Self {
+    fn bounded(root: &Path, workers: usize, budget: Duration, deadline: Duration) -> Self {
         Self {
             places: Arc::new(Semaphore::new(workers)),
             budget,
             deadline,
+            locality: Arc::new(Locality::new(root)),
         }
+    }
+
+    /// Run quick `work` (a read, a listing) in place if the root is local
+    /// and whole, as last checked; else as [`FileWork::run`] does, checking
+    /// again first on the blocking thread if the last check is due.
+    pub async fn run_quick<T: Send + 'static>(
+        &self,
+        tool: &str,
+        work: impl FnOnce(Instant) -> Result<T, ToolError> + Send + 'static,
+    ) -> Result<T, ToolError> {
+        if self.locality.in_place() == Some(true) {
+            return work(Instant::now() + self.budget);
+        }
+        let locality = self.locality.clone();
+        self.run(tool, move |budget| {
+            if locality.in_place().is_none() {
+                locality.check();
+            }
+            work(budget)
+        })
+        .await
     }
 
     /// Run `work` on a blocking thread once one of the places is free; it is
@@ -93,7 +123,7 @@ mod tests {
 
     #[tokio::test]
     async fn stuck_work_keeps_its_place_and_callers_are_answered() {
-        let work = FileWork::bounded(1, SHORT, SHORT);
+        let work = FileWork::bounded(Path::new("/"), 1, SHORT, SHORT);
         let (release, stuck) = mpsc::channel::<()>();
         // The disk stalls: the call is answered at the deadline anyway.
         let first = work.run("read", move |_| {
@@ -119,11 +149,41 @@ mod tests {
 
     #[tokio::test]
     async fn work_is_given_its_budget_and_a_panic_is_an_error_not_a_crash() {
-        let work = FileWork::bounded(2, Duration::from_secs(3600), Duration::from_secs(3600));
+        let work = FileWork::bounded(
+            Path::new("/"),
+            2,
+            Duration::from_secs(3600),
+            Duration::from_secs(3600),
+        );
         let before = Instant::now();
         let budget = work.run("glob", Ok).await.unwrap();
         assert!(budget >= before + Duration::from_secs(3599), "{budget:?}");
         let why = failed(work.run("glob", |_| panic!("walked off a cliff")).await);
         assert!(why.starts_with("glob: native tool panicked"), "{why}");
+    }
+
+    /// The thread quick work ran on.
+    async fn quick_on(work: &FileWork) -> std::thread::ThreadId {
+        work.run_quick("read", |_| Ok(std::thread::current().id()))
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn quick_work_runs_in_place_only_once_the_root_is_found_local() {
+        let here = std::thread::current().id();
+        // Never on a root that is not on a local file system.
+        let proc = FileWork::new(Path::new("/proc"));
+        for _ in 0..3 {
+            assert_ne!(quick_on(&proc).await, here);
+        }
+        // On a local root, the first call checks (on a blocking thread),
+        // and the next run in place.
+        let dir = tempfile::tempdir().unwrap();
+        let local = FileWork::new(dir.path());
+        assert_ne!(quick_on(&local).await, here);
+        if Locality::new(dir.path()).check() {
+            assert_eq!(quick_on(&local).await, here);
+        }
     }
 }
