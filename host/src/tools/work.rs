@@ -57,7 +57,11 @@ impl FileWork {
         work: impl FnOnce(Instant) -> Result<T, ToolError> + Send + 'static,
     ) -> Result<T, ToolError> {
         if self.locality.in_place() == Some(true) {
-            return work(Instant::now() + self.budget);
+            let budget = Instant::now() + self.budget;
+            // A panic is the call's error here as on a thread, never the
+            // caller's task's.
+            return std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(budget)))
+                .unwrap_or_else(|_| Err(panicked(tool)));
         }
         let locality = self.locality.clone();
         self.run(tool, move |budget| {
@@ -97,13 +101,17 @@ impl FileWork {
         });
         match tokio::time::timeout_at(deadline, task).await {
             Ok(Ok(answer)) => answer,
-            Ok(Err(e)) => Err(ToolError::Failed(format!("{tool}: native tool panicked: {e}"))),
+            Ok(Err(_)) => Err(panicked(tool)),
             Err(_) => Err(ToolError::Failed(format!(
                 "{tool}: the file system did not answer within {} s",
                 self.deadline.as_secs()
             ))),
         }
     }
+}
+
+fn panicked(tool: &str) -> ToolError {
+    ToolError::Failed(format!("{tool}: native tool panicked"))
 }
 
 #[cfg(test)]
@@ -184,6 +192,8 @@ mod tests {
         assert_ne!(quick_on(&local).await, here);
         if Locality::new(dir.path()).check() {
             assert_eq!(quick_on(&local).await, here);
+            let why = failed(local.run_quick("read", |_| panic!("read off a cliff")).await);
+            assert_eq!(why, "read: native tool panicked");
         }
     }
 }
