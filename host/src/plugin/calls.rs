@@ -481,7 +481,10 @@ impl Plugin {
             .run(M, async |i: &mut Instance| {
                 i.lend_args(lent, async |i, lent| {
                     let (g, store) = i.enricher();
-                    g.transform_args(store, tool, lent).await
+                    // Boxed: wasmtime's call future is large, and inline it
+                    // was copied with each enclosing future, a quarter of
+                    // a guest entry's cost in a profile.
+                    Box::pin(g.transform_args(store, tool, lent)).await
                 })
                 .await
             })

@@ -103,7 +103,10 @@ pub struct Instances {
     exports: Indices,
     identity: Arc<PluginIdentity>,
     policy: InstancePolicy,
-    idle: Mutex<Vec<Instance>>,
+    /// Boxed: an instance is hundreds of bytes (its exports' handles), and
+    /// each call moves it out of here, through its future and back.
+    #[allow(clippy::vec_box)]
+    idle: Mutex<Vec<Box<Instance>>>,
     pub health: Health,
 }
 
@@ -153,11 +156,11 @@ impl Instances {
         })
     }
 
-    fn take_idle(&self) -> Option<Instance> {
+    fn take_idle(&self) -> Option<Box<Instance>> {
         self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop()
     }
 
-    fn give_back(&self, mut instance: Instance) {
+    fn give_back(&self, mut instance: Box<Instance>) {
         instance.uses += 1;
         if let InstancePolicy::Reuse { max_uses } = self.policy {
             let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
@@ -191,7 +194,7 @@ impl Instances {
                 Some(instance) => instance,
                 // Boxed: an instantiation's future is several KB, and inline
                 // it would size (and be copied with) every call's future.
-                None => Box::pin(self.instantiate()).await?,
+                None => Box::new(Box::pin(self.instantiate()).await?),
             };
             instance.store.data_mut().begin_call();
             instance.store.set_epoch_deadline(1);
