@@ -55,10 +55,27 @@ async fn open_session(base: &str) -> String {
 
 /// The log line that ends the request `id`, its quotes taken out.
 fn ended(log: &str, id: u64) -> String {
+    end_of(log, id).unwrap_or_else(|| panic!("no end of request {id} in:\n{log}"))
+}
+
+fn end_of(log: &str, id: u64) -> Option<String> {
     log.lines()
         .map(|l| l.replace('"', ""))
         .find(|l| l.contains(&format!("jsonrpc.request.id={id} ")) && l.contains("answered"))
-        .unwrap_or_else(|| panic!("no end of request {id} in:\n{log}"))
+}
+
+/// The log of `served` once it holds the end of request `id`: the host
+/// writes it before it answers, but the test reads the child's stderr as
+/// it comes, so the line may still be in the pipe when the answer is here.
+fn log_once_ended(served: &Running, id: u64) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let log = served.log();
+        if end_of(&log, id).is_some() || std::time::Instant::now() > deadline {
+            return log;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 /// The value of `field` on a log line.
@@ -125,7 +142,7 @@ async fn spans_follow_the_mcp_conventions_and_a_trace_continues_through_the_gate
     assert!(!fresh.to_lowercase().contains(TRACE_ID), "{fresh}");
     assert_eq!(fresh.len(), 55, "{fresh}");
 
-    let log = served.log();
+    let log = log_once_ended(&served, 6);
     assert!(
         !log.contains(MALFORMED) && !log.contains("injected"),
         "echoed:\n{log}"
