@@ -77,8 +77,8 @@ use crate::plugin::{BeforeCallDecision, Hooks};
 use crate::speculation::cache::Partition;
 use crate::speculation::{Admit, Engine, Observed, Served, Target};
 use crate::tool::TaskSupport;
-use crate::tools::FileText;
 use crate::tools::facts::WHOLE_FILE;
+use crate::tools::{FileText, Urgency};
 use crate::upstream::{Downstream, Upstream};
 
 /// Run one call through every step on this catalog, and its outcome
@@ -442,7 +442,7 @@ async fn run_kept(
     let file = tokio::select! {
         biased;
         _ = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
-        file = native.load(&args) => file?,
+        file = native.load(&args, Urgency::Call) => file?,
     };
     let file = Prefetch::File(Arc::new(file));
     Ok(engine.keep(name, &args, partition, file, start.elapsed()))

@@ -143,7 +143,7 @@ impl Backend {
                     _ = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
                     r = async {
                         ctx.wait_turn().await;
-                        native.execute(name, &args).await
+                        native.execute(name, &args, ctx.urgency()).await
                     } => r,
                 }
             }

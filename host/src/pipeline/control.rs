@@ -16,6 +16,7 @@ use crate::bounds::{MAX_ERROR_TEXT, cut};
 use crate::output::ToolError;
 use crate::plugin::ProgressFn;
 use crate::priority::Background;
+use crate::tools::Urgency;
 use crate::trace_context::TraceParent;
 use crate::upstream::Downstream;
 
@@ -62,6 +63,14 @@ impl CallControl {
     pub(crate) fn in_background(mut self, background: Background) -> Self {
         self.background = Some(background);
         self
+    }
+
+    /// Whether a caller waits on this call or it is made ahead of time.
+    pub(crate) fn urgency(&self) -> Urgency {
+        match self.background {
+            Some(_) => Urgency::Prefetch,
+            None => Urgency::Call,
+        }
     }
 
     /// Before a prefetch takes a backend: its wait for the real calls.

@@ -50,7 +50,7 @@ use crate::speculation::engine::BoxFuture;
 use crate::speculation::planner::DeclineReason;
 use crate::speculation::settings::hostname;
 use crate::tools::facts::WHOLE_FILE;
-use crate::tools::{NativeTools, is_local};
+use crate::tools::{NativeTools, Urgency, is_local};
 
 impl Target for Core {
     type Output = Prefetch;
@@ -113,7 +113,10 @@ impl Target for Core {
                 && tool == WHOLE_FILE
             {
                 ctx.wait_turn().await;
-                let file = native.load(&args).await.map_err(|e| error_text(&e))?;
+                let file = native
+                    .load(&args, Urgency::Prefetch)
+                    .await
+                    .map_err(|e| error_text(&e))?;
                 return Ok(Prefetch::File(Arc::new(file)));
             }
             let result = bound

@@ -16,7 +16,7 @@
 //! It owns the check and its answer, not what runs where (`work`).
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// How long a check's answer holds.
@@ -38,7 +38,12 @@ const LOCAL_KINDS: [i64; 8] = [
 /// The last answer for one root.
 pub(super) struct Locality {
     root: PathBuf,
-    checked: Mutex<Option<(Instant, bool)>>,
+    /// What every stamp counts from.
+    born: Instant,
+    /// The last answer, read on every quick call without a lock: 0 before
+    /// the first check, else the microseconds from `born` to the check,
+    /// plus one, shifted left once, with the answer in the low bit.
+    checked: AtomicU64,
 }
 
 impl Locality {
@@ -47,17 +52,17 @@ impl Locality {
     pub fn new(root: &Path) -> Self {
         Self {
             root: root.to_owned(),
-            checked: Mutex::new(None),
+            born: Instant::now(),
+            checked: AtomicU64::new(0),
         }
     }
 
     /// Whether quick work may run in place, as last checked; `None` when a
     /// check is due ([`Locality::check`], which blocks).
     pub fn in_place(&self) -> Option<bool> {
-        match *self.checked.lock().unwrap_or_else(|e| e.into_inner()) {
-            Some((at, local)) if at.elapsed() < RECHECK => Some(local),
-            _ => None,
-        }
+        let checked = self.checked.load(Ordering::Acquire);
+        let at = Duration::from_micros((checked >> 1).checked_sub(1)?);
+        (self.born.elapsed().saturating_sub(at) < RECHECK).then_some(checked & 1 == 1)
     }
 
     /// Check now, and keep the answer. Blocks: it asks the root's file
@@ -66,7 +71,9 @@ impl Locality {
         let local = is_local(&self.root)
             && std::fs::read_to_string("/proc/self/mountinfo")
                 .is_ok_and(|table| !mounted_beneath(&table, &self.root));
-        *self.checked.lock().unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), local));
+        let at = u64::try_from(self.born.elapsed().as_micros()).unwrap_or(u64::MAX >> 2);
+        self.checked
+            .store((at + 1) << 1 | u64::from(local), Ordering::Release);
         local
     }
 }
@@ -141,6 +148,23 @@ mod tests {
     fn escapes_in_the_table_are_read() {
         assert_eq!(unescape("/a\\040b\\134c"), "/a b\\c");
         assert_eq!(unescape("/odd\\x"), "/odd\\x");
+    }
+
+    #[test]
+    fn an_answer_holds_until_it_is_due_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut locality = Locality::new(dir.path());
+        let local = locality.check();
+        assert_eq!(locality.in_place(), Some(local));
+        // The same answer, given longer ago than it holds.
+        let Some(earlier) = Instant::now().checked_sub(RECHECK * 2) else {
+            return;
+        };
+        locality.born = earlier;
+        locality
+            .checked
+            .store((1 << 1) | u64::from(local), Ordering::Release);
+        assert_eq!(locality.in_place(), None, "due again");
     }
 
     #[test]

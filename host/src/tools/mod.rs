@@ -43,6 +43,7 @@ pub use facts::{NATIVE_NAMES, is_local};
 pub use read_cache::{Changes, FileText};
 pub use root::Root;
 pub use web::WebSettings;
+pub use work::Urgency;
 
 /// The native tools, bound to one root and one web policy.
 pub struct NativeTools {
@@ -117,14 +118,14 @@ impl NativeTools {
     }
 
     /// The whole file a `read` call names, loaded after the call's latency.
-    pub async fn load(&self, args: &Map<String, Value>) -> Result<FileText, ToolError> {
+    pub async fn load(&self, args: &Map<String, Value>, urgency: Urgency) -> Result<FileText, ToolError> {
         if let Some(latency) = &self.latency {
             tokio::time::sleep(latency("read", args)).await;
         }
         let root = self.root.clone();
         let given = str_arg(args, "path")?.to_owned();
         self.work
-            .run_quick("read", move |_| read_cache::load(&root, &given))
+            .run_quick("read", urgency, move |_| read_cache::load(&root, &given))
             .await
     }
 
@@ -139,7 +140,12 @@ impl NativeTools {
     }
 
     /// Run native tool `name` with validated arguments.
-    pub async fn execute(&self, name: &str, args: &Map<String, Value>) -> Result<CallOutput, ToolError> {
+    pub async fn execute(
+        &self,
+        name: &str,
+        args: &Map<String, Value>,
+        urgency: Urgency,
+    ) -> Result<CallOutput, ToolError> {
         if let Some(latency) = &self.latency {
             tokio::time::sleep(latency(name, args)).await;
         }
@@ -160,7 +166,7 @@ impl NativeTools {
         };
         // A walk may take seconds; a read or a listing, microseconds.
         match name {
-            "read" | "ls" => self.work.run_quick(name, work).await,
+            "read" | "ls" => self.work.run_quick(name, urgency, work).await,
             _ => self.work.run(name, work).await,
         }
     }

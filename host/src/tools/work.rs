@@ -9,9 +9,11 @@
 //! blocking pool and no more, and a call that finds every place taken is
 //! refused at the deadline instead of queueing forever.
 //!
-//! Quick work (a `read`, an `ls`) runs in place instead while the root is
-//! on a local file system with nothing mounted beneath it (`locality`):
-//! there, the hand-off to a thread would cost more than the work.
+//! Quick work (a `read`, an `ls`) for a call runs in place instead while
+//! the root is on a local file system with nothing mounted beneath it
+//! (`locality`): there, the hand-off to a thread would cost more than the
+//! work. A prefetch's never does: in place, a large file's read would hold
+//! the thread a real call is served on.
 //!
 //! It owns when and where file work runs, not what it does.
 
@@ -24,6 +26,17 @@ use tokio::sync::Semaphore;
 use super::ToolError;
 use super::locality::Locality;
 use crate::bounds::native::{FILE_WORK_BUDGET, FILE_WORK_DEADLINE, MAX_FILE_WORKERS};
+
+/// Who is waiting for file work, which decides whether quick work may run
+/// in place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Urgency {
+    /// A call: its caller waits, so quick work may run where it is.
+    Call,
+    /// A prefetch: nobody waits yet, so its work always takes a blocking
+    /// thread and never the one a real call is served on.
+    Prefetch,
+}
 
 /// The threads file work may take, and how long a call waits for it.
 pub(super) struct FileWork {
@@ -48,15 +61,17 @@ impl FileWork {
         }
     }
 
-    /// Run quick `work` (a read, a listing) in place if the root is local
-    /// and whole, as last checked; else as [`FileWork::run`] does, checking
-    /// again first on the blocking thread if the last check is due.
+    /// Run quick `work` (a read, a listing) for a call in place if the
+    /// root is local and whole, as last checked; else as [`FileWork::run`]
+    /// does, checking again first on the blocking thread if the last check
+    /// is due.
     pub async fn run_quick<T: Send + 'static>(
         &self,
         tool: &str,
+        urgency: Urgency,
         work: impl FnOnce(Instant) -> Result<T, ToolError> + Send + 'static,
     ) -> Result<T, ToolError> {
-        if self.locality.in_place() == Some(true) {
+        if urgency == Urgency::Call && self.locality.in_place() == Some(true) {
             let budget = Instant::now() + self.budget;
             // A panic is the call's error here as on a thread, never the
             // caller's task's.
@@ -171,8 +186,8 @@ mod tests {
     }
 
     /// The thread quick work ran on.
-    async fn quick_on(work: &FileWork) -> std::thread::ThreadId {
-        work.run_quick("read", |_| Ok(std::thread::current().id()))
+    async fn quick_on(work: &FileWork, urgency: Urgency) -> std::thread::ThreadId {
+        work.run_quick("read", urgency, |_| Ok(std::thread::current().id()))
             .await
             .unwrap()
     }
@@ -183,17 +198,18 @@ mod tests {
         // Never on a root that is not on a local file system.
         let proc = FileWork::new(Path::new("/proc"));
         for _ in 0..3 {
-            assert_ne!(quick_on(&proc).await, here);
+            assert_ne!(quick_on(&proc, Urgency::Call).await, here);
         }
         // On a local root, the first call checks (on a blocking thread),
-        // and the next run in place.
+        // and the next run in place; a prefetch's never does.
         let dir = tempfile::tempdir().unwrap();
         let local = FileWork::new(dir.path());
-        assert_ne!(quick_on(&local).await, here);
+        assert_ne!(quick_on(&local, Urgency::Call).await, here);
         if Locality::new(dir.path()).check() {
-            assert_eq!(quick_on(&local).await, here);
-            let why = failed(local.run_quick("read", |_| panic!("read off a cliff")).await);
-            assert_eq!(why, "read: native tool panicked");
+            assert_eq!(quick_on(&local, Urgency::Call).await, here);
+            assert_ne!(quick_on(&local, Urgency::Prefetch).await, here);
+            let read = local.run_quick("read", Urgency::Call, |_| panic!("read off a cliff"));
+            assert_eq!(failed(read.await), "read: native tool panicked");
         }
     }
 }
