@@ -186,7 +186,7 @@ pub mod internals {
     pub use crate::plugin::{BeforeCallDecision, CodeSource, LoadErrorKind, ProgressFn, Status, Version};
     pub use crate::schema::Action;
     pub use crate::tools::facts::value_models as native_value_models;
-    pub use crate::tools::{NativeTools, Root};
+    pub use crate::tools::{NativeTools, Root, Urgency};
     pub use crate::upstream::Upstream;
     pub use crate::value_model::{Layer, SideEffect, ValueClass};
 

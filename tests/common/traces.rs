@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use toolhost::CallOutput;
 use toolhost::WebSettings;
-use toolhost::internals::{NativeTools, Root};
+use toolhost::internals::{NativeTools, Root, Urgency};
 use toolhost::speculation::{Settings, Snapshot};
 use toolhost::{CallControl, Toolhost, error_text};
 
@@ -326,7 +326,7 @@ pub async fn replay(trace: &Trace, work: Workspace, how: Replay) -> Result<Figur
                 (false, true) => waited.min(latency).as_secs_f64(),
                 (false, false) => latency.as_secs_f64(),
             };
-        let truth = match direct.execute(tool, &args).await {
+        let truth = match direct.execute(tool, &args, Urgency::Call).await {
             Ok(out) => out,
             Err(e) => CallOutput::error(error_text(&e)),
         };
