@@ -200,6 +200,10 @@ async fn redis_going_away_leaves_every_call_answered_and_is_logged() {
         .unwrap();
     assert_eq!(title(&write), "while away");
     let logged = |text: &str| replicas.iter().filter(|r| r.log_text().contains(text)).count();
+    // What a replica logs reaches this test through its stderr pipe: waited for.
+    for replica in &replicas {
+        replica.wait_for("unreachable");
+    }
     assert_eq!(logged("unreachable"), 3, "each replica logs the loss once");
     for replica in &replicas {
         assert_eq!(
