@@ -133,12 +133,11 @@ fn random_span_id() -> [u8; 8] {
     id
 }
 
+/// Random bytes from the thread's generator (ChaCha, seeded and reseeded
+/// from the system's): as unguessable as the system's, without a system
+/// call per id.
 fn fill(bytes: &mut [u8]) {
-    use ring::rand::SecureRandom;
-    // The system's generator fails only where the host could not run.
-    if ring::rand::SystemRandom::new().fill(bytes).is_err() {
-        bytes.iter_mut().for_each(|b| *b = 1);
-    }
+    rand::RngCore::fill_bytes(&mut rand::rng(), bytes);
 }
 
 #[cfg(test)]
