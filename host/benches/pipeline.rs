@@ -11,7 +11,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Map, Value, json};
 use toolhost::WebSettings;
 use toolhost::internals::Sources;
-use toolhost::internals::{NativeTools, Root};
+use toolhost::internals::{NativeTools, Root, Urgency};
 use toolhost::plugin::{Runtime, RuntimeOptions};
 use toolhost::{CallControl, Toolhost};
 
@@ -62,7 +62,10 @@ fn bench(c: &mut Criterion) {
     let ctx = CallControl::new("bench");
     let mut group = c.benchmark_group("read");
     group.bench_function("direct", |b| {
-        b.iter(|| rt.block_on(direct.execute("read", black_box(&map))).unwrap())
+        b.iter(|| {
+            rt.block_on(direct.execute("read", black_box(&map), Urgency::Call))
+                .unwrap()
+        })
     });
     group.bench_function("pipeline", |b| {
         b.iter(|| {
