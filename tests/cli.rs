@@ -2,8 +2,9 @@
 
 use std::process::{Command, Output};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use toolhost_tests::providers::BUNDLE;
+use toolhost_tests::stdio::StdioServe;
 use toolhost_tests::{JIRA_SIDECAR, guest, needs, plugin_dir, run, run_configured, toolhost};
 
 #[path = "audit.rs"]
@@ -376,41 +377,14 @@ fn assert_refused(command: &str, stderr: &str, expected: &[&str]) {
 /// The tools a `toolhost serve` on stdio lists to an MCP client: initialize,
 /// initialized, tools/list, over its real stdin and stdout.
 fn served_tools(cmd: &mut Command) -> (Vec<String>, String) {
-    use std::io::{BufRead, BufReader, Write};
-    let mut child = cmd
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut answer = |id: u64| -> Value {
-        let mut line = String::new();
-        loop {
-            line.clear();
-            assert!(
-                stdout.read_line(&mut line).unwrap() > 0,
-                "serve ended before answering {id}"
-            );
-            let message: Value = serde_json::from_str(&line).unwrap();
-            if message["id"] == id {
-                return message;
-            }
-        }
-    };
-    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"cli-test","version":"1"}}}"#;
-    writeln!(stdin, "{initialize}").unwrap();
-    assert!(answer(1)["result"]["serverInfo"].is_object());
-    writeln!(
-        stdin,
-        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
-    )
-    .unwrap();
-    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":2,"method":"tools/list"}}"#).unwrap();
-    let listed = answer(2);
-    drop(stdin);
-    let out = child.wait_with_output().unwrap();
+    let mut serve = StdioServe::spawn(cmd);
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "cli-test", "version": "1"},
+    }});
+    assert!(serve.initialize(&initialize)["result"]["serverInfo"].is_object());
+    let listed = serve.request(2, "tools/list", json!({}));
+    let out = serve.end();
     let served = names(&listed["result"]["tools"])
         .into_iter()
         .map(str::to_owned)

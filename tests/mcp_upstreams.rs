@@ -14,11 +14,16 @@
 //! as a user runs it: what it says is checked as a plugin's word is, and
 //! every call to it is answered, whatever it does.
 //!
+//! Tasks of each revision over stdio, spoken to line by line: a
+//! 2026-07-28 client's are not taken for a 2025-11-25 session's.
+//!
 //! Needs the Python venv and the npm upstreams (`make venv upstream`): a
 //! test skips without them, unless `TOOLHOST_TEST_ALL=1` (`toolchains`).
 
 use std::time::Duration;
 
+use serde_json::json;
+use toolhost_tests::stdio::StdioServe;
 use toolhost_tests::{everything_server, expect_driver_ok, needs, python_driver, run_within, toolhost};
 
 fn drive(scenario: &str) {
@@ -468,4 +473,55 @@ fn tasks_a_giant_task_result_is_refused_naming_the_cap() {
 fn tasks_a_tasks_question_reaches_the_client_and_its_answer_the_task() {
     needs!(Python, Upstream);
     tasks("elicitation");
+}
+
+/// Over stdio, `tasks/get` and `tasks/cancel` from a 2026-07-28 client
+/// (its revision in their `_meta`) are that revision's, whose tasks
+/// extension toolhost does not serve: "method not found", as over HTTP,
+/// not refused for a `_meta` they carry. A 2025-11-25 session's still reach
+/// toolhost's tasks, with their `_meta`.
+#[test]
+fn tasks_of_a_2026_client_over_stdio_are_answered_as_its_revisions() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("plugins")).unwrap();
+    std::fs::write(dir.path().join("toolhost.toml"), "root = \".\"\n").unwrap();
+    let serve = || {
+        StdioServe::spawn(
+            toolhost()
+                .current_dir(dir.path())
+                .arg("--plugins")
+                .arg(dir.path().join("plugins"))
+                .arg("serve"),
+        )
+    };
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "tasks-test", "version": "1"},
+    });
+    let mut modern = serve();
+    for (id, method) in [(1, "tasks/get"), (2, "tasks/cancel")] {
+        let answer = modern.request(id, method, json!({"taskId": "t1", "_meta": meta}));
+        assert_eq!(answer["error"]["code"], -32601, "{method}: {answer}");
+    }
+    modern.end();
+
+    let mut legacy = serve();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "tasks-test", "version": "1"},
+    }});
+    assert_eq!(
+        legacy.initialize(&initialize)["result"]["protocolVersion"],
+        "2025-11-25"
+    );
+    for (id, method) in [(2, "tasks/get"), (3, "tasks/cancel")] {
+        let params = json!({"taskId": "t1", "_meta": {"progressToken": id}});
+        let answer = legacy.request(id, method, params);
+        assert_eq!(
+            answer["error"]["message"], "no task t1 in this session",
+            "{method}: {answer}"
+        );
+    }
+    legacy.end();
 }

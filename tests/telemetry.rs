@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
+use toolhost_tests::stdio::StdioServe;
 use toolhost_tests::upstream::{Answering, TaskServer, ToolServer, tool};
 
 use super::http_auth::{Running, client, initialize, post, serve_with_env};
@@ -230,36 +231,21 @@ async fn spans_follow_the_mcp_conventions_and_a_trace_continues_through_the_gate
 /// context. The call's answer, and the process's output once its stdin
 /// is closed (which stops it).
 fn read_over_stdio(dir: &std::path::Path, env: &[(&str, &str)], path: &str) -> (Value, std::process::Output) {
-    use std::io::{BufRead, BufReader, Write};
-    use std::process::Stdio;
-
     std::fs::create_dir_all(dir.join("plugins")).unwrap();
-    let mut child = toolhost_tests::toolhost()
-        .current_dir(dir)
-        .arg("--config")
-        .arg(dir.join("toolhost.toml"))
-        .arg("--plugins")
-        .arg(dir.join("plugins"))
-        .arg("serve")
-        .envs(env.iter().copied())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut answers = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut send = |message: Value| writeln!(stdin, "{message}").unwrap();
-    send(initialize());
-    let answer: Value = serde_json::from_str(&answers.next().unwrap().unwrap()).unwrap();
-    assert_eq!(answer["id"], 1, "{answer}");
-    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let mut serve = StdioServe::spawn(
+        toolhost_tests::toolhost()
+            .current_dir(dir)
+            .arg("--config")
+            .arg(dir.join("toolhost.toml"))
+            .arg("--plugins")
+            .arg(dir.join("plugins"))
+            .arg("serve")
+            .envs(env.iter().copied()),
+    );
+    assert_eq!(serve.initialize(&initialize())["id"], 1);
     let params = json!({"name": "read", "arguments": {"path": path}, "_meta": {"traceparent": PARENT}});
-    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}));
-    let answer: Value = serde_json::from_str(&answers.next().unwrap().unwrap()).unwrap();
-    assert_eq!(answer["id"], 2, "{answer}");
-    drop(stdin);
-    (answer, child.wait_with_output().unwrap())
+    let answer = serve.request(2, "tools/call", params);
+    (answer, serve.end())
 }
 
 /// Over stdio the transport is a pipe, there is no session id, and a

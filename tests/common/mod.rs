@@ -25,6 +25,7 @@ pub mod load;
 pub mod providers;
 pub mod registry;
 pub mod served;
+pub mod stdio;
 pub mod toolchains;
 pub mod traces;
 pub mod upstream;

@@ -14,7 +14,9 @@
 //!   the `CreateTaskResult` the handler put under [`CREATED_KEY`];
 //! - `tasks/get` and `tasks/cancel`, which rmcp would take as 2026-07-28's
 //!   and refuse to a client without that revision's tasks extension, reach
-//!   the handler as the 2025-11-25 requests they are (`tasks`).
+//!   the handler as the 2025-11-25 requests they are (`tasks`), their
+//!   `_meta` kept; those a 2026-07-28 client sends (its revision in their
+//!   `_meta`) are left to rmcp, which answers them as it does over HTTP.
 //!
 //! It wraps a session's transport ([`Wire`]), so every request still goes
 //! through rmcp's handler whole (its protocol checks included): over stdio
@@ -33,7 +35,8 @@ use std::task::{Context, Poll, ready};
 
 use axum::response::IntoResponse;
 use rmcp::model::{
-    ClientRequest, CustomRequest, CustomResult, JsonRpcMessage, ListToolsResult, ServerResult,
+    ClientRequest, CustomRequest, CustomResult, GetExtensions, GetMeta, JsonRpcMessage, ListToolsResult,
+    ServerResult,
 };
 use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
@@ -131,17 +134,29 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for Wire<T> {
     }
 }
 
-/// `tasks/get` and `tasks/cancel` as the 2025-11-25 requests the handler
-/// answers (`tasks`), rather than 2026-07-28's, which rmcp would refuse to
-/// a client without that revision's tasks extension.
+/// `tasks/get` and `tasks/cancel` of a 2025-11-25 session as the requests
+/// the handler answers (`tasks`), rather than 2026-07-28's, which rmcp
+/// would refuse to a client without that revision's tasks extension. A
+/// 2026-07-28 client's are its own revision's: left as they are.
 fn as_2025_task_request(request: ClientRequest) -> ClientRequest {
+    if request
+        .get_meta()
+        .protocol_version()
+        .is_some_and(|revision| !revision.has_initialize())
+    {
+        return request;
+    }
     let (method, params) = match &request {
         ClientRequest::GetTaskRequest(r) => ("tasks/get", serde_json::to_value(&r.params)),
         ClientRequest::CancelTaskRequest(r) => ("tasks/cancel", serde_json::to_value(&r.params)),
         _ => return request,
     };
     match params {
-        Ok(params) => ClientRequest::CustomRequest(CustomRequest::new(method, Some(params))),
+        Ok(params) => {
+            let mut custom = CustomRequest::new(method, Some(params));
+            *custom.extensions_mut() = request.extensions().clone();
+            ClientRequest::CustomRequest(custom)
+        }
         Err(_) => request,
     }
 }
