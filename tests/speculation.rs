@@ -8,7 +8,6 @@
 //! `host/src/speculation/`.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
@@ -21,7 +20,8 @@ use toolhost::WebSettings;
 use toolhost::internals::{NativeTools, Root};
 use toolhost::internals::{Options, Sources};
 use toolhost::speculation::Settings;
-use toolhost_tests::{LoopbackServer, call_ok, catalog_bindings, load, toolhost_binary};
+use toolhost_tests::stdio::StdioServe;
+use toolhost_tests::{LoopbackServer, call_ok, catalog_bindings, load, toolhost, toolhost_binary};
 
 #[path = "speculation/trust.rs"]
 mod trust;
@@ -608,67 +608,28 @@ fn model(value: Value) -> ValueModel {
     serde_json::from_value(value).unwrap()
 }
 
-/// `toolhost serve` over stdio with a configuration, and JSON-RPC with it.
-struct StdioServer {
-    child: std::process::Child,
-    stdin: std::process::ChildStdin,
-    lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
+/// `toolhost serve` over stdio with `config`, initialised.
+fn serve_stdio(config: &Path) -> StdioServe {
+    let mut server = StdioServe::spawn(toolhost().arg("--config").arg(config).arg("serve"));
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"},
+    }});
+    server.initialize(&initialize);
+    server
 }
 
-impl StdioServer {
-    /// Started and initialised.
-    fn serve(config: &Path) -> Self {
-        let mut child = Command::new(toolhost_binary())
-            .args(["--no-cache", "--config"])
-            .arg(config)
-            .arg("serve")
-            .env_remove("TOOLHOST_PLUGINS")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut session = Self { child, stdin, lines };
-        session.request(
-            1,
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}),
-        );
-        session
-    }
+/// A tool call over stdio that must succeed.
+fn stdio_call(server: &mut StdioServe, id: u64, tool: &str, arguments: Value) -> Value {
+    let reply = server.request(id, "tools/call", json!({"name": tool, "arguments": arguments}));
+    assert_eq!(reply["result"]["isError"], json!(false), "{reply}");
+    reply
+}
 
-    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
-        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        writeln!(self.stdin, "{message}").unwrap();
-        if method == "initialize" {
-            let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-            writeln!(self.stdin, "{initialized}").unwrap();
-        }
-        loop {
-            let line = self.lines.next().expect("the server answers").unwrap();
-            let reply: Value = serde_json::from_str(&line).unwrap();
-            if reply["id"] == json!(id) {
-                return reply;
-            }
-        }
-    }
-
-    /// A tool call that must succeed.
-    fn call(&mut self, id: u64, tool: &str, arguments: Value) -> Value {
-        let reply = self.request(id, "tools/call", json!({"name": tool, "arguments": arguments}));
-        assert_eq!(reply["result"]["isError"], json!(false), "{reply}");
-        reply
-    }
-
-    /// The server stopped by closing its input, as a client does.
-    fn stop(self) -> std::process::Output {
-        drop(self.stdin);
-        let out = self.child.wait_with_output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        out
-    }
+/// The server stopped by closing its input, as a client does.
+fn stop(server: StdioServe) -> std::process::Output {
+    let out = server.end();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    out
 }
 
 /// A configuration serving `dir`, whose statistics go to `stats_file`.
@@ -700,16 +661,16 @@ fn serve_over_stdio_then_stats_reports_the_hit() {
     let dir = files();
     let stats_file = dir.path().join("state/stats.json");
     let config = stats_config(dir.path(), &stats_file);
-    let mut server = StdioServer::serve(&config);
-    server.call(2, "grep", json!({"pattern": "needle"}));
+    let mut server = serve_stdio(&config);
+    stdio_call(&mut server, 2, "grep", json!({"pattern": "needle"}));
     // Give the prefetch time to land: a hit, not a join, is asserted below.
     std::thread::sleep(Duration::from_millis(500));
-    let read = server.call(3, "read", json!({"path": "a.rs"}));
+    let read = stdio_call(&mut server, 3, "read", json!({"path": "a.rs"}));
     assert_eq!(read["result"]["structuredContent"]["content"], "fn needle() {}");
     // b.rs is prefetched and never read: wasted when the server stops.
-    server.call(4, "grep", json!({"pattern": "other"}));
+    stdio_call(&mut server, 4, "grep", json!({"pattern": "other"}));
     std::thread::sleep(Duration::from_millis(500));
-    let out = server.stop();
+    let out = stop(server);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("1 hits"), "the log has the figures: {stderr}");
 
@@ -733,16 +694,21 @@ fn a_link_learned_by_one_server_lasts_into_the_next_and_is_explained() {
     old_file(dir.path(), "src/c.rs", "fn c() {}\n");
     let stats_file = dir.path().join("stats.json");
     let config = stats_config(dir.path(), &stats_file);
-    let mut server = StdioServer::serve(&config);
+    let mut server = serve_stdio(&config);
     let mut id = 1;
     for (listed, path) in [(".", "b.rs"), ("src", "src/c.rs")] {
         id += 2;
-        server.call(id, "glob", json!({"pattern": "*.rs", "path": listed}));
+        stdio_call(
+            &mut server,
+            id,
+            "glob",
+            json!({"pattern": "*.rs", "path": listed}),
+        );
         std::thread::sleep(Duration::from_millis(200));
-        server.call(id + 1, "read", json!({"path": path}));
+        stdio_call(&mut server, id + 1, "read", json!({"path": path}));
         std::thread::sleep(Duration::from_millis(200));
     }
-    server.stop();
+    stop(server);
     let learned = |stats: &Value| -> Vec<String> {
         let links = stats["stats"]["learned"].as_array().cloned().unwrap_or_default();
         links
@@ -766,7 +732,7 @@ fn a_link_learned_by_one_server_lasts_into_the_next_and_is_explained() {
     );
 
     // The next server makes no call: what it writes is what it resumed.
-    StdioServer::serve(&config).stop();
+    stop(serve_stdio(&config));
     let second: Value = serde_json::from_str(&toolhost_with(&config, &["stats", "--json"])).unwrap();
     assert_eq!(learned(&second), learned(&first));
     let explained = toolhost_with(&config, &["tools", "--explain", "read"]);
