@@ -15,7 +15,9 @@
 //! every call to it is answered, whatever it does.
 //!
 //! Tasks of each revision over stdio, spoken to line by line: a
-//! 2026-07-28 client's are not taken for a 2025-11-25 session's.
+//! 2026-07-28 client's are not taken for a 2025-11-25 session's. The
+//! TypeScript SDK's 2026-07-28 client, through toolhost and directly
+//! (`tests/upstream/ts_client.mjs`).
 //!
 //! Needs the Python venv and the npm upstreams (`make venv upstream`): a
 //! test skips without them, unless `TOOLHOST_TEST_ALL=1` (`toolchains`).
@@ -24,7 +26,9 @@ use std::time::Duration;
 
 use serde_json::json;
 use toolhost_tests::stdio::StdioServe;
-use toolhost_tests::{everything_server, expect_driver_ok, needs, python_driver, run_within, toolhost};
+use toolhost_tests::{
+    everything_server, expect_driver_ok, needs, python_driver, run_within, toolhost, toolhost_binary,
+};
 
 fn drive(scenario: &str) {
     let mut command = python_driver("upstreams.py");
@@ -473,6 +477,33 @@ fn tasks_a_giant_task_result_is_refused_naming_the_cap() {
 fn tasks_a_tasks_question_reaches_the_client_and_its_answer_the_task() {
     needs!(Python, Upstream);
     tasks("elicitation");
+}
+
+/// The official TypeScript SDK's client (v2) pinned to MCP 2026-07-28,
+/// calling with the tasks extension's requester through toolhost over
+/// stdio and over HTTP (`tests/upstream/ts_client.mjs`): every tool
+/// server-everything lists to the same client connected directly is
+/// served, its echo answers with the same content, and the extension's
+/// `tasks/get` is an unknown method on both transports.
+#[test]
+fn the_typescript_sdk_client_at_2026_07_28_sees_through_toolhost_what_it_sees_directly() {
+    needs!(Upstream);
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = std::process::Command::new("node");
+    command
+        .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("upstream/ts_client.mjs"))
+        .arg("--toolhost")
+        .arg(toolhost_binary())
+        .arg("--everything")
+        .arg(everything_server())
+        .arg("--dir")
+        .arg(dir.path());
+    let (status, stdout, stderr) = run_within(&mut command, Duration::from_secs(120));
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "ts_client.mjs ({status:?}):\n{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("http: "), "{stdout}");
 }
 
 /// Over stdio, `tasks/get` and `tasks/cancel` from a 2026-07-28 client
