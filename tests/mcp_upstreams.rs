@@ -25,6 +25,7 @@
 use std::time::Duration;
 
 use serde_json::json;
+use toolhost_tests::served::Served;
 use toolhost_tests::stdio::StdioServe;
 use toolhost_tests::{
     everything_server, expect_driver_ok, needs, python_driver, run_within, toolhost, toolhost_binary,
@@ -489,19 +490,42 @@ fn tasks_a_tasks_question_reaches_the_client_and_its_answer_the_task() {
 fn the_typescript_sdk_client_at_2026_07_28_sees_through_toolhost_what_it_sees_directly() {
     needs!(Upstream);
     let dir = tempfile::tempdir().unwrap();
+    let (config, plugins) = (dir.path().join("toolhost.toml"), dir.path().join("plugins"));
+    std::fs::create_dir_all(&plugins).unwrap();
+    let everything = everything_server();
+    let upstream = format!(
+        "root = \".\"\n[[upstream]]\nname = \"everything\"\nprefix = \"ev_\"\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\n",
+        everything.display().to_string()
+    );
+    std::fs::write(&config, upstream).unwrap();
+    let mut serve = toolhost();
+    serve
+        .current_dir(dir.path())
+        .arg("--config")
+        .arg(&config)
+        .arg("--plugins")
+        .arg(&plugins)
+        .args(["serve", "--http", "127.0.0.1:0"]);
+    let served = Served::start(serve).unwrap_or_else(|e| panic!("{e}"));
     let mut command = std::process::Command::new("node");
     command
+        .current_dir(dir.path())
         .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("upstream/ts_client.mjs"))
         .arg("--toolhost")
         .arg(toolhost_binary())
+        .arg("--config")
+        .arg(&config)
+        .arg("--plugins")
+        .arg(&plugins)
+        .arg("--url")
+        .arg(&served.url)
         .arg("--everything")
-        .arg(everything_server())
-        .arg("--dir")
-        .arg(dir.path());
+        .arg(&everything);
     let (status, stdout, stderr) = run_within(&mut command, Duration::from_secs(120));
     assert!(
         status.is_some_and(|s| s.success()),
-        "ts_client.mjs ({status:?}):\n{stdout}\n{stderr}"
+        "ts_client.mjs ({status:?}):\n{stdout}\n{stderr}\ntoolhost --http:\n{}",
+        served.log_text()
     );
     assert!(stdout.contains("http: "), "{stdout}");
 }

@@ -4,15 +4,15 @@
 // over streamable HTTP, compared with the same client connected to
 // server-everything directly.
 //
-//   node ts_client.mjs --toolhost BIN --everything DIST_INDEX_JS --dir DIR
+//   node ts_client.mjs --toolhost BIN --config TOML --plugins DIR \
+//       --url HTTP_URL --everything DIST_INDEX_JS
 //
-// DIR is an empty directory of the caller's (the test's temporary one):
-// toolhost's configuration and log go there. Prints what it checked and
-// exits 0, or prints what differed and exits 1.
+// The caller owns the configuration (server-everything as upstream `ev_`)
+// and the `toolhost serve --http` at HTTP_URL; over stdio this script
+// starts toolhost itself, as a client launching a server does, and it ends
+// with the script. Prints what it checked and exits 0, or prints what
+// differed and exits 1.
 
-import { spawn } from "node:child_process";
-import { mkdirSync, readFileSync, writeFileSync, openSync } from "node:fs";
-import { join } from "node:path";
 import { parseArgs } from "node:util";
 
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
@@ -20,7 +20,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { createTaskSessionFromClient, resultFromTaskOutcome } from "@modelcontextprotocol/ext-tasks/client";
 
 const { values: args } = parseArgs({
-  options: { toolhost: { type: "string" }, everything: { type: "string" }, dir: { type: "string" } },
+  options: Object.fromEntries(["toolhost", "config", "plugins", "url", "everything"].map((k) => [k, { type: "string" }])),
 });
 const REVISION = "2026-07-28";
 const clientInfo = { name: "toolhost-ts-client", version: "1" };
@@ -32,13 +32,8 @@ const revisionMeta = {
   "io.modelcontextprotocol/clientCapabilities": { extensions: { [TASKS]: {} } },
 };
 
-function fail(message) {
-  console.error(`FAIL: ${message}`);
-  process.exit(1);
-}
-
 function check(condition, message) {
-  if (!condition) fail(message);
+  if (!condition) throw new Error(message);
 }
 
 /** Requests sent on the client's own transport, their answers taken before the SDK sees them. */
@@ -110,15 +105,7 @@ async function observe(client, rawDispatch, prefix) {
   }
 }
 
-const top = args.dir;
-mkdirSync(join(top, "plugins"), { recursive: true });
-const config = join(top, "toolhost.toml");
-writeFileSync(
-  config,
-  `root = "."\n[[upstream]]\nname = "everything"\nprefix = "ev_"\ncommand = "node"\n` +
-    `args = ${JSON.stringify([args.everything, "stdio"])}\n`,
-);
-const toolhostArgs = ["--no-cache", "--config", config, "--plugins", join(top, "plugins"), "serve"];
+const toolhostArgs = ["--no-cache", "--config", args.config, "--plugins", args.plugins, "serve"];
 
 // Directly: server-everything speaks 2025-11-25, so the client negotiates down.
 const direct = new Client(clientInfo, { capabilities: clientCapabilities, versionNegotiation: { mode: "auto" } });
@@ -146,31 +133,15 @@ async function through(transportName, client, rawDispatch) {
 }
 
 // Over stdio.
-const stdioTransport = new StdioClientTransport({ command: args.toolhost, args: toolhostArgs, cwd: top, stderr: "ignore" });
+const stdioTransport = new StdioClientTransport({ command: args.toolhost, args: toolhostArgs, stderr: "ignore" });
 const overStdio = new Client(clientInfo, { capabilities: clientCapabilities, versionNegotiation: { mode: { pin: REVISION } } });
 await overStdio.connect(stdioTransport);
 await through("stdio", overStdio, dispatchOn(stdioTransport));
 await overStdio.close();
 
 // Over streamable HTTP.
-const logPath = join(top, "toolhost-http.log");
-const server = spawn(args.toolhost, [...toolhostArgs, "--http", "127.0.0.1:0"], {
-  cwd: top,
-  stdio: ["ignore", "ignore", openSync(logPath, "w")],
-});
-try {
-  let url;
-  for (let i = 0; i < 600 && url === undefined; i++) {
-    check(server.exitCode === null, `toolhost --http exited: ${readFileSync(logPath, "utf8")}`);
-    url = /serving MCP at (\S+)/.exec(readFileSync(logPath, "utf8"))?.[1];
-    if (url === undefined) await new Promise((r) => setTimeout(r, 50));
-  }
-  check(url !== undefined, `toolhost --http never served: ${readFileSync(logPath, "utf8")}`);
-  const overHttp = new Client(clientInfo, { capabilities: clientCapabilities, versionNegotiation: { mode: { pin: REVISION } } });
-  await overHttp.connect(new StreamableHTTPClientTransport(new URL(url)));
-  await through("http", overHttp, dispatchOver(url));
-  await overHttp.close();
-} finally {
-  server.kill();
-}
+const overHttp = new Client(clientInfo, { capabilities: clientCapabilities, versionNegotiation: { mode: { pin: REVISION } } });
+await overHttp.connect(new StreamableHTTPClientTransport(new URL(args.url)));
+await through("http", overHttp, dispatchOver(args.url));
+await overHttp.close();
 console.log(checked.join("\n"));
