@@ -17,6 +17,8 @@ mod http_auth;
 mod http_front;
 #[path = "policy.rs"]
 mod policy;
+#[path = "task_extension.rs"]
+mod task_extension;
 #[path = "telemetry.rs"]
 mod telemetry;
 

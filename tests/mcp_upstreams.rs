@@ -532,7 +532,8 @@ fn the_typescript_sdk_client_at_2026_07_28_sees_through_toolhost_what_it_sees_di
 
 /// Over stdio, `tasks/get` and `tasks/cancel` from a 2026-07-28 client
 /// (its revision in their `_meta`) are that revision's, whose tasks
-/// extension toolhost does not serve: "method not found", as over HTTP,
+/// extension toolhost serves only while a tool may run as a task (none
+/// here): "method not found", as over HTTP,
 /// not refused for a `_meta` they carry. A 2025-11-25 session's still reach
 /// toolhost's tasks, with their `_meta`.
 #[test]

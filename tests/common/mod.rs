@@ -380,6 +380,19 @@ impl LoopbackServer {
         .await
     }
 
+    /// Like [`LoopbackServer::start_with_headers`], with a delay chosen per
+    /// request.
+    pub async fn start_with_headers_and_delays(
+        delay: impl Fn(&SeenRequest) -> std::time::Duration + Send + Sync + 'static,
+        handler: impl Fn(&SeenRequest) -> (u16, Vec<(String, String)>, String) + Send + Sync + 'static,
+    ) -> Self {
+        Self::serve(delay, move |r| {
+            let (status, headers, body) = handler(r);
+            (status, headers, body.into_bytes())
+        })
+        .await
+    }
+
     /// Like [`LoopbackServer::start_with_headers`], with a body of any bytes
     /// (a compressed one).
     pub async fn start_with_bytes(

@@ -84,18 +84,35 @@ pub enum Answering {
 }
 
 /// A streamable HTTP MCP server written by hand, since rmcp's types have
-/// no MCP 2025-11-25 tasks: it lists one tool, `long_job`, with
-/// `execution.taskSupport` `optional`; a task-augmented call of it starts
-/// task `t1` (`working`), which `tasks/get` finds `completed` and
-/// `tasks/result` answers `done`; a plain call answers `ran plainly`.
+/// no MCP 2025-11-25 tasks. It lists two tools:
+/// - `long_job`, with `execution.taskSupport` `optional`: a task-augmented
+///   call starts task `t1` (`working`), which `tasks/get` finds
+///   `completed` and `tasks/result` answers `done`; a plain call answers
+///   `ran plainly`;
+/// - a task's status message and result name the `X-Api-Key` header the
+///   request carried, if one (`done for KEY`), as a leaky server would;
+/// - `held_job`, `required`: its task `t2` stays `working` until
+///   `tasks/cancel` (then `cancelled`), and `tasks/result` of it answers
+///   only after [`HELD_FOR`].
+///
 /// Every request is kept in `server.seen`.
+/// How long [`TaskServer`] holds `tasks/result` of its `held_job`'s task.
+pub const HELD_FOR: std::time::Duration = std::time::Duration::from_secs(120);
+
 pub struct TaskServer {
     pub server: crate::LoopbackServer,
 }
 
 impl TaskServer {
     pub async fn start(answering: Answering) -> Self {
-        let server = crate::LoopbackServer::start_with_headers(move |request| {
+        let held_cancelled = std::sync::atomic::AtomicBool::new(false);
+        let holds = |request: &crate::SeenRequest| {
+            let message: Value = serde_json::from_str(&request.body).unwrap_or_default();
+            let held = message["method"] == "tasks/result" && message["params"]["taskId"] == "t2";
+            if held { HELD_FOR } else { std::time::Duration::ZERO }
+        };
+        let server = crate::LoopbackServer::start_with_headers_and_delays(holds, move |request| {
+            use std::sync::atomic::Ordering::Relaxed;
             if request.method != "POST" {
                 return (405, Vec::new(), String::new());
             }
@@ -103,11 +120,19 @@ impl TaskServer {
             let (Some(id), Some(method)) = (message.get("id"), message["method"].as_str()) else {
                 return (202, Vec::new(), String::new());
             };
+            let params = &message["params"];
+            let held = params["taskId"] == "t2" || params["name"] == "held_job";
+            // The key the host was configured to send, told back.
+            let key = request
+                .headers
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case("x-api-key"));
+            let told = key.map(|(_, key)| format!(" for {key}")).unwrap_or_default();
             let task = |status: &str| {
-                serde_json::json!({"taskId": "t1", "status": status, "ttl": 60_000,
+                serde_json::json!({"taskId": if held { "t2" } else { "t1" }, "status": status, "ttl": 60_000,
+                    "statusMessage": format!("{status}{told}"),
                     "createdAt": "2026-01-01T00:00:00Z", "lastUpdatedAt": "2026-01-01T00:00:00Z"})
             };
-            let params = &message["params"];
             let result = match method {
                 "initialize" => serde_json::json!({
                     "protocolVersion": params["protocolVersion"],
@@ -120,11 +145,28 @@ impl TaskServer {
                     "description": "A job that may run as a task",
                     "inputSchema": {"type": "object", "properties": {}},
                     "execution": {"taskSupport": "optional"},
+                }, {
+                    "name": "held_job",
+                    "description": "A job that runs only as a task, until cancelled",
+                    "inputSchema": {"type": "object", "properties": {}},
+                    "execution": {"taskSupport": "required"},
                 }]}),
                 "tools/call" if params.get("task").is_some() => serde_json::json!({"task": task("working")}),
                 "tools/call" => serde_json::json!({"content": [{"type": "text", "text": "ran plainly"}]}),
+                "tasks/cancel" if held => {
+                    held_cancelled.store(true, Relaxed);
+                    task("cancelled")
+                }
+                "tasks/get" if held => task(if held_cancelled.load(Relaxed) {
+                    "cancelled"
+                } else {
+                    "working"
+                }),
                 "tasks/get" | "tasks/cancel" => task("completed"),
-                "tasks/result" => serde_json::json!({"content": [{"type": "text", "text": "done"}]}),
+                "tasks/result" if held => serde_json::json!({"content": [{"type": "text", "text": "late"}]}),
+                "tasks/result" => {
+                    serde_json::json!({"content": [{"type": "text", "text": format!("done{told}")}]})
+                }
                 _ => serde_json::json!({}),
             };
             let answer = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();

@@ -24,7 +24,8 @@ const { values: args } = parseArgs({
 });
 const REVISION = "2026-07-28";
 const clientInfo = { name: "toolhost-ts-client", version: "1" };
-const clientCapabilities = {};
+// Forms only: a server asks the user through the tasks' `inputRequests`.
+const clientCapabilities = { elicitation: { form: {} } };
 const TASKS = "io.modelcontextprotocol/tasks";
 const revisionMeta = {
   "io.modelcontextprotocol/protocolVersion": REVISION,
@@ -62,18 +63,20 @@ function dispatchOver(url) {
     const id = `raw-${++next}`;
     const params = request.params ?? {};
     const name = request.method === "tools/call" ? params.name : params.taskId;
+    const headers = new Headers({
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": REVISION,
+      "mcp-method": request.method,
+      ...(name === undefined ? {} : { "mcp-name": name }),
+    });
+    // The requester's own (its `Mcp-Name` of a task) replace ours, whatever their case.
+    for (const [key, value] of Object.entries(options.context?.headers ?? {})) headers.set(key, value);
     const response = await fetch(url, {
       method: "POST",
       signal: options.signal,
       body: JSON.stringify({ jsonrpc: "2.0", id, ...request }),
-      headers: {
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-        "mcp-protocol-version": REVISION,
-        "mcp-method": request.method,
-        ...(name === undefined ? {} : { "mcp-name": name }),
-        ...(options.context?.headers ?? {}),
-      },
+      headers,
     });
     const text = await response.text();
     const messages = (response.headers.get("content-type") ?? "").includes("text/event-stream")
@@ -88,20 +91,45 @@ function dispatchOver(url) {
   };
 }
 
-/** What `client` sees: the tools' names, and an echo called through a tasks session. */
-async function observe(client, rawDispatch, prefix) {
+/** `tool`, called through `session` until it ends: how it ran, the statuses it went through, its result. */
+async function settled(session, tool, args) {
+  const execution = await session.callTool(tool, args);
+  const statuses = [];
+  for await (const update of execution.updates()) {
+    if (update.type === "task" && statuses.at(-1) !== update.task.status) statuses.push(update.task.status);
+  }
+  const { outcome } = await execution.settle();
+  return { kind: execution.kind, statuses, content: resultFromTaskOutcome(outcome).content };
+}
+
+/**
+ * What `client` sees: the tools' names; an echo called through a tasks
+ * session; and server-everything's research task, plainly and where it
+ * asks the user to clarify the topic (answered "historical"), unless
+ * `direct` (ext-tasks 0.2.2 cannot match a 2025-11-25 task's question to
+ * its task: "zero-matches").
+ */
+async function observe(client, rawDispatch, prefix, direct = false) {
   const tools = (await client.listTools()).tools.map((t) => t.name);
+  const asked = [];
   const session = createTaskSessionFromClient(client, {
     endpointId: `toolhost-${prefix || "direct"}`,
     ...(rawDispatch ? { rawDispatch, v2RequestFraming: { protocolVersion: REVISION, clientInfo, clientCapabilities } } : {}),
+    onInputRequest: async (request) => {
+      asked.push(request.kind === "elicitation" ? request.params.message : request.kind);
+      return request.kind === "elicitation" ? { action: "accept", content: { interpretation: "historical" } } : undefined;
+    },
   });
   try {
-    const execution = await session.callTool(`${prefix}echo`, { message: "through" });
-    const { outcome } = await execution.settle();
-    const result = resultFromTaskOutcome(outcome);
-    return { era: client.getProtocolEra(), tools, kind: execution.kind, content: result.content };
-  } finally {
+    const echo = await settled(session, `${prefix}echo`, { message: "through" });
+    const research = await settled(session, `${prefix}simulate-research-query`, { topic: "tides" });
+    const clarified = direct
+      ? undefined
+      : await settled(session, `${prefix}simulate-research-query`, { topic: "tides", ambiguous: true });
+    return { era: client.getProtocolEra(), tools, kind: echo.kind, content: echo.content, research, clarified, asked, session };
+  } catch (e) {
     await session.close();
+    throw e;
   }
 }
 
@@ -110,9 +138,11 @@ const toolhostArgs = ["--no-cache", "--config", args.config, "--plugins", args.p
 // Directly: server-everything speaks 2025-11-25, so the client negotiates down.
 const direct = new Client(clientInfo, { capabilities: clientCapabilities, versionNegotiation: { mode: "auto" } });
 await direct.connect(new StdioClientTransport({ command: "node", args: [args.everything, "stdio"], stderr: "ignore" }));
-const expected = await observe(direct, undefined, "");
+const expected = await observe(direct, undefined, "", true);
+await expected.session.close();
 await direct.close();
 check(expected.content?.[0]?.text?.includes("through"), `direct echo: ${JSON.stringify(expected)}`);
+check(expected.research.content?.[0]?.text?.includes("# Research Report: tides\n"), `direct research: ${JSON.stringify(expected.research)}`);
 
 const checked = [];
 async function through(transportName, client, rawDispatch) {
@@ -125,11 +155,35 @@ async function through(transportName, client, rawDispatch) {
     JSON.stringify(seen.content) === JSON.stringify(expected.content),
     `${transportName}: echo content ${JSON.stringify(seen.content)} != direct ${JSON.stringify(expected.content)}`,
   );
-  // The tasks extension is not served yet: its requests are unknown methods,
-  // the same on each transport.
+  // The research runs as a task of toolhost's and reports what it reports
+  // directly; asked to clarify, the question reaches the client as the
+  // task's input request, and the answer the server.
+  const { research, clarified } = seen;
+  check(research.kind === "task" && clarified.kind === "task", `${transportName}: research ran as ${research.kind}`);
+  check(
+    JSON.stringify(research.content) === JSON.stringify(expected.research.content),
+    `${transportName}: report ${JSON.stringify(research.content)} != direct ${JSON.stringify(expected.research.content)}`,
+  );
+  check(
+    seen.asked.length === 1 && seen.asked[0].startsWith('The research query "tides" could have multiple interpretations'),
+    `${transportName}: asked ${JSON.stringify(seen.asked)}`,
+  );
+  check(clarified.statuses.includes("input_required"), `${transportName}: statuses ${clarified.statuses}`);
+  check(
+    clarified.content?.[0]?.text?.includes("# Research Report: tides (historical)"),
+    `${transportName}: clarified report ${JSON.stringify(clarified.content)}`,
+  );
+  // 2025-11-25's task requests are not the extension's; an id toolhost
+  // never made names nothing.
+  const result = await rawDispatch({ method: "tasks/result", params: { taskId: "t1", _meta: revisionMeta } });
+  check(result.kind === "error" && result.error.code === -32601, `${transportName}: tasks/result answered ${JSON.stringify(result)}`);
   const got = await rawDispatch({ method: "tasks/get", params: { taskId: "t1", _meta: revisionMeta } });
-  check(got.kind === "error" && got.error.code === -32601, `${transportName}: tasks/get answered ${JSON.stringify(got)}`);
-  checked.push(`${transportName}: ${seen.tools.length} tools, echo as directly, tasks/get -32601`);
+  check(got.kind === "error" && got.error.code === -32602, `${transportName}: tasks/get answered ${JSON.stringify(got)}`);
+  await seen.session.close();
+  checked.push(
+    `${transportName}: ${seen.tools.length} tools, echo as directly, research as a task reporting as directly, ` +
+      `clarified through its input request (${clarified.statuses.join(" → ")}), tasks/result -32601, unknown task -32602`,
+  );
 }
 
 // Over stdio.

@@ -38,6 +38,9 @@
 //! MCP 2025-11-25's tasks of upstream tools are served where sessions are
 //! (stdio, HTTP sessions): a task-augmented `tools/call` starts one, and
 //! `tasks/*` reach the server owning each of the session's tasks (`tasks`).
+//! There too, 2026-07-28's tasks extension: a declaring client's call of a
+//! task tool becomes a task of the host's, bound to its caller
+//! (`task_extension`).
 //!
 //! Each call carries its [`Caller`]: over HTTP, the one `auth` put on the
 //! request once its token was verified (anonymous without `[auth]`); on
@@ -64,7 +67,8 @@
 //! calling session as upstream servers' requests reach it (`asked`), the
 //! revisions it speaks (`revision`), who may call it over HTTP (`auth`),
 //! the log lines it sends its clients (`client_log`), each session's tasks
-//! (`tasks`), what rmcp's types cannot say, carried on a session's
+//! (`tasks`), the host's tasks of the 2026-07-28 extension
+//! (`task_extension`), what rmcp's types cannot say, carried on a session's
 //! transport (`wire`), and its spans' OTLP export (`otlp`). What it serves
 //! but does not own lives with its owner: the upstream servers' prompts and
 //! resources are routed by `upstream`'s gateway, and a result's MCP form is
@@ -80,6 +84,7 @@ mod request_caller;
 mod revision;
 mod sessions;
 mod stdio;
+mod task_extension;
 mod tasks;
 mod telemetry;
 mod wire;
@@ -154,6 +159,9 @@ pub struct McpServer {
     serves_tasks: bool,
     /// This session's tasks (`tasks`).
     tasks: Arc<tasks::Tasks>,
+    /// The host's tasks of 2026-07-28's extension, for every session and
+    /// request (`task_extension`).
+    host_tasks: Arc<task_extension::HostTasks>,
 }
 
 impl McpServer {
@@ -186,7 +194,8 @@ impl McpServer {
             held_told: Arc::default(),
             relayed: session_slots(),
             serves_tasks: false,
-            tasks: Arc::new(tasks::Tasks::new(metrics)),
+            tasks: Arc::new(tasks::Tasks::new(metrics.clone())),
+            host_tasks: Arc::new(task_extension::HostTasks::new(metrics)),
         }
     }
 
@@ -226,6 +235,7 @@ impl McpServer {
             relayed: session_slots(),
             serves_tasks: self.serves_tasks,
             tasks: Arc::new(tasks::Tasks::new(self.metrics.clone())),
+            host_tasks: self.host_tasks.clone(),
         }
     }
 
@@ -305,6 +315,51 @@ impl McpServer {
             created,
         )])));
         Ok(result.into())
+    }
+
+    /// A `tools/call` of a 2026-07-28 client that declared the tasks
+    /// extension, of an upstream tool that may run as a task: started as
+    /// a task of its server, checked as any call is, and answered with the
+    /// host's task driving it (`task_extension`).
+    async fn start_extension_task(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let caller = self.caller(&context);
+        self.host_tasks.room_for(&caller)?;
+        let mut ctx = CallControl::new(context.id.to_string())
+            .with_caller(caller.clone())
+            .from_client(self.calling(&context));
+        ctx.cancel = context.ct.clone();
+        let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        // The server's task lives as long as the host's may.
+        let task = serde_json::json!({"ttl": tasks::MAX_TASK_TTL.as_millis() as u64});
+        let (server, created) = self
+            .host
+            .start_task(&request.name, args, task, &ctx)
+            .await
+            .map_err(|e| McpError::invalid_request(error_text(&e), None))?;
+        let started = task_extension::Started {
+            server,
+            tool: request.name.to_string(),
+            created,
+            capabilities: context.client_capabilities(),
+        };
+        Ok(self.host_tasks.start(&self.host, &caller, started)?.into())
+    }
+
+    /// Whether the extension's tasks are served: where sessions are (as
+    /// 2025-11-25's), and while a tool served may run as a task.
+    fn serves_extension_tasks(&self) -> bool {
+        self.serves_tasks && wire::tasks_served(&wire::executions(&self.host)())
+    }
+
+    /// How tool `name` may run as a task, as its upstream server says.
+    fn task_support(&self, name: &str) -> Option<crate::tool::TaskSupport> {
+        let tools = self.host.list_tools();
+        let tool = tools.tools.iter().find(|t| t.name == name)?;
+        tool.meta.execution?.task_support
     }
 
     /// toolhost's own prompt: the system-prompt sections of its tools.
@@ -510,6 +565,12 @@ impl ServerHandler for McpServer {
         }
         if gateway.has_completions() {
             capabilities.completions = Some(serde_json::Map::new());
+        }
+        if self.serves_extension_tasks() {
+            capabilities
+                .extensions
+                .get_or_insert_default()
+                .insert(rmcp::model::TASKS_EXTENSION_ID.to_owned(), serde_json::Map::new());
         }
         let mut config = ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")));
@@ -775,16 +836,19 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, McpError> {
         let params = request.params.unwrap_or(Value::Null);
+        // 2026-07-28 has its tasks extension instead, without `tasks/result`
+        // and `tasks/list`.
+        let legacy = !revision::sessionless(context.protocol_version().as_ref());
         let answer = match request.method.as_str() {
-            "tasks/get" | "tasks/cancel" if self.serves_tasks => {
+            "tasks/get" | "tasks/cancel" if self.serves_tasks && legacy => {
                 self.tasks.status(&self.host, &request.method, &params).await
             }
-            "tasks/result" if self.serves_tasks => {
+            "tasks/result" if self.serves_tasks && legacy => {
                 self.tasks
                     .result(&self.host, &params, self.calling(&context))
                     .await
             }
-            "tasks/list" if self.serves_tasks => self.tasks.list(&self.host).await,
+            "tasks/list" if self.serves_tasks && legacy => self.tasks.list(&self.host).await,
             _ => Err(McpError::new(
                 ErrorCode::METHOD_NOT_FOUND,
                 format!("method {} is not served", label(&request.method)),
@@ -794,12 +858,67 @@ impl ServerHandler for McpServer {
         answer.map(CustomResult)
     }
 
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, McpError> {
+        telemetry::Request::start("tasks/get", None, &context, self.spans.as_ref())
+            .run(&self.metrics, async {
+                let task = self.host_tasks.get(&self.caller(&context), &request.task_id)?;
+                Ok(rmcp::model::GetTaskResult::new(task))
+            })
+            .await
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        telemetry::Request::start("tasks/update", None, &context, self.spans.as_ref())
+            .run(&self.metrics, async {
+                let caller = self.caller(&context);
+                self.host_tasks
+                    .update(&caller, &request.task_id, request.input_responses)
+            })
+            .await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        telemetry::Request::start("tasks/cancel", None, &context, self.spans.as_ref())
+            .run(&self.metrics, async {
+                self.host_tasks.cancel(&self.caller(&context), &request.task_id)
+            })
+            .await
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        if let Some(task) = context.meta.get(wire::TASK_KEY).cloned()
+        if revision::sessionless(context.protocol_version().as_ref()) {
+            // 2026-07-28 ignores a `params.task`: the server decides, for a
+            // client that declared the extension.
+            use crate::tool::TaskSupport;
+            let support = self.task_support(&request.name);
+            let declared = context.client_capabilities().is_some_and(|c| c.supports_tasks());
+            if self.serves_tasks && matches!(support, Some(TaskSupport::Optional | TaskSupport::Required)) {
+                if declared {
+                    return self.start_extension_task(request, context).await;
+                }
+                if support == Some(TaskSupport::Required) {
+                    return Err(McpError::missing_required_client_capability(
+                        rmcp::model::ClientCapabilities::builder().enable_tasks().build(),
+                    ));
+                }
+            }
+        } else if let Some(task) = context.meta.get(wire::TASK_KEY).cloned()
             && self.serves_tasks
         {
             return self.start_task(request, task, context).await;

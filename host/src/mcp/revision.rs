@@ -28,11 +28,17 @@ pub(super) fn supported() -> Cow<'static, [ProtocolVersion]> {
 /// `tools/list_changed`; it is shaped by this user's configuration and
 /// plugins, so it is private.
 pub(super) fn tools_list(mut result: ListToolsResult, version: Option<&ProtocolVersion>) -> ListToolsResult {
-    if version.is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str()) {
+    if sessionless(version) {
         result.ttl_ms = Some(0);
         result.cache_scope = Some(CacheScope::Private);
     }
     result
+}
+
+/// Whether `version` is 2026-07-28 or later: no session, and tasks are
+/// its extension's, not 2025-11-25's.
+pub(super) fn sessionless(version: Option<&ProtocolVersion>) -> bool {
+    version.is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
 }
 
 /// Of what a `subscriptions/listen` asks for, toolhost has tool-list

@@ -162,14 +162,15 @@ fn as_2025_task_request(request: ClientRequest) -> ClientRequest {
 }
 
 /// Whether a tool served may run as a task, so that the front serves tasks.
-fn tasks_served(executions: &HashMap<String, Execution>) -> bool {
+pub(super) fn tasks_served(executions: &HashMap<String, Execution>) -> bool {
     executions
         .values()
         .any(|e| e.task_support.is_some_and(|s| s != TaskSupport::Forbidden))
 }
 
 /// `initialize`'s answer with the tasks capability of MCP 2025-11-25:
-/// task-augmented `tools/call`, `tasks/list` and `tasks/cancel`.
+/// task-augmented `tools/call`, `tasks/list` and `tasks/cancel`; and
+/// without 2026-07-28's tasks extension, which that revision has not.
 fn with_tasks(init: rmcp::model::InitializeResult) -> ServerResult {
     let Ok(mut value) = serde_json::to_value(&init) else {
         return ServerResult::InitializeResult(init);
@@ -181,6 +182,12 @@ fn with_tasks(init: rmcp::model::InitializeResult) -> ServerResult {
         "tasks".to_owned(),
         json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}),
     );
+    if let Some(extensions) = capabilities.get_mut("extensions").and_then(Value::as_object_mut) {
+        extensions.remove(rmcp::model::TASKS_EXTENSION_ID);
+        if extensions.is_empty() {
+            capabilities.remove("extensions");
+        }
+    }
     ServerResult::CustomResult(CustomResult(value))
 }
 

@@ -1,0 +1,489 @@
+//! MCP 2026-07-28's tasks extension (`io.modelcontextprotocol/tasks`),
+//! served over the 2025-11-25 tasks upstream servers run: a `tools/call`
+//! of a client that declares the extension, of an upstream tool that may
+//! run as a task, starts it as a task of its server and is answered with
+//! a task of the host's; the client polls `tasks/get`, answers the
+//! server's questions with `tasks/update`, and may `tasks/cancel`.
+//!
+//! The host drives each task to its end itself ([`HostTasks::start`]):
+//! it polls the server's task, holds its `tasks/result` only once the
+//! task asks something or has ended (so running tasks take none of the
+//! server's connections from other calls), turns what the server asks
+//! (elicitation, sampling, roots) into the task's `inputRequests`, and
+//! keeps the result, through the gate, for `tasks/get`. rmcp's
+//! `TaskManager` keeps the state the client polls.
+//!
+//! The revision has no session: one table serves the whole host, and each
+//! task is bound to the caller who started it. Another caller naming it
+//! is answered as for an id that names nothing. Ids are random (122 bits)
+//! and the host's own, never the server's.
+//!
+//! Bounds: a caller holds at most [`MAX_LIVE_TASKS`] running tasks and
+//! [`MAX_KEPT_TASKS`] in all (ended ones are kept for one more time to
+//! live, for the client to read), the host [`MAX_HOST_TASKS`]; a task
+//! lives at most [`MAX_TASK_TTL`] whatever its server says, and its
+//! upstream task is cancelled when the host gives it up before it ends.
+//! Each question is bounded as every relayed round trip is
+//! (`upstream::relay`): its size, [`crate::bounds::MAX_RELAYED_PER_SESSION`]
+//! at once per task, `relay_timeout_s` to be answered.
+//!
+//! Not here: the 2025-11-25 tasks a session proxies (`tasks`), the checks
+//! a call goes through before it starts (the pipeline's), how the
+//! server's answers are read past rmcp (`upstream::carried`). Status
+//! notifications are not pushed (rmcp routes no `notifications/tasks`):
+//! clients poll, as the extension lets them.
+
+// rmcp marks sampling and roots deprecated (SEP-2577); servers still use them.
+#![allow(deprecated)]
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
+
+use rmcp::ErrorData as McpError;
+use rmcp::model::{
+    CallToolResult, ClientCapabilities, ClientResult, CreateMessageResult, CreateTaskResult, DetailedTask,
+    ElicitResult, InputRequest, ListRootsResult, ServerRequest,
+};
+use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
+use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+
+use super::metrics::{CallMetrics, task_status};
+use super::tasks::{MAX_LIVE_TASKS, MAX_TASK_TTL};
+use crate::bounds::label;
+use crate::output::mcp;
+use crate::pipeline::{Caller, Toolhost, Via};
+use crate::upstream::{Asked, Downstream, Unanswered, Upstream, session_slots};
+
+/// The most tasks one caller has kept at once, running or ended.
+pub(super) const MAX_KEPT_TASKS: usize = 64;
+
+/// The most tasks the host keeps at once, over every caller.
+pub(super) const MAX_HOST_TASKS: usize = 1024;
+
+/// How often a client is told to poll when the server says nothing.
+const DEFAULT_POLL: Duration = Duration::from_secs(1);
+
+/// The server's polls left unanswered in a row that fail a task.
+const MAX_UNANSWERED_POLLS: u32 = 3;
+
+/// The longest status message passed on from a server.
+const MAX_STATUS_MESSAGE: usize = 1024;
+
+/// Where a 2025-11-25 server names the task a message is about.
+const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+
+/// Who a task is bound to: how the caller was known, and as whom.
+type Owner = (Via, String);
+
+fn owner(caller: &Caller) -> Owner {
+    (caller.via(), caller.subject().to_owned())
+}
+
+/// The host's tasks of the extension, shared by every request.
+pub(super) struct HostTasks {
+    manager: TaskManager,
+    owners: Mutex<HashMap<String, Owner>>,
+    metrics: Arc<CallMetrics>,
+}
+
+/// The task a call starts: its server, the server's id of it, the tool
+/// (for the gate's caps on its result), and the server's ttl and poll
+/// interval, if it said.
+pub(super) struct Started {
+    pub(super) server: Arc<Upstream>,
+    pub(super) tool: String,
+    /// The server's `CreateTaskResult`.
+    pub(super) created: Value,
+    /// What the client declared on the call, for the questions it may be
+    /// asked.
+    pub(super) capabilities: Option<ClientCapabilities>,
+}
+
+impl HostTasks {
+    pub(super) fn new(metrics: Arc<CallMetrics>) -> Self {
+        Self {
+            manager: TaskManager::new(),
+            owners: Mutex::default(),
+            metrics,
+        }
+    }
+
+    /// Whether `caller` may start one more task, or why not: asked before
+    /// the server is, so a refusal starts nothing.
+    pub(super) fn room_for(&self, caller: &Caller) -> Result<(), McpError> {
+        let mut owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
+        // Tasks the manager let go of (their time ended) are let go here.
+        owners.retain(|id, _| self.manager.get_task(id).is_ok());
+        let who = owner(caller);
+        let (mut live, mut kept) = (0, 0);
+        for (id, _) in owners.iter().filter(|(_, o)| **o == who) {
+            kept += 1;
+            if self
+                .manager
+                .get_task(id)
+                .is_ok_and(|t| !t.task.status.is_terminal())
+            {
+                live += 1;
+            }
+        }
+        let refuse = |why: String| Err(McpError::invalid_request(why, None));
+        if live >= MAX_LIVE_TASKS {
+            return refuse(format!(
+                "you have {MAX_LIVE_TASKS} tasks running, the most toolhost runs for one caller: \
+                 wait for one to end or cancel one"
+            ));
+        }
+        if kept >= MAX_KEPT_TASKS {
+            return refuse(format!(
+                "toolhost keeps {MAX_KEPT_TASKS} of your tasks, the most it keeps for one caller: \
+                 ended ones are let go once their time to live ends"
+            ));
+        }
+        if owners.len() >= MAX_HOST_TASKS {
+            return refuse(format!(
+                "toolhost keeps {MAX_HOST_TASKS} tasks, the most it keeps: try again later"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Make the server's task `started` one of `caller`'s, driven to its
+    /// end by the host: the task the client is answered with.
+    pub(super) fn start(
+        &self,
+        host: &Arc<Toolhost>,
+        caller: &Caller,
+        started: Started,
+    ) -> Result<CreateTaskResult, McpError> {
+        let Started {
+            server,
+            tool,
+            created,
+            capabilities,
+        } = started;
+        let remote = created
+            .pointer("/task/taskId")
+            .and_then(Value::as_str)
+            .filter(|id| !id.is_empty() && id.len() <= crate::bounds::MAX_TOOL_NAME * 4)
+            .ok_or_else(|| not_a_task(&server))?
+            .to_owned();
+        let said = |key: &str| created.pointer(&format!("/task/{key}")).and_then(Value::as_u64);
+        let ttl = said("ttl").map_or(MAX_TASK_TTL, |ms| Duration::from_millis(ms).min(MAX_TASK_TTL));
+        let poll = said("pollInterval")
+            .map_or(DEFAULT_POLL, Duration::from_millis)
+            .clamp(Duration::from_millis(100), Duration::from_secs(60));
+        let options = TaskOptions::new()
+            .with_ttl_ms(ttl.as_millis() as u64)
+            .with_poll_interval_ms(poll.as_millis() as u64);
+        let running = Running {
+            host: Arc::downgrade(host),
+            server,
+            remote,
+            tool,
+            poll,
+        };
+        let metrics = self.metrics.clone();
+        let task = self.manager.spawn(options, move |ctx| {
+            let inputs = Arc::new(TaskInputs {
+                ctx: ctx.clone(),
+                capabilities,
+                slots: session_slots(),
+                next: AtomicU64::new(1),
+                host: running.host.clone(),
+            });
+            Box::pin(async move {
+                let ended = tokio::time::timeout(ttl, running.drive(&ctx, inputs)).await;
+                let ended = ended.unwrap_or_else(|_| {
+                    Err(TaskExit::Error(McpError::internal_error(
+                        format!(
+                            "the task did not end within its time to live ({} s)",
+                            ttl.as_secs()
+                        ),
+                        None,
+                    )))
+                });
+                metrics.task(match &ended {
+                    Ok(_) => "completed",
+                    Err(TaskExit::Cancelled) => "cancelled",
+                    Err(TaskExit::Error(_)) => "failed",
+                });
+                ended
+            })
+        });
+        self.metrics.task(task_status(Some("working")));
+        self.owners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(task.task_id.clone(), owner(caller));
+        Ok(CreateTaskResult::new(task))
+    }
+
+    /// `tasks/get` of task `id`, if it is `caller`'s.
+    pub(super) fn get(&self, caller: &Caller, id: &str) -> Result<DetailedTask, McpError> {
+        self.owned(caller, id)?;
+        self.manager.get_task(id).map_err(|_| unknown(id))
+    }
+
+    /// `tasks/update` of task `id`, if it is `caller`'s: answers to its
+    /// questions, those it does not hold ignored.
+    pub(super) fn update(
+        &self,
+        caller: &Caller,
+        id: &str,
+        answers: impl IntoIterator<Item = (String, Value)>,
+    ) -> Result<(), McpError> {
+        self.owned(caller, id)?;
+        self.manager.update_task(id, answers).map_err(|_| unknown(id))
+    }
+
+    /// `tasks/cancel` of task `id`, if it is `caller`'s: the host cancels
+    /// the server's task, which may still end otherwise.
+    pub(super) fn cancel(&self, caller: &Caller, id: &str) -> Result<(), McpError> {
+        self.owned(caller, id)?;
+        self.manager.cancel_task(id).map_err(|_| unknown(id))
+    }
+
+    /// Task `id` is `caller`'s; otherwise the answer is the one an id that
+    /// names nothing gets, so an id is not confirmed to exist.
+    fn owned(&self, caller: &Caller, id: &str) -> Result<(), McpError> {
+        let owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
+        match owners.get(id) {
+            Some(o) if *o == owner(caller) => Ok(()),
+            _ => Err(unknown(id)),
+        }
+    }
+}
+
+/// Stopping a host drops its table: the tasks still running stop, and
+/// each cancels its server's task as it is dropped ([`Running`]).
+impl Drop for HostTasks {
+    fn drop(&mut self) {
+        self.manager.shutdown();
+    }
+}
+
+fn unknown(id: &str) -> McpError {
+    McpError::invalid_params(format!("no task {}", label(id)), None)
+}
+
+fn not_a_task(server: &Upstream) -> McpError {
+    McpError::internal_error(
+        format!(
+            "upstream `{}` answered the call with something other than its task",
+            server.config.name
+        ),
+        None,
+    )
+}
+
+/// A server's task the host drives to its end.
+struct Running {
+    host: Weak<Toolhost>,
+    server: Arc<Upstream>,
+    remote: String,
+    tool: String,
+    poll: Duration,
+}
+
+impl Running {
+    /// Poll the server's task, and hold its `tasks/result` once it asks
+    /// the client something or has ended; cancel it if the client does.
+    /// A running task holds none of the server's connections between
+    /// polls: a caller's tasks cannot take every request the server
+    /// serves at once.
+    async fn drive(&self, ctx: &TaskContext, inputs: Arc<TaskInputs>) -> Result<CallToolResult, TaskExit> {
+        let mut following = Following {
+            server: self.server.clone(),
+            remote: self.remote.clone(),
+            cancel: true,
+        };
+        let mut unanswered = 0;
+        let ended = loop {
+            let status = tokio::select! {
+                () = ctx.cancelled() => break Err(TaskExit::Cancelled),
+                status = self.status(ctx) => status,
+            };
+            let status = match status {
+                Ok(status) => {
+                    unanswered = 0;
+                    status
+                }
+                // A server that stops answering fails the task, not a
+                // moment's silence.
+                Err(e) => {
+                    unanswered += 1;
+                    if unanswered >= MAX_UNANSWERED_POLLS {
+                        break Err(TaskExit::Error(self.failed(&e)));
+                    }
+                    "working".to_owned()
+                }
+            };
+            match status.as_str() {
+                "working" => {}
+                "cancelled" => break Err(TaskExit::Cancelled),
+                // `input_required`, or ended: its questions and its end come
+                // with `tasks/result`.
+                _ => {
+                    let asked = tokio::select! {
+                        () = ctx.cancelled() => break Err(TaskExit::Cancelled),
+                        asked = self.server.task_result(&self.remote, Some(inputs.clone())) => asked,
+                    };
+                    match asked {
+                        Ok(output) => break Ok(self.result(output)),
+                        Err(e) if status != "input_required" => {
+                            break Err(TaskExit::Error(self.failed(&e.to_string())));
+                        }
+                        // The server's deadline for one answer passed while
+                        // the client was asked: ask again.
+                        Err(_) => {}
+                    }
+                }
+            }
+            tokio::select! {
+                () = ctx.cancelled() => break Err(TaskExit::Cancelled),
+                () = tokio::time::sleep(self.poll) => {}
+            }
+        };
+        // Ended by the server: nothing to cancel there.
+        following.cancel = matches!(ended, Err(TaskExit::Cancelled));
+        ended
+    }
+
+    /// The server's status of the task now; its status message, through
+    /// the gate, becomes the host's task's.
+    async fn status(&self, ctx: &TaskContext) -> Result<String, String> {
+        let task = self
+            .server
+            .task_request("tasks/get", json!({"taskId": self.remote}))
+            .await
+            .map_err(|e| e.to_string())?;
+        if let (Some(message), Some(host)) = (
+            task.get("statusMessage").and_then(Value::as_str),
+            self.host.upgrade(),
+        ) {
+            ctx.set_status_message(crate::bounds::cut(host.gate().text(message), MAX_STATUS_MESSAGE));
+        }
+        task.get("status")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| {
+                format!(
+                    "upstream `{}` answered tasks/get without a status",
+                    self.server.config.name
+                )
+            })
+    }
+
+    /// The server's result as the client reads it: through the gate, under
+    /// the host's cap for the tool, with no word of the server's task.
+    fn result(&self, output: crate::output::CallOutput) -> CallToolResult {
+        let output = match self.host.upgrade() {
+            Some(host) => host
+                .gate()
+                .result(&self.tool, crate::bounds::MAX_RESULT_BYTES, output),
+            None => crate::output::CallOutput::default(),
+        };
+        let mut result: CallToolResult = mcp::to_mcp(output);
+        if let Some(meta) = result.meta.as_mut() {
+            meta.remove(RELATED_TASK);
+        }
+        result
+    }
+
+    fn failed(&self, why: &str) -> McpError {
+        let text = self
+            .host
+            .upgrade()
+            .map(|h| h.gate().text(why))
+            .unwrap_or_default();
+        McpError::internal_error(text, None)
+    }
+}
+
+/// A server's task the host follows: cancelled on the server too when the
+/// host's is given up (cancelled, out of time, the host stopped) before
+/// the server ended it.
+struct Following {
+    server: Arc<Upstream>,
+    remote: String,
+    cancel: bool,
+}
+
+impl Drop for Following {
+    fn drop(&mut self) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        if !self.cancel {
+            return;
+        }
+        let (server, remote) = (self.server.clone(), std::mem::take(&mut self.remote));
+        runtime.spawn(async move {
+            if let Err(e) = server
+                .task_request("tasks/cancel", json!({"taskId": remote}))
+                .await
+            {
+                tracing::debug!("a task given up was not cancelled upstream: {e}");
+            }
+        });
+    }
+}
+
+/// A task's client, as the server's questions during it reach it: each is
+/// one of the task's `inputRequests` until the client answers it with
+/// `tasks/update`.
+struct TaskInputs {
+    ctx: TaskContext,
+    capabilities: Option<ClientCapabilities>,
+    /// The task's own questions in flight.
+    slots: Arc<Semaphore>,
+    next: AtomicU64,
+    host: Weak<Toolhost>,
+}
+
+impl Downstream for TaskInputs {
+    fn capabilities(&self) -> Option<ClientCapabilities> {
+        self.capabilities.clone()
+    }
+
+    fn slots(&self) -> &Arc<Semaphore> {
+        &self.slots
+    }
+
+    fn ask(&self, request: ServerRequest, deadline: Duration) -> Asked<'_> {
+        Box::pin(async move {
+            let host = self
+                .host
+                .upgrade()
+                .ok_or_else(|| Unanswered::Failed("the host stopped".into()))?;
+            let mut asked = serde_json::to_value(&request).map_err(|e| Unanswered::Failed(e.to_string()))?;
+            if let Some(meta) = asked.pointer_mut("/params/_meta").and_then(Value::as_object_mut) {
+                meta.remove(RELATED_TASK);
+            }
+            let asked = host.gate().message(asked).ok_or_else(|| {
+                Unanswered::Failed("withheld: it held a secret value the host holds".into())
+            })?;
+            let input: InputRequest =
+                serde_json::from_value(asked).map_err(|e| Unanswered::Failed(e.to_string()))?;
+            let key = format!("q{}", self.next.fetch_add(1, Ordering::Relaxed));
+            let answer = tokio::time::timeout(deadline, self.ctx.request_input(key, input))
+                .await
+                .map_err(|_| Unanswered::Late(deadline))?
+                .map_err(|_| Unanswered::Failed("the task was cancelled".into()))?;
+            let parsed = match request {
+                ServerRequest::ElicitRequest(_) => {
+                    serde_json::from_value::<ElicitResult>(answer).map(ClientResult::ElicitResult)
+                }
+                ServerRequest::CreateMessageRequest(_) => {
+                    serde_json::from_value::<CreateMessageResult>(answer)
+                        .map(|r| ClientResult::CreateMessageResult(Box::new(r)))
+                }
+                _ => serde_json::from_value::<ListRootsResult>(answer).map(ClientResult::ListRootsResult),
+            };
+            parsed.map_err(|e| Unanswered::Failed(format!("its answer does not parse: {e}")))
+        })
+    }
+}
