@@ -293,16 +293,23 @@ async fn a_task_is_its_callers_alone_and_a_caller_runs_a_bounded_number() {
     assert_eq!(own["result"]["status"], "working", "{own}");
     assert!(!upstream.methods().iter().any(|(m, _)| m == "tasks/cancel"));
 
-    // Alice has one running; fifteen more fill her share.
-    for n in 1..16 {
-        let (_, created) = request(base, Some(&alice), "tools/call", held.clone(), true).await;
-        assert_eq!(created["result"]["status"], "working", "task {n}: {created}");
-    }
-    let (_, refused) = request(base, Some(&alice), "tools/call", held.clone(), true).await;
-    let message = refused["error"]["message"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{refused}"));
-    assert!(message.contains("16 tasks running"), "{message}");
+    // Alice has one running; twenty more asked at once fill her share with
+    // fifteen, and the rest are refused naming the cap.
+    let flood = (0..20).map(|_| request(base, Some(&alice), "tools/call", held.clone(), true));
+    let answers = futures::future::join_all(flood).await;
+    let started = answers
+        .iter()
+        .filter(|(_, a)| a["result"]["status"] == "working")
+        .count();
+    let refused: Vec<&str> = answers
+        .iter()
+        .filter_map(|(_, a)| a["error"]["message"].as_str())
+        .collect();
+    assert_eq!((started, refused.len()), (15, 5), "{answers:?}");
+    assert!(
+        refused.iter().all(|m| m.contains("16 tasks running")),
+        "{refused:?}"
+    );
     // Mallory's share is her own, and seventeen tasks running hold none of
     // the server's connections: a plain call still reaches it at once.
     let (_, created) = request(base, Some(&mallory), "tools/call", held, true).await;

@@ -327,7 +327,7 @@ impl McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let caller = self.caller(&context);
-        self.host_tasks.room_for(&caller)?;
+        let room = self.host_tasks.room_for(&caller)?;
         let mut ctx = CallControl::new(context.id.to_string())
             .with_caller(caller.clone())
             .from_client(self.calling(&context));
@@ -346,7 +346,7 @@ impl McpServer {
             created,
             capabilities: context.client_capabilities(),
         };
-        Ok(self.host_tasks.start(&self.host, &caller, started)?.into())
+        Ok(self.host_tasks.start(&self.host, room, started)?.into())
     }
 
     /// Whether the extension's tasks are served: where sessions are (as

@@ -38,8 +38,8 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
+use std::time::{Duration, Instant};
 
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
@@ -85,8 +85,61 @@ fn owner(caller: &Caller) -> Owner {
 /// The host's tasks of the extension, shared by every request.
 pub(super) struct HostTasks {
     manager: TaskManager,
-    owners: Mutex<HashMap<String, Owner>>,
+    table: Mutex<Table>,
     metrics: Arc<CallMetrics>,
+}
+
+/// Whose each task is, and the places taken by tasks being started.
+#[derive(Default)]
+struct Table {
+    tasks: HashMap<String, Kept>,
+    starting: HashMap<Owner, usize>,
+}
+
+/// A task as the table keeps it.
+struct Kept {
+    owner: Owner,
+    /// Set when it ends (its operation finished or was dropped).
+    ended: Arc<OnceLock<Instant>>,
+    ttl: Duration,
+}
+
+impl Table {
+    /// Let go of the tasks the manager has let go of: an ended task is
+    /// kept for one more time to live.
+    fn expire(&mut self) {
+        let now = Instant::now();
+        self.tasks
+            .retain(|_, kept| kept.ended.get().is_none_or(|at| *at + kept.ttl > now));
+    }
+}
+
+/// A place taken for one task of `owner` before its server hears of it,
+/// released when the task is kept or not started.
+pub(super) struct Room<'a> {
+    tasks: &'a HostTasks,
+    owner: Owner,
+}
+
+impl Drop for Room<'_> {
+    fn drop(&mut self) {
+        let mut table = self.tasks.table();
+        if let Some(n) = table.starting.get_mut(&self.owner) {
+            *n -= 1;
+            if *n == 0 {
+                table.starting.remove(&self.owner);
+            }
+        }
+    }
+}
+
+/// Marks its task ended when its operation is dropped, however it ends.
+struct Ends(Arc<OnceLock<Instant>>);
+
+impl Drop for Ends {
+    fn drop(&mut self) {
+        let _ = self.0.set(Instant::now());
+    }
 }
 
 /// The task a call starts: its server, the server's id of it, the tool
@@ -106,29 +159,29 @@ impl HostTasks {
     pub(super) fn new(metrics: Arc<CallMetrics>) -> Self {
         Self {
             manager: TaskManager::new(),
-            owners: Mutex::default(),
+            table: Mutex::default(),
             metrics,
         }
     }
 
-    /// Whether `caller` may start one more task, or why not: asked before
-    /// the server is, so a refusal starts nothing.
-    pub(super) fn room_for(&self, caller: &Caller) -> Result<(), McpError> {
-        let mut owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
-        // Tasks the manager let go of (their time ended) are let go here.
-        owners.retain(|id, _| self.manager.get_task(id).is_ok());
+    fn table(&self) -> std::sync::MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A place for one more task of `caller`'s, or why there is none:
+    /// taken before the server hears of the task, so neither a refusal nor
+    /// a flood of calls at once starts more than the caps.
+    pub(super) fn room_for(&self, caller: &Caller) -> Result<Room<'_>, McpError> {
+        let mut table = self.table();
+        table.expire();
         let who = owner(caller);
-        let (mut live, mut kept) = (0, 0);
-        for (id, _) in owners.iter().filter(|(_, o)| **o == who) {
+        let starting = table.starting.get(&who).copied().unwrap_or(0);
+        let (mut live, mut kept) = (starting, starting);
+        for task in table.tasks.values().filter(|t| t.owner == who) {
             kept += 1;
-            if self
-                .manager
-                .get_task(id)
-                .is_ok_and(|t| !t.task.status.is_terminal())
-            {
-                live += 1;
-            }
+            live += usize::from(task.ended.get().is_none());
         }
+        let all = table.tasks.len() + table.starting.values().sum::<usize>();
         let refuse = |why: String| Err(McpError::invalid_request(why, None));
         if live >= MAX_LIVE_TASKS {
             return refuse(format!(
@@ -142,20 +195,24 @@ impl HostTasks {
                  ended ones are let go once their time to live ends"
             ));
         }
-        if owners.len() >= MAX_HOST_TASKS {
+        if all >= MAX_HOST_TASKS {
             return refuse(format!(
                 "toolhost keeps {MAX_HOST_TASKS} tasks, the most it keeps: try again later"
             ));
         }
-        Ok(())
+        *table.starting.entry(who.clone()).or_default() += 1;
+        Ok(Room {
+            tasks: self,
+            owner: who,
+        })
     }
 
-    /// Make the server's task `started` one of `caller`'s, driven to its
-    /// end by the host: the task the client is answered with.
+    /// Make the server's task `started` the task of `room`'s caller,
+    /// driven to its end by the host: the task the client is answered with.
     pub(super) fn start(
         &self,
         host: &Arc<Toolhost>,
-        caller: &Caller,
+        room: Room<'_>,
         started: Started,
     ) -> Result<CreateTaskResult, McpError> {
         let Started {
@@ -186,6 +243,8 @@ impl HostTasks {
             poll,
         };
         let metrics = self.metrics.clone();
+        let ended = Arc::new(OnceLock::new());
+        let ends = Ends(ended.clone());
         let task = self.manager.spawn(options, move |ctx| {
             let inputs = Arc::new(TaskInputs {
                 ctx: ctx.clone(),
@@ -195,6 +254,7 @@ impl HostTasks {
                 host: running.host.clone(),
             });
             Box::pin(async move {
+                let _ends = ends;
                 let ended = tokio::time::timeout(ttl, running.drive(&ctx, inputs)).await;
                 let ended = ended.unwrap_or_else(|_| {
                     Err(TaskExit::Error(McpError::internal_error(
@@ -214,10 +274,13 @@ impl HostTasks {
             })
         });
         self.metrics.task(task_status(Some("working")));
-        self.owners
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(task.task_id.clone(), owner(caller));
+        let kept = Kept {
+            owner: room.owner.clone(),
+            ended,
+            ttl,
+        };
+        self.table().tasks.insert(task.task_id.clone(), kept);
+        drop(room);
         Ok(CreateTaskResult::new(task))
     }
 
@@ -249,9 +312,8 @@ impl HostTasks {
     /// Task `id` is `caller`'s; otherwise the answer is the one an id that
     /// names nothing gets, so an id is not confirmed to exist.
     fn owned(&self, caller: &Caller, id: &str) -> Result<(), McpError> {
-        let owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
-        match owners.get(id) {
-            Some(o) if *o == owner(caller) => Ok(()),
+        match self.table().tasks.get(id) {
+            Some(task) if task.owner == owner(caller) => Ok(()),
             _ => Err(unknown(id)),
         }
     }

@@ -51,7 +51,7 @@ pub struct Caller {
 }
 
 /// How a caller's identity was established.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Via {
     /// A bearer token the HTTP front verified: a JWT's `sub`, or the
