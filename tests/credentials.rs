@@ -22,7 +22,7 @@ use toolhost_tests::cluster::{KEY, KEY_ENV, Redis};
 use toolhost_tests::upstream::{Answering, TaskServer, ToolServer, tool};
 use toolhost_tests::{LoopbackServer, SeenRequest, catalog_bindings, fill_plugin_dir, needs, runtime};
 
-use super::http_auth::{ISSUER, RESOURCE, client, es256_key, jwt, post, serve, serve_with_env};
+use super::http_auth::{ISSUER, RESOURCE, caller_jwt, client, es256_key, jwt, post, serve, serve_with_env};
 use super::policy::Session;
 
 /// Each caller's own token at the vendor, as the store holds it.
@@ -700,14 +700,7 @@ async fn an_upstream_acting_as_each_caller_gets_their_exchanged_token_over_a_ses
     let dir = tempfile::tempdir().unwrap();
     let (key, jwk) = es256_key("k1");
     std::fs::write(dir.path().join("jwks.json"), json!({"keys": [jwk]}).to_string()).unwrap();
-    let exp = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() + 600;
-    let token = |sub: &str| {
-        jwt(
-            &key,
-            "k1",
-            json!({"sub": sub, "aud": RESOURCE, "iss": ISSUER, "exp": exp}),
-        )
-    };
+    let token = |sub: &str| caller_jwt(&key, sub);
     let (alice_jwt, bob_jwt, mallory_jwt) = (token("alice"), token("bob"), token("mallory"));
     let endpoint = token_endpoint(vec![
         (alice_jwt.clone(), ALICE_EXCHANGED),

@@ -107,16 +107,20 @@ pub(super) async fn post(
     let response = request.send().await.unwrap();
     let (status, headers) = (response.status().as_u16(), response.headers().clone());
     let text = response.text().await.unwrap();
-    let message = text
-        .lines()
+    (status, headers, jsonrpc_in(&text))
+}
+
+/// The JSON-RPC message of an answer's body, an SSE stream's or a JSON
+/// one.
+pub(super) fn jsonrpc_in(text: &str) -> Option<Value> {
+    text.lines()
         .filter_map(|l| l.strip_prefix("data:"))
-        .chain(std::iter::once(text.as_str()))
+        .chain(std::iter::once(text))
         .find_map(|d| {
             serde_json::from_str::<Value>(d.trim())
                 .ok()
                 .filter(|v| v.get("jsonrpc").is_some())
-        });
-    (status, headers, message)
+        })
 }
 
 pub(super) fn initialize() -> Value {
@@ -205,6 +209,21 @@ pub(super) fn es256_key(kid: &str) -> (EncodingKey, Value) {
         "x": URL_SAFE_NO_PAD.encode(&point[1..33]), "y": URL_SAFE_NO_PAD.encode(&point[33..65]),
     });
     (EncodingKey::from_ec_der(pkcs8.as_ref()), jwk)
+}
+
+/// A JWT of `sub`'s signed with `key` (kid `k1`), for this server's
+/// resource and issuer, valid for ten minutes.
+pub(super) fn caller_jwt(key: &EncodingKey, sub: &str) -> String {
+    let exp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 600;
+    jwt(
+        key,
+        "k1",
+        json!({"sub": sub, "aud": RESOURCE, "iss": ISSUER, "exp": exp}),
+    )
 }
 
 pub(super) fn jwt(key: &EncodingKey, kid: &str, claims: Value) -> String {

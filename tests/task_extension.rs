@@ -4,12 +4,14 @@
 //! and the `Mcp-Method` / `Mcp-Name` headers), to `toolhost serve --http`
 //! in front of the test suite's task server.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolhost_tests::upstream::{Answering, TaskServer};
 
-use super::http_auth::{ISSUER, RESOURCE, Running, client, es256_key, initialize, jwt, post, serve_with_env};
+use super::http_auth::{
+    ISSUER, RESOURCE, Running, caller_jwt, client, es256_key, initialize, jsonrpc_in, post, serve_with_env,
+};
 
 const REVISION: &str = "2026-07-28";
 const TASKS: &str = "io.modelcontextprotocol/tasks";
@@ -51,16 +53,8 @@ async fn request(
     let response = request.send().await.unwrap();
     let status = response.status().as_u16();
     let text = response.text().await.unwrap();
-    let answer = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .chain(std::iter::once(text.as_str()))
-        .find_map(|d| {
-            serde_json::from_str::<Value>(d.trim())
-                .ok()
-                .filter(|v| v.get("jsonrpc").is_some())
-        })
-        .unwrap_or_else(|| panic!("{method}: no JSON-RPC answer (HTTP {status}): {text}"));
+    let answer =
+        jsonrpc_in(&text).unwrap_or_else(|| panic!("{method}: no JSON-RPC answer (HTTP {status}): {text}"));
     (status, answer)
 }
 
@@ -76,6 +70,21 @@ async fn serving_jobs(extra: &str) -> (TaskServer, tempfile::TempDir, Running) {
     );
     let served = serve_with_env(dir.path(), &config, "127.0.0.1:0", &[], &[]).unwrap();
     (upstream, dir, served)
+}
+
+/// Call `tool` as `token`'s, declaring the extension: the id of the task
+/// it started.
+async fn started(base: &str, token: Option<&str>, tool: &str) -> String {
+    let (_, created) = request(
+        base,
+        token,
+        "tools/call",
+        json!({"name": tool, "arguments": {}}),
+        true,
+    )
+    .await;
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    created["result"]["taskId"].as_str().unwrap().to_owned()
 }
 
 /// Poll `tasks/get` until the task has ended (or 20 s have passed): its
@@ -195,18 +204,7 @@ async fn a_2026_client_runs_an_upstream_task_as_the_hosts_own_and_polls_it() {
 async fn a_cancelled_task_is_cancelled_on_its_server() {
     let (upstream, _dir, served) = serving_jobs("").await;
     let base = served.base.as_str();
-    let (_, created) = request(
-        base,
-        None,
-        "tools/call",
-        json!({"name": "held_job", "arguments": {}}),
-        true,
-    )
-    .await;
-    let id = created["result"]["taskId"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{created}"))
-        .to_owned();
+    let id = started(base, None, "held_job").await;
     let (_, working) = request(base, None, "tasks/get", json!({"taskId": id}), true).await;
     assert_eq!(working["result"]["status"], "working", "{working}");
 
@@ -235,15 +233,7 @@ async fn a_cancelled_task_is_cancelled_on_its_server() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_task_is_its_callers_alone_and_a_caller_runs_a_bounded_number() {
     let (key, jwk) = es256_key("k1");
-    let exp = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() + 600;
-    let token = |sub: &str| {
-        jwt(
-            &key,
-            "k1",
-            json!({"sub": sub, "aud": RESOURCE, "iss": ISSUER, "exp": exp}),
-        )
-    };
-    let (alice, mallory) = (token("alice"), token("mallory"));
+    let (alice, mallory) = (caller_jwt(&key, "alice"), caller_jwt(&key, "mallory"));
     let auth = format!(
         "[auth.oauth]\nresource = \"{RESOURCE}\"\nissuer = \"{ISSUER}\"\njwks_file = \"jwks.json\"\n"
     );
@@ -326,18 +316,7 @@ async fn a_tasks_status_and_result_pass_the_gate() {
     const KEY: &str = "sk-task-0123456789abcdef";
     let (_upstream, _dir, served) = serving_jobs(&format!("headers = {{ X-Api-Key = \"{KEY}\" }}")).await;
     let base = served.base.as_str();
-    let (_, created) = request(
-        base,
-        None,
-        "tools/call",
-        json!({"name": "long_job", "arguments": {}}),
-        true,
-    )
-    .await;
-    let id = created["result"]["taskId"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{created}"))
-        .to_owned();
+    let id = started(base, None, "long_job").await;
     let got = ended(base, None, &id).await;
     let result = &got["result"];
     assert_eq!(result["status"], "completed", "{got}");
