@@ -1039,6 +1039,12 @@ impl Upstream {
         progress: Option<ProgressFn>,
     ) -> Result<ServerResult, ServiceError> {
         let entered = relay.enter(caller, progress);
+        if let ClientRequest::CustomRequest(custom) = &request
+            && custom.method == "tasks/result"
+            && let Some(task) = custom.params.as_ref().and_then(|p| p.get("taskId")?.as_str())
+        {
+            entered.waits_on_task(task);
+        }
         let handle = peer
             .send_request_with_option(request, PeerRequestOptions::no_options())
             .await?;

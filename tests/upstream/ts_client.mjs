@@ -104,8 +104,8 @@ async function settled(session, tool, args) {
 
 /**
  * What `client` sees: the tools' names; an echo called through a tasks
- * session; and server-everything's research task, plainly and where it
- * asks the user to clarify the topic (answered "historical"), unless
+ * session; and server-everything's research task, plainly and, two at
+ * once, where each asks the user to clarify its topic, unless
  * `direct` (ext-tasks 0.2.2 cannot match a 2025-11-25 task's question to
  * its task: "zero-matches").
  */
@@ -116,16 +116,21 @@ async function observe(client, rawDispatch, prefix, direct = false) {
     endpointId: `toolhost-${prefix || "direct"}`,
     ...(rawDispatch ? { rawDispatch, v2RequestFraming: { protocolVersion: REVISION, clientInfo, clientCapabilities } } : {}),
     onInputRequest: async (request) => {
-      asked.push(request.kind === "elicitation" ? request.params.message : request.kind);
-      return request.kind === "elicitation" ? { action: "accept", content: { interpretation: "historical" } } : undefined;
+      if (request.kind !== "elicitation") return undefined;
+      asked.push(request.params.message);
+      const interpretation = request.params.message.includes('"glaciers"') ? "current" : "historical";
+      return { action: "accept", content: { interpretation } };
     },
   });
   try {
     const echo = await settled(session, `${prefix}echo`, { message: "through" });
     const research = await settled(session, `${prefix}simulate-research-query`, { topic: "tides" });
+    // Two at once, each asking its own question of the client.
     const clarified = direct
       ? undefined
-      : await settled(session, `${prefix}simulate-research-query`, { topic: "tides", ambiguous: true });
+      : await Promise.all(
+          ["tides", "glaciers"].map((topic) => settled(session, `${prefix}simulate-research-query`, { topic, ambiguous: true })),
+        );
     return { era: client.getProtocolEra(), tools, kind: echo.kind, content: echo.content, research, clarified, asked, session };
   } catch (e) {
     await session.close();
@@ -159,20 +164,29 @@ async function through(transportName, client, rawDispatch) {
   // directly; asked to clarify, the question reaches the client as the
   // task's input request, and the answer the server.
   const { research, clarified } = seen;
-  check(research.kind === "task" && clarified.kind === "task", `${transportName}: research ran as ${research.kind}`);
+  check(
+    [research, ...clarified].every((r) => r.kind === "task"),
+    `${transportName}: research ran as ${[research, ...clarified].map((r) => r.kind)}`,
+  );
   check(
     JSON.stringify(research.content) === JSON.stringify(expected.research.content),
     `${transportName}: report ${JSON.stringify(research.content)} != direct ${JSON.stringify(expected.research.content)}`,
   );
   check(
-    seen.asked.length === 1 && seen.asked[0].startsWith('The research query "tides" could have multiple interpretations'),
+    JSON.stringify(seen.asked.map((m) => m.match(/^The research query "(\w+)" could have multiple interpretations/)?.[1]).sort()) ===
+      JSON.stringify(["glaciers", "tides"]),
     `${transportName}: asked ${JSON.stringify(seen.asked)}`,
   );
-  check(clarified.statuses.includes("input_required"), `${transportName}: statuses ${clarified.statuses}`);
-  check(
-    clarified.content?.[0]?.text?.includes("# Research Report: tides (historical)"),
-    `${transportName}: clarified report ${JSON.stringify(clarified.content)}`,
-  );
+  for (const [report, title] of [
+    [clarified[0], "tides (historical)"],
+    [clarified[1], "glaciers (current)"],
+  ]) {
+    check(report.statuses.includes("input_required"), `${transportName}: ${title}: statuses ${report.statuses}`);
+    check(
+      report.content?.[0]?.text?.includes(`# Research Report: ${title}`),
+      `${transportName}: clarified report ${JSON.stringify(report.content)}`,
+    );
+  }
   // 2025-11-25's task requests are not the extension's; an id toolhost
   // never made names nothing.
   const result = await rawDispatch({ method: "tasks/result", params: { taskId: "t1", _meta: revisionMeta } });
@@ -182,7 +196,8 @@ async function through(transportName, client, rawDispatch) {
   await seen.session.close();
   checked.push(
     `${transportName}: ${seen.tools.length} tools, echo as directly, research as a task reporting as directly, ` +
-      `clarified through its input request (${clarified.statuses.join(" → ")}), tasks/result -32601, unknown task -32602`,
+      `two at once clarified through their input requests (${clarified[0].statuses.join(" → ")}), ` +
+      `tasks/result -32601, unknown task -32602`,
   );
 }
 

@@ -13,7 +13,11 @@
 //! caller ([`Relay::enter`]): a client session, or none (the host itself:
 //! a prefetch, `toolhost call`, an embedder). A request that arrives on the
 //! HTTP response stream of one of those calls (rmcp marks it with the
-//! stream's `InboundStreamOrigin`) is that call's caller's. Otherwise
+//! stream's `InboundStreamOrigin`) is that call's caller's; one naming a
+//! task of the server's (MCP 2025-11-25's related-task `_meta`) whose
+//! `tasks/result` a call waits on is that call's caller's (the server
+//! names its own task, whose caller it could tell anything in the result
+//! as well). Otherwise
 //! (stdio cannot tell one call's requests from another's; a request on the
 //! server's own stream) it is the one caller's that has calls in flight on
 //! the server. With none, with calls of two callers in flight, or with the
@@ -95,6 +99,8 @@ pub(super) struct Relay {
 struct Call {
     /// Our `tools/call` request's id and progress token, once sent.
     request: Option<(RequestId, ProgressToken)>,
+    /// The server's task a `tasks/result` waits on, if it is one.
+    task: Option<String>,
     caller: Option<Arc<dyn Downstream>>,
     /// Where the call's progress goes, if its caller asked for it.
     report: Option<ProgressFn>,
@@ -107,6 +113,14 @@ pub(super) struct Entered<'a> {
 }
 
 impl Entered<'_> {
+    /// The call is `tasks/result` of the server's task `id`: what the
+    /// server asks naming that task is for this call's caller.
+    pub(super) fn waits_on_task(&self, id: &str) {
+        if let Some(call) = self.relay.lock().get_mut(&self.key) {
+            call.task = Some(id.to_owned());
+        }
+    }
+
     /// The call went out as request `id`, with progress token `token`.
     pub(super) fn sent(&self, id: RequestId, token: ProgressToken) {
         if let Some(call) = self.relay.lock().get_mut(&self.key) {
@@ -146,6 +160,7 @@ impl Relay {
         let key = self.next.fetch_add(1, Ordering::Relaxed);
         let call = Call {
             request: None,
+            task: None,
             caller,
             report,
         };
@@ -171,8 +186,13 @@ impl Relay {
         }
     }
 
-    /// The session a request of the server's is for (see the module doc).
-    fn attribute(&self, origin: Option<&InboundStreamOrigin>) -> Result<Arc<dyn Downstream>, String> {
+    /// The session a request of the server's is for (see the module doc);
+    /// `task` is the server's task the request names, if it names one.
+    fn attribute(
+        &self,
+        origin: Option<&InboundStreamOrigin>,
+        task: Option<&str>,
+    ) -> Result<Arc<dyn Downstream>, String> {
         let calls = self.lock();
         let on_stream = match origin {
             Some(InboundStreamOrigin::OutboundRequest(id)) => calls
@@ -180,7 +200,8 @@ impl Relay {
                 .find(|c| c.request.as_ref().is_some_and(|(sent, _)| sent == id)),
             _ => None,
         };
-        let call = match on_stream {
+        let for_task = || task.and_then(|t| calls.values().find(|c| c.task.as_deref() == Some(t)));
+        let call = match on_stream.or_else(for_task) {
             Some(call) => call,
             None => {
                 let session = |c: &Call| c.caller.as_ref().map(|d| Arc::as_ptr(d.slots()));
@@ -223,7 +244,10 @@ impl Relay {
             McpError::new(code, format!("toolhost did not relay {what}: {why}"), None)
         };
         let client = self
-            .attribute(context.extensions.get::<InboundStreamOrigin>())
+            .attribute(
+                context.extensions.get::<InboundStreamOrigin>(),
+                related_task(&context.meta),
+            )
             .map_err(|why| refuse(ErrorCode::INVALID_REQUEST, why))?;
         if let Some(missing) = undeclared(&request, client.capabilities().as_ref()) {
             return Err(refuse(
@@ -321,6 +345,14 @@ impl Relay {
     }
 }
 
+/// The server's task a request of its names in its `_meta` (`meta`; MCP
+/// 2025-11-25's related task), if one.
+fn related_task(meta: &serde_json::Map<String, serde_json::Value>) -> Option<&str> {
+    meta.get("io.modelcontextprotocol/related-task")?
+        .get("taskId")?
+        .as_str()
+}
+
 fn method(request: &ServerRequest) -> &'static str {
     match request {
         ServerRequest::ElicitRequest(_) => "elicitation/create",
@@ -390,7 +422,7 @@ mod tests {
         origin: Option<&InboundStreamOrigin>,
         sessions: &[Arc<dyn Downstream>; 2],
     ) -> Result<usize, String> {
-        let asked = relay.attribute(origin)?;
+        let asked = relay.attribute(origin, None)?;
         Ok(1 + sessions
             .iter()
             .position(|s| Arc::ptr_eq(s.slots(), asked.slots()))
@@ -453,6 +485,32 @@ mod tests {
             attributed(&relay, Some(&InboundStreamOrigin::Unassociated), &s),
             Ok(2)
         );
+    }
+
+    /// On stdio, where no stream tells calls apart, a request naming the
+    /// server's task goes to the caller waiting on that task's result,
+    /// whoever else has calls in flight; naming no task waited on, the
+    /// coarse rule.
+    #[test]
+    fn a_request_naming_a_task_goes_to_the_caller_waiting_on_it() {
+        let relay = Relay::new("srv", Duration::from_secs(1), 1 << 20);
+        let s = sessions();
+        let a = relay.enter(Some(s[0].clone()), None);
+        a.waits_on_task("t-a");
+        let b = relay.enter(Some(s[1].clone()), None);
+        b.waits_on_task("t-b");
+        let by_task = |task: &str| -> Result<usize, String> {
+            let asked = relay.attribute(None, Some(task))?;
+            Ok(1 + s
+                .iter()
+                .position(|x| Arc::ptr_eq(x.slots(), asked.slots()))
+                .unwrap())
+        };
+        assert_eq!(by_task("t-a"), Ok(1));
+        assert_eq!(by_task("t-b"), Ok(2));
+        assert!(by_task("t-other").unwrap_err().contains("several callers"));
+        let meta = serde_json::json!({"io.modelcontextprotocol/related-task": {"taskId": "t-b"}});
+        assert_eq!(related_task(meta.as_object().unwrap()), Some("t-b"));
     }
 
     #[test]
