@@ -142,13 +142,13 @@ impl Drop for Ends {
     }
 }
 
-/// The task a call starts: its server, the server's id of it, the tool
-/// (for the gate's caps on its result), and the server's ttl and poll
-/// interval, if it said.
+/// A task a server started for a call, to be made the host's.
 pub(super) struct Started {
     pub(super) server: Arc<Upstream>,
+    /// The tool called, for the gate's cap on its result.
     pub(super) tool: String,
-    /// The server's `CreateTaskResult`.
+    /// The server's `CreateTaskResult` (its id of the task, its ttl and
+    /// poll interval).
     pub(super) created: Value,
     /// What the client declared on the call, for the questions it may be
     /// asked.
@@ -228,7 +228,9 @@ impl HostTasks {
             .ok_or_else(|| not_a_task(&server))?
             .to_owned();
         let said = |key: &str| created.pointer(&format!("/task/{key}")).and_then(Value::as_u64);
-        let ttl = said("ttl").map_or(MAX_TASK_TTL, |ms| Duration::from_millis(ms).min(MAX_TASK_TTL));
+        let ttl = said("ttl").map_or(MAX_TASK_TTL, |ms| {
+            Duration::from_millis(ms).clamp(Duration::from_secs(1), MAX_TASK_TTL)
+        });
         let poll = said("pollInterval")
             .map_or(DEFAULT_POLL, Duration::from_millis)
             .clamp(Duration::from_millis(100), Duration::from_secs(60));
@@ -320,7 +322,7 @@ impl HostTasks {
 }
 
 /// Stopping a host drops its table: the tasks still running stop, and
-/// each cancels its server's task as it is dropped ([`Running`]).
+/// each cancels its server's task as it is dropped ([`Following`]).
 impl Drop for HostTasks {
     fn drop(&mut self) {
         self.manager.shutdown();
