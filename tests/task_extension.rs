@@ -108,7 +108,8 @@ async fn ended(base: &str, token: Option<&str>, id: &str) -> Value {
 /// `tasks/get`; without the declaration an optional tool runs plainly, a
 /// required one is refused with -32021, and so are `tasks/*`; a
 /// `params.task` is ignored, and 2025-11-25's `tasks/result` and
-/// `tasks/list` are unknown methods.
+/// `tasks/list` are unknown methods. A multi-round-trip retry with a
+/// `requestState` toolhost never gave is refused.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_2026_client_runs_an_upstream_task_as_the_hosts_own_and_polls_it() {
     let (upstream, _dir, served) = serving_jobs("").await;
@@ -196,6 +197,15 @@ async fn a_2026_client_runs_an_upstream_task_as_the_hosts_own_and_polls_it() {
     }
     let (_, unknown) = request(base, None, "tasks/get", json!({"taskId": "t1"}), true).await;
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+
+    // A retry naming a round trip toolhost never started names nothing, and
+    // runs nothing.
+    let calls = upstream.methods().len();
+    let forged = json!({"name": "long_job", "arguments": {}, "requestState": "0123abcd",
+        "inputResponses": {"q1": {"action": "accept", "content": {}}}});
+    let (_, refused) = request(base, None, "tools/call", forged, false).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert_eq!(upstream.methods().len(), calls, "{:?}", upstream.methods());
 }
 
 /// `tasks/cancel` of a task the server holds: acknowledged, the server's

@@ -49,6 +49,7 @@
 //! | an upstream's request relayed to a calling client (`elicitation/create`, `sampling/createMessage`, `roots/list`), and the client's answer | 1 MiB each way, and the upstream's message cap; 4 in flight per client session; the upstream's `relay_timeout_s` |
 //! | requests a plugin has in flight (`http.start`, contract 0.3) | its `max_requests_per_call` (16) per call and `max_requests_in_flight` (64) over all its calls, each 1 to 1,024; refused past them, never queued |
 //! | a plugin's question to the user (contract 0.3's `ask`) | 1 KiB, no control characters but newline; 1 to 16 options of 128 bytes each, none twice; one per call; answered within 5 minutes, holding one of the session's 4 relayed round trips |
+//! | a 2026-07-28 client's calls parked on an upstream's question | 16 per caller, 1,024 for the host; each question answered within the upstream's `relay_timeout_s`; a call kept at most 10 minutes |
 //! | tasks a client's calls start on upstream servers | 2025-11-25: 16 per session, each for its `ttl`, at most an hour; 2026-07-28's extension: 16 running and 64 kept per caller, 1,024 for the host, each for its `ttl` (1 s to an hour) and kept one more `ttl` once ended; a server's status message passed on, 1 KiB |
 //! | a prefetch another replica shared (Redis) | 32 MiB read before parsing, sealed by the replicas' key, then its tool's output cap |
 //! | a message another replica published (Redis) | 1 MiB, sealed by the replicas' key, sent within the last minute |

@@ -103,7 +103,8 @@ async function settled(session, tool, args) {
 }
 
 /**
- * What `client` sees: the tools' names; an echo called through a tasks
+ * What `client` sees: the tools' names; a plain call whose server asks a
+ * question, accepted then declined; an echo called through a tasks
  * session; and server-everything's research task, plainly and, two at
  * once, where each asks the user to clarify its topic, unless
  * `direct` (ext-tasks 0.2.2 cannot match a 2025-11-25 task's question to
@@ -111,6 +112,18 @@ async function settled(session, tool, args) {
  */
 async function observe(client, rawDispatch, prefix, direct = false) {
   const tools = (await client.listTools()).tools.map((t) => t.name);
+  // A question during a plain call: on 2026-07-28 it comes back as the
+  // call's `input_required`, and the SDK's round-trip driver answers it here.
+  let decline = false;
+  client.setRequestHandler("elicitation/create", async () =>
+    decline ? { action: "decline" } : { action: "accept", content: { name: "Ada", check: true } },
+  );
+  const elicited = [];
+  for (const declined of [false, true]) {
+    decline = declined;
+    const result = await client.callTool({ name: `${prefix}trigger-elicitation-request`, arguments: {} });
+    elicited.push(result.content);
+  }
   const asked = [];
   const session = createTaskSessionFromClient(client, {
     endpointId: `toolhost-${prefix || "direct"}`,
@@ -131,7 +144,7 @@ async function observe(client, rawDispatch, prefix, direct = false) {
       : await Promise.all(
           ["tides", "glaciers"].map((topic) => settled(session, `${prefix}simulate-research-query`, { topic, ambiguous: true })),
         );
-    return { era: client.getProtocolEra(), tools, kind: echo.kind, content: echo.content, research, clarified, asked, session };
+    return { era: client.getProtocolEra(), tools, kind: echo.kind, content: echo.content, elicited, research, clarified, asked, session };
   } catch (e) {
     await session.close();
     throw e;
@@ -148,6 +161,10 @@ await expected.session.close();
 await direct.close();
 check(expected.content?.[0]?.text?.includes("through"), `direct echo: ${JSON.stringify(expected)}`);
 check(expected.research.content?.[0]?.text?.includes("# Research Report: tides\n"), `direct research: ${JSON.stringify(expected.research)}`);
+check(
+  expected.elicited[0]?.[0]?.text?.includes("User provided") && expected.elicited[1]?.[0]?.text?.includes("declined"),
+  `direct elicitation: ${JSON.stringify(expected.elicited)}`,
+);
 
 const checked = [];
 async function through(transportName, client, rawDispatch) {
@@ -159,6 +176,12 @@ async function through(transportName, client, rawDispatch) {
   check(
     JSON.stringify(seen.content) === JSON.stringify(expected.content),
     `${transportName}: echo content ${JSON.stringify(seen.content)} != direct ${JSON.stringify(expected.content)}`,
+  );
+  // The server's question during a plain call is answered, accepted then
+  // declined, and the tool reports each answer as it does directly.
+  check(
+    JSON.stringify(seen.elicited) === JSON.stringify(expected.elicited),
+    `${transportName}: elicited ${JSON.stringify(seen.elicited)} != direct ${JSON.stringify(expected.elicited)}`,
   );
   // The research runs as a task of toolhost's and reports what it reports
   // directly; asked to clarify, the question reaches the client as the
@@ -195,7 +218,8 @@ async function through(transportName, client, rawDispatch) {
   check(got.kind === "error" && got.error.code === -32602, `${transportName}: tasks/get answered ${JSON.stringify(got)}`);
   await seen.session.close();
   checked.push(
-    `${transportName}: ${seen.tools.length} tools, echo as directly, research as a task reporting as directly, ` +
+    `${transportName}: ${seen.tools.length} tools, echo as directly, a plain call's question accepted and declined ` +
+      `as directly (input_required), research as a task reporting as directly, ` +
       `two at once clarified through their input requests (${clarified[0].statuses.join(" → ")}), ` +
       `tasks/result -32601, unknown task -32602`,
   );

@@ -33,7 +33,10 @@
 //!
 //! An upstream server's elicitation, sampling and roots requests during a
 //! call are relayed to the session that made it: each call carries that
-//! session (`asked`), and `upstream`'s relay decides who is asked.
+//! session (`asked`), and `upstream`'s relay decides who is asked. A
+//! 2026-07-28 client, which takes no requests, is asked through its
+//! call's `input_required` result and answers by calling again
+//! (`round_trips`).
 //!
 //! MCP 2025-11-25's tasks of upstream tools are served where sessions are
 //! (stdio, HTTP sessions): a task-augmented `tools/call` starts one, and
@@ -64,8 +67,8 @@
 //!
 //! The front is this directory: the server, its transports (`stdio`,
 //! `sessions`), what it bounds and counts (`progress`, `metrics`), the
-//! calling session as upstream servers' requests reach it (`asked`), the
-//! revisions it speaks (`revision`), who may call it over HTTP (`auth`),
+//! calling session as upstream servers' requests reach it (`asked`; on
+//! 2026-07-28, `round_trips` and `input_requests`), the revisions it speaks (`revision`), who may call it over HTTP (`auth`),
 //! the log lines it sends its clients (`client_log`), each session's tasks
 //! (`tasks`), the host's tasks of the 2026-07-28 extension
 //! (`task_extension`), what rmcp's types cannot say, carried on a session's
@@ -77,11 +80,13 @@
 mod asked;
 mod auth;
 mod client_log;
+mod input_requests;
 mod metrics;
 mod otlp;
 mod progress;
 mod request_caller;
 mod revision;
+mod round_trips;
 mod sessions;
 mod stdio;
 mod task_extension;
@@ -117,7 +122,7 @@ use crate::output::{ToolError, mcp};
 use crate::pipeline::{CallControl, Caller, Toolhost, error_text};
 use crate::plugin::{LogLevel, LogLine};
 use crate::prompt::PROMPT_NAME;
-use crate::upstream::{GatewayError, Notice, merge_instructions, session_slots};
+use crate::upstream::{Downstream, GatewayError, Notice, merge_instructions, session_slots};
 use client_log::SessionLog;
 use sessions::CappedSessions;
 
@@ -162,6 +167,9 @@ pub struct McpServer {
     /// The host's tasks of 2026-07-28's extension, for every session and
     /// request (`task_extension`).
     host_tasks: Arc<task_extension::HostTasks>,
+    /// The calls of 2026-07-28 clients parked on a question
+    /// (`round_trips`).
+    round_trips: Arc<round_trips::RoundTrips>,
 }
 
 impl McpServer {
@@ -196,6 +204,7 @@ impl McpServer {
             serves_tasks: false,
             tasks: Arc::new(tasks::Tasks::new(metrics.clone())),
             host_tasks: Arc::new(task_extension::HostTasks::new(metrics)),
+            round_trips: Arc::default(),
         }
     }
 
@@ -236,6 +245,7 @@ impl McpServer {
             serves_tasks: self.serves_tasks,
             tasks: Arc::new(tasks::Tasks::new(self.metrics.clone())),
             host_tasks: self.host_tasks.clone(),
+            round_trips: self.round_trips.clone(),
         }
     }
 
@@ -923,14 +933,35 @@ impl ServerHandler for McpServer {
         {
             return self.start_task(request, task, context).await;
         }
-        let client = self.calling(&context);
+        let caller = self.caller(&context);
+        let sessionless = revision::sessionless(context.protocol_version().as_ref());
+        if sessionless && let Some(state) = request.request_state.as_deref() {
+            let answers = request.input_responses.clone().unwrap_or_default();
+            return self
+                .round_trips
+                .resume(&caller, &request.name, state, answers, &context.ct)
+                .await;
+        }
+        // A 2026-07-28 client is asked the server's questions by the end of
+        // its request (`round_trips`); an earlier one, on its session.
+        let (client, questions): (Arc<dyn Downstream>, _) = if sessionless {
+            let (asking, questions) = round_trips::asking(&self.host, context.client_capabilities());
+            (asking, Some(questions))
+        } else {
+            (self.calling(&context), None)
+        };
         let served =
             telemetry::Request::start("tools/call", Some(&request.name), &context, self.spans.as_ref());
         let mut ctx = CallControl::new(context.id.to_string())
-            .with_caller(self.caller(&context))
+            .with_caller(caller.clone())
             .from_client(client)
             .in_trace(served.trace());
-        ctx.cancel = context.ct.clone();
+        // A call parked on a question outlives its request: its own token,
+        // cancelled by the client's only while a request of it is in hand.
+        ctx.cancel = match questions {
+            Some(_) => tokio_util::sync::CancellationToken::new(),
+            None => context.ct.clone(),
+        };
         let mut forwarder = None;
         if let Some(token) = context.meta.get_progress_token() {
             let (sink, sender) = progress::relay(context.peer.clone(), token);
@@ -938,10 +969,50 @@ impl ServerHandler for McpServer {
             forwarder = Some(sender);
         }
         let args = request.arguments.map(Value::Object).unwrap_or(Value::Null);
+        let call = Call {
+            host: self.host.clone(),
+            metrics: self.metrics.clone(),
+            served,
+            forwarder,
+            id: context.id.to_string(),
+            name: request.name.to_string(),
+        };
+        let Some(questions) = questions else {
+            return Ok(call.run(args, ctx).await.into());
+        };
+        let cancel = ctx.cancel.clone();
+        let running = Box::pin(call.run(args, ctx));
+        self.round_trips
+            .run(&caller, &request.name, (running, cancel), questions, &context.ct)
+            .await
+    }
+}
+
+/// A `tools/call` in hand: what it is served with, and what it reports.
+struct Call {
+    host: Arc<Toolhost>,
+    metrics: Arc<metrics::CallMetrics>,
+    served: telemetry::Request,
+    forwarder: Option<tokio::task::JoinHandle<()>>,
+    id: String,
+    name: String,
+}
+
+impl Call {
+    /// Run it under `ctx`: its result as the client reads it, counted in
+    /// the metrics and its span ended.
+    async fn run(self, args: Value, ctx: CallControl) -> CallToolResult {
+        let Call {
+            host,
+            metrics,
+            served,
+            forwarder,
+            id,
+            name,
+        } = self;
         let started = std::time::Instant::now();
-        let outcome = self
-            .host
-            .call_tool(&request.name, args, &ctx)
+        let outcome = host
+            .call_tool(&name, args, &ctx)
             .instrument(served.span().clone())
             .await;
         // Send the final progress notification before the result, which
@@ -954,7 +1025,7 @@ impl ServerHandler for McpServer {
             Ok(output) => mcp::to_mcp(output),
             Err(e) => {
                 if matches!(e.error, ToolError::Cancelled) {
-                    tracing::info!("call {}: {} cancelled", context.id, label(&request.name));
+                    tracing::info!("call {id}: {} cancelled", label(&name));
                 }
                 CallToolResult::error(vec![ContentBlock::text(error_text(&e))])
             }
@@ -966,21 +1037,15 @@ impl ServerHandler for McpServer {
         }
         // Labelled by name only for tools served: a client's made-up names
         // would grow the metrics without bound.
-        let known = self
-            .host
-            .list_tools()
-            .tools
-            .iter()
-            .any(|t| t.name == request.name);
+        let known = host.list_tools().tools.iter().any(|t| t.name == name);
         // The conventions' name for any other value of a bounded label,
         // the same in the host's counters and the conventions' histogram.
-        let tool = if known { request.name.as_ref() } else { "_OTHER" };
-        let plugin = known.then(|| self.host.tool_plugin(&request.name)).flatten();
+        let tool = if known { name.as_str() } else { "_OTHER" };
+        let plugin = known.then(|| host.tool_plugin(&name)).flatten();
         let failed = result.is_error == Some(true);
-        self.metrics
-            .call(tool, plugin.as_deref(), started.elapsed(), failed);
-        served.end(&self.metrics, Some(tool), failed.then_some(telemetry::TOOL_ERROR));
-        Ok(result.into())
+        metrics.call(tool, plugin.as_deref(), started.elapsed(), failed);
+        served.end(&metrics, Some(tool), failed.then_some(telemetry::TOOL_ERROR));
+        result
     }
 }
 

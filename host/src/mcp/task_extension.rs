@@ -33,23 +33,18 @@
 //! notifications are not pushed (rmcp routes no `notifications/tasks`):
 //! clients poll, as the extension lets them.
 
-// rmcp marks sampling and roots deprecated (SEP-2577); servers still use them.
-#![allow(deprecated)]
-
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use rmcp::ErrorData as McpError;
-use rmcp::model::{
-    CallToolResult, ClientCapabilities, ClientResult, CreateMessageResult, CreateTaskResult, DetailedTask,
-    ElicitResult, InputRequest, ListRootsResult, ServerRequest,
-};
+use rmcp::model::{CallToolResult, ClientCapabilities, CreateTaskResult, DetailedTask, ServerRequest};
 use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
+use super::input_requests::{self, RELATED_TASK};
 use super::metrics::{CallMetrics, task_status};
 use super::tasks::{MAX_LIVE_TASKS, MAX_TASK_TTL};
 use crate::bounds::label;
@@ -72,13 +67,11 @@ const MAX_UNANSWERED_POLLS: u32 = 3;
 /// The longest status message passed on from a server.
 const MAX_STATUS_MESSAGE: usize = 1024;
 
-/// Where a 2025-11-25 server names the task a message is about.
-const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+/// Who a task (or a parked call) is bound to: how the caller was known,
+/// and as whom.
+pub(super) type Owner = (Via, String);
 
-/// Who a task is bound to: how the caller was known, and as whom.
-type Owner = (Via, String);
-
-fn owner(caller: &Caller) -> Owner {
+pub(super) fn owner(caller: &Caller) -> Owner {
     (caller.via(), caller.subject().to_owned())
 }
 
@@ -523,31 +516,13 @@ impl Downstream for TaskInputs {
                 .host
                 .upgrade()
                 .ok_or_else(|| Unanswered::Failed("the host stopped".into()))?;
-            let mut asked = serde_json::to_value(&request).map_err(|e| Unanswered::Failed(e.to_string()))?;
-            if let Some(meta) = asked.pointer_mut("/params/_meta").and_then(Value::as_object_mut) {
-                meta.remove(RELATED_TASK);
-            }
-            let asked = host.gate().message(asked).ok_or_else(|| {
-                Unanswered::Failed("withheld: it held a secret value the host holds".into())
-            })?;
-            let input: InputRequest =
-                serde_json::from_value(asked).map_err(|e| Unanswered::Failed(e.to_string()))?;
+            let input = input_requests::shown(&host, &request)?;
             let key = format!("q{}", self.next.fetch_add(1, Ordering::Relaxed));
             let answer = tokio::time::timeout(deadline, self.ctx.request_input(key, input))
                 .await
                 .map_err(|_| Unanswered::Late(deadline))?
                 .map_err(|_| Unanswered::Failed("the task was cancelled".into()))?;
-            let parsed = match request {
-                ServerRequest::ElicitRequest(_) => {
-                    serde_json::from_value::<ElicitResult>(answer).map(ClientResult::ElicitResult)
-                }
-                ServerRequest::CreateMessageRequest(_) => {
-                    serde_json::from_value::<CreateMessageResult>(answer)
-                        .map(|r| ClientResult::CreateMessageResult(Box::new(r)))
-                }
-                _ => serde_json::from_value::<ListRootsResult>(answer).map(ClientResult::ListRootsResult),
-            };
-            parsed.map_err(|e| Unanswered::Failed(format!("its answer does not parse: {e}")))
+            input_requests::answered(&request, answer)
         })
     }
 }

@@ -1,0 +1,285 @@
+//! MCP 2026-07-28's multi-round-trip requests, for an upstream server's
+//! questions during a client's plain `tools/call`: that revision has no
+//! server-to-client requests, so a question the server asks (an
+//! elicitation, a sampling request, roots) ends the client's request with
+//! `resultType: "input_required"`, the question as an input request and a
+//! `requestState` naming the call, which keeps running, parked, waiting
+//! for the answer. The client answers by calling again with
+//! `inputResponses` and that `requestState`: the answers go to the server,
+//! and the retry waits for what comes next, the result or another question.
+//!
+//! A call is parked host-wide (the revision has no session), bound to its
+//! caller and its tool: a `requestState` of another caller, or for another
+//! tool, names nothing. Its id is 128 random bits. Bounds: 16 calls parked
+//! per caller, 1,024 for the host; each question waits the server's
+//! `relay_timeout_s` for its answer (then the server is told there is
+//! none), and a parked call is let go once its questions are answered or
+//! out of time, and its result read or its call ended.
+//!
+//! Not here: which client a question is for (`upstream::relay`), what a
+//! question looks like to the client (`input_requests`), the tasks
+//! extension's questions (`task_extension`).
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::{Duration, Instant};
+
+use rmcp::ErrorData as McpError;
+use rmcp::model::{
+    CallToolResponse, CallToolResult, ClientCapabilities, InputRequest, InputRequiredResult, InputResponses,
+    ServerRequest,
+};
+use serde_json::Value;
+use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use super::input_requests;
+use super::task_extension::{Owner, owner};
+use crate::bounds::{MAX_RELAYED_PER_SESSION, label};
+use crate::pipeline::{Caller, Toolhost};
+use crate::upstream::{Asked, Downstream, Unanswered, session_slots};
+
+/// The most calls one caller has parked at once.
+const MAX_PARKED: usize = 16;
+
+/// The most calls the host keeps parked at once.
+const MAX_HOST_PARKED: usize = 1024;
+
+/// The longest a call is kept parked: its questions and the call itself
+/// end sooner (`relay_timeout_s`, `call_timeout_s`), and a client that
+/// never comes back for it leaves it this long at most.
+const MAX_PARKED_FOR: Duration = Duration::from_secs(600);
+
+/// A call running while its client is asked something, and what cancels
+/// it.
+pub(super) type Running = (
+    Pin<Box<dyn Future<Output = CallToolResult> + Send>>,
+    CancellationToken,
+);
+
+/// A question of the server's, for the client, and where its answer goes.
+pub(super) struct Question {
+    key: String,
+    shown: InputRequest,
+    answer: oneshot::Sender<Value>,
+}
+
+/// The client of a 2026-07-28 call, as the server's questions reach it:
+/// each is handed to the request in hand ([`Questions`]).
+pub(super) struct Asking {
+    capabilities: Option<ClientCapabilities>,
+    slots: Arc<Semaphore>,
+    questions: mpsc::Sender<Question>,
+    next: AtomicU64,
+    host: Weak<Toolhost>,
+}
+
+/// Where a call's questions arrive.
+pub(super) type Questions = mpsc::Receiver<Question>;
+
+/// The client of one call (declaring `capabilities` on it), and where its
+/// questions arrive.
+pub(super) fn asking(
+    host: &Arc<Toolhost>,
+    capabilities: Option<ClientCapabilities>,
+) -> (Arc<Asking>, Questions) {
+    let (questions, arrive) = mpsc::channel(MAX_RELAYED_PER_SESSION);
+    let asking = Asking {
+        capabilities,
+        slots: session_slots(),
+        questions,
+        next: AtomicU64::new(1),
+        host: Arc::downgrade(host),
+    };
+    (Arc::new(asking), arrive)
+}
+
+impl Downstream for Asking {
+    fn capabilities(&self) -> Option<ClientCapabilities> {
+        self.capabilities.clone()
+    }
+
+    fn slots(&self) -> &Arc<Semaphore> {
+        &self.slots
+    }
+
+    fn ask(&self, request: ServerRequest, deadline: Duration) -> Asked<'_> {
+        Box::pin(async move {
+            let host = self
+                .host
+                .upgrade()
+                .ok_or_else(|| Unanswered::Failed("the host stopped".into()))?;
+            let shown = input_requests::shown(&host, &request)?;
+            let (answer, answered) = oneshot::channel();
+            let key = format!("q{}", self.next.fetch_add(1, Ordering::Relaxed));
+            let gone = || Unanswered::Failed("the client's request ended".into());
+            self.questions
+                .send(Question { key, shown, answer })
+                .await
+                .map_err(|_| gone())?;
+            let answer = tokio::time::timeout(deadline, answered)
+                .await
+                .map_err(|_| Unanswered::Late(deadline))?
+                .map_err(|_| gone())?;
+            input_requests::answered(&request, answer)
+        })
+    }
+}
+
+/// The calls parked on a question, host-wide.
+#[derive(Default)]
+pub(super) struct RoundTrips {
+    parked: Mutex<HashMap<String, Parked>>,
+}
+
+/// A call parked: whose, of which tool, its questions unanswered, and the
+/// call itself.
+struct Parked {
+    owner: Owner,
+    tool: String,
+    pending: BTreeMap<String, Question>,
+    questions: Questions,
+    call: Running,
+    until: Instant,
+}
+
+impl RoundTrips {
+    fn parked(&self) -> std::sync::MutexGuard<'_, HashMap<String, Parked>> {
+        self.parked.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Run `call` until it ends or asks something: its result, or the
+    /// question(s) the client is to answer, the call parked meanwhile. The
+    /// client cancelling its request (`request`) cancels the call.
+    pub(super) async fn run(
+        &self,
+        caller: &Caller,
+        tool: &str,
+        call: Running,
+        questions: Questions,
+        request: &CancellationToken,
+    ) -> Result<CallToolResponse, McpError> {
+        self.go_on(owner(caller), tool, BTreeMap::new(), questions, call, request)
+            .await
+    }
+
+    /// Go on with the call `state` names, if it is `caller`'s and of
+    /// `tool`: `answers` to its questions, then its result or its next
+    /// question.
+    pub(super) async fn resume(
+        &self,
+        caller: &Caller,
+        tool: &str,
+        state: &str,
+        answers: InputResponses,
+        request: &CancellationToken,
+    ) -> Result<CallToolResponse, McpError> {
+        let who = owner(caller);
+        let found = {
+            let mut parked = self.parked();
+            match parked.get(state) {
+                Some(p) if p.owner == who && p.tool == tool => parked.remove(state),
+                _ => None,
+            }
+        };
+        let Some(Parked {
+            mut pending,
+            questions,
+            call,
+            ..
+        }) = found
+        else {
+            return Err(McpError::invalid_params(
+                format!(
+                    "no call of tool {} waits on requestState {}",
+                    label(tool),
+                    label(state)
+                ),
+                None,
+            ));
+        };
+        for (key, answer) in answers {
+            if let Some(question) = pending.remove(&key) {
+                let _ = question.answer.send(answer);
+            }
+        }
+        // Questions no longer waited on (out of time) are not asked again.
+        pending.retain(|_, q| !q.answer.is_closed());
+        self.go_on(who, tool, pending, questions, call, request).await
+    }
+
+    /// With `pending` unanswered, park the call at once; otherwise wait for
+    /// its result or its next question.
+    async fn go_on(
+        &self,
+        owner: Owner,
+        tool: &str,
+        mut pending: BTreeMap<String, Question>,
+        mut questions: Questions,
+        (mut call, cancel): Running,
+        request: &CancellationToken,
+    ) -> Result<CallToolResponse, McpError> {
+        if pending.is_empty() {
+            tokio::select! {
+                result = &mut call => return Ok(result.into()),
+                Some(question) = questions.recv() => {
+                    pending.insert(question.key.clone(), question);
+                }
+                () = request.cancelled() => {
+                    cancel.cancel();
+                    return Ok(call.await.into());
+                }
+            }
+        }
+        self.park(owner, tool, pending, questions, (call, cancel))
+    }
+
+    /// Keep `call` under a new `requestState` until the client answers
+    /// `pending`: the `input_required` result that asks it.
+    fn park(
+        &self,
+        owner: Owner,
+        tool: &str,
+        mut pending: BTreeMap<String, Question>,
+        mut questions: Questions,
+        call: Running,
+    ) -> Result<CallToolResponse, McpError> {
+        // Questions asked at the same moment go out together.
+        while let Ok(question) = questions.try_recv() {
+            pending.insert(question.key.clone(), question);
+        }
+        let inputs: BTreeMap<String, InputRequest> = pending
+            .iter()
+            .map(|(k, q)| (k.clone(), q.shown.clone()))
+            .collect();
+        let state = format!("{:032x}", rand::random::<u128>());
+        let mut parked = self.parked();
+        let now = Instant::now();
+        parked.retain(|_, p| p.until > now);
+        let mine = parked.values().filter(|p| p.owner == owner).count();
+        if mine >= MAX_PARKED || parked.len() >= MAX_HOST_PARKED {
+            return Err(McpError::invalid_request(
+                format!(
+                    "toolhost keeps {MAX_PARKED} of your calls waiting on an answer ({MAX_HOST_PARKED} in all), \
+                     the most it keeps: answer or abandon one first"
+                ),
+                None,
+            ));
+        }
+        parked.insert(
+            state.clone(),
+            Parked {
+                owner,
+                tool: tool.to_owned(),
+                pending,
+                questions,
+                call,
+                until: now + MAX_PARKED_FOR,
+            },
+        );
+        Ok(InputRequiredResult::new(Some(inputs), Some(state)).into())
+    }
+}
