@@ -2,19 +2,86 @@
 //! that has no server-to-client requests: an input request embedded in a
 //! result (a task's `inputRequests`, a call's `input_required`), and the
 //! client's answer back as the result the server waits for. Owns the
-//! conversion both ways; not where the question waits (`task_extension`,
-//! `round_trips`).
+//! conversion both ways and the client as the relay sees it
+//! ([`Embedded`]); not where a question waits for its answer
+//! (`task_extension`, `round_trips`).
 
 // rmcp marks sampling and roots deprecated (SEP-2577); servers still use them.
 #![allow(deprecated)]
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
 use rmcp::model::{
-    ClientResult, CreateMessageResult, ElicitResult, InputRequest, ListRootsResult, ServerRequest,
+    ClientCapabilities, ClientResult, CreateMessageResult, ElicitResult, InputRequest, ListRootsResult,
+    ServerRequest,
 };
 use serde_json::Value;
+use tokio::sync::Semaphore;
 
 use crate::pipeline::Toolhost;
-use crate::upstream::Unanswered;
+use crate::upstream::{Asked, Downstream, Unanswered, session_slots};
+
+/// The client's answer to a question, once it comes.
+pub(super) type Waiting<'a> = Pin<Box<dyn Future<Output = Result<Value, Unanswered>> + Send + 'a>>;
+
+/// Where a question waits for the client's answer, under its key.
+pub(super) trait Waits: Send + Sync {
+    fn wait(&self, key: String, shown: InputRequest) -> Waiting<'_>;
+}
+
+/// A 2026-07-28 client as the server's questions reach it: each shown
+/// through the gate, keyed, and waited on where `W` keeps it, within the
+/// relay's deadline.
+pub(super) struct Embedded<W> {
+    /// What the client declared on its request.
+    capabilities: Option<ClientCapabilities>,
+    /// Its questions in flight.
+    slots: Arc<Semaphore>,
+    next: AtomicU64,
+    host: Weak<Toolhost>,
+    waits: W,
+}
+
+impl<W> Embedded<W> {
+    pub(super) fn new(host: &Arc<Toolhost>, capabilities: Option<ClientCapabilities>, waits: W) -> Self {
+        Self {
+            capabilities,
+            slots: session_slots(),
+            next: AtomicU64::new(1),
+            host: Arc::downgrade(host),
+            waits,
+        }
+    }
+}
+
+impl<W: Waits> Downstream for Embedded<W> {
+    fn capabilities(&self) -> Option<ClientCapabilities> {
+        self.capabilities.clone()
+    }
+
+    fn slots(&self) -> &Arc<Semaphore> {
+        &self.slots
+    }
+
+    fn ask(&self, request: ServerRequest, deadline: Duration) -> Asked<'_> {
+        Box::pin(async move {
+            let host = self
+                .host
+                .upgrade()
+                .ok_or_else(|| Unanswered::Failed("the host stopped".into()))?;
+            let shown = shown(&host, &request)?;
+            let key = format!("q{}", self.next.fetch_add(1, Ordering::Relaxed));
+            let answer = tokio::time::timeout(deadline, self.waits.wait(key, shown))
+                .await
+                .map_err(|_| Unanswered::Late(deadline))??;
+            answered(&request, answer)
+        })
+    }
+}
 
 /// Where a 2025-11-25 server names the task a message is about.
 pub(super) const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";

@@ -23,24 +23,22 @@
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CallToolResponse, CallToolResult, ClientCapabilities, InputRequest, InputRequiredResult, InputResponses,
-    ServerRequest,
 };
 use serde_json::Value;
-use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::input_requests;
+use super::input_requests::{Embedded, Waiting, Waits};
 use super::task_extension::{Owner, owner};
 use crate::bounds::{MAX_RELAYED_PER_SESSION, label};
 use crate::pipeline::{Caller, Toolhost};
-use crate::upstream::{Asked, Downstream, Unanswered, session_slots};
+use crate::upstream::Unanswered;
 
 /// The most calls one caller has parked at once.
 const MAX_PARKED: usize = 16;
@@ -67,66 +65,37 @@ pub(super) struct Question {
     answer: oneshot::Sender<Value>,
 }
 
-/// The client of a 2026-07-28 call, as the server's questions reach it:
-/// each is handed to the request in hand ([`Questions`]).
-pub(super) struct Asking {
-    capabilities: Option<ClientCapabilities>,
-    slots: Arc<Semaphore>,
-    questions: mpsc::Sender<Question>,
-    next: AtomicU64,
-    host: Weak<Toolhost>,
-}
-
 /// Where a call's questions arrive.
 pub(super) type Questions = mpsc::Receiver<Question>;
+
+/// A call's questions, handed to the request in hand ([`Questions`]).
+pub(super) struct ToRequest(mpsc::Sender<Question>);
+
+impl Waits for ToRequest {
+    fn wait(&self, key: String, shown: InputRequest) -> Waiting<'_> {
+        Box::pin(async move {
+            let gone = || Unanswered::Failed("the client's request ended".into());
+            let (answer, answered) = oneshot::channel();
+            self.0
+                .send(Question { key, shown, answer })
+                .await
+                .map_err(|_| gone())?;
+            answered.await.map_err(|_| gone())
+        })
+    }
+}
 
 /// The client of one call (declaring `capabilities` on it), and where its
 /// questions arrive.
 pub(super) fn asking(
     host: &Arc<Toolhost>,
     capabilities: Option<ClientCapabilities>,
-) -> (Arc<Asking>, Questions) {
+) -> (Arc<Embedded<ToRequest>>, Questions) {
     let (questions, arrive) = mpsc::channel(MAX_RELAYED_PER_SESSION);
-    let asking = Asking {
-        capabilities,
-        slots: session_slots(),
-        questions,
-        next: AtomicU64::new(1),
-        host: Arc::downgrade(host),
-    };
-    (Arc::new(asking), arrive)
-}
-
-impl Downstream for Asking {
-    fn capabilities(&self) -> Option<ClientCapabilities> {
-        self.capabilities.clone()
-    }
-
-    fn slots(&self) -> &Arc<Semaphore> {
-        &self.slots
-    }
-
-    fn ask(&self, request: ServerRequest, deadline: Duration) -> Asked<'_> {
-        Box::pin(async move {
-            let host = self
-                .host
-                .upgrade()
-                .ok_or_else(|| Unanswered::Failed("the host stopped".into()))?;
-            let shown = input_requests::shown(&host, &request)?;
-            let (answer, answered) = oneshot::channel();
-            let key = format!("q{}", self.next.fetch_add(1, Ordering::Relaxed));
-            let gone = || Unanswered::Failed("the client's request ended".into());
-            self.questions
-                .send(Question { key, shown, answer })
-                .await
-                .map_err(|_| gone())?;
-            let answer = tokio::time::timeout(deadline, answered)
-                .await
-                .map_err(|_| Unanswered::Late(deadline))?
-                .map_err(|_| gone())?;
-            input_requests::answered(&request, answer)
-        })
-    }
+    (
+        Arc::new(Embedded::new(host, capabilities, ToRequest(questions))),
+        arrive,
+    )
 }
 
 /// The calls parked on a question, host-wide.

@@ -34,23 +34,21 @@
 //! clients poll, as the extension lets them.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use rmcp::ErrorData as McpError;
-use rmcp::model::{CallToolResult, ClientCapabilities, CreateTaskResult, DetailedTask, ServerRequest};
+use rmcp::model::{CallToolResult, ClientCapabilities, CreateTaskResult, DetailedTask, InputRequest};
 use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
 use serde_json::{Value, json};
-use tokio::sync::Semaphore;
 
-use super::input_requests::{self, RELATED_TASK};
+use super::input_requests::{Embedded, RELATED_TASK, Waiting, Waits};
 use super::metrics::{CallMetrics, task_status};
 use super::tasks::{MAX_LIVE_TASKS, MAX_TASK_TTL};
 use crate::bounds::label;
 use crate::output::mcp;
 use crate::pipeline::{Caller, Toolhost, Via};
-use crate::upstream::{Asked, Downstream, Unanswered, Upstream, session_slots};
+use crate::upstream::{Unanswered, Upstream};
 
 /// The most tasks one caller has kept at once, running or ended.
 pub(super) const MAX_KEPT_TASKS: usize = 64;
@@ -241,13 +239,7 @@ impl HostTasks {
         let ended = Arc::new(OnceLock::new());
         let ends = Ends(ended.clone());
         let task = self.manager.spawn(options, move |ctx| {
-            let inputs = Arc::new(TaskInputs {
-                ctx: ctx.clone(),
-                capabilities,
-                slots: session_slots(),
-                next: AtomicU64::new(1),
-                host: running.host.clone(),
-            });
+            let inputs = Arc::new(Embedded::new(host, capabilities, TaskInputs(ctx.clone())));
             Box::pin(async move {
                 let _ends = ends;
                 let ended = tokio::time::timeout(ttl, running.drive(&ctx, inputs)).await;
@@ -351,7 +343,11 @@ impl Running {
     /// A running task holds none of the server's connections between
     /// polls: a caller's tasks cannot take every request the server
     /// serves at once.
-    async fn drive(&self, ctx: &TaskContext, inputs: Arc<TaskInputs>) -> Result<CallToolResult, TaskExit> {
+    async fn drive(
+        &self,
+        ctx: &TaskContext,
+        inputs: Arc<Embedded<TaskInputs>>,
+    ) -> Result<CallToolResult, TaskExit> {
         let mut following = Following {
             server: self.server.clone(),
             remote: self.remote.clone(),
@@ -489,40 +485,17 @@ impl Drop for Following {
     }
 }
 
-/// A task's client, as the server's questions during it reach it: each is
-/// one of the task's `inputRequests` until the client answers it with
-/// `tasks/update`.
-struct TaskInputs {
-    ctx: TaskContext,
-    capabilities: Option<ClientCapabilities>,
-    /// The task's own questions in flight.
-    slots: Arc<Semaphore>,
-    next: AtomicU64,
-    host: Weak<Toolhost>,
-}
+/// Where a task's questions wait: its `inputRequests`, until the client
+/// answers them with `tasks/update`.
+struct TaskInputs(TaskContext);
 
-impl Downstream for TaskInputs {
-    fn capabilities(&self) -> Option<ClientCapabilities> {
-        self.capabilities.clone()
-    }
-
-    fn slots(&self) -> &Arc<Semaphore> {
-        &self.slots
-    }
-
-    fn ask(&self, request: ServerRequest, deadline: Duration) -> Asked<'_> {
+impl Waits for TaskInputs {
+    fn wait(&self, key: String, shown: InputRequest) -> Waiting<'_> {
         Box::pin(async move {
-            let host = self
-                .host
-                .upgrade()
-                .ok_or_else(|| Unanswered::Failed("the host stopped".into()))?;
-            let input = input_requests::shown(&host, &request)?;
-            let key = format!("q{}", self.next.fetch_add(1, Ordering::Relaxed));
-            let answer = tokio::time::timeout(deadline, self.ctx.request_input(key, input))
+            self.0
+                .request_input(key, shown)
                 .await
-                .map_err(|_| Unanswered::Late(deadline))?
-                .map_err(|_| Unanswered::Failed("the task was cancelled".into()))?;
-            input_requests::answered(&request, answer)
+                .map_err(|_| Unanswered::Failed("the task was cancelled".into()))
         })
     }
 }
