@@ -199,6 +199,68 @@ async fn a_question_over_http_reaches_the_client_and_its_answer_the_call() {
     }
 }
 
+/// A 2026-07-28 client (rmcp's, in discover mode), which takes no
+/// requests: the plugin's question ends its call `input_required`, rmcp's
+/// round-trip driver asks the user and calls again, and the answer decides;
+/// over stdio and over streamable HTTP.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_2026_client_is_asked_by_its_calls_round_trip() {
+    use rmcp::model::ProtocolVersion;
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+    let dir = asker();
+    let mut serve = std::process::Command::new(toolhost_binary());
+    serve
+        .arg("--no-cache")
+        .arg("--plugins")
+        .arg(dir.path())
+        .args(["serve", "--http", "127.0.0.1:0"]);
+    let served = tokio::task::spawn_blocking(move || Served::start(serve))
+        .await
+        .unwrap()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let modern = || ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    for over_http in [false, true] {
+        for (action, content, expected) in [
+            (
+                ElicitationAction::Accept,
+                Some(json!({"confirm": true})),
+                "deleted notes.md",
+            ),
+            (ElicitationAction::Decline, None, "the user declined"),
+        ] {
+            let (handler, shown, _) = User::answering(action, content);
+            let client = if over_http {
+                let transport = StreamableHttpClientTransport::with_client(
+                    toolhost::internals::http_client::builder().build().unwrap(),
+                    StreamableHttpClientTransportConfig::with_uri(served.url.as_str()),
+                );
+                handler.serve_with_lifecycle(transport, modern()).await
+            } else {
+                let transport = rmcp::transport::TokioChildProcess::builder(command(&dir))
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                    .expect("toolhost serve starts")
+                    .0;
+                handler.serve_with_lifecycle(transport, modern()).await
+            }
+            .expect("a 2026-07-28 client");
+            let mut params = CallToolRequestParams::new("delete");
+            params.arguments = json!({"path": "notes.md"}).as_object().cloned();
+            let result = client.call_tool(params).await.expect("an answer");
+            assert_eq!(text(&result), expected, "over HTTP: {over_http}: {result:?}");
+            let shown = shown.lock().unwrap().clone();
+            assert_eq!(shown.len(), 1, "{shown:?}");
+            assert!(
+                shown[0].starts_with("The plugin `asker` asks before the tool `delete` runs:"),
+                "{shown:?}"
+            );
+            client.cancel().await.unwrap();
+        }
+    }
+}
+
 /// The same with the official Python SDK as the client, over stdio and
 /// streamable HTTP (`tests/mcp/ask.py`): accepted, declined, and a client
 /// that declared no elicitation.

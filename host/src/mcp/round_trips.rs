@@ -149,6 +149,8 @@ impl RoundTrips {
         let who = owner(caller);
         let found = {
             let mut parked = self.parked();
+            let now = Instant::now();
+            parked.retain(|_, p| p.until > now);
             match parked.get(state) {
                 Some(p) if p.owner == who && p.tool == tool => parked.remove(state),
                 _ => None,
