@@ -131,6 +131,33 @@ async fn call<S: rmcp::service::Service<RoleClient>>(
     client.peer().call_tool(params).await.expect("an answer")
 }
 
+/// `toolhost serve --http` of the plugins in `dir`.
+async fn serving_http(dir: &tempfile::TempDir) -> Served {
+    let mut serve = std::process::Command::new(toolhost_binary());
+    serve
+        .arg("--no-cache")
+        .arg("--plugins")
+        .arg(dir.path())
+        .args(["serve", "--http", "127.0.0.1:0"]);
+    tokio::task::spawn_blocking(move || Served::start(serve))
+        .await
+        .unwrap()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A user's answers to the `delete` question, and what the call says to
+/// each: accepted, it runs; declined, it does not.
+fn answers() -> [(ElicitationAction, Option<Value>, &'static str); 2] {
+    [
+        (
+            ElicitationAction::Accept,
+            Some(json!({"confirm": true})),
+            "deleted notes.md",
+        ),
+        (ElicitationAction::Decline, None, "the user declined"),
+    ]
+}
+
 fn text(result: &CallToolResult) -> String {
     result
         .content
@@ -163,24 +190,8 @@ async fn a_question_accepted_lets_the_call_run() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_question_over_http_reaches_the_client_and_its_answer_the_call() {
     let dir = asker();
-    let mut serve = std::process::Command::new(toolhost_binary());
-    serve
-        .arg("--no-cache")
-        .arg("--plugins")
-        .arg(dir.path())
-        .args(["serve", "--http", "127.0.0.1:0"]);
-    let served = tokio::task::spawn_blocking(move || Served::start(serve))
-        .await
-        .unwrap()
-        .unwrap_or_else(|e| panic!("{e}"));
-    for (action, content, expected) in [
-        (
-            ElicitationAction::Accept,
-            Some(json!({"confirm": true})),
-            "deleted notes.md",
-        ),
-        (ElicitationAction::Decline, None, "the user declined"),
-    ] {
+    let served = serving_http(&dir).await;
+    for (action, content, expected) in answers() {
         let (handler, shown, _) = User::answering(action, content);
         let transport = StreamableHttpClientTransport::with_client(
             toolhost::internals::http_client::builder().build().unwrap(),
@@ -208,28 +219,12 @@ async fn a_2026_client_is_asked_by_its_calls_round_trip() {
     use rmcp::model::ProtocolVersion;
     use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
     let dir = asker();
-    let mut serve = std::process::Command::new(toolhost_binary());
-    serve
-        .arg("--no-cache")
-        .arg("--plugins")
-        .arg(dir.path())
-        .args(["serve", "--http", "127.0.0.1:0"]);
-    let served = tokio::task::spawn_blocking(move || Served::start(serve))
-        .await
-        .unwrap()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let served = serving_http(&dir).await;
     let modern = || ClientLifecycleMode::Discover {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
     };
     for over_http in [false, true] {
-        for (action, content, expected) in [
-            (
-                ElicitationAction::Accept,
-                Some(json!({"confirm": true})),
-                "deleted notes.md",
-            ),
-            (ElicitationAction::Decline, None, "the user declined"),
-        ] {
+        for (action, content, expected) in answers() {
             let (handler, shown, _) = User::answering(action, content);
             let client = if over_http {
                 let transport = StreamableHttpClientTransport::with_client(

@@ -7,6 +7,8 @@
 //! for the answer. The client answers by calling again with
 //! `inputResponses` and that `requestState`: the answers go to the server,
 //! and the retry waits for what comes next, the result or another question.
+//! A parked call runs on its own task, so its deadlines still pass; a
+//! parked call let go is cancelled.
 //!
 //! A call is parked host-wide (the revision has no session), bound to its
 //! caller and its tool: a `requestState` of another caller, or for another
@@ -28,11 +30,12 @@ use std::time::{Duration, Instant};
 
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    CallToolResponse, CallToolResult, ClientCapabilities, InputRequest, InputRequiredResult, InputResponses,
+    CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock, InputRequest, InputRequiredResult,
+    InputResponses,
 };
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::input_requests::{Embedded, Waiting, Waits};
 use super::task_extension::{Owner, owner};
@@ -111,7 +114,10 @@ struct Parked {
     tool: String,
     pending: BTreeMap<String, Question>,
     questions: Questions,
-    call: Running,
+    /// The call's result, once its task has it.
+    result: oneshot::Receiver<CallToolResult>,
+    /// Cancels the call if the entry is let go.
+    cancel: DropGuard,
     until: Instant,
 }
 
@@ -159,7 +165,8 @@ impl RoundTrips {
         let Some(Parked {
             mut pending,
             questions,
-            call,
+            result,
+            cancel,
             ..
         }) = found
         else {
@@ -179,7 +186,13 @@ impl RoundTrips {
         }
         // Questions no longer waited on (out of time) are not asked again.
         pending.retain(|_, q| !q.answer.is_closed());
-        self.go_on(who, tool, pending, questions, call, request).await
+        let call: Pin<Box<dyn Future<Output = CallToolResult> + Send>> = Box::pin(async move {
+            result.await.unwrap_or_else(|_| {
+                CallToolResult::error(vec![ContentBlock::text("the call ended without a result")])
+            })
+        });
+        self.go_on(who, tool, pending, questions, (call, cancel.disarm()), request)
+            .await
     }
 
     /// With `pending` unanswered, park the call at once; otherwise wait for
@@ -216,7 +229,7 @@ impl RoundTrips {
         tool: &str,
         mut pending: BTreeMap<String, Question>,
         mut questions: Questions,
-        call: Running,
+        (call, cancel): Running,
     ) -> Result<CallToolResponse, McpError> {
         // Questions asked at the same moment go out together.
         while let Ok(question) = questions.try_recv() {
@@ -240,6 +253,12 @@ impl RoundTrips {
                 None,
             ));
         }
+        // The call runs on while parked, so that its own deadlines (the
+        // upstream's, a plugin's question's) still pass.
+        let (done, result) = oneshot::channel();
+        tokio::spawn(async move {
+            let _ = done.send(call.await);
+        });
         parked.insert(
             state.clone(),
             Parked {
@@ -247,10 +266,95 @@ impl RoundTrips {
                 tool: tool.to_owned(),
                 pending,
                 questions,
-                call,
+                result,
+                cancel: cancel.drop_guard(),
                 until: now + MAX_PARKED_FOR,
             },
         );
         Ok(InputRequiredResult::new(Some(inputs), Some(state)).into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    // rmcp marks roots deprecated (SEP-2577); it is the simplest question.
+    #![allow(deprecated)]
+
+    use rmcp::model::ListRootsRequest;
+
+    use super::*;
+
+    /// A call that asks one question (`q1`) and answers with what it was
+    /// told; the questions' receiver and what cancels it.
+    async fn asking_call() -> (Running, Questions, CancellationToken) {
+        let (questions, arrive) = mpsc::channel(4);
+        let (answer, answered) = oneshot::channel::<Value>();
+        let shown = InputRequest::ListRoots(ListRootsRequest::default());
+        questions
+            .send(Question {
+                key: "q1".into(),
+                shown,
+                answer,
+            })
+            .await
+            .unwrap();
+        let call = Box::pin(async move {
+            let told = answered.await.map(|v| v.to_string()).unwrap_or_default();
+            CallToolResult::success(vec![ContentBlock::text(told)])
+        });
+        let cancel = CancellationToken::new();
+        ((call, cancel.clone()), arrive, cancel)
+    }
+
+    /// A parked call is resumed only by its caller, for its tool: anyone
+    /// else's retry names nothing and leaves it parked; its own answers
+    /// and gets the result.
+    #[tokio::test]
+    async fn a_parked_call_is_its_callers_and_its_tools_alone() {
+        let trips = RoundTrips::default();
+        let (call, questions, _) = asking_call().await;
+        let (alice, mallory) = (
+            Caller::named_by_embedder("alice"),
+            Caller::named_by_embedder("mallory"),
+        );
+        let request = CancellationToken::new();
+        let asked = trips
+            .run(&alice, "roots", call, questions, &request)
+            .await
+            .unwrap();
+        let CallToolResponse::InputRequired(asked) = asked else {
+            panic!("not asked: {asked:?}");
+        };
+        assert!(asked.input_requests.unwrap().contains_key("q1"));
+        let state = asked.request_state.unwrap();
+        let answers = || InputResponses::from([("q1".to_owned(), serde_json::json!(42))]);
+        for (who, tool) in [(&mallory, "roots"), (&alice, "other")] {
+            let refused = trips.resume(who, tool, &state, answers(), &request).await;
+            assert!(refused.unwrap_err().message.contains("no call of tool"));
+        }
+        let done = trips
+            .resume(&alice, "roots", &state, answers(), &request)
+            .await
+            .unwrap();
+        let CallToolResponse::Complete(done) = done else {
+            panic!("not done: {done:?}");
+        };
+        assert_eq!(done.content[0].as_text().unwrap().text, "42");
+        assert!(trips.parked().is_empty());
+    }
+
+    /// A parked call let go (its time out, the host stopping) is cancelled.
+    #[tokio::test]
+    async fn a_parked_call_let_go_is_cancelled() {
+        let trips = RoundTrips::default();
+        let (call, questions, cancel) = asking_call().await;
+        let caller = Caller::named_by_embedder("alice");
+        let asked = trips
+            .run(&caller, "roots", call, questions, &CancellationToken::new())
+            .await;
+        assert!(matches!(asked, Ok(CallToolResponse::InputRequired(_))));
+        assert!(!cancel.is_cancelled());
+        trips.parked().clear();
+        assert!(cancel.is_cancelled());
     }
 }
