@@ -158,6 +158,17 @@ fn answers() -> [(ElicitationAction, Option<Value>, &'static str); 2] {
     ]
 }
 
+/// The user was shown one question, the host's words naming the plugin
+/// and the tool.
+fn asked_once(shown: &Kept) {
+    let shown = shown.lock().unwrap().clone();
+    assert_eq!(shown.len(), 1, "{shown:?}");
+    assert!(
+        shown[0].starts_with("The plugin `asker` asks before the tool `delete` runs:"),
+        "{shown:?}"
+    );
+}
+
 fn text(result: &CallToolResult) -> String {
     result
         .content
@@ -200,12 +211,7 @@ async fn a_question_over_http_reaches_the_client_and_its_answer_the_call() {
         let client = handler.serve(transport).await.expect("an MCP session over HTTP");
         let result = call(&client, "delete", json!({"path": "notes.md"})).await;
         assert_eq!(text(&result), expected, "{result:?}");
-        let shown = shown.lock().unwrap().clone();
-        assert_eq!(shown.len(), 1, "{shown:?}");
-        assert!(
-            shown[0].starts_with("The plugin `asker` asks before the tool `delete` runs:"),
-            "{shown:?}"
-        );
+        asked_once(&shown);
         client.cancel().await.unwrap();
     }
 }
@@ -245,12 +251,7 @@ async fn a_2026_client_is_asked_by_its_calls_round_trip() {
             params.arguments = json!({"path": "notes.md"}).as_object().cloned();
             let result = client.call_tool(params).await.expect("an answer");
             assert_eq!(text(&result), expected, "over HTTP: {over_http}: {result:?}");
-            let shown = shown.lock().unwrap().clone();
-            assert_eq!(shown.len(), 1, "{shown:?}");
-            assert!(
-                shown[0].starts_with("The plugin `asker` asks before the tool `delete` runs:"),
-                "{shown:?}"
-            );
+            asked_once(&shown);
             client.cancel().await.unwrap();
         }
     }
