@@ -245,6 +245,7 @@ impl RoundTrips {
         parked.retain(|_, p| p.until > now);
         let mine = parked.values().filter(|p| p.owner == owner).count();
         if mine >= MAX_PARKED || parked.len() >= MAX_HOST_PARKED {
+            cancel.cancel();
             return Err(McpError::invalid_request(
                 format!(
                     "toolhost keeps {MAX_PARKED} of your calls waiting on an answer ({MAX_HOST_PARKED} in all), \
@@ -341,6 +342,31 @@ mod tests {
         };
         assert_eq!(done.content[0].as_text().unwrap().text, "42");
         assert!(trips.parked().is_empty());
+    }
+
+    /// A caller parks at most [`MAX_PARKED`] calls: one more is refused
+    /// naming the cap (and is not kept); another caller's share is their own.
+    #[tokio::test]
+    async fn a_caller_parks_a_bounded_number_of_calls() {
+        let trips = RoundTrips::default();
+        let (alice, bob) = (
+            Caller::named_by_embedder("alice"),
+            Caller::named_by_embedder("bob"),
+        );
+        let request = CancellationToken::new();
+        for _ in 0..MAX_PARKED {
+            let (call, questions, _) = asking_call().await;
+            let asked = trips.run(&alice, "roots", call, questions, &request).await;
+            assert!(matches!(asked, Ok(CallToolResponse::InputRequired(_))));
+        }
+        let (call, questions, cancel) = asking_call().await;
+        let refused = trips.run(&alice, "roots", call, questions, &request).await;
+        assert!(refused.unwrap_err().message.contains("keeps 16 of your calls"));
+        assert!(cancel.is_cancelled(), "the refused call runs on");
+        assert_eq!(trips.parked().len(), MAX_PARKED);
+        let (call, questions, _) = asking_call().await;
+        let asked = trips.run(&bob, "roots", call, questions, &request).await;
+        assert!(matches!(asked, Ok(CallToolResponse::InputRequired(_))));
     }
 
     /// A parked call let go (its time out, the host stopping) is cancelled.
