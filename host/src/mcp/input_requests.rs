@@ -22,6 +22,7 @@ use rmcp::model::{
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
+use crate::gate::Gate;
 use crate::pipeline::Toolhost;
 use crate::upstream::{Asked, Downstream, Unanswered, session_slots};
 
@@ -73,7 +74,7 @@ impl<W: Waits> Downstream for Embedded<W> {
                 .host
                 .upgrade()
                 .ok_or_else(|| Unanswered::Failed("the host stopped".into()))?;
-            let shown = shown(&host, &request)?;
+            let shown = shown(&host.gate(), &request)?;
             let key = format!("q{}", self.next.fetch_add(1, Ordering::Relaxed));
             let answer = tokio::time::timeout(deadline, self.waits.wait(key, shown))
                 .await
@@ -86,15 +87,14 @@ impl<W: Waits> Downstream for Embedded<W> {
 /// Where a 2025-11-25 server names the task a message is about.
 pub(super) const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 
-/// `request` as the client is shown it: through the gate, with no word of
+/// `request` as the client is shown it: through `gate`, with no word of
 /// the server's own task.
-pub(super) fn shown(host: &Toolhost, request: &ServerRequest) -> Result<InputRequest, Unanswered> {
+pub(super) fn shown(gate: &Gate, request: &ServerRequest) -> Result<InputRequest, Unanswered> {
     let mut asked = serde_json::to_value(request).map_err(|e| Unanswered::Failed(e.to_string()))?;
     if let Some(meta) = asked.pointer_mut("/params/_meta").and_then(Value::as_object_mut) {
         meta.remove(RELATED_TASK);
     }
-    let asked = host
-        .gate()
+    let asked = gate
         .message(asked)
         .ok_or_else(|| Unanswered::Failed("withheld: it held a secret value the host holds".into()))?;
     serde_json::from_value(asked).map_err(|e| Unanswered::Failed(e.to_string()))
@@ -111,4 +111,47 @@ pub(super) fn answered(request: &ServerRequest, answer: Value) -> Result<ClientR
         _ => serde_json::from_value::<ListRootsResult>(answer).map(ClientResult::ListRootsResult),
     };
     parsed.map_err(|e| Unanswered::Failed(format!("its answer does not parse: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server's question that names a secret the host holds, and its own
+    /// task: the client is shown neither.
+    #[test]
+    fn a_question_is_shown_through_the_gate_without_the_servers_task() {
+        const SECRET: &str = "sk-live-0123456789abcdef";
+        let gate = Gate::new([("X-Api-Key", SECRET)]);
+        let request: ServerRequest = serde_json::from_value(serde_json::json!({
+            "method": "elicitation/create",
+            "params": {
+                "message": format!("Is {SECRET} your key?"),
+                "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}},
+                "_meta": {RELATED_TASK: {"taskId": "t-9"}, "kept": 1},
+            },
+        }))
+        .unwrap();
+        let shown = serde_json::to_value(shown(&gate, &request).unwrap()).unwrap();
+        let text = shown.to_string();
+        assert!(!text.contains(SECRET) && !text.contains("t-9"), "{text}");
+        assert!(
+            shown["params"]["message"].as_str().unwrap().starts_with("Is "),
+            "{text}"
+        );
+        assert_eq!(shown["method"], "elicitation/create", "{text}");
+    }
+
+    /// An answer that does not fit what was asked is an error, not a guess.
+    #[test]
+    fn an_answer_of_another_kind_is_refused() {
+        let request: ServerRequest = serde_json::from_value(serde_json::json!({
+            "method": "elicitation/create",
+            "params": {"message": "ok?", "requestedSchema": {"type": "object", "properties": {}}},
+        }))
+        .unwrap();
+        assert!(answered(&request, serde_json::json!({"action": "accept", "content": {}})).is_ok());
+        let wrong = answered(&request, serde_json::json!({"roots": []}));
+        assert!(matches!(wrong, Err(Unanswered::Failed(why)) if why.contains("does not parse")));
+    }
 }
