@@ -68,8 +68,9 @@
 //! The front is this directory: the server, its transports (`stdio`,
 //! `sessions`), what it bounds and counts (`progress`, `metrics`), the
 //! calling session as upstream servers' requests reach it (`asked`; on
-//! 2026-07-28, `round_trips` and `input_requests`), the revisions it speaks (`revision`), who may call it over HTTP (`auth`),
-//! the log lines it sends its clients (`client_log`), each session's tasks
+//! 2026-07-28, `round_trips` and `input_requests`), the revisions it
+//! speaks (`revision`), who may call it over HTTP (`auth`), the log lines
+//! it sends its clients (`client_log`), each session's tasks
 //! (`tasks`), the host's tasks of the 2026-07-28 extension
 //! (`task_extension`), what rmcp's types cannot say, carried on a session's
 //! transport (`wire`), and its spans' OTLP export (`otlp`). What it serves
@@ -912,29 +913,31 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        if revision::sessionless(context.protocol_version().as_ref()) {
+        let sessionless = revision::sessionless(context.protocol_version().as_ref());
+        if sessionless && self.serves_tasks {
             // 2026-07-28 ignores a `params.task`: the server decides, for a
             // client that declared the extension.
             use crate::tool::TaskSupport;
-            let support = self.task_support(&request.name);
-            let declared = context.client_capabilities().is_some_and(|c| c.supports_tasks());
-            if self.serves_tasks && matches!(support, Some(TaskSupport::Optional | TaskSupport::Required)) {
-                if declared {
+            match self.task_support(&request.name) {
+                Some(TaskSupport::Optional | TaskSupport::Required)
+                    if context.client_capabilities().is_some_and(|c| c.supports_tasks()) =>
+                {
                     return self.start_extension_task(request, context).await;
                 }
-                if support == Some(TaskSupport::Required) {
+                Some(TaskSupport::Required) => {
                     return Err(McpError::missing_required_client_capability(
                         rmcp::model::ClientCapabilities::builder().enable_tasks().build(),
                     ));
                 }
+                _ => {}
             }
-        } else if let Some(task) = context.meta.get(wire::TASK_KEY).cloned()
+        } else if !sessionless
             && self.serves_tasks
+            && let Some(task) = context.meta.get(wire::TASK_KEY).cloned()
         {
             return self.start_task(request, task, context).await;
         }
         let caller = self.caller(&context);
-        let sessionless = revision::sessionless(context.protocol_version().as_ref());
         if sessionless && let Some(state) = request.request_state.as_deref() {
             let answers = request.input_responses.clone().unwrap_or_default();
             return self
