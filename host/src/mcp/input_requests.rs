@@ -108,7 +108,11 @@ pub(super) fn answered(request: &ServerRequest, answer: Value) -> Result<ClientR
         }
         ServerRequest::CreateMessageRequest(_) => serde_json::from_value::<CreateMessageResult>(answer)
             .map(|r| ClientResult::CreateMessageResult(Box::new(r))),
-        _ => serde_json::from_value::<ListRootsResult>(answer).map(ClientResult::ListRootsResult),
+        ServerRequest::ListRootsRequest(_) => {
+            serde_json::from_value::<ListRootsResult>(answer).map(ClientResult::ListRootsResult)
+        }
+        // The relay passes on only the three questions above.
+        _ => return Err(Unanswered::Failed("it is not a question a client answers".into())),
     };
     parsed.map_err(|e| Unanswered::Failed(format!("its answer does not parse: {e}")))
 }

@@ -26,6 +26,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use rmcp::ErrorData as McpError;
@@ -60,6 +61,46 @@ pub(super) type Running = (
     Pin<Box<dyn Future<Output = CallToolResult> + Send>>,
     CancellationToken,
 );
+
+/// A call in flight: in the request's own future until it first asks
+/// something, then on a task of its own, so that its deadlines still pass
+/// while it is parked. It moves to its task once, however many times it
+/// is parked.
+enum Flight {
+    Here(Pin<Box<dyn Future<Output = CallToolResult> + Send>>),
+    Away(oneshot::Receiver<CallToolResult>),
+}
+
+impl Flight {
+    /// The call's result, once its own task has it.
+    fn away(self) -> oneshot::Receiver<CallToolResult> {
+        match self {
+            Flight::Here(call) => {
+                let (done, result) = oneshot::channel();
+                tokio::spawn(async move {
+                    let _ = done.send(call.await);
+                });
+                result
+            }
+            Flight::Away(result) => result,
+        }
+    }
+}
+
+impl Future for Flight {
+    type Output = CallToolResult;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<CallToolResult> {
+        match self.get_mut() {
+            Flight::Here(call) => call.as_mut().poll(cx),
+            Flight::Away(result) => Pin::new(result).poll(cx).map(|r| {
+                r.unwrap_or_else(|_| {
+                    CallToolResult::error(vec![ContentBlock::text("the call ended without a result")])
+                })
+            }),
+        }
+    }
+}
 
 /// A question of the server's, for the client, and where its answer goes.
 pub(super) struct Question {
@@ -137,7 +178,9 @@ impl RoundTrips {
         questions: Questions,
         request: &CancellationToken,
     ) -> Result<CallToolResponse, McpError> {
-        self.go_on(owner(caller), tool, BTreeMap::new(), questions, call, request)
+        let (call, cancel) = call;
+        let flight = (Flight::Here(call), cancel);
+        self.go_on(owner(caller), tool, BTreeMap::new(), questions, flight, request)
             .await
     }
 
@@ -186,13 +229,8 @@ impl RoundTrips {
         }
         // Questions no longer waited on (out of time) are not asked again.
         pending.retain(|_, q| !q.answer.is_closed());
-        let call: Pin<Box<dyn Future<Output = CallToolResult> + Send>> = Box::pin(async move {
-            result.await.unwrap_or_else(|_| {
-                CallToolResult::error(vec![ContentBlock::text("the call ended without a result")])
-            })
-        });
-        self.go_on(who, tool, pending, questions, (call, cancel.disarm()), request)
-            .await
+        let flight = (Flight::Away(result), cancel.disarm());
+        self.go_on(who, tool, pending, questions, flight, request).await
     }
 
     /// With `pending` unanswered, park the call at once; otherwise wait for
@@ -203,7 +241,7 @@ impl RoundTrips {
         tool: &str,
         mut pending: BTreeMap<String, Question>,
         mut questions: Questions,
-        (mut call, cancel): Running,
+        (mut call, cancel): (Flight, CancellationToken),
         request: &CancellationToken,
     ) -> Result<CallToolResponse, McpError> {
         if pending.is_empty() {
@@ -229,7 +267,7 @@ impl RoundTrips {
         tool: &str,
         mut pending: BTreeMap<String, Question>,
         mut questions: Questions,
-        (call, cancel): Running,
+        (call, cancel): (Flight, CancellationToken),
     ) -> Result<CallToolResponse, McpError> {
         // Questions asked at the same moment go out together.
         while let Ok(question) = questions.try_recv() {
@@ -256,10 +294,7 @@ impl RoundTrips {
         }
         // The call runs on while parked, so that its own deadlines (the
         // upstream's, a plugin's question's) still pass.
-        let (done, result) = oneshot::channel();
-        tokio::spawn(async move {
-            let _ = done.send(call.await);
-        });
+        let result = call.away();
         parked.insert(
             state.clone(),
             Parked {
@@ -341,6 +376,64 @@ mod tests {
             panic!("not done: {done:?}");
         };
         assert_eq!(done.content[0].as_text().unwrap().text, "42");
+        assert!(trips.parked().is_empty());
+    }
+
+    /// A call that asks again after its first answer is parked again
+    /// under a new `requestState`, the old one spent, and its result
+    /// reaches the retry that answers the second question.
+    #[tokio::test]
+    async fn a_call_that_asks_twice_is_parked_twice() {
+        let trips = RoundTrips::default();
+        let (questions, arrive) = mpsc::channel(4);
+        let call = Box::pin(async move {
+            let mut told = Vec::new();
+            for key in ["q1", "q2"] {
+                let (answer, answered) = oneshot::channel::<Value>();
+                let shown = InputRequest::ListRoots(ListRootsRequest::default());
+                let question = Question {
+                    key: key.into(),
+                    shown,
+                    answer,
+                };
+                questions.send(question).await.unwrap();
+                told.push(answered.await.unwrap().to_string());
+            }
+            CallToolResult::success(vec![ContentBlock::text(told.join(","))])
+        });
+        let alice = Caller::named_by_embedder("alice");
+        let request = CancellationToken::new();
+        let running = (
+            call as Pin<Box<dyn Future<Output = CallToolResult> + Send>>,
+            CancellationToken::new(),
+        );
+        let asked = |response| match response {
+            Ok(CallToolResponse::InputRequired(asked)) => asked,
+            other => panic!("not asked: {other:?}"),
+        };
+        let first = asked(trips.run(&alice, "roots", running, arrive, &request).await);
+        assert!(first.input_requests.unwrap().contains_key("q1"));
+        let state = first.request_state.unwrap();
+        let answer = |key: &str, value| InputResponses::from([(key.to_owned(), serde_json::json!(value))]);
+        let second = asked(
+            trips
+                .resume(&alice, "roots", &state, answer("q1", 1), &request)
+                .await,
+        );
+        assert!(second.input_requests.unwrap().contains_key("q2"));
+        let again = second.request_state.unwrap();
+        assert_ne!(again, state);
+        let spent = trips
+            .resume(&alice, "roots", &state, answer("q2", 2), &request)
+            .await;
+        assert!(spent.unwrap_err().message.contains("no call of tool"));
+        let done = trips
+            .resume(&alice, "roots", &again, answer("q2", 2), &request)
+            .await;
+        let Ok(CallToolResponse::Complete(done)) = done else {
+            panic!("not done: {done:?}");
+        };
+        assert_eq!(done.content[0].as_text().unwrap().text, "1,2");
         assert!(trips.parked().is_empty());
     }
 
