@@ -342,6 +342,25 @@ mod tests {
         ((call, cancel.clone()), arrive, cancel)
     }
 
+    /// The questions `response` asks, and its `requestState`.
+    fn asked(response: Result<CallToolResponse, McpError>) -> (BTreeMap<String, InputRequest>, String) {
+        match response {
+            Ok(CallToolResponse::InputRequired(asked)) => (
+                asked.input_requests.unwrap_or_default(),
+                asked.request_state.unwrap_or_default(),
+            ),
+            other => panic!("not asked: {other:?}"),
+        }
+    }
+
+    /// The text of the result `response` completes with.
+    fn completed(response: Result<CallToolResponse, McpError>) -> String {
+        match response {
+            Ok(CallToolResponse::Complete(done)) => done.content[0].as_text().unwrap().text.clone(),
+            other => panic!("not done: {other:?}"),
+        }
+    }
+
     /// A parked call is resumed only by its caller, for its tool: anyone
     /// else's retry names nothing and leaves it parked; its own answers
     /// and gets the result.
@@ -354,28 +373,15 @@ mod tests {
             Caller::named_by_embedder("mallory"),
         );
         let request = CancellationToken::new();
-        let asked = trips
-            .run(&alice, "roots", call, questions, &request)
-            .await
-            .unwrap();
-        let CallToolResponse::InputRequired(asked) = asked else {
-            panic!("not asked: {asked:?}");
-        };
-        assert!(asked.input_requests.unwrap().contains_key("q1"));
-        let state = asked.request_state.unwrap();
+        let (inputs, state) = asked(trips.run(&alice, "roots", call, questions, &request).await);
+        assert!(inputs.contains_key("q1"));
         let answers = || InputResponses::from([("q1".to_owned(), serde_json::json!(42))]);
         for (who, tool) in [(&mallory, "roots"), (&alice, "other")] {
             let refused = trips.resume(who, tool, &state, answers(), &request).await;
             assert!(refused.unwrap_err().message.contains("no call of tool"));
         }
-        let done = trips
-            .resume(&alice, "roots", &state, answers(), &request)
-            .await
-            .unwrap();
-        let CallToolResponse::Complete(done) = done else {
-            panic!("not done: {done:?}");
-        };
-        assert_eq!(done.content[0].as_text().unwrap().text, "42");
+        let done = trips.resume(&alice, "roots", &state, answers(), &request).await;
+        assert_eq!(completed(done), "42");
         assert!(trips.parked().is_empty());
     }
 
@@ -407,21 +413,15 @@ mod tests {
             call as Pin<Box<dyn Future<Output = CallToolResult> + Send>>,
             CancellationToken::new(),
         );
-        let asked = |response| match response {
-            Ok(CallToolResponse::InputRequired(asked)) => asked,
-            other => panic!("not asked: {other:?}"),
-        };
-        let first = asked(trips.run(&alice, "roots", running, arrive, &request).await);
-        assert!(first.input_requests.unwrap().contains_key("q1"));
-        let state = first.request_state.unwrap();
+        let (inputs, state) = asked(trips.run(&alice, "roots", running, arrive, &request).await);
+        assert!(inputs.contains_key("q1"));
         let answer = |key: &str, value| InputResponses::from([(key.to_owned(), serde_json::json!(value))]);
-        let second = asked(
+        let (inputs, again) = asked(
             trips
                 .resume(&alice, "roots", &state, answer("q1", 1), &request)
                 .await,
         );
-        assert!(second.input_requests.unwrap().contains_key("q2"));
-        let again = second.request_state.unwrap();
+        assert!(inputs.contains_key("q2"));
         assert_ne!(again, state);
         let spent = trips
             .resume(&alice, "roots", &state, answer("q2", 2), &request)
@@ -430,10 +430,7 @@ mod tests {
         let done = trips
             .resume(&alice, "roots", &again, answer("q2", 2), &request)
             .await;
-        let Ok(CallToolResponse::Complete(done)) = done else {
-            panic!("not done: {done:?}");
-        };
-        assert_eq!(done.content[0].as_text().unwrap().text, "1,2");
+        assert_eq!(completed(done), "1,2");
         assert!(trips.parked().is_empty());
     }
 
