@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::connections::{self, Bounds};
 use super::sessions::CappedSessions;
 use super::{McpServer, Sessions, http_router};
 use crate::mcp::auth::{AuthConfig, HttpAccess};
@@ -36,6 +37,8 @@ pub(super) const ANSWER: Duration = Duration::from_secs(10);
 pub(super) struct Front {
     /// `http://127.0.0.1:PORT`.
     pub base: String,
+    /// `127.0.0.1:PORT`.
+    pub addr: std::net::SocketAddr,
     /// The sessions that sent `initialized`, as the server keeps them.
     pub initialized: Sessions,
     /// rmcp's sessions, counted.
@@ -45,8 +48,14 @@ pub(super) struct Front {
 }
 
 impl Front {
-    /// Serve on `127.0.0.1:0` until the runtime ends.
+    /// Serve on `127.0.0.1:0` until the runtime ends, within the bounds
+    /// `serve --http` has.
     pub async fn start() -> Self {
+        Self::bounded(Bounds::for_this_process()).await
+    }
+
+    /// The same, within `bounds`.
+    pub async fn bounded(bounds: Bounds) -> Self {
         let (host, root) = native_host().await;
         let host = Arc::new(host);
         let server = McpServer::new(host.clone(), Default::default());
@@ -58,10 +67,16 @@ impl Front {
             .unwrap();
         let router = http_router(server, &access, false, sessions.clone());
         let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, router).await });
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(connections::serve(
+            listener,
+            router,
+            bounds,
+            std::future::pending(),
+        ));
         Self {
-            base,
+            base: format!("http://{addr}"),
+            addr,
             initialized,
             sessions,
             client: crate::http_client::builder().timeout(ANSWER).build().unwrap(),

@@ -81,6 +81,7 @@
 mod asked;
 mod auth;
 mod client_log;
+mod connections;
 mod input_requests;
 mod metrics;
 mod otlp;
@@ -101,7 +102,6 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
-use axum::serve::ListenerExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
     ContentBlock, CustomRequest, CustomResult, ErrorCode, GetPromptRequestParams, GetPromptResponse,
@@ -1129,17 +1129,14 @@ pub async fn serve_http(
     );
     let listener = tokio::net::TcpListener::bind(addr).await?;
     on_bound(listener.local_addr()?);
-    // A response goes out in several writes (the SSE priming event, then
-    // the result): with Nagle's algorithm on, the second waits for the
-    // client's delayed ACK, about 40 ms on every call.
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!("TCP_NODELAY not set on an accepted connection: {e}");
-        }
-    });
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
+    connections::serve(
+        listener,
+        router,
+        connections::Bounds::for_this_process(),
+        shutdown,
+    )
+    .await;
+    Ok(())
 }
 
 /// The routes of `serve --http`: MCP at `/mcp` (its sessions kept in

@@ -1,0 +1,376 @@
+//! The TCP connections `serve --http` takes, and what bounds them.
+//!
+//! A stranger needs no token to open a connection and send half a request
+//! head. `axum::serve` keeps such a connection for as long as it stays open
+//! and takes every one offered, so a thousand of them held the process at
+//! its file limit and locked every client out, for good. Here:
+//!
+//! - a request head must arrive whole within [`Bounds::head_timeout`] of the
+//!   connection starting to wait for it (hyper's header-read timeout): a
+//!   connection that sends nothing is closed then, whether it never sent a
+//!   request or sits idle between two;
+//! - at most [`Bounds::per_address`] connections are open from one IP
+//!   address, so one stranger cannot take all the others' room;
+//! - at most [`Bounds::total`] are open in all, below the process's file
+//!   limit, so the listener and the upstream servers' pipes still get
+//!   theirs.
+//!
+//! A connection over a bound is closed as soon as it is accepted, and the
+//! refusal logged (at most once per [`WARN_EVERY`]). A response in flight
+//! is never cut: a long call's event stream waits on no head. On shutdown
+//! no connection is taken any more, and those open end once their
+//! requests in flight are answered. Not here: the routes (`http_router`),
+//! authorization (`auth`), MCP sessions (`sessions`).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+
+/// The refusals of connections over a bound are logged once per this.
+const WARN_EVERY: Duration = Duration::from_secs(10);
+
+/// How long accepting pauses after the system refused a connection for
+/// lack of file descriptors, so the loop does not spin while they last.
+const OUT_OF_FILES_PAUSE: Duration = Duration::from_millis(50);
+
+/// How many connections `serve --http` keeps, and how long a request head
+/// may take.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Bounds {
+    /// Connections open at once, in all.
+    pub(super) total: usize,
+    /// Connections open at once from one IP address. A reverse proxy in
+    /// front of toolhost is one address: its pool must fit.
+    pub(super) per_address: usize,
+    /// The longest a connection may take to send a whole request head,
+    /// counted from when it starts waiting for one.
+    pub(super) head_timeout: Duration,
+}
+
+impl Bounds {
+    /// The bounds for this process: half its file limit in all (at most
+    /// 4,096, at least 64), 256 from one address, 30 s for a head (hyper's
+    /// own default once it has a timer, and about what nginx and Node
+    /// give).
+    pub(super) fn for_this_process() -> Self {
+        let files = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+            .current
+            .unwrap_or(u64::MAX);
+        let total = usize::try_from(files / 2).unwrap_or(usize::MAX).clamp(64, 4096);
+        Self {
+            total,
+            per_address: 256.min(total),
+            head_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Serve `router` over HTTP/1 on `listener` within `bounds` until `shutdown`
+/// completes; then wait for the requests in flight.
+pub(super) async fn serve(
+    listener: TcpListener,
+    router: axum::Router,
+    bounds: Bounds,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) {
+    let open = Open::new(bounds);
+    let (stop, stopping) = watch::channel(());
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = &mut shutdown => break,
+        };
+        let (tcp, peer) = match accepted {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                pause_after(&e).await;
+                continue;
+            }
+        };
+        let Some(slot) = open.take(peer.ip()) else {
+            drop(tcp);
+            continue;
+        };
+        tokio::spawn(connection(tcp, router.clone(), bounds, slot, stopping.clone()));
+    }
+    drop(listener);
+    drop(stopping);
+    // Every connection holds a receiver until it ends.
+    stop.send_replace(());
+    stop.closed().await;
+}
+
+/// One connection, served until it closes; asked to end gracefully once
+/// `stopping` changes.
+async fn connection(
+    tcp: TcpStream,
+    router: axum::Router,
+    bounds: Bounds,
+    _slot: Slot,
+    mut stopping: watch::Receiver<()>,
+) {
+    // A response goes out in several writes (the SSE priming event, then
+    // the result): with Nagle's algorithm on, the second waits for the
+    // client's delayed ACK, about 40 ms on every call.
+    if let Err(e) = tcp.set_nodelay(true) {
+        tracing::debug!("TCP_NODELAY not set on an accepted connection: {e}");
+    }
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(bounds.head_timeout);
+    let conn = builder.serve_connection(TokioIo::new(tcp), TowerToHyperService::new(router));
+    let mut conn = std::pin::pin!(conn);
+    let mut asked_to_end = false;
+    loop {
+        tokio::select! {
+            result = conn.as_mut() => {
+                if let Err(e) = result {
+                    tracing::debug!("connection ended: {e}");
+                }
+                return;
+            }
+            changed = stopping.changed(), if !asked_to_end => {
+                asked_to_end = true;
+                if changed.is_ok() {
+                    conn.as_mut().graceful_shutdown();
+                }
+            }
+        }
+    }
+}
+
+/// An accept that failed: a connection reset before it was taken costs
+/// nothing; running out of file descriptors pauses accepting a moment.
+async fn pause_after(error: &std::io::Error) {
+    use std::io::ErrorKind;
+    match error.kind() {
+        ErrorKind::ConnectionAborted | ErrorKind::ConnectionReset | ErrorKind::Interrupted => {}
+        _ => {
+            tracing::warn!("accepting a connection failed: {error}");
+            tokio::time::sleep(OUT_OF_FILES_PAUSE).await;
+        }
+    }
+}
+
+/// The connections open, counted in all and by address.
+#[derive(Clone)]
+struct Open {
+    bounds: Bounds,
+    counts: Arc<Mutex<Counts>>,
+}
+
+#[derive(Default)]
+struct Counts {
+    total: usize,
+    by_address: HashMap<IpAddr, usize>,
+    warned: Option<Instant>,
+}
+
+impl Open {
+    fn new(bounds: Bounds) -> Self {
+        Self {
+            bounds,
+            counts: Arc::default(),
+        }
+    }
+
+    /// A slot for a connection from `address`, or none (and the refusal
+    /// logged) if a bound is reached.
+    fn take(&self, address: IpAddr) -> Option<Slot> {
+        let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
+        let from_address = counts.by_address.get(&address).copied().unwrap_or(0);
+        let refusal = if counts.total >= self.bounds.total {
+            Some(format!(
+                "{} connections are open, the most the server keeps",
+                counts.total
+            ))
+        } else if from_address >= self.bounds.per_address {
+            Some(format!(
+                "{from_address} connections are open from that address, the most one address may hold"
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = refusal {
+            let now = Instant::now();
+            if counts
+                .warned
+                .is_none_or(|at| now.duration_since(at) >= WARN_EVERY)
+            {
+                counts.warned = Some(now);
+                tracing::warn!(
+                    "refused a connection from {address}: {why} (further refusals unlogged for a while)"
+                );
+            }
+            return None;
+        }
+        counts.total += 1;
+        *counts.by_address.entry(address).or_default() += 1;
+        Some(Slot {
+            counts: self.counts.clone(),
+            address,
+        })
+    }
+}
+
+/// One connection's place among those open; given back when dropped.
+struct Slot {
+    counts: Arc<Mutex<Counts>>,
+    address: IpAddr,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
+        counts.total -= 1;
+        if let Some(n) = counts.by_address.get_mut(&self.address) {
+            *n -= 1;
+            if *n == 0 {
+                counts.by_address.remove(&self.address);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::SocketAddr;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpSocket;
+
+    use super::*;
+    use crate::mcp::loopback::{ANSWER, Front};
+
+    /// A stranger's connection from `source` (another loopback address)
+    /// that sends half a request head and nothing more.
+    async fn half_a_head(source: &str, server: SocketAddr) -> TcpStream {
+        let socket = TcpSocket::new_v4().unwrap();
+        socket.bind(format!("{source}:0").parse().unwrap()).unwrap();
+        let mut tcp = socket.connect(server).await.unwrap();
+        tcp.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            .await
+            .unwrap();
+        tcp
+    }
+
+    /// Whether the server closes `tcp` (within the tests' answer time),
+    /// having sent nothing or an error status.
+    async fn closed(tcp: &mut TcpStream) -> bool {
+        let mut buf = Vec::new();
+        match tokio::time::timeout(ANSWER, tcp.read_to_end(&mut buf)).await {
+            Ok(Ok(_)) => buf.is_empty() || !buf.starts_with(b"HTTP/1.1 2"),
+            Ok(Err(_)) => true,
+            Err(_) => false,
+        }
+    }
+
+    #[tokio::test]
+    async fn one_address_holding_connections_locks_no_other_address_out() {
+        let front = Front::bounded(Bounds {
+            total: 64,
+            per_address: 4,
+            head_timeout: ANSWER * 10,
+        })
+        .await;
+        let mut held = Vec::new();
+        for _ in 0..4 {
+            held.push(half_a_head("127.0.0.2", front.addr).await);
+        }
+        let mut over = half_a_head("127.0.0.2", front.addr).await;
+        assert!(
+            closed(&mut over).await,
+            "a fifth connection from one address was kept"
+        );
+        let id = front.open().await;
+        assert!(!id.is_empty(), "another address was not served");
+        drop(held);
+    }
+
+    #[tokio::test]
+    async fn connections_over_the_total_are_closed_and_served_again_once_one_ends() {
+        let front = Front::bounded(Bounds {
+            total: 3,
+            per_address: 64,
+            head_timeout: ANSWER * 10,
+        })
+        .await;
+        let mut held = Vec::new();
+        for _ in 0..3 {
+            held.push(half_a_head("127.0.0.2", front.addr).await);
+        }
+        let mut over = half_a_head("127.0.0.3", front.addr).await;
+        assert!(closed(&mut over).await, "a connection over the total was kept");
+        held.pop();
+        // The slot is given back when the server sees the connection end.
+        let served = tokio::time::timeout(ANSWER, async {
+            loop {
+                if let Ok(response) = front.request(http::Method::GET, "/healthz").send().await {
+                    return response.status();
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .expect("no slot was given back");
+        assert_eq!(served, http::StatusCode::OK);
+    }
+
+    #[tokio::test]
+    async fn a_head_not_sent_in_time_closes_its_connection() {
+        let front = Front::bounded(Bounds {
+            total: 64,
+            per_address: 64,
+            head_timeout: Duration::from_millis(100),
+        })
+        .await;
+        let mut stalled = half_a_head("127.0.0.2", front.addr).await;
+        assert!(closed(&mut stalled).await, "a stalled head kept its connection");
+        // A connection that sent its request whole is answered as ever.
+        let response = front.request(http::Method::GET, "/healthz").send().await.unwrap();
+        assert_eq!(response.status(), http::StatusCode::OK);
+    }
+
+    /// A session's standalone event stream sends no head while it is open:
+    /// the head timeout does not end it.
+    #[tokio::test]
+    async fn an_open_event_stream_outlives_the_head_timeout() {
+        let head_timeout = Duration::from_millis(50);
+        let front = Front::bounded(Bounds {
+            total: 64,
+            per_address: 64,
+            head_timeout,
+        })
+        .await;
+        let id = front.open().await;
+        let mut stream = front
+            .request(http::Method::GET, "/mcp")
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &id)
+            .header("mcp-protocol-version", "2025-06-18")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(stream.status(), http::StatusCode::OK);
+        // Read what comes for ten head timeouts: the stream must not end.
+        let watched = tokio::time::timeout(head_timeout * 10, async {
+            loop {
+                match stream.chunk().await {
+                    Ok(Some(_)) => continue,
+                    ended => return ended.map(|_| ()),
+                }
+            }
+        })
+        .await;
+        assert!(watched.is_err(), "the event stream ended: {watched:?}");
+    }
+}
