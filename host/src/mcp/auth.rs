@@ -30,6 +30,7 @@
 //! never logged, and not kept beyond the digest it is compared with.
 
 use std::net::SocketAddr;
+use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,6 +48,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use tokio::time::Instant;
 
+use super::connections::Bounds;
 use crate::pipeline::{Caller, check_claim_names};
 
 /// The path of the RFC 9728 metadata.
@@ -78,6 +80,10 @@ pub struct AuthConfig {
     /// (`email`, `groups`): at most 8, each value within 1 KiB of JSON.
     #[serde(default)]
     pub identity_claims: Vec<String>,
+    /// Connections one IP address may hold open at once (default 256).
+    /// Behind a reverse proxy every client is the proxy's address: raise
+    /// it to what the proxy's pool needs.
+    pub connections_per_address: Option<NonZeroUsize>,
 }
 
 /// The `[auth.oauth]` table.
@@ -299,6 +305,7 @@ impl Authorizer {
 pub struct HttpAccess {
     auth: Option<Arc<Authorizer>>,
     allowed_hosts: Vec<String>,
+    connections: Bounds,
 }
 
 impl HttpAccess {
@@ -315,10 +322,20 @@ impl HttpAccess {
         if let Some(host) = config.oauth.as_ref().and_then(|o| url_host(&o.resource)) {
             allowed_hosts.push(host);
         }
+        let mut connections = Bounds::for_this_process();
+        if let Some(per_address) = config.connections_per_address {
+            connections.per_address = per_address.get().min(connections.total);
+        }
         Ok(Self {
             auth: auth.map(Arc::new),
             allowed_hosts,
+            connections,
         })
+    }
+
+    /// What bounds the connections taken (`connections`).
+    pub(super) fn connections(&self) -> Bounds {
+        self.connections
     }
 
     /// The service's settings: rmcp's loopback `Host` names (its guard
@@ -608,5 +625,20 @@ mod tests {
             .unwrap();
         assert!(err.contains("no RS256 or ES256"), "{err}");
         assert!(parse_jwks("[]").err().unwrap().contains("not a JWKS"));
+    }
+
+    #[tokio::test]
+    async fn connections_per_address_is_configured_and_zero_is_refused() {
+        let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let default = HttpAccess::new(&AuthConfig::default(), addr, false)
+            .await
+            .unwrap();
+        let bounds = default.connections();
+        assert_eq!(bounds.per_address, 256.min(bounds.total));
+        let config: AuthConfig = toml::from_str("connections_per_address = 3").unwrap();
+        let access = HttpAccess::new(&config, addr, false).await.unwrap();
+        assert_eq!(access.connections().per_address, 3);
+        let zero = toml::from_str::<AuthConfig>("connections_per_address = 0").unwrap_err();
+        assert!(zero.to_string().contains("connections_per_address"), "{zero}");
     }
 }

@@ -1129,13 +1129,7 @@ pub async fn serve_http(
     );
     let listener = tokio::net::TcpListener::bind(addr).await?;
     on_bound(listener.local_addr()?);
-    connections::serve(
-        listener,
-        router,
-        connections::Bounds::for_this_process(),
-        shutdown,
-    )
-    .await;
+    connections::serve(listener, router, access.connections(), shutdown).await;
     Ok(())
 }
 
