@@ -58,11 +58,23 @@ impl Bounds {
     /// The bounds for this process: half its file limit in all (at most
     /// 4,096, at least 64), 256 from one address, 30 s for a head (hyper's
     /// own default once it has a timer, and about what nginx and Node
-    /// give).
+    /// give). The file limit is first raised to the most the system lets
+    /// this process have, as Go's runtime does for every server: the soft
+    /// default (often 1,024) is there for old `select` loops, which a server
+    /// on epoll is not.
     pub(super) fn for_this_process() -> Self {
-        let files = rustix::process::getrlimit(rustix::process::Resource::Nofile)
-            .current
-            .unwrap_or(u64::MAX);
+        use rustix::process::{Resource, getrlimit, setrlimit};
+        let mut limit = getrlimit(Resource::Nofile);
+        if limit.current < limit.maximum {
+            let raised = rustix::process::Rlimit {
+                current: limit.maximum,
+                ..limit
+            };
+            if setrlimit(Resource::Nofile, raised.clone()).is_ok() {
+                limit = raised;
+            }
+        }
+        let files = limit.current.unwrap_or(u64::MAX);
         let total = usize::try_from(files / 2).unwrap_or(usize::MAX).clamp(64, 4096);
         Self {
             total,
@@ -186,6 +198,7 @@ impl Open {
     /// A slot for a connection from `address`, or none (and the refusal
     /// logged) if a bound is reached.
     fn take(&self, address: IpAddr) -> Option<Slot> {
+        let address = holder(address);
         let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
         let from_address = counts.by_address.get(&address).copied().unwrap_or(0);
         let refusal = if counts.total >= self.bounds.total {
@@ -222,6 +235,19 @@ impl Open {
     }
 }
 
+/// Who holds a connection from `address`, for the per-address bound: an
+/// IPv4 address (mapped into IPv6 or not), or an IPv6 address's /64, which
+/// one host is given whole and picks from at will.
+fn holder(address: IpAddr) -> IpAddr {
+    match address {
+        IpAddr::V4(_) => address,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6((u128::from(v6) & !u128::from(u64::MAX)).into()),
+        },
+    }
+}
+
 /// One connection's place among those open; given back when dropped.
 struct Slot {
     counts: Arc<Mutex<Counts>>,
@@ -250,6 +276,17 @@ mod tests {
 
     use super::*;
     use crate::mcp::loopback::{ANSWER, Front};
+
+    #[test]
+    fn an_ipv6_host_is_held_to_its_64_and_a_mapped_ipv4_address_is_itself() {
+        let a: IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap();
+        let b: IpAddr = "2001:db8:1:2:ffff::9".parse().unwrap();
+        let other: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert_eq!(holder(a), holder(b));
+        assert_ne!(holder(a), holder(other));
+        let mapped: IpAddr = "::ffff:192.0.2.7".parse().unwrap();
+        assert_eq!(holder(mapped), "192.0.2.7".parse::<IpAddr>().unwrap());
+    }
 
     /// A stranger's connection from `source` (another loopback address)
     /// that sends half a request head and nothing more.
