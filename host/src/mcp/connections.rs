@@ -70,7 +70,7 @@ impl Bounds {
                 current: limit.maximum,
                 ..limit
             };
-            if setrlimit(Resource::Nofile, raised.clone()).is_ok() {
+            if setrlimit(Resource::Nofile, raised).is_ok() {
                 limit = raised;
             }
         }
