@@ -32,6 +32,11 @@ impl Running {
         self.served.log_text()
     }
 
+    /// `SIGTERM`, then its exit status within `within` (`Served::terminate`).
+    pub(super) fn terminate(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        self.served.terminate(within)
+    }
+
     /// Its log up to the first line holding `needle`, waited for.
     pub(super) fn wait_for(&self, needle: &str) -> Vec<String> {
         self.served.wait_for(needle)

@@ -100,3 +100,63 @@ async fn an_ended_session_is_answered_no_content_and_is_gone() {
     let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
     assert_eq!(post(&served.base, None, Some(&session), list).await.0, 404);
 }
+
+/// A service manager's `SIGTERM` while a call is being answered and the
+/// session holds its event stream open, as every capable client does: the
+/// call is answered whole, the stream ends, and the server exits cleanly.
+/// Before, the open stream kept it running until it was killed.
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_answers_the_call_in_flight_ends_the_event_stream_and_exits() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    fill_plugin_dir(&plugins, &[("20-text-tools", "text_tools", None)]);
+    let mut served = serve(dir.path(), "root = \".\"\n", "127.0.0.1:0", &[]).unwrap();
+    let (status, headers, _) = post(&served.base, None, None, initialize()).await;
+    assert_eq!(status, 200);
+    let session = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(post(&served.base, None, Some(&session), initialized).await.0, 202);
+    let mcp = |method: reqwest::Method| {
+        client()
+            .request(method, format!("{}/mcp", served.base))
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", "2025-06-18")
+    };
+    let mut stream = mcp(reqwest::Method::GET).send().await.unwrap();
+    assert_eq!(stream.status(), 200);
+    // About 1 ms of CPU a step: under way when the signal comes.
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "slow_count", "arguments": {"n": 300}}});
+    let answer = mcp(reqwest::Method::POST)
+        .header("content-type", "application/json")
+        .body(call.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+
+    let exited = tokio::task::spawn_blocking(move || {
+        let status = served.terminate(std::time::Duration::from_secs(60));
+        (status, served.log())
+    });
+    let answer = answer.text().await.unwrap();
+    assert!(
+        answer.contains("counted to 300"),
+        "the call in flight was cut: {answer}"
+    );
+    let ended = loop {
+        match stream.chunk().await {
+            Ok(Some(_)) => continue,
+            ended => break ended,
+        }
+    };
+    assert!(
+        matches!(ended, Ok(None)),
+        "the event stream did not end cleanly: {ended:?}"
+    );
+    let (status, log) = exited.await.unwrap();
+    let status = status.unwrap_or_else(|| panic!("still running a minute after SIGTERM:\n{log}"));
+    assert!(status.success(), "exit {status}:\n{log}");
+}

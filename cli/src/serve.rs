@@ -94,8 +94,20 @@ pub async fn serve(
             Some((addr, access)) => {
                 // Tests and scripts read the address from this line.
                 let announce = |bound| eprintln!("toolhost: serving MCP at http://{bound}/mcp");
+                // Ctrl-C, or a service manager's `SIGTERM` (systemd,
+                // Kubernetes), which would otherwise end the process with
+                // its calls unanswered.
                 let interrupted = async {
-                    let _ = tokio::signal::ctrl_c().await;
+                    let terminated = async {
+                        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                            Ok(mut terminate) => drop(terminate.recv().await),
+                            Err(_) => std::future::pending().await,
+                        }
+                    };
+                    tokio::select! {
+                        _ = tokio::signal::ctrl_c() => {}
+                        () = terminated => {}
+                    }
                 };
                 let stateless = config.cluster.is_some();
                 mcp::serve_http(

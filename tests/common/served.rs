@@ -139,6 +139,22 @@ impl Served {
         self.child.id()
     }
 
+    /// Ask it to end as a service manager does (`SIGTERM`), and wait for
+    /// it to exit, up to `within`: its exit status, or `None` if it is
+    /// still running.
+    pub fn terminate(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let pid = rustix::process::Pid::from_raw(self.child.id() as i32).expect("a child's pid is positive");
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("signalling the server");
+        let deadline = std::time::Instant::now() + within;
+        while std::time::Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().expect("waiting for the server") {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
     /// Kill it (SIGKILL: no graceful shutdown).
     pub fn kill(&mut self) {
         let _ = self.child.kill();

@@ -17,21 +17,39 @@
 //!
 //! A connection over a bound is closed as soon as it is accepted, and the
 //! refusal logged (at most once per [`WARN_EVERY`]). A response in flight
-//! is never cut: a long call's event stream waits on no head. On shutdown
-//! no connection is taken any more, and those open end once their
-//! requests in flight are answered. Not here: the routes (`http_router`),
-//! authorization (`auth`), MCP sessions (`sessions`).
+//! is never cut: a long call's event stream waits on no head.
+//!
+//! On shutdown no connection is taken any more, idle ones close, and the
+//! POSTs whose answers are still being sent are waited for, up to
+//! [`GRACE`] ([`Drain`]). Then the event streams that would never end on
+//! their own (a session's GET stream, which every capable client holds)
+//! are ended, and the server returns. Before, one open stream kept the
+//! process from ever exiting on Ctrl-C. Not here: the routes
+//! (`http_router`), authorization (`auth`), MCP sessions (`sessions`).
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use futures::StreamExt;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
+use tokio_util::sync::CancellationToken;
+
+/// How long shutdown waits for the answers being sent.
+pub(super) const GRACE: Duration = Duration::from_secs(20);
+
+/// How long shutdown then waits for the connections to close.
+const LINGER: Duration = Duration::from_secs(2);
 
 /// The refusals of connections over a bound are logged once per this.
 const WARN_EVERY: Duration = Duration::from_secs(10);
@@ -84,12 +102,85 @@ impl Bounds {
     }
 }
 
+/// What shutdown waits for and then ends: the POSTs whose answers are
+/// still being sent (counted by [`Drain::track`] until their body is done),
+/// and the event streams, which end when [`Drain::streams`] is cancelled
+/// (rmcp's server ends every stream it serves with it).
+#[derive(Clone, Default)]
+pub(super) struct Drain {
+    posts: Arc<Posts>,
+    streams: CancellationToken,
+}
+
+#[derive(Default)]
+struct Posts {
+    open: AtomicUsize,
+    done: Notify,
+}
+
+impl Drain {
+    /// The token that ends every event stream when cancelled.
+    pub(super) fn streams(&self) -> CancellationToken {
+        self.streams.clone()
+    }
+
+    /// Count a POST until its answer's body is sent whole or dropped.
+    pub(super) async fn track(State(drain): State<Drain>, request: Request, next: Next) -> Response {
+        if request.method() != http::Method::POST {
+            return next.run(request).await;
+        }
+        drain.posts.open.fetch_add(1, Ordering::SeqCst);
+        let sent = Sent(drain.posts.clone());
+        let (parts, body) = next.run(request).await.into_parts();
+        let body = body.into_data_stream().map(move |chunk| {
+            let _ = &sent;
+            chunk
+        });
+        Response::from_parts(parts, Body::from_stream(body))
+    }
+
+    /// Wait until no POST is being answered, or [`GRACE`] has passed; then
+    /// end the event streams.
+    async fn settle(&self) {
+        let answered = async {
+            loop {
+                let done = self.posts.done.notified();
+                if self.posts.open.load(Ordering::SeqCst) == 0 {
+                    return;
+                }
+                done.await;
+            }
+        };
+        if tokio::time::timeout(GRACE, answered).await.is_err() {
+            tracing::warn!(
+                "{} answers were still being sent {} s into shutdown; they are cut",
+                self.posts.open.load(Ordering::SeqCst),
+                GRACE.as_secs()
+            );
+        }
+        self.streams.cancel();
+    }
+}
+
+/// One POST being answered; counted off when dropped.
+struct Sent(Arc<Posts>);
+
+impl Drop for Sent {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::SeqCst);
+        self.0.done.notify_waiters();
+    }
+}
+
 /// Serve `router` over HTTP/1 on `listener` within `bounds` until `shutdown`
-/// completes; then wait for the requests in flight.
+/// completes; then let the answers being sent finish and end the event
+/// streams (`drain`), and return once the connections have closed (or
+/// [`LINGER`] has passed).
 pub(super) async fn serve(
     listener: TcpListener,
     router: axum::Router,
     bounds: Bounds,
+    drain: Drain,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
     let open = Open::new(bounds);
@@ -115,9 +206,13 @@ pub(super) async fn serve(
     }
     drop(listener);
     drop(stopping);
-    // Every connection holds a receiver until it ends.
+    // Idle connections close; those answering finish their answer.
     stop.send_replace(());
-    stop.closed().await;
+    drain.settle().await;
+    // Every connection holds a receiver until it ends.
+    if tokio::time::timeout(LINGER, stop.closed()).await.is_err() {
+        tracing::debug!("connections still open at shutdown are dropped");
+    }
 }
 
 /// One connection, served until it closes; asked to end gracefully once
@@ -409,5 +504,49 @@ mod tests {
         })
         .await;
         assert!(watched.is_err(), "the event stream ended: {watched:?}");
+    }
+
+    /// Every capable client holds a session's event stream open: shutdown
+    /// ends it, after the answers being sent, and returns.
+    #[tokio::test]
+    async fn shutdown_ends_an_open_event_stream_and_returns() {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let (front, served) = Front::serving(Bounds::for_this_process(), async {
+            let _ = stopped.await;
+        })
+        .await;
+        let id = front.open().await;
+        let mut stream = front
+            .request(http::Method::GET, "/mcp")
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", &id)
+            .header("mcp-protocol-version", "2025-06-18")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(stream.status(), http::StatusCode::OK);
+        let call = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "read", "arguments": {"path": "a.txt"}}});
+        let answer = front.post(Some(&id), &call).await.text().await.unwrap();
+        assert!(answer.contains("one"), "{answer}");
+        stop.send(()).unwrap();
+        tokio::time::timeout(ANSWER, served)
+            .await
+            .expect("shutdown waited on the open event stream")
+            .unwrap();
+        // Within half the client's own timeout, which would end it too.
+        let ended = tokio::time::timeout(ANSWER / 2, async {
+            loop {
+                match stream.chunk().await {
+                    Ok(Some(_)) => continue,
+                    ended => return ended.map(|_| ()),
+                }
+            }
+        })
+        .await;
+        assert!(
+            matches!(&ended, Ok(Ok(())) | Ok(Err(_))),
+            "the event stream outlived the server: {ended:?}"
+        );
     }
 }

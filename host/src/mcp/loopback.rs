@@ -56,6 +56,14 @@ impl Front {
 
     /// The same, within `bounds`.
     pub async fn bounded(bounds: Bounds) -> Self {
+        Self::serving(bounds, std::future::pending()).await.0
+    }
+
+    /// The same, until `shutdown` completes; and the serving task.
+    pub async fn serving(
+        bounds: Bounds,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> (Self, tokio::task::JoinHandle<()>) {
         let (host, root) = native_host().await;
         let host = Arc::new(host);
         let server = McpServer::new(host.clone(), Default::default());
@@ -65,23 +73,20 @@ impl Front {
         let access = HttpAccess::new(&AuthConfig::default(), addr, false)
             .await
             .unwrap();
-        let router = http_router(server, &access, false, sessions.clone());
+        let drain = connections::Drain::default();
+        let router = http_router(server, &access, false, sessions.clone(), &drain);
         let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
         let addr = listener.local_addr().unwrap();
-        tokio::spawn(connections::serve(
-            listener,
-            router,
-            bounds,
-            std::future::pending(),
-        ));
-        Self {
+        let served = tokio::spawn(connections::serve(listener, router, bounds, drain, shutdown));
+        let front = Self {
             base: format!("http://{addr}"),
             addr,
             initialized,
             sessions,
             client: crate::http_client::builder().timeout(ANSWER).build().unwrap(),
             _root: root,
-        }
+        };
+        (front, served)
     }
 
     /// A request to `path` of the front.

@@ -1097,8 +1097,9 @@ pub enum ServeError {
 /// behind `access` (its authorization and accepted `Host` names), with
 /// `/metrics` behind the same, and `ok` at `/healthz` to anyone.
 /// `on_bound` is told the address bound (the port the system chose, if
-/// `addr`'s is 0) before the first request is taken. On shutdown, requests
-/// in flight are let finish.
+/// `addr`'s is 0) before the first request is taken. On shutdown, calls
+/// being answered are let finish (for up to 20 s), and then the event
+/// streams are ended.
 ///
 /// `stateless` (a replica of a cluster): no MCP session is kept, so that
 /// any replica answers any request. It costs clients before 2026-07-28
@@ -1121,15 +1122,17 @@ pub async fn serve_http(
     if !stateless {
         server = server.serving_tasks();
     }
+    let drain = connections::Drain::default();
     let router = http_router(
         server,
         &access,
         stateless,
         CappedSessions::new(wire::executions(&host)),
+        &drain,
     );
     let listener = tokio::net::TcpListener::bind(addr).await?;
     on_bound(listener.local_addr()?);
-    connections::serve(listener, router, access.connections(), shutdown).await;
+    connections::serve(listener, router, access.connections(), drain, shutdown).await;
     Ok(())
 }
 
@@ -1140,6 +1143,7 @@ fn http_router(
     access: &HttpAccess,
     stateless: bool,
     sessions: Arc<CappedSessions>,
+    drain: &connections::Drain,
 ) -> axum::Router {
     let (metrics, host) = (server.metrics.clone(), server.host.clone());
     let scrape = move || {
@@ -1153,6 +1157,7 @@ fn http_router(
     };
     let mut config = access.service_config();
     config.legacy_session_mode = !stateless;
+    config.cancellation_token = drain.streams();
     let limit = config.max_request_body_bytes;
     let serves_tasks = server.serves_tasks;
     let service = StreamableHttpService::new(move || Ok(server.session()), sessions, config);
@@ -1161,7 +1166,11 @@ fn http_router(
         .nest_service("/mcp", service)
         // Inside `auth`'s check, which puts the caller on the request.
         .layer(axum::middleware::from_fn(request_caller::scope))
-        .layer(axum::middleware::from_fn(ended_session_has_no_content));
+        .layer(axum::middleware::from_fn(ended_session_has_no_content))
+        .layer(axum::middleware::from_fn_with_state(
+            drain.clone(),
+            connections::Drain::track,
+        ));
     let mcp = match serves_tasks {
         true => mcp.layer(axum::middleware::from_fn(move |request, next| {
             wire::carry_task_in_body(limit, request, next)
