@@ -103,8 +103,8 @@ impl Bounds {
 }
 
 /// What shutdown waits for and then ends: the POSTs whose answers are
-/// still being sent (counted by [`Drain::track`] until their body is done),
-/// and the event streams, which end when [`Drain::streams`] is cancelled
+/// still being sent (counted by [`track`] until their body is done), and
+/// the event streams, which end when [`Drain::streams`] is cancelled
 /// (rmcp's server ends every stream it serves with it).
 #[derive(Clone, Default)]
 pub(super) struct Drain {
@@ -112,10 +112,26 @@ pub(super) struct Drain {
     streams: CancellationToken,
 }
 
+/// The POSTs being answered.
 #[derive(Default)]
-struct Posts {
+pub(super) struct Posts {
     open: AtomicUsize,
     done: Notify,
+}
+
+/// Count a POST of `posts` until its answer's body is sent whole or dropped.
+pub(super) async fn track(State(posts): State<Arc<Posts>>, request: Request, next: Next) -> Response {
+    if request.method() != http::Method::POST {
+        return next.run(request).await;
+    }
+    posts.open.fetch_add(1, Ordering::AcqRel);
+    let sent = Sent(posts);
+    let (parts, body) = next.run(request).await.into_parts();
+    let body = body.into_data_stream().map(move |chunk| {
+        let _ = &sent;
+        chunk
+    });
+    Response::from_parts(parts, Body::from_stream(body))
 }
 
 impl Drain {
@@ -124,19 +140,9 @@ impl Drain {
         self.streams.clone()
     }
 
-    /// Count a POST until its answer's body is sent whole or dropped.
-    pub(super) async fn track(State(drain): State<Drain>, request: Request, next: Next) -> Response {
-        if request.method() != http::Method::POST {
-            return next.run(request).await;
-        }
-        drain.posts.open.fetch_add(1, Ordering::SeqCst);
-        let sent = Sent(drain.posts.clone());
-        let (parts, body) = next.run(request).await.into_parts();
-        let body = body.into_data_stream().map(move |chunk| {
-            let _ = &sent;
-            chunk
-        });
-        Response::from_parts(parts, Body::from_stream(body))
+    /// The count [`track`] keeps: the state of its layer.
+    pub(super) fn posts(&self) -> Arc<Posts> {
+        self.posts.clone()
     }
 
     /// Wait until no POST is being answered, or [`GRACE`] has passed; then
@@ -145,7 +151,7 @@ impl Drain {
         let answered = async {
             loop {
                 let done = self.posts.done.notified();
-                if self.posts.open.load(Ordering::SeqCst) == 0 {
+                if self.posts.open.load(Ordering::Acquire) == 0 {
                     return;
                 }
                 done.await;
@@ -154,7 +160,7 @@ impl Drain {
         if tokio::time::timeout(GRACE, answered).await.is_err() {
             tracing::warn!(
                 "{} answers were still being sent {} s into shutdown; they are cut",
-                self.posts.open.load(Ordering::SeqCst),
+                self.posts.open.load(Ordering::Acquire),
                 GRACE.as_secs()
             );
         }
@@ -167,8 +173,10 @@ struct Sent(Arc<Posts>);
 
 impl Drop for Sent {
     fn drop(&mut self) {
-        self.0.open.fetch_sub(1, Ordering::SeqCst);
-        self.0.done.notify_waiters();
+        // Only the last one wakes shutdown, which waits for none left.
+        if self.0.open.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.done.notify_waiters();
+        }
     }
 }
 

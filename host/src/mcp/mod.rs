@@ -1168,8 +1168,8 @@ fn http_router(
         .layer(axum::middleware::from_fn(request_caller::scope))
         .layer(axum::middleware::from_fn(ended_session_has_no_content))
         .layer(axum::middleware::from_fn_with_state(
-            drain.clone(),
-            connections::Drain::track,
+            drain.posts(),
+            connections::track,
         ));
     let mcp = match serves_tasks {
         true => mcp.layer(axum::middleware::from_fn(move |request, next| {
