@@ -126,7 +126,17 @@ pub(super) async fn track(State(posts): State<Arc<Posts>>, request: Request, nex
     }
     posts.open.fetch_add(1, Ordering::AcqRel);
     let sent = Sent(posts);
-    let (parts, body) = next.run(request).await.into_parts();
+    let response = next.run(request).await;
+    // An answer in one piece (JSON, a refusal) is whole once returned,
+    // and keeps its length; an event stream is being sent until it ends.
+    let streams = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .is_some_and(|t| t.as_bytes().starts_with(b"text/event-stream"));
+    if !streams {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
     let body = body.into_data_stream().map(move |chunk| {
         let _ = &sent;
         chunk
