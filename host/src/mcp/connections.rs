@@ -413,6 +413,35 @@ mod tests {
         tcp
     }
 
+    /// `n` such connections from `source`.
+    async fn holding(front: &Front, source: &str, n: usize) -> Vec<TcpStream> {
+        let mut held = Vec::with_capacity(n);
+        for _ in 0..n {
+            held.push(half_a_head(source, front.addr).await);
+        }
+        held
+    }
+
+    /// Session `id`'s standalone event stream, open.
+    async fn event_stream(front: &Front, id: &str) -> reqwest::Response {
+        let stream = front
+            .request(http::Method::GET, "/mcp")
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", id)
+            .header("mcp-protocol-version", "2025-06-18")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(stream.status(), http::StatusCode::OK);
+        stream
+    }
+
+    /// Read `stream` to its end: how it ended.
+    async fn to_the_end(stream: &mut reqwest::Response) -> reqwest::Result<()> {
+        while stream.chunk().await?.is_some() {}
+        Ok(())
+    }
+
     /// Whether the server closes `tcp` (within the tests' answer time),
     /// having sent nothing or an error status.
     async fn closed(tcp: &mut TcpStream) -> bool {
@@ -432,10 +461,7 @@ mod tests {
             head_timeout: ANSWER * 10,
         })
         .await;
-        let mut held = Vec::new();
-        for _ in 0..4 {
-            held.push(half_a_head("127.0.0.2", front.addr).await);
-        }
+        let held = holding(&front, "127.0.0.2", 4).await;
         let mut over = half_a_head("127.0.0.2", front.addr).await;
         assert!(
             closed(&mut over).await,
@@ -454,10 +480,7 @@ mod tests {
             head_timeout: ANSWER * 10,
         })
         .await;
-        let mut held = Vec::new();
-        for _ in 0..3 {
-            held.push(half_a_head("127.0.0.2", front.addr).await);
-        }
+        let mut held = holding(&front, "127.0.0.2", 3).await;
         let mut over = half_a_head("127.0.0.3", front.addr).await;
         assert!(closed(&mut over).await, "a connection over the total was kept");
         held.pop();
@@ -502,25 +525,9 @@ mod tests {
         })
         .await;
         let id = front.open().await;
-        let mut stream = front
-            .request(http::Method::GET, "/mcp")
-            .header("accept", "text/event-stream")
-            .header("mcp-session-id", &id)
-            .header("mcp-protocol-version", "2025-06-18")
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(stream.status(), http::StatusCode::OK);
+        let mut stream = event_stream(&front, &id).await;
         // Read what comes for ten head timeouts: the stream must not end.
-        let watched = tokio::time::timeout(head_timeout * 10, async {
-            loop {
-                match stream.chunk().await {
-                    Ok(Some(_)) => continue,
-                    ended => return ended.map(|_| ()),
-                }
-            }
-        })
-        .await;
+        let watched = tokio::time::timeout(head_timeout * 10, to_the_end(&mut stream)).await;
         assert!(watched.is_err(), "the event stream ended: {watched:?}");
     }
 
@@ -534,15 +541,7 @@ mod tests {
         })
         .await;
         let id = front.open().await;
-        let mut stream = front
-            .request(http::Method::GET, "/mcp")
-            .header("accept", "text/event-stream")
-            .header("mcp-session-id", &id)
-            .header("mcp-protocol-version", "2025-06-18")
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(stream.status(), http::StatusCode::OK);
+        let mut stream = event_stream(&front, &id).await;
         let call = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
             "params": {"name": "read", "arguments": {"path": "a.txt"}}});
         let answer = front.post(Some(&id), &call).await.text().await.unwrap();
@@ -553,15 +552,7 @@ mod tests {
             .expect("shutdown waited on the open event stream")
             .unwrap();
         // Within half the client's own timeout, which would end it too.
-        let ended = tokio::time::timeout(ANSWER / 2, async {
-            loop {
-                match stream.chunk().await {
-                    Ok(Some(_)) => continue,
-                    ended => return ended.map(|_| ()),
-                }
-            }
-        })
-        .await;
+        let ended = tokio::time::timeout(ANSWER / 2, to_the_end(&mut stream)).await;
         assert!(
             matches!(&ended, Ok(Ok(())) | Ok(Err(_))),
             "the event stream outlived the server: {ended:?}"
