@@ -30,7 +30,6 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -42,11 +41,11 @@ use futures::StreamExt;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 /// How long shutdown waits for the answers being sent.
-pub(super) const GRACE: Duration = Duration::from_secs(20);
+const GRACE: Duration = Duration::from_secs(20);
 
 /// How long shutdown then waits for the connections to close.
 const LINGER: Duration = Duration::from_secs(2);
@@ -108,23 +107,19 @@ impl Bounds {
 /// (rmcp's server ends every stream it serves with it).
 #[derive(Clone, Default)]
 pub(super) struct Drain {
-    posts: Arc<Posts>,
+    posts: Posts,
     streams: CancellationToken,
 }
 
-/// The POSTs being answered.
-#[derive(Default)]
-pub(super) struct Posts {
-    open: AtomicUsize,
-    done: Notify,
-}
+/// How many POSTs are being answered.
+pub(super) type Posts = Arc<watch::Sender<usize>>;
 
 /// Count a POST of `posts` until its answer's body is sent whole or dropped.
-pub(super) async fn track(State(posts): State<Arc<Posts>>, request: Request, next: Next) -> Response {
+pub(super) async fn track(State(posts): State<Posts>, request: Request, next: Next) -> Response {
     if request.method() != http::Method::POST {
         return next.run(request).await;
     }
-    posts.open.fetch_add(1, Ordering::AcqRel);
+    posts.send_modify(|n| *n += 1);
     let sent = Sent(posts);
     let response = next.run(request).await;
     // An answer in one piece (JSON, a refusal) is whole once returned,
@@ -151,26 +146,21 @@ impl Drain {
     }
 
     /// The count [`track`] keeps: the state of its layer.
-    pub(super) fn posts(&self) -> Arc<Posts> {
+    pub(super) fn posts(&self) -> Posts {
         self.posts.clone()
     }
 
     /// Wait until no POST is being answered, or [`GRACE`] has passed; then
     /// end the event streams.
     async fn settle(&self) {
-        let answered = async {
-            loop {
-                let done = self.posts.done.notified();
-                if self.posts.open.load(Ordering::Acquire) == 0 {
-                    return;
-                }
-                done.await;
-            }
-        };
-        if tokio::time::timeout(GRACE, answered).await.is_err() {
+        let mut open = self.posts.subscribe();
+        if tokio::time::timeout(GRACE, open.wait_for(|n| *n == 0))
+            .await
+            .is_err()
+        {
             tracing::warn!(
                 "{} answers were still being sent {} s into shutdown; they are cut",
-                self.posts.open.load(Ordering::Acquire),
+                *open.borrow(),
                 GRACE.as_secs()
             );
         }
@@ -179,14 +169,11 @@ impl Drain {
 }
 
 /// One POST being answered; counted off when dropped.
-struct Sent(Arc<Posts>);
+struct Sent(Posts);
 
 impl Drop for Sent {
     fn drop(&mut self) {
-        // Only the last one wakes shutdown, which waits for none left.
-        if self.0.open.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.0.done.notify_waiters();
-        }
+        self.0.send_modify(|n| *n -= 1);
     }
 }
 
