@@ -5,10 +5,13 @@
 //! and takes every one offered, so a thousand of them held the process at
 //! its file limit and locked every client out, for good. Here:
 //!
-//! - a request head must arrive whole within [`Bounds::head_timeout`] of the
+//! - a request head must arrive whole within [`Bounds::request_timeout`] of the
 //!   connection starting to wait for it (hyper's header-read timeout): a
 //!   connection that sends nothing is closed then, whether it never sent a
 //!   request or sits idle between two;
+//! - a request's body must then arrive whole within the same time of the
+//!   server first waiting for more of it ([`Timed`]): one trickled a byte at
+//!   a time is answered `408 Request Timeout` and its connection closed;
 //! - at most [`Bounds::per_address`] connections are open from one IP
 //!   address, so one stranger cannot take all the others' room;
 //! - at most [`Bounds::total`] are open in all, below the process's file
@@ -28,21 +31,25 @@
 //! (`http_router`), authorization (`auth`), MCP sessions (`sessions`).
 
 use std::collections::HashMap;
+use std::convert::Infallible;
 use std::future::Future;
 use std::net::IpAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, ready};
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::middleware::Next;
 use axum::response::Response;
-use futures::StreamExt;
+use bytes::Bytes;
+use hyper::body::{Body as HttpBody, Frame, SizeHint};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
+use tokio::time::Sleep;
 use tokio_util::sync::CancellationToken;
+use tower::Service;
 
 /// How long shutdown waits for the answers being sent.
 const GRACE: Duration = Duration::from_secs(20);
@@ -67,15 +74,16 @@ pub(super) struct Bounds {
     /// front of toolhost is one address: its pool must fit.
     pub(super) per_address: usize,
     /// The longest a connection may take to send a whole request head,
-    /// counted from when it starts waiting for one.
-    pub(super) head_timeout: Duration,
+    /// counted from when it starts waiting for one; and then its body,
+    /// counted from when the server first waits for more of it.
+    pub(super) request_timeout: Duration,
 }
 
 impl Bounds {
     /// The bounds for this process: half its file limit in all (at most
-    /// 4,096, at least 64), 256 from one address, 30 s for a head (hyper's
-    /// own default once it has a timer, and about what nginx and Node
-    /// give). The file limit is first raised to the most the system lets
+    /// 4,096, at least 64), 256 from one address, 30 s for a head and 30 s
+    /// for a body (hyper's own default for a head once it has a timer, and
+    /// about what nginx and Node give). The file limit is first raised to the most the system lets
     /// this process have, as Go's runtime does for every server: the soft
     /// default (often 1,024) is there for old `select` loops, which a server
     /// on epoll is not.
@@ -96,13 +104,13 @@ impl Bounds {
         Self {
             total,
             per_address: 256.min(total),
-            head_timeout: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(30),
         }
     }
 }
 
 /// What shutdown waits for and then ends: the POSTs whose answers are
-/// still being sent (counted by [`track`] until their body is done), and
+/// still being sent (counted by [`answer`] until their body is done), and
 /// the event streams, which end when [`Drain::streams`] is cancelled
 /// (rmcp's server ends every stream it serves with it).
 #[derive(Clone, Default)]
@@ -112,42 +120,12 @@ pub(super) struct Drain {
 }
 
 /// How many POSTs are being answered.
-pub(super) type Posts = Arc<watch::Sender<usize>>;
-
-/// Count a POST of `posts` until its answer's body is sent whole or dropped.
-pub(super) async fn track(State(posts): State<Posts>, request: Request, next: Next) -> Response {
-    if request.method() != http::Method::POST {
-        return next.run(request).await;
-    }
-    posts.send_modify(|n| *n += 1);
-    let sent = Sent(posts);
-    let response = next.run(request).await;
-    // An answer in one piece (JSON, a refusal) is whole once returned,
-    // and keeps its length; an event stream is being sent until it ends.
-    let streams = response
-        .headers()
-        .get(http::header::CONTENT_TYPE)
-        .is_some_and(|t| t.as_bytes().starts_with(b"text/event-stream"));
-    if !streams {
-        return response;
-    }
-    let (parts, body) = response.into_parts();
-    let body = body.into_data_stream().map(move |chunk| {
-        let _ = &sent;
-        chunk
-    });
-    Response::from_parts(parts, Body::from_stream(body))
-}
+type Posts = Arc<watch::Sender<usize>>;
 
 impl Drain {
     /// The token that ends every event stream when cancelled.
     pub(super) fn streams(&self) -> CancellationToken {
         self.streams.clone()
-    }
-
-    /// The count [`track`] keeps: the state of its layer.
-    pub(super) fn posts(&self) -> Posts {
-        self.posts.clone()
     }
 
     /// Wait until no POST is being answered, or [`GRACE`] has passed; then
@@ -170,6 +148,13 @@ impl Drain {
 
 /// One POST being answered; counted off when dropped.
 struct Sent(Posts);
+
+impl Sent {
+    fn new(posts: &Posts) -> Self {
+        posts.send_modify(|n| *n += 1);
+        Self(posts.clone())
+    }
+}
 
 impl Drop for Sent {
     fn drop(&mut self) {
@@ -207,7 +192,15 @@ pub(super) async fn serve(
             drop(tcp);
             continue;
         };
-        tokio::spawn(connection(tcp, router.clone(), bounds, slot, stopping.clone()));
+        let posts = drain.posts.clone();
+        tokio::spawn(connection(
+            tcp,
+            router.clone(),
+            posts,
+            bounds,
+            slot,
+            stopping.clone(),
+        ));
     }
     drop(listener);
     drop(stopping);
@@ -225,6 +218,7 @@ pub(super) async fn serve(
 async fn connection(
     tcp: TcpStream,
     router: axum::Router,
+    posts: Posts,
     bounds: Bounds,
     _slot: Slot,
     mut stopping: watch::Receiver<()>,
@@ -238,8 +232,15 @@ async fn connection(
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(TokioTimer::new())
-        .header_read_timeout(bounds.head_timeout);
-    let conn = builder.serve_connection(TokioIo::new(tcp), TowerToHyperService::new(router));
+        .header_read_timeout(bounds.request_timeout);
+    // Requests on an HTTP/1 connection come one after another, and one
+    // whose body came too late ends it: one flag serves them all.
+    let late = Arc::new(AtomicBool::new(false));
+    let service = hyper::service::service_fn(move |request| {
+        let request = request.map(|body| Body::new(Timed::new(body, bounds.request_timeout, late.clone())));
+        answer(router.clone(), request, &posts, late.clone())
+    });
+    let conn = builder.serve_connection(TokioIo::new(tcp), service);
     let mut conn = std::pin::pin!(conn);
     let mut asked_to_end = false;
     loop {
@@ -257,6 +258,139 @@ async fn connection(
                 }
             }
         }
+    }
+}
+
+/// `router`'s answer to `request`, counted in `posts` while it is being
+/// sent if it is a POST's; `408 Request Timeout` if the body came too late.
+///
+/// Both where the connection's requests enter, rather than as axum
+/// middleware (`from_fn`), which boxes the router's future and clones its
+/// inner service on every request.
+fn answer(
+    mut router: axum::Router,
+    request: http::Request<Body>,
+    posts: &Posts,
+    late: Arc<AtomicBool>,
+) -> impl Future<Output = Result<Response, Infallible>> + use<> {
+    let sent = (request.method() == http::Method::POST).then(|| Sent::new(posts));
+    let answered = router.call(request);
+    async move {
+        let response = answered.await?;
+        if late.load(Ordering::Relaxed) {
+            return Ok(too_late());
+        }
+        // An answer in one piece (JSON, a refusal) is whole once returned,
+        // and keeps its length; an event stream is being sent until it ends.
+        let streams = response
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .is_some_and(|t| t.as_bytes().starts_with(b"text/event-stream"));
+        Ok(match sent {
+            Some(sent) if streams => response.map(|body| Body::new(Counted { body, _sent: sent })),
+            _ => response,
+        })
+    }
+}
+
+/// The answer to a request whose body did not arrive in time; the
+/// connection closes after it, with the rest of that body unread.
+fn too_late() -> Response {
+    let mut response = Response::new(Body::from(
+        "Request Timeout: the request body did not arrive in time\n",
+    ));
+    *response.status_mut() = http::StatusCode::REQUEST_TIMEOUT;
+    response
+        .headers_mut()
+        .insert(http::header::CONNECTION, http::HeaderValue::from_static("close"));
+    response
+}
+
+/// A request body that must arrive within `limit` of the first wait for
+/// more of it. Almost every body comes with its head, so the timer is armed
+/// only on that first wait (as a plugin call's deadline is). Past it, the
+/// body ends in [`TooLate`] and `late` is set, for [`answer`].
+struct Timed<B> {
+    body: B,
+    limit: Duration,
+    timer: Option<Pin<Box<Sleep>>>,
+    late: Arc<AtomicBool>,
+}
+
+/// A request body not sent in time.
+#[derive(Debug, thiserror::Error)]
+#[error("the request body did not arrive in time")]
+struct TooLate;
+
+impl<B> Timed<B> {
+    fn new(body: B, limit: Duration, late: Arc<AtomicBool>) -> Self {
+        Self {
+            body,
+            limit,
+            timer: None,
+            late,
+        }
+    }
+}
+
+impl<B> HttpBody for Timed<B>
+where
+    B: HttpBody<Data = Bytes> + Unpin,
+    B::Error: Into<axum::BoxError>,
+{
+    type Data = Bytes;
+    type Error = axum::BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let this = self.get_mut();
+        if let Poll::Ready(frame) = Pin::new(&mut this.body).poll_frame(cx) {
+            return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
+        }
+        let limit = this.limit;
+        let timer = this
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        ready!(timer.as_mut().poll(cx));
+        this.late.store(true, Ordering::Relaxed);
+        Poll::Ready(Some(Err(TooLate.into())))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// An event stream answering a POST, counted as being sent until it ends
+/// or is dropped.
+struct Counted {
+    body: Body,
+    _sent: Sent,
+}
+
+impl HttpBody for Counted {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
     }
 }
 
@@ -371,6 +505,7 @@ impl Drop for Slot {
 mod tests {
     use std::net::SocketAddr;
 
+    use serde_json::json;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpSocket;
 
@@ -445,7 +580,7 @@ mod tests {
         let front = Front::bounded(Bounds {
             total: 64,
             per_address: 4,
-            head_timeout: ANSWER * 10,
+            request_timeout: ANSWER * 10,
         })
         .await;
         let held = holding(&front, "127.0.0.2", 4).await;
@@ -464,7 +599,7 @@ mod tests {
         let front = Front::bounded(Bounds {
             total: 3,
             per_address: 64,
-            head_timeout: ANSWER * 10,
+            request_timeout: ANSWER * 10,
         })
         .await;
         let mut held = holding(&front, "127.0.0.2", 3).await;
@@ -490,7 +625,7 @@ mod tests {
         let front = Front::bounded(Bounds {
             total: 64,
             per_address: 64,
-            head_timeout: Duration::from_millis(100),
+            request_timeout: Duration::from_millis(100),
         })
         .await;
         let mut stalled = half_a_head("127.0.0.2", front.addr).await;
@@ -503,18 +638,70 @@ mod tests {
     /// A session's standalone event stream sends no head while it is open:
     /// the head timeout does not end it.
     #[tokio::test]
-    async fn an_open_event_stream_outlives_the_head_timeout() {
-        let head_timeout = Duration::from_millis(50);
+    async fn a_body_not_sent_in_time_is_answered_408_and_its_connection_closed() {
         let front = Front::bounded(Bounds {
             total: 64,
             per_address: 64,
-            head_timeout,
+            request_timeout: Duration::from_millis(300),
+        })
+        .await;
+        let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "trickle", "version": "1"}}})
+        .to_string();
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n",
+            initialize.len()
+        );
+        let connect = || async {
+            let socket = TcpSocket::new_v4().unwrap();
+            socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+            socket.connect(front.addr).await.unwrap()
+        };
+        // The head, then part of the body, then nothing.
+        let mut stalled = connect().await;
+        stalled.write_all(head.as_bytes()).await.unwrap();
+        stalled.write_all(&initialize.as_bytes()[..10]).await.unwrap();
+        let mut answer = Vec::new();
+        tokio::time::timeout(ANSWER, stalled.read_to_end(&mut answer))
+            .await
+            .expect("a stalled body kept its connection open")
+            .unwrap();
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.1 408 "), "{answer}");
+        assert!(
+            answer.to_ascii_lowercase().contains("connection: close"),
+            "{answer}"
+        );
+        // A body sent in two parts, the second well within the time, is
+        // answered as ever.
+        let mut slow = connect().await;
+        slow.write_all(head.as_bytes()).await.unwrap();
+        slow.write_all(&initialize.as_bytes()[..10]).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        slow.write_all(&initialize.as_bytes()[10..]).await.unwrap();
+        let mut status = [0; 12];
+        tokio::time::timeout(ANSWER, slow.read_exact(&mut status))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(&status, b"HTTP/1.1 200");
+    }
+
+    #[tokio::test]
+    async fn an_open_event_stream_outlives_the_request_timeout() {
+        let request_timeout = Duration::from_millis(50);
+        let front = Front::bounded(Bounds {
+            total: 64,
+            per_address: 64,
+            request_timeout,
         })
         .await;
         let id = front.open().await;
         let mut stream = event_stream(&front, &id).await;
         // Read what comes for ten head timeouts: the stream must not end.
-        let watched = tokio::time::timeout(head_timeout * 10, to_the_end(&mut stream)).await;
+        let watched = tokio::time::timeout(request_timeout * 10, to_the_end(&mut stream)).await;
         assert!(watched.is_err(), "the event stream ended: {watched:?}");
     }
 

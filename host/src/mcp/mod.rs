@@ -1166,11 +1166,7 @@ fn http_router(
         .nest_service("/mcp", service)
         // Inside `auth`'s check, which puts the caller on the request.
         .layer(axum::middleware::from_fn(request_caller::scope))
-        .layer(axum::middleware::from_fn(ended_session_has_no_content))
-        .layer(axum::middleware::from_fn_with_state(
-            drain.posts(),
-            connections::track,
-        ));
+        .layer(axum::middleware::from_fn(ended_session_has_no_content));
     let mcp = match serves_tasks {
         true => mcp.layer(axum::middleware::from_fn(move |request, next| {
             wire::carry_task_in_body(limit, request, next)
