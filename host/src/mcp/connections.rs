@@ -16,11 +16,15 @@
 //!   address, so one stranger cannot take all the others' room;
 //! - at most [`Bounds::total`] are open in all, below the process's file
 //!   limit, so the listener and the upstream servers' pipes still get
-//!   theirs.
+//!   theirs. When all are taken, a new connection takes the place of the
+//!   one idle the longest ([`Activity`]): strangers spread over many
+//!   addresses, each holding a few half-sent heads, lock no client out;
+//!   only connections answering requests can fill the server.
 //!
 //! A connection over a bound is closed as soon as it is accepted, and the
 //! refusal logged (at most once per [`WARN_EVERY`]). A response in flight
-//! is never cut: a long call's event stream waits on no head.
+//! is never cut: a long call's event stream waits on no head, and a
+//! connection answering keeps its place.
 //!
 //! On shutdown no connection is taken any more, idle ones close, and the
 //! POSTs whose answers are still being sent are waited for, up to
@@ -35,7 +39,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::net::IpAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, ready};
 use std::time::{Duration, Instant};
@@ -46,7 +50,7 @@ use bytes::Bytes;
 use hyper::body::{Body as HttpBody, Frame, SizeHint};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 use tokio::time::Sleep;
 use tokio_util::sync::CancellationToken;
 use tower::Service;
@@ -220,7 +224,7 @@ async fn connection(
     router: axum::Router,
     posts: Posts,
     bounds: Bounds,
-    _slot: Slot,
+    slot: Slot,
     mut stopping: watch::Receiver<()>,
 ) {
     // A response goes out in several writes (the SSE priming event, then
@@ -236,9 +240,10 @@ async fn connection(
     // Requests on an HTTP/1 connection come one after another, and one
     // whose body came too late ends it: one flag serves them all.
     let late = Arc::new(AtomicBool::new(false));
+    let activity = slot.activity.clone();
     let service = hyper::service::service_fn(move |request| {
         let request = request.map(|body| Body::new(Timed::new(body, bounds.request_timeout, late.clone())));
-        answer(router.clone(), request, &posts, late.clone())
+        answer(router.clone(), request, &posts, activity.clone(), late.clone())
     });
     let conn = builder.serve_connection(TokioIo::new(tcp), service);
     let mut conn = std::pin::pin!(conn);
@@ -257,12 +262,25 @@ async fn connection(
                     conn.as_mut().graceful_shutdown();
                 }
             }
+            // Its place was given to a new connection ([`Open::take`]). Idle,
+            // it is dropped: hyper's graceful end would wait for a head
+            // begun to be sent whole. `idle_since` is set only while `conn`
+            // is polled, on this task, so no request starts meanwhile; one
+            // that started since its place was given is answered first.
+            () = slot.activity.close.notified(), if !asked_to_end => {
+                if slot.activity.idle_since.load(Ordering::Relaxed) != 0 {
+                    return;
+                }
+                asked_to_end = true;
+                conn.as_mut().graceful_shutdown();
+            }
         }
     }
 }
 
 /// `router`'s answer to `request`, counted in `posts` while it is being
-/// sent if it is a POST's; `408 Request Timeout` if the body came too late.
+/// sent if it is a POST's, and the connection's `activity` busy until it
+/// is; `408 Request Timeout` if the body came too late.
 ///
 /// Both where the connection's requests enter, rather than as axum
 /// middleware (`from_fn`), which boxes the router's future and clones its
@@ -271,8 +289,10 @@ fn answer(
     mut router: axum::Router,
     request: http::Request<Body>,
     posts: &Posts,
+    activity: Arc<Activity>,
     late: Arc<AtomicBool>,
 ) -> impl Future<Output = Result<Response, Infallible>> + use<> {
+    let busy = Busy::new(activity);
     let sent = (request.method() == http::Method::POST).then(|| Sent::new(posts));
     let answered = router.call(request);
     async move {
@@ -286,10 +306,14 @@ fn answer(
             .headers()
             .get(http::header::CONTENT_TYPE)
             .is_some_and(|t| t.as_bytes().starts_with(b"text/event-stream"));
-        Ok(match sent {
-            Some(sent) if streams => response.map(|body| Body::new(Counted { body, _sent: sent })),
-            _ => response,
-        })
+        let sent = sent.filter(|_| streams);
+        Ok(response.map(|body| {
+            Body::new(Sending {
+                body,
+                _sent: sent,
+                _busy: busy,
+            })
+        }))
     }
 }
 
@@ -367,14 +391,16 @@ where
     }
 }
 
-/// An event stream answering a POST, counted as being sent until it ends
-/// or is dropped.
-struct Counted {
+/// An answer's body: its connection busy until it is sent whole or dropped,
+/// and if it is an event stream answering a POST, that POST counted.
+/// Its size is the body's own, so an answer in one piece keeps its length.
+struct Sending {
     body: Body,
-    _sent: Sent,
+    _sent: Option<Sent>,
+    _busy: Busy,
 }
 
-impl HttpBody for Counted {
+impl HttpBody for Sending {
     type Data = Bytes;
     type Error = axum::Error;
 
@@ -407,18 +433,102 @@ async fn pause_after(error: &std::io::Error) {
     }
 }
 
-/// The connections open, counted in all and by address.
+/// The connections open, counted in all and by address, each with its
+/// [`Activity`].
 #[derive(Clone)]
 struct Open {
     bounds: Bounds,
     counts: Arc<Mutex<Counts>>,
+    /// What [`Activity::idle_since`] counts from.
+    epoch: Instant,
 }
 
 #[derive(Default)]
 struct Counts {
-    total: usize,
     by_address: HashMap<IpAddr, usize>,
+    held: HashMap<u64, Held>,
+    next: u64,
     warned: Option<Instant>,
+}
+
+/// One open connection, as the accept loop knows it.
+struct Held {
+    address: IpAddr,
+    activity: Arc<Activity>,
+}
+
+/// Whether a connection is answering a request, or since when it has been
+/// idle (waiting for a request head, or for its first). Set by the
+/// connection's requests without the accept loop's lock.
+struct Activity {
+    /// Milliseconds from [`Open::epoch`] plus one to when the connection
+    /// became idle; 0 while it answers.
+    idle_since: AtomicU64,
+    epoch: Instant,
+    /// Notified when the connection's place is given to another.
+    close: Notify,
+}
+
+impl Activity {
+    fn idle_now(&self) {
+        let since = self.epoch.elapsed().as_millis() as u64 + 1;
+        self.idle_since.store(since, Ordering::Relaxed);
+    }
+}
+
+/// One request being answered on a connection; the connection is idle
+/// again once it is dropped (with the answer's body, once sent).
+struct Busy(Arc<Activity>);
+
+impl Busy {
+    fn new(activity: Arc<Activity>) -> Self {
+        activity.idle_since.store(0, Ordering::Relaxed);
+        Self(activity)
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.idle_now();
+    }
+}
+
+impl Counts {
+    /// Forget connection `id`: its place is free.
+    fn release(&mut self, id: u64) -> Option<Held> {
+        let held = self.held.remove(&id)?;
+        if let Some(n) = self.by_address.get_mut(&held.address) {
+            *n -= 1;
+            if *n == 0 {
+                self.by_address.remove(&held.address);
+            }
+        }
+        Some(held)
+    }
+
+    /// Close the connection idle the longest, and free its place; none if
+    /// every connection is answering.
+    fn close_longest_idle(&mut self) -> Option<IpAddr> {
+        let (&id, _) = self
+            .held
+            .iter()
+            .map(|(id, held)| (id, held.activity.idle_since.load(Ordering::Relaxed)))
+            .filter(|&(_, since)| since != 0)
+            // Of those idle since the same millisecond, the one taken first.
+            .min_by_key(|&(id, since)| (since, *id))?;
+        let held = self.release(id)?;
+        held.activity.close.notify_one();
+        Some(held.address)
+    }
+
+    /// Log `what` happened, at most once per [`WARN_EVERY`].
+    fn warn(&mut self, what: impl FnOnce() -> String) {
+        let now = Instant::now();
+        if self.warned.is_none_or(|at| now.duration_since(at) >= WARN_EVERY) {
+            self.warned = Some(now);
+            tracing::warn!("{} (further ones unlogged for a while)", what());
+        }
+    }
 }
 
 impl Open {
@@ -426,45 +536,66 @@ impl Open {
         Self {
             bounds,
             counts: Arc::default(),
+            epoch: Instant::now(),
         }
     }
 
-    /// A slot for a connection from `address`, or none (and the refusal
-    /// logged) if a bound is reached.
+    /// A place for a connection from `address`, or none (and the refusal
+    /// logged) if the address holds its most. When all places are taken,
+    /// the connection idle the longest is closed for it: idle connections
+    /// (a stranger's half-sent heads among them) never lock a new client
+    /// out; only connections answering requests can fill the server.
     fn take(&self, address: IpAddr) -> Option<Slot> {
         let address = holder(address);
         let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
         let from_address = counts.by_address.get(&address).copied().unwrap_or(0);
-        let refusal = if counts.total >= self.bounds.total {
-            Some(format!(
-                "{} connections are open, the most the server keeps",
-                counts.total
-            ))
-        } else if from_address >= self.bounds.per_address {
-            Some(format!(
-                "{from_address} connections are open from that address, the most one address may hold"
-            ))
-        } else {
-            None
-        };
-        if let Some(why) = refusal {
-            let now = Instant::now();
-            if counts
-                .warned
-                .is_none_or(|at| now.duration_since(at) >= WARN_EVERY)
-            {
-                counts.warned = Some(now);
-                tracing::warn!(
-                    "refused a connection from {address}: {why} (further refusals unlogged for a while)"
-                );
-            }
+        if from_address >= self.bounds.per_address {
+            counts.warn(|| {
+                format!(
+                    "refused a connection from {address}: {from_address} connections are open \
+                     from that address, the most one address may hold"
+                )
+            });
             return None;
         }
-        counts.total += 1;
+        if counts.held.len() >= self.bounds.total {
+            let total = counts.held.len();
+            let Some(closed) = counts.close_longest_idle() else {
+                counts.warn(|| {
+                    format!(
+                        "refused a connection from {address}: {total} connections are open and \
+                         answering, the most the server keeps"
+                    )
+                });
+                return None;
+            };
+            counts.warn(|| {
+                format!(
+                    "closed the connection from {closed} idle the longest, for one from {address}: \
+                     {total} connections are open, the most the server keeps"
+                )
+            });
+        }
+        let activity = Arc::new(Activity {
+            idle_since: AtomicU64::new(0),
+            epoch: self.epoch,
+            close: Notify::new(),
+        });
+        activity.idle_now();
+        let id = counts.next;
+        counts.next += 1;
+        counts.held.insert(
+            id,
+            Held {
+                address,
+                activity: activity.clone(),
+            },
+        );
         *counts.by_address.entry(address).or_default() += 1;
         Some(Slot {
             counts: self.counts.clone(),
-            address,
+            id,
+            activity,
         })
     }
 }
@@ -482,22 +613,18 @@ fn holder(address: IpAddr) -> IpAddr {
     }
 }
 
-/// One connection's place among those open; given back when dropped.
+/// One connection's place among those open; given back when dropped,
+/// unless it was given to another connection first.
 struct Slot {
     counts: Arc<Mutex<Counts>>,
-    address: IpAddr,
+    id: u64,
+    activity: Arc<Activity>,
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
         let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
-        counts.total -= 1;
-        if let Some(n) = counts.by_address.get_mut(&self.address) {
-            *n -= 1;
-            if *n == 0 {
-                counts.by_address.remove(&self.address);
-            }
-        }
+        counts.release(self.id);
     }
 }
 
@@ -595,18 +722,46 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn connections_over_the_total_are_closed_and_served_again_once_one_ends() {
+    async fn idle_connections_over_the_total_give_their_place_to_a_new_one() {
         let front = Front::bounded(Bounds {
             total: 3,
             per_address: 64,
             request_timeout: ANSWER * 10,
         })
         .await;
-        let mut held = holding(&front, "127.0.0.2", 3).await;
-        let mut over = half_a_head("127.0.0.3", front.addr).await;
-        assert!(closed(&mut over).await, "a connection over the total was kept");
-        held.pop();
-        // The slot is given back when the server sees the connection end.
+        // Three strangers' half-sent heads, from addresses of their own.
+        let mut held = Vec::new();
+        for source in ["127.0.0.2", "127.0.0.3", "127.0.0.4"] {
+            held.push(half_a_head(source, front.addr).await);
+        }
+        let response = front.request(http::Method::GET, "/healthz").send().await.unwrap();
+        assert_eq!(response.status(), http::StatusCode::OK);
+        assert!(
+            closed(&mut held[0]).await,
+            "the connection idle the longest was kept"
+        );
+    }
+
+    #[tokio::test]
+    async fn connections_answering_keep_their_place_and_one_more_is_refused() {
+        let front = Front::bounded(Bounds {
+            total: 2,
+            per_address: 64,
+            request_timeout: ANSWER * 10,
+        })
+        .await;
+        // Two sessions' event streams: two connections, both answering.
+        let first = front.open().await;
+        let _first = event_stream(&front, &first).await;
+        let second = front.open().await;
+        let second = event_stream(&front, &second).await;
+        let mut over = half_a_head("127.0.0.2", front.addr).await;
+        assert!(
+            closed(&mut over).await,
+            "a connection over the total was kept while all answered"
+        );
+        // An ended stream frees its connection's place.
+        drop(second);
         let served = tokio::time::timeout(ANSWER, async {
             loop {
                 if let Ok(response) = front.request(http::Method::GET, "/healthz").send().await {
@@ -616,7 +771,7 @@ mod tests {
             }
         })
         .await
-        .expect("no slot was given back");
+        .expect("no place was given back");
         assert_eq!(served, http::StatusCode::OK);
     }
 
