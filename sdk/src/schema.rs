@@ -136,6 +136,13 @@ where
 /// JSON; should it not, the raw text is kept as a JSON string rather than
 /// lost.
 pub(crate) fn parse(text: &str) -> Value {
+    // A string with nothing to unescape, the commonest argument value, is
+    // taken as it is: serde_json's parser costs more than the copy in a guest.
+    if let Some(plain) = text.strip_prefix('"').and_then(|t| t.strip_suffix('"'))
+        && is_plain(plain)
+    {
+        return Value::String(plain.to_owned());
+    }
     serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))
 }
 
@@ -143,5 +150,50 @@ pub(crate) fn parse(text: &str) -> Value {
 /// writes into one buffer; `Value::to_string` goes through `fmt::Display`,
 /// which costs noticeably more in a guest, on every `set` of every call.
 pub(crate) fn text(value: &Value) -> String {
-    serde_json::to_string(value).expect("a JSON value always serialises")
+    match value {
+        Value::String(plain) if is_plain(plain) => {
+            let mut text = String::with_capacity(plain.len() + 2);
+            text.push('"');
+            text.push_str(plain);
+            text.push('"');
+            text
+        }
+        _ => serde_json::to_string(value).expect("a JSON value always serialises"),
+    }
+}
+
+/// Whether `s` is the same inside JSON quotes as outside them: no quote,
+/// backslash or control character, which JSON escapes.
+fn is_plain(s: &str) -> bool {
+    !s.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn plain_strings_read_and_write_as_serde_json_does() {
+        for s in [
+            "",
+            "abc",
+            "ünïcode ✓",
+            "a/b",
+            "\u{7f}",
+            "quote\"d",
+            "back\\slash",
+            "new\nline",
+            "\u{1}",
+        ] {
+            let value = Value::String(s.to_owned());
+            let written = text(&value);
+            assert_eq!(written, serde_json::to_string(&value).unwrap(), "{s:?}");
+            assert_eq!(parse(&written), value, "{s:?}");
+        }
+        // Text that only looks like a plain string goes through the parser.
+        assert_eq!(parse(r#""a\u0041""#), json!("aA"));
+        assert_eq!(parse(r#"["x","y"]"#), json!(["x", "y"]));
+        assert_eq!(parse("\""), json!("\""));
+    }
 }
