@@ -87,10 +87,10 @@ impl Bounds {
     /// The bounds for this process: half its file limit in all (at most
     /// 4,096, at least 64), 256 from one address, 30 s for a head and 30 s
     /// for a body (hyper's own default for a head once it has a timer, and
-    /// about what nginx and Node give). The file limit is first raised to the most the system lets
-    /// this process have, as Go's runtime does for every server: the soft
-    /// default (often 1,024) is there for old `select` loops, which a server
-    /// on epoll is not.
+    /// about what nginx and Node give). The file limit is first raised to
+    /// the most the system lets this process have, as Go's runtime does for
+    /// every server: the soft default (often 1,024) is there for old
+    /// `select` loops, which a server on epoll is not.
     pub(super) fn for_this_process() -> Self {
         use rustix::process::{Resource, getrlimit, setrlimit};
         let mut limit = getrlimit(Resource::Nofile);
@@ -242,7 +242,8 @@ async fn connection(
     let late = Arc::new(AtomicBool::new(false));
     let activity = slot.activity.clone();
     let service = hyper::service::service_fn(move |request| {
-        let request = request.map(|body| Body::new(Timed::new(body, bounds.request_timeout, late.clone())));
+        let timed = |body| Timed::new(body, bounds.request_timeout, late.clone(), activity.clone());
+        let request = request.map(|body| Body::new(timed(body)));
         answer(router.clone(), request, &posts, activity.clone(), late.clone())
     });
     let conn = builder.serve_connection(TokioIo::new(tcp), service);
@@ -280,7 +281,10 @@ async fn connection(
 
 /// `router`'s answer to `request`, counted in `posts` while it is being
 /// sent if it is a POST's, and the connection's `activity` busy until it
-/// is; `408 Request Timeout` if the body came too late.
+/// is; `408 Request Timeout` if the body came too late. The connection
+/// turns busy once the request is whole ([`Timed`]) or answered, not at
+/// its head: a body being trickled is as idle as a half-sent head, and
+/// gives its place as one does.
 ///
 /// Both where the connection's requests enter, rather than as axum
 /// middleware (`from_fn`), which boxes the router's future and clones its
@@ -292,11 +296,11 @@ fn answer(
     activity: Arc<Activity>,
     late: Arc<AtomicBool>,
 ) -> impl Future<Output = Result<Response, Infallible>> + use<> {
-    let busy = Busy::new(activity);
     let sent = (request.method() == http::Method::POST).then(|| Sent::new(posts));
     let answered = router.call(request);
     async move {
         let response = answered.await?;
+        let busy = Busy::new(activity);
         if late.load(Ordering::Relaxed) {
             return Ok(too_late());
         }
@@ -333,12 +337,14 @@ fn too_late() -> Response {
 /// A request body that must arrive within `limit` of the first wait for
 /// more of it. Almost every body comes with its head, so the timer is armed
 /// only on that first wait (as a plugin call's deadline is). Past it, the
-/// body ends in [`TooLate`] and `late` is set, for [`answer`].
+/// body ends in [`TooLate`] and `late` is set, for [`answer`]. Once it has
+/// come whole, its connection's `activity` is busy.
 struct Timed<B> {
     body: B,
     limit: Duration,
     timer: Option<Pin<Box<Sleep>>>,
     late: Arc<AtomicBool>,
+    activity: Arc<Activity>,
 }
 
 /// A request body not sent in time.
@@ -347,12 +353,13 @@ struct Timed<B> {
 struct TooLate;
 
 impl<B> Timed<B> {
-    fn new(body: B, limit: Duration, late: Arc<AtomicBool>) -> Self {
+    fn new(body: B, limit: Duration, late: Arc<AtomicBool>, activity: Arc<Activity>) -> Self {
         Self {
             body,
             limit,
             timer: None,
             late,
+            activity,
         }
     }
 }
@@ -371,6 +378,9 @@ where
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         let this = self.get_mut();
         if let Poll::Ready(frame) = Pin::new(&mut this.body).poll_frame(cx) {
+            if frame.is_none() || this.body.is_end_stream() {
+                this.activity.busy_now();
+            }
             return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
         }
         let limit = this.limit;
@@ -470,6 +480,10 @@ struct Activity {
 }
 
 impl Activity {
+    fn busy_now(&self) {
+        self.idle_since.store(0, Ordering::Relaxed);
+    }
+
     fn idle_now(&self) {
         let since = self.epoch.elapsed().as_millis() as u64 + 1;
         self.idle_since.store(since, Ordering::Relaxed);
@@ -482,7 +496,7 @@ struct Busy(Arc<Activity>);
 
 impl Busy {
     fn new(activity: Arc<Activity>) -> Self {
-        activity.idle_since.store(0, Ordering::Relaxed);
+        activity.busy_now();
         Self(activity)
     }
 }
@@ -662,6 +676,20 @@ mod tests {
         tcp
     }
 
+    /// A connection from `source` that sent a whole MCP request head and
+    /// the first bytes of its body, and nothing more.
+    async fn half_a_body(source: &str, server: SocketAddr) -> TcpStream {
+        let socket = TcpSocket::new_v4().unwrap();
+        socket.bind(format!("{source}:0").parse().unwrap()).unwrap();
+        let mut tcp = socket.connect(server).await.unwrap();
+        let head = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+                    Accept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n";
+        tcp.write_all(format!("{head}{{\"jsonrpc\"").as_bytes())
+            .await
+            .unwrap();
+        tcp
+    }
+
     /// `n` such connections from `source`.
     async fn holding(front: &Front, source: &str, n: usize) -> Vec<TcpStream> {
         let mut held = Vec::with_capacity(n);
@@ -729,9 +757,10 @@ mod tests {
             request_timeout: ANSWER * 10,
         })
         .await;
-        // Three strangers' half-sent heads, from addresses of their own.
-        let mut held = Vec::new();
-        for source in ["127.0.0.2", "127.0.0.3", "127.0.0.4"] {
+        // Three strangers from addresses of their own: a whole head and a
+        // body being trickled (the oldest), then two half-sent heads.
+        let mut held = vec![half_a_body("127.0.0.2", front.addr).await];
+        for source in ["127.0.0.3", "127.0.0.4"] {
             held.push(half_a_head(source, front.addr).await);
         }
         let response = front.request(http::Method::GET, "/healthz").send().await.unwrap();
@@ -790,8 +819,6 @@ mod tests {
         assert_eq!(response.status(), http::StatusCode::OK);
     }
 
-    /// A session's standalone event stream sends no head while it is open:
-    /// the head timeout does not end it.
     #[tokio::test]
     async fn a_body_not_sent_in_time_is_answered_408_and_its_connection_closed() {
         let front = Front::bounded(Bounds {
@@ -809,15 +836,7 @@ mod tests {
              Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n",
             initialize.len()
         );
-        let connect = || async {
-            let socket = TcpSocket::new_v4().unwrap();
-            socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
-            socket.connect(front.addr).await.unwrap()
-        };
-        // The head, then part of the body, then nothing.
-        let mut stalled = connect().await;
-        stalled.write_all(head.as_bytes()).await.unwrap();
-        stalled.write_all(&initialize.as_bytes()[..10]).await.unwrap();
+        let mut stalled = half_a_body("127.0.0.2", front.addr).await;
         let mut answer = Vec::new();
         tokio::time::timeout(ANSWER, stalled.read_to_end(&mut answer))
             .await
@@ -831,7 +850,9 @@ mod tests {
         );
         // A body sent in two parts, the second well within the time, is
         // answered as ever.
-        let mut slow = connect().await;
+        let socket = TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+        let mut slow = socket.connect(front.addr).await.unwrap();
         slow.write_all(head.as_bytes()).await.unwrap();
         slow.write_all(&initialize.as_bytes()[..10]).await.unwrap();
         tokio::time::sleep(Duration::from_millis(30)).await;
@@ -844,6 +865,8 @@ mod tests {
         assert_eq!(&status, b"HTTP/1.1 200");
     }
 
+    /// A session's standalone event stream sends no head while it is open:
+    /// the request timeout does not end it.
     #[tokio::test]
     async fn an_open_event_stream_outlives_the_request_timeout() {
         let request_timeout = Duration::from_millis(50);
