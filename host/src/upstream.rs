@@ -1014,17 +1014,24 @@ impl Upstream {
     }
 
     /// `send` within the server's call deadline.
-    async fn within(
+    ///
+    /// The request's future is boxed here, once: rmcp's are several KB,
+    /// and inline they made every future that awaits a server (a call's,
+    /// and the request task that runs it) as large, copied at each step.
+    fn within<'a>(
         &self,
-        sent: impl Future<Output = Result<ServerResult, ServiceError>>,
-    ) -> Result<ServerResult, String> {
+        sent: impl Future<Output = Result<ServerResult, ServiceError>> + Send + 'a,
+    ) -> impl Future<Output = Result<ServerResult, String>> + Send + 'a {
         let limit = self.config.call_timeout;
-        match tokio::time::timeout(limit, sent).await {
-            Ok(answer) => answer.map_err(|e| chain(&e)),
-            Err(_) => Err(format!(
-                "no answer within {} s (`call_timeout_s`)",
-                limit.as_secs()
-            )),
+        let sent = Box::pin(sent);
+        async move {
+            match tokio::time::timeout(limit, sent).await {
+                Ok(answer) => answer.map_err(|e| chain(&e)),
+                Err(_) => Err(format!(
+                    "no answer within {} s (`call_timeout_s`)",
+                    limit.as_secs()
+                )),
+            }
         }
     }
 

@@ -140,15 +140,23 @@ impl Request {
     }
 
     /// Run `work` in the span, and end it with its outcome.
-    pub(super) async fn run<T>(
+    ///
+    /// `work` is boxed: taken by an async fn, it was stored twice in its
+    /// future (as the argument and as what is awaited), and the task rmcp
+    /// spawns for each request is as large as the largest handler's future,
+    /// copied whole at every request, a `tools/call` too.
+    pub(super) fn run<'a, T: 'a>(
         self,
-        metrics: &CallMetrics,
-        work: impl Future<Output = Result<T, McpError>>,
-    ) -> Result<T, McpError> {
-        let result = work.instrument(self.span.clone()).await;
-        let error = result.as_ref().err().map(|e| e.code.0.to_string());
-        self.end(metrics, None, error.as_deref());
-        result
+        metrics: &'a CallMetrics,
+        work: impl Future<Output = Result<T, McpError>> + Send + 'a,
+    ) -> impl Future<Output = Result<T, McpError>> + Send + 'a {
+        let work = Box::pin(work.instrument(self.span.clone()));
+        async move {
+            let result = work.await;
+            let error = result.as_ref().err().map(|e| e.code.0.to_string());
+            self.end(metrics, None, error.as_deref());
+            result
+        }
     }
 
     /// End the request: `tool` is the metric's label of the tool called,

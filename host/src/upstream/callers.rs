@@ -65,7 +65,9 @@ impl Callers {
         {
             sessions.swap_remove(oldest);
         }
-        let (client, relay) = connect().await?;
+        // Boxed: opening a session is rare and its future is several KB,
+        // which inline would size every call's future that asks for a peer.
+        let (client, relay) = Box::pin(connect()).await?;
         let peer = client.peer().clone();
         sessions.push(Session {
             key,
