@@ -11,7 +11,9 @@
 //! printed with its baseline from the same rounds and their ratio (HTTP
 //! against stdio, proxied against direct and against the bare relay, many
 //! sessions against one, eleven plugins against none), and `--targets`
-//! writes them for `make bench`'s one table.
+//! writes them for `make bench`'s one table. The calls one after another
+//! also count the host process's CPU time per call (from `/proc`): the
+//! host's own side of each transport, apart from the client's.
 //!
 //! The clients run on one thread, as the MCP clients agents use do (Node's
 //! and Python's event loops): a client on a worker per core woke its own
@@ -92,6 +94,9 @@ struct Figures {
     p50_us: f64,
     p99_us: f64,
     calls_per_s: f64,
+    /// The host process's CPU time per call, where it was measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    host_cpu_us: Option<f64>,
 }
 
 impl Figures {
@@ -104,6 +109,7 @@ impl Figures {
             p50_us: at(0.50),
             p99_us: at(0.99),
             calls_per_s: samples.len() as f64 / wall.as_secs_f64(),
+            host_cpu_us: None,
         }
     }
 }
@@ -197,12 +203,15 @@ impl Workspace {
         command
     }
 
-    async fn stdio(&self) -> Result<Client> {
+    /// `toolhost serve` over stdio, and its process id.
+    async fn stdio(&self) -> Result<(Client, u32)> {
         let transport = TokioChildProcess::builder(tokio::process::Command::from(self.command()))
             .stderr(Stdio::null())
             .spawn()?
             .0;
-        Ok(().serve(transport).await?)
+        let pid = transport.id().context("the host exited as it started")?;
+        let client = ().serve(transport).await?;
+        Ok((client, pid))
     }
 
     /// Start `toolhost serve --http`.
@@ -235,23 +244,49 @@ async fn call(client: &Client, params: CallToolRequestParams) -> Result<Duration
     Ok(took)
 }
 
-/// `n` calls, one after another.
+/// `n` calls, one after another, to the host whose process is `host`,
+/// with its CPU time per call.
 async fn sequential(
     name: &str,
     client: &Client,
     params: &CallToolRequestParams,
     n: usize,
+    host: u32,
 ) -> Result<Figures> {
     // Warm the connection and the caches first.
     for _ in 0..n / 10 {
         call(client, params.clone()).await?;
     }
-    let start = Instant::now();
+    let (start, cpu) = (Instant::now(), cpu_time(host)?);
     let mut samples = Vec::with_capacity(n);
     for _ in 0..n {
         samples.push(call(client, params.clone()).await?);
     }
-    Ok(Figures::new(name, samples, start.elapsed()))
+    let cpu = cpu_time(host)? - cpu;
+    let mut figures = Figures::new(name, samples, start.elapsed());
+    figures.host_cpu_us = Some(cpu.as_secs_f64() * 1e6 / n as f64);
+    Ok(figures)
+}
+
+/// The CPU time (user and system, every thread) process `pid` has used,
+/// from `/proc`, to within a clock tick (10 ms): what the host spends on
+/// its side of a call, apart from the client's.
+fn cpu_time(pid: u32) -> Result<Duration> {
+    let path = format!("/proc/{pid}/stat");
+    let stat = std::fs::read_to_string(&path).with_context(|| format!("cannot read {path}"))?;
+    // The fields after the command's name, which is in parentheses and
+    // may hold spaces: utime and stime are the 12th and 13th.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let tick = |i: usize| -> Result<u64> {
+        let field = fields.get(i).with_context(|| format!("{path} is cut short"))?;
+        Ok(field.parse()?)
+    };
+    // In clock ticks of USER_HZ, which Linux fixes at 100 for user space
+    // whatever the kernel's own HZ.
+    Ok(Duration::from_millis((tick(11)? + tick(12)?) * 10))
 }
 
 /// `n` calls on one session, `in_flight` at a time.
@@ -453,7 +488,7 @@ async fn upstream(rounds: usize, calls: usize) -> Result<Interleaved> {
         "[speculation]\nenabled = false\n[[upstream]]\nname = \"everything\"\ncommand = \"node\"\nargs = [{}, \"stdio\"]\nprefix = \"ev_\"\n",
         Value::String(server.display().to_string())
     ))?;
-    let proxied = workspace.stdio().await?;
+    let (proxied, _) = workspace.stdio().await?;
     let echo = |name: &'static str| {
         CallToolRequestParams::new(name)
             .with_arguments(json!({"message": "hi"}).as_object().cloned().unwrap_or_default())
@@ -549,7 +584,7 @@ fn eleven_plugins(dir: &Path) -> Result<()> {
 /// answer, which must list `at_least` tools.
 async fn once(workspace: &Workspace, at_least: usize) -> Result<Duration> {
     let start = Instant::now();
-    let client = workspace.stdio().await?;
+    let (client, _) = workspace.stdio().await?;
     let tools = client.peer().list_tools(None).await?;
     let took = start.elapsed();
     client.cancel().await?;
@@ -619,8 +654,8 @@ async fn bench(args: Args) -> Result<()> {
     let mut figures = Vec::new();
 
     let direct = direct(&workspace, args.calls).await?;
-    let stdio = workspace.stdio().await?;
-    let stdio_seq = sequential("stdio, sequential", &stdio, &read_call(), args.calls).await?;
+    let (stdio, stdio_pid) = workspace.stdio().await?;
+    let stdio_seq = sequential("stdio, sequential", &stdio, &read_call(), args.calls, stdio_pid).await?;
     let stdio_conc = concurrent(
         &format!("stdio, {} in flight", args.in_flight),
         &stdio,
@@ -632,7 +667,7 @@ async fn bench(args: Args) -> Result<()> {
     let server = workspace.http_server()?;
     let url = server.url.clone();
     let http = http_client(&url).await?;
-    let http_seq = sequential("http, sequential", &http, &read_call(), args.calls).await?;
+    let http_seq = sequential("http, sequential", &http, &read_call(), args.calls, server.pid()).await?;
     let http_conc = concurrent(
         &format!("http, one session, {} in flight", args.in_flight),
         &http,
@@ -707,7 +742,14 @@ async fn bench(args: Args) -> Result<()> {
         .at_most(50.0),
     ];
     let base = direct.p50_us;
+    // Where a transport's cost lies: the host's side of a call, apart
+    // from the client's.
+    let host_cpu = (
+        stdio_seq.host_cpu_us.unwrap_or_default(),
+        http_seq.host_cpu_us.unwrap_or_default(),
+    );
     let spread = json!({
+        "host_cpu_us_per_call_stdio_http": [host_cpu.0, host_cpu.1],
         "calls_per_s_many_sessions_low_high": [sessions_low, sessions_high],
         "http_added_over_stdio_p50_us_halves": [http_vs_stdio.halves_added_us.0, http_vs_stdio.halves_added_us.1],
         "proxying_added_p50_us_halves": [proxy.halves_added_us.0, proxy.halves_added_us.1],
@@ -756,6 +798,12 @@ async fn bench(args: Args) -> Result<()> {
          HTTP added {:.1} µs over stdio in the first half of its rounds, {:.1} µs in the second; \
          proxying added {:.1} µs, then {:.1} µs; a bare relay {:.1} µs, then {:.1} µs",
         front_halves.0, front_halves.1, proxy_added.0, proxy_added.1, relay_added.0, relay_added.1
+    );
+    println!(
+        "the host's CPU time per call, one call at a time: {:.1} µs over stdio, {:.1} µs over HTTP ({:.2}x)",
+        host_cpu.0,
+        host_cpu.1,
+        host_cpu.1 / host_cpu.0
     );
     println!(
         "proxying: a bare relay process adds {:.1} µs at p50 (the process hop alone); \
