@@ -664,27 +664,36 @@ mod tests {
         assert_eq!(holder(mapped), "192.0.2.7".parse::<IpAddr>().unwrap());
     }
 
-    /// A stranger's connection from `source` (another loopback address)
-    /// that sends half a request head and nothing more.
-    async fn half_a_head(source: &str, server: SocketAddr) -> TcpStream {
+    /// A connection to `server` from `source` (another loopback address).
+    async fn connect_from(source: &str, server: SocketAddr) -> TcpStream {
         let socket = TcpSocket::new_v4().unwrap();
         socket.bind(format!("{source}:0").parse().unwrap()).unwrap();
-        let mut tcp = socket.connect(server).await.unwrap();
+        socket.connect(server).await.unwrap()
+    }
+
+    /// The head of an MCP POST whose body is `length` bytes.
+    fn post_head(length: usize) -> String {
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {length}\r\n\r\n"
+        )
+    }
+
+    /// A stranger's connection from `source` that sends half a request
+    /// head and nothing more.
+    async fn half_a_head(source: &str, server: SocketAddr) -> TcpStream {
+        let mut tcp = connect_from(source, server).await;
         tcp.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
             .await
             .unwrap();
         tcp
     }
 
-    /// A connection from `source` that sent a whole MCP request head and
-    /// the first bytes of its body, and nothing more.
+    /// A stranger's connection from `source` that sends a whole request
+    /// head and the first bytes of its body, and nothing more.
     async fn half_a_body(source: &str, server: SocketAddr) -> TcpStream {
-        let socket = TcpSocket::new_v4().unwrap();
-        socket.bind(format!("{source}:0").parse().unwrap()).unwrap();
-        let mut tcp = socket.connect(server).await.unwrap();
-        let head = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-                    Accept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n";
-        tcp.write_all(format!("{head}{{\"jsonrpc\"").as_bytes())
+        let mut tcp = connect_from(source, server).await;
+        tcp.write_all(format!("{}{{\"jsonrpc\"", post_head(100)).as_bytes())
             .await
             .unwrap();
         tcp
@@ -831,11 +840,6 @@ mod tests {
             "protocolVersion": "2025-06-18", "capabilities": {},
             "clientInfo": {"name": "trickle", "version": "1"}}})
         .to_string();
-        let head = format!(
-            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n",
-            initialize.len()
-        );
         let mut stalled = half_a_body("127.0.0.2", front.addr).await;
         let mut answer = Vec::new();
         tokio::time::timeout(ANSWER, stalled.read_to_end(&mut answer))
@@ -850,10 +854,10 @@ mod tests {
         );
         // A body sent in two parts, the second well within the time, is
         // answered as ever.
-        let socket = TcpSocket::new_v4().unwrap();
-        socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
-        let mut slow = socket.connect(front.addr).await.unwrap();
-        slow.write_all(head.as_bytes()).await.unwrap();
+        let mut slow = connect_from("127.0.0.2", front.addr).await;
+        slow.write_all(post_head(initialize.len()).as_bytes())
+            .await
+            .unwrap();
         slow.write_all(&initialize.as_bytes()[..10]).await.unwrap();
         tokio::time::sleep(Duration::from_millis(30)).await;
         slow.write_all(&initialize.as_bytes()[10..]).await.unwrap();
