@@ -136,7 +136,8 @@ impl Session {
         let (client, server) = tokio::io::duplex(1 << 16);
         let mcp = McpServer::new(Arc::new(host), Default::default());
         tokio::spawn(async move {
-            if let Ok(running) = mcp.serve(server).await {
+            let (read, write) = tokio::io::split(server);
+            if let Ok(running) = mcp.serve(super::lines::Lines::new(read, write)).await {
                 let _ = running.waiting().await;
             }
         });

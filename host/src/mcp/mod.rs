@@ -83,6 +83,7 @@ mod auth;
 mod client_log;
 mod connections;
 mod input_requests;
+mod lines;
 mod metrics;
 mod otlp;
 mod progress;
@@ -1065,9 +1066,7 @@ pub struct Reports {
 /// Serve MCP on stdin and stdout until the client disconnects.
 pub async fn serve_stdio(host: Arc<Toolhost>, reports: Reports) -> Result<(), ServeError> {
     let (reader, writer) = stdio::streams();
-    let reader = wire::Carried::new(reader);
-    let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(reader, writer);
-    let transport = wire::Wire::new(transport, wire::executions(&host));
+    let transport = wire::Wire::new(lines::Lines::new(reader, writer), wire::executions(&host));
     let running = McpServer::new(host, reports.log)
         .exporting(reports.spans)
         .called_by(Caller::local_user())

@@ -9,7 +9,7 @@
 //!   `upstream`), and `initialize`'s the `tasks` capability when a tool
 //!   served may run as a task;
 //! - a client's `params.task` is moved into the request's `_meta` under
-//!   [`TASK_KEY`] before rmcp parses it (the stdio line, [`Carried`]; the
+//!   [`TASK_KEY`] before rmcp parses it (the stdio line, `lines`; the
 //!   HTTP body, [`carry_task_in_body`]), and a task started is answered as
 //!   the `CreateTaskResult` the handler put under [`CREATED_KEY`];
 //! - `tasks/get` and `tasks/cancel`, which rmcp would take as 2026-07-28's
@@ -28,10 +28,7 @@
 //! `execution` is read (`upstream`).
 
 use std::collections::HashMap;
-use std::io;
-use std::pin::Pin;
 use std::sync::{Arc, Weak};
-use std::task::{Context, Poll, ready};
 
 use axum::response::IntoResponse;
 use rmcp::model::{
@@ -41,7 +38,6 @@ use rmcp::model::{
 use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{Value, json};
-use tokio::io::{AsyncRead, ReadBuf};
 
 use crate::pipeline::Toolhost;
 use crate::tool::{Execution, TaskSupport};
@@ -55,7 +51,7 @@ pub(super) const CREATED_KEY: &str = "toolhost.internal/created-task";
 
 /// The longest stdio line looked into for a `params.task`: a task-augmented
 /// call is a short message, and a longer line passes as it came.
-const MAX_CARRIED_LINE: usize = 1 << 20;
+pub(super) const MAX_CARRIED_LINE: usize = 1 << 20;
 
 /// Each served tool's `execution`, by name, as of now.
 pub(super) type Executions = Arc<dyn Fn() -> HashMap<String, Execution> + Send + Sync>;
@@ -195,7 +191,7 @@ fn with_tasks(init: rmcp::model::InitializeResult) -> ServerResult {
 /// carried in its `_meta` under [`TASK_KEY`]; `None` when there is nothing
 /// to carry, so it passes as it came. Whatever the client put under the
 /// key itself is removed first: only `params.task` asks for a task.
-fn carry_task(message: &[u8]) -> Option<Vec<u8>> {
+pub(super) fn carry_task(message: &[u8]) -> Option<Vec<u8>> {
     let names = |needle: &[u8]| message.windows(needle.len()).any(|w| w == needle);
     if !names(b"\"task\"") && !names(TASK_KEY.as_bytes()) {
         return None;
@@ -218,100 +214,6 @@ fn carry_task(message: &[u8]) -> Option<Vec<u8>> {
         return None;
     }
     serde_json::to_vec(&value).ok()
-}
-
-/// The client's stdin, each line with its `params.task` carried
-/// ([`carry_task`]). A line over [`MAX_CARRIED_LINE`] passes as it came.
-pub(super) struct Carried<R> {
-    inner: R,
-    /// The line being read, while within the bound.
-    line: Vec<u8>,
-    /// Set while the rest of a line over the bound passes through.
-    passing: bool,
-    /// Bytes ready for the reader, from `at`.
-    ready: Vec<u8>,
-    at: usize,
-    /// What is read from the client at a time, kept between reads.
-    chunk: Box<[u8]>,
-}
-
-impl<R> Carried<R> {
-    pub(super) fn new(inner: R) -> Self {
-        Self {
-            inner,
-            line: Vec::new(),
-            passing: false,
-            ready: Vec::new(),
-            at: 0,
-            chunk: vec![0; 8192].into_boxed_slice(),
-        }
-    }
-
-    fn take(&mut self, mut bytes: &[u8]) {
-        while !bytes.is_empty() {
-            let end = bytes.iter().position(|b| *b == b'\n');
-            let (part, rest) = match end {
-                Some(i) => (&bytes[..=i], &bytes[i + 1..]),
-                None => (bytes, &[][..]),
-            };
-            bytes = rest;
-            if self.passing {
-                self.ready.extend_from_slice(part);
-            } else if self.line.len() + part.len() > MAX_CARRIED_LINE {
-                self.ready.append(&mut self.line);
-                self.ready.extend_from_slice(part);
-                self.passing = true;
-            } else {
-                self.line.extend_from_slice(part);
-            }
-            if end.is_some() {
-                if !self.passing {
-                    match carry_task(&self.line) {
-                        Some(carried) => {
-                            self.ready.extend_from_slice(&carried);
-                            self.ready.push(b'\n');
-                            self.line.clear();
-                        }
-                        None => self.ready.append(&mut self.line),
-                    }
-                }
-                self.passing = false;
-            }
-        }
-    }
-}
-
-impl<R: AsyncRead + Unpin> AsyncRead for Carried<R> {
-    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        loop {
-            if this.at < this.ready.len() {
-                let n = buf.remaining().min(this.ready.len() - this.at);
-                buf.put_slice(&this.ready[this.at..this.at + n]);
-                this.at += n;
-                if this.at == this.ready.len() {
-                    this.ready.clear();
-                    this.at = 0;
-                }
-                return Poll::Ready(Ok(()));
-            }
-            let mut read = ReadBuf::new(&mut this.chunk);
-            ready!(Pin::new(&mut this.inner).poll_read(cx, &mut read))?;
-            let n = read.filled().len();
-            if n == 0 {
-                // The end: a last line without its newline goes as it is.
-                this.ready.append(&mut this.line);
-                if this.ready.is_empty() {
-                    return Poll::Ready(Ok(()));
-                }
-                continue;
-            }
-            // Lent out while `take` writes the rest of `this`: no copy of the read.
-            let chunk = std::mem::take(&mut this.chunk);
-            this.take(&chunk[..n]);
-            this.chunk = chunk;
-        }
-    }
 }
 
 /// An HTTP request to the MCP endpoint with its `params.task` carried
@@ -386,25 +288,6 @@ mod tests {
             None,
             "passes as the client sent it"
         );
-    }
-
-    #[tokio::test]
-    async fn stdin_lines_are_carried_and_a_long_one_passes_as_it_came() {
-        use tokio::io::AsyncReadExt;
-        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": "t", "task": {}}});
-        let long = format!("{{\"task\": \"{}\"}}", "x".repeat(MAX_CARRIED_LINE));
-        let input = format!("{call}\n{long}\n{{\"id\":2}}");
-        let mut read = String::new();
-        Carried::new(input.as_bytes())
-            .read_to_string(&mut read)
-            .await
-            .unwrap();
-        let lines: Vec<&str> = read.split('\n').collect();
-        let first: Value = serde_json::from_str(lines[0]).unwrap();
-        assert_eq!(first["params"]["_meta"][TASK_KEY], json!({}));
-        assert_eq!(lines[1], long);
-        assert_eq!(lines[2], "{\"id\":2}");
     }
 
     #[test]
