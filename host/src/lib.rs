@@ -99,7 +99,7 @@
 //!
 //! The modules depend on each other in one direction, with no cycle (the
 //! test in `layering` fails naming one): the leaves (`bounds`, `output`,
-//! `tool`, `schema`, `args_edit`, `http_client`, `json_structure`,
+//! `tool`, `schema`, `args_edit`, `http_client`, `json_structure`, `lines`,
 //! `atomic_file`, `plugin_file`, `pin`, `trace_context`) at the bottom; the tool sources (`tools`,
 //! `plugin`, `upstream`) above the vocabulary they speak (`value_model`, `catalog`);
 //! `supply` above the loader it admits for; `pipeline` above them all but
@@ -160,6 +160,7 @@ mod credentials;
 mod gate;
 mod http_client;
 mod json_structure;
+mod lines;
 mod output;
 mod pipeline;
 mod plugin_file;

@@ -29,7 +29,8 @@
 //! sends is bounded (`max_message_kb`): over stdio, by [`bounded`], which
 //! answers a call whose answer is over the cap with an error at once; over
 //! HTTP, by the client's response limits. A call is answered, whatever the
-//! server does.
+//! server does. A stdio server's answer to a call is read as a call's
+//! result directly ([`lines`]), not as each of rmcp's result types in turn.
 //!
 //! What the server asks of its client during a call (elicitation,
 //! sampling, roots) is relayed to the client session that made the call,
@@ -42,6 +43,7 @@ mod bounded;
 mod callers;
 mod carried;
 mod gateway;
+mod lines;
 mod listing;
 mod owners;
 mod post;
@@ -74,7 +76,6 @@ use rmcp::service::{
     ServiceExt,
 };
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ErrorData as McpError};
 use serde::Deserialize;
@@ -579,12 +580,13 @@ impl Upstream {
                 };
                 process = Some(child);
                 // Lines over the cap are answered by `bounded`; what passes
-                // it is within rmcp's own cap, which drops a line silently.
+                // it is within the transport's own cap, which drops a line.
                 // Carrying a tool's `execution` (`carried`) adds fewer bytes
                 // than the tool takes, so a line passed on is under twice
                 // the cap.
-                let lines = bounded::BoundedLines::new(stdout, cap, &config.name);
-                let transport = AsyncRwTransport::new_client(lines, stdin).with_max_line_length(2 * cap + 1);
+                let bounded = bounded::BoundedLines::new(stdout, cap, &config.name);
+                let transport = crate::lines::Lines::new(bounded, stdin, lines::ServerLines::default())
+                    .with_max_line(2 * cap + 1);
                 listener
                     .serve(transport)
                     .await

@@ -137,7 +137,10 @@ impl Session {
         let mcp = McpServer::new(Arc::new(host), Default::default());
         tokio::spawn(async move {
             let (read, write) = tokio::io::split(server);
-            if let Ok(running) = mcp.serve(super::lines::Lines::new(read, write)).await {
+            if let Ok(running) = mcp
+                .serve(crate::lines::Lines::new(read, write, super::lines::ClientLines))
+                .await
+            {
                 let _ = running.waiting().await;
             }
         });

@@ -1066,7 +1066,10 @@ pub struct Reports {
 /// Serve MCP on stdin and stdout until the client disconnects.
 pub async fn serve_stdio(host: Arc<Toolhost>, reports: Reports) -> Result<(), ServeError> {
     let (reader, writer) = stdio::streams();
-    let transport = wire::Wire::new(lines::Lines::new(reader, writer), wire::executions(&host));
+    let transport = wire::Wire::new(
+        crate::lines::Lines::new(reader, writer, lines::ClientLines),
+        wire::executions(&host),
+    );
     let running = McpServer::new(host, reports.log)
         .exporting(reports.spans)
         .called_by(Caller::local_user())
