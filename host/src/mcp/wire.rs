@@ -192,8 +192,8 @@ fn with_tasks(init: rmcp::model::InitializeResult) -> ServerResult {
 /// to carry, so it passes as it came. Whatever the client put under the
 /// key itself is removed first: only `params.task` asks for a task.
 pub(super) fn carry_task(message: &[u8]) -> Option<Vec<u8>> {
-    let names = |needle: &[u8]| message.windows(needle.len()).any(|w| w == needle);
-    if !names(b"\"task\"") && !names(TASK_KEY.as_bytes()) {
+    let names = |needle: &str| memchr::memmem::find(message, needle.as_bytes()).is_some();
+    if !names("\"task\"") && !names(TASK_KEY) {
         return None;
     }
     let mut value: Value = serde_json::from_slice(message).ok()?;

@@ -50,15 +50,18 @@ const ANSWER_KEY: &str = "toolhost.internal/answer";
 /// The top-level fields of the tasks' answers (2025-11-25).
 const TASK_FIELDS: [&str; 3] = ["task", "tasks", "taskId"];
 
+/// The same, as they are written as keys.
+const TASK_NAMES: [&str; 3] = ["\"task\"", "\"tasks\"", "\"taskId\""];
+
 /// `message` (one JSON-RPC message) with each listed tool's `execution`
 /// carried in its `_meta`; `None` when there is nothing to carry, so the
 /// message passes as it came. Only a message that names either key is
 /// parsed.
 pub(super) fn carry(message: &[u8]) -> Option<Vec<u8>> {
-    let names = |needle: &[u8]| message.windows(needle.len()).any(|w| w == needle);
-    let listed = names(b"\"execution\"") || names(EXECUTION_KEY.as_bytes());
-    let tasked =
-        TASK_FIELDS.iter().any(|f| names(format!("\"{f}\"").as_bytes())) || names(ANSWER_KEY.as_bytes());
+    // Every answer is looked through, so with memchr's vectorised search.
+    let names = |needle: &str| memchr::memmem::find(message, needle.as_bytes()).is_some();
+    let listed = names("\"execution\"") || names(EXECUTION_KEY);
+    let tasked = TASK_NAMES.iter().any(|name| names(name)) || names(ANSWER_KEY);
     if !listed && !tasked {
         return None;
     }
