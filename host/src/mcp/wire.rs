@@ -28,7 +28,9 @@
 //! `execution` is read (`upstream`).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, LazyLock, Weak};
+
+use aho_corasick::AhoCorasick;
 
 use axum::response::IntoResponse;
 use rmcp::model::{
@@ -48,6 +50,11 @@ pub(super) const TASK_KEY: &str = "toolhost.internal/task";
 /// Where the handler puts the `CreateTaskResult` a task-augmented call is
 /// answered with, in its result's `_meta`.
 pub(super) const CREATED_KEY: &str = "toolhost.internal/created-task";
+
+/// What a message that has something to carry names: every request is
+/// looked through for them, in one pass, before any is parsed.
+static CARRIED_NAMES: LazyLock<AhoCorasick> =
+    LazyLock::new(|| AhoCorasick::new(["\"task\"", TASK_KEY]).expect("two short names build an automaton"));
 
 /// The longest stdio line looked into for a `params.task`: a task-augmented
 /// call is a short message, and a longer line passes as it came.
@@ -192,8 +199,7 @@ fn with_tasks(init: rmcp::model::InitializeResult) -> ServerResult {
 /// to carry, so it passes as it came. Whatever the client put under the
 /// key itself is removed first: only `params.task` asks for a task.
 pub(super) fn carry_task(message: &[u8]) -> Option<Vec<u8>> {
-    let names = |needle: &str| memchr::memmem::find(message, needle.as_bytes()).is_some();
-    if !names("\"task\"") && !names(TASK_KEY) {
+    if !CARRIED_NAMES.is_match(message) {
         return None;
     }
     let mut value: Value = serde_json::from_slice(message).ok()?;

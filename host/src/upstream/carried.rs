@@ -22,7 +22,9 @@
 //! session, the lists' bounds (`listing`), what the front serves (`mcp`).
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
+
+use aho_corasick::AhoCorasick;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -50,19 +52,26 @@ const ANSWER_KEY: &str = "toolhost.internal/answer";
 /// The top-level fields of the tasks' answers (2025-11-25).
 const TASK_FIELDS: [&str; 3] = ["task", "tasks", "taskId"];
 
-/// The same, as they are written as keys.
-const TASK_NAMES: [&str; 3] = ["\"task\"", "\"tasks\"", "\"taskId\""];
+/// What a message that has something to carry names: every answer is
+/// looked through for them, in one pass, before any is parsed.
+static CARRIED_NAMES: LazyLock<AhoCorasick> = LazyLock::new(|| {
+    let names = [
+        "\"execution\"",
+        EXECUTION_KEY,
+        "\"task\"",
+        "\"tasks\"",
+        "\"taskId\"",
+        ANSWER_KEY,
+    ];
+    AhoCorasick::new(names).expect("a few short names build an automaton")
+});
 
 /// `message` (one JSON-RPC message) with each listed tool's `execution`
 /// carried in its `_meta`; `None` when there is nothing to carry, so the
 /// message passes as it came. Only a message that names either key is
 /// parsed.
 pub(super) fn carry(message: &[u8]) -> Option<Vec<u8>> {
-    // Every answer is looked through, so with memchr's vectorised search.
-    let names = |needle: &str| memchr::memmem::find(message, needle.as_bytes()).is_some();
-    let listed = names("\"execution\"") || names(EXECUTION_KEY);
-    let tasked = TASK_NAMES.iter().any(|name| names(name)) || names(ANSWER_KEY);
-    if !listed && !tasked {
+    if !CARRIED_NAMES.is_match(message) {
         return None;
     }
     let mut value: Value = serde_json::from_slice(message).ok()?;
