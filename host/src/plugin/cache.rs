@@ -201,6 +201,7 @@ impl CodeCache {
             });
         }
         let component = Component::new(engine, bytes)?;
+        prepare_memory(&component)?;
         if let Some(open) = open {
             let path = self.entry_path(open, sha);
             if let Err(e) = self.store(open, &path, sha, &component) {
@@ -326,6 +327,38 @@ impl CodeCache {
 
 /// Create `dir` (mode 0700) if need be, check it, and read its key
 /// (making one if it has none).
+/// Write a compiled component's initial guest memory into the sealed
+/// in-memory file its instances map, now rather than at its first
+/// instantiation (an entry from the cache maps its own file instead).
+///
+/// Sealing that file against writes fails with `EBUSY` while the kernel
+/// still holds a reference to a page just written (the other core's
+/// batch of new pages not yet drained): a transient of a loaded machine,
+/// seen loading a 10 MB JavaScript runtime under a busy test run. It is
+/// tried again a few times, so that it is not a plugin's failed load.
+fn prepare_memory(component: &Component) -> wasmtime::Result<()> {
+    let mut wait = Duration::from_millis(5);
+    loop {
+        match component.initialize_copy_on_write_image() {
+            Err(e) if is_busy(&e) && wait < Duration::from_millis(200) => {
+                tracing::debug!("sealing a compiled component's memory image: {e:#}; trying again");
+                std::thread::sleep(wait);
+                wait *= 2;
+            }
+            done => return done,
+        }
+    }
+}
+
+/// Whether `error` comes of a resource the kernel said was busy.
+fn is_busy(error: &wasmtime::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ResourceBusy)
+    })
+}
+
 fn open_dir(dir: &Path) -> Result<Key, String> {
     create_private_dir(dir).map_err(|e| format!("cannot create it: {e}"))?;
     crate::plugin_file::check_safe_dir(dir).map_err(|e| e.message)?;
@@ -590,6 +623,20 @@ mod tests {
         fs::write(path.with_extension("tag"), b"tag").unwrap();
         stamp(&path.with_extension("tag"), used);
         path
+    }
+
+    /// The kernel's busy answer is found beneath the errors wrapping it, as
+    /// the memory image's sealing reports it; any other is not retried.
+    #[test]
+    fn a_busy_kernel_is_told_from_other_failures() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("cannot add seals to the memfd")]
+        struct Sealing(#[source] std::io::Error);
+        let busy =
+            wasmtime::Error::new(Sealing(std::io::Error::from_raw_os_error(16))).context("instantiating");
+        assert!(is_busy(&busy), "{busy:#}");
+        let denied = wasmtime::Error::new(Sealing(std::io::ErrorKind::PermissionDenied.into()));
+        assert!(!is_busy(&denied) && !is_busy(&wasmtime::Error::msg("busy")));
     }
 
     #[test]
