@@ -334,7 +334,7 @@ impl CodeCache {
 /// Sealing that file against writes fails with `EBUSY` while the kernel
 /// still holds a reference to a page just written (the other core's
 /// batch of new pages not yet drained): a transient of a loaded machine,
-/// seen loading a 10 MB JavaScript runtime under a busy test run. It is
+/// seen loading a 12 MB JavaScript component under a busy test run. It is
 /// tried again a few times, so that it is not a plugin's failed load.
 fn prepare_memory(component: &Component) -> wasmtime::Result<()> {
     let mut wait = Duration::from_millis(5);
