@@ -14,20 +14,23 @@
 
 use std::collections::HashSet;
 
-use rmcp::model::{CallToolResult, ClientRequest, JsonRpcMessage, JsonRpcResponse, RequestId, ServerResult};
+use rmcp::model::{
+    CallToolResult, ClientNotification, ClientRequest, JsonRpcMessage, JsonRpcResponse, RequestId,
+    ServerResult,
+};
 use rmcp::service::{RoleClient, TxJsonRpcMessage};
 
 use crate::lines::{Line, ReadLines, Shape, by_rmcp, without_bom};
 
-/// The calls awaiting their answer that are tracked: a call never
-/// answered (its server gave up on it) stays tracked, so past this many
+/// The calls awaiting their answer that are tracked: one its server never
+/// answers stays tracked until the host abandons it, and past this many
 /// the answers to newer calls are read as rmcp reads them.
 const MAX_CALLS: usize = 1024;
 
 /// The host's reading of one server's lines.
 #[derive(Default)]
 pub(super) struct ServerLines {
-    /// The ids of the calls sent and not answered yet.
+    /// The ids of the calls sent and neither answered nor abandoned yet.
     calls: HashSet<RequestId>,
 }
 
@@ -49,11 +52,23 @@ impl ReadLines<RoleClient> for ServerLines {
     }
 
     fn sent(&mut self, message: &TxJsonRpcMessage<RoleClient>) {
-        if let JsonRpcMessage::Request(request) = message
-            && matches!(request.request, ClientRequest::CallToolRequest(_))
-            && self.calls.len() < MAX_CALLS
-        {
-            self.calls.insert(request.id.clone());
+        match message {
+            JsonRpcMessage::Request(request)
+                if matches!(request.request, ClientRequest::CallToolRequest(_))
+                    && self.calls.len() < MAX_CALLS =>
+            {
+                self.calls.insert(request.id.clone());
+            }
+            // A call abandoned (its caller gone, its deadline passed) may
+            // never be answered: it is no longer awaited either.
+            JsonRpcMessage::Notification(notification) => {
+                if let ClientNotification::CancelledNotification(cancelled) = &notification.notification
+                    && let Some(id) = &cancelled.params.request_id
+                {
+                    self.calls.remove(id);
+                }
+            }
+            _ => {}
         }
     }
 }
@@ -61,7 +76,8 @@ impl ReadLines<RoleClient> for ServerLines {
 #[cfg(test)]
 mod tests {
     use rmcp::model::{
-        CallToolRequest, CallToolRequestParams, ClientRequest, JsonRpcRequest, NumberOrString,
+        CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
+        ClientRequest, JsonRpcNotification, JsonRpcRequest, JsonRpcVersion2_0, NumberOrString,
     };
     use serde_json::json;
 
@@ -123,8 +139,19 @@ mod tests {
     }
 
     #[test]
-    fn calls_are_tracked_up_to_the_bound() {
+    fn calls_are_tracked_up_to_the_bound_and_until_answered_or_abandoned() {
         let ids: Vec<i64> = (0..MAX_CALLS as i64 + 10).collect();
         assert_eq!(after_calls(&ids).calls.len(), MAX_CALLS);
+        let mut lines = after_calls(&[1, 2]);
+        let cancel = |id| {
+            let params = CancelledNotificationParam::new(Some(NumberOrString::Number(id)), None);
+            JsonRpcMessage::Notification(JsonRpcNotification {
+                jsonrpc: JsonRpcVersion2_0,
+                notification: ClientNotification::CancelledNotification(CancelledNotification::new(params)),
+            })
+        };
+        lines.sent(&cancel(1));
+        lines.sent(&cancel(7));
+        assert_eq!(lines.calls, HashSet::from([NumberOrString::Number(2)]));
     }
 }
