@@ -1076,10 +1076,10 @@ pub async fn serve_stdio(host: Arc<Toolhost>, reports: Reports) -> Result<(), Se
         .serving_tasks()
         // rmcp spawns a task per request holding its handler's future, the
         // largest of all the handlers', and copies it whole as the task
-        // finishes: boxed, the task holds a pointer. A proxied call's copies
-        // were a tenth of the host's CPU (`memmove`, 11 % -> 7 % in a perf
-        // profile of `front --proxy-only`). The HTTP front cannot: rmcp
-        // wants a `ServerHandler` there.
+        // finishes: boxed, the task holds a pointer. Those copies were 5 % of
+        // a proxied call's host CPU (`memmove` 11 % -> 7 % in a perf profile
+        // of `front --proxy-only`). The HTTP front cannot: rmcp wants a
+        // `ServerHandler` there.
         .into_dyn()
         .serve(transport)
         .await

@@ -139,7 +139,7 @@ mod tests {
     }
 
     #[test]
-    fn calls_are_tracked_up_to_the_bound_and_until_answered_or_abandoned() {
+    fn calls_are_tracked_up_to_the_bound_and_until_abandoned() {
         let ids: Vec<i64> = (0..MAX_CALLS as i64 + 10).collect();
         assert_eq!(after_calls(&ids).calls.len(), MAX_CALLS);
         let mut lines = after_calls(&[1, 2]);
