@@ -693,3 +693,68 @@ fn the_provider_bundle_reports_its_clashes_in_one_line_per_plugin() {
         );
     }
 }
+
+/// A client that writes calls without reading their answers: the host
+/// works on a bounded number at once and reads nothing more while they
+/// are unanswered, so the client's writes stall instead of the host
+/// holding every call. Once the client reads, every call is answered, once.
+#[test]
+fn a_client_writing_calls_without_reading_is_held_to_the_unanswered_bound() {
+    use std::io::Write;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    const CALLS: usize = 20_000;
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("a.txt"), "flooded\n").unwrap();
+    let plugins = tempfile::tempdir().unwrap();
+    let mut serve = StdioServe::spawn(
+        toolhost()
+            .current_dir(root.path())
+            .arg("--plugins")
+            .arg(plugins.path())
+            .arg("serve"),
+    );
+    serve.initialize(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "flood", "version": "1"},
+        }}),
+    );
+    let mut stdin = serve.take_stdin();
+    let written = Arc::new(AtomicUsize::new(0));
+    let writer = std::thread::spawn({
+        let written = written.clone();
+        move || {
+            for id in 2..CALLS + 2 {
+                let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                    "params": {"name": "read", "arguments": {"path": "a.txt"}}});
+                writeln!(stdin, "{call}").unwrap();
+                written.fetch_add(1, Ordering::Relaxed);
+            }
+            stdin
+        }
+    });
+    // Until the writer is done, or has written nothing for a second.
+    let mut before = usize::MAX;
+    while !writer.is_finished() && written.load(Ordering::Relaxed) != before {
+        before = written.load(Ordering::Relaxed);
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
+    assert!(
+        !writer.is_finished(),
+        "the host read all {CALLS} calls while none of their answers was read"
+    );
+
+    let mut answered = vec![false; CALLS + 2];
+    for _ in 0..CALLS {
+        let answer = serve.message().expect("every call is answered");
+        let id = answer["id"].as_u64().unwrap() as usize;
+        assert!(!std::mem::replace(&mut answered[id], true), "{id} answered twice");
+        let text = &answer["result"]["content"][0]["text"];
+        assert!(text.as_str().is_some_and(|t| t.contains("flooded")), "{answer}");
+    }
+    drop(writer.join().unwrap());
+    let out = serve.end();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}

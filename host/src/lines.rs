@@ -18,22 +18,36 @@
 //! dropped, and JSON that is no message is answered `Invalid Request`.
 //!
 //! A line over the transport's bound is dropped, as rmcp's transport
-//! drops it, and the session goes on. Not here: what each side reads on
-//! its fast path (the front's `mcp`, `upstream`), the pipes themselves.
+//! drops it, and the session goes on.
+//!
+//! The peer's requests are bounded too. rmcp reads on while its handlers
+//! work, and holds each answer the peer has not read yet in a task of its
+//! own, so a client writing calls without reading their answers had the
+//! host hold all of them (311 MB for 20,000). While [`MAX_UNANSWERED`] of
+//! the peer's requests are unanswered (their answers not yet written),
+//! nothing more is read: a peer that does not read is not read either,
+//! and its writes stall, as a pipe's would. The price: a peer whose
+//! unanswered requests all wait on something it has yet to send (its
+//! answer to the host's own request, a cancellation) waits with them,
+//! until the calls' deadlines.
+//!
+//! Not here: what each side reads on its fast path (the front's `mcp`,
+//! `upstream`), the pipes themselves.
 
+use std::collections::HashMap;
 use std::io;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
 use futures::{SinkExt, StreamExt};
-use rmcp::model::{ErrorData, RequestId};
-use rmcp::service::{RxJsonRpcMessage, ServiceRole, TxJsonRpcMessage};
+use rmcp::model::{ClientNotification, ErrorData, JsonRpcMessage, RequestId, ServerNotification};
+use rmcp::service::{RoleClient, RoleServer, RxJsonRpcMessage, ServiceRole, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::transport::async_rw::{DEFAULT_MAX_LINE_LENGTH, JsonRpcMessageCodec, JsonRpcMessageCodecError};
 use serde::Deserialize;
 use serde::de::{IgnoredAny, MapAccess, Visitor};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
 use tokio_util::bytes::{Buf, BytesMut};
 use tokio_util::codec::{Decoder, FramedRead, FramedWrite};
 
@@ -44,6 +58,35 @@ pub(crate) type Line<Role> = Result<RxJsonRpcMessage<Role>, NoMessage>;
 /// A line that was JSON but no JSON-RPC message.
 #[derive(Debug)]
 pub(crate) struct NoMessage;
+
+/// The most requests of the peer's worked on at once: at this many,
+/// nothing more is read until one is answered.
+pub(crate) const MAX_UNANSWERED: usize = 1024;
+
+/// A side of a session, told apart by what its peer may send.
+pub(crate) trait Side: ServiceRole {
+    /// The request the peer gives up on, if `notification` says it does:
+    /// rmcp sends no answer to it then.
+    fn cancelled(notification: &Self::PeerNot) -> Option<&RequestId>;
+}
+
+impl Side for RoleServer {
+    fn cancelled(notification: &ClientNotification) -> Option<&RequestId> {
+        match notification {
+            ClientNotification::CancelledNotification(n) => n.params.request_id.as_ref(),
+            _ => None,
+        }
+    }
+}
+
+impl Side for RoleClient {
+    fn cancelled(notification: &ServerNotification) -> Option<&RequestId> {
+        match notification {
+            ServerNotification::CancelledNotification(n) => n.params.request_id.as_ref(),
+            _ => None,
+        }
+    }
+}
 
 /// How one side reads its peer's lines.
 pub(crate) trait ReadLines<Role: ServiceRole>: Send + 'static {
@@ -89,6 +132,10 @@ pub(crate) struct Lines<Role: ServiceRole, R, W, P> {
     /// `None` once closed.
     write: Arc<Mutex<Option<Writer<Role, W>>>>,
     refusal: Refusal,
+    /// A permit for each of the peer's requests being worked on.
+    unanswered: Arc<Semaphore>,
+    /// Each such request's permit, by its id, until its answer is written.
+    answering: HashMap<RequestId, OwnedSemaphorePermit>,
 }
 
 /// Where the answer to a line that was JSON but no message stands, kept
@@ -102,7 +149,8 @@ enum Refusal {
 
 impl<Role: ServiceRole, R: AsyncRead, W: AsyncWrite, P: ReadLines<Role>> Lines<Role, R, W, P> {
     /// Lines of at most rmcp's own bound ([`DEFAULT_MAX_LINE_LENGTH`]),
-    /// read with `reading`.
+    /// read with `reading`, while fewer than [`MAX_UNANSWERED`] requests
+    /// are worked on.
     pub(crate) fn new(read: R, write: W, reading: P) -> Self {
         let framing = Framing {
             reading,
@@ -118,6 +166,8 @@ impl<Role: ServiceRole, R: AsyncRead, W: AsyncWrite, P: ReadLines<Role>> Lines<R
                 JsonRpcMessageCodec::default(),
             )))),
             refusal: Refusal::None,
+            unanswered: Arc::new(Semaphore::new(MAX_UNANSWERED)),
+            answering: HashMap::new(),
         }
     }
 
@@ -126,11 +176,30 @@ impl<Role: ServiceRole, R: AsyncRead, W: AsyncWrite, P: ReadLines<Role>> Lines<R
         self.read.decoder_mut().max = max;
         self
     }
+
+    /// Takes `message` on with `permit`, the place the next line was read
+    /// in: a request keeps it until its answer is written; a cancellation
+    /// frees its request's, which rmcp will not answer.
+    fn take_on(&mut self, message: &RxJsonRpcMessage<Role>, permit: OwnedSemaphorePermit)
+    where
+        Role: Side,
+    {
+        match message {
+            // An id used twice frees its first permit: rmcp answers one.
+            JsonRpcMessage::Request(request) => _ = self.answering.insert(request.id.clone(), permit),
+            JsonRpcMessage::Notification(n) => {
+                if let Some(id) = Role::cancelled(&n.notification) {
+                    self.answering.remove(id);
+                }
+            }
+            JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => {}
+        }
+    }
 }
 
 impl<Role, R, W, P> Transport<Role> for Lines<Role, R, W, P>
 where
-    Role: ServiceRole,
+    Role: Side,
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
     P: ReadLines<Role>,
@@ -142,8 +211,15 @@ where
         item: TxJsonRpcMessage<Role>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         self.read.decoder_mut().reading.sent(&item);
+        let answered = match &item {
+            JsonRpcMessage::Response(response) => Some(&response.id),
+            JsonRpcMessage::Error(error) => error.id.as_ref(),
+            _ => None,
+        };
+        let permit = answered.and_then(|id| self.answering.remove(id));
         let write = self.write.clone();
         async move {
+            let _written_or_dropped = permit;
             match write.lock().await.as_mut() {
                 Some(framed) => framed.send(item).await.map_err(io::Error::from),
                 None => Err(io::Error::new(
@@ -155,8 +231,9 @@ where
     }
 
     // Cancel-safe, as rmcp's service loop needs (it polls `receive` against
-    // its other work): a partial line stays in `FramedRead`'s buffer, and
-    // a refusal being written in `refusal`.
+    // its other work): a partial line stays in `FramedRead`'s buffer, a
+    // refusal being written in `refusal`, and a permit not yet used goes
+    // back.
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<Role>> {
         loop {
             if self.refusal != Refusal::None {
@@ -173,8 +250,15 @@ where
                 framed.flush().await.ok()?;
                 self.refusal = Refusal::None;
             }
+            if self.unanswered.available_permits() == 0 {
+                tracing::debug!("{MAX_UNANSWERED} requests unanswered: reading waits for an answer");
+            }
+            let permit = self.unanswered.clone().acquire_owned().await.ok()?;
             match self.read.next().await? {
-                Ok(Ok(message)) => return Some(message),
+                Ok(Ok(message)) => {
+                    self.take_on(&message, permit);
+                    return Some(message);
+                }
                 Ok(Err(NoMessage)) => self.refusal = Refusal::ToWrite,
                 Err(e) => {
                     tracing::error!("reading the peer's lines: {e}");

@@ -35,17 +35,25 @@ impl StdioServe {
         writeln!(stdin, "{message}").unwrap();
     }
 
+    /// Its stdin, to write to from elsewhere (another thread); `send` and
+    /// `end` no longer can.
+    pub fn take_stdin(&mut self) -> ChildStdin {
+        self.stdin.take().expect("stdin is taken once")
+    }
+
+    /// The next message it writes; `None` once it closes its stdout.
+    pub fn message(&mut self) -> Option<Value> {
+        let mut line = String::new();
+        (self.stdout.read_line(&mut line).unwrap() > 0).then(|| serde_json::from_str(&line).unwrap())
+    }
+
     /// The answer to request `id`, skipping whatever comes before it (a
     /// notification, another answer); panics if the process ends first.
     pub fn answer(&mut self, id: u64) -> Value {
-        let mut line = String::new();
         loop {
-            line.clear();
-            assert!(
-                self.stdout.read_line(&mut line).unwrap() > 0,
-                "serve ended before answering {id}"
-            );
-            let message: Value = serde_json::from_str(&line).unwrap();
+            let message = self
+                .message()
+                .unwrap_or_else(|| panic!("serve ended before answering {id}"));
             if message["id"] == id {
                 return message;
             }
@@ -67,7 +75,7 @@ impl StdioServe {
         answer
     }
 
-    /// Close its stdin, which ends it, and what it wrote.
+    /// Close its stdin (unless taken), which ends it, and what it wrote.
     pub fn end(mut self) -> Output {
         drop(self.stdin.take());
         self.child.wait_with_output().unwrap()

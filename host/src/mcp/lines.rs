@@ -151,4 +151,59 @@ mod tests {
         let refusal: Value = serde_json::from_str(&answers.next_line().await.unwrap().unwrap()).unwrap();
         assert_eq!(refusal["error"]["code"], -32600, "{refusal}");
     }
+
+    #[tokio::test]
+    async fn at_the_unanswered_bound_nothing_is_read_until_a_request_is_answered_or_cancelled() {
+        use futures::FutureExt;
+        use rmcp::model::{RequestId, ServerJsonRpcMessage, ServerResult};
+
+        use crate::lines::MAX_UNANSWERED;
+
+        async fn id_of_next(lines: &mut impl Transport<RoleServer>) -> String {
+            match lines.receive().await {
+                Some(JsonRpcMessage::Request(request)) => request.id.to_string(),
+                other => format!("{other:?}"),
+            }
+        }
+        let (client, server) = tokio::io::duplex(1 << 20);
+        let (read, write) = tokio::io::split(server);
+        let mut lines = Lines::new(read, write, ClientLines);
+        let (client_read, mut client_write) = tokio::io::split(client);
+        let ping = |id: usize| format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n");
+        let mut input: String = (1..=MAX_UNANSWERED).map(ping).collect();
+        input +=
+            "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":1}}\n";
+        input += &ping(MAX_UNANSWERED + 1);
+        input += &ping(MAX_UNANSWERED + 2);
+        input += &ping(MAX_UNANSWERED + 3);
+        client_write.write_all(input.as_bytes()).await.unwrap();
+
+        for id in 1..=MAX_UNANSWERED {
+            assert_eq!(id_of_next(&mut lines).await, id.to_string());
+        }
+        assert!(
+            lines.receive().now_or_never().is_none(),
+            "nothing is read at the bound, though more is there"
+        );
+        let answer = ServerJsonRpcMessage::response(ServerResult::empty(()), RequestId::Number(2));
+        lines.send(answer).await.unwrap();
+        let Some(JsonRpcMessage::Notification(_)) = lines.receive().await else {
+            panic!("an answer written, the next line is read");
+        };
+        for id in [MAX_UNANSWERED + 1, MAX_UNANSWERED + 2] {
+            assert_eq!(
+                id_of_next(&mut lines).await,
+                id.to_string(),
+                "the answered and the cancelled requests' places are taken"
+            );
+        }
+        assert!(
+            lines.receive().now_or_never().is_none(),
+            "and the bound holds again"
+        );
+
+        let mut written = BufReader::new(client_read).lines();
+        let answer: Value = serde_json::from_str(&written.next_line().await.unwrap().unwrap()).unwrap();
+        assert_eq!(answer["id"], 2, "{answer}");
+    }
 }
