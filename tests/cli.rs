@@ -195,6 +195,26 @@ fn plugins_and_tools_find_the_plugin_directory_as_serve_does() {
 
 /// A directory named like a plugin is reported like a file that does not
 /// load; the others load.
+/// Named once with its reason: the error's message says its cause, which
+/// was printed a second time as the cause.
+#[test]
+fn an_unreadable_plugin_directory_is_named_with_its_reason_once() {
+    let out = toolhost()
+        .args(["--plugins", "/nonexistent/plugins", "tools"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    let reason = std::io::Error::from_raw_os_error(2).to_string();
+    assert!(
+        stderr.contains(&format!(
+            "cannot read the plugin directory /nonexistent/plugins: {reason}"
+        )),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches(&reason).count(), 1, "{stderr}");
+}
+
 #[test]
 fn a_directory_named_like_a_plugin_is_reported() {
     let dir = plugin_dir(&[("20-text", "text_tools", None)]);

@@ -276,7 +276,7 @@ fn main() -> ExitCode {
     match runtime.block_on(run(cli)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", toolhost_cli::describe(e.as_ref()));
             ExitCode::FAILURE
         }
     }
