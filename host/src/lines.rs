@@ -25,11 +25,13 @@
 //! own, so a client writing calls without reading their answers had the
 //! host hold all of them (311 MB for 20,000). While [`MAX_UNANSWERED`] of
 //! the peer's requests are unanswered (their answers not yet written),
-//! nothing more is read: a peer that does not read is not read either,
-//! and its writes stall, as a pipe's would. The price: a peer whose
-//! unanswered requests all wait on something it has yet to send (its
-//! answer to the host's own request, a cancellation) waits with them,
-//! until the calls' deadlines.
+//! answers and notifications are still read (a cancellation frees its
+//! request's place), but the next request is held, and nothing after it
+//! is read until a place is free: a peer that does not read is not read
+//! either, and its writes stall, as a pipe's would. The price: a peer
+//! that sends a further request before what its unanswered ones wait on
+//! (its answer to the host's own request, a cancellation) waits with
+//! them, until the calls' deadlines.
 //!
 //! Not here: what each side reads on its fast path (the front's `mcp`,
 //! `upstream`), the pipes themselves.
@@ -59,8 +61,8 @@ pub(crate) type Line<Role> = Result<RxJsonRpcMessage<Role>, NoMessage>;
 #[derive(Debug)]
 pub(crate) struct NoMessage;
 
-/// The most requests of the peer's worked on at once: at this many,
-/// nothing more is read until one is answered.
+/// The most requests of the peer's worked on at once: at this many, the
+/// next is held, and nothing after it read, until one is answered.
 pub(crate) const MAX_UNANSWERED: usize = 1024;
 
 /// A side of a session, told apart by what its peer may send.
@@ -136,6 +138,8 @@ pub(crate) struct Lines<Role: ServiceRole, R, W, P> {
     unanswered: Arc<Semaphore>,
     /// Each such request's permit, by its id, until its answer is written.
     answering: HashMap<RequestId, OwnedSemaphorePermit>,
+    /// A request read while none was free, delivered when one is.
+    held: Option<RxJsonRpcMessage<Role>>,
 }
 
 /// Where the answer to a line that was JSON but no message stands, kept
@@ -149,8 +153,8 @@ enum Refusal {
 
 impl<Role: ServiceRole, R: AsyncRead, W: AsyncWrite, P: ReadLines<Role>> Lines<Role, R, W, P> {
     /// Lines of at most rmcp's own bound ([`DEFAULT_MAX_LINE_LENGTH`]),
-    /// read with `reading`, while fewer than [`MAX_UNANSWERED`] requests
-    /// are worked on.
+    /// read with `reading`, a request taken on while fewer than
+    /// [`MAX_UNANSWERED`] are worked on.
     pub(crate) fn new(read: R, write: W, reading: P) -> Self {
         let framing = Framing {
             reading,
@@ -168,6 +172,7 @@ impl<Role: ServiceRole, R: AsyncRead, W: AsyncWrite, P: ReadLines<Role>> Lines<R
             refusal: Refusal::None,
             unanswered: Arc::new(Semaphore::new(MAX_UNANSWERED)),
             answering: HashMap::new(),
+            held: None,
         }
     }
 
@@ -177,23 +182,36 @@ impl<Role: ServiceRole, R: AsyncRead, W: AsyncWrite, P: ReadLines<Role>> Lines<R
         self
     }
 
-    /// Takes `message` on with `permit`, the place the next line was read
-    /// in: a request keeps it until its answer is written; a cancellation
-    /// frees its request's, which rmcp will not answer.
-    fn take_on(&mut self, message: &RxJsonRpcMessage<Role>, permit: OwnedSemaphorePermit)
+    /// Takes `message` on, `permit` being a free place if one was: a
+    /// request keeps it until its answer is written, or is held without
+    /// one (`None` returned); a cancellation frees its request's, which
+    /// rmcp will not answer.
+    fn take_on(
+        &mut self,
+        message: RxJsonRpcMessage<Role>,
+        permit: Option<OwnedSemaphorePermit>,
+    ) -> Option<RxJsonRpcMessage<Role>>
     where
         Role: Side,
     {
-        match message {
+        match (&message, permit) {
             // An id used twice frees its first permit: rmcp answers one.
-            JsonRpcMessage::Request(request) => _ = self.answering.insert(request.id.clone(), permit),
-            JsonRpcMessage::Notification(n) => {
+            (JsonRpcMessage::Request(request), Some(permit)) => {
+                self.answering.insert(request.id.clone(), permit);
+            }
+            (JsonRpcMessage::Request(_), None) => {
+                tracing::debug!("{MAX_UNANSWERED} requests unanswered: the next waits for an answer");
+                self.held = Some(message);
+                return None;
+            }
+            (JsonRpcMessage::Notification(n), _) => {
                 if let Some(id) = Role::cancelled(&n.notification) {
                     self.answering.remove(id);
                 }
             }
-            JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_) => {}
+            (JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_), _) => {}
         }
+        Some(message)
     }
 }
 
@@ -232,8 +250,8 @@ where
 
     // Cancel-safe, as rmcp's service loop needs (it polls `receive` against
     // its other work): a partial line stays in `FramedRead`'s buffer, a
-    // refusal being written in `refusal`, and a permit not yet used goes
-    // back.
+    // refusal being written in `refusal`, a request waiting for a place in
+    // `held`, and a permit not yet used goes back.
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<Role>> {
         loop {
             if self.refusal != Refusal::None {
@@ -250,14 +268,17 @@ where
                 framed.flush().await.ok()?;
                 self.refusal = Refusal::None;
             }
-            if self.unanswered.available_permits() == 0 {
-                tracing::debug!("{MAX_UNANSWERED} requests unanswered: reading waits for an answer");
+            if self.held.is_some() {
+                let permit = self.unanswered.clone().acquire_owned().await.ok()?;
+                let held = self.held.take()?;
+                return self.take_on(held, Some(permit));
             }
-            let permit = self.unanswered.clone().acquire_owned().await.ok()?;
+            let permit = self.unanswered.clone().try_acquire_owned().ok();
             match self.read.next().await? {
                 Ok(Ok(message)) => {
-                    self.take_on(&message, permit);
-                    return Some(message);
+                    if let Some(message) = self.take_on(message, permit) {
+                        return Some(message);
+                    }
                 }
                 Ok(Err(NoMessage)) => self.refusal = Refusal::ToWrite,
                 Err(e) => {

@@ -153,15 +153,17 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn at_the_unanswered_bound_nothing_is_read_until_a_request_is_answered_or_cancelled() {
+    async fn at_the_unanswered_bound_one_request_is_held_and_answers_and_cancellations_are_still_read() {
         use futures::FutureExt;
         use rmcp::model::{RequestId, ServerJsonRpcMessage, ServerResult};
 
         use crate::lines::MAX_UNANSWERED;
 
-        async fn id_of_next(lines: &mut impl Transport<RoleServer>) -> String {
+        async fn next(lines: &mut impl Transport<RoleServer>) -> String {
             match lines.receive().await {
                 Some(JsonRpcMessage::Request(request)) => request.id.to_string(),
+                Some(JsonRpcMessage::Notification(n)) => format!("{:?}", n.notification),
+                Some(JsonRpcMessage::Response(r)) => format!("answer {}", r.id),
                 other => format!("{other:?}"),
             }
         }
@@ -170,33 +172,52 @@ mod tests {
         let mut lines = Lines::new(read, write, ClientLines);
         let (client_read, mut client_write) = tokio::io::split(client);
         let ping = |id: usize| format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n");
+        let cancel = |id: usize| {
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{{\"requestId\":{id}}}}}\n"
+            )
+        };
+        let answer = "{\"jsonrpc\":\"2.0\",\"id\":\"h-1\",\"result\":{}}\n";
         let mut input: String = (1..=MAX_UNANSWERED).map(ping).collect();
-        input +=
-            "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":1}}\n";
+        input += answer;
+        input += &cancel(1);
         input += &ping(MAX_UNANSWERED + 1);
         input += &ping(MAX_UNANSWERED + 2);
+        input += &cancel(3);
         input += &ping(MAX_UNANSWERED + 3);
+        input += &ping(MAX_UNANSWERED + 4);
         client_write.write_all(input.as_bytes()).await.unwrap();
 
         for id in 1..=MAX_UNANSWERED {
-            assert_eq!(id_of_next(&mut lines).await, id.to_string());
+            assert_eq!(next(&mut lines).await, id.to_string());
         }
+        assert_eq!(
+            next(&mut lines).await,
+            "answer h-1",
+            "an answer to the host is read at the bound"
+        );
+        assert!(
+            next(&mut lines).await.starts_with("CancelledNotification"),
+            "a cancellation is read at the bound"
+        );
+        assert_eq!(
+            next(&mut lines).await,
+            (MAX_UNANSWERED + 1).to_string(),
+            "the cancelled request's place is taken"
+        );
         assert!(
             lines.receive().now_or_never().is_none(),
-            "nothing is read at the bound, though more is there"
+            "the next request is held, and the cancellation behind it not read"
         );
-        let answer = ServerJsonRpcMessage::response(ServerResult::empty(()), RequestId::Number(2));
-        lines.send(answer).await.unwrap();
-        let Some(JsonRpcMessage::Notification(_)) = lines.receive().await else {
-            panic!("an answer written, the next line is read");
-        };
-        for id in [MAX_UNANSWERED + 1, MAX_UNANSWERED + 2] {
-            assert_eq!(
-                id_of_next(&mut lines).await,
-                id.to_string(),
-                "the answered and the cancelled requests' places are taken"
-            );
-        }
+        let answered = ServerJsonRpcMessage::response(ServerResult::empty(()), RequestId::Number(2));
+        lines.send(answered).await.unwrap();
+        assert_eq!(
+            next(&mut lines).await,
+            (MAX_UNANSWERED + 2).to_string(),
+            "an answer written, the held request takes its place"
+        );
+        assert!(next(&mut lines).await.starts_with("CancelledNotification"));
+        assert_eq!(next(&mut lines).await, (MAX_UNANSWERED + 3).to_string());
         assert!(
             lines.receive().now_or_never().is_none(),
             "and the bound holds again"
