@@ -720,11 +720,52 @@ fn the_provider_bundle_reports_its_clashes_in_one_line_per_plugin() {
 /// holding every call. Once the client reads, every call is answered, once.
 #[test]
 fn a_client_writing_calls_without_reading_is_held_to_the_unanswered_bound() {
+    let answers = flood_unread(|n| n + 2);
+    let mut answered = vec![false; FLOOD + 2];
+    for answer in answers {
+        let id = answer["id"].as_u64().unwrap() as usize;
+        assert!(!std::mem::replace(&mut answered[id], true), "{id} answered twice");
+        let text = &answer["result"]["content"][0]["text"];
+        assert!(text.as_str().is_some_and(|t| t.contains("flooded")), "{answer}");
+    }
+}
+
+/// The same flood under one id: the host would work on every call under an
+/// id already being answered, outside its bound, so each such call is
+/// refused, and the writes stall on the refusals the client does not read.
+#[test]
+fn a_client_flooding_calls_under_one_id_is_refused_each_one_the_id_is_busy() {
+    let answers = flood_unread(|_| 7);
+    let (mut results, mut refused) = (0, 0);
+    for answer in answers {
+        assert_eq!(answer["id"], 7, "{answer}");
+        if answer["error"]["code"] == -32600 {
+            let message = answer["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.contains("id 7 is already used"), "{answer}");
+            refused += 1;
+        } else {
+            let text = &answer["result"]["content"][0]["text"];
+            assert!(text.as_str().is_some_and(|t| t.contains("flooded")), "{answer}");
+            results += 1;
+        }
+    }
+    assert!(
+        results > 0 && refused > 0,
+        "{results} answered, {refused} refused"
+    );
+}
+
+/// How many calls [`flood_unread`] writes.
+const FLOOD: usize = 20_000;
+
+/// Writes [`FLOOD`] `read` calls to `toolhost serve`, the `n`th under
+/// `id(n)`, without reading an answer; checks the host stopped reading
+/// before the last, then reads every answer.
+fn flood_unread(id: fn(usize) -> usize) -> Vec<Value> {
     use std::io::Write;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    const CALLS: usize = 20_000;
     let root = tempfile::tempdir().unwrap();
     std::fs::write(root.path().join("a.txt"), "flooded\n").unwrap();
     let plugins = tempfile::tempdir().unwrap();
@@ -746,8 +787,8 @@ fn a_client_writing_calls_without_reading_is_held_to_the_unanswered_bound() {
     let writer = std::thread::spawn({
         let written = written.clone();
         move || {
-            for id in 2..CALLS + 2 {
-                let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            for n in 0..FLOOD {
+                let call = json!({"jsonrpc": "2.0", "id": id(n), "method": "tools/call",
                     "params": {"name": "read", "arguments": {"path": "a.txt"}}});
                 writeln!(stdin, "{call}").unwrap();
                 written.fetch_add(1, Ordering::Relaxed);
@@ -763,18 +804,27 @@ fn a_client_writing_calls_without_reading_is_held_to_the_unanswered_bound() {
     }
     assert!(
         !writer.is_finished(),
-        "the host read all {CALLS} calls while none of their answers was read"
+        "the host read all {FLOOD} calls while none of their answers was read"
     );
-
-    let mut answered = vec![false; CALLS + 2];
-    for _ in 0..CALLS {
-        let answer = serve.message().expect("every call is answered");
-        let id = answer["id"].as_u64().unwrap() as usize;
-        assert!(!std::mem::replace(&mut answered[id], true), "{id} answered twice");
-        let text = &answer["result"]["content"][0]["text"];
-        assert!(text.as_str().is_some_and(|t| t.contains("flooded")), "{answer}");
-    }
+    // Read on a thread, so a host that stops answering fails the test
+    // rather than hanging it.
+    let (answered, answers) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for _ in 0..FLOOD {
+            let _ = answered.send(serve.message());
+        }
+        serve
+    });
+    let answers = (0..FLOOD)
+        .map(
+            |n| match answers.recv_timeout(std::time::Duration::from_secs(60)) {
+                Ok(Some(answer)) => answer,
+                _ => panic!("the host stopped answering after {n} of {FLOOD} calls"),
+            },
+        )
+        .collect();
     drop(writer.join().unwrap());
-    let out = serve.end();
+    let out = reader.join().unwrap().end();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    answers
 }

@@ -31,7 +31,9 @@
 //! either, and its writes stall, as a pipe's would. The price: a peer
 //! that sends a further request before what its unanswered ones wait on
 //! (its answer to the host's own request, a cancellation) waits with
-//! them, until the calls' deadlines.
+//! them, until the calls' deadlines. A request under the id of one not
+//! yet answered is refused (`Invalid Request`): a peer's ids must be
+//! unique, and rmcp would work on both, the second outside the bound.
 //!
 //! Not here: what each side reads on its fast path (the front's `mcp`,
 //! `upstream`), the pipes themselves.
@@ -142,12 +144,12 @@ pub(crate) struct Lines<Role: ServiceRole, R, W, P> {
     held: Option<RxJsonRpcMessage<Role>>,
 }
 
-/// Where the answer to a line that was JSON but no message stands, kept
+/// Where an answer the transport gives itself stands (to a line that was
+/// JSON but no message, or to a request under an id already in use), kept
 /// across a `receive` cancelled while writing it, so it is sent once.
-#[derive(Clone, Copy, PartialEq)]
 enum Refusal {
     None,
-    ToWrite,
+    ToWrite(ErrorData, Option<RequestId>),
     ToFlush,
 }
 
@@ -184,8 +186,8 @@ impl<Role: ServiceRole, R: AsyncRead, W: AsyncWrite, P: ReadLines<Role>> Lines<R
 
     /// Takes `message` on, `permit` being a free place if one was: a
     /// request keeps it until its answer is written, or is held without
-    /// one (`None` returned); a cancellation frees its request's, which
-    /// rmcp will not answer.
+    /// one, or is refused if its id is in use (`None` returned for both); a
+    /// cancellation frees its request's place, which rmcp will not answer.
     fn take_on(
         &mut self,
         message: RxJsonRpcMessage<Role>,
@@ -195,7 +197,19 @@ impl<Role: ServiceRole, R: AsyncRead, W: AsyncWrite, P: ReadLines<Role>> Lines<R
         Role: Side,
     {
         match (&message, permit) {
-            // An id used twice frees its first permit: rmcp answers one.
+            // rmcp would work on a second request under the id of one it is
+            // answering, outside the bound, where the id's one place is
+            // taken: a peer reusing one id read everything. The peer's ids
+            // must be unique, so it is refused.
+            (JsonRpcMessage::Request(request), _) if self.answering.contains_key(&request.id) => {
+                let message = format!(
+                    "Invalid request: the id {} is already used by a request not yet answered",
+                    request.id
+                );
+                let refused = ErrorData::invalid_request(message, None);
+                self.refusal = Refusal::ToWrite(refused, Some(request.id.clone()));
+                return None;
+            }
             (JsonRpcMessage::Request(request), Some(permit)) => {
                 self.answering.insert(request.id.clone(), permit);
             }
@@ -254,13 +268,12 @@ where
     // `held`, and a permit not yet used goes back.
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<Role>> {
         loop {
-            if self.refusal != Refusal::None {
+            if !matches!(self.refusal, Refusal::None) {
                 let mut write = self.write.lock().await;
                 let framed = write.as_mut()?;
-                if self.refusal == Refusal::ToWrite {
-                    let refused = ErrorData::invalid_request("Invalid request", None);
+                if let Refusal::ToWrite(refused, id) = &self.refusal {
                     framed
-                        .feed(TxJsonRpcMessage::<Role>::error(refused, None))
+                        .feed(TxJsonRpcMessage::<Role>::error(refused.clone(), id.clone()))
                         .await
                         .ok()?;
                     self.refusal = Refusal::ToFlush;
@@ -271,7 +284,10 @@ where
             if self.held.is_some() {
                 let permit = self.unanswered.clone().acquire_owned().await.ok()?;
                 let held = self.held.take()?;
-                return self.take_on(held, Some(permit));
+                if let Some(message) = self.take_on(held, Some(permit)) {
+                    return Some(message);
+                }
+                continue;
             }
             let permit = self.unanswered.clone().try_acquire_owned().ok();
             match self.read.next().await? {
@@ -280,7 +296,9 @@ where
                         return Some(message);
                     }
                 }
-                Ok(Err(NoMessage)) => self.refusal = Refusal::ToWrite,
+                Ok(Err(NoMessage)) => {
+                    self.refusal = Refusal::ToWrite(ErrorData::invalid_request("Invalid request", None), None)
+                }
                 Err(e) => {
                     tracing::error!("reading the peer's lines: {e}");
                     return None;

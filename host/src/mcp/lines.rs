@@ -153,6 +153,47 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_request_under_an_id_not_yet_answered_is_refused_and_the_id_is_free_once_answered() {
+        use rmcp::model::{RequestId, ServerJsonRpcMessage, ServerResult};
+
+        let (client, server) = tokio::io::duplex(1 << 16);
+        let (read, write) = tokio::io::split(server);
+        let mut lines = Lines::new(read, write, ClientLines);
+        let (client_read, mut client_write) = tokio::io::split(client);
+        let ping = |id: u32| format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n");
+        let id_of = |message: Option<RxJsonRpcMessage<RoleServer>>| match message {
+            Some(JsonRpcMessage::Request(request)) => request.id.to_string(),
+            other => format!("{other:?}"),
+        };
+        let input = [ping(1), ping(1), ping(2)].concat();
+        client_write.write_all(input.as_bytes()).await.unwrap();
+
+        assert_eq!(id_of(lines.receive().await), "1");
+        assert_eq!(id_of(lines.receive().await), "2", "the second 1 is not worked on");
+        let answer = ServerJsonRpcMessage::response(ServerResult::empty(()), RequestId::Number(1));
+        lines.send(answer).await.unwrap();
+        client_write.write_all(ping(1).as_bytes()).await.unwrap();
+        assert_eq!(id_of(lines.receive().await), "1", "an id answered is free again");
+
+        let mut written = BufReader::new(client_read).lines();
+        let refusal: Value = serde_json::from_str(&written.next_line().await.unwrap().unwrap()).unwrap();
+        assert_eq!(refusal["id"], 1, "{refusal}");
+        assert_eq!(refusal["error"]["code"], -32600, "{refusal}");
+        assert!(
+            refusal["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("already used"),
+            "{refusal}"
+        );
+        let answer: Value = serde_json::from_str(&written.next_line().await.unwrap().unwrap()).unwrap();
+        assert_eq!(
+            (answer["id"].clone(), answer["result"].clone()),
+            (json!(1), json!({}))
+        );
+    }
+
+    #[tokio::test]
     async fn at_the_unanswered_bound_one_request_is_held_and_answers_and_cancellations_are_still_read() {
         use futures::FutureExt;
         use rmcp::model::{RequestId, ServerJsonRpcMessage, ServerResult};
