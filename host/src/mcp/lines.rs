@@ -47,12 +47,24 @@ fn tool_call(line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
 mod tests {
     use rmcp::transport::Transport;
     use serde_json::{Value, json};
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf};
 
     use super::*;
     use crate::lines::Lines;
     use crate::lines::tests::{as_debug, as_read};
     use crate::mcp::wire::TASK_KEY;
+
+    /// The front's transport over an in-memory pipe.
+    type Front = Lines<RoleServer, ReadHalf<DuplexStream>, WriteHalf<DuplexStream>, ClientLines>;
+
+    /// A [`Front`] over a pipe of `capacity` bytes, with the client's
+    /// reading and writing ends.
+    fn session(capacity: usize) -> (Front, ReadHalf<DuplexStream>, WriteHalf<DuplexStream>) {
+        let (client, server) = tokio::io::duplex(capacity);
+        let (read, write) = tokio::io::split(server);
+        let (client_read, client_write) = tokio::io::split(client);
+        (Lines::new(read, write, ClientLines), client_read, client_write)
+    }
 
     #[test]
     fn every_line_reads_as_rmcp_reads_it() {
@@ -111,10 +123,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_session_reads_its_lines_carries_a_task_drops_a_long_line_and_answers_one_that_is_no_message() {
-        let (client, server) = tokio::io::duplex(1 << 16);
-        let (read, write) = tokio::io::split(server);
-        let mut lines = Lines::new(read, write, ClientLines);
-        let (client_read, mut client_write) = tokio::io::split(client);
+        let (mut lines, client_read, mut client_write) = session(1 << 16);
         let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
             "params": {"name": "t", "task": {"ttl": 5}}});
         let long = format!(
@@ -156,10 +165,7 @@ mod tests {
     async fn a_request_under_an_id_not_yet_answered_is_refused_and_the_id_is_free_once_answered() {
         use rmcp::model::{RequestId, ServerJsonRpcMessage, ServerResult};
 
-        let (client, server) = tokio::io::duplex(1 << 16);
-        let (read, write) = tokio::io::split(server);
-        let mut lines = Lines::new(read, write, ClientLines);
-        let (client_read, mut client_write) = tokio::io::split(client);
+        let (mut lines, client_read, mut client_write) = session(1 << 16);
         let ping = |id: u32| format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n");
         let id_of = |message: Option<RxJsonRpcMessage<RoleServer>>| match message {
             Some(JsonRpcMessage::Request(request)) => request.id.to_string(),
@@ -208,10 +214,7 @@ mod tests {
                 other => format!("{other:?}"),
             }
         }
-        let (client, server) = tokio::io::duplex(1 << 20);
-        let (read, write) = tokio::io::split(server);
-        let mut lines = Lines::new(read, write, ClientLines);
-        let (client_read, mut client_write) = tokio::io::split(client);
+        let (mut lines, client_read, mut client_write) = session(1 << 20);
         let ping = |id: usize| format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n");
         let cancel = |id: usize| {
             format!(
