@@ -121,6 +121,16 @@ pub(crate) fn by_rmcp<Role: ServiceRole>(line: &[u8]) -> Option<Line<Role>> {
     }
 }
 
+/// The refusal of a request under the id of one of the same peer's not
+/// yet answered: over stdio (here) and in an HTTP session (`mcp`'s
+/// sessions) alike.
+pub(crate) fn id_in_use(id: &RequestId) -> ErrorData {
+    ErrorData::invalid_request(
+        format!("Invalid request: the id {id} is already used by a request not yet answered"),
+        None,
+    )
+}
+
 /// `line` without a leading byte order mark, which JSON allows a reader to
 /// skip.
 pub(crate) fn without_bom(line: &[u8]) -> &[u8] {
@@ -202,12 +212,7 @@ impl<Role: ServiceRole, R: AsyncRead, W: AsyncWrite, P: ReadLines<Role>> Lines<R
             // taken: a peer reusing one id read everything. The peer's ids
             // must be unique, so it is refused.
             (JsonRpcMessage::Request(request), _) if self.answering.contains_key(&request.id) => {
-                let message = format!(
-                    "Invalid request: the id {} is already used by a request not yet answered",
-                    request.id
-                );
-                let refused = ErrorData::invalid_request(message, None);
-                self.refusal = Refusal::ToWrite(refused, Some(request.id.clone()));
+                self.refusal = Refusal::ToWrite(id_in_use(&request.id), Some(request.id.clone()));
                 return None;
             }
             (JsonRpcMessage::Request(request), Some(permit)) => {
