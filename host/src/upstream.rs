@@ -29,7 +29,8 @@
 //! sends is bounded (`max_message_kb`): over stdio, by [`bounded`], which
 //! answers a call whose answer is over the cap with an error at once; over
 //! HTTP, by the client's response limits. A call is answered, whatever the
-//! server does. A stdio server's answer to a call is read as a call's
+//! server does. Over HTTP a request's event stream is read to its end even
+//! once its answer is in (`drain`), so its connection is used again. A stdio server's answer to a call is read as a call's
 //! result directly ([`lines`]), not as each of rmcp's result types in turn.
 //!
 //! What the server asks of its client during a call (elicitation,
@@ -42,6 +43,7 @@
 mod bounded;
 mod callers;
 mod carried;
+mod drain;
 mod gateway;
 mod lines;
 mod listing;

@@ -40,7 +40,7 @@ use sse_stream::Sse;
 use crate::output::Meta;
 use crate::tool::Execution;
 
-use super::post;
+use super::{drain, post};
 
 /// Where a tool's `execution` rides in its `_meta` between the transport
 /// and the host: a name no server has a reason to use.
@@ -136,7 +136,8 @@ pub(super) fn take_answer(answer: &ServerResult) -> Option<Value> {
 /// ([`carry`]) before rmcp parses it. A request whose answer rmcp has no
 /// type for (a `tools/list`, and the tasks' requests, which the host sends
 /// as custom requests) is posted by the host itself (`post`), so that its
-/// answer is carried in plain JSON too.
+/// answer is carried in plain JSON too. A request's event stream is read
+/// to its end even once rmcp lets go of it (`drain`).
 #[derive(Clone)]
 pub(super) struct Carrying {
     http: reqwest::Client,
@@ -154,7 +155,7 @@ fn untyped_answer(message: &ClientJsonRpcMessage) -> bool {
         if matches!(request.request, ClientRequest::ListToolsRequest(_) | ClientRequest::CustomRequest(_)))
 }
 
-type Events = BoxStream<'static, Result<Sse, SseError>>;
+pub(super) type Events = BoxStream<'static, Result<Sse, SseError>>;
 
 pub(super) fn carried(events: Events) -> Events {
     events
@@ -194,15 +195,24 @@ impl StreamableHttpClient for Carrying {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
-        if untyped_answer(&message) {
+        let response = if untyped_answer(&message) {
             let session = (session_id.as_deref(), auth_header.as_deref());
-            return post::post(&self.http, &uri, &message, session, custom_headers, &limits).await;
-        }
-        let response = self
-            .http
-            .post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits)
-            .await?;
-        Ok(post_carried(response))
+            post::post(&self.http, &uri, &message, session, custom_headers, &limits).await?
+        } else {
+            let response = self
+                .http
+                .post_message_with_response_limits(
+                    uri,
+                    message,
+                    session_id,
+                    auth_header,
+                    custom_headers,
+                    limits,
+                )
+                .await?;
+            post_carried(response)
+        };
+        Ok(drain::drained(response))
     }
 
     async fn delete_session(
