@@ -16,6 +16,10 @@ use toolhost::ToolSchema;
 use toolhost::catalog::base_tool;
 use toolhost::plugin::{CodeSource, Plugin, Runtime, RuntimeOptions};
 
+// The allocator the `toolhost` binary ships with (cli/src/main.rs).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const LANGS: [&str; 5] = ["rust", "js", "py", "c", "go"];
 const CALLS: usize = 300;
 

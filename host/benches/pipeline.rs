@@ -15,6 +15,10 @@ use toolhost::internals::{NativeTools, Root, Urgency};
 use toolhost::plugin::{Runtime, RuntimeOptions};
 use toolhost::{CallControl, Toolhost};
 
+// The allocator the `toolhost` binary ships with (cli/src/main.rs).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn native(dir: &Path) -> Arc<NativeTools> {
     Arc::new(NativeTools::new(Root::new(dir).unwrap(), WebSettings::default()).unwrap())
 }

@@ -16,9 +16,10 @@
 //! Needs the guest plugins (`make plugins`, or `TOOLHOST_GUEST_DIR` naming
 //! a directory of them). Run with `make bench`; ratios are printed at the
 //! end, and the targets written to `build/bench/plugins.json` for the one
-//! table `make bench` prints. The peer, the same transform in Extism, is
-//! measured by `bench/peers/extism` (outside the workspace: it brings its
-//! own wasmtime), on the same arguments (`create_issue.json`).
+//! table `make bench` prints. Every side runs on the allocator the
+//! `toolhost` binary ships with (mimalloc). The peer, the same transform
+//! in Extism, is measured by `bench/peers/extism` (outside the workspace:
+//! it brings its own wasmtime), on the same arguments and allocator.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -29,6 +30,11 @@ use toolhost::catalog::ToolSpec;
 use toolhost::catalog::base_catalog;
 use toolhost::enrich::Enrichers;
 use toolhost::plugin::{Plugin, Runtime, RuntimeOptions};
+
+// The allocator the `toolhost` binary ships with (cli/src/main.rs): the
+// boundary is measured as it runs there, and the native baseline beside it.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn guest(name: &str) -> PathBuf {
     let dir = std::env::var_os("TOOLHOST_GUEST_DIR").map_or_else(

@@ -16,6 +16,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
+// The allocator toolhost's plugins bench runs on, so that only the hosts
+// differ.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const ARGS: &str = include_str!("../../../../host/benches/create_issue.json");
 
 /// The guest's logic, natively (as `host/benches/plugins.rs` runs it).
