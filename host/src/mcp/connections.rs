@@ -55,6 +55,8 @@ use tokio::time::Sleep;
 use tokio_util::sync::CancellationToken;
 use tower::Service;
 
+use super::first_write;
+
 /// How long shutdown waits for the answers being sent.
 const GRACE: Duration = Duration::from_secs(20);
 
@@ -227,9 +229,9 @@ async fn connection(
     slot: Slot,
     mut stopping: watch::Receiver<()>,
 ) {
-    // A response goes out in several writes (the SSE priming event, then
-    // the result): with Nagle's algorithm on, the second waits for the
-    // client's delayed ACK, about 40 ms on every call.
+    // A response may go out in several writes (a long call's priming
+    // event, then its result): with Nagle's algorithm on, the second waits
+    // for the client's delayed ACK, about 40 ms.
     if let Err(e) = tcp.set_nodelay(true) {
         tracing::debug!("TCP_NODELAY not set on an accepted connection: {e}");
     }
@@ -311,6 +313,10 @@ fn answer(
             .get(http::header::CONTENT_TYPE)
             .is_some_and(|t| t.as_bytes().starts_with(b"text/event-stream"));
         let sent = sent.filter(|_| streams);
+        let response = match sent {
+            Some(_) => first_write::hold_for_answer(response, first_write::HOLD).await,
+            None => response,
+        };
         Ok(response.map(|body| {
             Body::new(Sending {
                 body,

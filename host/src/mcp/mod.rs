@@ -82,6 +82,7 @@ mod asked;
 mod auth;
 mod client_log;
 mod connections;
+mod first_write;
 mod input_requests;
 mod lines;
 mod metrics;
