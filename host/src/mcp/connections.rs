@@ -70,8 +70,8 @@ const WARN_EVERY: Duration = Duration::from_secs(10);
 /// lack of file descriptors, so the loop does not spin while they last.
 const OUT_OF_FILES_PAUSE: Duration = Duration::from_millis(50);
 
-/// How many connections `serve --http` keeps, and how long a request head
-/// may take.
+/// How many connections `serve --http` keeps, how long a request head
+/// may take, and how long an answer's head waits for the answer.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Bounds {
     /// Connections open at once, in all.
@@ -83,6 +83,9 @@ pub(super) struct Bounds {
     /// counted from when it starts waiting for one; and then its body,
     /// counted from when the server first waits for more of it.
     pub(super) request_timeout: Duration,
+    /// The longest a POST's event stream waits for its answer before its
+    /// head is sent ([`first_write::HOLD`]).
+    pub(super) answer_hold: Duration,
 }
 
 impl Bounds {
@@ -111,6 +114,7 @@ impl Bounds {
             total,
             per_address: 256.min(total),
             request_timeout: Duration::from_secs(30),
+            answer_hold: first_write::HOLD,
         }
     }
 }
@@ -246,7 +250,15 @@ async fn connection(
     let service = hyper::service::service_fn(move |request| {
         let timed = |body| Timed::new(body, bounds.request_timeout, late.clone(), activity.clone());
         let request = request.map(|body| Body::new(timed(body)));
-        answer(router.clone(), request, &posts, activity.clone(), late.clone())
+        let hold = bounds.answer_hold;
+        answer(
+            router.clone(),
+            request,
+            &posts,
+            hold,
+            activity.clone(),
+            late.clone(),
+        )
     });
     let conn = builder.serve_connection(TokioIo::new(tcp), service);
     let mut conn = std::pin::pin!(conn);
@@ -282,7 +294,8 @@ async fn connection(
 }
 
 /// `router`'s answer to `request`, counted in `posts` while it is being
-/// sent if it is a POST's, and the connection's `activity` busy until it
+/// sent if it is a POST's (whose event stream waits up to `hold` for its
+/// answer, [`first_write`]), and the connection's `activity` busy until it
 /// is; `408 Request Timeout` if the body came too late. The connection
 /// turns busy once the request is whole ([`Timed`]) or answered, not at
 /// its head: a body being trickled is as idle as a half-sent head, and
@@ -295,6 +308,7 @@ fn answer(
     mut router: axum::Router,
     request: http::Request<Body>,
     posts: &Posts,
+    hold: Duration,
     activity: Arc<Activity>,
     late: Arc<AtomicBool>,
 ) -> impl Future<Output = Result<Response, Infallible>> + use<> {
@@ -314,7 +328,7 @@ fn answer(
             .is_some_and(|t| t.as_bytes().starts_with(b"text/event-stream"));
         let sent = sent.filter(|_| streams);
         let response = match sent {
-            Some(_) => first_write::hold_for_answer(response, first_write::HOLD).await,
+            Some(_) => first_write::hold_for_answer(response, hold).await,
             None => response,
         };
         Ok(response.map(|body| {
@@ -751,6 +765,7 @@ mod tests {
             total: 64,
             per_address: 4,
             request_timeout: ANSWER * 10,
+            answer_hold: first_write::HOLD,
         })
         .await;
         let held = holding(&front, "127.0.0.2", 4).await;
@@ -770,6 +785,7 @@ mod tests {
             total: 3,
             per_address: 64,
             request_timeout: ANSWER * 10,
+            answer_hold: first_write::HOLD,
         })
         .await;
         // Three strangers from addresses of their own: a whole head and a
@@ -792,6 +808,7 @@ mod tests {
             total: 2,
             per_address: 64,
             request_timeout: ANSWER * 10,
+            answer_hold: first_write::HOLD,
         })
         .await;
         // Two sessions' event streams: two connections, both answering.
@@ -825,6 +842,7 @@ mod tests {
             total: 64,
             per_address: 64,
             request_timeout: Duration::from_millis(100),
+            answer_hold: first_write::HOLD,
         })
         .await;
         let mut stalled = half_a_head("127.0.0.2", front.addr).await;
@@ -840,6 +858,7 @@ mod tests {
             total: 64,
             per_address: 64,
             request_timeout: Duration::from_millis(300),
+            answer_hold: first_write::HOLD,
         })
         .await;
         let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -884,6 +903,7 @@ mod tests {
             total: 64,
             per_address: 64,
             request_timeout,
+            answer_hold: first_write::HOLD,
         })
         .await;
         let id = front.open().await;
