@@ -88,9 +88,10 @@ enum Message {
 /// with something in it (rmcp's priming event has an empty one, a
 /// keep-alive comment none). An answer is told by its first key after
 /// `jsonrpc` and `id`: `"result":` or `"error":` comes before any
-/// `"method":`, and neither can occur earlier in the text (inside a
-/// string, a quote is escaped). Told wrong, a stream is handed on sooner
-/// or later, never changed.
+/// `"method":`. Nothing earlier in the text can look like a key: the two
+/// values before it are a string and a scalar id, and a value is never
+/// followed by a colon. Told wrong, a stream is handed on sooner or later,
+/// never changed.
 fn message_in(frame: &Frame<Bytes>) -> Option<Message> {
     let data = frame.data_ref()?;
     let json = data.split(|b| *b == b'\n').find_map(|line| {
