@@ -15,6 +15,15 @@
 //! also count the host process's CPU time per call (from `/proc`): the
 //! host's own side of each transport, apart from the client's.
 //!
+//! The same clients also call a bare rmcp server answering from memory
+//! over each transport (`bare`), in the same interleaved rounds: the floor
+//! of each transport with this client and library, so that what toolhost
+//! itself adds to a call over stdio and over HTTP is told apart from what
+//! any server on rmcp would cost.
+//!
+//! Every process this bench starts runs on the allocator the `toolhost`
+//! binary ships with (mimalloc), clients and relays included.
+//!
 //! The clients run on one thread, as the MCP clients agents use do (Node's
 //! and Python's event loops): a client on a worker per core woke its own
 //! tasks across threads and added about 115 µs to each HTTP call, its own
@@ -23,6 +32,8 @@
 //! Needs `make host plugins lang-plugins upstream` (`make bench` runs them
 //! first: this binary times the `toolhost` built there).
 //! `cargo run --release -p toolhost-bench --bin front -- --help`
+
+mod bare;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -41,6 +52,9 @@ use toolhost::plugin::{Runtime, RuntimeOptions};
 use toolhost_cli::config::Config;
 use toolhost_tests::served::Served;
 use toolhost_tests::{everything_server, guest, reference, toolhost_binary};
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[derive(Parser)]
 #[command(about = "Latency and throughput of toolhost's MCP front")]
@@ -97,6 +111,10 @@ struct Figures {
     /// The host process's CPU time per call, where it was measured.
     #[serde(skip_serializing_if = "Option::is_none")]
     host_cpu_us: Option<f64>,
+    /// This process's (the client's) CPU time per call, where the host's
+    /// was measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    client_cpu_us: Option<f64>,
 }
 
 impl Figures {
@@ -110,6 +128,7 @@ impl Figures {
             p99_us: at(0.99),
             calls_per_s: samples.len() as f64 / wall.as_secs_f64(),
             host_cpu_us: None,
+            client_cpu_us: None,
         }
     }
 }
@@ -244,8 +263,28 @@ async fn call(client: &Client, params: CallToolRequestParams) -> Result<Duration
     Ok(took)
 }
 
+/// The bare server over stdio (`bare`), and its process id.
+async fn bare_stdio() -> Result<(Client, u32)> {
+    let mut command = tokio::process::Command::new(std::env::current_exe()?);
+    command.args([bare::ARG, "stdio"]);
+    let transport = TokioChildProcess::builder(command)
+        .stderr(Stdio::null())
+        .spawn()?
+        .0;
+    let pid = transport.id().context("the bare server exited as it started")?;
+    let client = ().serve(transport).await?;
+    Ok((client, pid))
+}
+
+/// The bare server over streamable HTTP (`bare`).
+fn bare_http() -> Result<Served> {
+    let mut command = std::process::Command::new(std::env::current_exe()?);
+    command.args([bare::ARG, "http"]);
+    Ok(Served::start(command)?)
+}
+
 /// `n` calls, one after another, to the host whose process is `host`,
-/// with its CPU time per call.
+/// with its CPU time per call and the client's.
 async fn sequential(
     name: &str,
     client: &Client,
@@ -257,14 +296,16 @@ async fn sequential(
     for _ in 0..n / 10 {
         call(client, params.clone()).await?;
     }
-    let (start, cpu) = (Instant::now(), cpu_time(host)?);
+    let me = std::process::id();
+    let (start, cpu, own) = (Instant::now(), cpu_time(host)?, cpu_time(me)?);
     let mut samples = Vec::with_capacity(n);
     for _ in 0..n {
         samples.push(call(client, params.clone()).await?);
     }
-    let cpu = cpu_time(host)? - cpu;
+    let (cpu, own) = (cpu_time(host)? - cpu, cpu_time(me)? - own);
     let mut figures = Figures::new(name, samples, start.elapsed());
     figures.host_cpu_us = Some(cpu.as_secs_f64() * 1e6 / n as f64);
+    figures.client_cpu_us = Some(own.as_secs_f64() * 1e6 / n as f64);
     Ok(figures)
 }
 
@@ -463,11 +504,13 @@ async fn interleaved(ways: &[Way<'_>], rounds: usize, calls: usize) -> Result<In
 }
 
 /// What proxying costs: server-everything's `echo` called directly,
-/// through a bare relay process, and through toolhost (each of the last
-/// two runs its own server-everything), all three clients open at once and
-/// called in turn. The relay is the peer baseline: a process that copies
-/// bytes both ways and parses nothing, the least any proxy on its own
-/// process hop adds on this machine.
+/// through a bare relay process, through toolhost, and through the bare
+/// rmcp proxy (`bare`; each of the last three runs its own
+/// server-everything), all four clients open at once and called in turn.
+/// The relay is the peer baseline: a process that copies bytes both ways
+/// and parses nothing, the least any proxy on its own process hop adds on
+/// this machine. The bare rmcp proxy is the least a proxy that reads each
+/// message, on the library toolhost is built on, adds.
 async fn upstream(rounds: usize, calls: usize) -> Result<Interleaved> {
     let server = everything_server();
     let node = || {
@@ -484,6 +527,16 @@ async fn upstream(rounds: usize, calls: usize) -> Result<Interleaved> {
     relay.arg(RELAY).arg("node").arg(&server).arg("stdio");
     let transport = TokioChildProcess::builder(relay).stderr(Stdio::null()).spawn()?.0;
     let relayed = ().serve(transport).await?;
+    let mut bare_proxy = tokio::process::Command::new(std::env::current_exe()?);
+    bare_proxy
+        .args([bare::ARG, "proxy", "node"])
+        .arg(&server)
+        .arg("stdio");
+    let transport = TokioChildProcess::builder(bare_proxy)
+        .stderr(Stdio::null())
+        .spawn()?
+        .0;
+    let bare_proxied = ().serve(transport).await?;
     let workspace = Workspace::new(&format!(
         "[speculation]\nenabled = false\n[[upstream]]\nname = \"everything\"\ncommand = \"node\"\nargs = [{}, \"stdio\"]\nprefix = \"ev_\"\n",
         Value::String(server.display().to_string())
@@ -499,12 +552,13 @@ async fn upstream(rounds: usize, calls: usize) -> Result<Interleaved> {
             ("upstream echo, direct (stdio, interleaved)", &everything, &direct),
             ("upstream echo, through a bare relay", &relayed, &direct),
             ("upstream echo, through toolhost", &proxied, &through),
+            ("upstream echo, through a bare rmcp proxy", &bare_proxied, &direct),
         ],
         rounds,
         calls,
     )
     .await;
-    for client in [everything, relayed, proxied] {
+    for client in [everything, relayed, proxied, bare_proxied] {
         client.cancel().await?;
     }
     figures
@@ -626,6 +680,9 @@ fn main() -> Result<()> {
     if argv.get(1).is_some_and(|a| a == RELAY) {
         return relay(&argv[2..]);
     }
+    if argv.get(1).is_some_and(|a| a == bare::ARG) {
+        return bare::run(&argv[2..]);
+    }
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?
@@ -641,10 +698,16 @@ async fn bench(args: Args) -> Result<()> {
                 f.name, f.calls, f.p50_us, f.p99_us
             );
         }
-        let (relay, proxy) = (&proxying.against_first[0], &proxying.against_first[1]);
+        let (relay, proxy, bare) = (
+            &proxying.against_first[0],
+            &proxying.against_first[1],
+            &proxying.against_first[2],
+        );
         println!(
-            "a bare relay adds {:.1} µs at p50, toolhost {:.1} µs: {:.1} µs more than the relay",
+            "a bare relay adds {:.1} µs at p50, a bare rmcp proxy {:.1} µs, toolhost {:.1} µs: \
+             {:.1} µs more than the relay",
             relay.added_p50_us,
+            bare.added_p50_us,
             proxy.added_p50_us,
             proxy.added_p50_us - relay.added_p50_us
         );
@@ -675,24 +738,51 @@ async fn bench(args: Args) -> Result<()> {
         args.in_flight,
     )
     .await?;
+    let (bare_stdio, bare_stdio_pid) = bare_stdio().await?;
+    let bare_http_server = bare_http()?;
+    let bare_http = http_client(&bare_http_server.url).await?;
+    let bare_stdio_seq = sequential(
+        "bare rmcp server, stdio, sequential",
+        &bare_stdio,
+        &read_call(),
+        args.calls,
+        bare_stdio_pid,
+    )
+    .await?;
+    let bare_http_seq = sequential(
+        "bare rmcp server, http, sequential",
+        &bare_http,
+        &read_call(),
+        args.calls,
+        bare_http_server.pid(),
+    )
+    .await?;
     let read = read_call();
     let front = interleaved(
         &[
             ("stdio, interleaved with http", &stdio, &read),
             ("http, interleaved with stdio", &http, &read),
+            ("bare rmcp server, stdio, interleaved", &bare_stdio, &read),
+            ("bare rmcp server, http, interleaved", &bare_http, &read),
         ],
         args.rounds,
         args.round_calls,
     )
     .await?;
     let http_vs_stdio = &front.against_first[0];
-    stdio.cancel().await?;
-    http.cancel().await?;
+    for client in [stdio, http, bare_stdio, bare_http] {
+        client.cancel().await?;
+    }
+    drop(bare_http_server);
     let (sessions, sessions_low, sessions_high) =
         many_sessions(&url, args.sessions, args.calls_per_session, args.session_rounds).await?;
 
     let proxying = upstream(args.rounds, args.round_calls).await?;
-    let (relay, proxy) = (&proxying.against_first[0], &proxying.against_first[1]);
+    let (relay, proxy, bare_proxy) = (
+        &proxying.against_first[0],
+        &proxying.against_first[1],
+        &proxying.against_first[2],
+    );
     let (start, bare_start) = start_up(args.starts).await?;
 
     // p50s over every call of the interleaved rounds.
@@ -705,6 +795,24 @@ async fn bench(args: Args) -> Result<()> {
             ("stdio call p50", p50(&front.figures, 0)),
         )
         .ratio_at_most(HTTP_RATIO_BOUND),
+        Target::new(
+            "HTTP call p50, bare rmcp server (interleaved)",
+            p50(&front.figures, 3),
+            "µs",
+            ("its stdio call p50", p50(&front.figures, 2)),
+        ),
+        Target::new(
+            "HTTP call p50 (interleaved)",
+            p50(&front.figures, 1),
+            "µs",
+            ("the bare rmcp server's", p50(&front.figures, 3)),
+        ),
+        Target::new(
+            "stdio call p50 (interleaved)",
+            p50(&front.figures, 0),
+            "µs",
+            ("the bare rmcp server's", p50(&front.figures, 2)),
+        ),
         Target::new(
             "calls/s over HTTP, many sessions (median round)",
             sessions.calls_per_s,
@@ -721,6 +829,12 @@ async fn bench(args: Args) -> Result<()> {
             ("µs a bare relay process adds", relay.added_p50_us),
         )
         .within_baseline_plus(PROXY_OVER_RELAY_US),
+        Target::new(
+            "µs a bare rmcp proxy adds (echo)",
+            bare_proxy.added_p50_us,
+            "µs",
+            ("µs a bare relay process adds", relay.added_p50_us),
+        ),
         Target::new(
             "upstream echo p50 through toolhost (interleaved)",
             p50(&proxying.figures, 2),
@@ -742,22 +856,39 @@ async fn bench(args: Args) -> Result<()> {
         .at_most(50.0),
     ];
     let base = direct.p50_us;
-    // Where a transport's cost lies: the host's side of a call, apart
-    // from the client's.
-    let host_cpu = (
-        stdio_seq.host_cpu_us.unwrap_or_default(),
-        http_seq.host_cpu_us.unwrap_or_default(),
+    // Where a transport's cost lies: the server's side of a call and the
+    // client's, for toolhost and for the bare server; each (stdio, HTTP).
+    let cpu = |f: &[&Figures; 2], side: fn(&Figures) -> Option<f64>| f.map(|f| side(f).unwrap_or_default());
+    let (host_cpu, bare_cpu) = (
+        cpu(&[&stdio_seq, &http_seq], |f| f.host_cpu_us),
+        cpu(&[&bare_stdio_seq, &bare_http_seq], |f| f.host_cpu_us),
+    );
+    let (client_cpu, bare_client_cpu) = (
+        cpu(&[&stdio_seq, &http_seq], |f| f.client_cpu_us),
+        cpu(&[&bare_stdio_seq, &bare_http_seq], |f| f.client_cpu_us),
     );
     let spread = json!({
-        "host_cpu_us_per_call_stdio_http": [host_cpu.0, host_cpu.1],
+        "host_cpu_us_per_call_stdio_http": host_cpu,
+        "client_cpu_us_per_call_stdio_http": client_cpu,
+        "bare_server_cpu_us_per_call_stdio_http": bare_cpu,
+        "client_of_bare_cpu_us_per_call_stdio_http": bare_client_cpu,
         "calls_per_s_many_sessions_low_high": [sessions_low, sessions_high],
         "http_added_over_stdio_p50_us_halves": [http_vs_stdio.halves_added_us.0, http_vs_stdio.halves_added_us.1],
         "proxying_added_p50_us_halves": [proxy.halves_added_us.0, proxy.halves_added_us.1],
         "relay_added_p50_us_halves": [relay.halves_added_us.0, relay.halves_added_us.1],
+        "bare_proxy_added_p50_us_halves": [bare_proxy.halves_added_us.0, bare_proxy.halves_added_us.1],
     });
     let (relay_added, proxy_added) = (relay.halves_added_us, proxy.halves_added_us);
     let front_halves = http_vs_stdio.halves_added_us;
-    figures.extend([direct, stdio_seq, stdio_conc, http_seq, http_conc]);
+    figures.extend([
+        direct,
+        stdio_seq,
+        stdio_conc,
+        http_seq,
+        http_conc,
+        bare_stdio_seq,
+        bare_http_seq,
+    ]);
     figures.extend(front.figures);
     figures.push(sessions);
     figures.extend(proxying.figures);
@@ -799,16 +930,21 @@ async fn bench(args: Args) -> Result<()> {
          proxying added {:.1} µs, then {:.1} µs; a bare relay {:.1} µs, then {:.1} µs",
         front_halves.0, front_halves.1, proxy_added.0, proxy_added.1, relay_added.0, relay_added.1
     );
+    for (server, [stdio, http], [client_stdio, client_http]) in [
+        ("toolhost", host_cpu, client_cpu),
+        ("the bare rmcp server", bare_cpu, bare_client_cpu),
+    ] {
+        println!(
+            "CPU time per call, one call at a time, of {server}: {stdio:.1} µs over stdio, {http:.1} µs \
+             over HTTP ({:.2}x); of its client: {client_stdio:.1} µs, {client_http:.1} µs",
+            http / stdio
+        );
+    }
     println!(
-        "the host's CPU time per call, one call at a time: {:.1} µs over stdio, {:.1} µs over HTTP ({:.2}x)",
-        host_cpu.0,
-        host_cpu.1,
-        host_cpu.1 / host_cpu.0
-    );
-    println!(
-        "proxying: a bare relay process adds {:.1} µs at p50 (the process hop alone); \
-         toolhost adds {:.1} µs, {:.1} µs more than the relay",
+        "proxying: a bare relay process adds {:.1} µs at p50 (the process hop alone), a bare rmcp \
+         proxy {:.1} µs; toolhost adds {:.1} µs, {:.1} µs more than the relay",
         relay.added_p50_us,
+        bare_proxy.added_p50_us,
         proxy.added_p50_us,
         proxy.added_p50_us - relay.added_p50_us
     );

@@ -47,6 +47,11 @@ where
     let router = axum::Router::new().nest_service("/mcp", service);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    // As toolhost serves: rmcp writes an answer's stream in pieces, which
+    // Nagle's algorithm and the client's delayed ACK would hold back.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     tokio::spawn(async move { axum::serve(listener, router).await });
     url
 }
