@@ -5,7 +5,9 @@ use std::process::{Command, Output};
 use serde_json::{Value, json};
 use toolhost_tests::providers::BUNDLE;
 use toolhost_tests::stdio::StdioServe;
-use toolhost_tests::{JIRA_SIDECAR, guest, needs, plugin_dir, run, run_configured, toolhost};
+use toolhost_tests::{
+    JIRA_SIDECAR, guest, needs, plugin_dir, run, run_configured, toolhost, toolhost_binary,
+};
 
 #[path = "audit.rs"]
 mod audit;
@@ -157,21 +159,44 @@ fn tools_lists_what_serve_serves() {
 
 /// With no --plugins, no configuration and no ./plugins, `plugins` takes
 /// the directory `serve` takes: build/plugins of the tree the binary was
-/// built in, which holds the bundle and no test fixture.
+/// built in (`TREE/target/PROFILE/toolhost`). The tree is made here around
+/// a copy of the binary, so that the test holds wherever cargo's target
+/// directory is (`CARGO_TARGET_DIR` may put it outside the source tree).
 #[test]
 fn with_no_plugin_directory_the_bundle_of_the_build_tree_is_taken() {
-    needs!(Bundled);
+    let tree = tempfile::tempdir().unwrap();
+    let (bin, bundle) = (
+        tree.path().join("target/debug"),
+        tree.path().join("build/plugins"),
+    );
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::create_dir_all(&bundle).unwrap();
+    std::fs::copy(toolhost_binary(), bin.join("toolhost")).unwrap();
+    std::fs::copy(guest("format_pipeline"), bundle.join("10-format-pipeline.wasm")).unwrap();
     let top = tempfile::tempdir().unwrap();
-    let (out, stdout, stderr) = run(toolhost().current_dir(top.path()).args(["plugins", "--json"]));
+    let (out, stdout, stderr) = run(Command::new(bin.join("toolhost"))
+        .current_dir(top.path())
+        .env_remove("TOOLHOST_PLUGINS")
+        .args(["--no-cache", "plugins", "--json"]));
     assert!(out.status.success(), "{stderr}");
     let v: Value = serde_json::from_str(&stdout).unwrap();
-    let bundled = std::path::Path::new(v["directory"].as_str().unwrap());
-    assert!(bundled.ends_with("build/plugins"), "{stdout}");
-    assert_eq!(
-        names(&v["plugins"]),
-        ["format-pipeline"],
-        "the bundle holds no test fixture"
-    );
+    let taken = v["directory"].as_str().map(|d| std::fs::canonicalize(d).unwrap());
+    assert_eq!(taken, Some(std::fs::canonicalize(&bundle).unwrap()), "{stdout}");
+    assert_eq!(names(&v["plugins"]), ["format-pipeline"]);
+}
+
+/// What `make bundled` puts in build/plugins, which `make run` serves: the
+/// format pipeline, and no test fixture.
+#[test]
+fn the_bundle_holds_no_test_fixture() {
+    needs!(Bundled);
+    let bundle = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../build/plugins");
+    let mut files: Vec<String> = std::fs::read_dir(&bundle)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(files, ["10-format-pipeline.wasm"], "{}", bundle.display());
 }
 
 /// A ./plugins directory is what `plugins` and `tools` take, as `serve`
