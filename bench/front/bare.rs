@@ -22,6 +22,7 @@ use rmcp::service::{Peer, RequestContext, RoleClient, RoleServer};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ErrorData, ServerHandler, ServiceExt};
 use serde_json::json;
+use toolhost_cli::serve::runtime;
 use toolhost_tests::upstream::{ToolServer, tool};
 
 /// The first argument that runs this binary as the bare server; the
@@ -31,27 +32,16 @@ pub const ARG: &str = "--bare-server";
 
 /// Serve until the client goes (stdio) or the process is killed (HTTP).
 pub fn run(args: &[OsString]) -> Result<()> {
-    let one_thread = || tokio::runtime::Builder::new_current_thread().enable_all().build();
-    // toolhost's runtimes for each (`cli/src/main.rs`): one thread for a
-    // stdio pipe, a multi-threaded runtime on a core fewer than the
-    // machine's for HTTP.
+    // On toolhost's runtime for each transport (`runtime(http)`).
     match args.split_first() {
-        Some((transport, [])) if transport == "stdio" => one_thread()?.block_on(stdio(from_memory())),
-        Some((transport, [])) if transport == "http" => {
-            let workers =
-                std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1));
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(workers)
-                .enable_all()
-                .build()?
-                .block_on(async {
-                    let url = toolhost_tests::mcp_on_loopback(from_memory()).await;
-                    // The line toolhost announces itself with, which `Served` reads.
-                    eprintln!("toolhost: serving MCP at {url}");
-                    std::future::pending().await
-                })
-        }
-        Some((proxy, [program, args @ ..])) if proxy == "proxy" => one_thread()?.block_on(async {
+        Some((transport, [])) if transport == "stdio" => runtime(false)?.block_on(stdio(from_memory())),
+        Some((transport, [])) if transport == "http" => runtime(true)?.block_on(async {
+            let url = toolhost_tests::mcp_on_loopback(from_memory()).await;
+            // The line toolhost announces itself with, which `Served` reads.
+            eprintln!("toolhost: serving MCP at {url}");
+            std::future::pending().await
+        }),
+        Some((proxy, [program, args @ ..])) if proxy == "proxy" => runtime(false)?.block_on(async {
             let mut command = tokio::process::Command::new(program);
             command.args(args);
             let transport = TokioChildProcess::builder(command)

@@ -35,6 +35,7 @@
 
 mod bare;
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -224,13 +225,7 @@ impl Workspace {
 
     /// `toolhost serve` over stdio, and its process id.
     async fn stdio(&self) -> Result<(Client, u32)> {
-        let transport = TokioChildProcess::builder(tokio::process::Command::from(self.command()))
-            .stderr(Stdio::null())
-            .spawn()?
-            .0;
-        let pid = transport.id().context("the host exited as it started")?;
-        let client = ().serve(transport).await?;
-        Ok((client, pid))
+        over_stdio(tokio::process::Command::from(self.command())).await
     }
 
     /// Start `toolhost serve --http`.
@@ -263,24 +258,37 @@ async fn call(client: &Client, params: CallToolRequestParams) -> Result<Duration
     Ok(took)
 }
 
-/// The bare server over stdio (`bare`), and its process id.
-async fn bare_stdio() -> Result<(Client, u32)> {
-    let mut command = tokio::process::Command::new(std::env::current_exe()?);
-    command.args([bare::ARG, "stdio"]);
+/// A client of the MCP server `command` starts, over its stdio (its
+/// stderr dropped), and the server's process id.
+async fn over_stdio(command: tokio::process::Command) -> Result<(Client, u32)> {
+    let program = command.as_std().get_program().to_owned();
     let transport = TokioChildProcess::builder(command)
         .stderr(Stdio::null())
         .spawn()?
         .0;
-    let pid = transport.id().context("the bare server exited as it started")?;
+    let pid = transport
+        .id()
+        .with_context(|| format!("{} exited as it started", program.display()))?;
     let client = ().serve(transport).await?;
     Ok((client, pid))
 }
 
+/// This binary run as `args` (the relay, the bare server), more may follow.
+fn this_binary(args: &[&str]) -> Result<tokio::process::Command> {
+    let mut command = tokio::process::Command::new(std::env::current_exe()?);
+    command.args(args);
+    Ok(command)
+}
+
+/// The bare server over stdio (`bare`), and its process id.
+async fn bare_stdio() -> Result<(Client, u32)> {
+    over_stdio(this_binary(&[bare::ARG, "stdio"])?).await
+}
+
 /// The bare server over streamable HTTP (`bare`).
 fn bare_http() -> Result<Served> {
-    let mut command = std::process::Command::new(std::env::current_exe()?);
-    command.args([bare::ARG, "http"]);
-    Ok(Served::start(command)?)
+    let command = this_binary(&[bare::ARG, "http"])?;
+    Ok(Served::start(command.into_std())?)
 }
 
 /// `n` calls, one after another, to the host whose process is `host`,
@@ -513,30 +521,16 @@ async fn interleaved(ways: &[Way<'_>], rounds: usize, calls: usize) -> Result<In
 /// message, on the library toolhost is built on, adds.
 async fn upstream(rounds: usize, calls: usize) -> Result<Interleaved> {
     let server = everything_server();
-    let node = || {
-        let mut node = tokio::process::Command::new("node");
-        node.arg(&server).arg("stdio");
-        node
-    };
-    let transport = TokioChildProcess::builder(node())
-        .stderr(Stdio::null())
-        .spawn()?
-        .0;
-    let everything = ().serve(transport).await?;
-    let mut relay = tokio::process::Command::new(std::env::current_exe()?);
-    relay.arg(RELAY).arg("node").arg(&server).arg("stdio");
-    let transport = TokioChildProcess::builder(relay).stderr(Stdio::null()).spawn()?.0;
-    let relayed = ().serve(transport).await?;
-    let mut bare_proxy = tokio::process::Command::new(std::env::current_exe()?);
-    bare_proxy
-        .args([bare::ARG, "proxy", "node"])
-        .arg(&server)
-        .arg("stdio");
-    let transport = TokioChildProcess::builder(bare_proxy)
-        .stderr(Stdio::null())
-        .spawn()?
-        .0;
-    let bare_proxied = ().serve(transport).await?;
+    let mut node = tokio::process::Command::new("node");
+    node.arg(&server).arg("stdio");
+    let (everything, _) = over_stdio(node).await?;
+    let upstream = [OsStr::new("node"), server.as_os_str(), OsStr::new("stdio")];
+    let mut relay = this_binary(&[RELAY])?;
+    relay.args(upstream);
+    let (relayed, _) = over_stdio(relay).await?;
+    let mut bare_proxy = this_binary(&[bare::ARG, "proxy"])?;
+    bare_proxy.args(upstream);
+    let (bare_proxied, _) = over_stdio(bare_proxy).await?;
     let workspace = Workspace::new(&format!(
         "[speculation]\nenabled = false\n[[upstream]]\nname = \"everything\"\ncommand = \"node\"\nargs = [{}, \"stdio\"]\nprefix = \"ev_\"\n",
         Value::String(server.display().to_string())

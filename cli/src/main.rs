@@ -213,41 +213,13 @@ enum Command {
     },
 }
 
-/// `serve` over stdio answers one client on one pipe: a single-threaded
-/// runtime takes each message from the pipe to its handler and back without
-/// waking a second worker thread, which cut a stdio call's latency by about
-/// a third on a 2-core machine (`front` bench). Plugin loading and file reads
-/// still run on the blocking pool.
-///
-/// `serve --http` serves many sessions at once, on one worker fewer than
-/// the cores ([`http_workers`]). The other commands are short: they get a
-/// worker per core.
+/// `serve`'s runtime is its transport's ([`serve::runtime`]); the other
+/// commands are short: they get a worker per core.
 fn async_runtime(command: &Command) -> std::io::Result<tokio::runtime::Runtime> {
     match command {
-        Command::Serve { http: None, .. } => {
-            tokio::runtime::Builder::new_current_thread().enable_all().build()
-        }
-        Command::Serve { http: Some(_), .. } => {
-            let mut builder = tokio::runtime::Builder::new_multi_thread();
-            // Tokio's own setting, where the user gave one, is theirs.
-            if std::env::var_os("TOKIO_WORKER_THREADS").is_none() {
-                builder.worker_threads(http_workers());
-            }
-            builder.enable_all().build()
-        }
+        Command::Serve { http, .. } => serve::runtime(http.is_some()),
         _ => tokio::runtime::Runtime::new(),
     }
-}
-
-/// Workers of `serve --http`: a core is left to what runs beside the
-/// async workers (upstream servers the host started, the blocking pool
-/// that loads plugins, the kernel's network stack), at least one. A worker
-/// per core had each call's tasks (the connection, the session, the
-/// handler) woken across threads: on 2 cores, one worker answered a call
-/// over HTTP in 349 µs where two took 471 µs, and 64 sessions at 9,356
-/// calls/s against 10,256 (`front` bench, its client on two threads).
-fn http_workers() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1).max(1))
 }
 
 fn main() -> ExitCode {
