@@ -280,6 +280,90 @@ async fn a_planted_cache_entry_is_not_run_for_a_signed_locked_plugin() {
     assert_eq!(tools_of(&report, "text"), text_tools);
 }
 
+/// An entry found sound is not hashed at every start but recorded by its
+/// metadata: once recorded, a rewrite of it in place that keeps its size
+/// and stays loadable (another tool name in its data) is still refused,
+/// since the rewrite changed its metadata. So are plugin files: one
+/// rewritten in place is read again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_recorded_cache_entry_rewritten_in_place_is_not_run() {
+    let cache = tempfile::tempdir().unwrap();
+    let dir = plugin_dir(&[
+        ("10-text", "text_tools", None),
+        ("20-format", "format_pipeline", None),
+    ]);
+    let records = || {
+        std::fs::read_dir(cache.path().join("files"))
+            .map(|dir| dir.count())
+            .unwrap_or(0)
+    };
+    let load = async || {
+        let (rt, _) = runtime_with_cache(Some(cache.path().to_owned()));
+        rt.load_dir(dir.path()).await.unwrap()
+    };
+    let report = load().await;
+    assert_eq!(sources(&report), [CodeSource::Compiled, CodeSource::Compiled]);
+    let text_tools = tools_of(&report, "text");
+    assert!(text_tools.iter().any(|t| t == "word_count"), "{text_tools:?}");
+    // Files that changed less than two seconds ago are not recorded (a
+    // write in the same tick of the filesystem's clock could keep their
+    // metadata): nothing is, yet.
+    assert_eq!(records(), 0);
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let report = load().await;
+    assert_eq!(sources(&report), [CodeSource::Cached, CodeSource::Cached]);
+    // Each plugin file's digest and each entry's soundness.
+    assert_eq!(records(), 4);
+    let report = load().await;
+    assert_eq!(sources(&report), [CodeSource::Cached, CodeSource::Cached]);
+    assert_eq!(tools_of(&report, "text"), text_tools);
+
+    // The same bytes but for one tool's name, written over the entry.
+    let entry = cache_entry(cache.path(), &dir.path().join("10-text.wasm"));
+    let mut code = std::fs::read(&entry).unwrap();
+    let renamed = replace_all(&mut code, b"word_count", b"word_cxunt");
+    assert!(renamed > 0, "no tool name in the entry");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&entry)
+        .and_then(|mut file| std::io::Write::write_all(&mut file, &code))
+        .unwrap();
+    let report = load().await;
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert_eq!(tools_of(&report, "text"), text_tools);
+    assert_eq!(sources(&report), [CodeSource::Compiled, CodeSource::Cached]);
+
+    // A plugin file rewritten in place, its size kept: read again.
+    let format = dir.path().join("20-format.wasm");
+    let size = std::fs::metadata(&format).unwrap().len() as usize;
+    let bytes = &std::fs::read(dir.path().join("10-text.wasm")).unwrap()[..size];
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&format)
+        .and_then(|mut file| std::io::Write::write_all(&mut file, bytes))
+        .unwrap();
+    let report = load().await;
+    assert_eq!(report.plugins.len(), 1, "{:?}", names(&report));
+    assert!(
+        report.errors.iter().any(|e| e.path.ends_with("20-format.wasm")),
+        "{:?}",
+        report.errors
+    );
+}
+
+/// Replace each `from` in `bytes` by `to` (of the same length); how many.
+fn replace_all(bytes: &mut [u8], from: &[u8], to: &[u8]) -> usize {
+    assert_eq!(from.len(), to.len());
+    let mut count = 0;
+    let mut at = 0;
+    while let Some(found) = bytes[at..].windows(from.len()).position(|w| w == from) {
+        bytes[at + found..at + found + to.len()].copy_from_slice(to);
+        at += found + to.len();
+        count += 1;
+    }
+    count
+}
+
 /// A code cache its group or every user can write is not used (what is in
 /// it may have been planted): plugins are compiled, and behave as
 /// themselves.

@@ -22,12 +22,16 @@
 //!   this user alone). A planted, swapped, truncated or foreign entry never
 //!   runs; it is compiled again and replaced.
 //! - An entry is mapped, not read: wasmtime runs its code from the file's
-//!   pages and copies the guest's initial memory from them on write, so a
-//!   35 MB language runtime costs its hash and little else. The tag is
-//!   checked on one mapping and wasmtime maps the file again by its path.
-//!   Only a writer of the directory could change the file in between, and
-//!   that is this user, who can read the key anyway: the tag keeps out
-//!   entries this cache did not write, not this user.
+//!   pages and copies the guest's initial memory from them on write. The
+//!   tag is checked on one mapping and wasmtime maps the file again by its
+//!   path. Only a writer of the directory could change the file in
+//!   between, and that is this user, who can read the key anyway: the tag
+//!   keeps out entries this cache did not write, not this user.
+//! - Hashing the entries of a JavaScript and a Python plugin (70 MB) was
+//!   most of a cached start. An entry found sound is recorded by its
+//!   metadata, as plugin files are (below), and is not hashed again until
+//!   its file changes: a planted or rewritten entry has a new inode or
+//!   change time, so it is hashed, and refused.
 //! - BLAKE3 rather than HMAC-SHA-256: it authenticates a language
 //!   runtime's entry several times faster, at every start.
 //! - Where the supply checks read and verified a component, the loader
@@ -44,13 +48,15 @@
 //! (a load renews its entry's stamp, at most hourly) until the rest fit,
 //! and the records of files not seen for [`INDEX_DAYS`] days.
 //!
-//! Reading and hashing a plugin is most of a cached start for a language
+//! Reading and hashing a plugin costs a cached start as much for a language
 //! runtime (18 MB for Python): without supply checks that read it,
 //! [`CodeCache::load_file`] also records (tagged as entries are) which
 //! digest a plugin file had, keyed by its path and its metadata (device,
 //! inode, size, modification and change times, to the nanosecond; any write
 //! or replacement changes one), so a file unchanged since is neither read
-//! nor hashed again.
+//! nor hashed again. A record is made only of a file that last changed
+//! [`SETTLED`] ago: a write in the same tick of the filesystem's clock
+//! could leave its metadata as it was.
 
 use std::fs;
 use std::hash::{Hash, Hasher};
@@ -150,9 +156,11 @@ impl CodeCache {
     pub fn load_file(&self, engine: &Engine, path: &Path) -> wasmtime::Result<Loaded> {
         let start = Instant::now();
         let open = self.open();
-        let index = open.as_ref().and_then(|open| file_key(open, path));
-        if let (Some(open), Some(index)) = (&open, &index)
-            && let Some(sha) = known_digest(open, index)
+        let record = open
+            .as_ref()
+            .and_then(|open| record_of(open, path, SystemTime::now()));
+        if let (Some(open), Some(record)) = (&open, &record)
+            && let Some(sha) = recall(open, Fact::Digest, &record.path)
             && let Some(component) = self.cached(engine, open, &sha)
         {
             return Ok(Loaded {
@@ -165,8 +173,8 @@ impl CodeCache {
         let bytes = fs::read(path)?;
         let sha: Sha = Sha256::digest(&bytes).into();
         let mut loaded = self.load_in(engine, open.as_ref(), &bytes, &sha)?;
-        if let (Some(open), Some(index)) = (&open, &index)
-            && let Err(e) = remember(open, index, &sha)
+        if let (Some(open), Some(record)) = (&open, &record)
+            && let Err(e) = remember(open, Fact::Digest, record, &sha)
         {
             tracing::debug!(path = %path.display(), "plugin digest not recorded: {e:#}");
         }
@@ -259,16 +267,37 @@ impl CodeCache {
                 return None;
             }
         };
-        let sound = tag.len() == TAG_FILE
+        let header = tag.len() == TAG_FILE
             && tag[..MAGIC.len()] == *MAGIC
-            && tag[MAGIC.len()..MAGIC.len() + 32] == *sha
-            && match map(&path) {
-                Ok(code) => verify(&self.entry_key(open, sha), &code, &tag[MAGIC.len() + 32..]),
-                Err(e) => {
-                    tracing::warn!(path = %path.display(), "recompiling: cannot map the cache entry: {e}");
-                    return None;
-                }
-            };
+            && tag[MAGIC.len()..MAGIC.len() + 32] == *sha;
+        let entry_tag: &[u8; 32] = tag[TAG_FILE - 32..].try_into().expect("a tag's last 32 bytes");
+        // Hashing a language runtime's entry was most of a cached start:
+        // an entry found sound once, and unchanged since, is not hashed
+        // again.
+        let record = record_of(open, &path, SystemTime::now());
+        let known = || {
+            record
+                .as_ref()
+                .and_then(|record| recall(open, Fact::EntryTag, &record.path))
+                .is_some_and(|known| known == *entry_tag)
+        };
+        let sound = header
+            && (known()
+                || match map(&path) {
+                    Ok(code) if verify(&self.entry_key(open, sha), &code, entry_tag) => {
+                        if let Some(record) = &record
+                            && let Err(e) = remember(open, Fact::EntryTag, record, entry_tag)
+                        {
+                            tracing::debug!(path = %path.display(), "sound cache entry not recorded: {e:#}");
+                        }
+                        true
+                    }
+                    Ok(_) => false,
+                    Err(e) => {
+                        tracing::warn!(path = %path.display(), "recompiling: cannot map the cache entry: {e}");
+                        return None;
+                    }
+                });
         if !sound {
             tracing::warn!(
                 path = %path.display(),
@@ -417,51 +446,95 @@ fn new_key(dir: &Path, path: &Path) -> std::io::Result<()> {
     written
 }
 
-/// The index entry of the file at `path` as it is now.
-fn file_key(open: &Open, path: &Path) -> Option<PathBuf> {
+/// Where the cache records what it found of a file, named by the file's
+/// path and metadata, and whether the file has settled enough for a record
+/// to be made of it.
+struct Record {
+    path: PathBuf,
+    /// The file last changed at least [`SETTLED`] ago.
+    settled: bool,
+}
+
+/// A file must have last changed this long ago before what was read of it
+/// is recorded by its metadata. A write within the same tick of the
+/// filesystem's clock as the one recorded would leave the metadata as it
+/// was (the kernel stamps files from a clock that moves a tick of up to
+/// 10 ms at a time, some filesystems a second); once this long has passed,
+/// any later write gets a change time of its own.
+const SETTLED: Duration = Duration::from_secs(2);
+
+/// The record of the file at `path` as it is `now`.
+fn record_of(open: &Open, path: &Path, now: SystemTime) -> Option<Record> {
+    use std::os::unix::fs::MetadataExt;
     let meta = fs::metadata(path).ok()?;
     let path = fs::canonicalize(path).ok()?;
-    let mut stamp = Sha256::new();
-    stamp.update(path.as_os_str().as_encoded_bytes());
-    stamp.update(format!("\0{}", meta.len()));
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        stamp.update(format!(
-            "\0{}\0{}\0{}.{}\0{}.{}",
-            meta.dev(),
-            meta.ino(),
-            meta.mtime(),
-            meta.mtime_nsec(),
-            meta.ctime(),
-            meta.ctime_nsec()
-        ));
-    }
-    #[cfg(not(unix))]
-    stamp.update(format!("\0{:?}", meta.modified().ok()));
-    Some(open.dir.join("files").join(hex::encode(&stamp.finalize()[..16])))
+    let mut name = Sha256::new();
+    name.update(path.as_os_str().as_encoded_bytes());
+    name.update(format!(
+        "\0{}\0{}\0{}\0{}.{}\0{}.{}",
+        meta.len(),
+        meta.dev(),
+        meta.ino(),
+        meta.mtime(),
+        meta.mtime_nsec(),
+        meta.ctime(),
+        meta.ctime_nsec()
+    ));
+    // A change time before 1970 or past what the clock holds is never
+    // settled.
+    let changed = u64::try_from(meta.ctime()).ok().and_then(|secs| {
+        SystemTime::UNIX_EPOCH.checked_add(Duration::new(
+            secs,
+            meta.ctime_nsec().clamp(0, 999_999_999) as u32,
+        ))
+    });
+    Some(Record {
+        path: open.dir.join("files").join(hex::encode(&name.finalize()[..16])),
+        settled: changed
+            .and_then(|changed| now.duration_since(changed).ok())
+            .is_some_and(|age| age >= SETTLED),
+    })
 }
 
-/// What the tag of index entry `index` recording `sha` is made over.
-fn index_message(index: &Path, sha: &Sha) -> Vec<u8> {
-    [b"file\0", index.as_os_str().as_encoded_bytes(), b"\0", sha].concat()
+/// What a record says of its file.
+#[derive(Clone, Copy)]
+enum Fact {
+    /// The SHA-256 of a plugin file.
+    Digest,
+    /// The tag a cache entry's bytes were found to have.
+    EntryTag,
 }
 
-/// The digest an index entry records, if it holds one this cache tagged.
-fn known_digest(open: &Open, index: &Path) -> Option<Sha> {
-    let text = fs::read_to_string(index).ok()?;
-    let (sha, tag) = text.split_once(' ')?;
-    let sha: Sha = hex::decode(sha).ok()?.try_into().ok()?;
+/// What the tag of the record at `path`, saying `value` is its file's
+/// `fact`, is made over.
+fn record_message(fact: Fact, path: &Path, value: &[u8; 32]) -> Vec<u8> {
+    let fact: &[u8] = match fact {
+        Fact::Digest => b"file\0",
+        Fact::EntryTag => b"entry\0",
+    };
+    [fact, path.as_os_str().as_encoded_bytes(), b"\0", value].concat()
+}
+
+/// The `fact` the record at `path` holds, if this cache tagged it.
+fn recall(open: &Open, fact: Fact, path: &Path) -> Option<[u8; 32]> {
+    let text = fs::read_to_string(path).ok()?;
+    let (value, tag) = text.split_once(' ')?;
+    let value: [u8; 32] = hex::decode(value).ok()?.try_into().ok()?;
     let tag = hex::decode(tag).ok()?;
-    verify(&open.key, &index_message(index, &sha), &tag).then_some(sha)
+    verify(&open.key, &record_message(fact, path, &value), &tag).then_some(value)
 }
 
-fn remember(open: &Open, index: &Path, sha: &Sha) -> anyhow::Result<()> {
-    let dir = index.parent().expect("index entries live in a directory");
+/// Record `value` as the `fact` of `record`'s file, if it has settled
+/// (else a later write might leave its metadata, and so `record`, as is).
+fn remember(open: &Open, fact: Fact, record: &Record, value: &[u8; 32]) -> anyhow::Result<()> {
+    if !record.settled {
+        return Ok(());
+    }
+    let dir = record.path.parent().expect("records live in a directory");
     create_private_dir(dir)?;
-    let tag = blake3::keyed_hash(&open.key, &index_message(index, sha));
-    let line = format!("{} {}", hex::encode(sha), tag.to_hex());
-    write_private(dir, index, &[line.as_bytes()])
+    let tag = blake3::keyed_hash(&open.key, &record_message(fact, &record.path, value));
+    let line = format!("{} {}", hex::encode(value), tag.to_hex());
+    write_private(dir, &record.path, &[line.as_bytes()])
 }
 
 /// Stamp the entry whose tag is at `tag` as used `now`, if its stamp is
@@ -673,6 +746,36 @@ mod tests {
         prune(dir.path(), &stored, 200, now);
         assert!(stored.exists() && old.exists());
         assert!(fresh.exists() && !stale.exists());
+    }
+
+    /// A record is made only of a file that last changed [`SETTLED`] ago;
+    /// one made is recalled for that file as it is, under that fact alone.
+    #[test]
+    fn only_a_settled_file_is_recorded_and_a_record_holds_for_its_fact() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = Open {
+            dir: dir.path().to_owned(),
+            key: [7; KEY_BYTES],
+        };
+        let file = dir.path().join("plugin.wasm");
+        fs::write(&file, b"code").unwrap();
+        let now = SystemTime::now();
+        let fresh = record_of(&open, &file, now).unwrap();
+        assert!(!fresh.settled);
+        remember(&open, Fact::Digest, &fresh, &[1; 32]).unwrap();
+        assert_eq!(recall(&open, Fact::Digest, &fresh.path), None);
+
+        let later = record_of(&open, &file, now + SETTLED).unwrap();
+        assert!(later.settled);
+        assert_eq!(later.path, fresh.path);
+        remember(&open, Fact::Digest, &later, &[1; 32]).unwrap();
+        assert_eq!(recall(&open, Fact::Digest, &later.path), Some([1; 32]));
+        assert_eq!(recall(&open, Fact::EntryTag, &later.path), None);
+        let other_key = Open {
+            dir: dir.path().to_owned(),
+            key: [8; KEY_BYTES],
+        };
+        assert_eq!(recall(&other_key, Fact::Digest, &later.path), None);
     }
 
     #[test]
