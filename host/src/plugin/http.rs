@@ -37,7 +37,7 @@
 //! refused with `host-not-allowed`. Every refusal names the plugin, the
 //! origin asked for and what its grants lack, never a secret's value.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use reqwest::Url;
@@ -157,11 +157,34 @@ pub struct Checked {
     body: Option<Vec<u8>>,
 }
 
+/// A plugin's own HTTP clients (its own connections, never another
+/// plugin's), each built at its first request: building one loads the
+/// system's root certificates, and at every start that was fourteen loads
+/// for seven provider plugins, most of which make no request.
+#[derive(Default)]
 struct Clients {
     /// https, through the system's proxy if one is set.
-    tls: reqwest::Client,
+    tls: OnceLock<Result<reqwest::Client, String>>,
     /// http, always direct.
-    cleartext: reqwest::Client,
+    cleartext: OnceLock<Result<reqwest::Client, String>>,
+}
+
+impl Clients {
+    /// The client for `origin`, built if it is the first request there.
+    fn for_origin(&self, origin: &Origin) -> Result<reqwest::Client, String> {
+        let cleartext = origin.is_cleartext();
+        let client = if cleartext { &self.cleartext } else { &self.tls };
+        client
+            .get_or_init(|| {
+                let builder = crate::http_client::builder();
+                let builder = if cleartext { builder.no_proxy() } else { builder };
+                builder
+                    .redirect(reqwest::redirect::Policy::none())
+                    .build()
+                    .map_err(|e| format!("cannot build the HTTP client: {e}"))
+            })
+            .clone()
+    }
 }
 
 impl HttpGrant {
@@ -243,16 +266,7 @@ impl HttpGrant {
             values.iter().map(|(name, value)| (name.as_str(), value.as_str())),
         ));
         grant.values = values;
-        let build = |builder: reqwest::ClientBuilder| {
-            builder
-                .redirect(reqwest::redirect::Policy::none())
-                .build()
-                .map_err(|e| format!("cannot build the HTTP client: {e}"))
-        };
-        grant.clients = Some(Clients {
-            tls: build(crate::http_client::builder())?,
-            cleartext: build(crate::http_client::builder().no_proxy())?,
-        });
+        grant.clients = Some(Clients::default());
         for origin in &grants.http {
             if !grant.hosts.iter().any(|h| h == origin.host()) {
                 grant.hosts.push(origin.host().to_owned());
@@ -414,11 +428,9 @@ impl HttpGrant {
             HeaderName::from_static(ACCEPT_ENCODING),
             HeaderValue::from_static("identity"),
         );
-        let client = if origin.is_cleartext() {
-            clients.cleartext.clone()
-        } else {
-            clients.tls.clone()
-        };
+        let client = clients
+            .for_origin(&origin)
+            .map_err(|e| HttpError::Transport(format!("plugin `{}`: {e}", self.plugin)))?;
         Ok(Checked {
             client,
             method,
