@@ -110,7 +110,10 @@ async fn sigterm_answers_the_call_in_flight_ends_the_event_stream_and_exits() {
     let dir = tempfile::tempdir().unwrap();
     let plugins = dir.path().join("plugins");
     std::fs::create_dir_all(&plugins).unwrap();
-    fill_plugin_dir(&plugins, &[("20-text-tools", "text_tools", None)]);
+    // The call counts to 300 on about 300 ms of CPU, which a loaded
+    // machine can stretch past the default budget of 500 ms.
+    let budget = "[limits]\ncpu_ms = 10000\n";
+    fill_plugin_dir(&plugins, &[("20-text-tools", "text_tools", Some(budget))]);
     let mut served = serve(dir.path(), "root = \".\"\n", "127.0.0.1:0", &[]).unwrap();
     let (status, headers, _) = post(&served.base, None, None, initialize()).await;
     assert_eq!(status, 200);
