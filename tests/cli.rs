@@ -185,6 +185,45 @@ fn with_no_plugin_directory_the_bundle_of_the_build_tree_is_taken() {
     assert_eq!(names(&v["plugins"]), ["format-pipeline"]);
 }
 
+/// A code cache entry rewritten after the cache recorded it is refused
+/// once at a start, said in one warning, and its plugin compiled and
+/// listed: the start neither hashes it twice nor warns twice.
+#[test]
+fn a_refused_cache_entry_is_said_once_and_its_plugin_compiled() {
+    let dir = plugin_dir(&[("10-text", "text_tools", None)]);
+    let cache = tempfile::tempdir().unwrap();
+    let list = || {
+        run(Command::new(toolhost_binary())
+            .env("XDG_CACHE_HOME", cache.path())
+            .env_remove("TOOLHOST_PLUGINS")
+            .arg("--plugins")
+            .arg(dir.path())
+            .args(["plugins", "--json"]))
+    };
+    assert!(list().0.status.success());
+    // Recorded once the entry and the plugin file are two seconds old.
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    assert!(list().0.status.success());
+    let entry = std::fs::read_dir(cache.path().join("toolhost/code"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "cwasm"))
+        .unwrap();
+    let mut code = std::fs::read(&entry).unwrap();
+    let middle = code.len() / 2;
+    code[middle] ^= 0xff;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&entry)
+        .and_then(|mut file| std::io::Write::write_all(&mut file, &code))
+        .unwrap();
+    let (out, stdout, stderr) = list();
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stderr.matches("recompiling").count(), 1, "{stderr}");
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["plugins"][0]["tools"][0], "word_count", "{stdout}");
+}
+
 /// What `make bundled` puts in build/plugins, which `make run` serves: the
 /// format pipeline, and no test fixture.
 #[test]

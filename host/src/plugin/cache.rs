@@ -159,20 +159,31 @@ impl CodeCache {
         let record = open
             .as_ref()
             .and_then(|open| record_of(open, path, SystemTime::now()));
+        let mut refused = None;
         if let (Some(open), Some(record)) = (&open, &record)
             && let Some(sha) = recall(open, Fact::Digest, &record.path)
-            && let Some(component) = self.cached(engine, open, &sha)
         {
-            return Ok(Loaded {
-                component,
-                sha,
-                source: CodeSource::Cached,
-                elapsed: start.elapsed(),
-            });
+            match self.cached(engine, open, &sha) {
+                Some(component) => {
+                    return Ok(Loaded {
+                        component,
+                        sha,
+                        source: CodeSource::Cached,
+                        elapsed: start.elapsed(),
+                    });
+                }
+                None => refused = Some(sha),
+            }
         }
         let bytes = fs::read(path)?;
         let sha: Sha = Sha256::digest(&bytes).into();
-        let mut loaded = self.load_in(engine, open.as_ref(), &bytes, &sha)?;
+        // The entry of this very component was just refused (and said so):
+        // it is not hashed and refused a second time.
+        let mut loaded = if refused == Some(sha) {
+            self.compile(engine, open.as_ref(), &bytes, &sha)?
+        } else {
+            self.load_in(engine, open.as_ref(), &bytes, &sha)?
+        };
         if let (Some(open), Some(record)) = (&open, &record)
             && let Err(e) = remember(open, Fact::Digest, record, &sha)
         {
@@ -208,6 +219,19 @@ impl CodeCache {
                 elapsed: start.elapsed(),
             });
         }
+        self.compile(engine, open, bytes, sha)
+    }
+
+    /// Compile the component `bytes`, whose SHA-256 is `sha`, and store its
+    /// entry.
+    fn compile(
+        &self,
+        engine: &Engine,
+        open: Option<&Open>,
+        bytes: &[u8],
+        sha: &Sha,
+    ) -> wasmtime::Result<Loaded> {
+        let start = Instant::now();
         let component = Component::new(engine, bytes)?;
         prepare_memory(&component)?;
         if let Some(open) = open {
