@@ -351,6 +351,42 @@ async fn a_recorded_cache_entry_rewritten_in_place_is_not_run() {
     );
 }
 
+/// A tag file of any size or contents beside an entry, too short, too
+/// long or of another layout, is refused with the entry, never read past:
+/// the plugin is compiled and the host stays up.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cache_tag_of_any_size_is_refused_with_its_entry() {
+    let cache = tempfile::tempdir().unwrap();
+    let dir = plugin_dir(&[("10-text", "text_tools", None)]);
+    let (rt, _) = runtime_with_cache(Some(cache.path().to_owned()));
+    let text_tools = tools_of(&rt.load_dir(dir.path()).await.unwrap(), "text");
+    let tag = cache_entry(cache.path(), &dir.path().join("10-text.wasm")).with_extension("tag");
+    let sound = std::fs::read(&tag).unwrap();
+    let mut longer = sound.clone();
+    longer.push(0);
+    let mut other = sound.clone();
+    other[0] ^= 1;
+    for planted in [
+        vec![],
+        sound[..10].to_vec(),
+        sound[..sound.len() - 1].to_vec(),
+        longer,
+        other,
+    ] {
+        std::fs::write(&tag, &planted).unwrap();
+        let (rt, _) = runtime_with_cache(Some(cache.path().to_owned()));
+        let report = rt.load_dir(dir.path()).await.unwrap();
+        assert!(report.errors.is_empty(), "{:?}", report.errors);
+        assert_eq!(
+            sources(&report),
+            [CodeSource::Compiled],
+            "a tag of {} bytes",
+            planted.len()
+        );
+        assert_eq!(tools_of(&report, "text"), text_tools);
+    }
+}
+
 /// Replace each `from` in `bytes` by `to` (of the same length); how many.
 fn replace_all(bytes: &mut [u8], from: &[u8], to: &[u8]) -> usize {
     assert_eq!(from.len(), to.len());

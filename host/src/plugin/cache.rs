@@ -159,38 +159,37 @@ impl CodeCache {
         let record = open
             .as_ref()
             .and_then(|open| record_of(open, path, SystemTime::now()));
-        let mut refused = None;
-        if let (Some(open), Some(record)) = (&open, &record)
-            && let Some(sha) = recall(open, Fact::Digest, &record.path)
+        let recorded = open
+            .as_ref()
+            .zip(record.as_ref())
+            .and_then(|(open, record)| recall(open, Fact::Digest, &record.path));
+        if let (Some(open), Some(sha)) = (&open, recorded)
+            && let Some(component) = self.cached(engine, open, &sha)
         {
-            match self.cached(engine, open, &sha) {
-                Some(component) => {
-                    return Ok(Loaded {
-                        component,
-                        sha,
-                        source: CodeSource::Cached,
-                        elapsed: start.elapsed(),
-                    });
-                }
-                None => refused = Some(sha),
-            }
+            return Ok(Loaded {
+                component,
+                sha,
+                source: CodeSource::Cached,
+                elapsed: start.elapsed(),
+            });
         }
         let bytes = fs::read(path)?;
         let sha: Sha = Sha256::digest(&bytes).into();
-        // The entry of this very component was just refused (and said so):
-        // it is not hashed and refused a second time.
-        let mut loaded = if refused == Some(sha) {
-            self.compile(engine, open.as_ref(), &bytes, &sha)?
-        } else {
-            self.load_in(engine, open.as_ref(), &bytes, &sha)?
-        };
+        // The entry of the recorded digest was refused just above (and said
+        // so): it is not hashed and refused a second time.
+        let look_up = recorded != Some(sha);
+        let (component, source) = self.load_in(engine, open.as_ref(), &bytes, &sha, look_up)?;
         if let (Some(open), Some(record)) = (&open, &record)
             && let Err(e) = remember(open, Fact::Digest, record, &sha)
         {
             tracing::debug!(path = %path.display(), "plugin digest not recorded: {e:#}");
         }
-        loaded.elapsed = start.elapsed();
-        Ok(loaded)
+        Ok(Loaded {
+            component,
+            sha,
+            source,
+            elapsed: start.elapsed(),
+        })
     }
 
     /// Load the component `bytes`, whose SHA-256 is `sha` (as the supply
@@ -198,40 +197,28 @@ impl CodeCache {
     /// one, else compiled from `bytes` and stored.
     pub fn load(&self, engine: &Engine, bytes: &[u8], sha: &Sha) -> wasmtime::Result<Loaded> {
         let start = Instant::now();
-        let mut loaded = self.load_in(engine, self.open().as_ref(), bytes, sha)?;
-        loaded.elapsed = start.elapsed();
-        Ok(loaded)
+        let (component, source) = self.load_in(engine, self.open().as_ref(), bytes, sha, true)?;
+        Ok(Loaded {
+            component,
+            sha: *sha,
+            source,
+            elapsed: start.elapsed(),
+        })
     }
 
+    /// The entry for `sha` if `look_up` and the cache holds a sound one,
+    /// else `bytes` compiled, and stored.
     fn load_in(
         &self,
         engine: &Engine,
         open: Option<&Open>,
         bytes: &[u8],
         sha: &Sha,
-    ) -> wasmtime::Result<Loaded> {
-        let start = Instant::now();
-        if let Some(component) = open.and_then(|open| self.cached(engine, open, sha)) {
-            return Ok(Loaded {
-                component,
-                sha: *sha,
-                source: CodeSource::Cached,
-                elapsed: start.elapsed(),
-            });
+        look_up: bool,
+    ) -> wasmtime::Result<(Component, CodeSource)> {
+        if look_up && let Some(component) = open.and_then(|open| self.cached(engine, open, sha)) {
+            return Ok((component, CodeSource::Cached));
         }
-        self.compile(engine, open, bytes, sha)
-    }
-
-    /// Compile the component `bytes`, whose SHA-256 is `sha`, and store its
-    /// entry.
-    fn compile(
-        &self,
-        engine: &Engine,
-        open: Option<&Open>,
-        bytes: &[u8],
-        sha: &Sha,
-    ) -> wasmtime::Result<Loaded> {
-        let start = Instant::now();
         let component = Component::new(engine, bytes)?;
         prepare_memory(&component)?;
         if let Some(open) = open {
@@ -240,12 +227,7 @@ impl CodeCache {
                 tracing::warn!(path = %path.display(), "could not write compiled-code cache: {e:#}");
             }
         }
-        Ok(Loaded {
-            component,
-            sha: *sha,
-            source: CodeSource::Compiled,
-            elapsed: start.elapsed(),
-        })
+        Ok((component, CodeSource::Compiled))
     }
 
     /// The directory, if the cache is on and it is safe, with its key; a
@@ -291,43 +273,41 @@ impl CodeCache {
                 return None;
             }
         };
-        let header = tag.len() == TAG_FILE
-            && tag[..MAGIC.len()] == *MAGIC
-            && tag[MAGIC.len()..MAGIC.len() + 32] == *sha;
-        let entry_tag: &[u8; 32] = tag[TAG_FILE - 32..].try_into().expect("a tag's last 32 bytes");
-        // Hashing a language runtime's entry was most of a cached start:
-        // an entry found sound once, and unchanged since, is not hashed
-        // again.
-        let record = record_of(open, &path, SystemTime::now());
-        let known = || {
-            record
-                .as_ref()
-                .and_then(|record| recall(open, Fact::EntryTag, &record.path))
-                .is_some_and(|known| known == *entry_tag)
-        };
-        let sound = header
-            && (known()
-                || match map(&path) {
-                    Ok(code) if verify(&self.entry_key(open, sha), &code, entry_tag) => {
-                        if let Some(record) = &record
-                            && let Err(e) = remember(open, Fact::EntryTag, record, entry_tag)
-                        {
-                            tracing::debug!(path = %path.display(), "sound cache entry not recorded: {e:#}");
-                        }
-                        true
-                    }
-                    Ok(_) => false,
-                    Err(e) => {
-                        tracing::warn!(path = %path.display(), "recompiling: cannot map the cache entry: {e}");
-                        return None;
-                    }
-                });
-        if !sound {
+        let not_ours = || {
             tracing::warn!(
                 path = %path.display(),
                 "recompiling: the cache entry was not written by this cache for this component"
             );
+        };
+        let Some(entry_tag) = entry_tag(&tag, sha) else {
+            not_ours();
             return None;
+        };
+        // Hashing a language runtime's entry was most of a cached start:
+        // an entry found sound once, and unchanged since, is not hashed
+        // again.
+        let record = record_of(open, &path, SystemTime::now());
+        let known = record
+            .as_ref()
+            .and_then(|record| recall(open, Fact::EntryTag, &record.path))
+            .is_some_and(|known| known == *entry_tag);
+        if !known {
+            let code = match map(&path) {
+                Ok(code) => code,
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), "recompiling: cannot map the cache entry: {e}");
+                    return None;
+                }
+            };
+            if !verify(&self.entry_key(open, sha), &code, entry_tag) {
+                not_ours();
+                return None;
+            }
+            if let Some(record) = &record
+                && let Err(e) = remember(open, Fact::EntryTag, record, entry_tag)
+            {
+                tracing::debug!(path = %path.display(), "sound cache entry not recorded: {e:#}");
+            }
         }
         // SAFETY: the file's bytes, checked above, are the output of
         // `Component::serialize` by this cache (only its key makes the tag)
@@ -378,8 +358,13 @@ impl CodeCache {
     }
 }
 
-/// Create `dir` (mode 0700) if need be, check it, and read its key
-/// (making one if it has none).
+/// The tag of the entry of component `sha` that the tag file's bytes
+/// `tag` hold, if they are a tag file of this layout for that component.
+fn entry_tag<'a>(tag: &'a [u8], sha: &Sha) -> Option<&'a [u8; 32]> {
+    let rest = tag.strip_prefix(MAGIC.as_slice())?.strip_prefix(sha.as_slice())?;
+    rest.try_into().ok()
+}
+
 /// Write a compiled component's initial guest memory into the sealed
 /// in-memory file its instances map, now rather than at its first
 /// instantiation (an entry from the cache maps its own file instead).
@@ -412,6 +397,8 @@ fn is_busy(error: &wasmtime::Error) -> bool {
     })
 }
 
+/// Create `dir` (mode 0700) if need be, check it, and read its key
+/// (making one if it has none).
 fn open_dir(dir: &Path) -> Result<Key, String> {
     create_private_dir(dir).map_err(|e| format!("cannot create it: {e}"))?;
     crate::plugin_file::check_safe_dir(dir).map_err(|e| e.message)?;
