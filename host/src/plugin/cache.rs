@@ -528,7 +528,15 @@ fn record_message(fact: Fact, path: &Path, value: &[u8; 32]) -> Vec<u8> {
 
 /// The `fact` the record at `path` holds, if this cache tagged it.
 fn recall(open: &Open, fact: Fact, path: &Path) -> Option<[u8; 32]> {
-    let text = fs::read_to_string(path).ok()?;
+    // A record is two hex digests and a space: one byte past that is
+    // enough to tell a file is not one.
+    const RECORD: u64 = 64 + 1 + 64;
+    let mut text = String::new();
+    fs::File::open(path)
+        .ok()?
+        .take(RECORD + 1)
+        .read_to_string(&mut text)
+        .ok()?;
     let (value, tag) = text.split_once(' ')?;
     let value: [u8; 32] = hex::decode(value).ok()?.try_into().ok()?;
     let tag = hex::decode(tag).ok()?;
@@ -787,6 +795,12 @@ mod tests {
             key: [8; KEY_BYTES],
         };
         assert_eq!(recall(&other_key, Fact::Digest, &later.path), None);
+        // Nor does a record with anything after it, or of another shape.
+        let sound = fs::read_to_string(&later.path).unwrap();
+        for planted in [format!("{sound}\n"), sound.replace(' ', "\t"), String::new()] {
+            fs::write(&later.path, planted).unwrap();
+            assert_eq!(recall(&open, Fact::Digest, &later.path), None);
+        }
     }
 
     #[test]
