@@ -157,6 +157,43 @@ fn tools_lists_what_serve_serves() {
     );
 }
 
+/// A reader that goes before the end (`toolhost tools | head -1`) ends the
+/// command quietly, as `cat` would: no `Broken pipe` error and no panic.
+/// Each command writes after its reader has gone, through `writeln!`
+/// (`tools`, `plugins`) and through the `println!` it replaced (`call`).
+#[test]
+fn a_reader_closing_standard_output_early_ends_the_command_quietly() {
+    let dir = plugin_dir(&[("10-text", "text_tools", None)]);
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("big.txt"), "line\n".repeat(50_000)).unwrap();
+    let commands: [&[&str]; 5] = [
+        &["tools"],
+        &["tools", "--json"],
+        &["tools", "--explain", "read"],
+        &["plugins"],
+        &["call", "read", r#"{"path": "big.txt"}"#],
+    ];
+    for args in commands {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = toolhost()
+            .arg("--plugins")
+            .arg(dir.path())
+            .arg("--root")
+            .arg(root.path())
+            .args(args)
+            .stdout(writer)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {stderr}");
+        assert!(
+            !stderr.contains("Broken pipe") && !stderr.contains("panicked"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
 /// With no --plugins, no configuration and no ./plugins, `plugins` takes
 /// the directory `serve` takes: build/plugins of the tree the binary was
 /// built in (`TREE/target/PROFILE/toolhost`). The tree is made here around

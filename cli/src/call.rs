@@ -39,7 +39,7 @@ pub async fn run(
         }
     });
     if let Some(width) = width {
-        println!("{}", render::call_view(&host, tool, &args, width).await);
+        crate::say!("{}", render::call_view(&host, tool, &args, width).await)?;
         let (view, code) = match host.call_tool(tool, args, &ctx).await {
             Ok(out) => (
                 render::result_view(&host, tool, &out, width).await,
@@ -47,7 +47,7 @@ pub async fn run(
             ),
             Err(e) => (format!("error: {}", error_text(&e)), ExitCode::FAILURE),
         };
-        println!("{view}");
+        crate::say!("{view}")?;
         return Ok(code);
     }
     let (value, code) = match host.call_tool(tool, args, &ctx).await {
@@ -60,7 +60,7 @@ pub async fn run(
             ExitCode::FAILURE,
         ),
     };
-    println!("{}", serde_json::to_string_pretty(&value)?);
+    crate::say!("{}", serde_json::to_string_pretty(&value)?)?;
     Ok(code)
 }
 

@@ -445,7 +445,7 @@ pub async fn run(
     let report = check(runtime, file, expectations.as_ref())
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::output::stdout();
     if as_json {
         writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
     } else {

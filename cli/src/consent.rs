@@ -20,7 +20,7 @@ pub async fn grants(runtime: &Runtime, config: &Config, dir: &Path, as_json: boo
     for error in &survey.errors {
         eprintln!("error: {error}");
     }
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::output::stdout();
     if as_json {
         let plugins: Vec<_> = survey
             .plugins
@@ -119,7 +119,7 @@ pub async fn approve(runtime: &Runtime, config: &Config, dir: &Path, name: &str)
     // An older toolhost's approvals, beside the directory, move in with it.
     let mut approvals = Approvals::read(&config.trust.approvals_source(dir))?;
     approvals.approve(&path, &found.facts)?;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::output::stdout();
     writeln!(
         out,
         "approved {name} ({}) in {}:",

@@ -72,7 +72,7 @@ pub async fn add(
     let listing = registry.list(&plugin).await?;
     let pulled = registry.pull(&plugin, &listing).await?;
     let staged = Staged::new(runtime, config, dir, &name, &plugin, pulled).await?;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::output::stdout();
     writeln!(
         out,
         "{name} from {plugin} ({}), signed by `{}`:",
@@ -81,11 +81,11 @@ pub async fn add(
     print_consent(&mut out, &staged.surveyed.facts.consent)?;
     drop(out);
     if !approval.ask(&format!("add {name} with this authority?"))? {
-        println!("not added: nothing changed");
+        crate::say!("not added: nothing changed")?;
         return Ok(ExitCode::FAILURE);
     }
     staged.install(runtime, config, dir).await?;
-    println!("added {name} to {}", dir.display());
+    crate::say!("added {name} to {}", dir.display())?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -168,27 +168,28 @@ impl One<'_> {
         let registry = Registry::for_ref(&plugin).await?;
         let listing = registry.list(&plugin).await?;
         if listing.digest == source.digest {
-            println!("{name}: up to date ({plugin}, {})", source.digest);
+            crate::say!("{name}: up to date ({plugin}, {})", source.digest)?;
             return Ok(Outcome::Current);
         }
-        println!(
+        crate::say!(
             "{name}: {plugin} is now {} (installed: {})",
-            listing.digest, source.digest
-        );
+            listing.digest,
+            source.digest
+        )?;
         if check {
             return Ok(Outcome::Pending);
         }
         let pulled = registry.pull(&plugin, &listing).await?;
         let staged = Staged::new(runtime, config, dir, self.stem, &plugin, pulled).await?;
-        println!("  signed by `{}`", staged.signer);
+        crate::say!("  signed by `{}`", staged.signer)?;
         show_changes(config, dir, name, &staged).await?;
         if !approval.ask(&format!("update {name} to {}?", staged.pulled.digest))? {
-            println!("{name}: not updated");
+            crate::say!("{name}: not updated")?;
             return Ok(Outcome::Pending);
         }
         let digest = staged.pulled.digest.clone();
         staged.install(runtime, config, dir).await?;
-        println!("{name}: updated to {digest}");
+        crate::say!("{name}: updated to {digest}")?;
         Ok(Outcome::Current)
     }
 }
@@ -211,12 +212,12 @@ pub async fn publish(file: &Path, reference: &str, key: Option<&Path>) -> Result
         .await?
         .push(&plugin, wasm, manifest)
         .await?;
-    println!(
+    crate::say!(
         "published {}{}{} to {plugin} ({digest})",
         file.display(),
         if with_manifest { " with its manifest" } else { "" },
         if key.is_some() { ", signed" } else { "" },
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -353,7 +354,7 @@ async fn show_changes(config: &Config, dir: &Path, name: &str, staged: &Staged) 
     let survey = supply::survey(&offline(config)?, &config.trust, dir).await?;
     let before = survey.plugins.iter().find(|s| s.facts.name == name);
     let after = &staged.surveyed.facts.consent;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::output::stdout();
     if let Some(before) = before {
         let before = &before.facts.consent;
         let (added, removed) = set_changes(&before.imports, &after.imports);
@@ -385,7 +386,7 @@ async fn show_changes(config: &Config, dir: &Path, name: &str, staged: &Staged) 
         .filter(|t| old_tools.iter().any(|o| o.name == t.name && o != *t))
         .map(|t| t.name.clone())
         .collect();
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::output::stdout();
     list(&mut out, "tools added", &added)?;
     list(&mut out, "tools removed", &removed)?;
     list(&mut out, "tools changed", &changed)?;

@@ -24,6 +24,7 @@
 //! - [`watch`]: the plugin directory reloaded while serving (`serve --watch`).
 //! - [`render`]: terminal views of a call and its result (`toolhost call`).
 //! - [`describe`]: an error as the user is shown it, with its causes.
+//! - [`output`]: standard output, which its reader may close early.
 //!
 //! The library owns no process state: logging is set up by `main`.
 
@@ -36,6 +37,7 @@ pub mod consent;
 pub mod expect;
 pub mod install;
 pub mod lock;
+pub mod output;
 pub mod pin;
 pub mod plugins;
 pub mod registry;

@@ -27,9 +27,11 @@ pub async fn run(runtime: &Runtime, config: &Config, dir: &Path) -> Result<ExitC
             continue;
         }
         match &s.verdicts.lock {
-            None => println!("locked {} ({})", s.facts.name, s.facts.wasm.short()),
-            Some(Ok(())) => println!("locked {} ({}, unchanged)", s.facts.name, s.facts.wasm.short()),
-            Some(Err(change)) => println!("locked {} ({}): it {change}", s.facts.name, s.facts.wasm.short()),
+            None => crate::say!("locked {} ({})", s.facts.name, s.facts.wasm.short())?,
+            Some(Ok(())) => crate::say!("locked {} ({}, unchanged)", s.facts.name, s.facts.wasm.short())?,
+            Some(Err(change)) => {
+                crate::say!("locked {} ({}): it {change}", s.facts.name, s.facts.wasm.short())?
+            }
         }
         locked.push(s.facts.clone());
     }
@@ -42,6 +44,6 @@ pub async fn run(runtime: &Runtime, config: &Config, dir: &Path) -> Result<ExitC
         lock.keep_sources(&previous);
     }
     lock.write(&path)?;
-    println!("wrote {} ({} plugins)", path.display(), locked.len());
+    crate::say!("wrote {} ({} plugins)", path.display(), locked.len())?;
     Ok(exit_for(&errors))
 }

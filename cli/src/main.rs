@@ -247,6 +247,8 @@ fn main() -> ExitCode {
     };
     match runtime.block_on(run(cli)) {
         Ok(code) => code,
+        // What was printed was read as far as the reader wanted.
+        Err(e) if toolhost_cli::output::closed(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {}", toolhost_cli::describe(e.as_ref()));
             ExitCode::FAILURE
@@ -305,7 +307,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         Command::Stats { json } => stats::run(&config, json).await,
         Command::New { name, lang, dir } => {
             let dir = toolhost_cli::scaffold::scaffold(&dir, &name, lang)?;
-            println!("created {0}: build it with `make -C {0}`", dir.display());
+            toolhost_cli::say!("created {0}: build it with `make -C {0}`", dir.display())?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Plugins { json, grants: false } => {

@@ -41,7 +41,7 @@ pub async fn run(
     }
     let current = host.pin_entries();
     host.shutdown().await;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::output::stdout();
     let needs_pin = || {
         pinned
             .clone()

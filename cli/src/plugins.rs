@@ -53,7 +53,7 @@ async fn load(runtime: &Runtime, config: &Config, dir: &Path) -> Result<LoadRepo
 }
 
 fn print_plugins(dir: Option<&Path>, report: &LoadReport, refused: &[Refusal], as_json: bool) -> Result<()> {
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::output::stdout();
     if as_json {
         let plugins: Vec<_> = report
             .plugins

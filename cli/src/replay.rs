@@ -81,12 +81,12 @@ pub async fn run(
     let Some(plugin_dir) = plugins else {
         bail!("no plugin directory to replay against: pass --plugins DIR, or set `plugins` in toolhost.toml");
     };
-    println!("replaying {} against {}", dir.display(), plugin_dir.display());
+    crate::say!("replaying {} against {}", dir.display(), plugin_dir.display())?;
     if !options.execute {
-        println!(
+        crate::say!(
             "offline: no plugin reaches the network and no secret is read; \
              pass --execute to give them their grants"
-        );
+        )?;
     }
     let report = supply::load_dir(runtime, &config.trust, plugin_dir).await?;
     for error in &report.errors {
@@ -105,10 +105,10 @@ pub async fn run(
             let call = match line?.1 {
                 Line::Session(_) => continue,
                 Line::Capped { bytes } => {
-                    println!(
+                    crate::say!(
                         "note: {} reached its cap of {bytes} bytes; later calls were not recorded",
                         file.display()
-                    );
+                    )?;
                     continue;
                 }
                 Line::Call(call) => call,
@@ -116,27 +116,27 @@ pub async fn run(
             total.calls += 1;
             let Some((plugin, digest)) = installed.get(call.plugin.as_str()) else {
                 total.missing += 1;
-                println!(
+                crate::say!(
                     "missing: {} {} ({}): no plugin `{}` in {}",
                     call.plugin,
                     call.export,
                     summary_of(&call.input),
                     call.plugin,
                     plugin_dir.display()
-                );
+                )?;
                 continue;
             };
             if call.digest != *digest && !options.changed {
                 total.refused += 1;
                 if refused.insert((call.plugin.clone(), call.digest.clone())) {
-                    println!(
+                    crate::say!(
                         "refused: plugin `{}` was recorded as {}, but {} is {}: its calls are not \
                          run (pass --changed to run them against the installed one)",
                         call.plugin,
                         call.digest,
                         plugin.path.display(),
                         digest
-                    );
+                    )?;
                 }
                 continue;
             }
@@ -145,32 +145,35 @@ pub async fn run(
                 Ok(Rerun::Done(now)) if now == call.output => total.same += 1,
                 Ok(Rerun::Done(now)) => {
                     total.differ += 1;
-                    print!("{}", difference(&call, digest, &now));
+                    crate::say_part!("{}", difference(&call, digest, &now))?;
                 }
                 Err(why) => {
                     total.differ += 1;
-                    println!(
+                    crate::say!(
                         "differs: {} {} ({}): cannot run it again: {why}",
                         call.plugin,
                         call.export,
                         summary_of(&call.input)
-                    );
+                    )?;
                 }
             }
         }
     }
     let t = &total;
-    print!(
+    crate::say_part!(
         "{} calls, {} same, {} differ, {} missing plugin",
-        t.calls, t.same, t.differ, t.missing
-    );
+        t.calls,
+        t.same,
+        t.differ,
+        t.missing
+    )?;
     if t.refused > 0 {
-        print!(", {} refused (another component)", t.refused);
+        crate::say_part!(", {} refused (another component)", t.refused)?;
     }
     if t.skipped > 0 {
-        print!(", {} execute not run (pass --execute)", t.skipped);
+        crate::say_part!(", {} execute not run (pass --execute)", t.skipped)?;
     }
-    println!();
+    crate::say!()?;
     Ok(if t.differ > 0 || t.missing > 0 || t.refused > 0 {
         ExitCode::FAILURE
     } else {

@@ -275,9 +275,9 @@ pub async fn run(config: &Config, as_json: bool) -> Result<ExitCode> {
             stats: Snapshot::summed(&totals),
         };
         if as_json {
-            println!("{}", serde_json::to_string_pretty(&summed)?);
+            crate::say!("{}", serde_json::to_string_pretty(&summed)?)?;
         } else {
-            print!("{}", render_summed(&summed));
+            crate::say_part!("{}", render_summed(&summed))?;
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -286,9 +286,9 @@ pub async fn run(config: &Config, as_json: bool) -> Result<ExitCode> {
         .context("no statistics file: set [speculation] stats_file or enable the cache directory")?;
     let recorded = read(&path)?;
     if as_json {
-        println!("{}", serde_json::to_string_pretty(&recorded)?);
+        crate::say!("{}", serde_json::to_string_pretty(&recorded)?)?;
     } else {
-        print!("{}", render(&recorded));
+        crate::say_part!("{}", render(&recorded))?;
     }
     Ok(ExitCode::SUCCESS)
 }

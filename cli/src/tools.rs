@@ -40,7 +40,7 @@ pub async fn run(
 }
 
 fn print_tools(listing: &Listing, as_json: bool, all: bool) -> Result<()> {
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::output::stdout();
     if as_json {
         let tools: Vec<_> = listing
             .tools
@@ -103,7 +103,7 @@ async fn explain_cmd(host: &Toolhost, config: &Config, listing: &Listing, name: 
             "tool `{name}` is unknown: no source provides it and the base catalog has none of that name"
         );
     };
-    println!("{name}: not served: {}", hidden.reason);
+    crate::say!("{name}: not served: {}", hidden.reason)?;
     explain_refusals(host, name)?;
     let Some(spec) = base_tool(name) else {
         return Ok(());
@@ -116,7 +116,7 @@ async fn explain_cmd(host: &Toolhost, config: &Config, listing: &Listing, name: 
             explain_tool(&tool, &models)
         }
         Err(reason) => {
-            println!("its enrichment fails: {reason}");
+            crate::say!("its enrichment fails: {reason}")?;
             Ok(())
         }
     }
@@ -126,7 +126,7 @@ async fn explain_cmd(host: &Toolhost, config: &Config, listing: &Listing, name: 
 /// serve` recorded them in its statistics file (the declared ones are in
 /// the value model above).
 fn explain_learned(config: &Config, name: &str) -> Result<()> {
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::output::stdout();
     let Some(path) = config.stats_file() else {
         return Ok(());
     };
@@ -161,7 +161,7 @@ fn explain_learned(config: &Config, name: &str) -> Result<()> {
 /// The sources that listed `name` too and were refused it, each in full
 /// (`serve` and the other commands sum them up per source).
 fn explain_refusals(host: &Toolhost, name: &str) -> Result<()> {
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::output::stdout();
     for refusal in host.refusals().iter().filter(|r| r.tool == name) {
         writeln!(out, "not offered: {refusal}")?;
     }
@@ -170,7 +170,7 @@ fn explain_refusals(host: &Toolhost, name: &str) -> Result<()> {
 
 fn explain_tool(tool: &EnrichedTool, models: &ValueModels) -> Result<()> {
     let name = tool.name.as_str();
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::output::stdout();
     writeln!(
         out,
         "{} ({})",
