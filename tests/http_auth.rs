@@ -566,3 +566,60 @@ async fn a_non_loopback_address_needs_authorization_or_insecure() {
     .unwrap();
     assert!(err.contains("TOOLHOST_TEST_UNSET_TOKEN"), "{err}");
 }
+
+/// The status of an initialize sent with `headers`.
+async fn initialize_status(base: &str, headers: &[(&str, &str)]) -> u16 {
+    let mut request = client()
+        .post(format!("{base}/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(initialize().to_string());
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    request.send().await.unwrap().status().as_u16()
+}
+
+/// A web page cannot drive the user's server. Through DNS rebinding its
+/// requests name the attacker's host, refused; from its own origin they
+/// carry that `Origin`, refused with `403` even on loopback. A client that
+/// sends no `Origin` (every non-browser one), a page on loopback (a local
+/// client's UI) and a configured origin are served; a configured entry that
+/// is not an origin stops the start, naming it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_web_page_of_another_origin_or_host_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = "root = \".\"\n[auth]\nallowed_origins = [\"https://app.example.com\"]\n";
+    let served = serve(dir.path(), config, "127.0.0.1:0", &[]).unwrap();
+    let port = served.base.rsplit(':').next().unwrap().to_owned();
+    let rebound = format!("evil.example:{port}");
+    for headers in [
+        &[("host", rebound.as_str()), ("origin", "http://evil.example")][..],
+        &[("origin", "http://evil.example")],
+        &[("origin", "https://app.example.com.evil.example")],
+        &[("origin", "not an origin")],
+    ] {
+        assert_eq!(initialize_status(&served.base, headers).await, 403, "{headers:?}");
+    }
+    let local_ui = format!("http://localhost:{port}");
+    for headers in [
+        &[][..],
+        &[("origin", "http://localhost:6274")],
+        &[("origin", local_ui.as_str())],
+        &[("origin", "http://127.0.0.1:3000")],
+        &[("origin", "https://app.example.com")],
+    ] {
+        assert_eq!(initialize_status(&served.base, headers).await, 200, "{headers:?}");
+    }
+    mcp_works(&served.base, None).await;
+    drop(served);
+    let err = serve(
+        dir.path(),
+        "root = \".\"\n[auth]\nallowed_origins = [\"*\"]\n",
+        "127.0.0.1:0",
+        &[],
+    )
+    .err()
+    .expect("a wildcard origin was taken");
+    assert!(err.contains("allowed_origins: `*` is not an origin"), "{err}");
+}

@@ -76,6 +76,10 @@ pub struct AuthConfig {
     /// non-loopback address (the resource URL's host is accepted too).
     #[serde(default)]
     pub allowed_hosts: Vec<String>,
+    /// Browser origins accepted besides those of the accepted `Host` names
+    /// (`https://app.example.com`, `http://localhost:*` for any port).
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
     /// The claims of a verified JWT kept with its caller besides `sub`
     /// (`email`, `groups`): at most 8, each value within 1 KiB of JSON.
     #[serde(default)]
@@ -305,6 +309,7 @@ impl Authorizer {
 pub struct HttpAccess {
     auth: Option<Arc<Authorizer>>,
     allowed_hosts: Vec<String>,
+    allowed_origins: Vec<String>,
     connections: Bounds,
 }
 
@@ -322,6 +327,7 @@ impl HttpAccess {
         if let Some(host) = config.oauth.as_ref().and_then(|o| url_host(&o.resource)) {
             allowed_hosts.push(host);
         }
+        let allowed_origins = allowed_origins(config, &allowed_hosts)?;
         let mut connections = Bounds::for_this_process();
         if let Some(per_address) = config.connections_per_address {
             connections.per_address = per_address.get().min(connections.total);
@@ -329,6 +335,7 @@ impl HttpAccess {
         Ok(Self {
             auth: auth.map(Arc::new),
             allowed_hosts,
+            allowed_origins,
             connections,
         })
     }
@@ -339,7 +346,9 @@ impl HttpAccess {
     }
 
     /// The service's settings: rmcp's loopback `Host` names (its guard
-    /// against DNS rebinding) plus the configured ones.
+    /// against DNS rebinding) plus the configured ones, and the browser
+    /// origins allowed to call (a request with another `Origin` is
+    /// answered `403`; one with none, as non-browser clients send, passes).
     pub fn service_config(&self) -> StreamableHttpServerConfig {
         // A stateless request whose handler sends nothing before its result
         // is answered as plain JSON, not as a one-event SSE stream; one that
@@ -347,6 +356,8 @@ impl HttpAccess {
         let mut config = StreamableHttpServerConfig::default().with_json_response(true);
         config.allowed_hosts.extend(self.allowed_hosts.iter().cloned());
         config
+            .with_allowed_origins(self.allowed_origins.iter().cloned())
+            .enforce_origin_validation()
     }
 
     /// `router` behind the check, with the metadata routes if OAuth is set.
@@ -590,6 +601,57 @@ async fn fetch_jwks(url: &str) -> Result<Vec<Key>, String> {
 }
 
 /// The host of a URL, with its port if it has one.
+/// The browser origins that may call: those of every `Host` name the
+/// server answers to, on either scheme (a page the server's own host
+/// serves, or a local client's page on loopback), and the configured
+/// ones, each checked to be an origin. A page of any other origin is
+/// refused even on loopback: a browser sends its `Origin` with every
+/// cross-origin request, so a web page cannot drive the user's server.
+fn allowed_origins(config: &AuthConfig, allowed_hosts: &[String]) -> Result<Vec<String>, AuthError> {
+    let hosts = ["localhost", "127.0.0.1", "::1"]
+        .into_iter()
+        .chain(allowed_hosts.iter().map(String::as_str));
+    let mut origins: Vec<String> = hosts
+        .flat_map(|host| {
+            // `host` or `host:port`; a bare IPv6 address is bracketed.
+            let authority = match host.parse::<std::net::Ipv6Addr>() {
+                Ok(_) => format!("[{host}]:*"),
+                Err(_) if host.contains(':') => host.to_owned(),
+                Err(_) => format!("{host}:*"),
+            };
+            ["http", "https"].map(|scheme| format!("{scheme}://{authority}"))
+        })
+        .collect();
+    for origin in &config.allowed_origins {
+        if !is_origin(origin) {
+            return Err(AuthError::Config(format!(
+                "allowed_origins: `{origin}` is not an origin: give a scheme and a host, and a port \
+                 or `:*` for any (`https://app.example.com`, `http://localhost:*`), or `null`"
+            )));
+        }
+        origins.push(origin.clone());
+    }
+    Ok(origins)
+}
+
+/// `scheme://host[:port]`, `scheme://host:*` or `null`: what a browser
+/// sends as `Origin`, with nothing after the authority.
+fn is_origin(entry: &str) -> bool {
+    if entry == "null" {
+        return true;
+    }
+    let base = entry.strip_suffix(":*").unwrap_or(entry);
+    let Ok(url) = reqwest::Url::parse(base) else {
+        return false;
+    };
+    url.origin().is_tuple()
+        && url.username().is_empty()
+        && url.password().is_none()
+        && url.path() == "/"
+        && url.query().is_none()
+        && url.fragment().is_none()
+}
+
 fn url_host(url: &str) -> Option<String> {
     let url = reqwest::Url::parse(url).ok()?;
     let host = url.host_str()?;
@@ -602,6 +664,46 @@ fn url_host(url: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn origins_are_those_of_the_served_hosts_and_the_configured_ones() {
+        let config = AuthConfig {
+            allowed_origins: vec!["https://app.example.com".into(), "null".into()],
+            ..AuthConfig::default()
+        };
+        let hosts = [
+            "mcp.example.com".to_owned(),
+            "mcp.example.com:8443".to_owned(),
+            "fd00::1".to_owned(),
+        ];
+        let origins = allowed_origins(&config, &hosts).unwrap();
+        for origin in [
+            "http://localhost:*",
+            "https://127.0.0.1:*",
+            "http://[::1]:*",
+            "https://mcp.example.com:*",
+            "https://mcp.example.com:8443",
+            "http://[fd00::1]:*",
+            "https://app.example.com",
+            "null",
+        ] {
+            assert!(origins.iter().any(|o| o == origin), "{origin}: {origins:?}");
+        }
+        for bad in [
+            "*",
+            "app.example.com",
+            "https://app.example.com/ui",
+            "https://u@app.example.com",
+            "file:///x",
+        ] {
+            let config = AuthConfig {
+                allowed_origins: vec![bad.into()],
+                ..AuthConfig::default()
+            };
+            let error = allowed_origins(&config, &[]).unwrap_err().to_string();
+            assert!(error.contains(&format!("`{bad}` is not an origin")), "{error}");
+        }
+    }
 
     #[test]
     fn loopback_addresses_need_no_authorization() {
