@@ -4,9 +4,11 @@
 
 use serde_json::{Value, json};
 use toolhost::bounds::MAX_PROGRESS_PER_CALL;
+use toolhost_tests::stdio::StdioServe;
 use toolhost_tests::{body_of, fill_plugin_dir};
 
 use super::http_auth::{client, initialize, post, serve};
+use super::toolhost;
 
 /// A call that reports progress ten times the cap: its client is sent at
 /// most the cap, the newest report replacing any it has not taken yet, and
@@ -99,6 +101,56 @@ async fn an_ended_session_is_answered_no_content_and_is_gone() {
     assert_eq!(ended.status(), 204);
     let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
     assert_eq!(post(&served.base, None, Some(&session), list).await.0, 404);
+}
+
+/// A request of a method MCP defines, with params of another shape, is
+/// answered invalid params saying what is wrong, over HTTP and stdio: rmcp
+/// reads it as a custom request, which was answered "method not served".
+/// A method MCP does not define still is.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_defined_method_with_params_of_another_shape_is_invalid_params() {
+    let dir = tempfile::tempdir().unwrap();
+    let malformed = [
+        (
+            "tools/call",
+            json!({"name": "read", "arguments": [1]}),
+            "expected a map",
+        ),
+        (
+            "logging/setLevel",
+            json!({"level": "loud"}),
+            "unknown variant `loud`",
+        ),
+    ];
+    let served = serve(dir.path(), "root = \".\"\n", "127.0.0.1:0", &[]).unwrap();
+    let (_, headers, _) = post(&served.base, None, None, initialize()).await;
+    let session = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(post(&served.base, None, Some(&session), initialized).await.0, 202);
+    let mut stdio = StdioServe::spawn(
+        toolhost()
+            .current_dir(dir.path())
+            .arg("--plugins")
+            .arg(dir.path().join("plugins"))
+            .arg("serve"),
+    );
+    stdio.initialize(&initialize());
+    for (id, (method, params, why)) in (2..).zip(malformed) {
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let (_, _, over_http) = post(&served.base, None, Some(&session), request).await;
+        let over_stdio = stdio.request(id, method, params);
+        for answer in [over_http.unwrap(), over_stdio] {
+            let message = answer["error"]["message"].as_str().unwrap_or_default();
+            assert_eq!(answer["error"]["code"], -32602, "{answer}");
+            assert!(
+                message.starts_with(&format!("invalid params of {method}: ")) && message.contains(why),
+                "{answer}"
+            );
+        }
+    }
+    let unknown = stdio.request(9, "foo/bar", json!({}));
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+    stdio.end();
 }
 
 /// A service manager's `SIGTERM` while a call is being answered and the

@@ -73,7 +73,8 @@
 //! it sends its clients (`client_log`), each session's tasks
 //! (`tasks`), the host's tasks of the 2026-07-28 extension
 //! (`task_extension`), what rmcp's types cannot say, carried on a session's
-//! transport (`wire`), and its spans' OTLP export (`otlp`). What it serves
+//! transport (`wire`), requests of a defined method with params of
+//! another shape (`malformed`), and its spans' OTLP export (`otlp`). What it serves
 //! but does not own lives with its owner: the upstream servers' prompts and
 //! resources are routed by `upstream`'s gateway, and a result's MCP form is
 //! its type's (`output::mcp`, which the upstream client reads with too).
@@ -85,6 +86,7 @@ mod connections;
 mod first_write;
 mod input_requests;
 mod lines;
+mod malformed;
 mod metrics;
 mod otlp;
 mod progress;
@@ -862,11 +864,14 @@ impl ServerHandler for McpServer {
                     .await
             }
             "tasks/list" if self.serves_tasks && legacy => self.tasks.list(&self.host).await,
-            _ => Err(McpError::new(
-                ErrorCode::METHOD_NOT_FOUND,
-                format!("method {} is not served", label(&request.method)),
-                None,
-            )),
+            method => match malformed::invalid_params(method, &params) {
+                Some(message) => Err(McpError::invalid_params(message, None)),
+                None => Err(McpError::new(
+                    ErrorCode::METHOD_NOT_FOUND,
+                    format!("method {} is not served", label(method)),
+                    None,
+                )),
+            },
         };
         answer.map(CustomResult)
     }
