@@ -12,8 +12,12 @@
 //! [`hold_for_answer`] holds the response until its stream's answer has come
 //! and the stream has ended after it, or [`HOLD`] has passed, and then hands
 //! on what it holds ahead of the rest: a call answered within [`HOLD`] leaves
-//! with its head in one write, the stream's end with it, so the client's
-//! connection is free for its next request at once. A stream with no
+//! with its head in one write, so the client's connection is free for its
+//! next request at once. If the answer was all the stream held for the
+//! client (the priming event aside), it leaves as a plain JSON body, which
+//! MCP lets a server answer a POST with and every client takes: the client
+//! reads one body of known length instead of running an event-stream reader
+//! (rmcp's client spawns a task for each stream). A stream with no
 //! answer by then (a long call, a stream kept open for notifications) is
 //! sent its head and priming event then, so a long call's stream can still
 //! be resumed. A message that is not an answer (a progress notification, a
@@ -71,8 +75,57 @@ pub(super) async fn hold_for_answer(response: Response, hold: Duration) -> Respo
             () = &mut hold => break,
         }
     }
+    if answered
+        && ended
+        && let Some(answer) = sole_answer(&held)
+    {
+        return as_json(parts, answer);
+    }
     let rest = (!ended).then_some(body);
     Response::from_parts(parts, Body::new(Held { held, rest }))
+}
+
+/// The answer's JSON, if the stream held nothing else that a client would
+/// see: no other message, only the priming event or comments.
+fn sole_answer(held: &VecDeque<Framed>) -> Option<Bytes> {
+    let mut answer = None;
+    for frame in held {
+        let frame = frame.as_ref().ok()?;
+        match message_in(frame) {
+            None => {}
+            Some(Message::Answer) if answer.is_none() => answer = Some(data_of(frame.data_ref()?)?),
+            Some(_) => return None,
+        }
+    }
+    answer
+}
+
+/// An event's data if it is on one line (rmcp writes a message on one);
+/// `None` for data over several, which is left a stream.
+fn data_of(event: &Bytes) -> Option<Bytes> {
+    let mut lines = event
+        .split(|b| *b == b'\n')
+        .filter_map(|line| line.strip_prefix(b"data:"));
+    let value = lines.next()?;
+    if lines.next().is_some() {
+        return None;
+    }
+    let value = value.strip_prefix(b" ").unwrap_or(value);
+    Some(event.slice_ref(value.strip_suffix(b"\r").unwrap_or(value)))
+}
+
+/// The answer alone, as the JSON body MCP lets a server give a POST in
+/// place of an event stream: every client takes both, and one body of a
+/// known length spares the client an event-stream reader (rmcp's spawns a
+/// task for each), and hyper the chunked framing.
+fn as_json(mut parts: http::response::Parts, answer: Bytes) -> Response {
+    parts.headers.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    parts.headers.remove(http::header::CACHE_CONTROL);
+    parts.headers.remove("x-accel-buffering");
+    Response::from_parts(parts, Body::from(answer))
 }
 
 /// What an event carries.
@@ -193,10 +246,9 @@ mod tests {
     }
 
     /// The head waits for the answer and the stream's end, and then the
-    /// priming event, the answer and the end are all ready with it: hyper
-    /// writes them at once.
+    /// answer alone is the body, as JSON: hyper writes it with the head.
     #[tokio::test]
-    async fn an_answer_leaves_with_its_head_and_the_stream_s_end() {
+    async fn an_answer_leaves_with_its_head_as_json() {
         let (send, response) = stream();
         send.unbounded_send(PRIMING).unwrap();
         let held = tokio::spawn(hold_for_answer(response, FOREVER));
@@ -211,11 +263,36 @@ mod tests {
         settle().await;
         assert!(!held.is_finished(), "and for the stream's end");
         drop(send);
-        let mut body = held.await.unwrap().into_body();
+        let response = held.await.unwrap();
+        assert_eq!(response.headers()[http::header::CONTENT_TYPE], "application/json");
+        let mut body = response.into_body();
+        let answer = "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}";
+        assert_eq!(ready_now(&mut body), (vec![answer.to_owned()], true));
+    }
+
+    /// The answer's JSON is its event's data, whatever the order and line
+    /// ends of the event's fields; a stream holding any other message, or
+    /// one not told an answer, stays a stream.
+    #[test]
+    fn only_a_sole_answer_is_taken_and_its_data_whole() {
+        let held = |events: &[&'static str]| -> VecDeque<Framed> {
+            events.iter().map(|e| Ok(Frame::data(Bytes::from(*e)))).collect()
+        };
+        let crlf = "id: 4\r\ndata:{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\r\n\r\n";
         assert_eq!(
-            ready_now(&mut body),
-            (vec![PRIMING.to_owned(), MESSAGE.to_owned()], true)
+            sole_answer(&held(&[PRIMING, crlf])).unwrap(),
+            "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}"
         );
+        // Data over two lines stays a stream, told an answer or not.
+        for split in [
+            "data: {\"jsonrpc\":\"2.0\",\ndata: \"id\":2,\"result\":{}}\n\n",
+            "data: {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\ndata: }}\n\n",
+        ] {
+            assert_eq!(sole_answer(&held(&[PRIMING, split])), None, "{split}");
+        }
+        assert_eq!(sole_answer(&held(&[PRIMING, PROGRESS, MESSAGE])), None);
+        assert_eq!(sole_answer(&held(&[MESSAGE, MESSAGE])), None);
+        assert_eq!(sole_answer(&held(&[PRIMING])), None);
     }
 
     /// A notification before the answer is handed on at once.
@@ -249,10 +326,9 @@ mod tests {
         assert_eq!(ready_now(&mut body), (vec![MESSAGE.to_owned()], true));
     }
 
-    /// Over a real connection: a call's answer arrives with its head and the
-    /// stream's end, in the first read of a client waiting on the socket,
-    /// where it used to find the head and priming event alone and wait
-    /// again.
+    /// Over a real connection: a call's answer arrives with its head, whole,
+    /// in the first read of a client waiting on the socket, where it used
+    /// to find the head and priming event alone and wait again.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_call_over_http_is_answered_in_one_write() {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -285,8 +361,15 @@ mod tests {
                 .unwrap();
             let first = String::from_utf8_lossy(&first[..n]);
             assert!(first.starts_with("HTTP/1.1 200"), "{first}");
-            assert!(first.contains(&format!("\"id\":{id},\"result\"")), "{first}");
-            assert!(first.ends_with("\r\n0\r\n\r\n"), "the stream's end too: {first}");
+            assert!(first.contains("content-type: application/json\r\n"), "{first}");
+            let (head, body) = first.split_once("\r\n\r\n").unwrap();
+            assert!(
+                head.contains(&format!("content-length: {}\r\n", body.len())),
+                "{first}"
+            );
+            let answer: serde_json::Value = serde_json::from_str(body).unwrap();
+            assert_eq!(answer["id"], id, "{first}");
+            assert!(answer["result"].is_object(), "{first}");
         }
     }
 

@@ -30,6 +30,15 @@ pub(super) async fn native_host() -> (Toolhost, tempfile::TempDir) {
     (host, root)
 }
 
+/// The JSON-RPC message of a POST's answer: its JSON body, or the message
+/// of its event stream.
+pub(super) fn message_in(body: &str) -> Option<Value> {
+    std::iter::once(body)
+        .chain(body.lines().filter_map(|l| l.strip_prefix("data:")))
+        .find_map(|text| serde_json::from_str::<Value>(text.trim()).ok())
+        .filter(|v| v.get("jsonrpc").is_some())
+}
+
 /// How long one answer may take; only a dead or stuck server takes it.
 pub(super) const ANSWER: Duration = Duration::from_secs(10);
 

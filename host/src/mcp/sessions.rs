@@ -259,7 +259,7 @@ impl SessionManager for CappedSessions {
 
 #[cfg(test)]
 mod tests {
-    use super::super::loopback::Front;
+    use super::super::loopback::{Front, message_in};
     use super::*;
 
     /// Sessions closed with `DELETE` leave nothing behind: neither rmcp's
@@ -435,10 +435,7 @@ mod tests {
             // Within `ANSWER` (the client's timeout), or the POST fails.
             let body = front.post(Some(&session), &call).await.text().await;
             let body = body.expect("every POST answered");
-            body.lines()
-                .filter_map(|l| l.strip_prefix("data: "))
-                .find_map(|data| serde_json::from_str::<serde_json::Value>(data).ok())
-                .unwrap_or_else(|| panic!("no message in {body:?}"))
+            message_in(&body).unwrap_or_else(|| panic!("no message in {body:?}"))
         });
         let answers = futures::future::join_all(posts).await;
         let mut results = 0;
