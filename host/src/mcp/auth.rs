@@ -600,7 +600,6 @@ async fn fetch_jwks(url: &str) -> Result<Vec<Key>, String> {
     parse_jwks(&text).map_err(|e| fail(&e))
 }
 
-/// The host of a URL, with its port if it has one.
 /// The browser origins that may call: those of every `Host` name the
 /// server answers to, on either scheme (a page the server's own host
 /// serves, or a local client's page on loopback), and the configured
@@ -652,6 +651,7 @@ fn is_origin(entry: &str) -> bool {
         && url.fragment().is_none()
 }
 
+/// The host of a URL, with its port if it has one.
 fn url_host(url: &str) -> Option<String> {
     let url = reqwest::Url::parse(url).ok()?;
     let host = url.host_str()?;
