@@ -21,19 +21,24 @@
 //! itself adds to a call over stdio and over HTTP is told apart from what
 //! any server on rmcp would cost.
 //!
-//! Every process this bench starts runs on the allocator the `toolhost`
-//! binary ships with (mimalloc), clients and relays included.
+//! The SDK clients agents run on, Python's and TypeScript's, make the same
+//! call over stdio and over HTTP too (`sdks`): what their users wait for.
+//!
+//! Every process this bench starts (but the SDK clients) runs on the
+//! allocator the `toolhost` binary ships with (mimalloc), clients and
+//! relays included.
 //!
 //! The clients run on one thread, as the MCP clients agents use do (Node's
 //! and Python's event loops): a client on a worker per core woke its own
 //! tasks across threads and added about 115 µs to each HTTP call, its own
 //! cost and not the server's.
 //!
-//! Needs `make host plugins lang-plugins upstream` (`make bench` runs them
-//! first: this binary times the `toolhost` built there).
+//! Needs `make host plugins lang-plugins upstream venv` (`make bench` runs
+//! them first: this binary times the `toolhost` built there).
 //! `cargo run --release -p toolhost-bench --bin front -- --help`
 
 mod bare;
+mod sdks;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -83,6 +88,14 @@ struct Args {
     /// Calls of each kind per round.
     #[arg(long, default_value_t = 20)]
     round_calls: usize,
+    /// Calls of each SDK client (Python, TypeScript) per transport and
+    /// round.
+    #[arg(long, default_value_t = 300)]
+    sdk_calls: usize,
+    /// Rounds of the SDK clients, each taking stdio and HTTP in turn; a
+    /// figure is the median of the rounds'.
+    #[arg(long, default_value_t = 3)]
+    sdk_rounds: usize,
     /// Process starts timed to the first `tools/list` answer.
     #[arg(long, default_value_t = 10)]
     starts: usize,
@@ -271,6 +284,13 @@ async fn over_stdio(command: tokio::process::Command) -> Result<(Client, u32)> {
         .with_context(|| format!("{} exited as it started", program.display()))?;
     let client = ().serve(transport).await?;
     Ok((client, pid))
+}
+
+/// The median of `values` (the upper one of an even count).
+fn median_of(values: &[f64]) -> f64 {
+    let mut values = values.to_vec();
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
 }
 
 /// This binary run as `args` (the relay, the bare server), more may follow.
@@ -482,18 +502,13 @@ async fn interleaved(ways: &[Way<'_>], rounds: usize, calls: usize) -> Result<In
             all[way].extend(s);
         }
     }
-    let median_f = |v: &[f64]| {
-        let mut v = v.to_vec();
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
     let half = rounds / 2;
     let against_first = (1..n)
         .map(|way| Against {
-            added_p50_us: median_f(&added[way]),
+            added_p50_us: median_of(&added[way]),
             halves_added_us: (
-                median_f(&added[way][..half.max(1)]),
-                median_f(&added[way][half..]),
+                median_of(&added[way][..half.max(1)]),
+                median_of(&added[way][half..]),
             ),
         })
         .collect();
@@ -773,6 +788,7 @@ async fn bench(args: Args) -> Result<()> {
         client.cancel().await?;
     }
     drop(bare_http_server);
+    let sdk_calls = sdks::measure(&workspace.config(), &url, args.sdk_calls, args.sdk_rounds)?;
     let (sessions, sessions_low, sessions_high) =
         many_sessions(&url, args.sessions, args.calls_per_session, args.session_rounds).await?;
 
@@ -786,7 +802,7 @@ async fn bench(args: Args) -> Result<()> {
 
     // p50s over every call of the interleaved rounds.
     let p50 = |figures: &[Figures], i: usize| figures[i].p50_us;
-    let targets = vec![
+    let mut targets = vec![
         Target::new(
             "HTTP call p50 (interleaved with stdio)",
             p50(&front.figures, 1),
@@ -854,6 +870,12 @@ async fn bench(args: Args) -> Result<()> {
         )
         .at_most(50.0),
     ];
+    // What the clients agents run on wait for, each against itself.
+    targets.extend(
+        sdk_calls
+            .iter()
+            .map(|s| Target::new(s.row, s.http_p50_us, "µs", ("its stdio call p50", s.stdio_p50_us))),
+    );
     let base = direct.p50_us;
     // Where a transport's cost lies: the server's side of a call and the
     // client's, for toolhost and for the bare server; each (stdio, HTTP).
