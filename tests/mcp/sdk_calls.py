@@ -9,6 +9,7 @@ microseconds.
 
 import argparse
 import json
+import os
 import statistics
 import time
 
@@ -45,7 +46,7 @@ async def main() -> None:
                 took = await calls(session, args.calls)
     else:
         server = StdioServerParameters(command=args.toolhost, args=["--config", args.config, "serve"])
-        with open("/dev/null", "w") as quiet:
+        with open(os.devnull, "w") as quiet:
             async with stdio_client(server, errlog=quiet) as (read, write):
                 async with ClientSession(read, write) as session:
                     await session.initialize()

@@ -32,7 +32,7 @@ pub(super) async fn native_host() -> (Toolhost, tempfile::TempDir) {
 
 /// The JSON-RPC message of a POST's answer: its JSON body, or the message
 /// of its event stream.
-pub(super) fn message_in(body: &str) -> Option<Value> {
+pub(super) fn answer_of(body: &str) -> Option<Value> {
     std::iter::once(body)
         .chain(body.lines().filter_map(|l| l.strip_prefix("data:")))
         .find_map(|text| serde_json::from_str::<Value>(text.trim()).ok())

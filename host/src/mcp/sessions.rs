@@ -259,7 +259,7 @@ impl SessionManager for CappedSessions {
 
 #[cfg(test)]
 mod tests {
-    use super::super::loopback::{Front, message_in};
+    use super::super::loopback::{Front, answer_of};
     use super::*;
 
     /// Sessions closed with `DELETE` leave nothing behind: neither rmcp's
@@ -435,7 +435,7 @@ mod tests {
             // Within `ANSWER` (the client's timeout), or the POST fails.
             let body = front.post(Some(&session), &call).await.text().await;
             let body = body.expect("every POST answered");
-            message_in(&body).unwrap_or_else(|| panic!("no message in {body:?}"))
+            answer_of(&body).unwrap_or_else(|| panic!("no message in {body:?}"))
         });
         let answers = futures::future::join_all(posts).await;
         let mut results = 0;
