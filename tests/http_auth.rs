@@ -581,7 +581,8 @@ async fn initialize_status(base: &str, headers: &[(&str, &str)]) -> u16 {
 }
 
 /// A web page cannot drive the user's server. Through DNS rebinding its
-/// requests name the attacker's host, refused; from its own origin they
+/// requests name the attacker's host, refused, for the metrics too; from
+/// its own origin they
 /// carry that `Origin`, refused with `403` even on loopback. A client that
 /// sends no `Origin` (every non-browser one), a page on loopback (a local
 /// client's UI) and a configured origin are served; a configured entry that
@@ -612,6 +613,17 @@ async fn a_web_page_of_another_origin_or_host_is_refused() {
         assert_eq!(initialize_status(&served.base, headers).await, 200, "{headers:?}");
     }
     mcp_works(&served.base, None).await;
+    // The metrics, served beside `/mcp`, to the same rebinding page.
+    let metrics = |host: Option<String>| {
+        let mut request = client().get(format!("{}/metrics", served.base));
+        if let Some(host) = host {
+            request = request.header("host", host);
+        }
+        async move { request.send().await.unwrap().status().as_u16() }
+    };
+    assert_eq!(metrics(Some(rebound.clone())).await, 403);
+    assert_eq!(metrics(None).await, 200);
+    assert_eq!(metrics(Some(format!("localhost:{port}"))).await, 200);
     drop(served);
     let err = serve(
         dir.path(),

@@ -310,6 +310,9 @@ pub struct HttpAccess {
     auth: Option<Arc<Authorizer>>,
     allowed_hosts: Vec<String>,
     allowed_origins: Vec<String>,
+    /// Served on a loopback address without `[auth]`: only a page that
+    /// rebinds its name to loopback could reach it from elsewhere.
+    open_loopback: bool,
     connections: Bounds,
 }
 
@@ -333,6 +336,7 @@ impl HttpAccess {
             connections.per_address = per_address.get().min(connections.total);
         }
         Ok(Self {
+            open_loopback: auth.is_none() && is_loopback(addr),
             auth: auth.map(Arc::new),
             allowed_hosts,
             allowed_origins,
@@ -358,6 +362,20 @@ impl HttpAccess {
         config
             .with_allowed_origins(self.allowed_origins.iter().cloned())
             .enforce_origin_validation()
+    }
+
+    /// `route` refused `403` when its `Host` is not one the server answers
+    /// to, if it is served open on loopback: there a page that rebinds its
+    /// name to loopback could read it, as rmcp's own check stops it doing
+    /// on `/mcp`. Elsewhere a token guards it, or the operator chose to
+    /// serve it open (`--insecure`), and a scraper names the server by
+    /// whatever address reaches it.
+    pub fn guard_host(&self, route: axum::routing::MethodRouter) -> axum::routing::MethodRouter {
+        if !self.open_loopback {
+            return route;
+        }
+        let hosts = Arc::new(self.allowed_hosts.clone());
+        route.layer(axum::middleware::from_fn_with_state(hosts, named_host))
     }
 
     /// `router` behind the check, with the metadata routes if OAuth is set.
@@ -600,6 +618,45 @@ async fn fetch_jwks(url: &str) -> Result<Vec<Key>, String> {
     parse_jwks(&text).map_err(|e| fail(&e))
 }
 
+/// A request whose `Host` names loopback or one of `hosts`, else `403`.
+async fn named_host(State(hosts): State<Arc<Vec<String>>>, request: Request, next: Next) -> Response {
+    let named = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .is_some_and(|host| host_is_one_of(host, &hosts));
+    if named {
+        return next.run(request).await;
+    }
+    let mut refused = Response::new(Body::from("Forbidden: Host header is not allowed\n"));
+    *refused.status_mut() = StatusCode::FORBIDDEN;
+    refused
+}
+
+/// Whether the authority `host` (`name`, `name:port`, `[v6]:port`) is a
+/// loopback name or one of `allowed` (an entry with a port matches only it).
+fn host_is_one_of(host: &str, allowed: &[String]) -> bool {
+    let split = |authority: &str| -> (String, Option<String>) {
+        let (name, port) = match authority.strip_prefix('[') {
+            Some(rest) => match rest.split_once(']') {
+                Some((name, port)) => (name, port.strip_prefix(':')),
+                None => (authority, None),
+            },
+            None => match authority.split_once(':') {
+                Some((name, port)) if !port.contains(':') => (name, Some(port)),
+                _ => (authority, None),
+            },
+        };
+        (name.to_ascii_lowercase(), port.map(str::to_owned))
+    };
+    let (name, port) = split(host.trim());
+    ["localhost", "127.0.0.1", "::1"].contains(&name.as_str())
+        || allowed.iter().any(|entry| {
+            let (allowed_name, allowed_port) = split(entry);
+            allowed_name == name && allowed_port.is_none_or(|p| Some(p) == port)
+        })
+}
+
 /// The browser origins that may call: those of every `Host` name the
 /// server answers to, on either scheme (a page the server's own host
 /// serves, or a local client's page on loopback), and the configured
@@ -702,6 +759,35 @@ mod tests {
             };
             let error = allowed_origins(&config, &[]).unwrap_err().to_string();
             assert!(error.contains(&format!("`{bad}` is not an origin")), "{error}");
+        }
+    }
+
+    #[test]
+    fn a_host_is_a_loopback_name_or_an_allowed_one() {
+        let allowed = [
+            "mcp.example.com".to_owned(),
+            "fd00::1".to_owned(),
+            "other.example:8443".to_owned(),
+        ];
+        for host in [
+            "127.0.0.1:8765",
+            "LOCALHOST:1",
+            "[::1]:8765",
+            "localhost",
+            "mcp.example.com:9",
+            "[fd00::1]:5",
+            "other.example:8443",
+        ] {
+            assert!(host_is_one_of(host, &allowed), "{host}");
+        }
+        for host in [
+            "evil.example:8765",
+            "127.0.0.1.evil.example",
+            "other.example:8444",
+            "[::2]:1",
+            "",
+        ] {
+            assert!(!host_is_one_of(host, &allowed), "{host}");
         }
     }
 

@@ -1191,7 +1191,7 @@ fn http_router(
     // `/healthz` answers without authorization: a balancer or an
     // orchestrator's probe asks whether the process serves, nothing more.
     access
-        .protect(mcp.route("/metrics", axum::routing::get(scrape)))
+        .protect(mcp.route("/metrics", access.guard_host(axum::routing::get(scrape))))
         .route("/healthz", axum::routing::get(|| async { "ok\n" }))
         .layer(axum::middleware::from_fn(close_after_a_refused_body))
 }
