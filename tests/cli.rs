@@ -202,16 +202,12 @@ fn a_reader_closing_standard_output_early_ends_the_command_quietly() {
 #[test]
 fn with_no_plugin_directory_the_bundle_of_the_build_tree_is_taken() {
     let tree = tempfile::tempdir().unwrap();
-    let (bin, bundle) = (
-        tree.path().join("target/debug"),
-        tree.path().join("build/plugins"),
-    );
-    std::fs::create_dir_all(&bin).unwrap();
+    let toolhost = toolhost_in_a_tree(tree.path());
+    let bundle = tree.path().join("build/plugins");
     std::fs::create_dir_all(&bundle).unwrap();
-    std::fs::copy(toolhost_binary(), bin.join("toolhost")).unwrap();
     std::fs::copy(guest("format_pipeline"), bundle.join("10-format-pipeline.wasm")).unwrap();
     let top = tempfile::tempdir().unwrap();
-    let (out, stdout, stderr) = run(Command::new(bin.join("toolhost"))
+    let (out, stdout, stderr) = run(Command::new(toolhost)
         .current_dir(top.path())
         .env_remove("TOOLHOST_PLUGINS")
         .args(["--no-cache", "plugins", "--json"]));
@@ -220,6 +216,40 @@ fn with_no_plugin_directory_the_bundle_of_the_build_tree_is_taken() {
     let taken = v["directory"].as_str().map(|d| std::fs::canonicalize(d).unwrap());
     assert_eq!(taken, Some(std::fs::canonicalize(&bundle).unwrap()), "{stdout}");
     assert_eq!(names(&v["plugins"]), ["format-pipeline"]);
+}
+
+/// A copy of the command line in `tree`'s `target/debug`, where it takes
+/// `tree`'s `build/plugins` when no plugin directory is named.
+fn toolhost_in_a_tree(tree: &std::path::Path) -> std::path::PathBuf {
+    let bin = tree.join("target/debug");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::copy(toolhost_binary(), bin.join("toolhost")).unwrap();
+    bin.join("toolhost")
+}
+
+/// `[plugin.NAME]` settings when no plugin directory is in use (none
+/// named, no `./plugins`, no bundle) apply to nothing: an error naming the
+/// file and the table from the commands that load, not silence.
+#[test]
+fn plugin_settings_with_no_plugin_directory_are_an_error() {
+    let tree = tempfile::tempdir().unwrap();
+    let toolhost = toolhost_in_a_tree(tree.path());
+    let config = tree.path().join("toolhost.toml");
+    std::fs::write(&config, "[plugin.github.limits]\nmemory_mb = 64\n").unwrap();
+    for args in [&["plugins"][..], &["tools", "--json"]] {
+        let (out, _, stderr) = run(Command::new(&toolhost)
+            .current_dir(tree.path())
+            .env_remove("TOOLHOST_PLUGINS")
+            .arg("--no-cache")
+            .arg("--config")
+            .arg(&config)
+            .args(args));
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("toolhost.toml: [plugin.github] applies to no plugin"),
+            "{args:?}: {stderr}"
+        );
+    }
 }
 
 /// A code cache entry rewritten after the cache recorded it is refused

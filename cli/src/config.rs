@@ -318,6 +318,25 @@ impl Config {
             .collect()
     }
 
+    /// Each `[plugin.NAME]` said as an error, for when no plugin directory
+    /// is in use: its settings (a grant, a limit) apply to nothing, and
+    /// would otherwise be ignored without a word.
+    pub fn plugin_settings_unused(&self) -> Vec<String> {
+        let file = self
+            .source
+            .as_ref()
+            .map_or_else(|| "toolhost.toml".to_owned(), |s| s.display().to_string());
+        self.plugin
+            .keys()
+            .map(|name| {
+                format!(
+                    "{file}: [plugin.{name}] applies to no plugin: no plugin directory is in use \
+                     (pass --plugins DIR, set `plugins` in toolhost.toml or create ./plugins)"
+                )
+            })
+            .collect()
+    }
+
     pub fn cache_dir(&self) -> Option<PathBuf> {
         match &self.cache {
             None | Some(CacheSetting::Enabled(true)) => toolhost::plugin::RuntimeOptions::default().cache_dir,

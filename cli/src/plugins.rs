@@ -29,16 +29,23 @@ pub async fn run(
             LoadReport::default()
         }
     };
+    let unused = match plugin_dir {
+        Some(_) => Vec::new(),
+        None => config.plugin_settings_unused(),
+    };
+    for line in &unused {
+        eprintln!("error: {line}");
+    }
     // Reported as `serve`, `call` and `tools` report them.
     let refused = ownership::plugin_refusals(&report.plugins, &config.bind);
     for line in ownership::summary(&refused) {
         eprintln!("error: {line}");
     }
     print_plugins(plugin_dir, &report, &refused, json)?;
-    Ok(if refused.is_empty() {
-        exit_for(&report.errors)
-    } else {
-        exit_for(&refused)
+    Ok(match (refused.is_empty(), unused.is_empty()) {
+        (false, _) => exit_for(&refused),
+        (true, false) => exit_for(&unused),
+        (true, true) => exit_for(&report.errors),
     })
 }
 

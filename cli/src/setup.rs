@@ -113,5 +113,9 @@ pub async fn build(
         builder = builder.value_model(tool, model.clone());
     }
     let (host, report) = builder.build().await?;
-    Ok((host, report.lines()))
+    let mut errors = report.lines();
+    if plugin_dir.is_none() {
+        errors.extend(config.plugin_settings_unused());
+    }
+    Ok((host, errors))
 }
