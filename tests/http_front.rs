@@ -106,7 +106,8 @@ async fn an_ended_session_is_answered_no_content_and_is_gone() {
 /// A request of a method MCP defines, with params of another shape, is
 /// answered invalid params saying what is wrong, over HTTP and stdio: rmcp
 /// reads it as a custom request, which was answered "method not served".
-/// A method MCP does not define still is.
+/// A method MCP does not define still is. Params that are no object
+/// (no MCP message at all) are answered the same, under the request's id.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_defined_method_with_params_of_another_shape_is_invalid_params() {
     let dir = tempfile::tempdir().unwrap();
@@ -150,6 +151,24 @@ async fn a_defined_method_with_params_of_another_shape_is_invalid_params() {
     }
     let unknown = stdio.request(9, "foo/bar", json!({}));
     assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+
+    // Params that are no object make JSON that is no MCP message at all:
+    // answered under its id all the same, over stdio before the line after
+    // it (a client waiting on that id would otherwise wait forever), and
+    // over HTTP as a bad request, not as a content type refused.
+    let no_message = json!({"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": [1]});
+    let (status, _, over_http) = post(&served.base, None, Some(&session), no_message.clone()).await;
+    assert_eq!(status, 400, "{over_http:?}");
+    stdio.send(&no_message);
+    stdio.send(&json!({"jsonrpc": "2.0", "id": 11, "method": "ping"}));
+    let over_stdio = stdio.message().unwrap();
+    for answer in [over_http.unwrap(), over_stdio] {
+        assert_eq!(answer["id"], 10, "{answer}");
+        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.starts_with("invalid params of tools/call: "), "{answer}");
+    }
+    assert_eq!(stdio.answer(11)["result"], json!({}));
     stdio.end();
 }
 

@@ -161,6 +161,7 @@ mod gate;
 mod http_client;
 mod json_structure;
 mod lines;
+mod malformed;
 mod output;
 mod pipeline;
 mod plugin_file;

@@ -56,12 +56,13 @@ use tokio_util::bytes::{Buf, BytesMut};
 use tokio_util::codec::{Decoder, FramedRead, FramedWrite};
 
 /// One line read, as the session takes it: a message, or JSON that is no
-/// message, which is answered `Invalid Request`.
+/// message, which is refused.
 pub(crate) type Line<Role> = Result<RxJsonRpcMessage<Role>, NoMessage>;
 
-/// A line that was JSON but no JSON-RPC message.
+/// A line that was JSON but no JSON-RPC message: its refusal, under its id
+/// if it is a request whose id can be read.
 #[derive(Debug)]
-pub(crate) struct NoMessage;
+pub(crate) struct NoMessage(Option<RequestId>, ErrorData);
 
 /// The most requests of the peer's worked on at once: at this many, the
 /// next is held, and nothing after it read, until one is answered.
@@ -111,7 +112,10 @@ pub(crate) fn by_rmcp<Role: ServiceRole>(line: &[u8]) -> Option<Line<Role>> {
     }
     match JsonRpcMessageCodec::<RxJsonRpcMessage<Role>>::default().decode(&mut buf) {
         Ok(message) => message.map(Ok),
-        Err(JsonRpcMessageCodecError::Serde(e)) if !e.is_syntax() && !e.is_eof() => Some(Err(NoMessage)),
+        Err(JsonRpcMessageCodecError::Serde(e)) if !e.is_syntax() && !e.is_eof() => {
+            let (id, error) = crate::malformed::refusal(without_bom(line));
+            Some(Err(NoMessage(id, error)))
+        }
         // Not JSON: no id to answer, and an answer could start an error
         // storm with a peer that echoes it back.
         Err(e) => {
@@ -301,9 +305,7 @@ where
                         return Some(message);
                     }
                 }
-                Ok(Err(NoMessage)) => {
-                    self.refusal = Refusal::ToWrite(ErrorData::invalid_request("Invalid request", None), None)
-                }
+                Ok(Err(NoMessage(id, error))) => self.refusal = Refusal::ToWrite(error, id),
                 Err(e) => {
                     tracing::error!("reading the peer's lines: {e}");
                     return None;

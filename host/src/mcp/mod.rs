@@ -73,9 +73,9 @@
 //! it sends its clients (`client_log`), each session's tasks
 //! (`tasks`), the host's tasks of the 2026-07-28 extension
 //! (`task_extension`), what rmcp's types cannot say, carried on a session's
-//! transport (`wire`), requests of a defined method with params of
-//! another shape (`malformed`), and its spans' OTLP export (`otlp`). What it serves
-//! but does not own lives with its owner: the upstream servers' prompts and
+//! transport (`wire`), and its spans' OTLP export (`otlp`). What it serves
+//! but does not own lives with its owner: requests MCP cannot read are
+//! refused as `crate::malformed` says, the upstream servers' prompts and
 //! resources are routed by `upstream`'s gateway, and a result's MCP form is
 //! its type's (`output::mcp`, which the upstream client reads with too).
 
@@ -86,7 +86,6 @@ mod connections;
 mod first_write;
 mod input_requests;
 mod lines;
-mod malformed;
 mod metrics;
 mod otlp;
 mod progress;
@@ -864,7 +863,7 @@ impl ServerHandler for McpServer {
                     .await
             }
             "tasks/list" if self.serves_tasks && legacy => self.tasks.list(&self.host).await,
-            method => match malformed::invalid_params(method, &params) {
+            method => match crate::malformed::invalid_params(method, &params) {
                 Some(message) => Err(McpError::invalid_params(message, None)),
                 None => Err(McpError::new(
                     ErrorCode::METHOD_NOT_FOUND,
@@ -1176,18 +1175,16 @@ fn http_router(
     let limit = config.max_request_body_bytes;
     let serves_tasks = server.serves_tasks;
     let service = StreamableHttpService::new(move || Ok(server.session()), sessions, config);
-    // A client's `params.task` read before rmcp drops it (`wire`).
     let mcp = axum::Router::new()
         .nest_service("/mcp", service)
         // Inside `auth`'s check, which puts the caller on the request.
         .layer(axum::middleware::from_fn(request_caller::scope))
-        .layer(axum::middleware::from_fn(ended_session_has_no_content));
-    let mcp = match serves_tasks {
-        true => mcp.layer(axum::middleware::from_fn(move |request, next| {
-            wire::carry_task_in_body(limit, request, next)
-        })),
-        false => mcp,
-    };
+        .layer(axum::middleware::from_fn(ended_session_has_no_content))
+        // A client's `params.task` read before rmcp drops it, and a body
+        // that is no message answered as one (`wire`).
+        .layer(axum::middleware::from_fn(move |request, next| {
+            wire::read_post_body(limit, serves_tasks, request, next)
+        }));
     // `/healthz` answers without authorization: a balancer or an
     // orchestrator's probe asks whether the process serves, nothing more.
     access

@@ -10,13 +10,16 @@
 //!   served may run as a task;
 //! - a client's `params.task` is moved into the request's `_meta` under
 //!   [`TASK_KEY`] before rmcp parses it (the stdio line, `lines`; the
-//!   HTTP body, [`carry_task_in_body`]), and a task started is answered as
+//!   HTTP body, [`read_post_body`]), and a task started is answered as
 //!   the `CreateTaskResult` the handler put under [`CREATED_KEY`];
 //! - `tasks/get` and `tasks/cancel`, which rmcp would take as 2026-07-28's
 //!   and refuse to a client without that revision's tasks extension, reach
 //!   the handler as the 2025-11-25 requests they are (`tasks`), their
 //!   `_meta` kept; those a 2026-07-28 client sends (its revision in their
-//!   `_meta`) are left to rmcp, which answers them as it does over HTTP.
+//!   `_meta`) are left to rmcp, which answers them as it does over HTTP;
+//! - an HTTP body that is JSON but no message, which rmcp answers `415`, is
+//!   answered `400` with the JSON-RPC error under its id
+//!   ([`read_post_body`]; the stdio transport answers its own).
 //!
 //! It wraps a session's transport ([`Wire`]), so every request still goes
 //! through rmcp's handler whole (its protocol checks included): over stdio
@@ -34,13 +37,14 @@ use aho_corasick::AhoCorasick;
 
 use axum::response::IntoResponse;
 use rmcp::model::{
-    ClientRequest, CustomRequest, CustomResult, GetExtensions, GetMeta, JsonRpcMessage, ListToolsResult,
-    ServerResult,
+    ClientJsonRpcMessage, ClientRequest, CustomRequest, CustomResult, GetExtensions, GetMeta, JsonRpcMessage,
+    ListToolsResult, ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{Value, json};
 
+use crate::malformed;
 use crate::pipeline::Toolhost;
 use crate::tool::{Execution, TaskSupport};
 
@@ -222,10 +226,17 @@ pub(super) fn carry_task(message: &[u8]) -> Option<Vec<u8>> {
     serde_json::to_vec(&value).ok()
 }
 
-/// An HTTP request to the MCP endpoint with its `params.task` carried
-/// ([`carry_task`]), its body read within `limit` (rmcp's own).
-pub(super) async fn carry_task_in_body(
+/// A POST to the MCP endpoint, its body read once within `limit` (rmcp's
+/// own):
+/// - its `params.task` carried ([`carry_task`]) where the front serves
+///   tasks (`carries_tasks`);
+/// - if it is JSON but no message, which rmcp answers `415 Unsupported
+///   Media Type` as though the content type were wrong, answered `400`
+///   with the JSON-RPC error [`malformed::refusal`] gives. The body is
+///   parsed again only when rmcp refused it.
+pub(super) async fn read_post_body(
     limit: usize,
+    carries_tasks: bool,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
@@ -237,8 +248,22 @@ pub(super) async fn carry_task_in_body(
         let refused = format!("the request's body is over {limit} bytes, or was not read whole");
         return (http::StatusCode::PAYLOAD_TOO_LARGE, refused).into_response();
     };
-    let body = carry_task(&bytes).map_or_else(|| axum::body::Body::from(bytes), axum::body::Body::from);
-    next.run(axum::extract::Request::from_parts(parts, body)).await
+    let body = match carries_tasks.then(|| carry_task(&bytes)).flatten() {
+        Some(carried) => axum::body::Body::from(carried),
+        None => axum::body::Body::from(bytes.clone()),
+    };
+    let response = next.run(axum::extract::Request::from_parts(parts, body)).await;
+    let is_json = |b: &[u8]| serde_json::from_slice::<serde::de::IgnoredAny>(b).is_ok();
+    if response.status() != http::StatusCode::UNSUPPORTED_MEDIA_TYPE
+        || !is_json(&bytes)
+        || serde_json::from_slice::<ClientJsonRpcMessage>(&bytes).is_ok()
+    {
+        return response;
+    }
+    let (id, error) = malformed::refusal(&bytes);
+    let answer = serde_json::to_vec(&ServerJsonRpcMessage::error(error, id)).unwrap_or_default();
+    let json = [(http::header::CONTENT_TYPE, "application/json")];
+    (http::StatusCode::BAD_REQUEST, json, answer).into_response()
 }
 
 /// `list` as sent, each tool of `executions` with its `execution`; the list
