@@ -218,6 +218,21 @@ fn with_no_plugin_directory_the_bundle_of_the_build_tree_is_taken() {
     assert_eq!(names(&v["plugins"]), ["format-pipeline"]);
 }
 
+/// The log a client keeps of `serve`'s stderr (a pipe, here) has no
+/// terminal colour codes around its lines.
+#[test]
+fn the_log_on_a_pipe_is_plain_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, _, stderr) = run(toolhost()
+        .current_dir(dir.path())
+        .env_remove("NO_COLOR")
+        .args(["--plugins", "."])
+        .arg("serve")
+        .stdin(std::process::Stdio::null()));
+    assert!(stderr.contains("speculation: 0 prefetched"), "{stderr}");
+    assert!(!stderr.contains('\x1b'), "{stderr:?}");
+}
+
 /// A copy of the command line in `tree`'s `target/debug`, where it takes
 /// `tree`'s `build/plugins` when no plugin directory is named.
 fn toolhost_in_a_tree(tree: &std::path::Path) -> std::path::PathBuf {

@@ -237,6 +237,12 @@ fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| filter.into()),
         )
         .with_writer(std::io::stderr)
+        // Colours for a person at a terminal only: a client that launched
+        // `serve` keeps its stderr in a log file, where escape codes are
+        // noise around every line.
+        .with_ansi(
+            std::io::IsTerminal::is_terminal(&std::io::stderr()) && std::env::var_os("NO_COLOR").is_none(),
+        )
         .init();
     let runtime = match async_runtime(&cli.command) {
         Ok(rt) => rt,
