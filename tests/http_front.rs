@@ -170,6 +170,29 @@ async fn a_defined_method_with_params_of_another_shape_is_invalid_params() {
     }
     assert_eq!(stdio.answer(11)["result"], json!({}));
     stdio.end();
+    // A body sent as JSON that is none is a parse error; one of another
+    // type is still refused for its type.
+    for (content_type, status, code) in [
+        ("application/json; charset=utf-8", 400, Some(-32700)),
+        ("text/plain", 415, None),
+    ] {
+        let answer = client()
+            .post(format!("{}/mcp", served.base))
+            .header("content-type", content_type)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &session)
+            .body("{\"jsonrpc\": \"2.0\", \"id\": 12,")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), status, "{content_type}");
+        let body: Option<Value> = serde_json::from_str(&answer.text().await.unwrap()).ok();
+        assert_eq!(
+            body.map(|b| b["error"]["code"].clone()),
+            code.map(Value::from),
+            "{content_type}"
+        );
+    }
 }
 
 /// A service manager's `SIGTERM` while a call is being answered and the

@@ -10,7 +10,7 @@
 //!   on that id waited forever, and over HTTP with `415 Unsupported Media
 //!   Type`, as though the content type were wrong. It is answered under its
 //!   id where one can be read, as JSON-RPC asks, over both transports
-//!   ([`refusal`]).
+//!   ([`refusal`]); an HTTP body that is no JSON is a parse error.
 //!
 //! Owns the methods and the reasons; the transports (`crate::lines`, the
 //! HTTP front's `wire`) and the front send the answers.
@@ -37,13 +37,16 @@ pub(crate) fn invalid_params(method: &str, params: &Value) -> Option<String> {
     Some(message(method, &why))
 }
 
-/// The answer to `json`, a JSON text that is no message: under its id if
-/// it is a request whose id can be read (JSON-RPC answers an invalid
-/// request under its id where it can be told, else under none), invalid
-/// params if its method is one MCP gives params of a shape and they are
-/// not, invalid request otherwise.
-pub(crate) fn refusal(json: &[u8]) -> (Option<RequestId>, ErrorData) {
-    let value: Value = serde_json::from_slice(json).unwrap_or_default();
+/// The answer to `text`, which is no message: under its id if it is a
+/// request whose id can be read (JSON-RPC answers an invalid request under
+/// its id where it can be told, else under none), invalid params if its
+/// method is one MCP gives params of a shape and they are not, invalid
+/// request otherwise, and a parse error if it is no JSON.
+pub(crate) fn refusal(text: &[u8]) -> (Option<RequestId>, ErrorData) {
+    let value: Value = match serde_json::from_slice(text) {
+        Ok(value) => value,
+        Err(e) => return (None, ErrorData::parse_error(format!("Parse error: {e}"), None)),
+    };
     let method = value.get("method").and_then(Value::as_str);
     let id = method
         .and(value.get("id"))
@@ -132,6 +135,14 @@ mod tests {
             "[1]",
         ] {
             assert_eq!(refusal(json.as_bytes()).0, None, "{json}");
+        }
+        for text in [
+            "",
+            "garbage",
+            r#"{"jsonrpc":"2.0","id":3,"method":"ping"} trailing"#,
+        ] {
+            let (id, error) = refusal(text.as_bytes());
+            assert_eq!((id, error.code), (None, ErrorCode::PARSE_ERROR), "{text}");
         }
     }
 }

@@ -17,8 +17,8 @@
 //!   the handler as the 2025-11-25 requests they are (`tasks`), their
 //!   `_meta` kept; those a 2026-07-28 client sends (its revision in their
 //!   `_meta`) are left to rmcp, which answers them as it does over HTTP;
-//! - an HTTP body that is JSON but no message, which rmcp answers `415`, is
-//!   answered `400` with the JSON-RPC error under its id
+//! - an HTTP body that is no message, which rmcp answers `415`, is
+//!   answered `400` with the JSON-RPC error, under its id if it has one
 //!   ([`read_post_body`]; the stdio transport answers its own).
 //!
 //! It wraps a session's transport ([`Wire`]), so every request still goes
@@ -230,10 +230,11 @@ pub(super) fn carry_task(message: &[u8]) -> Option<Vec<u8>> {
 /// own):
 /// - its `params.task` carried ([`carry_task`]) where the front serves
 ///   tasks (`carries_tasks`);
-/// - if it is JSON but no message, which rmcp answers `415 Unsupported
-///   Media Type` as though the content type were wrong, answered `400`
-///   with the JSON-RPC error [`malformed::refusal`] gives. The body is
-///   parsed again only when rmcp refused it.
+/// - if it is sent as JSON but is no message (or no JSON at all), which
+///   rmcp answers `415 Unsupported Media Type` as though the content type
+///   were wrong, answered `400` with the JSON-RPC error
+///   [`malformed::refusal`] gives. The body is parsed again only when rmcp
+///   refused it.
 pub(super) async fn read_post_body(
     limit: usize,
     carries_tasks: bool,
@@ -248,14 +249,19 @@ pub(super) async fn read_post_body(
         let refused = format!("the request's body is over {limit} bytes, or was not read whole");
         return (http::StatusCode::PAYLOAD_TOO_LARGE, refused).into_response();
     };
+    let sent_as_json = parts
+        .headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"));
     let body = match carries_tasks.then(|| carry_task(&bytes)).flatten() {
         Some(carried) => axum::body::Body::from(carried),
         None => axum::body::Body::from(bytes.clone()),
     };
     let response = next.run(axum::extract::Request::from_parts(parts, body)).await;
-    let is_json = |b: &[u8]| serde_json::from_slice::<serde::de::IgnoredAny>(b).is_ok();
     if response.status() != http::StatusCode::UNSUPPORTED_MEDIA_TYPE
-        || !is_json(&bytes)
+        || !sent_as_json
         || serde_json::from_slice::<ClientJsonRpcMessage>(&bytes).is_ok()
     {
         return response;
