@@ -242,6 +242,35 @@ fn toolhost_in_a_tree(tree: &std::path::Path) -> std::path::PathBuf {
     bin.join("toolhost")
 }
 
+/// `new --lang rust` from a binary built in a source tree builds on that
+/// tree's SDK, with nothing to edit; from one elsewhere, on the registry's,
+/// and says how to name a copy.
+#[test]
+fn a_rust_plugin_scaffolded_by_a_built_tree_builds_on_its_sdk() {
+    let tree = tempfile::tempdir().unwrap();
+    let toolhost = toolhost_in_a_tree(tree.path());
+    let new = |name: &str| {
+        let work = tempfile::tempdir().unwrap();
+        let (out, stdout, stderr) = run(Command::new(&toolhost)
+            .current_dir(work.path())
+            .args(["new", "--lang", "rust", name]));
+        assert!(out.status.success(), "{stderr}");
+        let cargo = std::fs::read_to_string(work.path().join(name).join("Cargo.toml")).unwrap();
+        (stdout, cargo)
+    };
+    let (stdout, cargo) = new("from-registry");
+    assert!(cargo.contains("toolhost-sdk = \"0.3\""), "{cargo}");
+    assert!(stdout.contains("path = \"...\""), "{stdout}");
+
+    let sdk = tree.path().join("sdk");
+    std::fs::create_dir_all(&sdk).unwrap();
+    std::fs::write(sdk.join("Cargo.toml"), "[package]\nname = \"toolhost-sdk\"\n").unwrap();
+    let (stdout, cargo) = new("from-tree");
+    let path = format!("path = {:?}", sdk.display().to_string());
+    assert!(cargo.contains(&path), "{cargo}");
+    assert!(stdout.contains(&sdk.display().to_string()), "{stdout}");
+}
+
 /// `[plugin.NAME]` settings when no plugin directory is in use (none
 /// named, no `./plugins`, no bundle) apply to nothing: an error naming the
 /// file and the table from the commands that load, not silence.

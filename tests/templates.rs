@@ -21,7 +21,7 @@ fn repo() -> PathBuf {
 /// Scaffold `name` in `lang`, build it with `make VARS...`, check it.
 async fn scaffold_build_check(name: &str, lang: Lang, vars: &[String], setup: impl FnOnce(&Path)) {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = scaffold(tmp.path(), name, lang).unwrap();
+    let dir = scaffold(tmp.path(), name, lang, None).unwrap();
     setup(&dir);
     let out = Command::new("make")
         .arg("-C")

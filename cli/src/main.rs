@@ -312,8 +312,19 @@ async fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Stats { json } => stats::run(&config, json).await,
         Command::New { name, lang, dir } => {
-            let dir = toolhost_cli::scaffold::scaffold(&dir, &name, lang)?;
+            let sdk = setup::sdk_of_this_build().filter(|_| lang == scaffold::Lang::Rust);
+            let dir = toolhost_cli::scaffold::scaffold(&dir, &name, lang, sdk.as_deref())?;
             toolhost_cli::say!("created {0}: build it with `make -C {0}`", dir.display())?;
+            match (lang, sdk) {
+                (scaffold::Lang::Rust, Some(sdk)) => {
+                    toolhost_cli::say!("it builds on the SDK in {}", sdk.display())?
+                }
+                (scaffold::Lang::Rust, None) => toolhost_cli::say!(
+                    "it builds on toolhost-sdk 0.3 from your registry; to build on a copy of the \
+                     SDK instead, name its directory in Cargo.toml: {{ version = \"0.3\", path = \"...\" }}"
+                )?,
+                _ => {}
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Plugins { json, grants: false } => {

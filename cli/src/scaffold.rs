@@ -3,8 +3,9 @@
 //! generated. The templates (`cli/templates/`) and the WIT contract
 //! (`wit/0.2`) are embedded in the binary, so the command works anywhere.
 //! A Rust plugin depends on the `toolhost-sdk` crate, which carries the WIT
-//! itself, so only the other languages get a `wit/` copy. This module does
-//! not build anything: the generated Makefile does.
+//! itself, so only the other languages get a `wit/` copy; the caller says
+//! where the crate comes from (a source tree's `sdk/`, or a registry). This
+//! module does not build anything: the generated Makefile does.
 
 use std::path::{Path, PathBuf};
 
@@ -98,9 +99,13 @@ fn valid_name(name: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
 
+/// The `toolhost-sdk` requirement of the Rust template.
+const SDK_REQUIREMENT: &str = "toolhost-sdk = \"0.3\"";
+
 /// Write plugin `name` in `lang` into `parent/name`; returns the directory.
-/// `make` there builds `name.wasm`.
-pub fn scaffold(parent: &Path, name: &str, lang: Lang) -> Result<PathBuf, ScaffoldError> {
+/// `make` there builds `name.wasm`. A Rust plugin takes `toolhost-sdk` from
+/// `sdk` (the SDK's directory) when given, else from a registry.
+pub fn scaffold(parent: &Path, name: &str, lang: Lang, sdk: Option<&Path>) -> Result<PathBuf, ScaffoldError> {
     if !valid_name(name) {
         return Err(ScaffoldError::BadName(name.to_owned()));
     }
@@ -112,10 +117,17 @@ pub fn scaffold(parent: &Path, name: &str, lang: Lang) -> Result<PathBuf, Scaffo
     let type_name = type_name(name);
     for (rel, text) in template(lang).iter().chain(wit(lang)) {
         let path = dir.join(rel);
-        let text = text
+        let mut text = text
             .replace("{{name}}", name)
             .replace("{{crate}}", &crate_name)
             .replace("{{Type}}", &type_name);
+        if let Some(sdk) = sdk {
+            let from_sdk = format!(
+                "toolhost-sdk = {{ version = \"0.3\", path = {:?} }}",
+                sdk.display().to_string()
+            );
+            text = text.replace(SDK_REQUIREMENT, &from_sdk);
+        }
         let io = |source| ScaffoldError::Io {
             path: path.clone(),
             source,
@@ -157,7 +169,7 @@ mod tests {
             (Lang::Go, "export_toolhost_plugin_enricher/plugin.go"),
         ] {
             let name = format!("p-{lang:?}").to_lowercase();
-            let dir = scaffold(tmp.path(), &name, lang).unwrap();
+            let dir = scaffold(tmp.path(), &name, lang, None).unwrap();
             let text = std::fs::read_to_string(dir.join(entry)).unwrap();
             assert!(text.contains(&format!("{name}: loaded")), "{entry}: {text}");
             assert!(!text.contains("{{"), "{entry} has an unfilled placeholder");
@@ -170,16 +182,26 @@ mod tests {
                 "{lang:?}"
             );
             assert!(matches!(
-                scaffold(tmp.path(), &name, lang),
+                scaffold(tmp.path(), &name, lang, None),
                 Err(ScaffoldError::Exists(_))
             ));
         }
         let cargo = std::fs::read_to_string(tmp.path().join("p-rust/Cargo.toml")).unwrap();
         assert!(cargo.contains("name = \"p_rust\""), "{cargo}");
-        assert!(cargo.contains("toolhost-sdk = \"0.3\""), "{cargo}");
+        assert!(cargo.contains(SDK_REQUIREMENT), "{cargo}");
         let lib = std::fs::read_to_string(tmp.path().join("p-rust/src/lib.rs")).unwrap();
         assert!(lib.contains("impl Enricher for PRust"), "{lib}");
         let worlds = std::fs::read_to_string(tmp.path().join("p-js/wit/worlds.wit")).unwrap();
         assert!(worlds.starts_with("package toolhost:plugin@0.2.0;"), "{worlds}");
+    }
+
+    #[test]
+    fn a_rust_plugin_takes_the_sdk_it_is_given() {
+        let tmp = tempfile::tempdir().unwrap();
+        let sdk = Path::new("/src/toolhost/sdk");
+        let dir = scaffold(tmp.path(), "p", Lang::Rust, Some(sdk)).unwrap();
+        let cargo = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+        let expected = "toolhost-sdk = { version = \"0.3\", path = \"/src/toolhost/sdk\" }";
+        assert!(cargo.contains(expected), "{cargo}");
     }
 }

@@ -42,10 +42,23 @@ fn default_plugin_dir() -> Option<PathBuf> {
     if local.is_dir() {
         return Some(local);
     }
-    // target/release/toolhost → build/plugins of the same tree.
-    let exe = std::env::current_exe().ok()?;
-    let bundled = exe.parent()?.parent()?.parent()?.join("build/plugins");
+    let bundled = build_tree()?.join("build/plugins");
     bundled.is_dir().then_some(bundled)
+}
+
+/// The SDK of the source tree this binary was built in, if it is one
+/// (`sdk/` holding `toolhost-sdk`): what `new` builds a Rust plugin on.
+pub fn sdk_of_this_build() -> Option<PathBuf> {
+    let sdk = build_tree()?.join("sdk");
+    let manifest = std::fs::read_to_string(sdk.join("Cargo.toml")).ok()?;
+    manifest.contains("name = \"toolhost-sdk\"").then_some(sdk)
+}
+
+/// The source tree of this binary: `target/release/toolhost` → the
+/// directory holding `target`.
+fn build_tree() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    Some(exe.parent()?.parent()?.parent()?.to_owned())
 }
 
 /// Load the plugins of `plugin_dir` (if any) that pass the supply checks
