@@ -191,6 +191,27 @@ async fn ungranted_hosts_are_refused() {
     assert!(seen(&server).is_empty(), "nothing reached the server");
 }
 
+/// A granted origin where nothing listens: the plugin is told why (the
+/// connection refused), not only that the request could not be sent.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_that_cannot_connect_says_why() {
+    secret_env();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let manifest = format!(
+        "{}[config]\nbase_url = \"http://{closed}\"\n",
+        loopback_grant(closed, None)
+    );
+    let (p, _dir) = tracker(&manifest).await;
+    let err = get_issue(&p, "WEB-7").await.unwrap_err();
+    assert!(
+        matches!(&err, ToolError::Failed(m) if m.to_lowercase().contains("connection refused")),
+        "{err:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_missing_secret_is_a_load_error_naming_it() {
     secret_env();

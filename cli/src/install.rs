@@ -127,7 +127,7 @@ pub async fn update(
             Ok(Outcome::Current) => {}
             Ok(Outcome::Pending) => pending += 1,
             Err(e) => {
-                eprintln!("error: {name}: {}", crate::describe(e.as_ref()));
+                eprintln!("error: {name}: {}", toolhost::error_chain(e.as_ref()));
                 errors.push(e);
             }
         }

@@ -23,7 +23,6 @@
 //! - [`setup`]: a [`toolhost::Toolhost`] built from the configuration.
 //! - [`watch`]: the plugin directory reloaded while serving (`serve --watch`).
 //! - [`render`]: terminal views of a call and its result (`toolhost call`).
-//! - [`describe`]: an error as the user is shown it, with its causes.
 //! - [`output`]: standard output, which its reader may close early.
 //!
 //! The library owns no process state: logging is set up by `main`.
@@ -52,63 +51,11 @@ pub mod stats;
 pub mod tools;
 pub mod watch;
 
-/// `error` and each of its causes, joined by `: `, a cause left out where
-/// the text before already ends with it: many errors show their cause in
-/// their own message and return it as their source too, which printed
-/// every such reason twice (`No such file or directory (os error 2): No
-/// such file or directory (os error 2)`).
-pub fn describe(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(error) = cause {
-        let said = error.to_string();
-        if !text.ends_with(&said) {
-            text.push_str(": ");
-            text.push_str(&said);
-        }
-        cause = error.source();
-    }
-    text
-}
-
 /// Exit status 2 when something could not be loaded or reached.
 fn exit_for<E>(errors: &[E]) -> ExitCode {
     if errors.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(2)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// An error that says its cause in its message and returns it too.
-    #[derive(Debug)]
-    struct Unreadable(std::io::Error);
-
-    impl std::fmt::Display for Unreadable {
-        fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            write!(f, "cannot read /nowhere: {}", self.0)
-        }
-    }
-
-    impl std::error::Error for Unreadable {
-        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-            Some(&self.0)
-        }
-    }
-
-    #[test]
-    fn a_cause_is_described_once() {
-        let missing = || std::io::Error::from(std::io::ErrorKind::NotFound);
-        let error = anyhow::Error::new(Unreadable(missing())).context("loading the plugins");
-        assert_eq!(
-            describe(error.as_ref()),
-            format!("loading the plugins: cannot read /nowhere: {}", missing())
-        );
-        let error = anyhow::Error::new(missing()).context("reading a.txt");
-        assert_eq!(describe(error.as_ref()), format!("reading a.txt: {}", missing()));
     }
 }

@@ -256,7 +256,7 @@ fn main() -> ExitCode {
         // What was printed was read as far as the reader wanted.
         Err(e) if toolhost_cli::output::closed(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {}", toolhost_cli::describe(e.as_ref()));
+            eprintln!("error: {}", toolhost::error_chain(e.as_ref()));
             ExitCode::FAILURE
         }
     }

@@ -96,11 +96,13 @@
 //! - [`speculation`]: speculative prefetch: its settings and statistics.
 //! - [`bounds`]: every cap on what a plugin hands the host, in one place.
 //! - [`atomic_file`]: replacing a file whole.
+//! - [`error_chain`]: an error and its causes as one line, as a user is
+//!   shown it.
 //!
 //! The modules depend on each other in one direction, with no cycle (the
 //! test in `layering` fails naming one): the leaves (`bounds`, `output`,
 //! `tool`, `schema`, `args_edit`, `http_client`, `json_structure`, `lines`,
-//! `atomic_file`, `plugin_file`, `pin`, `trace_context`) at the bottom; the tool sources (`tools`,
+//! `atomic_file`, `plugin_file`, `pin`, `trace_context`, `error_chain`, `malformed`) at the bottom; the tool sources (`tools`,
 //! `plugin`, `upstream`) above the vocabulary they speak (`value_model`, `catalog`);
 //! `supply` above the loader it admits for; `pipeline` above them all but
 //! `mcp`, the front, at the top.
@@ -116,6 +118,7 @@
 pub use cluster::{Cluster, ClusterConfig};
 #[doc(no_inline)]
 pub use credentials::{CredentialError, CredentialSettings, Credentials, ExchangeSettings};
+pub use error_chain::error_chain;
 #[doc(no_inline)]
 pub use output::{Block, Body, CallOutput, ToolError};
 #[doc(no_inline)]
@@ -157,6 +160,7 @@ pub mod fuzzing;
 mod args_edit;
 mod cluster;
 mod credentials;
+mod error_chain;
 mod gate;
 mod http_client;
 mod json_structure;

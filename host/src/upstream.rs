@@ -85,6 +85,7 @@ use serde_json::{Map, Value};
 use tokio::sync::{broadcast, watch};
 
 use crate::bounds::{self, shown};
+use crate::error_chain::error_chain;
 use crate::output::{CallOutput, ToolError, mcp};
 use crate::plugin::redact::Redactor;
 use crate::plugin::{LogLevel, LogLine, LogSink, ProgressFn, Texts};
@@ -592,19 +593,19 @@ impl Upstream {
                 listener
                     .serve(transport)
                     .await
-                    .map_err(|e| fail(format!("initialise: {}", chain(&e))))?
+                    .map_err(|e| fail(format!("initialise: {}", error_chain(&e))))?
             }
             Transport::Http { url, headers } => {
                 let transport = http_transport(url, headers.clone(), cap).map_err(fail)?;
                 listener
                     .serve(transport)
                     .await
-                    .map_err(|e| fail(format!("cannot connect to {url}: {}", chain(&e))))?
+                    .map_err(|e| fail(format!("cannot connect to {url}: {}", error_chain(&e))))?
             }
         };
         let tools = list_tools(&config, client.peer())
             .await
-            .map_err(|e| fail(format!("tools/list: {}", chain(&e))))?;
+            .map_err(|e| fail(format!("tools/list: {}", error_chain(&e))))?;
         let (tools, refused) = admit(&config, tools);
         let callers = config.per_caller.as_ref().map(|_| callers::Callers::default());
         let server = Arc::new(Self {
@@ -651,7 +652,7 @@ impl Upstream {
     fn error(&self, what: &str, e: &ServiceError) -> UpstreamError {
         UpstreamError {
             name: self.config.name.clone(),
-            message: format!("{what}: {}", chain(e)),
+            message: format!("{what}: {}", error_chain(e)),
         }
     }
 
@@ -823,7 +824,7 @@ impl Upstream {
             .await
             .map_err(|e| UpstreamError {
                 name: self.config.name.clone(),
-                message: format!("tools/list: {}", chain(&e)),
+                message: format!("tools/list: {}", error_chain(&e)),
             })?;
         let (tools, refused) = admit(&self.config, tools);
         for why in &refused {
@@ -914,7 +915,9 @@ impl Upstream {
         }
         let answer = match answer {
             ServerResult::CallToolResult(result) => result,
-            other => contentless(other).ok_or_else(|| fail(chain(&ServiceError::UnexpectedResponse)))?,
+            other => {
+                contentless(other).ok_or_else(|| fail(error_chain(&ServiceError::UnexpectedResponse)))?
+            }
         };
         self.output(answer).map_err(fail)
     }
@@ -1030,7 +1033,7 @@ impl Upstream {
         let sent = Box::pin(sent);
         async move {
             match tokio::time::timeout(limit, sent).await {
-                Ok(answer) => answer.map_err(|e| chain(&e)),
+                Ok(answer) => answer.map_err(|e| error_chain(&e)),
                 Err(_) => Err(format!(
                     "no answer within {} s (`call_timeout_s`)",
                     limit.as_secs()
@@ -1104,7 +1107,7 @@ impl Upstream {
             Ok(Ok(client)) => Ok((client, relay)),
             Ok(Err(e)) => Err(format!(
                 "cannot open the caller's session at {url}: {}",
-                chain(&e)
+                error_chain(&e)
             )),
             Err(_) => Err(format!(
                 "no answer to the caller's session within {} s (`connect_timeout_s`)",
@@ -1252,21 +1255,6 @@ fn admit(config: &UpstreamConfig, listed: Listed) -> (Vec<Tool>, Vec<String>) {
         })
         .collect();
     (admitted, refused)
-}
-
-/// An error with its causes: transport errors put the useful part
-/// ("connection refused") in a source.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text = format!("{text}: {cause_text}");
-        }
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

@@ -544,6 +544,6 @@ fn transport(e: reqwest::Error) -> HttpError {
     if e.is_timeout() {
         HttpError::Timeout
     } else {
-        HttpError::Transport(e.to_string())
+        HttpError::Transport(crate::error_chain(&e))
     }
 }
