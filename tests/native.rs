@@ -297,6 +297,18 @@ async fn web_fetch_reaches_allowed_hosts_only_and_caps_the_body() {
         "a redirect to a host not allowed was followed: {}",
         out.text()
     );
+    // An allowed host where nothing listens: the failure says why.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    refused(
+        &f.host,
+        "web_fetch",
+        json!({"url": format!("http://{closed}/page")}),
+        "Connection refused",
+    )
+    .await;
 }
 
 #[tokio::test]

@@ -613,7 +613,7 @@ async fn fetch_jwks(url: &str) -> Result<Vec<Key>, String> {
         .send()
         .await
         .and_then(reqwest::Response::error_for_status)
-        .map_err(|e| fail(&e))?;
+        .map_err(|e| fail(&crate::error_chain(&e)))?;
     let text = response.text().await.map_err(|e| fail(&e))?;
     parse_jwks(&text).map_err(|e| fail(&e))
 }

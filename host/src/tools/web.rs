@@ -87,7 +87,7 @@ impl Fetcher {
             .get(parsed)
             .send()
             .await
-            .map_err(|e| ToolError::Failed(format!("GET {url}: {e}")))?;
+            .map_err(|e| ToolError::Failed(format!("GET {url}: {}", crate::error_chain(&e))))?;
         let status = response.status();
         let content_type = response
             .headers()
