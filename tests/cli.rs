@@ -218,6 +218,39 @@ fn with_no_plugin_directory_the_bundle_of_the_build_tree_is_taken() {
     assert_eq!(names(&v["plugins"]), ["format-pipeline"]);
 }
 
+/// An upstream server that cannot be reached is named with the reason
+/// (the command not found, the connection refused), and the rest serves.
+#[test]
+fn an_upstream_that_cannot_be_reached_is_named_with_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let toml = format!(
+        "[[upstream]]\nname = \"gone\"\ncommand = \"toolhost-no-such-command\"\n\
+         [[upstream]]\nname = \"down\"\nurl = \"http://{closed}/mcp\"\n"
+    );
+    let (out, stdout, stderr) =
+        run_configured(&dir.path().join("toolhost.toml"), dir.path(), &toml, &["tools"]);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stdout.contains("read"), "the native tools are served: {stdout}");
+    let line = |name: &str| {
+        stderr
+            .lines()
+            .find(|l| l.starts_with(&format!("error: upstream `{name}`: ")))
+            .unwrap_or_else(|| panic!("no line for {name}: {stderr}"))
+            .to_owned()
+    };
+    assert!(
+        line("gone").contains("cannot start `toolhost-no-such-command`: No such file"),
+        "{stderr}"
+    );
+    let down = line("down");
+    assert!(down.contains("Connection refused"), "{down}");
+    assert!(!down.contains("rmcp::"), "no Rust type names: {down}");
+}
+
 /// The log a client keeps of `serve`'s stderr (a pipe, here) has no
 /// terminal colour codes around its lines.
 #[test]

@@ -593,14 +593,14 @@ impl Upstream {
                 listener
                     .serve(transport)
                     .await
-                    .map_err(|e| fail(format!("initialise: {}", error_chain(&e))))?
+                    .map_err(|e| fail(format!("initialise: {}", initialize_failure(&e))))?
             }
             Transport::Http { url, headers } => {
                 let transport = http_transport(url, headers.clone(), cap).map_err(fail)?;
                 listener
                     .serve(transport)
                     .await
-                    .map_err(|e| fail(format!("cannot connect to {url}: {}", error_chain(&e))))?
+                    .map_err(|e| fail(format!("cannot connect to {url}: {}", initialize_failure(&e))))?
             }
         };
         let tools = list_tools(&config, client.peer())
@@ -1107,7 +1107,7 @@ impl Upstream {
             Ok(Ok(client)) => Ok((client, relay)),
             Ok(Err(e)) => Err(format!(
                 "cannot open the caller's session at {url}: {}",
-                error_chain(&e)
+                initialize_failure(&e)
             )),
             Err(_) => Err(format!(
                 "no answer to the caller's session within {} s (`connect_timeout_s`)",
@@ -1115,6 +1115,21 @@ impl Upstream {
             )),
         }
     }
+}
+
+/// Why an upstream session did not start. A transport's failure is said
+/// by its own causes (`tcp connect error: Connection refused`): rmcp's
+/// wrappers name the transport's Rust type, and pass no cause on.
+fn initialize_failure(e: &rmcp::service::ClientInitializeError) -> String {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    let rmcp::service::ClientInitializeError::TransportError { error, context } = e else {
+        return error_chain(e);
+    };
+    let why = match error.error.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+        Some(StreamableHttpError::Client(e)) => error_chain(e),
+        _ => error_chain(&*error.error),
+    };
+    format!("{why}, when {context}")
 }
 
 /// A streamable-HTTP client transport to `url` sending `headers`, its
