@@ -22,7 +22,8 @@
 //! any server on rmcp would cost.
 //!
 //! The SDK clients agents run on, Python's and TypeScript's, make the same
-//! call over stdio and over HTTP too (`sdks`): what their users wait for.
+//! call over stdio and over HTTP too, and over HTTP to the bare server
+//! (`sdks`): what their users wait for, and what toolhost adds to it.
 //!
 //! Every process this bench starts (but the SDK clients) runs on the
 //! allocator the `toolhost` binary ships with (mimalloc), clients and
@@ -92,8 +93,8 @@ struct Args {
     /// round.
     #[arg(long, default_value_t = 300)]
     sdk_calls: usize,
-    /// Rounds of the SDK clients, each taking stdio and HTTP in turn; a
-    /// figure is the median of the rounds'.
+    /// Rounds of the SDK clients, each taking stdio, HTTP and the bare
+    /// server over HTTP in turn; a figure is the median of the rounds'.
     #[arg(long, default_value_t = 3)]
     sdk_rounds: usize,
     /// Process starts timed to the first `tools/list` answer.
@@ -787,8 +788,14 @@ async fn bench(args: Args) -> Result<()> {
     for client in [stdio, http, bare_stdio, bare_http] {
         client.cancel().await?;
     }
+    let sdk_calls = sdks::measure(
+        &workspace.config(),
+        &url,
+        &bare_http_server.url,
+        args.sdk_calls,
+        args.sdk_rounds,
+    )?;
     drop(bare_http_server);
-    let sdk_calls = sdks::measure(&workspace.config(), &url, args.sdk_calls, args.sdk_rounds)?;
     let (sessions, sessions_low, sessions_high) =
         many_sessions(&url, args.sessions, args.calls_per_session, args.session_rounds).await?;
 
@@ -870,12 +877,19 @@ async fn bench(args: Args) -> Result<()> {
         )
         .at_most(50.0),
     ];
-    // What the clients agents run on wait for, each against itself.
-    targets.extend(
-        sdk_calls
-            .iter()
-            .map(|s| Target::new(s.row, s.http_p50_us, "µs", ("its stdio call p50", s.stdio_p50_us))),
-    );
+    // What the clients agents run on wait for, each against itself and
+    // against the bare server over HTTP.
+    targets.extend(sdk_calls.iter().flat_map(|s| {
+        [
+            Target::new(s.row, s.http_p50_us, "µs", ("its stdio call p50", s.stdio_p50_us)),
+            Target::new(
+                s.bare_row,
+                s.http_p50_us,
+                "µs",
+                ("the same client, the bare rmcp server", s.bare_http_p50_us),
+            ),
+        ]
+    }));
     let base = direct.p50_us;
     // Where a transport's cost lies: the server's side of a call and the
     // client's, for toolhost and for the bare server; each (stdio, HTTP).
