@@ -115,13 +115,13 @@ const SDKS: [Sdk; 2] = [
     Sdk {
         name: "Python SDK",
         row: "HTTP call p50, Python SDK client (sequential)",
-        bare_row: "HTTP call p50, Python SDK client, against the bare server",
+        bare_row: "Python SDK over HTTP, against the bare server",
         client: python_client,
     },
     Sdk {
         name: "TypeScript SDK",
         row: "HTTP call p50, TypeScript SDK client (sequential)",
-        bare_row: "HTTP call p50, TypeScript SDK client, against the bare server",
+        bare_row: "TypeScript SDK over HTTP, against the bare server",
         client: node_client,
     },
 ];
