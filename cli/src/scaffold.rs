@@ -115,18 +115,19 @@ pub fn scaffold(parent: &Path, name: &str, lang: Lang, sdk: Option<&Path>) -> Re
     }
     let crate_name = name.replace('-', "_");
     let type_name = type_name(name);
+    // The path as a TOML string (quoted and escaped as TOML reads it).
+    let from_sdk = sdk.map(|sdk| {
+        let path = toml::Value::String(sdk.display().to_string());
+        format!("toolhost-sdk = {{ version = \"0.3\", path = {path} }}")
+    });
     for (rel, text) in template(lang).iter().chain(wit(lang)) {
         let path = dir.join(rel);
         let mut text = text
             .replace("{{name}}", name)
             .replace("{{crate}}", &crate_name)
             .replace("{{Type}}", &type_name);
-        if let Some(sdk) = sdk {
-            let from_sdk = format!(
-                "toolhost-sdk = {{ version = \"0.3\", path = {:?} }}",
-                sdk.display().to_string()
-            );
-            text = text.replace(SDK_REQUIREMENT, &from_sdk);
+        if let Some(from_sdk) = &from_sdk {
+            text = text.replace(SDK_REQUIREMENT, from_sdk);
         }
         let io = |source| ScaffoldError::Io {
             path: path.clone(),
@@ -198,10 +199,15 @@ mod tests {
     #[test]
     fn a_rust_plugin_takes_the_sdk_it_is_given() {
         let tmp = tempfile::tempdir().unwrap();
-        let sdk = Path::new("/src/toolhost/sdk");
+        // A path TOML must escape: the manifest still reads, naming it.
+        let sdk = Path::new("/src/a \"quoted\" \\ \u{7f} tree/sdk");
         let dir = scaffold(tmp.path(), "p", Lang::Rust, Some(sdk)).unwrap();
-        let cargo = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
-        let expected = "toolhost-sdk = { version = \"0.3\", path = \"/src/toolhost/sdk\" }";
-        assert!(cargo.contains(expected), "{cargo}");
+        let cargo: toml::Table = std::fs::read_to_string(dir.join("Cargo.toml"))
+            .unwrap()
+            .parse()
+            .unwrap();
+        let dependency = &cargo["dependencies"]["toolhost-sdk"];
+        assert_eq!(dependency["path"].as_str(), Some("/src/a \"quoted\" \\ \u{7f} tree/sdk"));
+        assert_eq!(dependency["version"].as_str(), Some("0.3"));
     }
 }
