@@ -62,6 +62,10 @@ const JWKS_TIMEOUT: Duration = Duration::from_secs(10);
 /// default minute, which would take a token a minute after it expired.
 const JWT_LEEWAY_S: u64 = 5;
 
+/// The names of loopback a server on it answers to, whatever is allowed
+/// besides.
+const LOOPBACK_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
 /// The `[auth]` table.
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -650,7 +654,7 @@ fn host_is_one_of(host: &str, allowed: &[String]) -> bool {
         (name.to_ascii_lowercase(), port.map(str::to_owned))
     };
     let (name, port) = split(host.trim());
-    ["localhost", "127.0.0.1", "::1"].contains(&name.as_str())
+    LOOPBACK_NAMES.contains(&name.as_str())
         || allowed.iter().any(|entry| {
             let (allowed_name, allowed_port) = split(entry);
             allowed_name == name && allowed_port.is_none_or(|p| Some(p) == port)
@@ -664,7 +668,7 @@ fn host_is_one_of(host: &str, allowed: &[String]) -> bool {
 /// refused even on loopback: a browser sends its `Origin` with every
 /// cross-origin request, so a web page cannot drive the user's server.
 fn allowed_origins(config: &AuthConfig, allowed_hosts: &[String]) -> Result<Vec<String>, AuthError> {
-    let hosts = ["localhost", "127.0.0.1", "::1"]
+    let hosts = LOOPBACK_NAMES
         .into_iter()
         .chain(allowed_hosts.iter().map(String::as_str));
     let mut origins: Vec<String> = hosts
