@@ -582,11 +582,11 @@ async fn initialize_status(base: &str, headers: &[(&str, &str)]) -> u16 {
 
 /// A web page cannot drive the user's server. Through DNS rebinding its
 /// requests name the attacker's host, refused, for the metrics too; from
-/// its own origin they
-/// carry that `Origin`, refused with `403` even on loopback. A client that
-/// sends no `Origin` (every non-browser one), a page on loopback (a local
-/// client's UI) and a configured origin are served; a configured entry that
-/// is not an origin stops the start, naming it.
+/// its own origin they carry that `Origin`, refused with `403` even on
+/// loopback. A client that sends no `Origin` (every non-browser one), a
+/// page on loopback (a local client's UI) and a configured origin are
+/// served; a configured entry that is not an origin stops the start,
+/// naming it.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_web_page_of_another_origin_or_host_is_refused() {
     let dir = tempfile::tempdir().unwrap();
