@@ -207,7 +207,10 @@ mod tests {
             .parse()
             .unwrap();
         let dependency = &cargo["dependencies"]["toolhost-sdk"];
-        assert_eq!(dependency["path"].as_str(), Some("/src/a \"quoted\" \\ \u{7f} tree/sdk"));
+        assert_eq!(
+            dependency["path"].as_str(),
+            Some("/src/a \"quoted\" \\ \u{7f} tree/sdk")
+        );
         assert_eq!(dependency["version"].as_str(), Some("0.3"));
     }
 }
