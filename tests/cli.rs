@@ -251,6 +251,64 @@ fn an_upstream_that_cannot_be_reached_is_named_with_why() {
     assert!(!down.contains("rmcp::"), "no Rust type names: {down}");
 }
 
+/// An upstream server that echoes the header it was sent, or answers at
+/// length, in its refusal of `initialize`: its error names the server with
+/// the secret redacted and is cut to the error cap.
+#[test]
+fn an_upstream_echoing_its_secret_in_a_refusal_is_reported_redacted_and_bounded() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let (mut sent, mut length) = (String::new(), 0);
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                let lower = line.to_ascii_lowercase();
+                if let Some(value) = lower.strip_prefix("authorization:") {
+                    sent = line[line.len() - value.len()..].trim().to_owned();
+                }
+                if let Some(value) = lower.strip_prefix("content-length:") {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            let id = serde_json::from_slice::<Value>(&body)
+                .map(|b| b["id"].clone())
+                .unwrap_or_default();
+            let refusal = format!("you sent {sent}; {}", "x".repeat(100_000));
+            let answer = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": refusal}})
+                .to_string();
+            let mut stream = stream;
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                answer.len()
+            );
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let toml = format!(
+        "[[upstream]]\nname = \"echo\"\nurl = \"http://{addr}/mcp\"\n\
+         headers = {{ Authorization = \"Bearer sekrit-token-123\" }}\n"
+    );
+    let (out, _, stderr) = run_configured(&dir.path().join("toolhost.toml"), dir.path(), &toml, &["tools"]);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("error: upstream `echo`: "))
+        .unwrap_or_else(|| panic!("no line for the server: {stderr}"));
+    assert!(line.contains("you sent "), "{line}");
+    assert!(!stderr.contains("sekrit-token-123"), "{line}");
+    assert!(line.len() < 20_000, "{} bytes", line.len());
+}
+
 /// The log a client keeps of `serve`'s stderr (a pipe, here) has no
 /// terminal colour codes around its lines.
 #[test]

@@ -148,6 +148,18 @@ pub struct PerCallerUpstream {
 }
 
 impl UpstreamConfig {
+    /// An error of this server's: `message`, often quoting the server's own
+    /// words, with the secrets sent to it redacted (a server may echo the
+    /// header it was sent) and cut to the error cap.
+    pub(crate) fn error(&self, message: String) -> UpstreamError {
+        let secrets = self.secrets();
+        let redactor = Redactor::new(secrets.iter().map(|(n, v)| (n.as_str(), v.as_str())));
+        UpstreamError {
+            name: self.name.clone(),
+            message: bounds::cut(redactor.text(&message).into_owned(), bounds::MAX_ERROR_TEXT),
+        }
+    }
+
     /// The secrets sent to the server, by header name: each configured
     /// header value, and the token of a `Bearer TOKEN` value.
     pub(crate) fn secrets(&self) -> Vec<(String, String)> {
@@ -543,10 +555,7 @@ impl Upstream {
     }
 
     async fn start(config: UpstreamConfig, log: LogSink) -> Result<Arc<Self>, UpstreamError> {
-        let fail = |message: String| UpstreamError {
-            name: config.name.clone(),
-            message,
-        };
+        let fail = |message: String| config.error(message);
         let (changed_tx, changed) = watch::channel(0);
         let secrets = config.secrets();
         let (events, _) = broadcast::channel(EVENT_BACKLOG);
@@ -650,10 +659,7 @@ impl Upstream {
     }
 
     fn error(&self, what: &str, e: &ServiceError) -> UpstreamError {
-        UpstreamError {
-            name: self.config.name.clone(),
-            message: format!("{what}: {}", error_chain(e)),
-        }
+        self.config.error(format!("{what}: {}", error_chain(e)))
     }
 
     /// The server's `what` (prompts, resources), read page by page within
@@ -822,10 +828,7 @@ impl Upstream {
     pub async fn refresh(&self) -> Result<(), UpstreamError> {
         let tools = list_tools(&self.config, self.client.peer())
             .await
-            .map_err(|e| UpstreamError {
-                name: self.config.name.clone(),
-                message: format!("tools/list: {}", error_chain(&e)),
-            })?;
+            .map_err(|e| self.error("tools/list", &e))?;
         let (tools, refused) = admit(&self.config, tools);
         for why in &refused {
             tracing::error!("{why}");
@@ -969,10 +972,7 @@ impl Upstream {
     /// 2025-11-25), its answer whole, for the caller to check.
     pub async fn task_request(&self, method: &str, params: Value) -> Result<Value, UpstreamError> {
         let request = ClientRequest::CustomRequest(CustomRequest::new(method, Some(params)));
-        let fail = |message: String| UpstreamError {
-            name: self.config.name.clone(),
-            message: format!("{method}: {message}"),
-        };
+        let fail = |message: String| self.config.error(format!("{method}: {message}"));
         let answer = self
             .within(self.send(self.host_session(), request, None, None))
             .await
@@ -1101,13 +1101,18 @@ impl Upstream {
             log: self.log.clone(),
             redactor: Redactor::new(secrets.iter().map(|(n, v)| (n.as_str(), v.as_str()))),
         };
+        // The server may echo the caller's token in a refusal.
+        let redactor = Redactor::new(secrets.iter().map(|(n, v)| (n.as_str(), v.as_str())));
         let transport = http_transport(url, headers, self.config.max_message_bytes)?;
         let limit = self.config.connect_timeout;
         match tokio::time::timeout(limit, listener.serve(transport)).await {
             Ok(Ok(client)) => Ok((client, relay)),
             Ok(Err(e)) => Err(format!(
                 "cannot open the caller's session at {url}: {}",
-                initialize_failure(&e)
+                bounds::cut(
+                    redactor.text(&initialize_failure(&e)).into_owned(),
+                    bounds::MAX_ERROR_TEXT
+                )
             )),
             Err(_) => Err(format!(
                 "no answer to the caller's session within {} s (`connect_timeout_s`)",
