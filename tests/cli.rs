@@ -542,7 +542,8 @@ fn toolhost_toml_settings_layer_over_the_sidecar() {
         ("50-text", "text_tools", None),
     ]);
     // Jira's full plugin implements the catalog tools it lists: no `[bind]`.
-    let config = dir.path().join("toolhost.toml");
+    // A file of another name than toolhost.toml, which errors name.
+    let config = dir.path().join("team.toml");
     // `toolhost --config … --plugins … ARGS` with `toml` as the file.
     let with_config = |toml: &str, args: &[&str]| run_configured(&config, dir.path(), toml, args);
     let tools = |toml: &str| {
@@ -591,7 +592,10 @@ fn toolhost_toml_settings_layer_over_the_sidecar() {
     // A name that matches no plugin is an error naming it; the rest load.
     let (out, _, stderr) = with_config("[plugin.jria.config]\npriorities = [\"P1\"]\n", &["plugins"]);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("plugin `jria`"), "{stderr}");
+    assert!(
+        stderr.contains("team.toml has settings for plugin `jria`, which is not in this directory"),
+        "{stderr}"
+    );
 
     // A bad key is refused with the table and its line, before any loading.
     let (out, _, stderr) = with_config(

@@ -15,7 +15,7 @@ use toolhost::UpstreamConfig;
 use toolhost::WebSettings;
 use toolhost::mcp::AuthConfig;
 use toolhost::pin::OnChange;
-use toolhost::plugin::Manifest;
+use toolhost::plugin::{Manifest, PluginSettings};
 use toolhost::speculation::Settings as SpeculationSettings;
 use toolhost::supply::TrustSettings;
 use toolhost::{UnsafeSpeculation, ValueModel, ValueModels};
@@ -310,28 +310,37 @@ impl Config {
         }
     }
 
-    /// The `[plugin.NAME]` tables, for [`toolhost::plugin::RuntimeOptions`].
-    pub fn plugin_settings(&self) -> BTreeMap<String, toml::Table> {
-        self.plugin
-            .iter()
-            .map(|(name, settings)| (name.clone(), settings.get_ref().clone()))
-            .collect()
+    /// The file this configuration was read from, as errors name it.
+    fn file(&self) -> PathBuf {
+        self.source.clone().unwrap_or_else(|| DEFAULT_FILE.into())
+    }
+
+    /// The `[plugin.NAME]` tables and the file they are in, for
+    /// [`toolhost::plugin::RuntimeOptions`].
+    pub fn plugin_settings(&self) -> PluginSettings {
+        PluginSettings {
+            file: self.file(),
+            tables: self
+                .plugin
+                .iter()
+                .map(|(name, settings)| (name.clone(), settings.get_ref().clone()))
+                .collect(),
+        }
     }
 
     /// Each `[plugin.NAME]` said as an error, for when no plugin directory
     /// is in use: its settings (a grant, a limit) apply to nothing, and
     /// would otherwise be ignored without a word.
     pub fn plugin_settings_unused(&self) -> Vec<String> {
-        let file = self
-            .source
-            .as_ref()
-            .map_or_else(|| "toolhost.toml".to_owned(), |s| s.display().to_string());
+        let file = self.file();
         self.plugin
             .keys()
             .map(|name| {
                 format!(
-                    "{file}: [plugin.{name}] applies to no plugin: no plugin directory is in use \
-                     (pass --plugins DIR, set `plugins` in toolhost.toml or create ./plugins)"
+                    "{}: [plugin.{name}] applies to no plugin: no plugin directory is in use \
+                     (pass --plugins DIR, set `plugins` in {} or create ./plugins)",
+                    file.display(),
+                    file.display()
                 )
             })
             .collect()

@@ -22,7 +22,7 @@ use wasmtime::component::types::ComponentItem;
 use super::host_api::PluginIdentity;
 use super::http::HttpGrant;
 use super::instance::Instances;
-use super::manifest::Manifest;
+use super::manifest::{Manifest, Overlay};
 use super::shadow::Shadow;
 use super::wit::{Indices, PACKAGE, Version};
 use super::{Plugin, PluginError, Runtime, Worlds};
@@ -234,10 +234,12 @@ impl Runtime {
         }
         // A `[plugin.NAME]` that matches no file is most likely a typo, and
         // its settings (a grant, a limit) would silently not apply.
-        for name in self.plugin_settings.keys() {
+        for name in self.plugin_settings.tables.keys() {
             if !candidates.iter().any(|c| *plugin_name(&c.path) == **name) {
-                let message =
-                    format!("toolhost.toml has settings for plugin `{name}`, which is not in this directory");
+                let message = format!(
+                    "{} has settings for plugin `{name}`, which is not in this directory",
+                    self.plugin_settings.file.display()
+                );
                 report
                     .errors
                     .push(LoadError::new(dir, (LoadErrorKind::UnknownPlugin, message)));
@@ -290,8 +292,12 @@ impl Runtime {
             .map_err(|fail| LoadError::new(path, fail))
     }
 
-    fn settings_for(&self, path: &Path) -> Option<&toml::Table> {
-        self.plugin_settings.get(&*plugin_name(path))
+    fn settings_for(&self, path: &Path) -> Option<Overlay<'_>> {
+        let table = self.plugin_settings.tables.get(&*plugin_name(path))?;
+        Some(Overlay {
+            file: &self.plugin_settings.file,
+            table,
+        })
     }
 
     /// Load the plugin at `path` (from `code`, its component as admitted,

@@ -185,8 +185,8 @@ pub struct RuntimeOptions {
     /// Where plugin log lines go.
     pub log: LogSink,
     /// The user's per-plugin settings (`[plugin.NAME]` of `toolhost.toml`),
-    /// by plugin name, laid over each plugin's sidecar manifest.
-    pub plugin_settings: BTreeMap<String, toml::Table>,
+    /// laid over each plugin's sidecar manifest.
+    pub plugin_settings: PluginSettings,
     /// Where every call into a plugin is recorded (`serve --record`).
     pub record: Option<Arc<Recorder>>,
     /// Load every plugin with no grant, whatever its manifest and the
@@ -200,9 +200,28 @@ impl Default for RuntimeOptions {
         Self {
             cache_dir: cache::CodeCache::default_dir(),
             log: tracing_sink(),
-            plugin_settings: BTreeMap::new(),
+            plugin_settings: PluginSettings::default(),
             record: None,
             offline: false,
+        }
+    }
+}
+
+/// The user's `[plugin.NAME]` tables, by plugin name, and the file they
+/// were read from, which errors about them name.
+#[derive(Debug, Clone)]
+pub struct PluginSettings {
+    /// The file the tables were read from; `toolhost.toml` by default.
+    pub file: PathBuf,
+    /// Each plugin's table, by plugin name.
+    pub tables: BTreeMap<String, toml::Table>,
+}
+
+impl Default for PluginSettings {
+    fn default() -> Self {
+        Self {
+            file: PathBuf::from("toolhost.toml"),
+            tables: BTreeMap::new(),
         }
     }
 }
@@ -213,7 +232,7 @@ pub struct Runtime {
     linker: Linker<HostState>,
     cache: cache::CodeCache,
     log: LogSink,
-    plugin_settings: BTreeMap<String, toml::Table>,
+    plugin_settings: PluginSettings,
     /// Shared with every plugin, so CPU budgets hold as long as any plugin lives.
     ticker: Arc<engine::EpochTicker>,
     recorder: Option<Arc<Recorder>>,

@@ -82,7 +82,9 @@ proptest! {
         let overlay = overlay
             .and_then(|text| toml::from_str::<toml::Table>(&text).ok())
             .filter(|table| Manifest::check_overlay(table).is_ok());
-        match Manifest::read(&path, overlay.as_ref()) {
+        let file = Path::new("toolhost.toml");
+        let overlay = overlay.as_ref().map(|table| Overlay { file, table });
+        match Manifest::read(&path, overlay) {
             Ok(manifest) => {
                 let _ = manifest.limits.resolve(component_bytes);
                 let config: serde_json::Value = serde_json::from_str(&manifest.config_json()).unwrap();

@@ -447,9 +447,16 @@ impl Grants {
     }
 }
 
+/// The user's `[plugin.NAME]` table for one plugin, and the file it is in.
+pub(crate) struct Overlay<'a> {
+    pub file: &'a Path,
+    pub table: &'a toml::Table,
+}
+
 impl Manifest {
-    /// Read `path`; a missing file is the default manifest.
-    pub(crate) fn read(path: &Path, overlay: Option<&toml::Table>) -> Result<Self, String> {
+    /// Read `path`, with the user's settings laid over it; a missing file
+    /// is the default manifest.
+    pub(crate) fn read(path: &Path, overlay: Option<Overlay<'_>>) -> Result<Self, String> {
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -461,8 +468,11 @@ impl Manifest {
         let mut source = path.display().to_string();
         if let Some(overlay) = overlay {
             let mut table: toml::Table = toml::from_str(&text).expect("parsed above");
-            layer(&mut table, overlay);
-            source = format!("{source} with its [plugin] settings in toolhost.toml");
+            layer(&mut table, overlay.table);
+            source = format!(
+                "{source} with its [plugin] settings in {}",
+                overlay.file.display()
+            );
             manifest = toml::Value::Table(table)
                 .try_into()
                 .map_err(|e: toml::de::Error| format!("{source}: {}", e.message()))?;
