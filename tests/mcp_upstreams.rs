@@ -269,6 +269,53 @@ fn an_upstream_call_never_answered_fails_at_its_deadline_naming_the_server_and_t
     );
 }
 
+/// A stdio server that exits in the middle of a call: that call fails
+/// naming its exit status, and the next is served by the server started
+/// again. One that dies again at once is not restarted in a loop.
+#[test]
+fn an_upstream_that_exits_is_started_again_by_the_next_call() {
+    needs!(Python);
+    let dir = hostile(0, "");
+    let mut serve = StdioServe::spawn(toolhost().current_dir(dir.path()).arg("serve"));
+    serve.initialize(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "restart-test", "version": "1"},
+        }}),
+    );
+    let call = |serve: &mut StdioServe, id: u64, tool: &str, args: serde_json::Value| {
+        let answer = serve.request(id, "tools/call", json!({"name": tool, "arguments": args}));
+        let text = answer["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        (answer["result"]["isError"] == true, text, answer)
+    };
+    assert_eq!(call(&mut serve, 2, "echo", json!({"text": "one"})).1, "one");
+    let (failed, text, answer) = call(&mut serve, 3, "crash", json!({}));
+    assert!(failed, "{answer}");
+    assert!(
+        text.starts_with("upstream `hostile`, tool `crash`: ")
+            && text.contains("its process exited (exit status: 3)"),
+        "{answer}"
+    );
+    let (failed, text, answer) = call(&mut serve, 4, "echo", json!({"text": "two"}));
+    assert!(!failed && text == "two", "{answer}");
+    // It dies again at once: not started a third time yet, and said so.
+    assert!(call(&mut serve, 5, "crash", json!({})).0);
+    let (failed, text, answer) = call(&mut serve, 6, "echo", json!({"text": "three"}));
+    assert!(
+        failed && text.contains("it is started again at most once every 2 s"),
+        "{answer}"
+    );
+    let out = serve.end();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("upstream `hostile`: its process exited (exit status: 3); started again"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn an_upstream_answer_over_its_cap_is_refused_at_once_naming_the_server_and_tool() {
     needs!(Python);
@@ -288,11 +335,11 @@ fn an_upstream_answer_over_its_cap_is_refused_at_once_naming_the_server_and_tool
 #[test]
 fn an_upstream_listing_more_tools_than_its_cap_has_the_first_served_and_the_rest_refused_naming_it() {
     needs!(Python);
-    // It lists 6 tools of its own, the 6 hostile ones, then `t0`, `t1`, ….
+    // It lists 7 tools of its own, the 6 hostile ones, then `t0`, `t1`, ….
     let dir = hostile(200, "max_tools = 100");
     let (names, _, stderr) = tools_served(&dir);
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    assert!(names.contains(&"t87") && !names.contains(&"t88"), "{names:?}");
+    assert!(names.contains(&"t86") && !names.contains(&"t87"), "{names:?}");
     assert!(
         stderr.contains(
             "upstream `hostile`: it listed more than 100 tools: the first 100 are served, the rest are not"

@@ -251,6 +251,67 @@ async fn an_upstream_that_never_answers_is_given_up_on() {
     );
 }
 
+/// A URL server that goes away between calls: the call meanwhile says why
+/// (the connection refused), with no Rust type names, and once it is back
+/// the next call is answered. The server sits behind a loopback relay
+/// that is closed and opened again on the same port.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_url_server_that_goes_away_is_named_with_why_and_served_again_when_back() {
+    use rmcp::model::{CallToolResult, ContentBlock};
+    use toolhost_tests::upstream::{ToolServer, tool};
+
+    let echo = ToolServer::new(
+        vec![tool("echo", "Answers ok", json!({"type": "object"}))],
+        |_, _| CallToolResult::success(vec![ContentBlock::text("ok")]),
+    );
+    let server = toolhost_tests::mcp_on_loopback(echo).await;
+    let server = server
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    // Every connection through the relay, dropped when it closes.
+    let relay = |listener: tokio::net::TcpListener| {
+        let server = server.clone();
+        tokio::spawn(async move {
+            let mut connections = tokio::task::JoinSet::new();
+            while let Ok((mut client, _)) = listener.accept().await {
+                let server = server.clone();
+                connections.spawn(async move {
+                    let mut upstream = tokio::net::TcpStream::connect(server).await.unwrap();
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+                });
+            }
+        })
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let relaying = relay(listener);
+    let config: toolhost::UpstreamConfig =
+        serde_json::from_value(json!({"name": "web", "url": format!("http://{address}/mcp")})).unwrap();
+    let upstream = toolhost::internals::Upstream::connect(config, toolhost::plugin::tracing_sink())
+        .await
+        .unwrap();
+    let echo = async || {
+        upstream
+            .call("echo", serde_json::Map::new(), None, None, None, None)
+            .await
+    };
+    assert_eq!(echo().await.unwrap().text(), "ok");
+
+    relaying.abort();
+    let _ = relaying.await;
+    let down = echo().await.unwrap_err().to_string();
+    assert!(
+        down.starts_with("upstream `web`, tool `echo`: ") && down.contains("Connection refused"),
+        "{down}"
+    );
+    assert!(!down.contains("rmcp::"), "no Rust type names: {down}");
+
+    let relaying = relay(tokio::net::TcpListener::bind(address).await.unwrap());
+    assert_eq!(echo().await.unwrap().text(), "ok");
+    relaying.abort();
+}
+
 /// What a tool plugin's definition says reaches the listing and the
 /// library's system prompt: the label as the title, the snippet, the
 /// guidelines; a plugin reaches the network only with an `http` grant.

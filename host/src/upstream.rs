@@ -50,6 +50,7 @@ mod listing;
 mod owners;
 mod post;
 mod relay;
+mod session;
 
 pub use gateway::{Gateway, GatewayError, Notice, merge_instructions};
 pub use owners::TaskWatcher;
@@ -74,8 +75,7 @@ use rmcp::model::{
     SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{
-    NotificationContext, PeerRequestOptions, RequestContext, RoleClient, RunningService, ServiceError,
-    ServiceExt,
+    NotificationContext, PeerRequestOptions, RequestContext, RoleClient, ServiceError, ServiceExt,
 };
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -152,12 +152,19 @@ impl UpstreamConfig {
     /// words, with the secrets sent to it redacted (a server may echo the
     /// header it was sent) and cut to the error cap.
     pub(crate) fn error(&self, message: String) -> UpstreamError {
-        let secrets = self.secrets();
-        let redactor = Redactor::new(secrets.iter().map(|(n, v)| (n.as_str(), v.as_str())));
         UpstreamError {
             name: self.name.clone(),
-            message: bounds::cut(redactor.text(&message).into_owned(), bounds::MAX_ERROR_TEXT),
+            message: bounds::cut(
+                self.redactor().text(&message).into_owned(),
+                bounds::MAX_ERROR_TEXT,
+            ),
         }
+    }
+
+    /// Replaces the secrets sent to the server ([`Self::secrets`]).
+    fn redactor(&self) -> Redactor {
+        let secrets = self.secrets();
+        Redactor::new(secrets.iter().map(|(n, v)| (n.as_str(), v.as_str())))
     }
 
     /// The secrets sent to the server, by header name: each configured
@@ -514,18 +521,17 @@ fn host_level(level: rmcp::model::LoggingLevel) -> LogLevel {
 pub struct Upstream {
     /// How the server was reached.
     pub config: UpstreamConfig,
-    client: RunningService<RoleClient, Listener>,
+    sessions: session::Sessions,
     relay: Arc<relay::Relay>,
     owners: Arc<owners::Owners>,
-    /// A stdio server's process, killed when the upstream is dropped.
-    _process: Option<tokio::process::Child>,
     tools: RwLock<Arc<Vec<Tool>>>,
     /// Why each tool of the last list that is not served was refused.
     refused: RwLock<Vec<String>>,
     prompts: RwLock<Arc<Vec<Prompt>>>,
     resources: RwLock<Arc<Vec<Resource>>>,
     templates: RwLock<Arc<Vec<ResourceTemplate>>>,
-    changed: watch::Receiver<u64>,
+    /// Told when the server's tool list changed, or it was started again.
+    changed: watch::Sender<u64>,
     events: broadcast::Sender<Event>,
     /// Where the server's log lines go, for the callers' sessions too.
     log: LogSink,
@@ -556,8 +562,7 @@ impl Upstream {
 
     async fn start(config: UpstreamConfig, log: LogSink) -> Result<Arc<Self>, UpstreamError> {
         let fail = |message: String| config.error(message);
-        let (changed_tx, changed) = watch::channel(0);
-        let secrets = config.secrets();
+        let (changed, _) = watch::channel(0);
         let (events, _) = broadcast::channel(EVENT_BACKLOG);
         let relay = Arc::new(relay::Relay::new(
             &config.name,
@@ -568,51 +573,14 @@ impl Upstream {
         let listener = Listener {
             relay: relay.clone(),
             owners: owners.clone(),
-            changed: changed_tx,
+            changed: changed.clone(),
             events: events.clone(),
             name: config.name.as_str().into(),
             log: log.clone(),
-            redactor: Redactor::new(secrets.iter().map(|(n, v)| (n.as_str(), v.as_str()))),
+            redactor: config.redactor(),
         };
-        let cap = config.max_message_bytes;
-        let mut process = None;
-        let client = match &config.transport {
-            Transport::Stdio { command, args } => {
-                use std::process::Stdio;
-                let mut child = tokio::process::Command::new(command)
-                    .args(args)
-                    .stdin(Stdio::piped())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::inherit())
-                    .kill_on_drop(true)
-                    .spawn()
-                    .map_err(|e| fail(format!("cannot start `{command}`: {e}")))?;
-                let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
-                    return Err(fail(format!("`{command}` started without its pipes")));
-                };
-                process = Some(child);
-                // Lines over the cap are answered by `bounded`; what passes
-                // it is within the transport's own cap, which drops a line.
-                // Carrying a tool's `execution` (`carried`) adds fewer bytes
-                // than the tool takes, so a line passed on is under twice
-                // the cap.
-                let bounded = bounded::BoundedLines::new(stdout, cap, &config.name);
-                let transport = crate::lines::Lines::new(bounded, stdin, lines::ServerLines::default())
-                    .with_max_line(2 * cap + 1);
-                listener
-                    .serve(transport)
-                    .await
-                    .map_err(|e| fail(format!("initialise: {}", initialize_failure(&e))))?
-            }
-            Transport::Http { url, headers } => {
-                let transport = http_transport(url, headers.clone(), cap).map_err(fail)?;
-                listener
-                    .serve(transport)
-                    .await
-                    .map_err(|e| fail(format!("cannot connect to {url}: {}", initialize_failure(&e))))?
-            }
-        };
-        let tools = list_tools(&config, client.peer())
+        let session = open(&config, listener).await.map_err(fail)?;
+        let tools = list_tools(&config, session.peer())
             .await
             .map_err(|e| fail(format!("tools/list: {}", error_chain(&e))))?;
         let (tools, refused) = admit(&config, tools);
@@ -621,10 +589,9 @@ impl Upstream {
             log,
             callers,
             config,
-            client,
+            sessions: session::Sessions::new(session),
             relay,
             owners,
-            _process: process,
             tools: RwLock::new(Arc::new(tools)),
             refused: RwLock::new(refused),
             prompts: RwLock::default(),
@@ -633,18 +600,95 @@ impl Upstream {
             changed,
             events,
         });
-        // Its tools are served even if its other lists fail.
-        for listed in [server.refresh_prompts().await, server.refresh_resources().await] {
+        server.refresh_other_lists().await;
+        Ok(server)
+    }
+
+    /// The server's prompts and resources listed again; its tools are
+    /// served even if these fail.
+    async fn refresh_other_lists(&self) {
+        for listed in [self.refresh_prompts().await, self.refresh_resources().await] {
             if let Err(e) = listed {
                 tracing::warn!("{e}");
             }
         }
-        Ok(server)
     }
 
+    /// The session requests go over: the current one while it lives, else
+    /// a new one (`session`). A new session's tool list is read again and
+    /// the catalog rebuilt (`subscribe`), as for a list change.
+    async fn session(&self) -> Result<Arc<session::Session>, String> {
+        let listener = || Listener {
+            relay: self.relay.clone(),
+            owners: self.owners.clone(),
+            changed: self.changed.clone(),
+            events: self.events.clone(),
+            name: self.config.name.as_str().into(),
+            log: self.log.clone(),
+            redactor: self.config.redactor(),
+        };
+        let (session, reopened) = self
+            .sessions
+            .live(async || open(&self.config, listener()).await)
+            .await?;
+        if let Some(reopened) = reopened {
+            tracing::warn!("upstream `{}`: {}; started again", self.config.name, reopened.why);
+            self.changed.send_modify(|n| *n += 1);
+            self.refresh_other_lists().await;
+        }
+        Ok(session)
+    }
+}
+
+/// A session with the server `config` names: its process started (stdio)
+/// or its URL reached (HTTP), and initialised, its requests and
+/// notifications going to `listener`.
+async fn open(config: &UpstreamConfig, listener: Listener) -> Result<session::Session, String> {
+    let cap = config.max_message_bytes;
+    let mut process = None;
+    let client = match &config.transport {
+        Transport::Stdio { command, args } => {
+            use std::process::Stdio;
+            let mut child = tokio::process::Command::new(command)
+                .args(args)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .kill_on_drop(true)
+                .spawn()
+                .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+            let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+                return Err(format!("`{command}` started without its pipes"));
+            };
+            process = Some(child);
+            // Lines over the cap are answered by `bounded`; what passes
+            // it is within the transport's own cap, which drops a line.
+            // Carrying a tool's `execution` (`carried`) adds fewer bytes
+            // than the tool takes, so a line passed on is under twice
+            // the cap.
+            let bounded = bounded::BoundedLines::new(stdout, cap, &config.name);
+            let transport = crate::lines::Lines::new(bounded, stdin, lines::ServerLines::default())
+                .with_max_line(2 * cap + 1);
+            listener
+                .serve(transport)
+                .await
+                .map_err(|e| format!("initialise: {}", initialize_failure(&e)))?
+        }
+        Transport::Http { url, headers } => {
+            let transport = http_transport(url, headers.clone(), cap)?;
+            listener
+                .serve(transport)
+                .await
+                .map_err(|e| format!("cannot connect to {url}: {}", initialize_failure(&e)))?
+        }
+    };
+    Ok(session::Session::new(client, process))
+}
+
+impl Upstream {
     /// What the server said of itself when the session started.
     pub fn info(&self) -> Option<Arc<ServerPeerInfo>> {
-        self.client.peer().peer_info()
+        self.sessions.current().peer().peer_info()
     }
 
     /// The server's instructions for the model, if it gave any.
@@ -659,7 +703,25 @@ impl Upstream {
     }
 
     fn error(&self, what: &str, e: &ServiceError) -> UpstreamError {
-        self.config.error(format!("{what}: {}", error_chain(e)))
+        self.config.error(format!("{what}: {}", service_failure(e)))
+    }
+
+    /// A request of the host's over the session (`session`): `what`, named
+    /// in its error, and `request`, sent with the peer it is given.
+    async fn over<T, Fut>(
+        &self,
+        what: &str,
+        request: impl FnOnce(rmcp::Peer<RoleClient>) -> Fut,
+    ) -> Result<T, UpstreamError>
+    where
+        Fut: Future<Output = Result<T, ServiceError>>,
+    {
+        let fail = |message: String| self.config.error(format!("{what}: {message}"));
+        let session = self.session().await.map_err(fail)?;
+        match request(session.peer().clone()).await {
+            Ok(answer) => Ok(answer),
+            Err(e) => Err(fail(session.failed(service_failure(&e)).await)),
+        }
     }
 
     /// The server's `what` (prompts, resources), read page by page within
@@ -690,7 +752,8 @@ impl Upstream {
         if self.info().is_none_or(|i| i.capabilities.prompts.is_none()) {
             return Ok(());
         }
-        let peer = self.client.peer();
+        let session = self.sessions.current();
+        let peer = session.peer();
         let prompts = self
             .list("prompts", |p| {
                 let peer = peer.clone();
@@ -710,7 +773,8 @@ impl Upstream {
         if self.info().is_none_or(|i| i.capabilities.resources.is_none()) {
             return Ok(());
         }
-        let peer = self.client.peer();
+        let session = self.sessions.current();
+        let peer = session.peer();
         let resources = self
             .list("resources", |p| {
                 let peer = peer.clone();
@@ -761,11 +825,8 @@ impl Upstream {
 
     /// `prompts/get` of the server's own prompt name.
     pub async fn get_prompt(&self, params: GetPromptRequestParams) -> Result<GetPromptResult, UpstreamError> {
-        self.client
-            .peer()
-            .get_prompt(params)
+        self.over("prompts/get", async |peer| peer.get_prompt(params).await)
             .await
-            .map_err(|e| self.error("prompts/get", &e))
     }
 
     /// Read resource `params.uri` from the server.
@@ -773,20 +834,14 @@ impl Upstream {
         &self,
         params: ReadResourceRequestParams,
     ) -> Result<ReadResourceResult, UpstreamError> {
-        self.client
-            .peer()
-            .read_resource(params)
+        self.over("resources/read", async |peer| peer.read_resource(params).await)
             .await
-            .map_err(|e| self.error("resources/read", &e))
     }
 
     /// Ask the server to complete an argument.
     pub async fn complete(&self, params: CompleteRequestParams) -> Result<CompleteResult, UpstreamError> {
-        self.client
-            .peer()
-            .complete(params)
+        self.over("completion/complete", async |peer| peer.complete(params).await)
             .await
-            .map_err(|e| self.error("completion/complete", &e))
     }
 
     /// Whether the server takes resource subscriptions.
@@ -801,32 +856,30 @@ impl Upstream {
     /// subscriptions legacy; they are what these servers speak.)
     #[allow(deprecated)]
     pub async fn subscribe_resource(&self, uri: &str) -> Result<(), UpstreamError> {
-        self.client
-            .peer()
-            .subscribe(SubscribeRequestParams::new(uri))
-            .await
-            .map_err(|e| self.error("resources/subscribe", &e))
+        self.over("resources/subscribe", async |peer| {
+            peer.subscribe(SubscribeRequestParams::new(uri)).await
+        })
+        .await
     }
 
     /// Withdraw the subscription to `uri`.
     #[allow(deprecated)]
     pub async fn unsubscribe_resource(&self, uri: &str) -> Result<(), UpstreamError> {
-        self.client
-            .peer()
-            .unsubscribe(UnsubscribeRequestParams::new(uri))
-            .await
-            .map_err(|e| self.error("resources/unsubscribe", &e))
+        self.over("resources/unsubscribe", async |peer| {
+            peer.unsubscribe(UnsubscribeRequestParams::new(uri)).await
+        })
+        .await
     }
 
-    /// Changes whenever the server says its tool list changed; closed when
-    /// the session ends.
+    /// Changes whenever the server says its tool list changed, and when a
+    /// session replaces one that ended; closed when the upstream is dropped.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
-        self.changed.clone()
+        self.changed.subscribe()
     }
 
     /// List the server's tools again.
     pub async fn refresh(&self) -> Result<(), UpstreamError> {
-        let tools = list_tools(&self.config, self.client.peer())
+        let tools = list_tools(&self.config, self.sessions.current().peer())
             .await
             .map_err(|e| self.error("tools/list", &e))?;
         let (tools, refused) = admit(&self.config, tools);
@@ -892,8 +945,13 @@ impl Upstream {
             meta.set_traceparent(trace.to_string());
             params.meta = Some(meta.into());
         }
+        // The host's session, when the call goes over it (not a caller's).
+        let mut host = None;
         let (peer, relay) = match (&self.callers, token) {
-            (None, _) => (self.client.peer().clone(), self.relay.clone()),
+            (None, _) => {
+                let session = host.insert(self.session().await.map_err(&fail)?);
+                (session.peer().clone(), self.relay.clone())
+            }
             (Some(callers), Some(token)) => callers
                 .peer(token, async || self.caller_session(token).await)
                 .await
@@ -907,10 +965,16 @@ impl Upstream {
             }
         };
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let answer = self
+        let answer = match self
             .within(self.send((&peer, &relay), request, caller, progress))
             .await
-            .map_err(fail)?;
+        {
+            Ok(answer) => answer,
+            Err(message) => match host {
+                Some(session) => return Err(fail(session.failed(message).await)),
+                None => return Err(fail(message)),
+            },
+        };
         if carried::take_answer(&answer).is_some() {
             return Err(fail(
                 "it answered with a task, which the call did not ask for".into(),
@@ -961,11 +1025,8 @@ impl Upstream {
         }
         let params = serde_json::json!({"name": remote, "arguments": args, "task": task});
         let request = ClientRequest::CustomRequest(CustomRequest::new("tools/call", Some(params)));
-        let answer = self
-            .within(self.send(self.host_session(), request, caller, None))
-            .await;
-        carried::take_answer(&answer.map_err(fail)?)
-            .ok_or_else(|| fail("it did not answer the call with a task".into()))
+        let answer = self.on_host_session(request, caller).await.map_err(fail)?;
+        carried::take_answer(&answer).ok_or_else(|| fail("it did not answer the call with a task".into()))
     }
 
     /// A `tasks/get`, `tasks/cancel` or `tasks/list` of the server's (MCP
@@ -973,10 +1034,7 @@ impl Upstream {
     pub async fn task_request(&self, method: &str, params: Value) -> Result<Value, UpstreamError> {
         let request = ClientRequest::CustomRequest(CustomRequest::new(method, Some(params)));
         let fail = |message: String| self.config.error(format!("{method}: {message}"));
-        let answer = self
-            .within(self.send(self.host_session(), request, None, None))
-            .await
-            .map_err(fail)?;
+        let answer = self.on_host_session(request, None).await.map_err(fail)?;
         carried::take_answer(&answer).ok_or_else(|| fail("its answer is not a task's".into()))
     }
 
@@ -1003,10 +1061,7 @@ impl Upstream {
         let request = ClientRequest::CustomRequest(CustomRequest::new("tasks/result", Some(params)));
         let fail =
             |m: String| ToolError::Failed(format!("upstream `{}`, tasks/result: {m}", self.config.name));
-        let answer = self
-            .within(self.send(self.host_session(), request, caller, None))
-            .await
-            .map_err(fail)?;
+        let answer = self.on_host_session(request, caller).await.map_err(fail)?;
         let answer = match answer {
             ServerResult::CallToolResult(result) => result,
             other => contentless(other).ok_or_else(|| fail("its answer is not a tool's result".into()))?,
@@ -1014,10 +1069,20 @@ impl Upstream {
         self.output(answer).map_err(fail)
     }
 
-    /// The host's own session to the server, and its relay: what lists,
-    /// and every task, go over.
-    fn host_session(&self) -> (&rmcp::Peer<RoleClient>, &relay::Relay) {
-        (self.client.peer(), &self.relay)
+    /// `request` sent over the host's own session to the server (every
+    /// task goes over it), within the call deadline; its error says how
+    /// the session ended, if it did.
+    async fn on_host_session(
+        &self,
+        request: ClientRequest,
+        caller: Option<Arc<dyn Downstream>>,
+    ) -> Result<ServerResult, String> {
+        let session = self.session().await?;
+        let sent = self.send((session.peer(), &self.relay), request, caller, None);
+        match self.within(sent).await {
+            Ok(answer) => Ok(answer),
+            Err(message) => Err(session.failed(message).await),
+        }
     }
 
     /// `send` within the server's call deadline.
@@ -1033,7 +1098,7 @@ impl Upstream {
         let sent = Box::pin(sent);
         async move {
             match tokio::time::timeout(limit, sent).await {
-                Ok(answer) => answer.map_err(|e| error_chain(&e)),
+                Ok(answer) => answer.map_err(|e| service_failure(&e)),
                 Err(_) => Err(format!(
                     "no answer within {} s (`call_timeout_s`)",
                     limit.as_secs()
@@ -1126,15 +1191,31 @@ impl Upstream {
 /// by its own causes (`tcp connect error: Connection refused`): rmcp's
 /// wrappers name the transport's Rust type, and pass no cause on.
 fn initialize_failure(e: &rmcp::service::ClientInitializeError) -> String {
+    match e {
+        rmcp::service::ClientInitializeError::TransportError { error, context } => {
+            format!("{}, when {context}", transport_failure(error))
+        }
+        _ => error_chain(e),
+    }
+}
+
+/// Why a request to a server failed, its transport's failure said as
+/// [`initialize_failure`] says it.
+fn service_failure(e: &ServiceError) -> String {
+    match e {
+        ServiceError::TransportSend(error) => transport_failure(error),
+        ServiceError::TransportClosed => "its session closed".into(),
+        _ => error_chain(e),
+    }
+}
+
+/// A transport's failure by its own causes.
+fn transport_failure(error: &rmcp::transport::DynamicTransportError) -> String {
     use rmcp::transport::streamable_http_client::StreamableHttpError;
-    let rmcp::service::ClientInitializeError::TransportError { error, context } = e else {
-        return error_chain(e);
-    };
-    let why = match error.error.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+    match error.error.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
         Some(StreamableHttpError::Client(e)) => error_chain(e),
         _ => error_chain(&*error.error),
-    };
-    format!("{why}, when {context}")
+    }
 }
 
 /// A streamable-HTTP client transport to `url` sending `headers`, its

@@ -6,6 +6,7 @@ for tests/mcp_upstreams.rs:
   right-to-left override, an empty name, a 5,000-character name, a title
   with a newline, a 100,000-byte description;
 - `wait` never answers;
+- `crash` exits the process (status 3) in the middle of its call;
 - `huge` answers 17 MiB of text;
 - `flood` asks its client N questions at once (elicitation/create) and
   tells how each ended; `linger` waits until cancelled, and says so in a
@@ -17,6 +18,7 @@ for tests/mcp_upstreams.rs:
 import argparse
 import asyncio
 import collections
+import os
 
 from pydantic import BaseModel
 
@@ -64,6 +66,11 @@ def echo(text: str) -> str:
 async def wait() -> str:
     await asyncio.Event().wait()
     return "never"
+
+
+@server.tool(description="Exit the process, status 3.", structured_output=False)
+def crash() -> str:
+    os._exit(3)
 
 
 @server.tool(description="Answer 17 MiB of text.", structured_output=False)

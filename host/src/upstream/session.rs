@@ -1,0 +1,139 @@
+//! The session with an upstream server (rmcp's client and, for a stdio
+//! server, its process), and its replacement once it has ended: a stdio
+//! server that exited (crashed, was killed, ran out of memory) is started
+//! again, and a session rmcp gave up on is opened again, by the next
+//! request that needs it. Without this every later call of the server's
+//! tools failed with `Transport closed` until toolhost was restarted.
+//!
+//! The request in flight when the session ended fails, naming how it ended
+//! (the process's exit status): a call is not safe to send twice. A server
+//! that keeps dying is started again at most once every
+//! [`RESTART_INTERVAL`]; the requests between are refused saying so. Not here: what is sent over
+//! the session, nor how one is opened (`upstream`).
+
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::{Duration, Instant};
+
+use rmcp::service::{Peer, RoleClient, RunningService};
+
+use super::Listener;
+
+/// The least time between two starts of one server's session.
+pub const RESTART_INTERVAL: Duration = Duration::from_secs(2);
+
+/// How long a closed stdio session waits for its process's exit status.
+const EXIT_WAIT: Duration = Duration::from_millis(200);
+
+/// One session with the server.
+pub(super) struct Session {
+    client: RunningService<RoleClient, Listener>,
+    /// A stdio server's process, killed when the session is dropped.
+    process: Option<tokio::sync::Mutex<tokio::process::Child>>,
+}
+
+impl Session {
+    pub fn new(client: RunningService<RoleClient, Listener>, process: Option<tokio::process::Child>) -> Self {
+        Self {
+            client,
+            process: process.map(tokio::sync::Mutex::new),
+        }
+    }
+
+    pub fn peer(&self) -> &Peer<RoleClient> {
+        self.client.peer()
+    }
+
+    /// Whether the session has ended: its transport closed (a stdio
+    /// server's output ended) or rmcp gave the session up.
+    pub fn ended(&self) -> bool {
+        self.client.peer().is_transport_closed() || self.client.is_closed()
+    }
+
+    /// How the session ended, as an error says it: a stdio server's exit
+    /// status, once the process has gone.
+    pub async fn why_ended(&self) -> String {
+        let Some(process) = &self.process else {
+            return "its session ended".into();
+        };
+        let mut process = process.lock().await;
+        match tokio::time::timeout(EXIT_WAIT, process.wait()).await {
+            Ok(Ok(status)) => format!("its process exited ({status})"),
+            Ok(Err(e)) => format!("its process ended its output, and its status cannot be read: {e}"),
+            Err(_) => "its process closed its output and is still running".into(),
+        }
+    }
+
+    /// `message`, a request's failure over this session, with how the
+    /// session ended if it has.
+    pub async fn failed(&self, message: String) -> String {
+        match self.ended() {
+            true => format!("{message}: {}", self.why_ended().await),
+            false => message,
+        }
+    }
+}
+
+/// The server's current session, replaced when it has ended.
+pub(super) struct Sessions {
+    current: RwLock<Arc<Session>>,
+    /// Held while a new session is opened, so that one opens at a time;
+    /// when the last one opened to replace another was.
+    reopened: tokio::sync::Mutex<Option<Instant>>,
+}
+
+/// A session opened to replace one that ended.
+pub(super) struct Reopened {
+    /// How the one replaced ended.
+    pub why: String,
+}
+
+impl Sessions {
+    pub fn new(first: Session) -> Self {
+        Self {
+            current: RwLock::new(Arc::new(first)),
+            reopened: tokio::sync::Mutex::default(),
+        }
+    }
+
+    /// The current session, whether or not it has ended.
+    pub fn current(&self) -> Arc<Session> {
+        self.current
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The current session if it lives; else a new one from `open`, and
+    /// how the old one ended. Refused when a session was opened less than
+    /// [`RESTART_INTERVAL`] ago.
+    pub async fn live(
+        &self,
+        open: impl AsyncFnOnce() -> Result<Session, String>,
+    ) -> Result<(Arc<Session>, Option<Reopened>), String> {
+        let session = self.current();
+        if !session.ended() {
+            return Ok((session, None));
+        }
+        let mut reopened = self.reopened.lock().await;
+        // Another request may have opened one while this one waited.
+        let session = self.current();
+        if !session.ended() {
+            return Ok((session, None));
+        }
+        let why = session.why_ended().await;
+        if reopened.is_some_and(|at| at.elapsed() < RESTART_INTERVAL) {
+            return Err(format!(
+                "{why}; it is started again at most once every {} s",
+                RESTART_INTERVAL.as_secs()
+            ));
+        }
+        *reopened = Some(Instant::now());
+        let fresh = Arc::new(
+            open()
+                .await
+                .map_err(|e| format!("{why}, and starting it again failed: {e}"))?,
+        );
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = fresh.clone();
+        Ok((fresh, Some(Reopened { why })))
+    }
+}
