@@ -138,6 +138,7 @@ impl Instances {
 
     /// A new instance, ready for calls.
     pub async fn instantiate(&self) -> wasmtime::Result<Instance> {
+        let _running = self.ticker.enter();
         let mut store = Store::new(
             &self.engine,
             HostState::new(self.identity.clone(), self.ticker.clock()),
@@ -190,6 +191,7 @@ impl Instances {
         }
         let wall = self.identity.limits.wall;
         let work = pin!(async {
+            let _running = self.ticker.enter();
             let mut instance = match self.take_idle() {
                 Some(instance) => instance,
                 // Boxed: an instantiation's future is several KB, and inline
