@@ -316,6 +316,41 @@ fn an_upstream_that_exits_is_started_again_by_the_next_call() {
     );
 }
 
+/// The upstream servers are started at once, not one after another: two
+/// that each answer only once the other has started are both served (one
+/// after the other, the first would wait for the second until its
+/// `connect_timeout_s`), in the configuration's order.
+#[test]
+fn upstream_servers_are_started_at_once() {
+    needs!(Python);
+    let dir = tempfile::tempdir().unwrap();
+    let server = python_driver("rendezvous_server.py");
+    let program = json!(server.get_program().to_string_lossy());
+    let mut toml = "plugins = \"plugins\"\n".to_owned();
+    for (name, mine, theirs) in [("first", "a", "b"), ("second", "b", "a")] {
+        let mut args: Vec<String> = server
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let path = |file: &str| dir.path().join(file).to_string_lossy().into_owned();
+        args.extend(["--mine".into(), path(mine), "--theirs".into(), path(theirs)]);
+        toml += &format!(
+            "[[upstream]]\nname = \"{name}\"\ncommand = {program}\nargs = {}\nprefix = \"{name}_\"\n\
+             connect_timeout_s = 20\n",
+            json!(args)
+        );
+    }
+    std::fs::create_dir(dir.path().join("plugins")).unwrap();
+    std::fs::write(dir.path().join("toolhost.toml"), toml).unwrap();
+    let (names, _, stderr) = tools_served(&dir);
+    let upstream: Vec<&str> = names
+        .iter()
+        .map(String::as_str)
+        .filter(|n| n.ends_with("_hello"))
+        .collect();
+    assert_eq!(upstream, ["first_hello", "second_hello"], "{stderr}");
+}
+
 #[test]
 fn an_upstream_answer_over_its_cap_is_refused_at_once_naming_the_server_and_tool() {
     needs!(Python);

@@ -264,9 +264,16 @@ impl<'r> ToolhostBuilder<'r> {
             ..BuildReport::default()
         };
         let log = self.log.unwrap_or_else(tracing_sink);
+        // All at once: each may take seconds to start (`npx` fetching a
+        // package) or to time out, and none waits on another. Their tools
+        // keep the configuration's order.
+        let connecting = self
+            .upstreams
+            .into_iter()
+            .map(|config| Upstream::connect(config, log.clone()));
         let mut upstreams = Vec::new();
-        for config in self.upstreams {
-            match Upstream::connect(config, log.clone()).await {
+        for connected in futures::future::join_all(connecting).await {
+            match connected {
                 Ok(upstream) => {
                     report.upstream_tools.extend(upstream.refused());
                     upstreams.push(upstream);
