@@ -384,6 +384,7 @@ pub enum Event {
 /// passes its log lines on, with the configured header values redacted
 /// (a server may echo the credentials it was sent), and relays its
 /// elicitation, sampling and roots requests to the calling client (`relay`).
+#[derive(Clone)]
 struct Listener {
     relay: Arc<relay::Relay>,
     owners: Arc<owners::Owners>,
@@ -535,6 +536,8 @@ pub struct Upstream {
     events: broadcast::Sender<Event>,
     /// Where the server's log lines go, for the callers' sessions too.
     log: LogSink,
+    /// What each new session of the host's own listens with.
+    listener: Listener,
     /// With `credential = "exchange"`: each caller's session.
     callers: Option<callers::Callers>,
 }
@@ -579,7 +582,7 @@ impl Upstream {
             log: log.clone(),
             redactor: config.redactor(),
         };
-        let session = open(&config, listener).await.map_err(fail)?;
+        let session = open(&config, listener.clone()).await.map_err(fail)?;
         let tools = list_tools(&config, session.peer())
             .await
             .map_err(|e| fail(format!("tools/list: {}", error_chain(&e))))?;
@@ -599,6 +602,7 @@ impl Upstream {
             templates: RwLock::default(),
             changed,
             events,
+            listener,
         });
         server.refresh_other_lists().await;
         Ok(server)
@@ -618,18 +622,9 @@ impl Upstream {
     /// a new one (`session`). A new session's tool list is read again and
     /// the catalog rebuilt (`subscribe`), as for a list change.
     async fn session(&self) -> Result<Arc<session::Session>, String> {
-        let listener = || Listener {
-            relay: self.relay.clone(),
-            owners: self.owners.clone(),
-            changed: self.changed.clone(),
-            events: self.events.clone(),
-            name: self.config.name.as_str().into(),
-            log: self.log.clone(),
-            redactor: self.config.redactor(),
-        };
         let (session, reopened) = self
             .sessions
-            .live(async || open(&self.config, listener()).await)
+            .live(async || open(&self.config, self.listener.clone()).await)
             .await?;
         if let Some(reopened) = reopened {
             tracing::warn!("upstream `{}`: {}; started again", self.config.name, reopened.why);
@@ -638,54 +633,7 @@ impl Upstream {
         }
         Ok(session)
     }
-}
 
-/// A session with the server `config` names: its process started (stdio)
-/// or its URL reached (HTTP), and initialised, its requests and
-/// notifications going to `listener`.
-async fn open(config: &UpstreamConfig, listener: Listener) -> Result<session::Session, String> {
-    let cap = config.max_message_bytes;
-    let mut process = None;
-    let client = match &config.transport {
-        Transport::Stdio { command, args } => {
-            use std::process::Stdio;
-            let mut child = tokio::process::Command::new(command)
-                .args(args)
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::inherit())
-                .kill_on_drop(true)
-                .spawn()
-                .map_err(|e| format!("cannot start `{command}`: {e}"))?;
-            let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
-                return Err(format!("`{command}` started without its pipes"));
-            };
-            process = Some(child);
-            // Lines over the cap are answered by `bounded`; what passes
-            // it is within the transport's own cap, which drops a line.
-            // Carrying a tool's `execution` (`carried`) adds fewer bytes
-            // than the tool takes, so a line passed on is under twice
-            // the cap.
-            let bounded = bounded::BoundedLines::new(stdout, cap, &config.name);
-            let transport = crate::lines::Lines::new(bounded, stdin, lines::ServerLines::default())
-                .with_max_line(2 * cap + 1);
-            listener
-                .serve(transport)
-                .await
-                .map_err(|e| format!("initialise: {}", initialize_failure(&e)))?
-        }
-        Transport::Http { url, headers } => {
-            let transport = http_transport(url, headers.clone(), cap)?;
-            listener
-                .serve(transport)
-                .await
-                .map_err(|e| format!("cannot connect to {url}: {}", initialize_failure(&e)))?
-        }
-    };
-    Ok(session::Session::new(client, process))
-}
-
-impl Upstream {
     /// What the server said of itself when the session started.
     pub fn info(&self) -> Option<Arc<ServerPeerInfo>> {
         self.sessions.current().peer().peer_info()
@@ -1185,6 +1133,51 @@ impl Upstream {
             )),
         }
     }
+}
+
+/// A session with the server `config` names: its process started (stdio)
+/// or its URL reached (HTTP), and initialised, its requests and
+/// notifications going to `listener`.
+async fn open(config: &UpstreamConfig, listener: Listener) -> Result<session::Session, String> {
+    let cap = config.max_message_bytes;
+    let mut process = None;
+    let client = match &config.transport {
+        Transport::Stdio { command, args } => {
+            use std::process::Stdio;
+            let mut child = tokio::process::Command::new(command)
+                .args(args)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .kill_on_drop(true)
+                .spawn()
+                .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+            let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+                return Err(format!("`{command}` started without its pipes"));
+            };
+            process = Some(child);
+            // Lines over the cap are answered by `bounded`; what passes
+            // it is within the transport's own cap, which drops a line.
+            // Carrying a tool's `execution` (`carried`) adds fewer bytes
+            // than the tool takes, so a line passed on is under twice
+            // the cap.
+            let bounded = bounded::BoundedLines::new(stdout, cap, &config.name);
+            let transport = crate::lines::Lines::new(bounded, stdin, lines::ServerLines::default())
+                .with_max_line(2 * cap + 1);
+            listener
+                .serve(transport)
+                .await
+                .map_err(|e| format!("initialise: {}", initialize_failure(&e)))?
+        }
+        Transport::Http { url, headers } => {
+            let transport = http_transport(url, headers.clone(), cap)?;
+            listener
+                .serve(transport)
+                .await
+                .map_err(|e| format!("cannot connect to {url}: {}", initialize_failure(&e)))?
+        }
+    };
+    Ok(session::Session::new(client, process))
 }
 
 /// Why an upstream session did not start. A transport's failure is said

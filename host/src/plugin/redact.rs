@@ -26,6 +26,7 @@ use serde_json::{Map, Value};
 use super::wit::latest::tool::{AfterCallOverride, Content, ResourceBody, ToolResult};
 
 /// The secrets of one plugin, by value, and what replaces each.
+#[derive(Clone)]
 pub struct Redactor {
     matcher: Option<AhoCorasick>,
     /// By pattern index of `matcher`.
