@@ -619,9 +619,20 @@ impl Upstream {
     }
 
     /// The session requests go over: the current one while it lives, else
-    /// a new one (`session`). A new session's tool list is read again and
-    /// the catalog rebuilt (`subscribe`), as for a list change.
+    /// a new one ([`Self::reopen`]). A new session's tool list is read
+    /// again and the catalog rebuilt (`subscribe`), as for a list change.
     async fn session(&self) -> Result<Arc<session::Session>, String> {
+        let session = self.sessions.current();
+        if !session.ended() {
+            return Ok(session);
+        }
+        // Boxed: a new session is rare, and opening one (rmcp's future is
+        // several KB) inline would size every call's future.
+        Box::pin(self.reopen()).await
+    }
+
+    /// A new session in place of the one that ended (`session::Sessions`).
+    async fn reopen(&self) -> Result<Arc<session::Session>, String> {
         let (session, reopened) = self
             .sessions
             .live(async || open(&self.config, self.listener.clone()).await)

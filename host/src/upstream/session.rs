@@ -67,7 +67,8 @@ impl Session {
     /// session ended if it has.
     pub async fn failed(&self, message: String) -> String {
         match self.ended() {
-            true => format!("{message}: {}", self.why_ended().await),
+            // Boxed: rare, and inline it would size every call's future.
+            true => format!("{message}: {}", Box::pin(self.why_ended()).await),
             false => message,
         }
     }
