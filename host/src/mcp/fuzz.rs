@@ -127,12 +127,11 @@ struct Session {
     lines: Lines<BufReader<ReadHalf<DuplexStream>>>,
     writer: WriteHalf<DuplexStream>,
     probes: u64,
-    _root: tempfile::TempDir,
 }
 
 impl Session {
     async fn start() -> Self {
-        let (host, root) = native_host().await;
+        let host = native_host().await;
         let (client, server) = tokio::io::duplex(1 << 16);
         let mcp = McpServer::new(Arc::new(host), Default::default());
         tokio::spawn(async move {
@@ -149,7 +148,6 @@ impl Session {
             lines: BufReader::new(reader).lines(),
             writer,
             probes: 0,
-            _root: root,
         };
         let init = json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {},

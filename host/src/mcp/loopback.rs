@@ -15,19 +15,19 @@ use crate::mcp::auth::{AuthConfig, HttpAccess};
 use crate::pipeline::{Sources, Toolhost};
 use crate::tools::{NativeTools, Root, WebSettings};
 
-/// A host serving the native tools alone over a temporary root holding
-/// `a.txt`, and the root.
-pub(super) async fn native_host() -> (Toolhost, tempfile::TempDir) {
-    let root = tempfile::tempdir().unwrap();
-    std::fs::write(root.path().join("a.txt"), "one\ntwo\n").unwrap();
-    let native = NativeTools::new(Root::new(root.path()).unwrap(), WebSettings::default()).unwrap();
-    let host = Toolhost::new(Sources {
+/// A host serving the native tools alone, read-only, over the crate's
+/// `testdata/root` (which holds `a.txt`). A directory of the source tree,
+/// not a temporary one: the fuzz tests keep their host in a static, which
+/// is never dropped, and each run left a temporary root behind.
+pub(super) async fn native_host() -> Toolhost {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/root");
+    let native = NativeTools::new(Root::new(&root).unwrap(), WebSettings::default()).unwrap();
+    Toolhost::new(Sources {
         native: Some(Arc::new(native)),
         ..Sources::default()
     })
     .await
-    .unwrap();
-    (host, root)
+    .unwrap()
 }
 
 /// The JSON-RPC message of a POST's answer: its JSON body, or the message
@@ -53,7 +53,6 @@ pub(super) struct Front {
     /// rmcp's sessions, counted.
     pub sessions: Arc<CappedSessions>,
     client: reqwest::Client,
-    _root: tempfile::TempDir,
 }
 
 impl Front {
@@ -73,8 +72,7 @@ impl Front {
         bounds: Bounds,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> (Self, tokio::task::JoinHandle<()>) {
-        let (host, root) = native_host().await;
-        let host = Arc::new(host);
+        let host = Arc::new(native_host().await);
         let server = McpServer::new(host.clone(), Default::default());
         let initialized = server.sessions.clone();
         let sessions = CappedSessions::new(super::wire::executions(&host));
@@ -93,7 +91,6 @@ impl Front {
             initialized,
             sessions,
             client: crate::http_client::builder().timeout(ANSWER).build().unwrap(),
-            _root: root,
         };
         (front, served)
     }

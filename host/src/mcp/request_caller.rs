@@ -47,7 +47,7 @@ mod tests {
     /// the session's own caller.
     #[tokio::test]
     async fn a_tool_hidden_from_the_caller_in_scope_is_not_found() {
-        let (host, _root) = native_host().await;
+        let host = native_host().await;
         let policy = "@id(\"all\")\npermit (principal, action, resource);\n\
                       @id(\"no-grep-for-bob\")\n\
                       forbid (principal == Toolhost::User::\"bob\", action, resource == Toolhost::Tool::\"grep\");\n";
