@@ -523,16 +523,20 @@ pub struct Upstream {
     /// How the server was reached.
     pub config: UpstreamConfig,
     sessions: session::Sessions,
+    relay: Arc<relay::Relay>,
+    owners: Arc<owners::Owners>,
     tools: RwLock<Arc<Vec<Tool>>>,
     /// Why each tool of the last list that is not served was refused.
     refused: RwLock<Vec<String>>,
     prompts: RwLock<Arc<Vec<Prompt>>>,
     resources: RwLock<Arc<Vec<Resource>>>,
     templates: RwLock<Arc<Vec<ResourceTemplate>>>,
-    /// What each new session of the host's own listens with: its relay,
-    /// its tasks' owners, the tool-list watch (told of list changes and of
-    /// a new session), the events and the log sink, which the callers'
-    /// sessions share.
+    /// Told when the server's tool list changed, or it was started again.
+    changed: watch::Sender<u64>,
+    events: broadcast::Sender<Event>,
+    /// Where the server's log lines go, for the callers' sessions too.
+    log: LogSink,
+    /// What each new session of the host's own listens with.
     listener: Listener,
     /// With `credential = "exchange"`: each caller's session.
     callers: Option<callers::Callers>,
@@ -570,12 +574,12 @@ impl Upstream {
         ));
         let owners = Arc::new(owners::Owners::default());
         let listener = Listener {
-            relay,
-            owners,
-            changed,
-            events,
+            relay: relay.clone(),
+            owners: owners.clone(),
+            changed: changed.clone(),
+            events: events.clone(),
             name: config.name.as_str().into(),
-            log,
+            log: log.clone(),
             redactor: config.redactor(),
         };
         let session = open(&config, listener.clone()).await.map_err(fail)?;
@@ -585,14 +589,19 @@ impl Upstream {
         let (tools, refused) = admit(&config, tools);
         let callers = config.per_caller.as_ref().map(|_| callers::Callers::default());
         let server = Arc::new(Self {
+            log,
             callers,
             config,
             sessions: session::Sessions::new(session),
+            relay,
+            owners,
             tools: RwLock::new(Arc::new(tools)),
             refused: RwLock::new(refused),
             prompts: RwLock::default(),
             resources: RwLock::default(),
             templates: RwLock::default(),
+            changed,
+            events,
             listener,
         });
         server.refresh_other_lists().await;
@@ -624,13 +633,13 @@ impl Upstream {
 
     /// A new session in place of the one that ended (`session::Sessions`).
     async fn reopen(&self) -> Result<Arc<session::Session>, String> {
-        let (session, replaced) = self
+        let (session, reopened) = self
             .sessions
-            .replace(async || open(&self.config, self.listener.clone()).await)
+            .live(async || open(&self.config, self.listener.clone()).await)
             .await?;
-        if let Some(why) = replaced {
-            tracing::warn!("upstream `{}`: {why}; started again", self.config.name);
-            self.listener.changed.send_modify(|n| *n += 1);
+        if let Some(reopened) = reopened {
+            tracing::warn!("upstream `{}`: {}; started again", self.config.name, reopened.why);
+            self.changed.send_modify(|n| *n += 1);
             self.refresh_other_lists().await;
         }
         Ok(session)
@@ -649,7 +658,7 @@ impl Upstream {
     /// The server's prompt list changes, resource list changes and
     /// resource updates, from now on.
     pub fn events(&self) -> broadcast::Receiver<Event> {
-        self.listener.events.subscribe()
+        self.events.subscribe()
     }
 
     fn error(&self, what: &str, e: &ServiceError) -> UpstreamError {
@@ -824,7 +833,7 @@ impl Upstream {
     /// Changes whenever the server says its tool list changed, and when a
     /// session replaces one that ended; closed when the upstream is dropped.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
-        self.listener.changed.subscribe()
+        self.changed.subscribe()
     }
 
     /// List the server's tools again.
@@ -900,7 +909,7 @@ impl Upstream {
         let (peer, relay) = match (&self.callers, token) {
             (None, _) => {
                 let session = host.insert(self.session().await.map_err(&fail)?);
-                (session.peer().clone(), self.listener.relay.clone())
+                (session.peer().clone(), self.relay.clone())
             }
             (Some(callers), Some(token)) => callers
                 .peer(token, async || self.caller_session(token).await)
@@ -991,12 +1000,12 @@ impl Upstream {
     /// Send the server's status notifications of its task `id` to
     /// `watcher`, until [`Upstream::disown_task`].
     pub fn own_task(&self, id: &str, watcher: Arc<dyn TaskWatcher>) {
-        self.listener.owners.own(id, watcher);
+        self.owners.own(id, watcher);
     }
 
     /// No longer send the status of task `id` anywhere.
     pub fn disown_task(&self, id: &str) {
-        self.listener.owners.disown(id);
+        self.owners.disown(id);
     }
 
     /// `tasks/result` of task `id` (MCP 2025-11-25): the call's result, which
@@ -1028,7 +1037,7 @@ impl Upstream {
         caller: Option<Arc<dyn Downstream>>,
     ) -> Result<ServerResult, String> {
         let session = self.session().await?;
-        let sent = self.send((session.peer(), &self.listener.relay), request, caller, None);
+        let sent = self.send((session.peer(), &self.relay), request, caller, None);
         match self.within(sent).await {
             Ok(answer) => Ok(answer),
             Err(message) => Err(session.failed(message).await),
@@ -1108,12 +1117,12 @@ impl Upstream {
         ));
         let listener = Listener {
             relay: relay.clone(),
-            owners: self.listener.owners.clone(),
+            owners: self.owners.clone(),
             // The host's session follows the lists; a caller's is for calls.
             changed: watch::channel(0).0,
-            events: self.listener.events.clone(),
+            events: self.events.clone(),
             name: self.config.name.as_str().into(),
-            log: self.listener.log.clone(),
+            log: self.log.clone(),
             redactor: Redactor::new(secrets.iter().map(|(n, v)| (n.as_str(), v.as_str()))),
         };
         // The server may echo the caller's token in a refusal.
