@@ -523,20 +523,16 @@ pub struct Upstream {
     /// How the server was reached.
     pub config: UpstreamConfig,
     sessions: session::Sessions,
-    relay: Arc<relay::Relay>,
-    owners: Arc<owners::Owners>,
     tools: RwLock<Arc<Vec<Tool>>>,
     /// Why each tool of the last list that is not served was refused.
     refused: RwLock<Vec<String>>,
     prompts: RwLock<Arc<Vec<Prompt>>>,
     resources: RwLock<Arc<Vec<Resource>>>,
     templates: RwLock<Arc<Vec<ResourceTemplate>>>,
-    /// Told when the server's tool list changed, or it was started again.
-    changed: watch::Sender<u64>,
-    events: broadcast::Sender<Event>,
-    /// Where the server's log lines go, for the callers' sessions too.
-    log: LogSink,
-    /// What each new session of the host's own listens with.
+    /// What each new session of the host's own listens with: its relay,
+    /// its tasks' owners, the tool-list watch (told of list changes and of
+    /// a new session), the events and the log sink, which the callers'
+    /// sessions share.
     listener: Listener,
     /// With `credential = "exchange"`: each caller's session.
     callers: Option<callers::Callers>,
@@ -574,12 +570,12 @@ impl Upstream {
         ));
         let owners = Arc::new(owners::Owners::default());
         let listener = Listener {
-            relay: relay.clone(),
-            owners: owners.clone(),
-            changed: changed.clone(),
-            events: events.clone(),
+            relay,
+            owners,
+            changed,
+            events,
             name: config.name.as_str().into(),
-            log: log.clone(),
+            log,
             redactor: config.redactor(),
         };
         let session = open(&config, listener.clone()).await.map_err(fail)?;
@@ -589,19 +585,14 @@ impl Upstream {
         let (tools, refused) = admit(&config, tools);
         let callers = config.per_caller.as_ref().map(|_| callers::Callers::default());
         let server = Arc::new(Self {
-            log,
             callers,
             config,
             sessions: session::Sessions::new(session),
-            relay,
-            owners,
             tools: RwLock::new(Arc::new(tools)),
             refused: RwLock::new(refused),
             prompts: RwLock::default(),
             resources: RwLock::default(),
             templates: RwLock::default(),
-            changed,
-            events,
             listener,
         });
         server.refresh_other_lists().await;
@@ -633,13 +624,13 @@ impl Upstream {
 
     /// A new session in place of the one that ended (`session::Sessions`).
     async fn reopen(&self) -> Result<Arc<session::Session>, String> {
-        let (session, reopened) = self
+        let (session, replaced) = self
             .sessions
-            .live(async || open(&self.config, self.listener.clone()).await)
+            .replace(async || open(&self.config, self.listener.clone()).await)
             .await?;
-        if let Some(reopened) = reopened {
-            tracing::warn!("upstream `{}`: {}; started again", self.config.name, reopened.why);
-            self.changed.send_modify(|n| *n += 1);
+        if let Some(why) = replaced {
+            tracing::warn!("upstream `{}`: {why}; started again", self.config.name);
+            self.listener.changed.send_modify(|n| *n += 1);
             self.refresh_other_lists().await;
         }
         Ok(session)
@@ -658,7 +649,7 @@ impl Upstream {
     /// The server's prompt list changes, resource list changes and
     /// resource updates, from now on.
     pub fn events(&self) -> broadcast::Receiver<Event> {
-        self.events.subscribe()
+        self.listener.events.subscribe()
     }
 
     fn error(&self, what: &str, e: &ServiceError) -> UpstreamError {
@@ -833,7 +824,7 @@ impl Upstream {
     /// Changes whenever the server says its tool list changed, and when a
     /// session replaces one that ended; closed when the upstream is dropped.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
-        self.changed.subscribe()
+        self.listener.changed.subscribe()
     }
 
     /// List the server's tools again.
@@ -909,7 +900,7 @@ impl Upstream {
         let (peer, relay) = match (&self.callers, token) {
             (None, _) => {
                 let session = host.insert(self.session().await.map_err(&fail)?);
-                (session.peer().clone(), self.relay.clone())
+                (session.peer().clone(), self.listener.relay.clone())
             }
             (Some(callers), Some(token)) => callers
                 .peer(token, async || self.caller_session(token).await)
@@ -1000,12 +991,12 @@ impl Upstream {
     /// Send the server's status notifications of its task `id` to
     /// `watcher`, until [`Upstream::disown_task`].
     pub fn own_task(&self, id: &str, watcher: Arc<dyn TaskWatcher>) {
-        self.owners.own(id, watcher);
+        self.listener.owners.own(id, watcher);
     }
 
     /// No longer send the status of task `id` anywhere.
     pub fn disown_task(&self, id: &str) {
-        self.owners.disown(id);
+        self.listener.owners.disown(id);
     }
 
     /// `tasks/result` of task `id` (MCP 2025-11-25): the call's result, which
@@ -1037,7 +1028,7 @@ impl Upstream {
         caller: Option<Arc<dyn Downstream>>,
     ) -> Result<ServerResult, String> {
         let session = self.session().await?;
-        let sent = self.send((session.peer(), &self.relay), request, caller, None);
+        let sent = self.send((session.peer(), &self.listener.relay), request, caller, None);
         match self.within(sent).await {
             Ok(answer) => Ok(answer),
             Err(message) => Err(session.failed(message).await),
@@ -1117,12 +1108,12 @@ impl Upstream {
         ));
         let listener = Listener {
             relay: relay.clone(),
-            owners: self.owners.clone(),
+            owners: self.listener.owners.clone(),
             // The host's session follows the lists; a caller's is for calls.
             changed: watch::channel(0).0,
-            events: self.events.clone(),
+            events: self.listener.events.clone(),
             name: self.config.name.as_str().into(),
-            log: self.log.clone(),
+            log: self.listener.log.clone(),
             redactor: Redactor::new(secrets.iter().map(|(n, v)| (n.as_str(), v.as_str()))),
         };
         // The server may echo the caller's token in a refusal.

@@ -82,12 +82,6 @@ pub(super) struct Sessions {
     reopened: tokio::sync::Mutex<Option<Instant>>,
 }
 
-/// A session opened to replace one that ended.
-pub(super) struct Reopened {
-    /// How the one replaced ended.
-    pub why: String,
-}
-
 impl Sessions {
     pub fn new(first: Session) -> Self {
         Self {
@@ -104,19 +98,15 @@ impl Sessions {
             .clone()
     }
 
-    /// The current session if it lives; else a new one from `open`, and
-    /// how the old one ended. Refused when a session was opened less than
-    /// [`RESTART_INTERVAL`] ago.
-    pub async fn live(
+    /// A new session from `open` in place of the current one, which has
+    /// ended, and how that one ended; or, if another request replaced it
+    /// meanwhile, that one's replacement. Refused when a session was
+    /// opened to replace another less than [`RESTART_INTERVAL`] ago.
+    pub async fn replace(
         &self,
         open: impl AsyncFnOnce() -> Result<Session, String>,
-    ) -> Result<(Arc<Session>, Option<Reopened>), String> {
-        let session = self.current();
-        if !session.ended() {
-            return Ok((session, None));
-        }
+    ) -> Result<(Arc<Session>, Option<String>), String> {
         let mut reopened = self.reopened.lock().await;
-        // Another request may have opened one while this one waited.
         let session = self.current();
         if !session.ended() {
             return Ok((session, None));
@@ -135,6 +125,6 @@ impl Sessions {
                 .map_err(|e| format!("{why}, and starting it again failed: {e}"))?,
         );
         *self.current.write().unwrap_or_else(PoisonError::into_inner) = fresh.clone();
-        Ok((fresh, Some(Reopened { why })))
+        Ok((fresh, Some(why)))
     }
 }
