@@ -315,6 +315,50 @@ async fn a_url_server_that_goes_away_is_named_with_why_and_served_again_when_bac
 /// What a tool plugin's definition says reaches the listing and the
 /// library's system prompt: the label as the title, the snippet, the
 /// guidelines; a plugin reaches the network only with an `http` grant.
+/// A URL server not listening when the host starts (a gateway started
+/// before its servers): the build names it, and its tools are served once
+/// it answers, the catalog rebuilt and its watchers told.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_url_server_down_at_start_is_served_once_it_comes_up() {
+    use rmcp::model::{CallToolResult, ContentBlock};
+    use toolhost_tests::upstream::{ToolServer, tool};
+
+    let address = format!("127.0.0.1:{}", toolhost_tests::free_port());
+    let config: toolhost::UpstreamConfig = serde_json::from_value(
+        json!({"name": "late", "url": format!("http://{address}/mcp"), "prefix": "late_"}),
+    )
+    .unwrap();
+    let (host, report) = Toolhost::builder().upstream(config).build().await.unwrap();
+    let failed = report.lines().join("\n");
+    assert!(
+        failed.contains("upstream `late`") && failed.contains("Connection refused"),
+        "{failed}"
+    );
+    let listed = |host: &Toolhost| host.list_tools().tools.iter().any(|t| t.name == "late_echo");
+    assert!(!listed(&host));
+    assert_eq!(host.gateway().unreached(), ["late"]);
+
+    let mut rebuilt = host.subscribe();
+    let echo = ToolServer::new(
+        vec![tool("echo", "Answers ok", json!({"type": "object"}))],
+        |_, _| CallToolResult::success(vec![ContentBlock::text("ok")]),
+    );
+    toolhost_tests::mcp_on(tokio::net::TcpListener::bind(&address).await.unwrap(), echo);
+    // Tried again 2 s after start, then after 4, 8, ...: a bound that
+    // fails a host that never tries.
+    tokio::time::timeout(std::time::Duration::from_secs(60), rebuilt.changed())
+        .await
+        .expect("the catalog was rebuilt once the server came up")
+        .unwrap();
+    assert!(listed(&host));
+    assert!(host.gateway().unreached().is_empty());
+    let output = host
+        .call_tool("late_echo", json!({}), &CallControl::new("1"))
+        .await
+        .unwrap();
+    assert_eq!(output.text(), "ok");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn plugin_metadata_reaches_the_listing_and_the_system_prompt() {
     let host = text_tools().await;

@@ -225,7 +225,11 @@ fn async_runtime(command: &Command) -> std::io::Result<tokio::runtime::Runtime> 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let filter = match cli.verbose {
-        0 => "warn,toolhost_cli::stats=info,toolhost_cli::watch=info",
+        // rmcp's HTTP client logs every failed connection to an upstream
+        // as an error, in Rust's debug form; toolhost names the server and
+        // why in its own line, and tries an unreached one again for as long
+        // as it serves, which would repeat rmcp's line each time.
+        0 => "warn,toolhost_cli::stats=info,toolhost_cli::watch=info,rmcp::transport::worker=off",
         // rmcp logs whole messages at info (an upstream's log lines, before
         // their secrets are redacted) and wasmtime-wasi a guest's stdout
         // bytes at debug (before the plugin's secrets are): both kept quiet.

@@ -110,6 +110,9 @@ pub async fn serve(
     for error in &errors {
         eprintln!("error: {error}");
     }
+    for name in host.gateway().unreached() {
+        eprintln!("toolhost: upstream `{name}` is tried again until it answers; its tools are served then");
+    }
     let host = Arc::new(host);
     let policy_watch = policy_watch.map(|w| tokio::spawn(w.run(host.clone())));
     let stats_file = config.stats_file();

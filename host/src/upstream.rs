@@ -395,6 +395,26 @@ struct Listener {
     redactor: Redactor,
 }
 
+impl Listener {
+    /// The listener of the host's own sessions with the server `config`
+    /// names, its log lines going to `log`.
+    fn new(config: &UpstreamConfig, log: LogSink) -> Self {
+        Self {
+            relay: Arc::new(relay::Relay::new(
+                &config.name,
+                config.relay_timeout,
+                config.max_message_bytes,
+            )),
+            owners: Arc::default(),
+            changed: watch::channel(0).0,
+            events: broadcast::channel(EVENT_BACKLOG).0,
+            name: config.name.as_str().into(),
+            log,
+            redactor: config.redactor(),
+        }
+    }
+}
+
 #[allow(deprecated)] // rmcp marks sampling and roots deprecated (SEP-2577); servers still use them.
 impl ClientHandler for Listener {
     /// Every capability whose requests are relayed: whether the calling
@@ -542,6 +562,9 @@ pub struct Upstream {
 /// oldest are dropped (a list change is re-listed whole anyway).
 const EVENT_BACKLOG: usize = 64;
 
+/// The longest wait between two tries of a server not reached at start.
+pub const REACH_INTERVAL_MAX: Duration = Duration::from_secs(30);
+
 impl Upstream {
     /// Start or reach the server, initialise the session and list its tools.
     /// The server's log lines go to `log`.
@@ -554,49 +577,70 @@ impl Upstream {
             .unwrap_or_else(|_| {
                 Err(UpstreamError {
                     name,
-                    message: format!("no answer within {} s (`connect_timeout_s`)", limit.as_secs()),
+                    message: unanswered(limit),
                 })
             })
     }
 
     async fn start(config: UpstreamConfig, log: LogSink) -> Result<Arc<Self>, UpstreamError> {
         let fail = |message: String| config.error(message);
-        let (changed, _) = watch::channel(0);
-        let (events, _) = broadcast::channel(EVENT_BACKLOG);
-        let relay = Arc::new(relay::Relay::new(
-            &config.name,
-            config.relay_timeout,
-            config.max_message_bytes,
-        ));
-        let owners = Arc::new(owners::Owners::default());
-        let listener = Listener {
-            relay,
-            owners,
-            changed,
-            events,
-            name: config.name.as_str().into(),
-            log,
-            redactor: config.redactor(),
-        };
+        let listener = Listener::new(&config, log);
         let session = open(&config, listener.clone()).await.map_err(fail)?;
         let tools = list_tools(&config, session.peer())
             .await
             .map_err(|e| fail(format!("tools/list: {}", error_chain(&e))))?;
         let (tools, refused) = admit(&config, tools);
-        let callers = config.per_caller.as_ref().map(|_| callers::Callers::default());
-        let server = Arc::new(Self {
-            callers,
+        let server = Self::new(config, listener, session::Sessions::new(session));
+        *server.tools.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(tools);
+        *server.refused.write().unwrap_or_else(PoisonError::into_inner) = refused;
+        server.refresh_other_lists().await;
+        Ok(server)
+    }
+
+    /// The server `config` names, which [`Self::connect`] could not reach
+    /// for `why`: it lists no tools until it is reached, by [`Self::reach`]
+    /// or by a request.
+    pub fn unreached(config: UpstreamConfig, log: LogSink, why: &UpstreamError) -> Arc<Self> {
+        let listener = Listener::new(&config, log);
+        Self::new(
             config,
-            sessions: session::Sessions::new(session),
-            tools: RwLock::new(Arc::new(tools)),
-            refused: RwLock::new(refused),
+            listener,
+            session::Sessions::unreached(why.message.clone()),
+        )
+    }
+
+    fn new(config: UpstreamConfig, listener: Listener, sessions: session::Sessions) -> Arc<Self> {
+        Arc::new(Self {
+            callers: config.per_caller.as_ref().map(|_| callers::Callers::default()),
+            config,
+            sessions,
+            tools: RwLock::default(),
+            refused: RwLock::default(),
             prompts: RwLock::default(),
             resources: RwLock::default(),
             templates: RwLock::default(),
             listener,
-        });
-        server.refresh_other_lists().await;
-        Ok(server)
+        })
+    }
+
+    /// Until the server is reached, try again, waiting twice as long after
+    /// each failure (from [`session::RESTART_INTERVAL`] up to
+    /// [`REACH_INTERVAL_MAX`]); at once if it has been. Reaching it tells
+    /// [`Self::subscribe`], as a new session does: a gateway started before
+    /// its servers (a compose file) serves their tools once they answer.
+    pub async fn reach(&self) {
+        let mut wait = session::RESTART_INTERVAL;
+        while !self.reached() {
+            tokio::time::sleep(wait).await;
+            if let Err(e) = self.session().await {
+                tracing::debug!(
+                    "upstream `{}`: {e}; tried again in {} s",
+                    self.config.name,
+                    wait.as_secs()
+                );
+            }
+            wait = (wait * 2).min(REACH_INTERVAL_MAX);
+        }
     }
 
     /// The server's prompts and resources listed again; its tools are
@@ -613,8 +657,9 @@ impl Upstream {
     /// a new one ([`Self::reopen`]). A new session's tool list is read
     /// again and the catalog rebuilt (`subscribe`), as for a list change.
     async fn session(&self) -> Result<Arc<session::Session>, String> {
-        let session = self.sessions.current();
-        if !session.ended() {
+        if let Some(session) = self.sessions.current()
+            && !session.ended()
+        {
             return Ok(session);
         }
         // Boxed: a new session is rare, and opening one (rmcp's future is
@@ -626,19 +671,47 @@ impl Upstream {
     async fn reopen(&self) -> Result<Arc<session::Session>, String> {
         let (session, replaced) = self
             .sessions
-            .replace(async || open(&self.config, self.listener.clone()).await)
+            .replace(async || {
+                let limit = self.config.connect_timeout;
+                let opening = open(&self.config, self.listener.clone());
+                tokio::time::timeout(limit, opening)
+                    .await
+                    .unwrap_or_else(|_| Err(unanswered(limit)))
+            })
             .await?;
-        if let Some(why) = replaced {
-            tracing::warn!("upstream `{}`: {why}; started again", self.config.name);
+        if let Some(opened) = replaced {
+            let name = &self.config.name;
+            match opened {
+                session::Opened::Again(why) => tracing::warn!("upstream `{name}`: {why}; started again"),
+                session::Opened::First => {
+                    tracing::warn!("upstream `{name}`: reached at last; its tools are served")
+                }
+            }
+            // Its lists are read again, and the clients told, as for
+            // the server's own list changes: the gateway follows these.
             self.listener.changed.send_modify(|n| *n += 1);
-            self.refresh_other_lists().await;
+            if let Some(info) = session.peer().peer_info() {
+                let events = &self.listener.events;
+                if info.capabilities.prompts.is_some() {
+                    let _ = events.send(Event::PromptsChanged);
+                }
+                if info.capabilities.resources.is_some() {
+                    let _ = events.send(Event::ResourcesChanged);
+                }
+            }
         }
         Ok(session)
     }
 
+    /// Whether the server has been reached: false while one not reached
+    /// at start is still tried ([`Self::reach`]).
+    pub fn reached(&self) -> bool {
+        self.sessions.current().is_some()
+    }
+
     /// What the server said of itself when the session started.
     pub fn info(&self) -> Option<Arc<ServerPeerInfo>> {
-        self.sessions.current().peer().peer_info()
+        self.sessions.current()?.peer().peer_info()
     }
 
     /// The server's instructions for the model, if it gave any.
@@ -702,7 +775,9 @@ impl Upstream {
         if self.info().is_none_or(|i| i.capabilities.prompts.is_none()) {
             return Ok(());
         }
-        let session = self.sessions.current();
+        let Some(session) = self.sessions.current() else {
+            return Ok(());
+        };
         let peer = session.peer();
         let prompts = self
             .list("prompts", |p| {
@@ -723,7 +798,9 @@ impl Upstream {
         if self.info().is_none_or(|i| i.capabilities.resources.is_none()) {
             return Ok(());
         }
-        let session = self.sessions.current();
+        let Some(session) = self.sessions.current() else {
+            return Ok(());
+        };
         let peer = session.peer();
         let resources = self
             .list("resources", |p| {
@@ -829,7 +906,11 @@ impl Upstream {
 
     /// List the server's tools again.
     pub async fn refresh(&self) -> Result<(), UpstreamError> {
-        let tools = list_tools(&self.config, self.sessions.current().peer())
+        let session = self
+            .session()
+            .await
+            .map_err(|e| self.config.error(format!("tools/list: {e}")))?;
+        let tools = list_tools(&self.config, session.peer())
             .await
             .map_err(|e| self.error("tools/list", &e))?;
         let (tools, refused) = admit(&self.config, tools);
@@ -1135,6 +1216,11 @@ impl Upstream {
             )),
         }
     }
+}
+
+/// A server's silence for `limit`, as an error says it.
+fn unanswered(limit: Duration) -> String {
+    format!("no answer within {} s (`connect_timeout_s`)", limit.as_secs())
 }
 
 /// A session with the server `config` names: its process started (stdio)

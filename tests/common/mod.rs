@@ -36,6 +36,16 @@ pub async fn mcp_on_loopback<S>(server: S) -> String
 where
     S: rmcp::ServerHandler + Clone + Send + Sync + 'static,
 {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    mcp_on(listener, server)
+}
+
+/// [`mcp_on_loopback`] on `listener`, for a server that comes up on an
+/// address given out before.
+pub fn mcp_on<S>(listener: tokio::net::TcpListener, server: S) -> String
+where
+    S: rmcp::ServerHandler + Clone + Send + Sync + 'static,
+{
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
     };
@@ -45,7 +55,6 @@ where
         StreamableHttpServerConfig::default(),
     );
     let router = axum::Router::new().nest_service("/mcp", service);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     // As toolhost serves: rmcp writes an answer's stream in pieces, which
     // Nagle's algorithm and the client's delayed ACK would hold back.

@@ -267,18 +267,24 @@ impl<'r> ToolhostBuilder<'r> {
         // All at once: each may take seconds to start (`npx` fetching a
         // package) or to time out, and none waits on another. Their tools
         // keep the configuration's order.
-        let connecting = self
-            .upstreams
-            .into_iter()
-            .map(|config| Upstream::connect(config, log.clone()));
+        let connecting = self.upstreams.into_iter().map(|config| {
+            let log = log.clone();
+            async move { (Upstream::connect(config.clone(), log.clone()).await, config, log) }
+        });
         let mut upstreams = Vec::new();
-        for connected in futures::future::join_all(connecting).await {
+        for (connected, config, log) in futures::future::join_all(connecting).await {
             match connected {
                 Ok(upstream) => {
                     report.upstream_tools.extend(upstream.refused());
                     upstreams.push(upstream);
                 }
-                Err(e) => report.upstreams.push(e),
+                // Kept, and tried again while the host lives: a server
+                // started after toolhost (a compose file) joins when it
+                // answers.
+                Err(e) => {
+                    upstreams.push(Upstream::unreached(config, log, &e));
+                    report.upstreams.push(e);
+                }
             }
         }
         let sources = Sources {
@@ -333,7 +339,8 @@ pub struct BuildReport {
     /// The plugin files that did not load (refused by the trust checks,
     /// broken, or refusing to start), each with its path and why.
     pub plugins: Vec<LoadError>,
-    /// The upstream servers that could not be started or reached, by name.
+    /// The upstream servers that could not be started or reached, by name;
+    /// each is tried again while the host lives (`Toolhost::gateway`).
     pub upstreams: Vec<UpstreamError>,
     /// The tools the upstream servers listed and that are not served, each
     /// line naming the server, the tool and why.

@@ -536,11 +536,13 @@ impl Shared {
     }
 }
 
-/// Rebuild the catalog each time `server` says its tool list changed, until
-/// its session or the host ends. A failed re-list or rebuild keeps the
-/// catalog as it was, with the error logged.
+/// Rebuild the catalog each time `server` says its tool list changed, or
+/// is reached having not been at start, until its session or the host
+/// ends. A failed re-list or rebuild keeps the catalog as it was, with the
+/// error logged.
 async fn follow(shared: Weak<Shared>, server: Arc<Upstream>) {
     let mut changes = server.subscribe();
+    server.reach().await;
     while changes.changed().await.is_ok() {
         let Some(shared) = shared.upgrade() else {
             return;

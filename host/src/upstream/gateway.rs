@@ -110,6 +110,16 @@ impl Gateway {
         self.with(|c| c.completions.is_some())
     }
 
+    /// The servers not reached yet, by name: each is tried again until it
+    /// answers, and its tools, prompts and resources served then.
+    pub fn unreached(&self) -> Vec<&str> {
+        self.servers
+            .iter()
+            .filter(|s| !s.reached())
+            .map(|s| s.config.name.as_str())
+            .collect()
+    }
+
     /// Each server's instructions, as (server name, prefix, instructions).
     pub fn instructions(&self) -> Vec<(String, String, String)> {
         self.servers

@@ -3,13 +3,16 @@
 //! server that exited (crashed, was killed, ran out of memory) is started
 //! again, and a session rmcp gave up on is opened again, by the next
 //! request that needs it. Without this every later call of the server's
-//! tools failed with `Transport closed` until toolhost was restarted.
+//! tools failed with `Transport closed` until toolhost was restarted. A
+//! server not reached at start (a gateway started before its servers) has
+//! no session until one opens.
 //!
 //! The request in flight when the session ended fails, naming how it ended
 //! (the process's exit status): a call is not safe to send twice. A server
 //! that keeps dying is started again at most once every
-//! [`RESTART_INTERVAL`]; the requests between are refused saying so. Not here: what is sent over
-//! the session, nor how one is opened (`upstream`).
+//! [`RESTART_INTERVAL`]; the requests between are refused saying so. Not
+//! here: what is sent over the session, nor how one is opened, nor when an
+//! unreached server is tried (`upstream`).
 
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant};
@@ -74,57 +77,95 @@ impl Session {
     }
 }
 
-/// The server's current session, replaced when it has ended.
+/// A session opened by [`Sessions::replace`], with why there was none.
+pub(super) enum Opened {
+    /// In place of one that ended, for the reason given.
+    Again(String),
+    /// The first: the server was not reached before.
+    First,
+}
+
+/// The server's current session, replaced when it has ended; or why
+/// none has opened yet, for a server not reached at start.
 pub(super) struct Sessions {
-    current: RwLock<Arc<Session>>,
+    current: RwLock<Result<Arc<Session>, String>>,
     /// Held while a new session is opened, so that one opens at a time;
-    /// when the last one opened to replace another was.
+    /// when the last one was tried.
     reopened: tokio::sync::Mutex<Option<Instant>>,
 }
 
 impl Sessions {
     pub fn new(first: Session) -> Self {
         Self {
-            current: RwLock::new(Arc::new(first)),
+            current: RwLock::new(Ok(Arc::new(first))),
             reopened: tokio::sync::Mutex::default(),
         }
     }
 
-    /// The current session, whether or not it has ended.
-    pub fn current(&self) -> Arc<Session> {
+    /// No session yet: the server could not be reached at start, for
+    /// `why`; the next is tried no sooner than [`RESTART_INTERVAL`] on.
+    pub fn unreached(why: String) -> Self {
+        Self {
+            current: RwLock::new(Err(why)),
+            reopened: tokio::sync::Mutex::new(Some(Instant::now())),
+        }
+    }
+
+    /// The current session, whether or not it has ended; none if the
+    /// server has not been reached yet.
+    pub fn current(&self) -> Option<Arc<Session>> {
         self.current
             .read()
             .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+            .as_ref()
+            .ok()
+            .cloned()
     }
 
     /// A new session from `open` in place of the current one, which has
-    /// ended, and how that one ended; or, if another request replaced it
-    /// meanwhile, that one's replacement. Refused when a session was
-    /// opened to replace another less than [`RESTART_INTERVAL`] ago.
+    /// ended (or never opened), and which of the two; or, if another
+    /// request opened one meanwhile, that one. Refused when one was tried
+    /// less than [`RESTART_INTERVAL`] ago.
     pub async fn replace(
         &self,
         open: impl AsyncFnOnce() -> Result<Session, String>,
-    ) -> Result<(Arc<Session>, Option<String>), String> {
+    ) -> Result<(Arc<Session>, Option<Opened>), String> {
         let mut reopened = self.reopened.lock().await;
-        let session = self.current();
-        if !session.ended() {
-            return Ok((session, None));
-        }
-        let why = session.why_ended().await;
+        let current = self
+            .current
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let (why, reached_before) = match current {
+            Ok(session) if !session.ended() => return Ok((session, None)),
+            Ok(session) => (session.why_ended().await, true),
+            Err(why) => (why, false),
+        };
+        let retried = if reached_before {
+            "started again"
+        } else {
+            "tried again"
+        };
         if reopened.is_some_and(|at| at.elapsed() < RESTART_INTERVAL) {
             return Err(format!(
-                "{why}; it is started again at most once every {} s",
+                "{why}; it is {retried} at most once every {} s",
                 RESTART_INTERVAL.as_secs()
             ));
         }
         *reopened = Some(Instant::now());
-        let fresh = Arc::new(
-            open()
-                .await
-                .map_err(|e| format!("{why}, and starting it again failed: {e}"))?,
-        );
-        *self.current.write().unwrap_or_else(PoisonError::into_inner) = fresh.clone();
-        Ok((fresh, Some(why)))
+        let fresh = match (open().await, reached_before) {
+            (Ok(fresh), _) => Arc::new(fresh),
+            (Err(e), true) => return Err(format!("{why}, and starting it again failed: {e}")),
+            (Err(e), false) => {
+                *self.current.write().unwrap_or_else(PoisonError::into_inner) = Err(e.clone());
+                return Err(e);
+            }
+        };
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = Ok(fresh.clone());
+        let opened = match reached_before {
+            true => Opened::Again(why),
+            false => Opened::First,
+        };
+        Ok((fresh, Some(opened)))
     }
 }
