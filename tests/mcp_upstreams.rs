@@ -271,12 +271,13 @@ fn an_upstream_call_never_answered_fails_at_its_deadline_naming_the_server_and_t
 
 /// A stdio server that exits in the middle of a call: that call fails
 /// naming its exit status, and the next is served by the server started
-/// again. One that dies again at once is not restarted in a loop.
+/// again, the catalog kept as it lists the same tools. One that dies again
+/// at once is not restarted in a loop.
 #[test]
 fn an_upstream_that_exits_is_started_again_by_the_next_call() {
     needs!(Python);
     let dir = hostile(0, "");
-    let mut serve = StdioServe::spawn(toolhost().current_dir(dir.path()).arg("serve"));
+    let mut serve = StdioServe::spawn(toolhost().current_dir(dir.path()).args(["-v", "serve"]));
     serve.initialize(
         &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {},
@@ -312,6 +313,13 @@ fn an_upstream_that_exits_is_started_again_by_the_next_call() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("upstream `hostile`: its process exited (exit status: 3); started again"),
+        "{stderr}"
+    );
+    // Started again, it lists the same tools: the clients are not told to
+    // list them again for nothing.
+    assert!(
+        stderr.contains("upstream `hostile` listed the same tools again: catalog kept")
+            && !stderr.contains("catalog rebuilt"),
         "{stderr}"
     );
 }

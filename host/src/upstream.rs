@@ -904,8 +904,9 @@ impl Upstream {
         self.listener.changed.subscribe()
     }
 
-    /// List the server's tools again.
-    pub async fn refresh(&self) -> Result<(), UpstreamError> {
+    /// List the server's tools again, and whether they differ from the
+    /// last list (a server started again mostly lists the same).
+    pub async fn refresh(&self) -> Result<bool, UpstreamError> {
         let session = self
             .session()
             .await
@@ -914,12 +915,17 @@ impl Upstream {
             .await
             .map_err(|e| self.error("tools/list", &e))?;
         let (tools, refused) = admit(&self.config, tools);
+        let same = **self.tools.read().unwrap_or_else(PoisonError::into_inner) == tools
+            && *self.refused.read().unwrap_or_else(PoisonError::into_inner) == refused;
+        if same {
+            return Ok(false);
+        }
         for why in &refused {
             tracing::error!("{why}");
         }
         *self.tools.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(tools);
         *self.refused.write().unwrap_or_else(PoisonError::into_inner) = refused;
-        Ok(())
+        Ok(true)
     }
 
     /// Why each tool the server listed last and that is not served was

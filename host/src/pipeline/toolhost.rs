@@ -548,9 +548,17 @@ async fn follow(shared: Weak<Shared>, server: Arc<Upstream>) {
             return;
         };
         let name = &server.config.name;
-        if let Err(e) = server.refresh().await {
-            tracing::error!("{e}: serving its previous tools");
-            continue;
+        match server.refresh().await {
+            Ok(true) => {}
+            // Nothing to rebuild, nor to tell the clients.
+            Ok(false) => {
+                tracing::info!("upstream `{name}` listed the same tools again: catalog kept");
+                continue;
+            }
+            Err(e) => {
+                tracing::error!("{e}: serving its previous tools");
+                continue;
+            }
         }
         match shared.rebuild(None).await {
             Ok(()) => tracing::info!("upstream `{name}` changed its tools: catalog rebuilt"),
