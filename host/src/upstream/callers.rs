@@ -3,8 +3,8 @@
 //! caller as themself and no session carries two callers' calls.
 //!
 //! Bounded: at most [`MAX_SESSIONS`] are open; one idle for [`IDLE`] is
-//! closed at the next call, and when all are taken the least recently used
-//! goes. Sessions are keyed by a SHA-256 of the token, never the token; a
+//! closed at the next call, one that ended is replaced by the next, and
+//! when all are taken the least recently used goes. Sessions are keyed by a SHA-256 of the token, never the token; a
 //! caller whose token is refreshed gets a new session, and the old one
 //! idles out. The server's lists (tools, prompts, resources) are read over
 //! the host's own session, not these: only calls go over a caller's.
@@ -54,8 +54,9 @@ impl Callers {
         let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         let mut sessions = self.sessions.lock().await;
         let now = Instant::now();
-        // Dropping a session closes it.
-        sessions.retain(|s| now.duration_since(s.used) < IDLE);
+        // Dropping a session closes it. One that ended (the server gave
+        // it up) would fail every call of its caller until it idled out.
+        sessions.retain(|s| now.duration_since(s.used) < IDLE && !super::session::ended(&s.client));
         if let Some(session) = sessions.iter_mut().find(|s| s.key == key) {
             session.used = now;
             return Ok((session.client.peer().clone(), session.relay.clone()));
@@ -76,5 +77,55 @@ impl Callers {
             used: Instant::now(),
         });
         Ok((peer, relay))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use rmcp::{ServerHandler, ServiceExt};
+
+    use super::*;
+    use crate::upstream::UpstreamConfig;
+
+    #[derive(Clone)]
+    struct Quiet;
+    impl ServerHandler for Quiet {}
+
+    /// A caller's session whose server ended it is replaced by the caller's
+    /// next call, not kept (failing each call) until it idles out; one that
+    /// lives is kept.
+    #[tokio::test]
+    async fn a_callers_session_that_ended_is_opened_again() {
+        let config: UpstreamConfig =
+            serde_json::from_value(serde_json::json!({"name": "up", "url": "http://127.0.0.1:9/mcp"}))
+                .unwrap();
+        let listener = Listener::new(&config, crate::plugin::tracing_sink());
+        let callers = Callers::default();
+        let opened = AtomicUsize::new(0);
+        let servers = std::sync::Mutex::new(Vec::new());
+        let connect = async || -> Result<Opened, String> {
+            opened.fetch_add(1, Ordering::SeqCst);
+            let (ours, theirs) = tokio::io::duplex(64 * 1024);
+            servers.lock().unwrap().push(tokio::spawn(async move {
+                Quiet.serve(theirs).await.unwrap().waiting().await
+            }));
+            let client = listener.clone().serve(ours).await.map_err(|e| e.to_string())?;
+            Ok((client, Arc::new(Relay::new("up", IDLE, 1024))))
+        };
+        let (peer, _) = callers.peer("token", connect).await.unwrap();
+        callers.peer("token", connect).await.unwrap();
+        assert_eq!(opened.load(Ordering::SeqCst), 1, "a live session is kept");
+
+        let server = servers.lock().unwrap().pop().unwrap();
+        server.abort();
+        let _ = server.await;
+        while !peer.is_transport_closed() {
+            tokio::task::yield_now().await;
+        }
+        let (peer, _) = callers.peer("token", connect).await.unwrap();
+        assert_eq!(opened.load(Ordering::SeqCst), 2, "an ended session is replaced");
+        assert!(!peer.is_transport_closed());
     }
 }

@@ -27,6 +27,13 @@ pub const RESTART_INTERVAL: Duration = Duration::from_secs(2);
 /// How long a closed stdio session waits for its process's exit status.
 const EXIT_WAIT: Duration = Duration::from_millis(200);
 
+/// Whether `client`'s session has ended: its transport closed (a stdio
+/// server's output ended, an HTTP session given up) or rmcp's service
+/// loop stopped.
+pub(super) fn ended(client: &RunningService<RoleClient, Listener>) -> bool {
+    client.peer().is_transport_closed() || client.is_closed()
+}
+
 /// One session with the server.
 pub(super) struct Session {
     client: RunningService<RoleClient, Listener>,
@@ -46,10 +53,9 @@ impl Session {
         self.client.peer()
     }
 
-    /// Whether the session has ended: its transport closed (a stdio
-    /// server's output ended) or rmcp gave the session up.
+    /// Whether the session has ended ([`ended`]).
     pub fn ended(&self) -> bool {
-        self.client.peer().is_transport_closed() || self.client.is_closed()
+        ended(&self.client)
     }
 
     /// How the session ended, as an error says it: a stdio server's exit
