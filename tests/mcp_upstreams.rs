@@ -271,8 +271,9 @@ fn an_upstream_call_never_answered_fails_at_its_deadline_naming_the_server_and_t
 
 /// A stdio server that exits in the middle of a call: that call fails
 /// naming its exit status, and the next is served by the server started
-/// again, the catalog kept as it lists the same tools. One that dies again
-/// at once is not restarted in a loop.
+/// again, its resource subscriptions made again and the catalog kept as it
+/// lists the same tools. One that dies again at once is not restarted in a
+/// loop.
 #[test]
 fn an_upstream_that_exits_is_started_again_by_the_next_call() {
     needs!(Python);
@@ -293,6 +294,8 @@ fn an_upstream_that_exits_is_started_again_by_the_next_call() {
         (answer["result"]["isError"] == true, text, answer)
     };
     assert_eq!(call(&mut serve, 2, "echo", json!({"text": "one"})).1, "one");
+    let subscribed = serve.request(20, "resources/subscribe", json!({"uri": "note://hostile"}));
+    assert!(subscribed.get("result").is_some(), "{subscribed}");
     let (failed, text, answer) = call(&mut serve, 3, "crash", json!({}));
     assert!(failed, "{answer}");
     assert!(
@@ -302,6 +305,8 @@ fn an_upstream_that_exits_is_started_again_by_the_next_call() {
     );
     let (failed, text, answer) = call(&mut serve, 4, "echo", json!({"text": "two"}));
     assert!(!failed && text == "two", "{answer}");
+    // The subscription was made again over the new session, before the call.
+    assert_eq!(call(&mut serve, 21, "subscribed", json!({})).1, "note://hostile");
     // It dies again at once: not started a third time yet, and said so.
     assert!(call(&mut serve, 5, "crash", json!({})).0);
     let (failed, text, answer) = call(&mut serve, 6, "echo", json!({"text": "three"}));
@@ -378,11 +383,11 @@ fn an_upstream_answer_over_its_cap_is_refused_at_once_naming_the_server_and_tool
 #[test]
 fn an_upstream_listing_more_tools_than_its_cap_has_the_first_served_and_the_rest_refused_naming_it() {
     needs!(Python);
-    // It lists 7 tools of its own, the 6 hostile ones, then `t0`, `t1`, ….
+    // It lists 8 tools of its own, the 6 hostile ones, then `t0`, `t1`, ….
     let dir = hostile(200, "max_tools = 100");
     let (names, _, stderr) = tools_served(&dir);
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    assert!(names.contains(&"t86") && !names.contains(&"t87"), "{names:?}");
+    assert!(names.contains(&"t85") && !names.contains(&"t86"), "{names:?}");
     assert!(
         stderr.contains(
             "upstream `hostile`: it listed more than 100 tools: the first 100 are served, the rest are not"

@@ -56,7 +56,7 @@ pub use gateway::{Gateway, GatewayError, Notice, merge_instructions};
 pub use owners::TaskWatcher;
 pub use relay::{Asked, Downstream, Unanswered, session_slots};
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -556,6 +556,8 @@ pub struct Upstream {
     listener: Listener,
     /// With `credential = "exchange"`: each caller's session.
     callers: Option<callers::Callers>,
+    /// The resources subscribed to, forwarded again over a new session.
+    subscribed: std::sync::Mutex<BTreeSet<String>>,
 }
 
 /// Events a server may send faster than they are handled before the
@@ -620,6 +622,7 @@ impl Upstream {
             resources: RwLock::default(),
             templates: RwLock::default(),
             listener,
+            subscribed: std::sync::Mutex::default(),
         })
     }
 
@@ -687,6 +690,7 @@ impl Upstream {
                     tracing::warn!("upstream `{name}`: reached at last; its tools are served")
                 }
             }
+            self.subscribe_again(&session).await;
             // Its lists are read again, and the clients told, as for
             // the server's own list changes: the gateway follows these.
             self.listener.changed.send_modify(|n| *n += 1);
@@ -701,6 +705,34 @@ impl Upstream {
             }
         }
         Ok(session)
+    }
+
+    /// Forward the subscriptions again over `session`, which replaced the
+    /// one they were made over, before any request of the clients' goes
+    /// over it; each within `connect_timeout_s`.
+    #[allow(deprecated)] // As `subscribe_resource`.
+    async fn subscribe_again(&self, session: &session::Session) {
+        let uris: Vec<String> = self
+            .subscribed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .cloned()
+            .collect();
+        for uri in uris {
+            let subscribing = session
+                .peer()
+                .subscribe(SubscribeRequestParams::new(uri.as_str()));
+            let failed = match tokio::time::timeout(self.config.connect_timeout, subscribing).await {
+                Ok(Ok(())) => continue,
+                Ok(Err(e)) => service_failure(&e),
+                Err(_) => unanswered(self.config.connect_timeout),
+            };
+            tracing::warn!(
+                "upstream `{}`: resources/subscribe `{uri}` again: {failed}; its updates are lost",
+                self.config.name
+            );
+        }
     }
 
     /// Whether the server has been reached: false while one not reached
@@ -886,12 +918,21 @@ impl Upstream {
         self.over("resources/subscribe", async |peer| {
             peer.subscribe(SubscribeRequestParams::new(uri)).await
         })
-        .await
+        .await?;
+        self.subscribed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(uri.to_owned());
+        Ok(())
     }
 
     /// Withdraw the subscription to `uri`.
     #[allow(deprecated)]
     pub async fn unsubscribe_resource(&self, uri: &str) -> Result<(), UpstreamError> {
+        self.subscribed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(uri);
         self.over("resources/unsubscribe", async |peer| {
             peer.unsubscribe(UnsubscribeRequestParams::new(uri)).await
         })

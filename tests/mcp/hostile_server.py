@@ -12,7 +12,10 @@ for tests/mcp_upstreams.rs:
   tells how each ended; `linger` waits until cancelled, and says so in a
   file;
 - with `--many N`, it lists N more tools (`t0` ...), and `grow` lists one
-  more and sends notifications/tools/list_changed.
+  more and sends notifications/tools/list_changed;
+- it serves one resource, `note://hostile`, takes subscriptions to it, and
+  `subscribed` tells what this process was subscribed to (none, after a
+  `crash`, unless its client subscribes again).
 """
 
 import argparse
@@ -83,6 +86,27 @@ async def grow(ctx: Context) -> str:
     server.grown += 1
     await ctx.session.send_tool_list_changed()
     return f"{options.many + server.grown} tools"
+
+
+@server.resource("note://hostile", description="A note.")
+def note() -> str:
+    return "a note"
+
+
+subscriptions = set()
+
+
+async def on_subscribe(ctx, params: types.SubscribeRequestParams) -> types.EmptyResult:
+    subscriptions.add(str(params.uri))
+    return types.EmptyResult()
+
+
+server._lowlevel_server.add_request_handler("resources/subscribe", types.SubscribeRequestParams, on_subscribe)
+
+
+@server.tool(description="The resources this process was subscribed to.", structured_output=False)
+def subscribed() -> str:
+    return ", ".join(sorted(subscriptions)) or "none"
 
 
 class Answer(BaseModel):
