@@ -337,6 +337,17 @@ async fn a_url_server_down_at_start_is_served_once_it_comes_up() {
     let listed = |host: &Toolhost| host.list_tools().tools.iter().any(|t| t.name == "late_echo");
     assert!(!listed(&host));
     assert_eq!(host.gateway().unreached(), ["late"]);
+    let unknown = host
+        .call_tool("late_echo", json!({}), &CallControl::new("0"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        unknown.contains(
+            "Tool late_echo not found: upstream `late`, whose tools are named `late_…`, has not answered yet"
+        ),
+        "{unknown}"
+    );
 
     let mut rebuilt = host.subscribe();
     let echo = ToolServer::new(

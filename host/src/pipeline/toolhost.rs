@@ -402,6 +402,19 @@ impl Toolhost {
                 Backend::Plugin(plugin, _) => ServedBy::Plugin(plugin.name.to_string()),
                 Backend::Upstream(server, _) => ServedBy::Upstream(server.config.name.clone()),
             });
+        // A server not reached yet lists nothing: its tool is unknown
+        // until it answers, and the caller is told so, not only that.
+        let result = match result {
+            Err(ToolError::NotFound(message)) if backend.is_none() => Err(ToolError::NotFound(
+                match self.gateway.unreached_prefix_of(name) {
+                    Some((server, prefix)) => format!(
+                        "{message}: upstream `{server}`, whose tools are named `{prefix}…`, has not answered yet; it is tried again"
+                    ),
+                    None => message,
+                },
+            )),
+            other => other,
+        };
         let catalog = call.finish(name, ctx, backend, &result, &noted);
         result.map_err(|error| CallError {
             tool: name.to_owned(),

@@ -120,6 +120,16 @@ impl Gateway {
             .collect()
     }
 
+    /// The server not reached yet whose prefix `tool` has, as (name,
+    /// prefix): where a call of an unknown tool may have been meant to go.
+    pub fn unreached_prefix_of(&self, tool: &str) -> Option<(&str, &str)> {
+        self.servers
+            .iter()
+            .filter(|s| !s.config.prefix.is_empty() && tool.starts_with(&s.config.prefix))
+            .find(|s| !s.reached())
+            .map(|s| (s.config.name.as_str(), s.config.prefix.as_str()))
+    }
+
     /// Each server's instructions, as (server name, prefix, instructions).
     pub fn instructions(&self) -> Vec<(String, String, String)> {
         self.servers
