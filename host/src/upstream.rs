@@ -677,9 +677,12 @@ impl Upstream {
             .replace(async || {
                 let limit = self.config.connect_timeout;
                 let opening = open(&self.config, self.listener.clone());
+                // Kept and logged as well as returned: redacted and cut as
+                // every error of the server's (a server may echo a header).
                 tokio::time::timeout(limit, opening)
                     .await
                     .unwrap_or_else(|_| Err(unanswered(limit)))
+                    .map_err(|e| self.config.error(e).message)
             })
             .await?;
         if let Some(opened) = replaced {
