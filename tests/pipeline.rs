@@ -301,8 +301,12 @@ async fn a_url_server_that_goes_away_is_named_with_why_and_served_again_when_bac
     relaying.abort();
     let _ = relaying.await;
     let down = echo().await.unwrap_err().to_string();
+    // A new connection is refused; one the client pooled may be taken
+    // before it has seen the close, and fails so: either says why.
     assert!(
-        down.starts_with("upstream `web`, tool `echo`: ") && down.contains("Connection refused"),
+        down.starts_with("upstream `web`, tool `echo`: ")
+            && (down.contains("Connection refused")
+                || down.contains("connection closed before message completed")),
         "{down}"
     );
     assert!(!down.contains("rmcp::"), "no Rust type names: {down}");
