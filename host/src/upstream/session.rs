@@ -83,7 +83,7 @@ impl Session {
     }
 }
 
-/// A session opened by [`Sessions::replace`], with why there was none.
+/// What a session [`Sessions::replace`] opened took the place of.
 pub(super) enum Opened {
     /// In place of one that ended, for the reason given.
     Again(String),
