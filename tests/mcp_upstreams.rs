@@ -329,6 +329,54 @@ fn an_upstream_that_exits_is_started_again_by_the_next_call() {
     );
 }
 
+/// A client subscribing to one resource URI after another: toolhost keeps
+/// each (to make it again if the server is started again) up to a bound,
+/// and refuses the next naming the server, rather than grow without end.
+#[test]
+fn subscriptions_through_toolhost_are_bounded() {
+    needs!(Python);
+    let dir = hostile(0, "");
+    let mut serve = StdioServe::spawn(toolhost().current_dir(dir.path()).arg("serve"));
+    serve.initialize(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "subscriber", "version": "1"},
+        }}),
+    );
+    // Written from another thread: the answers are read meanwhile.
+    let mut stdin = serve.take_stdin();
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        for i in 0..1001u64 {
+            let uri = format!("note://hostile/{i}");
+            let request = json!({"jsonrpc": "2.0", "id": 100 + i, "method": "resources/subscribe", "params": {"uri": uri}});
+            writeln!(stdin, "{request}").unwrap();
+        }
+        stdin
+    });
+    // Answered in any order: they are handled at once.
+    let (mut answered, mut refused) = (0, Vec::new());
+    while answered < 1001 {
+        let message = serve.message().expect("serve answers every subscription");
+        if message.get("id").is_none() {
+            continue; // a notification
+        }
+        answered += 1;
+        if message.get("result").is_none() {
+            refused.push(message);
+        }
+    }
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    let message = refused[0]["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("upstream `hostile`: resources/subscribe: it holds 1000 subscriptions, the most"),
+        "{}",
+        refused[0]
+    );
+    drop(writer.join().unwrap());
+    let _ = serve.end();
+}
+
 /// The upstream servers are started at once, not one after another: two
 /// that each answer only once the other has started are both served (one
 /// after the other, the first would wait for the second until its

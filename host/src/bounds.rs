@@ -140,6 +140,11 @@ pub const MAX_PROGRESS_PER_CALL: usize = 100;
 /// them is refused until one closes or expires.
 pub const MAX_HTTP_SESSIONS: usize = 256;
 
+/// Resources subscribed to through toolhost on one upstream server, by all
+/// clients together: each is kept, and made again when the server is
+/// started again; a subscription beyond them is refused.
+pub const MAX_UPSTREAM_SUBSCRIPTIONS: usize = 1000;
+
 /// Most content blocks of one result the gate serves, whatever its source.
 pub const MAX_RESULT_BLOCKS: usize = 1000;
 /// Largest result the gate serves, whatever its source (`CallOutput::size`);

@@ -712,7 +712,7 @@ impl Upstream {
 
     /// Forward the subscriptions again over `session`, which replaced the
     /// one they were made over, before any request of the clients' goes
-    /// over it; each within `connect_timeout_s`.
+    /// over it; all within `connect_timeout_s`.
     #[allow(deprecated)] // As `subscribe_resource`.
     async fn subscribe_again(&self, session: &session::Session) {
         let uris: Vec<String> = self
@@ -722,18 +722,34 @@ impl Upstream {
             .iter()
             .cloned()
             .collect();
-        for uri in uris {
-            let subscribing = session
-                .peer()
-                .subscribe(SubscribeRequestParams::new(uri.as_str()));
-            let failed = match tokio::time::timeout(self.config.connect_timeout, subscribing).await {
-                Ok(Ok(())) => continue,
-                Ok(Err(e)) => service_failure(&e),
-                Err(_) => unanswered(self.config.connect_timeout),
-            };
+        let name = &self.config.name;
+        let mut made = 0;
+        let making = async {
+            for uri in &uris {
+                let subscribing = session
+                    .peer()
+                    .subscribe(SubscribeRequestParams::new(uri.as_str()));
+                match subscribing.await {
+                    Ok(()) => made += 1,
+                    Err(e) => tracing::warn!(
+                        "{}; its updates are lost",
+                        self.config.error(format!(
+                            "resources/subscribe `{}` again: {}",
+                            bounds::label(uri),
+                            service_failure(&e)
+                        ))
+                    ),
+                }
+            }
+        };
+        if tokio::time::timeout(self.config.connect_timeout, making)
+            .await
+            .is_err()
+        {
             tracing::warn!(
-                "upstream `{}`: resources/subscribe `{uri}` again: {failed}; its updates are lost",
-                self.config.name
+                "upstream `{name}`: {made} of {} subscriptions made again within {} s (`connect_timeout_s`); the updates of the rest are lost",
+                uris.len(),
+                self.config.connect_timeout.as_secs()
             );
         }
     }
@@ -918,15 +934,29 @@ impl Upstream {
     /// subscriptions legacy; they are what these servers speak.)
     #[allow(deprecated)]
     pub async fn subscribe_resource(&self, uri: &str) -> Result<(), UpstreamError> {
-        self.over("resources/subscribe", async |peer| {
-            peer.subscribe(SubscribeRequestParams::new(uri)).await
-        })
-        .await?;
-        self.subscribed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(uri.to_owned());
-        Ok(())
+        // Taken before it is forwarded: subscriptions arrive at once.
+        let taken = {
+            let mut subscribed = self.subscribed.lock().unwrap_or_else(PoisonError::into_inner);
+            let held = subscribed.len();
+            if held >= bounds::MAX_UPSTREAM_SUBSCRIPTIONS && !subscribed.contains(uri) {
+                return Err(self.config.error(format!(
+                    "resources/subscribe: it holds {held} subscriptions, the most toolhost keeps for one server"
+                )));
+            }
+            subscribed.insert(uri.to_owned())
+        };
+        let forwarded = self
+            .over("resources/subscribe", async |peer| {
+                peer.subscribe(SubscribeRequestParams::new(uri)).await
+            })
+            .await;
+        if forwarded.is_err() && taken {
+            self.subscribed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(uri);
+        }
+        forwarded
     }
 
     /// Withdraw the subscription to `uri`.
