@@ -96,7 +96,7 @@ pub(super) enum Opened {
 pub(super) struct Sessions {
     current: RwLock<Result<Arc<Session>, String>>,
     /// Held while a new session is opened, so that one opens at a time;
-    /// when the last one was tried.
+    /// when the last try ended.
     reopened: tokio::sync::Mutex<Option<Instant>>,
 }
 
@@ -158,8 +158,11 @@ impl Sessions {
                 RESTART_INTERVAL.as_secs()
             ));
         }
+        let opening = open().await;
+        // From the end of the try: a server slow to start (a loaded
+        // machine, `npx`) that dies at once still waits the interval.
         *reopened = Some(Instant::now());
-        let fresh = match (open().await, reached_before) {
+        let fresh = match (opening, reached_before) {
             (Ok(fresh), _) => Arc::new(fresh),
             (Err(e), true) => return Err(format!("{why}, and starting it again failed: {e}")),
             (Err(e), false) => {
