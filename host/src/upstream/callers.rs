@@ -4,9 +4,9 @@
 //!
 //! Bounded: at most [`MAX_SESSIONS`] are open; one idle for [`IDLE`] is
 //! closed at the next call, one that ended is replaced by the next, and
-//! when all are taken the least recently used goes. Sessions are keyed by a SHA-256 of the token, never the token; a
-//! caller whose token is refreshed gets a new session, and the old one
-//! idles out. The server's lists (tools, prompts, resources) are read over
+//! when all are taken the least recently used goes. Sessions are keyed by
+//! a SHA-256 of the token, never the token; a caller whose token is
+//! refreshed gets a new session, and the old one idles out. The server's lists (tools, prompts, resources) are read over
 //! the host's own session, not these: only calls go over a caller's.
 //! Owns the pool; not the exchange (`credentials`), nor the session's
 //! set-up (`upstream`, which connects one for a token).
@@ -121,9 +121,15 @@ mod tests {
         let server = servers.lock().unwrap().pop().unwrap();
         server.abort();
         let _ = server.await;
-        while !peer.is_transport_closed() {
-            tokio::task::yield_now().await;
-        }
+        // Bounded, so a session that never sees its end fails the test.
+        let closing = async {
+            while !peer.is_transport_closed() {
+                tokio::task::yield_now().await;
+            }
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(30), closing)
+            .await
+            .expect("the session saw its server go");
         let (peer, _) = callers.peer("token", connect).await.unwrap();
         assert_eq!(opened.load(Ordering::SeqCst), 2, "an ended session is replaced");
         assert!(!peer.is_transport_closed());
