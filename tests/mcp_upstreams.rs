@@ -257,6 +257,64 @@ fn an_upstreams_tools_outside_the_contract_are_refused_naming_it_and_the_rest_se
     );
 }
 
+/// An upstream server that refuses with the token it was sent quoted in
+/// its `WWW-Authenticate` header: rmcp logs that header whole, and at `-v`
+/// the line reached stderr as it was. Every log line now leaves redacted,
+/// whichever library wrote it, as do toolhost's own error and the model's
+/// view.
+#[test]
+fn an_upstream_quoting_its_token_in_a_refusal_leaves_it_in_no_log_line() {
+    const TOKEN: &str = "upstream-token-5b7e0c93d1";
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let address = listener.local_addr().unwrap();
+    let refuse = |headers: axum::http::HeaderMap| async move {
+        let sent = headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        let challenge = format!("Bearer error=\"invalid_token\", error_description=\"{sent} has expired\"");
+        (
+            axum::http::StatusCode::UNAUTHORIZED,
+            [("www-authenticate", challenge)],
+            format!("you sent {sent}"),
+        )
+    };
+    let app = axum::Router::new().route("/mcp", axum::routing::any(refuse));
+    runtime.spawn(async move { axum::serve(listener, app).await });
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("plugins")).unwrap();
+    let toml = format!(
+        "plugins = \"plugins\"\n[[upstream]]\nname = \"expired\"\nurl = \"http://{address}/mcp\"\n\
+         headers = {{ Authorization = \"Bearer {TOKEN}\" }}\n"
+    );
+    std::fs::write(dir.path().join("toolhost.toml"), toml).unwrap();
+    for verbosity in ["-v", "-vv"] {
+        let (status, stdout, stderr) = toolhost_in(&dir, &[verbosity, "tools"]);
+        assert!(status.is_some(), "{stderr}");
+        // rmcp's own line is there, with the header it logs redacted.
+        let rmcp = stderr
+            .lines()
+            .find(|l| l.contains("rmcp") && l.contains("www_authenticate"));
+        assert!(
+            rmcp.is_some_and(|l| l.contains("[redacted:authorization] has expired")),
+            "{verbosity}: {stderr}"
+        );
+        assert!(stderr.contains("upstream `expired`"), "{verbosity}: {stderr}");
+        for text in [&stdout, &stderr] {
+            assert!(!text.contains(TOKEN), "{verbosity}: {text}");
+            assert!(
+                !text.contains(&TOKEN.chars().rev().collect::<String>()),
+                "{verbosity}: {text}"
+            );
+        }
+    }
+}
+
 #[test]
 fn an_upstream_call_never_answered_fails_at_its_deadline_naming_the_server_and_tool() {
     needs!(Python);

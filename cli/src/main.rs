@@ -1,5 +1,7 @@
 //! The `toolhost` command line.
 
+mod log;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -240,7 +242,7 @@ fn main() -> ExitCode {
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| filter.into()),
         )
-        .with_writer(std::io::stderr)
+        .with_writer(log::RedactedStderr)
         // Colours for a person at a terminal only: a client that launched
         // `serve` keeps its stderr in a log file, where escape codes are
         // noise around every line.

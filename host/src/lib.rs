@@ -102,7 +102,7 @@
 //! The modules depend on each other in one direction, with no cycle (the
 //! test in `layering` fails naming one): the leaves (`bounds`, `output`,
 //! `tool`, `schema`, `args_edit`, `http_client`, `json_structure`, `lines`,
-//! `atomic_file`, `plugin_file`, `pin`, `trace_context`, `error_chain`, `malformed`) at the bottom; the tool sources (`tools`,
+//! `atomic_file`, `plugin_file`, `pin`, `trace_context`, `error_chain`, `malformed`, `secrets`) at the bottom; the tool sources (`tools`,
 //! `plugin`, `upstream`) above the vocabulary they speak (`value_model`, `catalog`);
 //! `supply` above the loader it admits for; `pipeline` above them all but
 //! `mcp`, the front, at the top.
@@ -130,6 +130,7 @@ pub use pipeline::{
 pub use plugin::{LogLevel, LogLine, LogSink, Runtime, RuntimeError, RuntimeOptions, tracing_sink};
 #[doc(no_inline)]
 pub use schema::ToolSchema;
+pub use secrets::held::redact as redact_secrets;
 #[doc(no_inline)]
 pub use supply::TrustSettings;
 #[doc(no_inline)]
@@ -172,6 +173,7 @@ mod plugin_file;
 mod priority;
 mod prompt;
 mod schema;
+mod secrets;
 mod tool;
 mod tools;
 mod trace_context;

@@ -1307,6 +1307,10 @@ fn unanswered(limit: Duration) -> String {
 /// or its URL reached (HTTP), and initialised, its requests and
 /// notifications going to `listener`.
 async fn open(config: &UpstreamConfig, listener: Listener) -> Result<session::Session, String> {
+    // Before anything is sent: the libraries below log a refusal whole,
+    // and the server may quote the header it was sent in it.
+    let secrets = config.secrets();
+    crate::secrets::held::hold(secrets.iter().map(|(n, v)| (n.as_str(), v.as_str())));
     let cap = config.max_message_bytes;
     let mut process = None;
     let client = match &config.transport {

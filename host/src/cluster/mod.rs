@@ -154,6 +154,9 @@ impl Cluster {
     pub fn connect(url: &str, prefix: &str, key: ClusterKey) -> Result<Arc<Self>, ClusterError> {
         let client = redis::Client::open(url).map_err(|e| ClusterError::Url(e.to_string()))?;
         let info = client.get_connection_info();
+        if let Some(password) = info.redis_settings().password() {
+            crate::secrets::held::hold([("redis-password", password)]);
+        }
         let server = info.addr().to_string();
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(OP_TIMEOUT))

@@ -42,6 +42,9 @@ impl ClusterKey {
     /// The key in the environment variable `var`, which must be set.
     pub fn from_env(var: &str) -> Result<Self, ClusterError> {
         let secret = std::env::var_os(var).ok_or_else(|| ClusterError::NoKey { var: var.to_owned() })?;
+        if let Some(text) = secret.to_str() {
+            crate::secrets::held::hold([("cluster-key", text)]);
+        }
         Self::new(secret.as_encoded_bytes()).map_err(|e| match e {
             ClusterError::ShortKey { bytes } => ClusterError::ShortEnvKey {
                 var: var.to_owned(),

@@ -128,6 +128,7 @@ impl Exchange {
             })?),
             None => None,
         };
+        crate::secrets::held::hold(secret.as_deref().map(|s| ("client_secret", s)));
         let client = match (&settings.client_id, secret) {
             (Some(id), secret) => Some((id.clone(), secret)),
             (None, Some(_)) => {

@@ -24,8 +24,6 @@
 //! `secrets`. Each source's own redaction (a plugin's, at its boundary)
 //! stays, but nothing here depends on it.
 
-mod secrets;
-
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -33,7 +31,7 @@ use serde_json::{Map, Value};
 use crate::bounds;
 use crate::enrich::{EnrichedTool, Hidden, Listing};
 use crate::output::{Block, Body, CallOutput, ContentAnnotations, Icon, Meta, ToolError};
-use secrets::{Piece, Secrets};
+use crate::secrets::{Piece, Secrets};
 
 /// The host's last check on what it serves.
 pub struct Gate {

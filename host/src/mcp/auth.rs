@@ -233,7 +233,10 @@ impl Authorizer {
                     "the bearer token is empty (from `bearer_token_env` or `bearer_token_file`)".into(),
                 ));
             }
-            Some(token) => Some(Sha256::digest(token.as_bytes()).into()),
+            Some(token) => {
+                crate::secrets::held::hold([("bearer-token", token)]);
+                Some(Sha256::digest(token.as_bytes()).into())
+            }
             None => None,
         };
         let oauth = match &config.oauth {

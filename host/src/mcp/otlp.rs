@@ -102,6 +102,7 @@ impl SpanExport {
                     "the environment variable `{var}` (header `{name}`) is not a header value"
                 )));
             }
+            crate::secrets::held::hold([(name.as_str(), value.as_str())]);
             headers.insert(name.clone(), value);
         }
         let client = OnTokio {

@@ -262,9 +262,9 @@ impl HttpGrant {
                 per_caller,
             });
         }
-        grant.redactor = Arc::new(Redactor::new(
-            values.iter().map(|(name, value)| (name.as_str(), value.as_str())),
-        ));
+        let named = || values.iter().map(|(name, value)| (name.as_str(), value.as_str()));
+        crate::secrets::held::hold(named());
+        grant.redactor = Arc::new(Redactor::new(named()));
         grant.values = values;
         grant.clients = Some(Clients::default());
         for origin in &grants.http {

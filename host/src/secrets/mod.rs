@@ -20,6 +20,9 @@
 //! Hex and base64 are matched only for secrets of [`MIN_ENCODED_SECRET`]
 //! bytes or more: shorter ones would match ordinary text. Not here: which
 //! strings an answer holds (`gate`).
+//!
+//! [`held`] is the set of every secret this process holds, which its own
+//! log is redacted with.
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -27,6 +30,8 @@ use std::ops::Range;
 use aho_corasick::{AhoCorasick, MatchKind};
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE_NO_PAD};
+
+pub mod held;
 
 /// Shortest secret whose hex and base64 forms are matched.
 pub(crate) const MIN_ENCODED_SECRET: usize = 8;
