@@ -12,7 +12,10 @@
 //!
 //! A hostile upstream (`tests/mcp/hostile_server.py`) behind `toolhost`,
 //! as a user runs it: what it says is checked as a plugin's word is, and
-//! every call to it is answered, whatever it does.
+//! every call to it is answered, whatever it does. Secrets kept from
+//! upstream servers and from the log: a server refusing with its token
+//! quoted, and what a stdio server is started with
+//! (`tests/mcp/environ_server.py`).
 //!
 //! Tasks of each revision over stdio, spoken to line by line: a
 //! 2026-07-28 client's are not taken for a 2025-11-25 session's. The
@@ -313,6 +316,70 @@ fn an_upstream_quoting_its_token_in_a_refusal_leaves_it_in_no_log_line() {
             );
         }
     }
+}
+
+/// A stdio server toolhost starts is not given a variable of its
+/// environment whose value is a secret granted to another source (here a
+/// plugin's), unless its `env` names it; every other variable is passed
+/// on. What it is given and sends back is still redacted before the model.
+#[test]
+fn a_stdio_server_is_not_given_another_sources_secret_from_the_environment() {
+    needs!(Python);
+    const SECRET: &str = "granted-to-the-plugin-2f9d41";
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    let origin = "http://127.0.0.1:9";
+    let grant = format!(
+        "[grants]\nhttp = [{origin:?}]\n[grants.secrets.tracker]\nenv = \"TOOLHOST_TEST_GRANTED\"\n\
+         header = \"Authorization\"\nprefix = \"Bearer \"\nhosts = [{origin:?}]\n\
+         allow_loopback_http = true\n[config]\nbase_url = {origin:?}\n"
+    );
+    toolhost_tests::fill_plugin_dir(&plugins, &[("30-tracker", "tracker_tools", Some(&grant))]);
+    let server = python_driver("environ_server.py");
+    let args: Vec<String> = server
+        .get_args()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let toml = format!(
+        "plugins = \"plugins\"\n[[upstream]]\nname = \"environ\"\ncommand = {:?}\nargs = {}\n\
+         env = [\"TOOLHOST_TEST_PASSED\"]\n",
+        server.get_program().to_string_lossy(),
+        json!(args)
+    );
+    std::fs::write(dir.path().join("toolhost.toml"), toml).unwrap();
+    let environ = |name: &str| {
+        let mut command = toolhost();
+        command
+            .arg("--config")
+            .arg(dir.path().join("toolhost.toml"))
+            .args(["call", "--json", "environ"])
+            .arg(json!({"name": name}).to_string())
+            .current_dir(dir.path())
+            .envs([
+                ("TOOLHOST_TEST_GRANTED", SECRET),
+                ("TOOLHOST_TEST_PASSED", SECRET),
+                ("TOOLHOST_TEST_SAME", SECRET),
+                ("TOOLHOST_TEST_PLAIN", "plain"),
+            ]);
+        let (status, stdout, stderr) = run_within(&mut command, Duration::from_secs(120));
+        assert!(status.is_some_and(|s| s.success()), "{stdout}\n{stderr}");
+        let answer: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        (answer["content"].as_str().unwrap_or_default().to_owned(), stderr)
+    };
+    let (granted, stderr) = environ("TOOLHOST_TEST_GRANTED");
+    assert_eq!(granted, "unset");
+    assert!(
+        stderr.contains(
+            "upstream `environ`: started without TOOLHOST_TEST_GRANTED, TOOLHOST_TEST_SAME from the \
+             environment, each a secret toolhost holds for another use"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(environ("TOOLHOST_TEST_SAME").0, "unset");
+    assert_eq!(environ("TOOLHOST_TEST_PLAIN").0, "plain");
+    // Passed on by name; its value still never reaches the model.
+    assert_eq!(environ("TOOLHOST_TEST_PASSED").0, "[redacted:tracker]");
 }
 
 #[test]

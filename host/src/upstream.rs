@@ -201,6 +201,11 @@ pub enum Transport {
         command: String,
         /// Its arguments.
         args: Vec<String>,
+        /// Variables of toolhost's environment passed on to the program
+        /// even though their values are secrets toolhost holds for another
+        /// use (a plugin's grant, the endpoint's bearer token), which are
+        /// otherwise withheld. Every other variable is passed on.
+        env: Vec<String>,
     },
     /// A streamable-HTTP endpoint, with headers sent on every request
     /// (their values are marked sensitive, so they are not logged).
@@ -226,6 +231,8 @@ struct RawConfig {
     command: Option<String>,
     #[serde(default)]
     args: Vec<String>,
+    #[serde(default)]
+    env: Vec<String>,
     url: Option<String>,
     #[serde(default)]
     headers: BTreeMap<String, String>,
@@ -259,11 +266,15 @@ impl TryFrom<RawConfig> for UpstreamConfig {
                 Transport::Stdio {
                     command,
                     args: raw.args,
+                    env: raw.env,
                 }
             }
             (None, Some(url)) => {
                 if !raw.args.is_empty() {
                     return Err(fail("`args` are for `command`, not `url`".into()));
+                }
+                if !raw.env.is_empty() {
+                    return Err(fail("`env` is for `command`, not `url`".into()));
                 }
                 if !(url.starts_with("http://") || url.starts_with("https://")) {
                     return Err(fail(format!("url `{url}` is not http:// or https://")));
@@ -1298,6 +1309,20 @@ impl Upstream {
     }
 }
 
+/// The variables of this process's environment a stdio server is not
+/// given: each whose value is a secret held for another use
+/// ([`crate::secrets::held`]), unless the server's `env` names it. A server
+/// started by toolhost runs as the user and could read the user's files
+/// anyway; this keeps a secret granted to one source from being handed to
+/// another by default, as the gate does for what is served.
+fn withheld_env(passed: &[String]) -> Vec<String> {
+    std::env::vars_os()
+        .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
+        .filter(|(name, value)| !passed.contains(name) && crate::secrets::held::holds(value))
+        .map(|(name, _)| name)
+        .collect()
+}
+
 /// A server's silence for `limit`, as an error says it.
 fn unanswered(limit: Duration) -> String {
     format!("no answer within {} s (`connect_timeout_s`)", limit.as_secs())
@@ -1314,9 +1339,27 @@ async fn open(config: &UpstreamConfig, listener: Listener) -> Result<session::Se
     let cap = config.max_message_bytes;
     let mut process = None;
     let client = match &config.transport {
-        Transport::Stdio { command, args } => {
+        Transport::Stdio { command, args, env } => {
             use std::process::Stdio;
-            let mut child = tokio::process::Command::new(command)
+            let mut program = tokio::process::Command::new(command);
+            let withheld = withheld_env(env);
+            if !withheld.is_empty() {
+                let (each, it) = if withheld.len() == 1 {
+                    ("", "it")
+                } else {
+                    ("each ", "one")
+                };
+                tracing::warn!(
+                    "upstream `{}`: started without {} from the environment, {each}a secret toolhost \
+                     holds for another use; name {it} in the server's `env` to pass it on",
+                    config.name,
+                    withheld.join(", ")
+                );
+            }
+            for name in &withheld {
+                program.env_remove(name);
+            }
+            let mut child = program
                 .args(args)
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())

@@ -264,6 +264,12 @@ impl<'r> ToolhostBuilder<'r> {
             ..BuildReport::default()
         };
         let log = self.log.unwrap_or_else(tracing_sink);
+        // Every server's secrets held before any starts, so what a stdio
+        // server is not given does not depend on which started first.
+        for config in &self.upstreams {
+            let secrets = config.secrets();
+            crate::secrets::held::hold(secrets.iter().map(|(n, v)| (n.as_str(), v.as_str())));
+        }
         // All at once: each may take seconds to start (`npx` fetching a
         // package) or to time out, and none waits on another. Their tools
         // keep the configuration's order.

@@ -60,6 +60,18 @@ pub(crate) fn hold<'a>(secrets: impl IntoIterator<Item = (&'a str, &'a str)>) {
     held.secrets = Some(Arc::new(secrets));
 }
 
+/// Whether `value`, as a whole (its surrounding whitespace aside), is a
+/// secret this process holds.
+pub(crate) fn holds(value: &str) -> bool {
+    let value = value.trim();
+    !value.is_empty()
+        && HELD
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values
+            .contains_key(value)
+}
+
 /// `text` with every secret this process holds replaced by
 /// `[redacted:NAME]`, in each form the gate finds (as written, reversed,
 /// hex, base64, escaped).
