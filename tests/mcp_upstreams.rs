@@ -321,7 +321,8 @@ fn an_upstream_quoting_its_token_in_a_refusal_leaves_it_in_no_log_line() {
 /// A stdio server toolhost starts is not given a variable of its
 /// environment whose value is a secret granted to another source (here a
 /// plugin's), unless its `env` names it; every other variable is passed
-/// on. What it is given and sends back is still redacted before the model.
+/// on. What it is given and sends back is still redacted before the model,
+/// and what it prints on its stderr before toolhost's.
 #[test]
 fn a_stdio_server_is_not_given_another_sources_secret_from_the_environment() {
     needs!(Python);
@@ -348,20 +349,22 @@ fn a_stdio_server_is_not_given_another_sources_secret_from_the_environment() {
         json!(args)
     );
     std::fs::write(dir.path().join("toolhost.toml"), toml).unwrap();
+    let envs = [
+        ("TOOLHOST_TEST_GRANTED", SECRET),
+        ("TOOLHOST_TEST_PASSED", SECRET),
+        ("TOOLHOST_TEST_SAME", SECRET),
+        ("TOOLHOST_TEST_PLAIN", "plain"),
+    ];
+    let config = dir.path().join("toolhost.toml");
     let environ = |name: &str| {
         let mut command = toolhost();
         command
             .arg("--config")
-            .arg(dir.path().join("toolhost.toml"))
+            .arg(&config)
             .args(["call", "--json", "environ"])
             .arg(json!({"name": name}).to_string())
             .current_dir(dir.path())
-            .envs([
-                ("TOOLHOST_TEST_GRANTED", SECRET),
-                ("TOOLHOST_TEST_PASSED", SECRET),
-                ("TOOLHOST_TEST_SAME", SECRET),
-                ("TOOLHOST_TEST_PLAIN", "plain"),
-            ]);
+            .envs(envs);
         let (status, stdout, stderr) = run_within(&mut command, Duration::from_secs(120));
         assert!(status.is_some_and(|s| s.success()), "{stdout}\n{stderr}");
         let answer: serde_json::Value = serde_json::from_str(&stdout).unwrap();
@@ -380,6 +383,33 @@ fn a_stdio_server_is_not_given_another_sources_secret_from_the_environment() {
     assert_eq!(environ("TOOLHOST_TEST_PLAIN").0, "plain");
     // Passed on by name; its value still never reaches the model.
     assert_eq!(environ("TOOLHOST_TEST_PASSED").0, "[redacted:tracker]");
+
+    // What it prints on its stderr, served over stdio: a second call after
+    // it, so the line has been read when the host ends.
+    let mut serve = StdioServe::spawn(
+        toolhost()
+            .arg("--config")
+            .arg(&config)
+            .arg("serve")
+            .current_dir(dir.path())
+            .envs(envs),
+    );
+    serve.initialize(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"},
+        }}),
+    );
+    for (id, tool) in [(2, "shout"), (3, "environ")] {
+        let args = json!({"name": "TOOLHOST_TEST_PASSED"});
+        let answer = serve.request(id, "tools/call", json!({"name": tool, "arguments": args}));
+        assert_eq!(answer["result"]["isError"], false, "{answer}");
+    }
+    let stderr = String::from_utf8_lossy(&serve.end().stderr).into_owned();
+    assert!(
+        stderr.contains("TOOLHOST_TEST_PASSED is [redacted:tracker]"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(SECRET), "{stderr}");
 }
 
 #[test]

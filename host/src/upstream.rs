@@ -1323,6 +1323,35 @@ fn withheld_env(passed: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// The longest line of a stdio server's stderr written whole; a longer one
+/// is written in pieces of this size.
+const MAX_STDERR_LINE: u64 = 64 * 1024;
+
+/// A stdio server's stderr, on toolhost's own, a line at a time with every
+/// secret held redacted: what the server prints is the user's to read, but
+/// a secret it was given (its `env`) or came by is not, as in the log.
+async fn stderr_redacted(stderr: tokio::process::ChildStderr) {
+    use std::io::Write;
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt};
+    let mut reader = tokio::io::BufReader::new(stderr);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match (&mut reader)
+            .take(MAX_STDERR_LINE)
+            .read_until(b'\n', &mut line)
+            .await
+        {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {
+                let text = crate::secrets::held::redact(&String::from_utf8_lossy(&line));
+                // A closed stderr loses the line, as it lost it before.
+                let _ = std::io::stderr().lock().write_all(text.as_bytes());
+            }
+        }
+    }
+}
+
 /// A server's silence for `limit`, as an error says it.
 fn unanswered(limit: Duration) -> String {
     format!("no answer within {} s (`connect_timeout_s`)", limit.as_secs())
@@ -1363,13 +1392,16 @@ async fn open(config: &UpstreamConfig, listener: Listener) -> Result<session::Se
                 .args(args)
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
-                .stderr(Stdio::inherit())
+                .stderr(Stdio::piped())
                 .kill_on_drop(true)
                 .spawn()
                 .map_err(|e| format!("cannot start `{command}`: {e}"))?;
             let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
                 return Err(format!("`{command}` started without its pipes"));
             };
+            if let Some(stderr) = child.stderr.take() {
+                tokio::spawn(stderr_redacted(stderr));
+            }
             process = Some(child);
             // Lines over the cap are answered by `bounded`; what passes
             // it is within the transport's own cap, which drops a line.
