@@ -322,7 +322,8 @@ fn an_upstream_quoting_its_token_in_a_refusal_leaves_it_in_no_log_line() {
 /// environment whose value is a secret granted to another source (here a
 /// plugin's), unless its `env` names it; every other variable is passed
 /// on. What it is given and sends back is still redacted before the model,
-/// and what it prints on its stderr before toolhost's.
+/// and what it prints on its stderr before toolhost's; its resources and
+/// the errors it answers before the client.
 #[test]
 fn a_stdio_server_is_not_given_another_sources_secret_from_the_environment() {
     needs!(Python);
@@ -403,6 +404,18 @@ fn a_stdio_server_is_not_given_another_sources_secret_from_the_environment() {
         let args = json!({"name": "TOOLHOST_TEST_PASSED"});
         let answer = serve.request(id, "tools/call", json!({"name": tool, "arguments": args}));
         assert_eq!(answer["result"]["isError"], false, "{answer}");
+    }
+    // What it lists and the errors it answers reach the client through the
+    // gate too.
+    let listed = serve.request(4, "resources/list", json!({}));
+    let refused = serve.request(
+        5,
+        "prompts/get",
+        json!({"name": "refuse", "arguments": {"name": "TOOLHOST_TEST_PASSED"}}),
+    );
+    for shown in [&listed, &refused] {
+        assert!(shown.to_string().contains("[redacted:tracker]"), "{shown}");
+        assert!(!shown.to_string().contains(SECRET), "{shown}");
     }
     let stderr = String::from_utf8_lossy(&serve.end().stderr).into_owned();
     assert!(

@@ -400,8 +400,20 @@ impl McpServer {
         .map(|text| self.host.gate().text(&text))
     }
 
-    /// An upstream's prompt or resource through the gate; one it cannot
-    /// pass redacted is withheld.
+    /// A request the gateway could not serve, as a protocol error, its
+    /// text through the gate: a server's error may quote a secret it was
+    /// given (an `env` passed on) or sent.
+    fn gateway_error(&self, e: GatewayError) -> McpError {
+        let code = match e {
+            GatewayError::UnknownPrompt(_) | GatewayError::UnknownResource(_) => ErrorCode::INVALID_PARAMS,
+            GatewayError::NoSubscriptions(_) | GatewayError::Unsupported(_) => ErrorCode::METHOD_NOT_FOUND,
+            GatewayError::Upstream(_) => ErrorCode::INTERNAL_ERROR,
+        };
+        McpError::new(code, self.host.gate().text(&e.to_string()), None)
+    }
+
+    /// An upstream's prompt, resource or completion through the gate; one
+    /// it cannot pass redacted is withheld.
     fn gated<T: serde::Serialize + serde::de::DeserializeOwned>(&self, what: T) -> Result<T, McpError> {
         self.host
             .gate()
@@ -446,16 +458,6 @@ impl Drop for McpServer {
             });
         }
     }
-}
-
-/// A request the gateway could not serve, as a protocol error.
-fn gateway_error(e: GatewayError) -> McpError {
-    let code = match e {
-        GatewayError::UnknownPrompt(_) | GatewayError::UnknownResource(_) => ErrorCode::INVALID_PARAMS,
-        GatewayError::NoSubscriptions(_) | GatewayError::Unsupported(_) => ErrorCode::METHOD_NOT_FOUND,
-        GatewayError::Upstream(_) => ErrorCode::INTERNAL_ERROR,
-    };
-    McpError::new(code, e.to_string(), None)
 }
 
 /// Tell the sessions of the gateway's changes: list changes to every open
@@ -623,7 +625,7 @@ impl ServerHandler for McpServer {
                         ),
                         None,
                     )),
-                    Err(e) => Err(gateway_error(e)),
+                    Err(e) => Err(self.gateway_error(e)),
                 };
             }
             let text = self.host.system_prompt_for(&self.caller(&context));
@@ -713,7 +715,7 @@ impl ServerHandler for McpServer {
         telemetry::Request::start("resources/list", None, &context, self.spans.as_ref())
             .run(&self.metrics, async move {
                 Ok(ListResourcesResult::with_all_items(
-                    self.host.gateway().list_resources(),
+                    self.gated(self.host.gateway().list_resources())?,
                 ))
             })
             .await
@@ -727,7 +729,7 @@ impl ServerHandler for McpServer {
         telemetry::Request::start("resources/templates/list", None, &context, self.spans.as_ref())
             .run(&self.metrics, async move {
                 Ok(ListResourceTemplatesResult::with_all_items(
-                    self.host.gateway().list_resource_templates(),
+                    self.gated(self.host.gateway().list_resource_templates())?,
                 ))
             })
             .await
@@ -745,7 +747,7 @@ impl ServerHandler for McpServer {
                     .gateway()
                     .read_resource(request)
                     .await
-                    .map_err(gateway_error)?;
+                    .map_err(|e| self.gateway_error(e))?;
                 Ok(self.gated(result)?.into())
             })
             .await
@@ -758,7 +760,8 @@ impl ServerHandler for McpServer {
     ) -> Result<CompleteResult, McpError> {
         telemetry::Request::start("completion/complete", None, &context, self.spans.as_ref())
             .run(&self.metrics, async move {
-                self.host.gateway().complete(request).await.map_err(gateway_error)
+                let result = self.host.gateway().complete(request).await;
+                self.gated(result.map_err(|e| self.gateway_error(e))?)
             })
             .await
     }
@@ -787,7 +790,7 @@ impl ServerHandler for McpServer {
                             all.remove(&uri);
                         }
                     }
-                    return Err(gateway_error(e));
+                    return Err(self.gateway_error(e));
                 }
                 Ok(())
             })
@@ -822,7 +825,7 @@ impl ServerHandler for McpServer {
                         .gateway()
                         .unsubscribe(&uri)
                         .await
-                        .map_err(gateway_error)?;
+                        .map_err(|e| self.gateway_error(e))?;
                 }
                 Ok(())
             })
