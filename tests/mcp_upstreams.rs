@@ -322,8 +322,8 @@ fn an_upstream_quoting_its_token_in_a_refusal_leaves_it_in_no_log_line() {
 /// environment whose value is a secret granted to another source (here a
 /// plugin's), unless its `env` names it; every other variable is passed
 /// on. What it is given and sends back is still redacted before the model,
-/// and what it prints on its stderr before toolhost's; its resources and
-/// the errors it answers before the client.
+/// and what it prints on its stderr before toolhost's; its resources, the
+/// errors it answers and its progress messages before the client.
 #[test]
 fn a_stdio_server_is_not_given_another_sources_secret_from_the_environment() {
     needs!(Python);
@@ -413,7 +413,25 @@ fn a_stdio_server_is_not_given_another_sources_secret_from_the_environment() {
         "prompts/get",
         json!({"name": "refuse", "arguments": {"name": "TOOLHOST_TEST_PASSED"}}),
     );
-    for shown in [&listed, &refused] {
+    let args = json!({"name": "TOOLHOST_TEST_PASSED"});
+    serve.send(
+        &json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {
+            "name": "report", "arguments": args, "_meta": {"progressToken": "p"},
+        }}),
+    );
+    let mut progress = Vec::new();
+    while let Some(message) = serve.message() {
+        if message["id"] == 6 {
+            break;
+        }
+        progress.push(message);
+    }
+    let progress = json!(progress);
+    assert!(
+        progress.to_string().contains("notifications/progress"),
+        "{progress}"
+    );
+    for shown in [&listed, &refused, &progress] {
         assert!(shown.to_string().contains("[redacted:tracker]"), "{shown}");
         assert!(!shown.to_string().contains(SECRET), "{shown}");
     }

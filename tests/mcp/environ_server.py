@@ -2,12 +2,13 @@
 variable it is asked for, or `unset` (what toolhost passed on to a server
 it started), and `shout` prints that value on its stderr; the resource
 `env://passed` has the value of TOOLHOST_TEST_PASSED in its description,
-and the prompt `refuse` fails quoting the variable it is given."""
+the prompt `refuse` fails quoting the variable it is given, and `report`
+quotes it in a progress notification."""
 
 import os
 import sys
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPError
 
 server = MCPServer("environ")
@@ -22,6 +23,12 @@ def environ(name: str) -> str:
 def shout(name: str) -> str:
     print(f"{name} is {os.environ.get(name, 'unset')}", file=sys.stderr, flush=True)
     return "said"
+
+
+@server.tool(description="Report progress quoting one environment variable's value.", structured_output=False)
+async def report(name: str, ctx: Context) -> str:
+    await ctx.report_progress(1, 2, f"{name} is {os.environ.get(name, 'unset')}")
+    return "reported"
 
 
 @server.resource("env://passed", description=f"holds {os.environ.get('TOOLHOST_TEST_PASSED', 'unset')}")

@@ -976,7 +976,7 @@ impl ServerHandler for McpServer {
         };
         let mut forwarder = None;
         if let Some(token) = context.meta.get_progress_token() {
-            let (sink, sender) = progress::relay(context.peer.clone(), token);
+            let (sink, sender) = progress::relay(context.peer.clone(), token, self.host.gate());
             ctx = ctx.with_progress(sink);
             forwarder = Some(sender);
         }
