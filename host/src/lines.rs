@@ -64,6 +64,13 @@ pub(crate) type Line<Role> = Result<RxJsonRpcMessage<Role>, NoMessage>;
 #[derive(Debug)]
 pub(crate) struct NoMessage(Option<RequestId>, ErrorData);
 
+impl NoMessage {
+    /// Request `id` refused with `error`, before its side reads it.
+    pub(crate) fn refused(id: RequestId, error: ErrorData) -> Self {
+        Self(Some(id), error)
+    }
+}
+
 /// The most requests of the peer's worked on at once: at this many, the
 /// next is held, and nothing after it read, until one is answered.
 pub(crate) const MAX_UNANSWERED: usize = 1024;

@@ -137,7 +137,11 @@ impl Session {
         tokio::spawn(async move {
             let (read, write) = tokio::io::split(server);
             if let Ok(running) = mcp
-                .serve(crate::lines::Lines::new(read, write, super::lines::ClientLines))
+                .serve(crate::lines::Lines::new(
+                    read,
+                    write,
+                    super::lines::ClientLines::default(),
+                ))
                 .await
             {
                 let _ = running.waiting().await;

@@ -4,18 +4,39 @@
 //! parsed as rmcp's `CallToolRequest` directly; every other line, and a
 //! `tools/call` that is not well-formed, as rmcp reads it. A test holds the
 //! two reads equal line by line.
+//!
+//! Until the session says which revision it speaks (an `initialize`, or a
+//! 2026-07-28 request, whose `params._meta` names its revision), a request
+//! that says neither is refused here, saying to initialize: rmcp took it
+//! for a 2026-07-28 request and answered that `_meta` lacked fields, which
+//! a 2025 client that forgot `initialize` could not make sense of.
 
-use rmcp::model::{CallToolRequest, ClientRequest, JsonRpcMessage, JsonRpcRequest};
+use rmcp::ErrorData;
+use rmcp::model::{CallToolRequest, ClientRequest, JsonRpcMessage, JsonRpcRequest, RequestId};
 use rmcp::service::{RoleServer, RxJsonRpcMessage};
+use serde::Deserialize;
+use serde_json::{Map, Value};
 
 use super::wire::{MAX_CARRIED_LINE, carry_task};
-use crate::lines::{Line, ReadLines, Shape, by_rmcp, without_bom};
+use crate::lines::{Line, NoMessage, ReadLines, Shape, by_rmcp, without_bom};
+
+/// Where a 2026-07-28 request names its revision, in `params._meta`.
+const REVISION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
 
 /// The front's reading of a client's lines.
-pub(super) struct ClientLines;
+#[derive(Default)]
+pub(super) struct ClientLines {
+    /// Whether the session has said its revision.
+    opened: bool,
+}
 
 impl ReadLines<RoleServer> for ClientLines {
     fn read(&mut self, line: &[u8]) -> Option<Line<RoleServer>> {
+        if !self.opened
+            && let Some(refused) = self.unopened(line)
+        {
+            return Some(Err(refused));
+        }
         let carried = (line.len() <= MAX_CARRIED_LINE)
             .then(|| carry_task(line))
             .flatten();
@@ -24,6 +45,43 @@ impl ReadLines<RoleServer> for ClientLines {
             Some(call) => Some(Ok(call)),
             None => by_rmcp::<RoleServer>(line),
         }
+    }
+}
+
+impl ClientLines {
+    /// The refusal of `line` if it is a request, other than a `ping`, sent
+    /// before the session said its revision and saying none itself; marks
+    /// the session opened by one that says it.
+    fn unopened(&mut self, line: &[u8]) -> Option<NoMessage> {
+        #[derive(Deserialize)]
+        struct Opening {
+            method: Option<String>,
+            id: Option<RequestId>,
+            params: Option<Params>,
+        }
+        #[derive(Deserialize)]
+        struct Params {
+            #[serde(rename = "_meta")]
+            meta: Option<Map<String, Value>>,
+        }
+        let opening: Opening = serde_json::from_slice(without_bom(line)).ok()?;
+        let method = opening.method?;
+        let names_revision = opening
+            .params
+            .and_then(|p| p.meta)
+            .is_some_and(|meta| meta.contains_key(REVISION_KEY));
+        if method == "initialize" || names_revision {
+            self.opened = true;
+            return None;
+        }
+        let id = opening.id.filter(|_| method != "ping")?;
+        let why = format!(
+            "`{}` before `initialize`: open the session with `initialize` first (MCP 2025-11-25 and \
+             earlier), or name the revision in each request's `params._meta` ({REVISION_KEY} and \
+             io.modelcontextprotocol/clientCapabilities, MCP 2026-07-28)",
+            crate::bounds::label(&method)
+        );
+        Some(NoMessage::refused(id, ErrorData::invalid_request(why, None)))
     }
 }
 
@@ -54,6 +112,59 @@ mod tests {
     use crate::lines::tests::{as_debug, as_read};
     use crate::mcp::wire::TASK_KEY;
 
+    /// A reading of a session that has said its revision.
+    fn opened() -> ClientLines {
+        ClientLines { opened: true }
+    }
+
+    /// A 2025 client that forgets `initialize` is told to send it, not that
+    /// `_meta` lacks 2026-07-28's fields; a `ping`, a notification or an
+    /// answer is read as ever. `initialize`, or a request naming its
+    /// revision in `_meta`, opens the session, and then every line reads as
+    /// rmcp reads it.
+    #[test]
+    fn a_request_before_the_session_says_its_revision_is_told_to_initialize() {
+        let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string() + "\n";
+        for opening in [
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}}),
+            json!({"jsonrpc": "2.0", "id": 0, "method": "tools/list", "params": {"_meta": {
+                REVISION_KEY: "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}}),
+        ] {
+            let mut reading = ClientLines::default();
+            let Some(Err(refused)) = reading.read(list.as_bytes()) else {
+                panic!("{list} is refused");
+            };
+            let refused = format!("{refused:?}");
+            assert!(
+                refused
+                    .contains("`tools/list` before `initialize`: open the session with `initialize` first"),
+                "{refused}"
+            );
+            for read_as_ever in [
+                json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}),
+                json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}),
+                json!({"jsonrpc": "2.0", "id": 3, "result": {}}),
+            ] {
+                let line = read_as_ever.to_string() + "\n";
+                assert_eq!(
+                    as_debug(reading.read(line.as_bytes())),
+                    as_debug(by_rmcp::<RoleServer>(line.as_bytes())),
+                    "{line}"
+                );
+            }
+            let opening = opening.to_string() + "\n";
+            assert!(
+                matches!(reading.read(opening.as_bytes()), Some(Ok(_))),
+                "{opening}"
+            );
+            assert_eq!(
+                as_debug(reading.read(list.as_bytes())),
+                as_debug(by_rmcp::<RoleServer>(list.as_bytes())),
+            );
+        }
+    }
+
     /// The front's transport over an in-memory pipe.
     type Front = Lines<RoleServer, ReadHalf<DuplexStream>, WriteHalf<DuplexStream>, ClientLines>;
 
@@ -63,7 +174,7 @@ mod tests {
         let (client, server) = tokio::io::duplex(capacity);
         let (read, write) = tokio::io::split(server);
         let (client_read, client_write) = tokio::io::split(client);
-        (Lines::new(read, write, ClientLines), client_read, client_write)
+        (Lines::new(read, write, opened()), client_read, client_write)
     }
 
     #[test]
@@ -106,7 +217,7 @@ mod tests {
         for line in &lines {
             let carried = carry_task(line.as_bytes()).unwrap_or_else(|| line.as_bytes().to_vec());
             assert_eq!(
-                as_debug(as_read(ClientLines, line.as_bytes())),
+                as_debug(as_read(opened(), line.as_bytes())),
                 as_debug(by_rmcp::<RoleServer>(&carried)),
                 "{line}"
             );

@@ -1075,7 +1075,7 @@ pub struct Reports {
 pub async fn serve_stdio(host: Arc<Toolhost>, reports: Reports) -> Result<(), ServeError> {
     let (reader, writer) = stdio::streams();
     let transport = wire::Wire::new(
-        crate::lines::Lines::new(reader, writer, lines::ClientLines),
+        crate::lines::Lines::new(reader, writer, lines::ClientLines::default()),
         wire::executions(&host),
     );
     let running = McpServer::new(host, reports.log)
