@@ -9,13 +9,16 @@
 //! its grant is made, the bearer token guarding the HTTP endpoint, the
 //! token endpoint's client secret, the OTLP exporter's headers, the
 //! cluster's shared key and its Redis password. A log writer passes each
-//! line through [`redact`] (the `toolhost` command's does).
+//! line through [`redact`] (the `toolhost` command's does), and so does
+//! the stderr of a stdio upstream server, which is also started without
+//! the variables of the environment whose values are held (`holds`;
+//! both in `upstream`).
 //!
 //! Values are only added: a secret taken out of the configuration stays
 //! redacted for as long as the process runs. What is held is what the
 //! configuration and the grants name, never a value a call brings (a
 //! caller's token), so the set is as large as the configuration. Not here:
-//! how a secret is found in a text ([`Secrets`]), the log writer.
+//! how a secret is found in a text (`Secrets`), the log writer.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, PoisonError, RwLock};
