@@ -161,6 +161,15 @@ impl UpstreamConfig {
         }
     }
 
+    /// Hold the secrets sent to the server process-wide
+    /// ([`crate::secrets::held`]), before anything is sent: the libraries
+    /// below log a refusal whole, and the server may quote the header it
+    /// was sent in it.
+    pub(crate) fn hold_secrets(&self) {
+        let secrets = self.secrets();
+        crate::secrets::held::hold(secrets.iter().map(|(n, v)| (n.as_str(), v.as_str())));
+    }
+
     /// Replaces the secrets sent to the server ([`Self::secrets`]).
     fn redactor(&self) -> Redactor {
         let secrets = self.secrets();
@@ -1361,10 +1370,7 @@ fn unanswered(limit: Duration) -> String {
 /// or its URL reached (HTTP), and initialised, its requests and
 /// notifications going to `listener`.
 async fn open(config: &UpstreamConfig, listener: Listener) -> Result<session::Session, String> {
-    // Before anything is sent: the libraries below log a refusal whole,
-    // and the server may quote the header it was sent in it.
-    let secrets = config.secrets();
-    crate::secrets::held::hold(secrets.iter().map(|(n, v)| (n.as_str(), v.as_str())));
+    config.hold_secrets();
     let cap = config.max_message_bytes;
     let mut process = None;
     let client = match &config.transport {

@@ -1,10 +1,11 @@
 """An MCP server over stdio: `environ` answers the value of the environment
 variable it is asked for, or `unset` (what toolhost passed on to a server
-it started), and `shout` prints that value on its stderr; the resource
+it started), and `shout` prints that value on its stderr (as is, reversed, in base64); the resource
 `env://passed` has the value of TOOLHOST_TEST_PASSED in its description,
 the prompt `refuse` fails quoting the variable it is given, and `report`
 quotes it in a progress notification."""
 
+import base64
 import os
 import sys
 
@@ -21,7 +22,9 @@ def environ(name: str) -> str:
 
 @server.tool(description="Print one environment variable's value on stderr.", structured_output=False)
 def shout(name: str) -> str:
-    print(f"{name} is {os.environ.get(name, 'unset')}", file=sys.stderr, flush=True)
+    value = os.environ.get(name, "unset")
+    encoded = base64.b64encode(value.encode()).decode()
+    print(f"{name} is {value}, reversed {value[::-1]}, in base64 {encoded}", file=sys.stderr, flush=True)
     return "said"
 
 

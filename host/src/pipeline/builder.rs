@@ -267,8 +267,7 @@ impl<'r> ToolhostBuilder<'r> {
         // Every server's secrets held before any starts, so what a stdio
         // server is not given does not depend on which started first.
         for config in &self.upstreams {
-            let secrets = config.secrets();
-            crate::secrets::held::hold(secrets.iter().map(|(n, v)| (n.as_str(), v.as_str())));
+            config.hold_secrets();
         }
         // All at once: each may take seconds to start (`npx` fetching a
         // package) or to time out, and none waits on another. Their tools
