@@ -837,3 +837,75 @@ async fn a_task_of_an_upstream_acting_as_each_caller_is_refused_before_the_serve
         .collect();
     assert_eq!(calls, [Some(format!("Bearer {ALICE_EXCHANGED}"))]);
 }
+
+/// An upstream acting as each caller that refuses a caller's exchanged
+/// token, quoting it in its `WWW-Authenticate` header: the token is that
+/// caller's, held for as long as their session lives, so rmcp's line at
+/// `-v` leaves redacted, as do the caller's tool error and every other log
+/// line; the caller's own bearer token (a JWT) is in none of them either.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_upstream_quoting_a_callers_exchanged_token_in_a_refusal_leaves_it_in_no_log_line() {
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+    };
+    // The host's own session (no token) lists the tools; every caller's
+    // session is refused, its token quoted.
+    let account = account(Vec::new(), Calls::default());
+    let service = StreamableHttpService::new(
+        move || Ok(account.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let refuse_tokens = async |request: axum::extract::Request, next: axum::middleware::Next| {
+        let Some(sent) = request.headers().get("authorization").cloned() else {
+            return next.run(request).await;
+        };
+        let sent = sent.to_str().unwrap_or_default().to_owned();
+        let challenge = format!("Bearer error=\"invalid_token\", error_description=\"{sent} has expired\"");
+        let refusal = (
+            axum::http::StatusCode::UNAUTHORIZED,
+            [("www-authenticate", challenge)],
+            format!("you sent {sent}"),
+        );
+        axum::response::IntoResponse::into_response(refusal)
+    };
+    let app = axum::Router::new()
+        .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn(refuse_tokens));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let dir = tempfile::tempdir().unwrap();
+    let (key, jwk) = es256_key("k1");
+    std::fs::write(dir.path().join("jwks.json"), json!({"keys": [jwk]}).to_string()).unwrap();
+    let alice_jwt = caller_jwt(&key, "alice");
+    let endpoint = token_endpoint(vec![(alice_jwt.clone(), ALICE_EXCHANGED)]).await;
+    let config = format!(
+        "root = \".\"\n[auth]\n[auth.oauth]\nresource = \"{RESOURCE}\"\nissuer = \"{ISSUER}\"\n\
+         jwks_file = \"jwks.json\"\n[credentials.exchange]\ntoken_endpoint = \"http://{}/token\"\n\
+         [[upstream]]\nname = \"acct\"\nurl = \"{url}\"\ncredential = \"exchange\"\n",
+        endpoint.addr
+    );
+    let mut served = serve(dir.path(), &config, "127.0.0.1:0", &["-v"]).unwrap();
+    let mut alice = Session::open(&served.base, alice_jwt.clone()).await;
+    let refused = call(&mut alice, "whoami", json!({})).await;
+    assert_eq!(refused["isError"], true, "{refused}");
+    let text = refused.to_string();
+    assert!(text.contains("upstream `acct`"), "{text}");
+    served.terminate(Duration::from_secs(10));
+    let log = served.log();
+    let rmcp = log
+        .lines()
+        .find(|l| l.contains("rmcp") && l.contains("www_authenticate"));
+    assert!(
+        rmcp.is_some_and(|l| l.contains("[redacted:") && l.contains("has expired")),
+        "{log}"
+    );
+    let reversed: String = ALICE_EXCHANGED.chars().rev().collect();
+    for (what, shown) in [("the tool error", &text), ("the log", &log)] {
+        for secret in [ALICE_EXCHANGED, &reversed, &alice_jwt] {
+            assert!(!shown.contains(secret), "{what} holds {secret}: {shown}");
+        }
+    }
+}

@@ -77,12 +77,21 @@ pub(super) struct Exchange {
     /// `(client_id, client_secret)`.
     client: Option<(String, Option<String>)>,
     http: reqwest::Client,
-    cache: Mutex<HashMap<CacheKey, (String, Instant)>>,
+    cache: Mutex<HashMap<CacheKey, Cached>>,
 }
 
 /// (SHA-256 of the caller's token, audience): what an exchanged token is
-/// kept under, with when it stops being used.
+/// kept under.
 type CacheKey = ([u8; 32], String);
+
+/// An exchanged token, until when it is used, and its lease in the set of
+/// secrets kept out of the log: an upstream refusing it may quote it, and
+/// the library below logs the refusal whole.
+struct Cached {
+    token: String,
+    until: Instant,
+    _held: Option<crate::secrets::held::Lease>,
+}
 
 /// A successful answer (RFC 8693 §2.2.1).
 #[derive(Deserialize)]
@@ -168,23 +177,28 @@ impl Exchange {
         let key: CacheKey = (Sha256::digest(subject.0.as_bytes()).into(), audience.to_owned());
         {
             let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some((token, until)) = cache.get(&key)
-                && Instant::now() < *until
+            if let Some(cached) = cache.get(&key)
+                && Instant::now() < cached.until
             {
-                return Ok(token.clone());
+                return Ok(cached.token.clone());
             }
         }
         let (token, lifetime) = self.ask(subject, audience).await?;
         let until = Instant::now() + lifetime;
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         let now = Instant::now();
-        cache.retain(|_, (_, until)| *until > now);
+        cache.retain(|_, cached| cached.until > now);
         if cache.len() >= MAX_CACHED
-            && let Some(soonest) = cache.iter().min_by_key(|(_, (_, u))| *u).map(|(k, _)| k.clone())
+            && let Some(soonest) = cache.iter().min_by_key(|(_, c)| c.until).map(|(k, _)| k.clone())
         {
             cache.remove(&soonest);
         }
-        cache.insert(key, (token.clone(), until));
+        let cached = Cached {
+            _held: crate::secrets::held::lease("exchanged-token", &token),
+            token: token.clone(),
+            until,
+        };
+        cache.insert(key, cached);
         Ok(token)
     }
 

@@ -14,11 +14,14 @@
 //! the variables of the environment whose values are held (`holds`;
 //! both in `upstream`).
 //!
-//! Values are only added: a secret taken out of the configuration stays
-//! redacted for as long as the process runs. What is held is what the
-//! configuration and the grants name, never a value a call brings (a
-//! caller's token), so the set is as large as the configuration. Not here:
-//! how a secret is found in a text (`Secrets`), the log writer.
+//! What the configuration and the grants name is held for as long as the
+//! process runs ([`hold`]): a secret taken out of the configuration stays
+//! redacted. A value a caller's call brings (the token a caller's bearer
+//! token was exchanged for) is leased ([`lease`]): held while something
+//! keeps it (the exchange's cache, the caller's session to an upstream) and
+//! let go with the last [`Lease`], so the set stays bounded by those
+//! holders' own bounds. Not here: how a secret is found in a text
+//! (`Secrets`), the log writer.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, PoisonError, RwLock};
@@ -26,16 +29,55 @@ use std::sync::{Arc, PoisonError, RwLock};
 use super::Secrets;
 
 struct Held {
-    /// Value to the name its mark says.
-    values: BTreeMap<String, String>,
-    /// Matches every value of `values`; `None` while there is none.
-    secrets: Option<Arc<Secrets>>,
+    /// Value to how it is held.
+    values: BTreeMap<String, Holding>,
+    /// Matches every value of `values`: those held for good in every form
+    /// the gate finds, the leased ones as written (`Secrets::as_written`,
+    /// so that a thousand callers' tokens build in milliseconds).
+    secrets: Option<Arc<Matcher>>,
+    /// `values` changed since `secrets` was built: it is built again by
+    /// the next redaction, once for however many changes (a cache letting
+    /// go of a hundred tokens at once).
+    stale: bool,
+}
+
+/// How one value is held.
+struct Holding {
+    /// The name its mark says: the first holder's.
+    name: String,
+    /// Held until the process ends ([`hold`]).
+    for_good: bool,
+    /// The [`Lease`]s alive.
+    leases: usize,
 }
 
 static HELD: RwLock<Held> = RwLock::new(Held {
     values: BTreeMap::new(),
     secrets: None,
+    stale: false,
 });
+
+impl Held {
+    /// The value's holding, added if new.
+    fn entry(&mut self, name: &str, value: &str) -> &mut Holding {
+        self.stale |= !self.values.contains_key(value);
+        self.values.entry(value.to_owned()).or_insert_with(|| Holding {
+            name: name.to_owned(),
+            for_good: false,
+            leases: 0,
+        })
+    }
+}
+
+/// The two matchers of [`Held::secrets`].
+struct Matcher {
+    for_good: Secrets,
+    leased: Secrets,
+}
+
+fn held() -> std::sync::RwLockWriteGuard<'static, Held> {
+    HELD.write().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// Hold `secrets` (`(name, value)`; empty values are skipped) from now on.
 pub(crate) fn hold<'a>(secrets: impl IntoIterator<Item = (&'a str, &'a str)>) {
@@ -43,24 +85,53 @@ pub(crate) fn hold<'a>(secrets: impl IntoIterator<Item = (&'a str, &'a str)>) {
         let held = HELD.read().unwrap_or_else(PoisonError::into_inner);
         secrets
             .into_iter()
-            .filter(|(_, value)| !value.is_empty() && !held.values.contains_key(*value))
+            .filter(|(_, value)| !value.is_empty() && held.values.get(*value).is_none_or(|h| !h.for_good))
             .collect()
     };
     if new.is_empty() {
         return;
     }
-    let mut held = HELD.write().unwrap_or_else(PoisonError::into_inner);
+    let mut held = held();
     for (name, value) in new {
-        held.values
-            .entry(value.to_owned())
-            .or_insert_with(|| name.to_owned());
+        held.entry(name, value).for_good = true;
     }
-    let secrets = Secrets::new(
-        held.values
-            .iter()
-            .map(|(value, name)| (name.as_str(), value.as_str())),
-    );
-    held.secrets = Some(Arc::new(secrets));
+    // A value leased before is now matched in every form.
+    held.stale = true;
+}
+
+/// A value held for as long as this lives (and any other lease of it, or
+/// a [`hold`]).
+#[must_use = "the value is let go when its lease drops"]
+pub(crate) struct Lease(String);
+
+/// Hold `value`, marked `name`, until the lease returned drops; `None` for
+/// an empty value.
+pub(crate) fn lease(name: &str, value: &str) -> Option<Lease> {
+    if value.is_empty() {
+        return None;
+    }
+    held().entry(name, value).leases += 1;
+    Some(Lease(value.to_owned()))
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        let mut held = held();
+        let Some(holding) = held.values.get_mut(&self.0) else {
+            return;
+        };
+        holding.leases -= 1;
+        if holding.leases == 0 && !holding.for_good {
+            held.values.remove(&self.0);
+            held.stale = true;
+        }
+    }
+}
+
+impl std::fmt::Debug for Lease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Lease(..)")
+    }
 }
 
 /// Whether `value`, as a whole (its surrounding whitespace aside), is a
@@ -83,15 +154,37 @@ pub(crate) fn holds(value: &str) -> bool {
 /// written by any library. `toolhost serve` writes its log through it;
 /// an embedder's log writer can too.
 pub fn redact(text: &str) -> String {
-    let secrets = HELD
-        .read()
-        .unwrap_or_else(PoisonError::into_inner)
-        .secrets
-        .clone();
-    match secrets {
-        Some(secrets) => secrets.text(text),
+    match matcher() {
+        Some(matcher) => matcher.leased.text(&matcher.for_good.text(text)),
         None => text.to_owned(),
     }
+}
+
+/// What matches every value held now, built again if they changed.
+fn matcher() -> Option<Arc<Matcher>> {
+    {
+        let held = HELD.read().unwrap_or_else(PoisonError::into_inner);
+        if !held.stale {
+            return held.secrets.clone();
+        }
+    }
+    let mut held = held();
+    if held.stale {
+        let named = |for_good: bool| {
+            held.values
+                .iter()
+                .filter(move |(_, holding)| holding.for_good == for_good)
+                .map(|(value, holding)| (holding.name.as_str(), value.as_str()))
+        };
+        let matcher = Matcher {
+            for_good: Secrets::new(named(true)),
+            leased: Secrets::as_written(named(false)),
+        };
+        held.secrets =
+            (!matcher.for_good.is_empty() || !matcher.leased.is_empty()).then(|| Arc::new(matcher));
+        held.stale = false;
+    }
+    held.secrets.clone()
 }
 
 #[cfg(test)]
@@ -110,9 +203,29 @@ mod tests {
         assert_eq!(redact(&reversed), "[redacted:X-Api-Key]");
         hold([("other-name", SECRET)]);
         assert_eq!(redact(SECRET), "[redacted:X-Api-Key]");
-        let count = HELD.read().unwrap().values.len();
-        hold([("X-Api-Key", SECRET)]);
-        assert_eq!(HELD.read().unwrap().values.len(), count);
         assert_eq!(redact("nothing here"), "nothing here");
+    }
+
+    /// A leased value is redacted while any lease of it lives and let go
+    /// with the last, unless it is also held for good.
+    #[test]
+    fn a_leased_value_is_redacted_while_a_lease_of_it_lives() {
+        const CALLERS: &str = "leased-token-c41e9b07";
+        const BOTH: &str = "leased-and-held-8d2f6a13";
+        let cached = lease("exchanged-token", CALLERS).unwrap();
+        let session = lease("authorization", CALLERS).unwrap();
+        assert_eq!(redact(CALLERS), "[redacted:exchanged-token]");
+        drop(cached);
+        assert_eq!(redact(CALLERS), "[redacted:exchanged-token]");
+        assert!(holds(CALLERS));
+        drop(session);
+        assert_eq!(redact(CALLERS), CALLERS);
+        assert!(!holds(CALLERS));
+
+        let leased = lease("leased", BOTH).unwrap();
+        hold([("configured", BOTH)]);
+        drop(leased);
+        assert_eq!(redact(BOTH), "[redacted:leased]");
+        assert!(lease("empty", "").is_none());
     }
 }

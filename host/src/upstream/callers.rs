@@ -5,8 +5,9 @@
 //! Bounded: at most [`MAX_SESSIONS`] are open; one idle for [`IDLE`] is
 //! closed at the next call, one that ended is replaced by the next, and
 //! when all are taken the least recently used goes. Sessions are keyed by
-//! a SHA-256 of the token, never the token; a caller whose token is
-//! refreshed gets a new session, and the old one idles out. The server's lists (tools, prompts, resources) are read over
+//! a SHA-256 of the token, never the token, which is leased to the set of
+//! secrets kept out of the log for as long as its session lives; a caller
+//! whose token is refreshed gets a new session, and the old one idles out. The server's lists (tools, prompts, resources) are read over
 //! the host's own session, not these: only calls go over a caller's.
 //! Owns the pool; not the exchange (`credentials`), nor the session's
 //! set-up (`upstream`, which connects one for a token).
@@ -35,6 +36,10 @@ struct Session {
     client: RunningService<RoleClient, Listener>,
     relay: Arc<Relay>,
     used: Instant,
+    /// The token kept out of the log while its session lives: the server
+    /// may quote it refusing a later request, after the exchange's cache
+    /// has let it go.
+    _held: Option<crate::secrets::held::Lease>,
 }
 
 /// The callers' sessions to one server.
@@ -66,6 +71,7 @@ impl Callers {
         {
             sessions.swap_remove(oldest);
         }
+        let held = crate::secrets::held::lease("authorization", token);
         // Boxed: opening a session is rare and its future is several KB,
         // which inline would size every call's future that asks for a peer.
         let (client, relay) = Box::pin(connect()).await?;
@@ -75,6 +81,7 @@ impl Callers {
             client,
             relay: relay.clone(),
             used: Instant::now(),
+            _held: held,
         });
         Ok((peer, relay))
     }
