@@ -448,6 +448,58 @@ fn a_stdio_server_is_not_given_another_sources_secret_from_the_environment() {
     }
 }
 
+/// An embedder's `Toolhost::gateway()` passes what an upstream lists and
+/// answers through the same gate as the MCP front: a server given another
+/// source's secret (here a second server's header value, passed in its
+/// environment) quotes it in a resource's description and in an error,
+/// and the library hands over neither.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_embedders_gateway_passes_an_upstreams_lists_and_errors_through_the_gate() {
+    use rmcp::model::{CallToolResult, GetPromptRequestParams};
+    use toolhost::{Toolhost, UpstreamConfig};
+    use toolhost_tests::upstream::{ToolServer, tool};
+
+    needs!(Python);
+    const SECRET: &str = "header-of-another-server-9c1e47";
+    let keyed = ToolServer::new(
+        vec![tool("noop", "Nothing", json!({"type": "object"}))],
+        |_, _| CallToolResult::success(Vec::new()),
+    )
+    .serve()
+    .await;
+    let keyed: UpstreamConfig =
+        serde_json::from_value(json!({"name": "keyed", "url": keyed, "headers": {"X-Key": SECRET}})).unwrap();
+    let server = python_driver("environ_server.py");
+    let mut args = vec![
+        format!("TOOLHOST_TEST_PASSED={SECRET}"),
+        server.get_program().to_string_lossy().into_owned(),
+    ];
+    args.extend(server.get_args().map(|a| a.to_string_lossy().into_owned()));
+    let environ: UpstreamConfig =
+        serde_json::from_value(json!({"name": "environ", "command": "env", "args": args})).unwrap();
+    let (host, report) = Toolhost::builder()
+        .upstream(keyed)
+        .upstream(environ)
+        .build()
+        .await
+        .unwrap();
+    assert!(report.lines().is_empty(), "{:?}", report.lines());
+
+    let listed = serde_json::to_string(&host.gateway().list_resources().unwrap()).unwrap();
+    assert!(listed.contains("holds [redacted:x-key]"), "{listed}");
+    let asked: GetPromptRequestParams =
+        serde_json::from_value(json!({"name": "refuse", "arguments": {"name": "TOOLHOST_TEST_PASSED"}}))
+            .unwrap();
+    let refused = host.gateway().get_prompt(asked).await.unwrap_err().to_string();
+    assert!(
+        refused.contains("TOOLHOST_TEST_PASSED is [redacted:x-key]"),
+        "{refused}"
+    );
+    for shown in [&listed, &refused] {
+        assert!(!shown.contains(SECRET), "{shown}");
+    }
+}
+
 #[test]
 fn an_upstream_call_never_answered_fails_at_its_deadline_naming_the_server_and_tool() {
     needs!(Python);

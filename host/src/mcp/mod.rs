@@ -399,27 +399,17 @@ impl McpServer {
         )
         .map(|text| self.host.gate().text(&text))
     }
+}
 
-    /// A request the gateway could not serve, as a protocol error, its
-    /// text through the gate: a server's error may quote a secret it was
-    /// given (an `env` passed on) or sent.
-    fn gateway_error(&self, e: GatewayError) -> McpError {
-        let code = match e {
-            GatewayError::UnknownPrompt(_) | GatewayError::UnknownResource(_) => ErrorCode::INVALID_PARAMS,
-            GatewayError::NoSubscriptions(_) | GatewayError::Unsupported(_) => ErrorCode::METHOD_NOT_FOUND,
-            GatewayError::Upstream(_) => ErrorCode::INTERNAL_ERROR,
-        };
-        McpError::new(code, self.host.gate().text(&e.to_string()), None)
-    }
-
-    /// An upstream's prompt, resource or completion through the gate; one
-    /// it cannot pass redacted is withheld.
-    fn gated<T: serde::Serialize + serde::de::DeserializeOwned>(&self, what: T) -> Result<T, McpError> {
-        self.host
-            .gate()
-            .message(what)
-            .ok_or_else(|| McpError::internal_error("withheld: it held a secret value the host holds", None))
-    }
+/// A request the gateway could not serve, as a protocol error (its text
+/// passed the gate in the gateway).
+fn gateway_error(e: GatewayError) -> McpError {
+    let code = match e {
+        GatewayError::UnknownPrompt(_) | GatewayError::UnknownResource(_) => ErrorCode::INVALID_PARAMS,
+        GatewayError::NoSubscriptions(_) | GatewayError::Unsupported(_) => ErrorCode::METHOD_NOT_FOUND,
+        GatewayError::Upstream(_) | GatewayError::Withheld => ErrorCode::INTERNAL_ERROR,
+    };
+    McpError::new(code, e.to_string(), None)
 }
 
 /// A session's server is dropped when its session ends (`DELETE`, idle
@@ -602,7 +592,7 @@ impl ServerHandler for McpServer {
         telemetry::Request::start("prompts/list", None, &context, self.spans.as_ref())
             .run(&self.metrics, async move {
                 let mut prompts = vec![self.system_prompt()];
-                prompts.extend(self.gated(self.host.gateway().list_prompts())?);
+                prompts.extend(self.host.gateway().list_prompts().map_err(gateway_error)?);
                 Ok(ListPromptsResult::with_all_items(prompts))
             })
             .await
@@ -618,14 +608,14 @@ impl ServerHandler for McpServer {
             if request.name != PROMPT_NAME {
                 let name = label(&request.name).into_owned();
                 return match self.host.gateway().get_prompt(request).await {
-                    Ok(result) => Ok(self.gated(result)?.into()),
+                    Ok(result) => Ok(result.into()),
                     Err(GatewayError::UnknownPrompt(_)) => Err(McpError::invalid_params(
                         format!(
                             "no prompt named `{name}`: toolhost serves `{PROMPT_NAME}` and its upstreams' prompts"
                         ),
                         None,
                     )),
-                    Err(e) => Err(self.gateway_error(e)),
+                    Err(e) => Err(gateway_error(e)),
                 };
             }
             let text = self.host.system_prompt_for(&self.caller(&context));
@@ -715,7 +705,7 @@ impl ServerHandler for McpServer {
         telemetry::Request::start("resources/list", None, &context, self.spans.as_ref())
             .run(&self.metrics, async move {
                 Ok(ListResourcesResult::with_all_items(
-                    self.gated(self.host.gateway().list_resources())?,
+                    self.host.gateway().list_resources().map_err(gateway_error)?,
                 ))
             })
             .await
@@ -729,7 +719,10 @@ impl ServerHandler for McpServer {
         telemetry::Request::start("resources/templates/list", None, &context, self.spans.as_ref())
             .run(&self.metrics, async move {
                 Ok(ListResourceTemplatesResult::with_all_items(
-                    self.gated(self.host.gateway().list_resource_templates())?,
+                    self.host
+                        .gateway()
+                        .list_resource_templates()
+                        .map_err(gateway_error)?,
                 ))
             })
             .await
@@ -747,8 +740,8 @@ impl ServerHandler for McpServer {
                     .gateway()
                     .read_resource(request)
                     .await
-                    .map_err(|e| self.gateway_error(e))?;
-                Ok(self.gated(result)?.into())
+                    .map_err(gateway_error)?;
+                Ok(result.into())
             })
             .await
     }
@@ -760,8 +753,7 @@ impl ServerHandler for McpServer {
     ) -> Result<CompleteResult, McpError> {
         telemetry::Request::start("completion/complete", None, &context, self.spans.as_ref())
             .run(&self.metrics, async move {
-                let result = self.host.gateway().complete(request).await;
-                self.gated(result.map_err(|e| self.gateway_error(e))?)
+                self.host.gateway().complete(request).await.map_err(gateway_error)
             })
             .await
     }
@@ -790,7 +782,7 @@ impl ServerHandler for McpServer {
                             all.remove(&uri);
                         }
                     }
-                    return Err(self.gateway_error(e));
+                    return Err(gateway_error(e));
                 }
                 Ok(())
             })
@@ -825,7 +817,7 @@ impl ServerHandler for McpServer {
                         .gateway()
                         .unsubscribe(&uri)
                         .await
-                        .map_err(|e| self.gateway_error(e))?;
+                        .map_err(gateway_error)?;
                 }
                 Ok(())
             })

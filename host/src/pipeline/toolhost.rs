@@ -121,7 +121,6 @@ impl Toolhost {
     pub async fn with_options(sources: Sources, options: Options) -> Result<Self, CatalogError> {
         let generation = Generation::build(&sources, &options, None).await?;
         let upstreams = sources.upstreams.clone();
-        let gateway = Gateway::new(upstreams.clone());
         let shared = Arc::new(Shared {
             sources: tokio::sync::Mutex::new(sources),
             policy: RwLock::new(options.policy.clone()),
@@ -139,6 +138,9 @@ impl Toolhost {
                     .is_some()
             });
         }
+        let weak = Arc::downgrade(&shared);
+        let gate = move || weak.upgrade().map(|shared| shared.current().core.gate.clone());
+        let gateway = Gateway::new(upstreams.clone(), Box::new(gate));
         let followers = upstreams
             .into_iter()
             .map(|server| tokio::spawn(follow(Arc::downgrade(&shared), server)))
@@ -150,7 +152,8 @@ impl Toolhost {
         })
     }
 
-    /// The upstream servers' features besides tools.
+    /// The upstream servers' features besides tools, each answer through
+    /// the same gate as a call's result.
     pub fn gateway(&self) -> &Gateway {
         &self.gateway
     }

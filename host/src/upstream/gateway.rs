@@ -18,6 +18,11 @@
 //!   to the sessions that subscribed.
 //! - Instructions: [`merge_instructions`] puts toolhost's own first, then
 //!   each server's under a heading with its name.
+//! - Everything a server hands over leaves through the catalog's gate, as a
+//!   call's result does, whoever asks (the MCP front or an embedder): a
+//!   server given a secret (a plugin's, by its `env`) could quote it in a
+//!   prompt, a resource, a completion or an error. What cannot pass
+//!   redacted is withheld.
 //!
 //! Part of `upstream` rather than of the MCP front (`mcp`): the library's
 //! `Toolhost` carries the gateway of its upstream servers (rebuilt with its
@@ -31,8 +36,9 @@ use rmcp::model::{
 };
 use tokio::sync::broadcast;
 
-use super::{Event, Upstream};
+use super::{Event, Upstream, UpstreamError};
 use crate::bounds::label;
+use crate::gate::Gate;
 
 /// What changed, for the MCP front to tell its sessions.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,8 +60,14 @@ pub enum GatewayError {
     #[error("upstream `{0}` does not take resource subscriptions")]
     NoSubscriptions(String),
     #[error(transparent)]
-    Upstream(#[from] crate::upstream::UpstreamError),
+    Upstream(UpstreamError),
+    #[error("withheld: it held a secret value the host holds")]
+    Withheld,
 }
+
+/// The gate as of now (the catalog's, which a reload replaces); `None`
+/// once the host is gone, which withholds everything.
+pub(crate) type GateNow = Box<dyn Fn() -> Option<Arc<Gate>> + Send + Sync>;
 
 /// The upstream servers, in configuration order, and the task per server
 /// that follows its changes.
@@ -63,6 +75,7 @@ pub struct Gateway {
     servers: Vec<Arc<Upstream>>,
     notices: broadcast::Sender<Notice>,
     followers: Vec<tokio::task::JoinHandle<()>>,
+    gate: GateNow,
 }
 
 /// Notices sent faster than a session takes them before the oldest drop.
@@ -70,7 +83,7 @@ const NOTICE_BACKLOG: usize = 256;
 
 impl Gateway {
     /// Must run inside a Tokio runtime: it starts following the servers.
-    pub fn new(servers: Vec<Arc<Upstream>>) -> Self {
+    pub(crate) fn new(servers: Vec<Arc<Upstream>>, gate: GateNow) -> Self {
         let (notices, _) = broadcast::channel(NOTICE_BACKLOG);
         let followers = servers
             .iter()
@@ -80,6 +93,31 @@ impl Gateway {
             servers,
             notices,
             followers,
+            gate,
+        }
+    }
+
+    /// `what` through the gate; withheld if it cannot pass redacted.
+    fn gated<T: serde::Serialize + serde::de::DeserializeOwned>(&self, what: T) -> Result<T, GatewayError> {
+        (self.gate)()
+            .and_then(|gate| gate.message(what))
+            .ok_or(GatewayError::Withheld)
+    }
+
+    /// A server's answer through the gate, its error's text too.
+    fn passed<T: serde::Serialize + serde::de::DeserializeOwned>(
+        &self,
+        answer: Result<T, UpstreamError>,
+    ) -> Result<T, GatewayError> {
+        match answer {
+            Ok(answer) => self.gated(answer),
+            Err(UpstreamError { name, message }) => match (self.gate)() {
+                Some(gate) => Err(GatewayError::Upstream(UpstreamError {
+                    name,
+                    message: gate.text(&message),
+                })),
+                None => Err(GatewayError::Withheld),
+            },
         }
     }
 
@@ -132,15 +170,22 @@ impl Gateway {
 
     /// Each server's instructions, as (server name, prefix, instructions).
     pub fn instructions(&self) -> Vec<(String, String, String)> {
+        let Some(gate) = (self.gate)() else {
+            return Vec::new();
+        };
         self.servers
             .iter()
-            .filter_map(|s| Some((s.config.name.clone(), s.config.prefix.clone(), s.instructions()?)))
+            .filter_map(|s| {
+                let text = gate.text(&s.instructions()?);
+                Some((s.config.name.clone(), s.config.prefix.clone(), text))
+            })
             .collect()
     }
 
     /// Every server's prompts, names prefixed.
-    pub fn list_prompts(&self) -> Vec<Prompt> {
-        self.servers
+    pub fn list_prompts(&self) -> Result<Vec<Prompt>, GatewayError> {
+        let prompts: Vec<Prompt> = self
+            .servers
             .iter()
             .flat_map(|s| {
                 let prompts = s.prompts();
@@ -153,7 +198,8 @@ impl Gateway {
                     })
                     .collect::<Vec<_>>()
             })
-            .collect()
+            .collect();
+        self.gated(prompts)
     }
 
     /// The server of prefixed prompt `name`, and its name there.
@@ -176,24 +222,28 @@ impl Gateway {
     ) -> Result<GetPromptResult, GatewayError> {
         let (server, own) = self.prompt_route(&params.name)?;
         params.name = own;
-        Ok(server.get_prompt(params).await?)
+        self.passed(server.get_prompt(params).await)
     }
 
     /// Every server's resources; a URI listed twice is kept once.
-    pub fn list_resources(&self) -> Vec<Resource> {
+    pub fn list_resources(&self) -> Result<Vec<Resource>, GatewayError> {
         let mut seen = std::collections::HashSet::new();
-        self.servers
+        let resources: Vec<Resource> = self
+            .servers
             .iter()
             .flat_map(|s| s.resources().iter().cloned().collect::<Vec<_>>())
             .filter(|r| seen.insert(r.uri.clone()))
-            .collect()
+            .collect();
+        self.gated(resources)
     }
 
-    pub fn list_resource_templates(&self) -> Vec<ResourceTemplate> {
-        self.servers
+    pub fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, GatewayError> {
+        let templates: Vec<ResourceTemplate> = self
+            .servers
             .iter()
             .flat_map(|s| s.resource_templates().iter().cloned().collect::<Vec<_>>())
-            .collect()
+            .collect();
+        self.gated(templates)
     }
 
     /// The server that serves `uri` (see the module doc).
@@ -232,7 +282,7 @@ impl Gateway {
         params: ReadResourceRequestParams,
     ) -> Result<ReadResourceResult, GatewayError> {
         let server = self.resource_route(&params.uri)?;
-        Ok(server.read_resource(params).await?)
+        self.passed(server.read_resource(params).await)
     }
 
     /// `completion/complete` for a prompt's or a resource template's
@@ -257,7 +307,7 @@ impl Gateway {
                 return Err(GatewayError::Unsupported(format!("completion of {other:?}")));
             }
         };
-        Ok(server.complete(params).await?)
+        self.passed(server.complete(params).await)
     }
 
     /// Forward a subscription to `uri` to the server that serves it; its
@@ -267,12 +317,12 @@ impl Gateway {
         if !server.takes_subscriptions() {
             return Err(GatewayError::NoSubscriptions(server.config.name.clone()));
         }
-        Ok(server.subscribe_resource(uri).await?)
+        self.passed(server.subscribe_resource(uri).await)
     }
 
     pub async fn unsubscribe(&self, uri: &str) -> Result<(), GatewayError> {
         let server = self.resource_route(uri)?;
-        Ok(server.unsubscribe_resource(uri).await?)
+        self.passed(server.unsubscribe_resource(uri).await)
     }
 }
 
