@@ -16,11 +16,12 @@
 //!
 //! What the configuration and the grants name is held for as long as the
 //! process runs ([`hold`]): a secret taken out of the configuration stays
-//! redacted. A value a caller's call brings (the token a caller's bearer
-//! token was exchanged for) is leased ([`lease`]): held while something
-//! keeps it (the exchange's cache, the caller's session to an upstream) and
-//! let go with the last [`Lease`], so the set stays bounded by those
-//! holders' own bounds. Not here: how a secret is found in a text
+//! redacted. A value of one caller's (the token their bearer token was
+//! exchanged for, their values in the operator's credential store) is
+//! leased ([`lease`]): held while something keeps it (the exchange's cache,
+//! the caller's session to an upstream, the store as last read) and let go
+//! with the last [`Lease`], so the set stays bounded by those holders' own
+//! bounds. Not here: how a secret is found in a text
 //! (`Secrets`), the log writer.
 
 use std::collections::BTreeMap;

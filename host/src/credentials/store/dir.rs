@@ -24,7 +24,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use super::{
-    CredentialError, Follow, Secrets, Stamp, no_empty_value, owner_only, read_checked, refused, value,
+    CredentialError, Follow, LastRead, Secrets, Stamp, leases, no_empty_value, owner_only, read_checked,
+    refused, value,
 };
 use crate::plugin_file::check_safe_path;
 
@@ -53,7 +54,7 @@ pub(in crate::credentials) struct Dir {
 #[derive(Debug)]
 struct Kept {
     dir: Option<Stamp>,
-    files: HashMap<String, (Stamp, Result<Secrets, CredentialError>)>,
+    files: HashMap<String, LastRead<Stamp, Secrets>>,
 }
 
 impl Dir {
@@ -96,17 +97,20 @@ impl Dir {
             }
             Err(e) => return Err(refused(&path, format_args!("cannot inspect it: {e}"))),
         };
-        if kept.files.get(&file).is_none_or(|(stamp, _)| *stamp != now) {
+        if kept.files.get(&file).is_none_or(|(stamp, ..)| *stamp != now) {
             let fresh = read_checked::<Secrets>(&path, Follow::NoLinks, MAX_CALLER_BYTES, SECRETS_SHAPE)
                 .and_then(|(stamp, secrets)| {
                     no_empty_value(&path, None, &secrets)?;
                     Ok((stamp, secrets))
                 });
             let entry = match fresh {
-                Ok((stamp, secrets)) => (stamp, Ok(secrets)),
+                Ok((stamp, secrets)) => {
+                    let held = leases(&secrets);
+                    (stamp, Ok(secrets), held)
+                }
                 Err(e) => {
                     tracing::warn!("{e}");
-                    (now, Err(e))
+                    (now, Err(e), Vec::new())
                 }
             };
             if kept.files.len() >= MAX_KEPT {

@@ -25,6 +25,10 @@
 //! parse error gives its line, never the text around it (the text is
 //! secrets).
 //!
+//! Every value read is leased to the set of secrets kept out of the log
+//! (`secrets::held`) for as long as it is kept here: it goes into requests
+//! whose refusals the libraries below may log whole.
+//!
 //! Owns reading and checking the store. Not here: which secrets a call
 //! needs, nor what is done with a value (`credentials`).
 
@@ -40,6 +44,7 @@ use serde::de::DeserializeOwned;
 
 use super::CredentialError;
 use crate::plugin_file::check_safe_path;
+use crate::secrets::held::Lease;
 
 /// The largest single-file store read: far more than any team's tokens.
 const MAX_STORE_BYTES: u64 = 1 << 20;
@@ -67,9 +72,10 @@ impl Store {
         entries
             .iter()
             .try_for_each(|(subject, secrets)| no_empty_value(path, Some(subject), secrets))?;
+        let held = entries.values().flat_map(leases).collect();
         Ok(Self::File(OneFile {
             path: path.to_owned(),
-            read: Mutex::new((Some(stamp), Ok(entries))),
+            read: Mutex::new((Some(stamp), Ok(entries), held)),
         }))
     }
 
@@ -111,8 +117,12 @@ impl Store {
 #[derive(Debug)]
 pub(super) struct OneFile {
     path: PathBuf,
-    read: Mutex<(Option<Stamp>, Result<Entries, CredentialError>)>,
+    read: Mutex<LastRead<Option<Stamp>, Entries>>,
 }
+
+/// A file as last read: its stamp, what it held (or why it was refused),
+/// and the leases of its values.
+type LastRead<S, T> = (S, Result<T, CredentialError>, Vec<Lease>);
 
 impl OneFile {
     fn lookup(&self, subject: &str, plugin: &str, name: &str) -> Result<Option<String>, CredentialError> {
@@ -127,16 +137,28 @@ impl OneFile {
                     Ok((stamp, entries))
                 });
             *read = match fresh {
-                Ok((stamp, entries)) => (Some(stamp), Ok(entries)),
+                Ok((stamp, entries)) => {
+                    let held = entries.values().flat_map(leases).collect();
+                    (Some(stamp), Ok(entries), held)
+                }
                 Err(e) => {
                     tracing::warn!("{e}");
-                    (now, Err(e))
+                    (now, Err(e), Vec::new())
                 }
             };
         }
         let entries = read.1.as_ref().map_err(Clone::clone)?;
         Ok(entries.get(subject).and_then(|s| value(s, plugin, name)))
     }
+}
+
+/// One caller's values, each leased under its secret's name.
+fn leases(secrets: &Secrets) -> Vec<Lease> {
+    secrets
+        .values()
+        .flat_map(|named| named.iter())
+        .filter_map(|(name, value)| crate::secrets::held::lease(name, value))
+        .collect()
 }
 
 /// `plugin`'s secret `name` among one caller's `secrets`.
@@ -357,6 +379,29 @@ mod tests {
         .unwrap();
         let err = Store::file(&path).unwrap_err().to_string();
         assert!(err.contains("not a regular file"), "{err}");
+    }
+
+    /// Each value read is held out of the log while the store keeps it:
+    /// one the operator removes is let go at the next read.
+    #[test]
+    fn a_value_kept_is_held_out_of_the_log_until_it_is_removed() {
+        use crate::secrets::held::{holds, redact};
+        const KEPT: &str = "store-value-kept-4e81c2";
+        const REMOVED: &str = "store-value-removed-93af07";
+        let (dir, s) = store(
+            &format!("[alice.tracker]\ntoken = \"{KEPT}\"\n[bob.tracker]\ntoken = \"{REMOVED}\"\n"),
+            0o600,
+        );
+        let s = s.unwrap();
+        assert_eq!(redact(&format!("sent {KEPT}")), "sent [redacted:token]");
+        assert!(holds(REMOVED));
+        let path = dir.path().join("credentials.toml");
+        std::fs::write(&path, format!("[alice.tracker]\ntoken = \"{KEPT}\"\n")).unwrap();
+        assert_eq!(s.lookup("bob", "tracker", "token").unwrap(), None);
+        assert!(holds(KEPT));
+        assert!(!holds(REMOVED));
+        drop(s);
+        assert!(!holds(KEPT));
     }
 
     #[test]
