@@ -397,7 +397,8 @@ fn a_stdio_server_is_not_given_another_sources_secret_from_the_environment() {
     );
     serve.initialize(
         &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"},
+            "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}, "sampling": {}},
+            "clientInfo": {"name": "t", "version": "1"},
         }}),
     );
     for (id, tool) in [(2, "shout"), (3, "environ")] {
@@ -431,7 +432,38 @@ fn a_stdio_server_is_not_given_another_sources_secret_from_the_environment() {
         progress.to_string().contains("notifications/progress"),
         "{progress}"
     );
-    for shown in [&listed, &refused, &progress] {
+    // What it asks the client during a call (the user, by an elicitation;
+    // the client's model, by a sampling request) is relayed through the
+    // gate too.
+    let mut asked = Vec::new();
+    for (id, tool, answer) in [
+        (7, "ask", json!({"action": "decline"})),
+        (
+            8,
+            "sample",
+            json!({"role": "assistant", "content": {"type": "text", "text": "no"}, "model": "m"}),
+        ),
+    ] {
+        let args = json!({"name": "TOOLHOST_TEST_PASSED"});
+        serve.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": tool, "arguments": args}}));
+        while let Some(message) = serve.message() {
+            if message["id"] == id && message.get("method").is_none() {
+                assert_eq!(message["result"]["isError"], false, "{message}");
+                break;
+            }
+            if message
+                .get("method")
+                .is_some_and(|m| m == "elicitation/create" || m == "sampling/createMessage")
+            {
+                serve.send(&json!({"jsonrpc": "2.0", "id": message["id"], "result": answer}));
+                asked.push(message);
+            }
+        }
+    }
+    let asked = json!(asked);
+    assert_eq!(asked.as_array().map(Vec::len), Some(2), "{asked}");
+    for shown in [&listed, &refused, &progress, &asked] {
         assert!(shown.to_string().contains("[redacted:tracker]"), "{shown}");
         assert!(!shown.to_string().contains(SECRET), "{shown}");
     }

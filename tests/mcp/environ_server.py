@@ -2,12 +2,16 @@
 variable it is asked for, or `unset` (what toolhost passed on to a server
 it started), and `shout` prints that value on its stderr (as is, reversed, in base64); the resource
 `env://passed` has the value of TOOLHOST_TEST_PASSED in its description,
-the prompt `refuse` fails quoting the variable it is given, and `report`
-quotes it in a progress notification."""
+the prompt `refuse` fails quoting the variable it is given, `report`
+quotes it in a progress notification, and `ask` and `sample` in a request
+to the client (an elicitation, a sampling request)."""
 
 import base64
 import os
 import sys
+
+import mcp_types as types
+from pydantic import BaseModel
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPError
@@ -42,6 +46,25 @@ def passed() -> str:
 @server.prompt(description="Fail, quoting one environment variable's value.")
 def refuse(name: str) -> str:
     raise MCPError(code=-32602, message=f"{name} is {os.environ.get(name, 'unset')}")
+
+
+class Confirmation(BaseModel):
+    ok: bool
+
+
+@server.tool(description="Ask the user, quoting one environment variable's value.", structured_output=False)
+async def ask(name: str, ctx: Context) -> str:
+    answer = await ctx.elicit(f"{name} is {os.environ.get(name, 'unset')}", Confirmation)
+    return answer.action
+
+
+@server.tool(description="Ask the client's model, quoting one environment variable's value.", structured_output=False)
+async def sample(name: str, ctx: Context) -> str:
+    text = types.TextContent(type="text", text=f"{name} is {os.environ.get(name, 'unset')}")
+    await ctx.session.create_message(
+        [types.SamplingMessage(role="user", content=text)], max_tokens=5, related_request_id=ctx.request_id
+    )
+    return "sampled"
 
 
 if __name__ == "__main__":

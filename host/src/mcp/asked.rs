@@ -1,8 +1,11 @@
 //! The client session of one `tools/call`, as an upstream server's
 //! requests during that call reach it ([`Downstream`]): what the client
 //! declared, its share of relayed round trips, and the request sent on the
-//! call's own stream. Owns the sending; not the attribution, bounds or
-//! capability checks, which are the upstream relay's (`upstream::relay`).
+//! call's own stream, through the catalog's gate: a server given a secret
+//! of another source's could put it in the message shown to the user or
+//! in what the client's model is asked. Owns the sending; not the
+//! attribution, bounds or capability checks, which are the upstream
+//! relay's (`upstream::relay`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,6 +14,7 @@ use rmcp::model::{ClientCapabilities, GetExtensions, RequestId, ServerRequest};
 use rmcp::service::{OriginatingRequestId, Peer, PeerRequestOptions, RoleServer, ServiceError};
 use tokio::sync::Semaphore;
 
+use crate::Toolhost;
 use crate::bounds::{MAX_ERROR_TEXT, cut};
 use crate::upstream::{Asked, Downstream, Unanswered};
 
@@ -23,6 +27,8 @@ pub(super) struct CallingClient {
     pub(super) call: RequestId,
     /// The session's, shared by its calls.
     pub(super) slots: Arc<Semaphore>,
+    /// Whose gate what is asked passes, as of the asking.
+    pub(super) host: Arc<Toolhost>,
 }
 
 impl Downstream for CallingClient {
@@ -34,7 +40,11 @@ impl Downstream for CallingClient {
         &self.slots
     }
 
-    fn ask(&self, mut request: ServerRequest, deadline: Duration) -> Asked<'_> {
+    fn ask(&self, request: ServerRequest, deadline: Duration) -> Asked<'_> {
+        let Some(mut request) = self.host.gate().message(request) else {
+            let withheld = "withheld: it held a secret value the host holds".to_owned();
+            return Box::pin(async move { Err(Unanswered::Failed(withheld)) });
+        };
         request
             .extensions_mut()
             .insert(OriginatingRequestId(self.call.clone()));

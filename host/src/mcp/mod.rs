@@ -293,6 +293,7 @@ impl McpServer {
             peer: context.peer.clone(),
             call: context.id.clone(),
             slots: self.relayed.clone(),
+            host: self.host.clone(),
         })
     }
 
