@@ -385,8 +385,7 @@ fn a_stdio_server_is_not_given_another_sources_secret_from_the_environment() {
     // Passed on by name; its value still never reaches the model.
     assert_eq!(environ("TOOLHOST_TEST_PASSED").0, "[redacted:tracker]");
 
-    // What it prints on its stderr, served over stdio: a second call after
-    // it, so the line has been read when the host ends.
+    // What it prints on its stderr, served over stdio.
     let mut serve = StdioServe::spawn(
         toolhost()
             .arg("--config")
@@ -470,6 +469,11 @@ fn a_stdio_server_is_not_given_another_sources_secret_from_the_environment() {
     let stderr = String::from_utf8_lossy(&serve.end().stderr).into_owned();
     assert!(
         stderr.contains("TOOLHOST_TEST_PASSED is [redacted:tracker]"),
+        "{stderr}"
+    );
+    // Its last words, once toolhost closed its input on the way out.
+    assert!(
+        stderr.contains("environ: ending, TOOLHOST_TEST_PASSED is [redacted:tracker]"),
         "{stderr}"
     );
     // The same value written otherwise is the same secret.

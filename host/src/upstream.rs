@@ -780,6 +780,15 @@ impl Upstream {
         self.sessions.current().is_some()
     }
 
+    /// End the host's session with the server, as the host shuts down
+    /// (`session::Session::close`): a stdio server is let exit on its own
+    /// and its stderr copied to the end, rather than killed mid-line.
+    pub async fn close(&self) {
+        if let Some(session) = self.sessions.current() {
+            session.close().await;
+        }
+    }
+
     /// What the server said of itself when the session started.
     pub fn info(&self) -> Option<Arc<ServerPeerInfo>> {
         self.sessions.current()?.peer().peer_info()
@@ -1405,10 +1414,11 @@ async fn open(config: &UpstreamConfig, listener: Listener) -> Result<session::Se
             let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
                 return Err(format!("`{command}` started without its pipes"));
             };
-            if let Some(stderr) = child.stderr.take() {
-                tokio::spawn(stderr_redacted(stderr));
-            }
-            process = Some(child);
+            let copying = child
+                .stderr
+                .take()
+                .map(|stderr| tokio::spawn(stderr_redacted(stderr)));
+            process = Some((child, copying));
             // Lines over the cap are answered by `bounded`; what passes
             // it is within the transport's own cap, which drops a line.
             // Carrying a tool's `execution` (`carried`) adds fewer bytes

@@ -4,7 +4,8 @@ it started), and `shout` prints that value on its stderr (as is, reversed, in ba
 `env://passed` has the value of TOOLHOST_TEST_PASSED in its description,
 the prompt `refuse` fails quoting the variable it is given, `report`
 quotes it in a progress notification, and `ask` and `sample` in a request
-to the client (an elicitation, a sampling request)."""
+to the client (an elicitation, a sampling request); it says it on its
+stderr too as it ends."""
 
 import base64
 import os
@@ -69,3 +70,5 @@ async def sample(name: str, ctx: Context) -> str:
 
 if __name__ == "__main__":
     server.run("stdio")
+    # Last words, once toolhost has closed its input.
+    print(f"environ: ending, TOOLHOST_TEST_PASSED is {os.environ.get('TOOLHOST_TEST_PASSED', 'unset')}", file=sys.stderr)

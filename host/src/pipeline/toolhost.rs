@@ -283,16 +283,19 @@ impl Toolhost {
         }
     }
 
-    /// Stop following the upstream servers and cancel every prefetch in
-    /// flight.
+    /// Stop following the upstream servers, cancel every prefetch in
+    /// flight, and end the session with each upstream server: a stdio
+    /// server's input is closed and it has 2 s to exit (then it is
+    /// killed), its last stderr lines copied to the host's.
     pub async fn shutdown(&self) {
         for follower in &self.followers {
             follower.abort();
         }
-        let _no_rebuild = self.shared.sources.lock().await;
+        let sources = self.shared.sources.lock().await;
         if let Some(engine) = &self.shared.current().speculation {
             engine.shutdown().await;
         }
+        futures::future::join_all(sources.upstreams.iter().map(|server| server.close())).await;
     }
 
     /// Start `name` as a task of its upstream server (MCP 2025-11-25's

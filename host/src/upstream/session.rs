@@ -27,6 +27,10 @@ pub const RESTART_INTERVAL: Duration = Duration::from_secs(2);
 /// How long a closed stdio session waits for its process's exit status.
 const EXIT_WAIT: Duration = Duration::from_millis(200);
 
+/// How long a stdio server has to exit once its input is closed, and then
+/// its stderr to be copied to its end, as the host shuts down.
+const CLOSE_WAIT: Duration = Duration::from_secs(2);
+
 /// Whether `client`'s session has ended: its transport closed (a stdio
 /// server's output ended, an HTTP session given up) or rmcp's service
 /// loop stopped.
@@ -39,13 +43,40 @@ pub(super) struct Session {
     client: RunningService<RoleClient, Listener>,
     /// A stdio server's process, killed when the session is dropped.
     process: Option<tokio::sync::Mutex<tokio::process::Child>>,
+    /// The task copying a stdio server's stderr to the host's.
+    stderr: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl Session {
-    pub fn new(client: RunningService<RoleClient, Listener>, process: Option<tokio::process::Child>) -> Self {
+    pub fn new(
+        client: RunningService<RoleClient, Listener>,
+        process: Option<(tokio::process::Child, Option<tokio::task::JoinHandle<()>>)>,
+    ) -> Self {
+        let (process, stderr) = process.map_or((None, None), |(child, stderr)| (Some(child), stderr));
         Self {
             client,
             process: process.map(tokio::sync::Mutex::new),
+            stderr: std::sync::Mutex::new(stderr),
+        }
+    }
+
+    /// End the session as a stdio client should: the server's input
+    /// closed, its exit waited for within [`CLOSE_WAIT`] (then it is
+    /// killed), and what it wrote on its stderr meanwhile copied out to the
+    /// end, so a server's last words reach the log. A URL server's session
+    /// is just cancelled.
+    pub async fn close(&self) {
+        self.client.cancellation_token().cancel();
+        let Some(process) = &self.process else {
+            return;
+        };
+        let mut process = process.lock().await;
+        if tokio::time::timeout(CLOSE_WAIT, process.wait()).await.is_err() {
+            let _ = process.kill().await;
+        }
+        let copying = self.stderr.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(copying) = copying {
+            let _ = tokio::time::timeout(CLOSE_WAIT, copying).await;
         }
     }
 
