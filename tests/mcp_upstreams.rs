@@ -385,14 +385,16 @@ fn a_stdio_server_is_not_given_another_sources_secret_from_the_environment() {
     // Passed on by name; its value still never reaches the model.
     assert_eq!(environ("TOOLHOST_TEST_PASSED").0, "[redacted:tracker]");
 
-    // What it prints on its stderr, served over stdio.
+    // What it prints on its stderr, served over stdio; this time it
+    // outlives its input until sent SIGTERM.
     let mut serve = StdioServe::spawn(
         toolhost()
             .arg("--config")
             .arg(&config)
             .arg("serve")
             .current_dir(dir.path())
-            .envs(envs),
+            .envs(envs)
+            .env("TOOLHOST_TEST_LINGER", "1"),
     );
     serve.initialize(
         &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -471,11 +473,14 @@ fn a_stdio_server_is_not_given_another_sources_secret_from_the_environment() {
         stderr.contains("TOOLHOST_TEST_PASSED is [redacted:tracker]"),
         "{stderr}"
     );
-    // Its last words, once toolhost closed its input on the way out.
-    assert!(
-        stderr.contains("environ: ending, TOOLHOST_TEST_PASSED is [redacted:tracker]"),
-        "{stderr}"
-    );
+    // Its last words, once toolhost closed its input on the way out, and
+    // once it was sent SIGTERM for outliving it.
+    for last in [
+        "environ: ending, TOOLHOST_TEST_PASSED is [redacted:tracker]",
+        "environ: terminated",
+    ] {
+        assert!(stderr.contains(last), "{last}: {stderr}");
+    }
     // The same value written otherwise is the same secret.
     let reversed: String = SECRET.chars().rev().collect();
     let encoded = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, SECRET);

@@ -5,11 +5,14 @@ it started), and `shout` prints that value on its stderr (as is, reversed, in ba
 the prompt `refuse` fails quoting the variable it is given, `report`
 quotes it in a progress notification, and `ask` and `sample` in a request
 to the client (an elicitation, a sampling request); it says it on its
-stderr too as it ends."""
+stderr too as it ends, and with TOOLHOST_TEST_LINGER set outlives its input
+until sent SIGTERM."""
 
 import base64
 import os
+import signal
 import sys
+import time
 
 import mcp_types as types
 from pydantic import BaseModel
@@ -68,7 +71,17 @@ async def sample(name: str, ctx: Context) -> str:
     return "sampled"
 
 
+def _terminated(*_):
+    print("environ: terminated", file=sys.stderr, flush=True)
+    sys.exit(0)
+
+
 if __name__ == "__main__":
     server.run("stdio")
     # Last words, once toolhost has closed its input.
     print(f"environ: ending, TOOLHOST_TEST_PASSED is {os.environ.get('TOOLHOST_TEST_PASSED', 'unset')}", file=sys.stderr)
+    if os.environ.get("TOOLHOST_TEST_LINGER"):
+        # A server that outlives its input, until asked to stop.
+        signal.signal(signal.SIGTERM, _terminated)
+        while True:
+            time.sleep(1)

@@ -285,8 +285,9 @@ impl Toolhost {
 
     /// Stop following the upstream servers, cancel every prefetch in
     /// flight, and end the session with each upstream server: a stdio
-    /// server's input is closed and it has 2 s to exit (then it is
-    /// killed), its last stderr lines copied to the host's.
+    /// server's input is closed and it has 2 s to exit, then `SIGTERM` and
+    /// 2 s more, then it is killed; its last stderr lines are copied to the
+    /// host's.
     pub async fn shutdown(&self) {
         for follower in &self.followers {
             follower.abort();

@@ -27,8 +27,9 @@ pub const RESTART_INTERVAL: Duration = Duration::from_secs(2);
 /// How long a closed stdio session waits for its process's exit status.
 const EXIT_WAIT: Duration = Duration::from_millis(200);
 
-/// How long a stdio server has to exit once its input is closed, and then
-/// its stderr to be copied to its end, as the host shuts down.
+/// How long a stdio server has to exit once its input is closed, then
+/// once it is sent `SIGTERM`, and its stderr to be copied to its end, as
+/// the host shuts down.
 const CLOSE_WAIT: Duration = Duration::from_secs(2);
 
 /// Whether `client`'s session has ended: its transport closed (a stdio
@@ -60,19 +61,30 @@ impl Session {
         }
     }
 
-    /// End the session as a stdio client should: the server's input
-    /// closed, its exit waited for within [`CLOSE_WAIT`] (then it is
-    /// killed), and what it wrote on its stderr meanwhile copied out to the
-    /// end, so a server's last words reach the log. A URL server's session
-    /// is just cancelled.
+    /// End the session as the MCP spec asks a stdio client to: the
+    /// server's input closed and its exit waited for, then `SIGTERM` and a
+    /// wait, then `SIGKILL`, each wait [`CLOSE_WAIT`]; what it wrote on its
+    /// stderr meanwhile is copied out to the end, so a server's last words
+    /// reach the log. A URL server's session is just cancelled.
     pub async fn close(&self) {
         self.client.cancellation_token().cancel();
         let Some(process) = &self.process else {
             return;
         };
         let mut process = process.lock().await;
-        if tokio::time::timeout(CLOSE_WAIT, process.wait()).await.is_err() {
-            let _ = process.kill().await;
+        let exits = async |process: &mut tokio::process::Child| {
+            tokio::time::timeout(CLOSE_WAIT, process.wait()).await.is_ok()
+        };
+        if !exits(&mut process).await {
+            let pid = process
+                .id()
+                .and_then(|id| rustix::process::Pid::from_raw(id.cast_signed()));
+            if let Some(pid) = pid {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+            }
+            if !exits(&mut process).await {
+                let _ = process.kill().await;
+            }
         }
         let copying = self.stderr.lock().unwrap_or_else(PoisonError::into_inner).take();
         if let Some(copying) = copying {
