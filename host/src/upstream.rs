@@ -1414,11 +1414,11 @@ async fn open(config: &UpstreamConfig, listener: Listener) -> Result<session::Se
             let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
                 return Err(format!("`{command}` started without its pipes"));
             };
-            let copying = child
+            let stderr = child
                 .stderr
                 .take()
                 .map(|stderr| tokio::spawn(stderr_redacted(stderr)));
-            process = Some((child, copying));
+            process = Some(session::Process { child, stderr });
             // Lines over the cap are answered by `bounded`; what passes
             // it is within the transport's own cap, which drops a line.
             // Carrying a tool's `execution` (`carried`) adds fewer bytes

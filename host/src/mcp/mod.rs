@@ -393,12 +393,13 @@ impl McpServer {
     /// before any request of the session is seen, so under a policy they
     /// name only what the session's default caller may be listed (over
     /// HTTP, the unauthenticated one): the prompt names the rest to each.
+    /// Both parts have passed the gate: the sections are made of the gated
+    /// listing, and the gateway gates what the servers say.
     pub fn instructions(&self) -> Option<String> {
         merge_instructions(
             Some(&self.host.system_prompt_for(&self.caller)),
             &self.host.gateway().instructions(),
         )
-        .map(|text| self.host.gate().text(&text))
     }
 }
 

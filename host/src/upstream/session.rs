@@ -42,22 +42,22 @@ pub(super) fn ended(client: &RunningService<RoleClient, Listener>) -> bool {
 /// One session with the server.
 pub(super) struct Session {
     client: RunningService<RoleClient, Listener>,
-    /// A stdio server's process, killed when the session is dropped.
-    process: Option<tokio::sync::Mutex<tokio::process::Child>>,
-    /// The task copying a stdio server's stderr to the host's.
-    stderr: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// A stdio server's process.
+    process: Option<tokio::sync::Mutex<Process>>,
+}
+
+/// A stdio server's process, killed when the session is dropped, and the
+/// task copying its stderr to the host's.
+pub(super) struct Process {
+    pub child: tokio::process::Child,
+    pub stderr: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Session {
-    pub fn new(
-        client: RunningService<RoleClient, Listener>,
-        process: Option<(tokio::process::Child, Option<tokio::task::JoinHandle<()>>)>,
-    ) -> Self {
-        let (process, stderr) = process.map_or((None, None), |(child, stderr)| (Some(child), stderr));
+    pub fn new(client: RunningService<RoleClient, Listener>, process: Option<Process>) -> Self {
         Self {
             client,
             process: process.map(tokio::sync::Mutex::new),
-            stderr: std::sync::Mutex::new(stderr),
         }
     }
 
@@ -71,23 +71,22 @@ impl Session {
         let Some(process) = &self.process else {
             return;
         };
-        let mut process = process.lock().await;
-        let exits = async |process: &mut tokio::process::Child| {
-            tokio::time::timeout(CLOSE_WAIT, process.wait()).await.is_ok()
+        let Process { child, stderr } = &mut *process.lock().await;
+        let exits = async |child: &mut tokio::process::Child| {
+            tokio::time::timeout(CLOSE_WAIT, child.wait()).await.is_ok()
         };
-        if !exits(&mut process).await {
-            let pid = process
+        if !exits(child).await {
+            let pid = child
                 .id()
                 .and_then(|id| rustix::process::Pid::from_raw(id.cast_signed()));
             if let Some(pid) = pid {
                 let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
             }
-            if !exits(&mut process).await {
-                let _ = process.kill().await;
+            if !exits(child).await {
+                let _ = child.kill().await;
             }
         }
-        let copying = self.stderr.lock().unwrap_or_else(PoisonError::into_inner).take();
-        if let Some(copying) = copying {
+        if let Some(copying) = stderr.take() {
             let _ = tokio::time::timeout(CLOSE_WAIT, copying).await;
         }
     }
@@ -108,7 +107,7 @@ impl Session {
             return "its session ended".into();
         };
         let mut process = process.lock().await;
-        match tokio::time::timeout(EXIT_WAIT, process.wait()).await {
+        match tokio::time::timeout(EXIT_WAIT, process.child.wait()).await {
             Ok(Ok(status)) => format!("its process exited ({status})"),
             Ok(Err(e)) => format!("its process ended its output, and its status cannot be read: {e}"),
             Err(_) => "its process closed its output and is still running".into(),

@@ -68,11 +68,7 @@ impl Store {
     /// Check and read the single-file store at `path` now: an unsafe or
     /// broken store stops the start.
     pub(super) fn file(path: &Path) -> Result<Self, CredentialError> {
-        let (stamp, entries) = read_checked::<Entries>(path, Follow::Links, MAX_STORE_BYTES, ENTRIES_SHAPE)?;
-        entries
-            .iter()
-            .try_for_each(|(subject, secrets)| no_empty_value(path, Some(subject), secrets))?;
-        let held = entries.values().flat_map(leases).collect();
+        let (stamp, entries, held) = OneFile::read(path)?;
         Ok(Self::File(OneFile {
             path: path.to_owned(),
             read: Mutex::new((Some(stamp), Ok(entries), held)),
@@ -125,22 +121,22 @@ pub(super) struct OneFile {
 type LastRead<S, T> = (S, Result<T, CredentialError>, Vec<Lease>);
 
 impl OneFile {
+    /// The file at `path`, checked and read, and the leases of its values.
+    fn read(path: &Path) -> Result<(Stamp, Entries, Vec<Lease>), CredentialError> {
+        let (stamp, entries) = read_checked::<Entries>(path, Follow::Links, MAX_STORE_BYTES, ENTRIES_SHAPE)?;
+        entries
+            .iter()
+            .try_for_each(|(subject, secrets)| no_empty_value(path, Some(subject), secrets))?;
+        let held = entries.values().flat_map(leases).collect();
+        Ok((stamp, entries, held))
+    }
+
     fn lookup(&self, subject: &str, plugin: &str, name: &str) -> Result<Option<String>, CredentialError> {
         let now = std::fs::metadata(&self.path).map(|m| Stamp::of(&m)).ok();
         let mut read = self.read.lock().unwrap_or_else(|e| e.into_inner());
         if now.is_none() || now != read.0 {
-            let fresh = read_checked::<Entries>(&self.path, Follow::Links, MAX_STORE_BYTES, ENTRIES_SHAPE)
-                .and_then(|(stamp, entries)| {
-                    entries.iter().try_for_each(|(subject, secrets)| {
-                        no_empty_value(&self.path, Some(subject), secrets)
-                    })?;
-                    Ok((stamp, entries))
-                });
-            *read = match fresh {
-                Ok((stamp, entries)) => {
-                    let held = entries.values().flat_map(leases).collect();
-                    (Some(stamp), Ok(entries), held)
-                }
+            *read = match Self::read(&self.path) {
+                Ok((stamp, entries, held)) => (Some(stamp), Ok(entries), held),
                 Err(e) => {
                     tracing::warn!("{e}");
                     (now, Err(e), Vec::new())
