@@ -380,6 +380,12 @@ fn a_stdio_server_is_not_given_another_sources_secret_from_the_environment() {
         ),
         "{stderr}"
     );
+    // `toolhost call` lets the server stop once it has answered, so what
+    // it says as it ends reaches the log, redacted.
+    assert!(
+        stderr.contains("environ: ending, TOOLHOST_TEST_PASSED is [redacted:tracker]"),
+        "{stderr}"
+    );
     assert_eq!(environ("TOOLHOST_TEST_SAME").0, "unset");
     assert_eq!(environ("TOOLHOST_TEST_PLAIN").0, "plain");
     // Passed on by name; its value still never reaches the model.

@@ -38,29 +38,36 @@ pub async fn run(
             cancel.cancel();
         }
     });
-    if let Some(width) = width {
-        crate::say!("{}", render::call_view(&host, tool, &args, width).await)?;
-        let (view, code) = match host.call_tool(tool, args, &ctx).await {
-            Ok(out) => (
-                render::result_view(&host, tool, &out, width).await,
-                ExitCode::SUCCESS,
-            ),
-            Err(e) => (format!("error: {}", error_text(&e)), ExitCode::FAILURE),
-        };
-        crate::say!("{view}")?;
-        return Ok(code);
-    }
-    let (value, code) = match host.call_tool(tool, args, &ctx).await {
-        Ok(out) => (
-            json!({"content": out.text(), "structured": out.structured(), "details": out.details, "isError": out.is_error}),
-            ExitCode::SUCCESS,
-        ),
-        Err(e) => (
-            json!({"error": error_text(&e), "isError": true}),
-            ExitCode::FAILURE,
-        ),
+    let (shown, code) = match width {
+        Some(width) => {
+            crate::say!("{}", render::call_view(&host, tool, &args, width).await)?;
+            match host.call_tool(tool, args, &ctx).await {
+                Ok(out) => (
+                    render::result_view(&host, tool, &out, width).await,
+                    ExitCode::SUCCESS,
+                ),
+                Err(e) => (format!("error: {}", error_text(&e)), ExitCode::FAILURE),
+            }
+        }
+        None => {
+            let (value, code) = match host.call_tool(tool, args, &ctx).await {
+                Ok(out) => (
+                    json!({"content": out.text(), "structured": out.structured(), "details": out.details, "isError": out.is_error}),
+                    ExitCode::SUCCESS,
+                ),
+                Err(e) => (
+                    json!({"error": error_text(&e), "isError": true}),
+                    ExitCode::FAILURE,
+                ),
+            };
+            (serde_json::to_string_pretty(&value)?, code)
+        }
     };
-    crate::say!("{}", serde_json::to_string_pretty(&value)?)?;
+    let said = crate::say!("{shown}");
+    // After the answer is shown: the upstream servers are let stop, and
+    // what they say as they end reaches the log.
+    host.shutdown().await;
+    said?;
     Ok(code)
 }
 
