@@ -269,23 +269,31 @@ async fn a_url_server_that_goes_away_is_named_with_why_and_served_again_when_bac
         .trim_start_matches("http://")
         .trim_end_matches("/mcp")
         .to_owned();
-    // Every connection through the relay, dropped when it closes.
-    let relay = |listener: tokio::net::TcpListener| {
+    // Every connection through the relay, all of them closed (and awaited)
+    // with the listener when `close` is told.
+    let relay = |listener: tokio::net::TcpListener, close: Arc<tokio::sync::Notify>| {
         let server = server.clone();
         tokio::spawn(async move {
             let mut connections = tokio::task::JoinSet::new();
-            while let Ok((mut client, _)) = listener.accept().await {
+            loop {
+                let (mut client, _) = tokio::select! {
+                    accepted = listener.accept() => accepted.unwrap(),
+                    () = close.notified() => break,
+                };
                 let server = server.clone();
                 connections.spawn(async move {
                     let mut upstream = tokio::net::TcpStream::connect(server).await.unwrap();
                     let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
                 });
             }
+            drop(listener);
+            connections.shutdown().await;
         })
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
-    let relaying = relay(listener);
+    let close = Arc::new(tokio::sync::Notify::new());
+    let relaying = relay(listener, close.clone());
     let config: toolhost::UpstreamConfig =
         serde_json::from_value(json!({"name": "web", "url": format!("http://{address}/mcp")})).unwrap();
     let upstream = toolhost::internals::Upstream::connect(config, toolhost::plugin::tracing_sink())
@@ -298,22 +306,28 @@ async fn a_url_server_that_goes_away_is_named_with_why_and_served_again_when_bac
     };
     assert_eq!(echo().await.unwrap().text(), "ok");
 
-    relaying.abort();
-    let _ = relaying.await;
+    close.notify_one();
+    relaying.await.unwrap();
     let down = echo().await.unwrap_err().to_string();
     // A new connection is refused; one the client pooled may be taken
-    // before it has seen the close, and fails so: either says why.
+    // before it has seen the close, and fails so (closed, or reset if the
+    // request reached the closed socket): each says why.
     assert!(
         down.starts_with("upstream `web`, tool `echo`: ")
             && (down.contains("Connection refused")
-                || down.contains("connection closed before message completed")),
+                || down.contains("connection closed before message completed")
+                || down.contains("Connection reset by peer")),
         "{down}"
     );
     assert!(!down.contains("rmcp::"), "no Rust type names: {down}");
 
-    let relaying = relay(tokio::net::TcpListener::bind(address).await.unwrap());
+    let relaying = relay(
+        tokio::net::TcpListener::bind(address).await.unwrap(),
+        close.clone(),
+    );
     assert_eq!(echo().await.unwrap().text(), "ok");
-    relaying.abort();
+    close.notify_one();
+    relaying.await.unwrap();
 }
 
 /// What a tool plugin's definition says reaches the listing and the
