@@ -625,6 +625,30 @@ fn serve_watch_refuses_a_directory_it_cannot_watch() {
     );
 }
 
+/// An address another process listens on is named, with why, before any
+/// plugin is loaded (the broken one here would be reported) and with no
+/// figures of a serve that never began.
+#[test]
+fn serve_http_on_an_address_in_use_names_it_before_loading_anything() {
+    let top = tempfile::tempdir().unwrap();
+    std::fs::write(top.path().join("broken.wasm"), b"not a component").unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let (out, _, stderr) = run(toolhost()
+        .current_dir(top.path())
+        .arg("--plugins")
+        .arg(top.path())
+        .args(["serve", "--http", &addr]));
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains(&format!("cannot listen on {addr}")) && stderr.contains("Address already in use"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("broken") && !stderr.contains("speculation:") && !stderr.contains("serving MCP"),
+        "{stderr}"
+    );
+}
 /// Plugins listing names that are taken: a native tool's, text-tools'
 /// `word_count`, and a base-catalog tool's; each also lists a tool of its own.
 /// Plugins whose tools clash with a native tool, another plugin's tool and

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crate::config::Config;
 use crate::watch::{PluginWatch, PolicyWatch};
 use crate::{setup, stats};
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use toolhost::mcp;
 use toolhost::mcp::ClientLog;
 use toolhost::mcp::HttpAccess;
@@ -69,9 +69,16 @@ pub async fn serve(
     front: Front,
     watch: bool,
 ) -> Result<ExitCode> {
-    // Refuse an unprotected address before loading anything.
+    // Refuse an unprotected address, and one that cannot be listened on,
+    // before loading anything.
     let access = match front.http {
-        Some(addr) => Some((addr, HttpAccess::new(&config.auth, addr, front.insecure).await?)),
+        Some(addr) => {
+            let access = HttpAccess::new(&config.auth, addr, front.insecure).await?;
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("cannot listen on {addr} (--http)"))?;
+            Some((listener, access))
+        }
         None => {
             // The client that started this process owns its stdio: there is
             // nobody else to authorise. Say so rather than look protected.
@@ -127,9 +134,11 @@ pub async fn serve(
     let reporter = stats::spawn_reporter(host.clone(), runtime.shadows().clone(), stats_file.clone());
     let serving = async {
         match access {
-            Some((addr, access)) => {
-                // Tests and scripts read the address from this line.
-                let announce = |bound| eprintln!("toolhost: serving MCP at http://{bound}/mcp");
+            Some((listener, access)) => {
+                // Tests and scripts read the address from this line: the
+                // port the system chose, if the one asked for was 0.
+                let bound = listener.local_addr()?;
+                eprintln!("toolhost: serving MCP at http://{bound}/mcp");
                 // Ctrl-C, or a service manager's `SIGTERM` (systemd,
                 // Kubernetes), which would otherwise end the process with
                 // its calls unanswered.
@@ -146,17 +155,8 @@ pub async fn serve(
                     }
                 };
                 let stateless = config.cluster.is_some();
-                mcp::serve_http(
-                    host.clone(),
-                    reports,
-                    addr,
-                    access,
-                    stateless,
-                    announce,
-                    interrupted,
-                )
-                .await
-                .map_err(anyhow::Error::from)
+                mcp::serve_http(host.clone(), reports, listener, access, stateless, interrupted).await;
+                Ok(())
             }
             None => mcp::serve_stdio(host.clone(), reports)
                 .await

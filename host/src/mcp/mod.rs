@@ -101,7 +101,6 @@ mod wire;
 
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
@@ -1104,13 +1103,12 @@ pub enum ServeError {
     Session(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
-/// Serve streamable HTTP at `http://ADDR/mcp` until `shutdown` completes,
-/// behind `access` (its authorization and accepted `Host` names), with
-/// `/metrics` behind the same, and `ok` at `/healthz` to anyone.
-/// `on_bound` is told the address bound (the port the system chose, if
-/// `addr`'s is 0) before the first request is taken. On shutdown, calls
-/// being answered are let finish (for up to 20 s), and then the event
-/// streams are ended.
+/// Serve streamable HTTP at `http://ADDR/mcp` on `listener` (bound by the
+/// caller, so that an address in use is told before anything is loaded)
+/// until `shutdown` completes, behind `access` (its authorization and
+/// accepted `Host` names), with `/metrics` behind the same, and `ok` at
+/// `/healthz` to anyone. On shutdown, calls being answered are let finish
+/// (for up to 20 s), and then the event streams are ended.
 ///
 /// `stateless` (a replica of a cluster): no MCP session is kept, so that
 /// any replica answers any request. It costs clients before 2026-07-28
@@ -1123,12 +1121,11 @@ pub enum ServeError {
 pub async fn serve_http(
     host: Arc<Toolhost>,
     reports: Reports,
-    addr: SocketAddr,
+    listener: tokio::net::TcpListener,
     access: HttpAccess,
     stateless: bool,
-    on_bound: impl FnOnce(SocketAddr),
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
+) {
     let mut server = McpServer::new(host.clone(), reports.log).exporting(reports.spans);
     if !stateless {
         server = server.serving_tasks();
@@ -1141,10 +1138,7 @@ pub async fn serve_http(
         CappedSessions::new(wire::executions(&host)),
         &drain,
     );
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    on_bound(listener.local_addr()?);
     connections::serve(listener, router, access.connections(), drain, shutdown).await;
-    Ok(())
 }
 
 /// The routes of `serve --http`: MCP at `/mcp` (its sessions kept in
