@@ -52,6 +52,59 @@ async fn explicit_order_beats_file_names() {
     assert_eq!(chain_marker(&report).await, "A");
 }
 
+/// A component file of gigabytes (a custom section the host never needs,
+/// sparse on disk here) is refused from its size, unread, by every way a
+/// file is loaded: the directory with and without the trust checks, and
+/// one file alone (`toolhost check`). Read whole, it held as much memory
+/// and seconds of reading before it was found to be no plugin.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_component_file_over_the_cap_is_refused_unread() {
+    let dir = plugin_dir(&[("10-format", "format_pipeline", None)]);
+    let huge = dir.path().join("20-huge.wasm");
+    let name = b"padding";
+    let payload: u64 = 2 << 30;
+    let mut head = b"\0asm\x0d\0\x01\0\0".to_vec();
+    let mut length = name.len() as u64 + 1 + payload;
+    // The custom section's length, LEB128.
+    loop {
+        let byte = (length & 0x7f) as u8;
+        length >>= 7;
+        head.push(if length == 0 { byte } else { byte | 0x80 });
+        if length == 0 {
+            break;
+        }
+    }
+    head.push(name.len() as u8);
+    head.extend_from_slice(name);
+    let file = std::fs::File::create(&huge).unwrap();
+    std::io::Write::write_all(&mut &file, &head).unwrap();
+    file.set_len(head.len() as u64 + payload).unwrap();
+
+    let refused = |report: &toolhost::plugin::LoadReport| {
+        assert_eq!(names(report), ["format"]);
+        let [error] = &report.errors[..] else {
+            panic!("{:?}", report.errors)
+        };
+        assert_eq!(error.kind, LoadErrorKind::TooLarge);
+        assert!(error.path.ends_with("20-huge.wasm"), "{error}");
+        assert!(
+            error
+                .message
+                .contains("2049 MiB, over the 128 MiB a plugin component may be"),
+            "{error}"
+        );
+    };
+    let (rt, _) = runtime();
+    refused(&rt.load_dir(dir.path()).await.unwrap());
+    refused(
+        &supply::load_dir(&rt, &TrustSettings::default(), dir.path())
+            .await
+            .unwrap(),
+    );
+    let alone = rt.load_file(&huge).await.err().expect("refused");
+    assert_eq!(alone.kind, LoadErrorKind::TooLarge);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn bad_files_are_named_and_the_rest_still_load() {
     let dir = plugin_dir(&[

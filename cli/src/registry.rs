@@ -51,9 +51,6 @@ pub const WASM_MEDIA_TYPE: &str = "application/wasm";
 /// The plugin's manifest, `NAME.toml` (ours).
 pub const PLUGIN_MANIFEST_MEDIA_TYPE: &str = "application/vnd.toolhost.plugin.manifest.v1+toml";
 
-/// The largest component pulled: the Python and JavaScript ones are tens
-/// of MiB.
-const MAX_COMPONENT: u64 = 128 << 20;
 /// The largest `NAME.toml` pulled.
 const MAX_PLUGIN_MANIFEST: u64 = 256 << 10;
 /// The largest image manifest read: what the OCI distribution spec asks
@@ -338,7 +335,7 @@ impl Registry {
         let mut plugin_manifest = None;
         for layer in manifest.layers {
             let (slot, cap) = match layer.media_type.as_str() {
-                WASM_MEDIA_TYPE => (&mut wasm, MAX_COMPONENT),
+                WASM_MEDIA_TYPE => (&mut wasm, toolhost::bounds::MAX_COMPONENT_BYTES),
                 PLUGIN_MANIFEST_MEDIA_TYPE => (&mut plugin_manifest, MAX_PLUGIN_MANIFEST),
                 other => bail!("{plugin}: a layer of media type {other}, which a plugin does not have"),
             };

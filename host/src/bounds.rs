@@ -15,6 +15,7 @@
 //!
 //! | what | cap |
 //! |---|---|
+//! | a plugin's component file | 128 MiB, told from its size before it is read (from a directory or a registry) |
 //! | a tool name | 1 to 64 bytes of `[A-Za-z0-9_-]` (the WIT contract) |
 //! | tools one plugin lists | 256 |
 //! | a tool's title (0.1: its label) | 128 bytes, no control characters |
@@ -68,6 +69,11 @@
 //! The native file tools are bounded too ([`native`]): what one call may
 //! read, walk, hold and answer, and the threads and time it may take.
 
+/// Largest plugin component file: read whole, hashed and compiled before
+/// any check of its contents, so a file of gigabytes would hold that much
+/// memory and seconds of reading, one such file each. The largest real
+/// plugins, whole language runtimes (Python, JavaScript), are tens of MiB.
+pub const MAX_COMPONENT_BYTES: u64 = 128 << 20;
 /// Longest tool name (the WIT contract).
 pub const MAX_TOOL_NAME: usize = 64;
 /// Most tools one plugin may list.

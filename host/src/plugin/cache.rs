@@ -173,7 +173,7 @@ impl CodeCache {
                 elapsed: start.elapsed(),
             });
         }
-        let bytes = fs::read(path)?;
+        let bytes = crate::plugin_file::read_bounded(path)?;
         let sha: Sha = Sha256::digest(&bytes).into();
         // The entry of the recorded digest was refused just above (and said
         // so): it is not hashed and refused a second time.

@@ -81,6 +81,9 @@ pub enum LoadErrorKind {
     /// can write, a lock file it does not match, no approval, no valid
     /// signature).
     NotAdmitted,
+    /// A file over the host's cap on a component
+    /// ([`crate::bounds::MAX_COMPONENT_BYTES`]), refused unread.
+    TooLarge,
 }
 
 /// A failure while loading one file, before it is given the file's path.
@@ -209,7 +212,8 @@ impl Runtime {
             }
             // Named like a plugin but not one: said, as for any file that
             // does not load, not skipped in silence.
-            if !path.is_file() {
+            let metadata = std::fs::metadata(&path);
+            if !metadata.as_ref().is_ok_and(std::fs::Metadata::is_file) {
                 let what = if path.is_dir() {
                     "a directory"
                 } else {
@@ -219,6 +223,13 @@ impl Runtime {
                 report
                     .errors
                     .push(LoadError::new(&path, (LoadErrorKind::NotAFile, message)));
+                continue;
+            }
+            // Told before an admission reads it whole.
+            if let Some(message) = metadata.ok().and_then(|m| crate::plugin_file::too_large(m.len())) {
+                report
+                    .errors
+                    .push(LoadError::new(&path, (LoadErrorKind::TooLarge, message)));
                 continue;
             }
             let manifest = Manifest::read(&path.with_extension("toml"), self.settings_for(&path))
@@ -472,6 +483,9 @@ fn read_header(path: &Path) -> Result<usize, Fail> {
     let cannot = |e: std::io::Error| (LoadErrorKind::Unreadable, format!("cannot read: {e}"));
     let file = std::fs::File::open(path).map_err(cannot)?;
     let size = file.metadata().map_err(cannot)?.len();
+    if let Some(message) = crate::plugin_file::too_large(size) {
+        return Err((LoadErrorKind::TooLarge, message));
+    }
     let mut header = Vec::with_capacity(8);
     file.take(8).read_to_end(&mut header).map_err(cannot)?;
     check_header(&header)?;

@@ -12,7 +12,9 @@
 //!
 //! A file that changes while it is read (its size, modification or change
 //! time, or inode differ before and after) is being written: it is
-//! refused for now, and loads once it is complete (the next reload).
+//! refused for now, and loads once it is complete (the next reload). One
+//! over [`crate::bounds::MAX_COMPONENT_BYTES`] is refused unread
+//! ([`read_bounded`]).
 
 mod safe_path;
 
@@ -75,7 +77,7 @@ impl ComponentFile {
         };
         let cannot = |e: std::io::Error| format!("cannot read: {e}");
         let before = std::fs::metadata(path).map_err(cannot)?;
-        let bytes = std::fs::read(path).map_err(cannot)?;
+        let bytes = read_bounded(path).map_err(cannot)?;
         let after = std::fs::metadata(path).map_err(cannot)?;
         if stamp(&before) != stamp(&after) || bytes.len() as u64 != after.len() {
             return Err(
@@ -96,6 +98,44 @@ impl ComponentFile {
     /// modules nested in it are theirs to satisfy from it, not the host.
     pub(crate) fn imports(&self) -> Result<Vec<String>, String> {
         Ok(interfaces(&self.bytes)?.imports)
+    }
+}
+
+/// Why a plugin file of `size` bytes is not read: it is over the cap.
+pub(crate) fn too_large(size: u64) -> Option<String> {
+    let cap = crate::bounds::MAX_COMPONENT_BYTES;
+    (size > cap).then(|| {
+        format!(
+            "the file is {} MiB, over the {} MiB a plugin component may be",
+            size.div_ceil(1 << 20),
+            cap >> 20
+        )
+    })
+}
+
+/// The whole plugin file at `path`: refused unread if it is over
+/// [`crate::bounds::MAX_COMPONENT_BYTES`], and if it grows past it while
+/// it is read, with no more than that read.
+pub(crate) fn read_bounded(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let refused = |size| {
+        std::io::Error::new(
+            std::io::ErrorKind::FileTooLarge,
+            too_large(size).unwrap_or_default(),
+        )
+    };
+    let file = std::fs::File::open(path)?;
+    let size = file.metadata()?.len();
+    if too_large(size).is_some() {
+        return Err(refused(size));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    file.take(crate::bounds::MAX_COMPONENT_BYTES + 1)
+        .read_to_end(&mut bytes)?;
+    let read = bytes.len() as u64;
+    match too_large(read) {
+        Some(_) => Err(refused(read)),
+        None => Ok(bytes),
     }
 }
 
@@ -138,4 +178,35 @@ pub fn interfaces(bytes: &[u8]) -> Result<Interfaces, String> {
         }
     }
     Ok(Interfaces { imports, exports })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file one byte over the cap is refused unread, naming its size; one
+    /// under it is read whole. (The loader tells most such files from their
+    /// size before it gets here: this is the read's own bound, for a file
+    /// that grew since.)
+    #[test]
+    fn a_file_over_the_cap_is_refused_and_one_under_it_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let over = dir.path().join("over.wasm");
+        std::fs::File::create(&over)
+            .unwrap()
+            .set_len(crate::bounds::MAX_COMPONENT_BYTES + 1)
+            .unwrap();
+        let refused = read_bounded(&over).unwrap_err();
+        assert_eq!(refused.kind(), std::io::ErrorKind::FileTooLarge);
+        assert_eq!(
+            refused.to_string(),
+            "the file is 129 MiB, over the 128 MiB a plugin component may be"
+        );
+        let error = ComponentFile::read(&over).err().expect("refused");
+        assert!(error.starts_with("cannot read: the file is 129 MiB"), "{error}");
+
+        let under = dir.path().join("under.wasm");
+        std::fs::write(&under, b"\0asm").unwrap();
+        assert_eq!(read_bounded(&under).unwrap(), b"\0asm");
+    }
 }
