@@ -105,6 +105,46 @@ async fn a_component_file_over_the_cap_is_refused_unread() {
     assert_eq!(alone.kind, LoadErrorKind::TooLarge);
 }
 
+/// A component shaped to take the compiler minutes (valid, 1.9 MB) is
+/// compiled in a worker process (the `toolhost` binary, as the command line
+/// compiles every plugin), which is stopped at its deadline: the plugin is
+/// refused naming why, and the plugin beside it, compiled by a worker too,
+/// loads. In process, the load waited more than ten minutes.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_component_that_takes_the_compiler_minutes_is_stopped_at_its_deadline() {
+    toolhost_tests::needs!(Python);
+    let dir = plugin_dir(&[("10-format", "format_pipeline", None)]);
+    toolhost_tests::compile_bomb(&dir.path().join("20-bomb.wasm"));
+    let runtime = toolhost::plugin::Runtime::new(toolhost::plugin::RuntimeOptions {
+        cache_dir: None,
+        compiler: toolhost::plugin::Compiler::Worker {
+            program: toolhost_tests::toolhost_binary(),
+            args: vec!["__compile-plugin".into()],
+            deadline: std::time::Duration::from_secs(3),
+        },
+        ..Default::default()
+    })
+    .unwrap();
+    // Bounded, so that a load waiting on the compile fails the test.
+    let load = runtime.load_dir(dir.path());
+    let report = tokio::time::timeout(std::time::Duration::from_secs(120), load)
+        .await
+        .expect("the load did not wait on the compile")
+        .unwrap();
+    assert_eq!(names(&report), ["format"]);
+    let [error] = &report.errors[..] else {
+        panic!("{:?}", report.errors)
+    };
+    assert!(error.path.ends_with("20-bomb.wasm"), "{error}");
+    assert_eq!(error.kind, LoadErrorKind::CompileStopped);
+    assert!(
+        error
+            .message
+            .starts_with("its compile took over 3 s, and was stopped"),
+        "{error}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn bad_files_are_named_and_the_rest_still_load() {
     let dir = plugin_dir(&[

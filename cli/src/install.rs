@@ -412,6 +412,7 @@ fn list(out: &mut impl Write, what: &str, items: &[String]) -> std::io::Result<(
 fn offline(config: &Config) -> Result<Runtime> {
     Ok(Runtime::new(RuntimeOptions {
         cache_dir: None,
+        compiler: crate::setup::compiler(),
         plugin_settings: config.plugin_settings(),
         log: tracing_sink(),
         record: None,

@@ -225,6 +225,13 @@ fn async_runtime(command: &Command) -> std::io::Result<tokio::runtime::Runtime> 
 }
 
 fn main() -> ExitCode {
+    // Run by this program itself to compile one plugin (`setup::compiler`).
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|arg| arg == setup::COMPILE_WORKER_ARG)
+    {
+        return toolhost::plugin::run_worker();
+    }
     let cli = Cli::parse();
     let filter = match cli.verbose {
         // rmcp's HTTP client logs every failed connection to an upstream
@@ -293,6 +300,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     let client_log = ClientLog::default();
     let runtime = Runtime::new(RuntimeOptions {
         cache_dir,
+        compiler: setup::compiler(),
         plugin_settings: config.plugin_settings(),
         log: client_log.sink(tracing_sink()),
         record,

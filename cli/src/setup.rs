@@ -24,6 +24,27 @@ use toolhost::Policy;
 use toolhost::Toolhost;
 use toolhost::plugin::Runtime;
 
+/// The argument that runs this program as a plugin compiler
+/// ([`toolhost::plugin::run_worker`]) instead of as the command line.
+pub const COMPILE_WORKER_ARG: &str = "__compile-plugin";
+
+/// How this program compiles plugins: in a worker process of its own, so
+/// that a component shaped to take the compiler minutes is stopped and
+/// named, not waited for; in this process only if it cannot find itself.
+pub fn compiler() -> toolhost::plugin::Compiler {
+    match std::env::current_exe() {
+        Ok(program) => toolhost::plugin::Compiler::Worker {
+            program,
+            args: vec![COMPILE_WORKER_ARG.into()],
+            deadline: toolhost::plugin::COMPILE_DEADLINE,
+        },
+        Err(e) => {
+            tracing::warn!("plugins are compiled in this process: this program cannot find itself ({e})");
+            toolhost::plugin::Compiler::InProcess
+        }
+    }
+}
+
 /// The plugin directory every command uses: the one named on the command
 /// line, else the configuration's `plugins`, else [`default_plugin_dir`].
 /// A directory that is named must exist (loading it says so); only the

@@ -16,6 +16,7 @@
 //! | what | cap |
 //! |---|---|
 //! | a plugin's component file | 128 MiB, told from its size before it is read (from a directory or a registry) |
+//! | compiling a plugin's component (`plugin::Compiler::Worker`, what the command line uses) | 120 s in a worker process whose data is capped at 4 GiB |
 //! | a tool name | 1 to 64 bytes of `[A-Za-z0-9_-]` (the WIT contract) |
 //! | tools one plugin lists | 256 |
 //! | a tool's title (0.1: its label) | 128 bytes, no control characters |

@@ -632,3 +632,74 @@ pub fn expect_driver_ok(command: &mut std::process::Command, label: &str) {
     );
     assert!(stdout.contains(&format!("ok: {label}")), "{stdout}");
 }
+
+/// A component that takes Cranelift's register allocator minutes to compile,
+/// written to `path`: a valid enricher of contract 0.2 (every export a
+/// stub, as `wasm-tools component embed --dummy` makes them) with one more
+/// function, a loop that keeps 40,000 locals live across its back edge.
+/// 1.9 MB; still compiling after ten minutes on a 2-core machine. Built
+/// with the venv's `wasm-tools` (`make venv`).
+pub fn compile_bomb(path: &Path) {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let wasm_tools = repo.join("build/venv/bin/wasm-tools");
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&std::ffi::OsStr]| {
+        let out = std::process::Command::new(&wasm_tools)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "wasm-tools {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    let (dummy, bomb) = (dir.path().join("dummy.wasm"), dir.path().join("bomb.wat"));
+    let wit = repo.join("wit/0.2");
+    run(&[
+        "component".as_ref(),
+        "embed".as_ref(),
+        "--dummy".as_ref(),
+        wit.as_os_str(),
+        "-w".as_ref(),
+        "enricher-plugin".as_ref(),
+        "-o".as_ref(),
+        dummy.as_os_str(),
+    ]);
+    let module = String::from_utf8(run(&["print".as_ref(), dummy.as_os_str()])).unwrap();
+    const LOCALS: usize = 40_000;
+    let mut body = String::new();
+    for round in 0..4 {
+        for i in 0..LOCALS {
+            let (a, b) = ((i * 7 + round) % LOCALS + 1, (i * 13 + round) % LOCALS + 1);
+            body.push_str(&format!(
+                "local.get {a} local.get {} i32.add local.set {b}\n",
+                i + 1
+            ));
+        }
+    }
+    let function = format!(
+        "(func (param i32) (result i32) (local {}) (loop $again {body} local.get 0 br_if $again) local.get 1)",
+        "i32 ".repeat(LOCALS)
+    );
+    let module = module
+        .trim_end()
+        .strip_suffix(')')
+        .expect("a module ends with `)`");
+    std::fs::write(&bomb, format!("{module}{function})\n")).unwrap();
+    let core = dir.path().join("bomb.wasm");
+    run(&[
+        "parse".as_ref(),
+        bomb.as_os_str(),
+        "-o".as_ref(),
+        core.as_os_str(),
+    ]);
+    run(&[
+        "component".as_ref(),
+        "new".as_ref(),
+        core.as_os_str(),
+        "-o".as_ref(),
+        path.as_os_str(),
+    ]);
+}

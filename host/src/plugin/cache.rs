@@ -69,6 +69,8 @@ use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
+use super::compile::Compiler;
+
 /// How a component was obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -112,6 +114,8 @@ const KEY_BYTES: usize = 32;
 pub(crate) struct CodeCache {
     dir: Option<PathBuf>,
     engine_key: String,
+    /// How code not found here is compiled.
+    compiler: Compiler,
     /// The last reason the directory was not used, so one bad directory
     /// is one warning, not one per plugin.
     warned: Arc<Mutex<Option<String>>>,
@@ -128,7 +132,7 @@ type Key = [u8; KEY_BYTES];
 
 impl CodeCache {
     /// A cache in `dir`, or none (always compile) if `dir` is `None`.
-    pub fn new(engine: &Engine, dir: Option<PathBuf>) -> Self {
+    pub fn new(engine: &Engine, dir: Option<PathBuf>, compiler: Compiler) -> Self {
         let mut hasher = ShaHasher(Sha256::new());
         engine.precompile_compatibility_hash().hash(&mut hasher);
         // Entries of an older layout are never opened.
@@ -137,6 +141,7 @@ impl CodeCache {
         Self {
             dir,
             engine_key,
+            compiler,
             warned: Arc::default(),
         }
     }
@@ -219,7 +224,7 @@ impl CodeCache {
         if look_up && let Some(component) = open.and_then(|open| self.cached(engine, open, sha)) {
             return Ok((component, CodeSource::Cached));
         }
-        let component = Component::new(engine, bytes)?;
+        let component = self.compiler.compile(engine, bytes)?;
         prepare_memory(&component)?;
         if let Some(open) = open {
             let path = self.entry_path(open, sha);

@@ -41,13 +41,27 @@ pub fn new_engine() -> wasmtime::Result<Engine> {
         .linear_memory_keep_resident(64 << 10)
         .table_keep_resident(64 << 10);
 
+    let mut config = code_config();
+    config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    Engine::new(&config)
+}
+
+/// An engine that compiles code for [`new_engine`]'s and runs none: a
+/// compile worker's (`compile`). The pooling allocator is left out, as it
+/// reserves gigabytes the worker has no use for and does not change the
+/// code, which wasmtime checks as it loads it.
+pub fn compile_engine() -> wasmtime::Result<Engine> {
+    Engine::new(&code_config())
+}
+
+/// What decides the compiled code, the same for both engines.
+fn code_config() -> Config {
     let mut config = Config::new();
     config
         .wasm_component_model(true)
         .epoch_interruption(true)
-        .allocation_strategy(InstanceAllocationStrategy::Pooling(pool))
         .memory_init_cow(true);
-    Engine::new(&config)
+    config
 }
 
 /// Advances the engine's epoch every [`TICK`] while a guest runs, and

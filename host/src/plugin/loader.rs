@@ -81,6 +81,9 @@ pub enum LoadErrorKind {
     /// can write, a lock file it does not match, no approval, no valid
     /// signature).
     NotAdmitted,
+    /// Its compile took longer than a worker's deadline
+    /// ([`crate::plugin::Compiler::Worker`]), and was stopped.
+    CompileStopped,
     /// A file over the host's cap on a component
     /// ([`crate::bounds::MAX_COMPONENT_BYTES`]), refused unread.
     TooLarge,
@@ -401,7 +404,10 @@ impl Runtime {
         })
         .await
         .map_err(|e| (K::InvalidComponent, format!("compilation crashed: {e}")))?
-        .map_err(|e| (K::InvalidComponent, format!("not a valid component: {e:#}")))?;
+        .map_err(|e| match e.downcast_ref::<super::compile::CompileStopped>() {
+            Some(stopped) => (K::CompileStopped, stopped.to_string()),
+            None => (K::InvalidComponent, format!("not a valid component: {e:#}")),
+        })?;
         let component = loaded.component;
         // The digest of the component whose code runs (from the admission's
         // read, or the code cache's record of this file): never read again.

@@ -11,6 +11,7 @@
 
 mod cache;
 mod calls;
+mod compile;
 mod deadline;
 mod definition;
 mod engine;
@@ -39,6 +40,7 @@ use wasmtime::component::Linker;
 
 pub use cache::CodeSource;
 pub(crate) use calls::Enrichment;
+pub use compile::{COMPILE_DEADLINE, Compiler, WORKER_MEMORY, run_worker};
 pub(crate) use definition::Texts;
 pub(crate) use definition::ToolDefinition;
 pub use definition::{Answer, BeforeCallDecision, Hooks, Question, RenderOptions};
@@ -182,6 +184,10 @@ impl Worlds {
 pub struct RuntimeOptions {
     /// Where compiled code is cached; `None` compiles on every start.
     pub cache_dir: Option<PathBuf>,
+    /// How a plugin is compiled where the cache has no code for it: in this
+    /// process by default; a host loading plugins from strangers names a
+    /// worker process, which is killed if a compile takes too long.
+    pub compiler: Compiler,
     /// Where plugin log lines go.
     pub log: LogSink,
     /// The user's per-plugin settings (`[plugin.NAME]` of `toolhost.toml`),
@@ -199,6 +205,7 @@ impl Default for RuntimeOptions {
     fn default() -> Self {
         Self {
             cache_dir: cache::CodeCache::default_dir(),
+            compiler: Compiler::default(),
             log: tracing_sink(),
             plugin_settings: PluginSettings::default(),
             record: None,
@@ -252,7 +259,7 @@ impl Runtime {
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(error)?;
         wit::add_to_linker(&mut linker).map_err(error)?;
-        let cache = cache::CodeCache::new(&engine, options.cache_dir);
+        let cache = cache::CodeCache::new(&engine, options.cache_dir, options.compiler);
         let ticker = Arc::new(engine::EpochTicker::start(&engine));
         Ok(Self {
             engine,
