@@ -128,8 +128,11 @@ fn in_worker(
     bytes: &[u8],
     deadline: Duration,
 ) -> wasmtime::Result<Vec<u8>> {
+    // With no environment: the host's holds the secrets its plugins are
+    // granted, and a compiler needs none of them.
     let mut child = Command::new(program)
         .args(args)
+        .env_clear()
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -219,7 +222,7 @@ mod tests {
 
     /// A worker that fails is named by what it said, or by its status; one
     /// past its deadline is stopped; one answering what is no compiled code
-    /// is refused by wasmtime, not run.
+    /// is refused by wasmtime, not run. It is given no environment.
     #[test]
     fn a_worker_that_fails_hangs_or_answers_garbage_is_refused() {
         let engine = super::super::engine::new_engine().unwrap();
@@ -228,6 +231,13 @@ mod tests {
 
         let said = error(shell("cat > /dev/null; echo 'no such thing' >&2; exit 3", second));
         assert_eq!(format!("{said:#}"), "no such thing");
+        // None of the host's environment (where plugins' secrets are).
+        assert!(std::env::var_os("HOME").is_some());
+        let environment = error(shell(
+            "cat > /dev/null; echo \"HOME=${HOME:-unset}\" >&2; exit 1",
+            second,
+        ));
+        assert_eq!(format!("{environment:#}"), "HOME=unset");
         let status = error(shell("cat > /dev/null; exit 3", second));
         assert!(
             format!("{status:#}").contains("its compiler failed (exit status: 3)"),
