@@ -52,6 +52,45 @@ async fn explicit_order_beats_file_names() {
     assert_eq!(chain_marker(&report).await, "A");
 }
 
+/// A component whose import name carries a terminal's escape codes and a
+/// line of its own (it does not validate, and the validator quotes the
+/// name): the load error shows them escaped, through the trust checks and
+/// without, so a file cannot colour or forge a line of toolhost's output.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_name_quoted_from_a_file_that_does_not_validate_is_escaped() {
+    let dir = plugin_dir(&[("10-format", "format_pipeline", None)]);
+    let name = "evil\x1b[31mRED\x1b[0m\nerror: a forged line";
+    // `(component (import NAME (func)))`: a type section of one function
+    // type, then an import section of one function import.
+    let mut import = vec![1, 0x00, name.len() as u8];
+    import.extend_from_slice(name.as_bytes());
+    import.extend_from_slice(&[0x01, 0x00]);
+    let mut bytes = b"\0asm\x0d\0\x01\0".to_vec();
+    bytes.extend_from_slice(&[0x07, 0x05, 0x01, 0x40, 0x00, 0x01, 0x00, 0x0a, import.len() as u8]);
+    bytes.extend_from_slice(&import);
+    std::fs::write(dir.path().join("20-escape.wasm"), bytes).unwrap();
+
+    let shown = |report: &toolhost::plugin::LoadReport| {
+        assert_eq!(names(report), ["format"]);
+        let [error] = &report.errors[..] else {
+            panic!("{:?}", report.errors)
+        };
+        let text = error.to_string();
+        assert!(!text.contains('\x1b') && !text.contains('\n'), "{text:?}");
+        assert!(
+            text.contains("evil\\u{1b}[31mRED\\u{1b}[0m\\nerror: a forged line"),
+            "{text}"
+        );
+    };
+    let (rt, _) = runtime();
+    shown(&rt.load_dir(dir.path()).await.unwrap());
+    shown(
+        &supply::load_dir(&rt, &TrustSettings::default(), dir.path())
+            .await
+            .unwrap(),
+    );
+}
+
 /// A component file of gigabytes (a custom section the host never needs,
 /// sparse on disk here) is refused from its size, unread, by every way a
 /// file is loaded: the directory with and without the trust checks, and

@@ -276,6 +276,21 @@ pub fn shown(text: &str) -> String {
     excerpt
 }
 
+/// `text` whole, each control character in it escaped (`\n`, `\u{1b}`):
+/// for a message that may quote what a plugin or its file holds, which
+/// must not forge a line or a terminal's colours where it is shown.
+pub fn escape_controls(text: String) -> String {
+    if !text.chars().any(is_control) {
+        return text;
+    }
+    text.chars()
+        .map(|c| match is_control(c) {
+            true => c.escape_debug().to_string(),
+            false => c.to_string(),
+        })
+        .collect()
+}
+
 /// A name that came from outside (a property, a tool asked for) as quoted
 /// in a host message: as it is when short and free of control characters,
 /// else [`shown`].

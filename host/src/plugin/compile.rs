@@ -123,7 +123,7 @@ pub fn run_worker() -> std::process::ExitCode {
 
 /// `bytes` compiled by a worker `program args`, given `deadline`.
 fn in_worker(
-    program: &PathBuf,
+    program: &std::path::Path,
     args: &[String],
     bytes: &[u8],
     deadline: Duration,

@@ -98,11 +98,14 @@ impl LoadError {
         plugin_name(&self.path)
     }
 
+    /// The one way a load error is made: its message may quote the file
+    /// (a name in a component that does not validate, a manifest's line)
+    /// or the plugin, so its control characters are escaped here.
     fn new(path: &Path, (kind, message): Fail) -> Self {
         Self {
             path: path.to_owned(),
             kind,
-            message,
+            message: crate::bounds::escape_controls(message),
         }
     }
 }
@@ -123,7 +126,8 @@ impl From<PluginError> for Fail {
 
 impl std::fmt::Display for LoadError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.path.display(), self.message)
+        let path = crate::bounds::escape_controls(self.path.display().to_string());
+        write!(f, "{path}: {}", self.message)
     }
 }
 

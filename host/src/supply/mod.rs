@@ -385,7 +385,7 @@ pub async fn survey(runtime: &Runtime, settings: &TrustSettings, dir: &Path) -> 
                 .map_err(|message| LoadError {
                     path: path.to_owned(),
                     kind: LoadErrorKind::NotAdmitted,
-                    message,
+                    message: crate::bounds::escape_controls(message),
                 });
             self.found.lock().expect("survey lock").push(found);
             Err(SURVEYED.into())
