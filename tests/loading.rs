@@ -54,8 +54,9 @@ async fn explicit_order_beats_file_names() {
 
 /// A component whose import name carries a terminal's escape codes and a
 /// line of its own (it does not validate, and the validator quotes the
-/// name): the load error shows them escaped, through the trust checks and
-/// without, so a file cannot colour or forge a line of toolhost's output.
+/// name): the load error shows the codes escaped and the line indented,
+/// through the trust checks and without, so a file cannot colour
+/// toolhost's output or forge a line of it.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_name_quoted_from_a_file_that_does_not_validate_is_escaped() {
     let dir = plugin_dir(&[("10-format", "format_pipeline", None)]);
@@ -76,11 +77,12 @@ async fn a_name_quoted_from_a_file_that_does_not_validate_is_escaped() {
             panic!("{:?}", report.errors)
         };
         let text = error.to_string();
-        assert!(!text.contains('\x1b') && !text.contains('\n'), "{text:?}");
+        assert!(!text.contains('\x1b'), "{text:?}");
         assert!(
-            text.contains("evil\\u{1b}[31mRED\\u{1b}[0m\\nerror: a forged line"),
+            text.contains("evil\\u{1b}[31mRED\\u{1b}[0m\n  error: a forged line"),
             "{text}"
         );
+        assert!(text.lines().skip(1).all(|line| line.starts_with("  ")), "{text}");
     };
     let (rt, _) = runtime();
     shown(&rt.load_dir(dir.path()).await.unwrap());
@@ -95,7 +97,8 @@ async fn a_name_quoted_from_a_file_that_does_not_validate_is_escaped() {
 /// sparse on disk here) is refused from its size, unread, by every way a
 /// file is loaded: the directory with and without the trust checks, and
 /// one file alone (`toolhost check`). Read whole, it held as much memory
-/// and seconds of reading before it was found to be no plugin.
+/// and seconds of reading before it was found to be no plugin. A sidecar
+/// manifest of a gigabyte is refused likewise.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_component_file_over_the_cap_is_refused_unread() {
     let dir = plugin_dir(&[("10-format", "format_pipeline", None)]);
@@ -142,6 +145,25 @@ async fn a_component_file_over_the_cap_is_refused_unread() {
     );
     let alone = rt.load_file(&huge).await.err().expect("refused");
     assert_eq!(alone.kind, LoadErrorKind::TooLarge);
+
+    // The manifest that comes with a plugin is capped the same way.
+    std::fs::copy(guest("format_pipeline"), dir.path().join("30-fat.wasm")).unwrap();
+    std::fs::File::create(dir.path().join("30-fat.toml"))
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    let report = rt.load_dir(dir.path()).await.unwrap();
+    let fat = report
+        .errors
+        .iter()
+        .find(|e| e.path.ends_with("30-fat.wasm"))
+        .unwrap_or_else(|| panic!("{:?}", report.errors));
+    assert_eq!(fat.kind, LoadErrorKind::Manifest);
+    assert!(
+        fat.message
+            .ends_with("30-fat.toml: the file is 1048576 KiB, over the 256 KiB a manifest may be"),
+        "{fat}"
+    );
 }
 
 /// A component shaped to take the compiler minutes (valid, 1.9 MB) is

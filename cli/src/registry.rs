@@ -51,8 +51,6 @@ pub const WASM_MEDIA_TYPE: &str = "application/wasm";
 /// The plugin's manifest, `NAME.toml` (ours).
 pub const PLUGIN_MANIFEST_MEDIA_TYPE: &str = "application/vnd.toolhost.plugin.manifest.v1+toml";
 
-/// The largest `NAME.toml` pulled.
-const MAX_PLUGIN_MANIFEST: u64 = 256 << 10;
 /// The largest image manifest read: what the OCI distribution spec asks
 /// registries to accept (a plugin's is under 1 KiB).
 const MAX_MANIFEST: usize = 4 << 20;
@@ -336,7 +334,7 @@ impl Registry {
         for layer in manifest.layers {
             let (slot, cap) = match layer.media_type.as_str() {
                 WASM_MEDIA_TYPE => (&mut wasm, toolhost::bounds::MAX_COMPONENT_BYTES),
-                PLUGIN_MANIFEST_MEDIA_TYPE => (&mut plugin_manifest, MAX_PLUGIN_MANIFEST),
+                PLUGIN_MANIFEST_MEDIA_TYPE => (&mut plugin_manifest, toolhost::bounds::MAX_MANIFEST_BYTES),
                 other => bail!("{plugin}: a layer of media type {other}, which a plugin does not have"),
             };
             if slot.is_some() {

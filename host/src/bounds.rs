@@ -16,6 +16,7 @@
 //! | what | cap |
 //! |---|---|
 //! | a plugin's component file | 128 MiB, told from its size before it is read (from a directory or a registry) |
+//! | a plugin's sidecar manifest (`NAME.toml`); its detached signature (`NAME.wasm.sig`) | 256 KiB; 64 KiB; likewise |
 //! | compiling a plugin's component (`plugin::Compiler::Worker`, what the command line uses) | 120 s in a worker process whose data is capped at 4 GiB |
 //! | a tool name | 1 to 64 bytes of `[A-Za-z0-9_-]` (the WIT contract) |
 //! | tools one plugin lists | 256 |
@@ -75,6 +76,12 @@
 /// memory and seconds of reading, one such file each. The largest real
 /// plugins, whole language runtimes (Python, JavaScript), are tens of MiB.
 pub const MAX_COMPONENT_BYTES: u64 = 128 << 20;
+/// Largest sidecar manifest (`NAME.toml`), which comes with the plugin:
+/// settings and grants, a few hundred bytes.
+pub const MAX_MANIFEST_BYTES: u64 = 256 << 10;
+/// Largest detached signature (`NAME.wasm.sig`), which comes with the
+/// plugin: wasmsign2's are a few hundred bytes a key that signed.
+pub const MAX_SIGNATURE_BYTES: u64 = 64 << 10;
 /// Longest tool name (the WIT contract).
 pub const MAX_TOOL_NAME: usize = 64;
 /// Most tools one plugin may list.
@@ -276,17 +283,20 @@ pub fn shown(text: &str) -> String {
     excerpt
 }
 
-/// `text` whole, each control character in it escaped (`\n`, `\u{1b}`):
-/// for a message that may quote what a plugin or its file holds, which
-/// must not forge a line or a terminal's colours where it is shown.
+/// `text` whole as one message that may quote what a plugin or its file
+/// holds: each control character escaped (`\r`, `\u{1b}`), but for its
+/// newlines, each followed by an indent. A parser's error keeps its lines
+/// (a TOML error's excerpt and caret), and no quoted text can start a line
+/// of its own, colour a terminal or overwrite what is shown.
 pub fn escape_controls(text: String) -> String {
     if !text.chars().any(is_control) {
         return text;
     }
     text.chars()
-        .map(|c| match is_control(c) {
-            true => c.escape_debug().to_string(),
-            false => c.to_string(),
+        .map(|c| match c {
+            '\n' => "\n  ".to_string(),
+            c if is_control(c) => c.escape_debug().to_string(),
+            c => c.to_string(),
         })
         .collect()
 }

@@ -178,7 +178,7 @@ impl CodeCache {
                 elapsed: start.elapsed(),
             });
         }
-        let bytes = crate::plugin_file::read_bounded(path)?;
+        let bytes = crate::plugin_file::COMPONENT.read(path)?;
         let sha: Sha = Sha256::digest(&bytes).into();
         // The entry of the recorded digest was refused just above (and said
         // so): it is not hashed and refused a second time.

@@ -233,7 +233,10 @@ impl Runtime {
                 continue;
             }
             // Told before an admission reads it whole.
-            if let Some(message) = metadata.ok().and_then(|m| crate::plugin_file::too_large(m.len())) {
+            if let Some(message) = metadata
+                .ok()
+                .and_then(|m| crate::plugin_file::COMPONENT.refusal(m.len()))
+            {
                 report
                     .errors
                     .push(LoadError::new(&path, (LoadErrorKind::TooLarge, message)));
@@ -493,7 +496,7 @@ fn read_header(path: &Path) -> Result<usize, Fail> {
     let cannot = |e: std::io::Error| (LoadErrorKind::Unreadable, format!("cannot read: {e}"));
     let file = std::fs::File::open(path).map_err(cannot)?;
     let size = file.metadata().map_err(cannot)?.len();
-    if let Some(message) = crate::plugin_file::too_large(size) {
+    if let Some(message) = crate::plugin_file::COMPONENT.refusal(size) {
         return Err((LoadErrorKind::TooLarge, message));
     }
     let mut header = Vec::with_capacity(8);

@@ -13,8 +13,7 @@
 //! A file that changes while it is read (its size, modification or change
 //! time, or inode differ before and after) is being written: it is
 //! refused for now, and loads once it is complete (the next reload). One
-//! over [`crate::bounds::MAX_COMPONENT_BYTES`] is refused unread
-//! ([`read_bounded`]).
+//! over its cap is refused unread ([`Capped`]).
 
 mod safe_path;
 
@@ -77,7 +76,7 @@ impl ComponentFile {
         };
         let cannot = |e: std::io::Error| format!("cannot read: {e}");
         let before = std::fs::metadata(path).map_err(cannot)?;
-        let bytes = read_bounded(path).map_err(cannot)?;
+        let bytes = COMPONENT.read(path).map_err(cannot)?;
         let after = std::fs::metadata(path).map_err(cannot)?;
         if stamp(&before) != stamp(&after) || bytes.len() as u64 != after.len() {
             return Err(
@@ -101,41 +100,71 @@ impl ComponentFile {
     }
 }
 
-/// Why a plugin file of `size` bytes is not read: it is over the cap.
-pub(crate) fn too_large(size: u64) -> Option<String> {
-    let cap = crate::bounds::MAX_COMPONENT_BYTES;
-    (size > cap).then(|| {
-        format!(
-            "the file is {} MiB, over the {} MiB a plugin component may be",
-            size.div_ceil(1 << 20),
-            cap >> 20
-        )
-    })
+/// A file that comes with a plugin (the component, its manifest, its
+/// detached signature), and the most of it the host reads: each is read
+/// whole before anything checks it, so a file of gigabytes would be held
+/// whole, one such file each.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Capped {
+    what: &'static str,
+    cap: u64,
 }
 
-/// The whole plugin file at `path`: refused unread if it is over
-/// [`crate::bounds::MAX_COMPONENT_BYTES`], and if it grows past it while
-/// it is read, with no more than that read.
-pub(crate) fn read_bounded(path: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let refused = |size| {
-        std::io::Error::new(
-            std::io::ErrorKind::FileTooLarge,
-            too_large(size).unwrap_or_default(),
-        )
-    };
-    let file = std::fs::File::open(path)?;
-    let size = file.metadata()?.len();
-    if too_large(size).is_some() {
-        return Err(refused(size));
+/// A plugin's component, [`crate::bounds::MAX_COMPONENT_BYTES`].
+pub(crate) const COMPONENT: Capped = Capped {
+    what: "a plugin component",
+    cap: crate::bounds::MAX_COMPONENT_BYTES,
+};
+/// A plugin's sidecar manifest, [`crate::bounds::MAX_MANIFEST_BYTES`].
+pub(crate) const MANIFEST: Capped = Capped {
+    what: "a manifest",
+    cap: crate::bounds::MAX_MANIFEST_BYTES,
+};
+/// A component's detached signature, [`crate::bounds::MAX_SIGNATURE_BYTES`].
+pub(crate) const SIGNATURE: Capped = Capped {
+    what: "a signature",
+    cap: crate::bounds::MAX_SIGNATURE_BYTES,
+};
+
+impl Capped {
+    /// Why a file of `size` bytes is not read: it is over the cap.
+    pub fn refusal(self, size: u64) -> Option<String> {
+        // In MiB where the cap is, else in KiB.
+        let (unit, name) = match self.cap >= 1 << 20 {
+            true => (1 << 20, "MiB"),
+            false => (1 << 10, "KiB"),
+        };
+        (size > self.cap).then(|| {
+            format!(
+                "the file is {} {name}, over the {} {name} {} may be",
+                size.div_ceil(unit),
+                self.cap / unit,
+                self.what
+            )
+        })
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
-    file.take(crate::bounds::MAX_COMPONENT_BYTES + 1)
-        .read_to_end(&mut bytes)?;
-    let read = bytes.len() as u64;
-    match too_large(read) {
-        Some(_) => Err(refused(read)),
-        None => Ok(bytes),
+
+    /// The whole file at `path`: refused unread if it is over the cap, and
+    /// if it grows past it while it is read, with no more than that read.
+    pub fn read(self, path: &Path) -> std::io::Result<Vec<u8>> {
+        use std::io::Read;
+        let refused = |size| {
+            std::io::Error::new(
+                std::io::ErrorKind::FileTooLarge,
+                self.refusal(size).unwrap_or_default(),
+            )
+        };
+        let file = std::fs::File::open(path)?;
+        let size = file.metadata()?.len();
+        if size > self.cap {
+            return Err(refused(size));
+        }
+        let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+        file.take(self.cap + 1).read_to_end(&mut bytes)?;
+        match bytes.len() as u64 > self.cap {
+            true => Err(refused(bytes.len() as u64)),
+            false => Ok(bytes),
+        }
     }
 }
 
@@ -196,7 +225,7 @@ mod tests {
             .unwrap()
             .set_len(crate::bounds::MAX_COMPONENT_BYTES + 1)
             .unwrap();
-        let refused = read_bounded(&over).unwrap_err();
+        let refused = COMPONENT.read(&over).unwrap_err();
         assert_eq!(refused.kind(), std::io::ErrorKind::FileTooLarge);
         assert_eq!(
             refused.to_string(),
@@ -205,8 +234,14 @@ mod tests {
         let error = ComponentFile::read(&over).err().expect("refused");
         assert!(error.starts_with("cannot read: the file is 129 MiB"), "{error}");
 
+        assert_eq!(
+            MANIFEST.refusal((300 << 10) + 1).unwrap(),
+            "the file is 301 KiB, over the 256 KiB a manifest may be"
+        );
+        assert_eq!(SIGNATURE.refusal(64 << 10), None);
+
         let under = dir.path().join("under.wasm");
         std::fs::write(&under, b"\0asm").unwrap();
-        assert_eq!(read_bounded(&under).unwrap(), b"\0asm");
+        assert_eq!(COMPONENT.read(&under).unwrap(), b"\0asm");
     }
 }

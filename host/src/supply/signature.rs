@@ -47,7 +47,7 @@ impl TrustedKeys {
     /// `path`), else why none did.
     pub(crate) fn verify(&self, path: &Path, bytes: &[u8]) -> Result<String, String> {
         let detached_path = detached_path(path);
-        let detached = match std::fs::read(&detached_path) {
+        let detached = match crate::plugin_file::SIGNATURE.read(&detached_path) {
             Ok(signature) => Some(signature),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(format!("cannot read {}: {e}", detached_path.display())),

@@ -457,8 +457,10 @@ impl Manifest {
     /// Read `path`, with the user's settings laid over it; a missing file
     /// is the default manifest.
     pub(crate) fn read(path: &Path, overlay: Option<Overlay<'_>>) -> Result<Self, String> {
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => text,
+        let text = match crate::plugin_file::MANIFEST.read(path) {
+            Ok(bytes) => {
+                String::from_utf8(bytes).map_err(|_| format!("{}: is not UTF-8 text", path.display()))?
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
         };
