@@ -641,10 +641,12 @@ pub fn expect_driver_ok(command: &mut std::process::Command, label: &str) {
 /// with the venv's `wasm-tools` (`make venv`).
 pub fn compile_bomb(path: &Path) {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let wasm_tools = repo.join("build/venv/bin/wasm-tools");
+    let (wasm_tools, wit) = (repo.join("build/venv/bin/wasm-tools"), repo.join("wit/0.2"));
     let dir = tempfile::tempdir().unwrap();
-    let run = |args: &[&std::ffi::OsStr]| {
+    // In `dir`, where the files between the steps are.
+    let run = |args: &[&str]| {
         let out = std::process::Command::new(&wasm_tools)
+            .current_dir(dir.path())
             .args(args)
             .output()
             .unwrap();
@@ -655,19 +657,18 @@ pub fn compile_bomb(path: &Path) {
         );
         out.stdout
     };
-    let (dummy, bomb) = (dir.path().join("dummy.wasm"), dir.path().join("bomb.wat"));
-    let wit = repo.join("wit/0.2");
+    let wit = wit.to_str().expect("a UTF-8 path");
     run(&[
-        "component".as_ref(),
-        "embed".as_ref(),
-        "--dummy".as_ref(),
-        wit.as_os_str(),
-        "-w".as_ref(),
-        "enricher-plugin".as_ref(),
-        "-o".as_ref(),
-        dummy.as_os_str(),
+        "component",
+        "embed",
+        "--dummy",
+        wit,
+        "-w",
+        "enricher-plugin",
+        "-o",
+        "dummy.wasm",
     ]);
-    let module = String::from_utf8(run(&["print".as_ref(), dummy.as_os_str()])).unwrap();
+    let module = String::from_utf8(run(&["print", "dummy.wasm"])).unwrap();
     const LOCALS: usize = 40_000;
     let mut body = String::new();
     for round in 0..4 {
@@ -687,19 +688,13 @@ pub fn compile_bomb(path: &Path) {
         .trim_end()
         .strip_suffix(')')
         .expect("a module ends with `)`");
-    std::fs::write(&bomb, format!("{module}{function})\n")).unwrap();
-    let core = dir.path().join("bomb.wasm");
+    std::fs::write(dir.path().join("bomb.wat"), format!("{module}{function})\n")).unwrap();
+    run(&["parse", "bomb.wat", "-o", "bomb.wasm"]);
     run(&[
-        "parse".as_ref(),
-        bomb.as_os_str(),
-        "-o".as_ref(),
-        core.as_os_str(),
-    ]);
-    run(&[
-        "component".as_ref(),
-        "new".as_ref(),
-        core.as_os_str(),
-        "-o".as_ref(),
-        path.as_os_str(),
+        "component",
+        "new",
+        "bomb.wasm",
+        "-o",
+        path.to_str().expect("a UTF-8 path"),
     ]);
 }
