@@ -36,7 +36,8 @@ pub fn compiler() -> toolhost::plugin::Compiler {
         Ok(program) => toolhost::plugin::Compiler::Worker {
             program,
             args: vec![COMPILE_WORKER_ARG.into()],
-            deadline: toolhost::plugin::COMPILE_DEADLINE,
+            cpu: toolhost::plugin::COMPILE_CPU,
+            wall: toolhost::plugin::COMPILE_WALL,
         },
         Err(e) => {
             tracing::warn!("plugins are compiled in this process: this program cannot find itself ({e})");

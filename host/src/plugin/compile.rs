@@ -1,5 +1,5 @@
 //! Compiling a plugin component to native code: in this process, or in a
-//! worker process that is killed past a deadline.
+//! worker process that is stopped past its CPU or wall time.
 //!
 //! Cranelift cannot be interrupted, and its register allocator takes
 //! super-linear time on some shapes of code: a 1.9 MB component of one
@@ -8,9 +8,12 @@
 //! flaw of its own, and advises hosts that compile code from strangers to
 //! compile it in a separate process. A [`Compiler::Worker`] is such a
 //! process: this program run again ([`run_worker`]), handed the
-//! component's bytes, answering its compiled code. Past its deadline
-//! ([`COMPILE_DEADLINE`] by default) it is killed and the plugin refused,
-//! naming why; the rest load. Its memory is capped at [`WORKER_MEMORY`].
+//! component's bytes, answering its compiled code. It is stopped past its
+//! CPU time ([`COMPILE_CPU`] by default: counted in CPU, not in wall time,
+//! so a legitimate compile slowed by a busy machine is not refused), or
+//! past its wall time if it stops using CPU; the plugin is refused, naming
+//! why, and the rest load. Its data is capped at [`WORKER_MEMORY`]. The
+//! kernel holds it to both (`prlimit`), set by the host as it starts it.
 //!
 //! The worker builds its engine with the host's code settings
 //! (`engine::compile_engine`), so the code it answers is for the host's
@@ -28,9 +31,15 @@ use wasmtime::component::Component;
 
 use crate::bounds::MAX_COMPONENT_BYTES;
 
-/// Longest a worker may take to compile one component. The largest real
-/// plugins (a Python runtime, 18 MB) compile in seconds.
-pub const COMPILE_DEADLINE: Duration = Duration::from_secs(120);
+/// The CPU time a worker may spend compiling one component, over all its
+/// threads. The largest real plugins, whole language runtimes, take 14 s
+/// of it (the Python reference plugin, 18 MB, on 2 cores).
+pub const COMPILE_CPU: Duration = Duration::from_secs(120);
+
+/// The wall time a worker may take, for one that stops using CPU: five
+/// times [`COMPILE_CPU`], as six language runtimes compiled at once on 2
+/// busy cores took 51 s of wall time each.
+pub const COMPILE_WALL: Duration = Duration::from_secs(600);
 
 /// The data a worker may hold: a compile of a language runtime's 18 MB
 /// takes half a GiB.
@@ -40,13 +49,12 @@ pub const WORKER_MEMORY: u64 = 4 << 30;
 /// the size of its WebAssembly.
 const MAX_COMPILED_BYTES: u64 = 8 * MAX_COMPONENT_BYTES;
 
-/// A worker's compile that was stopped at its deadline.
+/// A worker's compile that was stopped past its CPU or wall time.
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "its compile took over {} s, and was stopped: a component shaped to take the compiler that long is refused",
-    .0.as_secs()
+    "its compile took over {0}, and was stopped: a component shaped to take the compiler that long is refused"
 )]
-pub struct CompileStopped(pub Duration);
+pub struct CompileStopped(String);
 
 /// How plugins are compiled.
 #[derive(Debug, Clone, Default)]
@@ -58,14 +66,17 @@ pub enum Compiler {
     InProcess,
     /// In a process of `program` run with `args`, which calls
     /// [`run_worker`] (the `toolhost` command line: `toolhost
-    /// __compile-plugin`), killed past `deadline`.
+    /// __compile-plugin`), stopped past `cpu` or `wall`.
     Worker {
         /// The program, usually this one (`std::env::current_exe`).
         program: PathBuf,
         /// Its arguments, which make it call [`run_worker`].
         args: Vec<String>,
-        /// How long one compile may take ([`COMPILE_DEADLINE`]).
-        deadline: Duration,
+        /// The CPU time one compile may take ([`COMPILE_CPU`]), in whole
+        /// seconds.
+        cpu: Duration,
+        /// The wall time one compile may take ([`COMPILE_WALL`]).
+        wall: Duration,
     },
 }
 
@@ -77,9 +88,10 @@ impl Compiler {
             Compiler::Worker {
                 program,
                 args,
-                deadline,
+                cpu,
+                wall,
             } => {
-                let compiled = in_worker(program, args, bytes, *deadline)?;
+                let compiled = in_worker(program, args, bytes, *cpu, *wall)?;
                 // SAFETY: the bytes are what this program, run as a worker,
                 // serialized from a component it compiled just now; they came
                 // over its pipe, never through a file another could write.
@@ -92,26 +104,19 @@ impl Compiler {
 
 /// The worker's side: the component on standard input, its compiled code
 /// on standard output; why it failed on standard error, exiting non-zero.
-/// Its data is capped at [`WORKER_MEMORY`] first, so a compile that grows
-/// without bound fails here, not on the host.
+/// The host that started it caps its CPU time and data.
 pub fn run_worker() -> std::process::ExitCode {
-    let cap = rustix::process::Rlimit {
-        current: Some(WORKER_MEMORY),
-        maximum: Some(WORKER_MEMORY),
-    };
-    let compiled = rustix::process::setrlimit(rustix::process::Resource::Data, cap)
-        .map_err(|e| wasmtime::Error::msg(format!("cannot cap its memory: {e}")))
-        .and_then(|()| {
-            let mut bytes = Vec::new();
-            std::io::stdin()
-                .take(MAX_COMPONENT_BYTES + 1)
-                .read_to_end(&mut bytes)?;
-            if bytes.len() as u64 > MAX_COMPONENT_BYTES {
-                return Err(wasmtime::Error::msg("the component is over the cap"));
-            }
-            let engine = super::engine::compile_engine()?;
-            Component::new(&engine, &bytes)?.serialize()
-        });
+    let compiled = (|| {
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .take(MAX_COMPONENT_BYTES + 1)
+            .read_to_end(&mut bytes)?;
+        if bytes.len() as u64 > MAX_COMPONENT_BYTES {
+            return Err(wasmtime::Error::msg("the component is over the cap"));
+        }
+        let engine = super::engine::compile_engine()?;
+        Component::new(&engine, &bytes)?.serialize()
+    })();
     match compiled.and_then(|code| Ok(std::io::stdout().lock().write_all(&code)?)) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
@@ -121,12 +126,29 @@ pub fn run_worker() -> std::process::ExitCode {
     }
 }
 
-/// `bytes` compiled by a worker `program args`, given `deadline`.
+/// Hold the process `pid` to `cpu` of CPU time (`SIGXCPU` past it, then
+/// `SIGKILL` a second on), [`WORKER_MEMORY`] of data, and no core dump.
+fn cap(pid: u32, cpu: Duration) -> std::io::Result<()> {
+    use rustix::process::{Pid, Resource, Rlimit, prlimit};
+    let pid = Pid::from_raw(pid.cast_signed()).ok_or_else(|| std::io::Error::other("no process id"))?;
+    let limit = |current: u64, maximum: u64| Rlimit {
+        current: Some(current),
+        maximum: Some(maximum),
+    };
+    let seconds = cpu.as_secs().max(1);
+    prlimit(Some(pid), Resource::Cpu, limit(seconds, seconds + 1))?;
+    prlimit(Some(pid), Resource::Data, limit(WORKER_MEMORY, WORKER_MEMORY))?;
+    prlimit(Some(pid), Resource::Core, limit(0, 0))?;
+    Ok(())
+}
+
+/// `bytes` compiled by a worker `program args`, given `cpu` and `wall`.
 fn in_worker(
     program: &std::path::Path,
     args: &[String],
     bytes: &[u8],
-    deadline: Duration,
+    cpu: Duration,
+    wall: Duration,
 ) -> wasmtime::Result<Vec<u8>> {
     // With no environment: the host's holds the secrets its plugins are
     // granted, and a compiler needs none of them.
@@ -140,6 +162,12 @@ fn in_worker(
         .map_err(|e| {
             wasmtime::Error::msg(format!("cannot start its compiler ({}): {e}", program.display()))
         })?;
+    // Capped before it is handed the component, the only input it works on.
+    if let Err(e) = cap(child.id(), cpu) {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(wasmtime::Error::msg(format!("cannot cap its compiler: {e}")));
+    }
     let (mut stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
     let started = Instant::now();
     // Each pipe on its own thread, so that a worker writing while it reads
@@ -151,11 +179,11 @@ fn in_worker(
         let status = loop {
             match child.try_wait() {
                 Ok(Some(status)) => break Ok(status),
-                Ok(None) if started.elapsed() < deadline => std::thread::sleep(Duration::from_millis(10)),
+                Ok(None) if started.elapsed() < wall => std::thread::sleep(Duration::from_millis(10)),
                 Ok(None) => {
                     let _ = child.kill();
                     let _ = child.wait();
-                    break Err(Stop::Deadline);
+                    break Err(Stop::Wall);
                 }
                 Err(e) => {
                     let _ = child.kill();
@@ -169,8 +197,15 @@ fn in_worker(
         let why = why.join().unwrap_or_default();
         (status, code, why)
     });
+    use std::os::unix::process::ExitStatusExt;
     match outcome {
-        (Err(Stop::Deadline), _, _) => Err(wasmtime::Error::new(CompileStopped(deadline))),
+        (Err(Stop::Wall), _, _) => Err(wasmtime::Error::new(CompileStopped(format!(
+            "{} s",
+            wall.as_secs()
+        )))),
+        (Ok(status), _, _) if status.signal() == Some(rustix::process::Signal::XCPU.as_raw()) => Err(
+            wasmtime::Error::new(CompileStopped(format!("{} s of CPU", cpu.as_secs().max(1)))),
+        ),
         (Err(Stop::Unwaited(why)), _, _) => Err(wasmtime::Error::msg(why)),
         (Ok(status), Some(code), _) if status.success() => Ok(code),
         (Ok(_), None, _) => Err(wasmtime::Error::msg(format!(
@@ -191,7 +226,7 @@ fn in_worker(
 
 /// Why a worker was not waited for to its end.
 enum Stop {
-    Deadline,
+    Wall,
     Unwaited(String),
 }
 
@@ -212,17 +247,19 @@ fn read_capped(pipe: Option<impl Read>, cap: u64) -> Option<Vec<u8>> {
 mod tests {
     use super::*;
 
-    fn shell(script: &str, deadline: Duration) -> Compiler {
+    fn shell(script: &str, limit: Duration) -> Compiler {
         Compiler::Worker {
             program: "/bin/sh".into(),
             args: vec!["-c".into(), script.into()],
-            deadline,
+            cpu: limit,
+            wall: limit * 2,
         }
     }
 
     /// A worker that fails is named by what it said, or by its status; one
-    /// past its deadline is stopped; one answering what is no compiled code
-    /// is refused by wasmtime, not run. It is given no environment.
+    /// past its CPU time is stopped by the kernel, one that uses none past
+    /// its wall time by the host; one answering what is no compiled code is
+    /// refused by wasmtime, not run. It is given no environment.
     #[test]
     fn a_worker_that_fails_hangs_or_answers_garbage_is_refused() {
         let engine = super::super::engine::new_engine().unwrap();
@@ -243,14 +280,28 @@ mod tests {
             format!("{status:#}").contains("its compiler failed (exit status: 3)"),
             "{status:#}"
         );
+        let spinning = error(shell("while :; do :; done", second));
+        assert_eq!(
+            spinning
+                .downcast_ref::<CompileStopped>()
+                .map(ToString::to_string)
+                .as_deref(),
+            Some(
+                "its compile took over 1 s of CPU, and was stopped: a component shaped to take the compiler that long is refused"
+            )
+        );
         let hung = error(shell("exec sleep 30", second));
-        assert!(hung.downcast_ref::<CompileStopped>().is_some(), "{hung:#}");
+        assert!(
+            format!("{hung:#}").starts_with("its compile took over 2 s, and"),
+            "{hung:#}"
+        );
         let garbage = error(shell("cat; echo more", second));
         assert!(!format!("{garbage:#}").is_empty());
         let missing = error(Compiler::Worker {
             program: "/nonexistent/toolhost".into(),
             args: Vec::new(),
-            deadline: second,
+            cpu: second,
+            wall: second,
         });
         assert!(
             format!("{missing:#}").starts_with("cannot start its compiler (/nonexistent/toolhost)"),

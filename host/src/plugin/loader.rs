@@ -81,7 +81,7 @@ pub enum LoadErrorKind {
     /// can write, a lock file it does not match, no approval, no valid
     /// signature).
     NotAdmitted,
-    /// Its compile took longer than a worker's deadline
+    /// Its compile took longer than a worker's CPU or wall time
     /// ([`crate::plugin::Compiler::Worker`]), and was stopped.
     CompileStopped,
     /// A file over the host's cap on a component
