@@ -56,7 +56,9 @@ async fn explicit_order_beats_file_names() {
 /// line of its own (it does not validate, and the validator quotes the
 /// name): the load error shows the codes escaped and the line indented,
 /// through the trust checks and without, so a file cannot colour
-/// toolhost's output or forge a line of it.
+/// toolhost's output or forge a line of it. The names read from the file
+/// before any compile (`toolhost approve` shows them, the lock keeps
+/// them) refuse it, quoting the name escaped.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_name_quoted_from_a_file_that_does_not_validate_is_escaped() {
     let dir = plugin_dir(&[("10-format", "format_pipeline", None)]);
@@ -69,7 +71,15 @@ async fn a_name_quoted_from_a_file_that_does_not_validate_is_escaped() {
     let mut bytes = b"\0asm\x0d\0\x01\0".to_vec();
     bytes.extend_from_slice(&[0x07, 0x05, 0x01, 0x40, 0x00, 0x01, 0x00, 0x0a, import.len() as u8]);
     bytes.extend_from_slice(&import);
-    std::fs::write(dir.path().join("20-escape.wasm"), bytes).unwrap();
+    std::fs::write(dir.path().join("20-escape.wasm"), &bytes).unwrap();
+    // The names read from the file before it is compiled (shown by
+    // `toolhost approve`, written to the lock and the approvals, read from
+    // a registry's layer): the file is refused, the name shown escaped.
+    let refused = supply::interfaces(&bytes).err().expect("refused");
+    assert_eq!(
+        refused,
+        r#"has an import named "evil\u{1b}[31mRED\u{1b}[0m\nerror: a forged line", which is no name the component model allows"#
+    );
 
     let shown = |report: &toolhost::plugin::LoadReport| {
         assert_eq!(names(report), ["format"]);
@@ -91,6 +101,13 @@ async fn a_name_quoted_from_a_file_that_does_not_validate_is_escaped() {
             .await
             .unwrap(),
     );
+    let survey = supply::survey(&rt, &TrustSettings::default(), dir.path())
+        .await
+        .unwrap();
+    let [error] = &survey.errors[..] else {
+        panic!("{:?}", survey.errors)
+    };
+    assert!(error.message.contains(r#"named "evil\u{1b}[31mRED"#), "{error}");
 }
 
 /// A component file of gigabytes (a custom section the host never needs,
@@ -161,7 +178,7 @@ async fn a_component_file_over_the_cap_is_refused_unread() {
     assert_eq!(fat.kind, LoadErrorKind::Manifest);
     assert!(
         fat.message
-            .ends_with("30-fat.toml: the file is 1048576 KiB, over the 256 KiB a manifest may be"),
+            .ends_with("30-fat.toml: the file is 1024 MiB, over the 256 KiB a manifest may be"),
         "{fat}"
     );
 }

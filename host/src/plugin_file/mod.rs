@@ -129,16 +129,16 @@ pub(crate) const SIGNATURE: Capped = Capped {
 impl Capped {
     /// Why a file of `size` bytes is not read: it is over the cap.
     pub fn refusal(self, size: u64) -> Option<String> {
-        // In MiB where the cap is, else in KiB.
-        let (unit, name) = match self.cap >= 1 << 20 {
-            true => (1 << 20, "MiB"),
-            false => (1 << 10, "KiB"),
+        // Each in MiB from one on, else in KiB, rounded up.
+        let shown = |bytes: u64| match bytes >= 1 << 20 {
+            true => format!("{} MiB", bytes.div_ceil(1 << 20)),
+            false => format!("{} KiB", bytes.div_ceil(1 << 10)),
         };
         (size > self.cap).then(|| {
             format!(
-                "the file is {} {name}, over the {} {name} {} may be",
-                size.div_ceil(unit),
-                self.cap / unit,
+                "the file is {}, over the {} {} may be",
+                shown(size),
+                shown(self.cap),
                 self.what
             )
         })
@@ -195,18 +195,32 @@ pub fn interfaces(bytes: &[u8]) -> Result<Interfaces, String> {
             Payload::End(_) => depth = depth.saturating_sub(1),
             Payload::ComponentImportSection(reader) if depth == 0 => {
                 for import in reader {
-                    imports.push(import.map_err(unreadable)?.name.name.to_owned());
+                    imports.push(named("an import", import.map_err(unreadable)?.name.name)?);
                 }
             }
             Payload::ComponentExportSection(reader) if depth == 0 => {
                 for export in reader {
-                    exports.push(export.map_err(unreadable)?.name.name.to_owned());
+                    exports.push(named("an export", export.map_err(unreadable)?.name.name)?);
                 }
             }
             _ => {}
         }
     }
     Ok(Interfaces { imports, exports })
+}
+
+/// `name`, if it is a name the component model allows: these names are
+/// shown to the user (`toolhost approve`) and written to the lock and the
+/// approvals before the component is compiled, which would refuse one
+/// holding a terminal's escape codes or a line of its own; so are they.
+fn named(what: &str, name: &str) -> Result<String, String> {
+    match wasmparser::names::ComponentName::new(name, 0) {
+        Ok(_) => Ok(name.to_owned()),
+        Err(_) => Err(format!(
+            "has {what} named {}, which is no name the component model allows",
+            crate::bounds::shown(name)
+        )),
+    }
 }
 
 #[cfg(test)]
