@@ -292,13 +292,15 @@ pub fn escape_controls(text: String) -> String {
     if !text.chars().any(is_control) {
         return text;
     }
-    text.chars()
-        .map(|c| match c {
-            '\n' => "\n  ".to_string(),
-            c if is_control(c) => c.escape_debug().to_string(),
-            c => c.to_string(),
-        })
-        .collect()
+    let mut escaped = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            '\n' => escaped.push_str("\n  "),
+            c if is_control(c) => escaped.extend(c.escape_debug()),
+            c => escaped.push(c),
+        }
+    }
+    escaped
 }
 
 /// A name that came from outside (a property, a tool asked for) as quoted
