@@ -420,6 +420,23 @@ impl Grants {
                 ));
             }
             secret.check_source(name)?;
+            // Both are shown to the user who approves the plugin, as the
+            // plugin's file wrote them: no control character may hide or
+            // disguise what is asked.
+            if let Some(env) = &secret.env
+                && !is_variable_name(env)
+            {
+                return Err(format!(
+                    "secret `{name}`: env {} is no environment variable's name (letters, digits and `_`, not first a digit)",
+                    crate::bounds::shown(env)
+                ));
+            }
+            if http::HeaderName::from_bytes(secret.header.as_bytes()).is_err() {
+                return Err(format!(
+                    "secret `{name}`: header {} is no HTTP header's name",
+                    crate::bounds::shown(&secret.header)
+                ));
+            }
             for origin in &secret.hosts {
                 if !self.http.contains(origin) {
                     return Err(format!(
@@ -445,6 +462,13 @@ impl Grants {
         }
         Ok(())
     }
+}
+
+/// Whether `name` is an environment variable's name as shells write them.
+fn is_variable_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    bytes.next().is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
 /// The user's `[plugin.NAME]` table for one plugin, and the file it is in.
@@ -547,6 +571,37 @@ mod tests {
             "[grants]\nhttp = [\"https://a.example\"]\n[grants.secrets.t]\nenv = \"T\"\nheader = \"Authorization\"\nhosts = [\"a.example:443\"]\n",
         )
         .unwrap();
+    }
+
+    /// What approval shows of a secret, as the plugin's file wrote it,
+    /// cannot hide behind a terminal's escape codes or a line of its own.
+    #[test]
+    fn a_secrets_variable_and_header_are_names_with_no_control_character() {
+        let secret = |env: &str, header: &str| {
+            parse(&format!(
+                "[grants]\nhttp = [\"a.example\"]\n[grants.secrets.t]\nenv = \"{env}\"\n\
+                 header = \"{header}\"\nhosts = [\"a.example\"]\n"
+            ))
+        };
+        secret("GITHUB_TOKEN", "Authorization").unwrap();
+        secret("_t0", "X-Api-Key").unwrap();
+        for (env, header, says) in [
+            (
+                "AWS\\u001b[8mSECRET",
+                "Authorization",
+                r#"env "AWS\u{1b}[8mSECRET" is no environment"#,
+            ),
+            ("1TOKEN", "Authorization", "env \"1TOKEN\" is no"),
+            (
+                "T",
+                "Authorization\\nX-Other",
+                r#"header "Authorization\nX-Other" is no HTTP header's name"#,
+            ),
+            ("T", "", "header \"\" is no"),
+        ] {
+            let err = secret(env, header).unwrap_err();
+            assert!(err.contains(says), "{err}");
+        }
     }
 
     #[test]
