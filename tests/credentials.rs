@@ -696,7 +696,7 @@ async fn an_upstream_acting_as_each_caller_gets_their_exchanged_token_over_a_ses
         (ALICE_EXCHANGED.to_owned(), "alice".to_owned()),
         (BOB_EXCHANGED.to_owned(), "bob".to_owned()),
     ];
-    let url = account(owners, calls.clone()).serve().await;
+    let (url, upstream_sessions) = account(owners, calls.clone()).serve_keeping_sessions().await;
     let dir = tempfile::tempdir().unwrap();
     let (key, jwk) = es256_key("k1");
     std::fs::write(dir.path().join("jwks.json"), json!({"keys": [jwk]}).to_string()).unwrap();
@@ -771,6 +771,21 @@ async fn an_upstream_acting_as_each_caller_gets_their_exchanged_token_over_a_ses
     );
     assert!(!text.contains(&mallory_jwt), "{text}");
     assert_eq!(calls.lock().unwrap().len(), 3, "no call went without a token");
+
+    // Stopped as a service manager stops it, toolhost ends every session
+    // it opened (`DELETE`): the host's own, Alice's and Bob's. Left open,
+    // each restart would leave the server a session per caller to hold
+    // until it gave them up.
+    let held = async || upstream_sessions.sessions.read().await.len();
+    assert_eq!(held().await, 3);
+    let mut served = served;
+    let status = served.served.terminate(Duration::from_secs(20));
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "{status:?}\n{}",
+        served.served.log_text()
+    );
+    assert_eq!(held().await, 0, "sessions left open upstream");
 }
 
 /// A task-augmented call of an upstream acting as each caller would run on

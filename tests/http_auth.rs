@@ -21,7 +21,7 @@ use super::toolhost;
 
 /// A `toolhost serve --http` child, and where to reach it.
 pub(super) struct Running {
-    served: Served,
+    pub(super) served: Served,
     /// `http://127.0.0.1:PORT`: traffic goes to loopback whatever address
     /// it was bound to.
     pub(super) base: String,

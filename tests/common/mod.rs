@@ -46,12 +46,23 @@ pub fn mcp_on<S>(listener: tokio::net::TcpListener, server: S) -> String
 where
     S: rmcp::ServerHandler + Clone + Send + Sync + 'static,
 {
-    use rmcp::transport::streamable_http_server::{
-        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-    };
+    mcp_sessions_on(listener, server).0
+}
+
+/// The sessions an MCP server served by [`mcp_sessions_on`] holds: those
+/// its clients opened and have not ended (`DELETE`).
+pub type McpSessions = Arc<rmcp::transport::streamable_http_server::session::local::LocalSessionManager>;
+
+/// [`mcp_on`], and the sessions the server holds.
+pub fn mcp_sessions_on<S>(listener: tokio::net::TcpListener, server: S) -> (String, McpSessions)
+where
+    S: rmcp::ServerHandler + Clone + Send + Sync + 'static,
+{
+    use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+    let sessions = McpSessions::default();
     let service = StreamableHttpService::new(
         move || Ok(server.clone()),
-        Arc::new(LocalSessionManager::default()),
+        sessions.clone(),
         StreamableHttpServerConfig::default(),
     );
     let router = axum::Router::new().nest_service("/mcp", service);
@@ -62,7 +73,7 @@ where
         let _ = tcp.set_nodelay(true);
     });
     tokio::spawn(async move { axum::serve(listener, router).await });
-    url
+    (url, sessions)
 }
 
 /// A free loopback port (bound, then let go).

@@ -42,6 +42,12 @@ impl ToolServer {
     pub async fn serve(self) -> String {
         crate::mcp_on_loopback(self).await
     }
+
+    /// [`Self::serve`], and the sessions it holds.
+    pub async fn serve_keeping_sessions(self) -> (String, crate::McpSessions) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        crate::mcp_sessions_on(listener, self)
+    }
 }
 
 /// A tool named `name`, described by `description`, taking `schema` (a
