@@ -17,7 +17,7 @@
 //! |---|---|
 //! | a plugin's component file | 128 MiB, told from its size before it is read (from a directory or a registry) |
 //! | a plugin's sidecar manifest (`NAME.toml`); its detached signature (`NAME.wasm.sig`) | 256 KiB; 64 KiB; likewise |
-//! | compiling a plugin's component (`plugin::Compiler::Worker`, what the command line uses) | 120 s of CPU time (600 s of wall time) in a worker process of 4 GiB of data |
+//! | compiling a plugin's component (`plugin::Compiler::Worker`, what the command line uses) | 120 s of CPU time (600 s of wall time) in a worker process of 4 GiB of data; two workers at a time |
 //! | a tool name | 1 to 64 bytes of `[A-Za-z0-9_-]` (the WIT contract) |
 //! | tools one plugin lists | 256 |
 //! | a tool's title (0.1: its label) | 128 bytes, no control characters |

@@ -40,7 +40,7 @@ use wasmtime::component::Linker;
 
 pub use cache::CodeSource;
 pub(crate) use calls::Enrichment;
-pub use compile::{COMPILE_CPU, COMPILE_WALL, Compiler, WORKER_MEMORY, run_worker};
+pub use compile::{COMPILE_CPU, COMPILE_WALL, COMPILE_WORKERS, Compiler, WORKER_MEMORY, run_worker};
 pub(crate) use definition::Texts;
 pub(crate) use definition::ToolDefinition;
 pub use definition::{Answer, BeforeCallDecision, Hooks, Question, RenderOptions};
