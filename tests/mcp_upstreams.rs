@@ -350,11 +350,15 @@ fn a_stdio_server_is_not_given_another_sources_secret_from_the_environment() {
         json!(args)
     );
     std::fs::write(dir.path().join("toolhost.toml"), toml).unwrap();
+    let within = format!("postgres://app:{SECRET}@db/app");
+    let encoded: String = SECRET.bytes().map(|b| format!("{b:02x}")).collect();
     let envs = [
         ("TOOLHOST_TEST_GRANTED", SECRET),
         ("TOOLHOST_TEST_PASSED", SECRET),
         ("TOOLHOST_TEST_SAME", SECRET),
         ("TOOLHOST_TEST_PLAIN", "plain"),
+        ("TOOLHOST_TEST_WITHIN", within.as_str()),
+        ("TOOLHOST_TEST_ENCODED", encoded.as_str()),
     ];
     let config = dir.path().join("toolhost.toml");
     let environ = |name: &str| {
@@ -375,8 +379,9 @@ fn a_stdio_server_is_not_given_another_sources_secret_from_the_environment() {
     assert_eq!(granted, "unset");
     assert!(
         stderr.contains(
-            "upstream `environ`: started without TOOLHOST_TEST_GRANTED, TOOLHOST_TEST_SAME from the \
-             environment, each a secret toolhost holds for another use"
+            "upstream `environ`: started without TOOLHOST_TEST_ENCODED, TOOLHOST_TEST_GRANTED, \
+             TOOLHOST_TEST_SAME, TOOLHOST_TEST_WITHIN from the environment: each holds a secret \
+             toolhost keeps for another use"
         ),
         "{stderr}"
     );
@@ -386,7 +391,14 @@ fn a_stdio_server_is_not_given_another_sources_secret_from_the_environment() {
         stderr.contains("environ: ending, TOOLHOST_TEST_PASSED is [redacted:tracker]"),
         "{stderr}"
     );
-    assert_eq!(environ("TOOLHOST_TEST_SAME").0, "unset");
+    // Within a longer value, or written in another form, as well.
+    for name in [
+        "TOOLHOST_TEST_SAME",
+        "TOOLHOST_TEST_WITHIN",
+        "TOOLHOST_TEST_ENCODED",
+    ] {
+        assert_eq!(environ(name).0, "unset", "{name}");
+    }
     assert_eq!(environ("TOOLHOST_TEST_PLAIN").0, "plain");
     // Passed on by name; its value still never reaches the model.
     assert_eq!(environ("TOOLHOST_TEST_PASSED").0, "[redacted:tracker]");

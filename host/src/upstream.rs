@@ -211,7 +211,7 @@ pub enum Transport {
         /// Its arguments.
         args: Vec<String>,
         /// Variables of toolhost's environment passed on to the program
-        /// even though their values are secrets toolhost holds for another
+        /// even though their values hold secrets toolhost holds for another
         /// use (a plugin's grant, the endpoint's bearer token), which are
         /// otherwise withheld. Every other variable is passed on.
         env: Vec<String>,
@@ -1328,15 +1328,16 @@ impl Upstream {
 }
 
 /// The variables of this process's environment a stdio server is not
-/// given: each whose value is a secret held for another use
-/// ([`crate::secrets::held`]), unless the server's `env` names it. A server
+/// given: each whose value holds a secret held for another use
+/// ([`crate::secrets::held`]), whole or within it (a database URL with
+/// its password), unless the server's `env` names it. A server
 /// started by toolhost runs as the user and could read the user's files
 /// anyway; this keeps a secret granted to one source from being handed to
 /// another by default, as the gate does for what is served.
 fn withheld_env(passed: &[String]) -> Vec<String> {
     std::env::vars_os()
         .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
-        .filter(|(name, value)| !passed.contains(name) && crate::secrets::held::holds(value))
+        .filter(|(name, value)| !passed.contains(name) && crate::secrets::held::found_in(value))
         .map(|(name, _)| name)
         .collect()
 }
@@ -1389,13 +1390,13 @@ async fn open(config: &UpstreamConfig, listener: Listener) -> Result<session::Se
             let withheld = withheld_env(env);
             if !withheld.is_empty() {
                 let (each, it) = if withheld.len() == 1 {
-                    ("", "it")
+                    ("it", "it")
                 } else {
-                    ("each ", "one")
+                    ("each", "one")
                 };
                 tracing::warn!(
-                    "upstream `{}`: started without {} from the environment, {each}a secret toolhost \
-                     holds for another use; name {it} in the server's `env` to pass it on",
+                    "upstream `{}`: started without {} from the environment: {each} holds a secret \
+                     toolhost keeps for another use; name {it} in the server's `env` to pass it on",
                     config.name,
                     withheld.join(", ")
                 );

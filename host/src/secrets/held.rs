@@ -11,8 +11,8 @@
 //! cluster's shared key and its Redis password. A log writer passes each
 //! line through [`redact`] (the `toolhost` command's does), and so does
 //! the stderr of a stdio upstream server, which is also started without
-//! the variables of the environment whose values are held (`holds`;
-//! both in `upstream`).
+//! the variables of the environment whose values hold a secret
+//! ([`found_in`]; both in `upstream`).
 //!
 //! What the configuration and the grants name is held for as long as the
 //! process runs ([`hold`]): a secret taken out of the configuration stays
@@ -135,16 +135,11 @@ impl std::fmt::Debug for Lease {
     }
 }
 
-/// Whether `value`, as a whole (its surrounding whitespace aside), is a
-/// secret this process holds.
-pub(crate) fn holds(value: &str) -> bool {
-    let value = value.trim();
-    !value.is_empty()
-        && HELD
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .values
-            .contains_key(value)
+/// Whether `text` holds a secret this process holds, anywhere in it and
+/// in any form [`redact`] finds: a variable's value such as
+/// `postgres://app:SECRET@db` holds one as surely as `SECRET` alone.
+pub(crate) fn found_in(text: &str) -> bool {
+    matcher().is_some_and(|m| m.for_good.found_in(text) || m.leased.found_in(text))
 }
 
 /// `text` with every secret this process holds replaced by
@@ -218,10 +213,10 @@ mod tests {
         assert_eq!(redact(CALLERS), "[redacted:exchanged-token]");
         drop(cached);
         assert_eq!(redact(CALLERS), "[redacted:exchanged-token]");
-        assert!(holds(CALLERS));
+        assert!(found_in(&format!("postgres://app:{CALLERS}@db")));
         drop(session);
         assert_eq!(redact(CALLERS), CALLERS);
-        assert!(!holds(CALLERS));
+        assert!(!found_in(CALLERS));
 
         let leased = lease("leased", BOTH).unwrap();
         hold([("configured", BOTH)]);

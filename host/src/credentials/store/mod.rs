@@ -381,7 +381,7 @@ mod tests {
     /// one the operator removes is let go at the next read.
     #[test]
     fn a_value_kept_is_held_out_of_the_log_until_it_is_removed() {
-        use crate::secrets::held::{holds, redact};
+        use crate::secrets::held::{found_in, redact};
         const KEPT: &str = "store-value-kept-4e81c2";
         const REMOVED: &str = "store-value-removed-93af07";
         let (dir, s) = store(
@@ -390,14 +390,14 @@ mod tests {
         );
         let s = s.unwrap();
         assert_eq!(redact(&format!("sent {KEPT}")), "sent [redacted:token]");
-        assert!(holds(REMOVED));
+        assert!(found_in(REMOVED));
         let path = dir.path().join("credentials.toml");
         std::fs::write(&path, format!("[alice.tracker]\ntoken = \"{KEPT}\"\n")).unwrap();
         assert_eq!(s.lookup("bob", "tracker", "token").unwrap(), None);
-        assert!(holds(KEPT));
-        assert!(!holds(REMOVED));
+        assert!(found_in(KEPT));
+        assert!(!found_in(REMOVED));
         drop(s);
-        assert!(!holds(KEPT));
+        assert!(!found_in(KEPT));
     }
 
     #[test]
