@@ -507,6 +507,51 @@ fn a_stdio_server_is_not_given_another_sources_secret_from_the_environment() {
     }
 }
 
+/// A stdio server runs as the user, and any process of the user's could
+/// read toolhost's environment from `/proc` (the secrets withheld from the
+/// server among it) or its memory: toolhost makes itself undumpable as it
+/// starts, so only a process allowed to trace any other can. Run as root
+/// (CI is), toolhost and so its server are started without capabilities,
+/// as a user's processes have none.
+#[test]
+fn a_stdio_server_cannot_read_toolhosts_own_environment() {
+    needs!(Python);
+    let dir = tempfile::tempdir().unwrap();
+    let server = python_driver("environ_server.py");
+    let args: Vec<String> = server
+        .get_args()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let toml = format!(
+        "[[upstream]]\nname = \"environ\"\ncommand = {:?}\nargs = {}\n",
+        server.get_program().to_string_lossy(),
+        json!(args)
+    );
+    std::fs::write(dir.path().join("toolhost.toml"), toml).unwrap();
+    std::fs::create_dir(dir.path().join("plugins")).unwrap();
+    let mut command = toolhost();
+    if rustix::process::geteuid().is_root() {
+        let toolhost = command;
+        command = std::process::Command::new("setpriv");
+        command
+            .args(["--inh-caps=-all", "--bounding-set=-all", "--"])
+            .arg(toolhost.get_program())
+            .args(toolhost.get_args())
+            .env_remove("TOOLHOST_PLUGINS");
+    }
+    let (status, stdout, stderr) = run_within(
+        command
+            .current_dir(dir.path())
+            .args(["call", "--json", "parent_environ", "{}"])
+            .env("TOOLHOST_TEST_HELD", "in toolhost's environment only"),
+        Duration::from_secs(120),
+    );
+    assert!(status.is_some_and(|s| s.success()), "{stdout}\n{stderr}");
+    let answer: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let read = answer["content"].as_str().unwrap_or_default();
+    assert_eq!(read, "unreadable: Permission denied", "{answer}");
+}
+
 /// An embedder's `Toolhost::gateway()` passes what an upstream lists and
 /// answers through the same gate as the MCP front: a server given another
 /// source's secret (here a second server's header value, passed in its

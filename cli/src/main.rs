@@ -257,6 +257,15 @@ fn main() -> ExitCode {
             std::io::IsTerminal::is_terminal(&std::io::stderr()) && std::env::var_os("NO_COLOR").is_none(),
         )
         .init();
+    // The environment and memory of this process hold every secret it is
+    // given; any process of the same user could read both from `/proc`
+    // (a stdio upstream server it starts, which is not given the secrets
+    // held for another use, among them), and a core dump would write them
+    // to disk. Undumpable, they are readable only to a process allowed to
+    // trace any other. Not inherited: the programs it starts are dumpable.
+    if let Err(e) = rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable) {
+        tracing::warn!("cannot keep this process's memory from other processes of the user: {e}");
+    }
     let runtime = match async_runtime(&cli.command) {
         Ok(rt) => rt,
         Err(e) => {

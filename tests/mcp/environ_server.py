@@ -1,6 +1,8 @@
 """An MCP server over stdio: `environ` answers the value of the environment
 variable it is asked for, or `unset` (what toolhost passed on to a server
-it started), and `shout` prints that value on its stderr (as is, reversed, in base64); the resource
+it started), `parent_environ` the environment of the process that started
+it, read from `/proc` as any process of the user's may try, and `shout`
+prints that value on its stderr (as is, reversed, in base64); the resource
 `env://passed` has the value of TOOLHOST_TEST_PASSED in its description,
 the prompt `refuse` fails quoting the variable it is given, `report`
 quotes it in a progress notification, and `ask` and `sample` in a request
@@ -26,6 +28,15 @@ server = MCPServer("environ")
 @server.tool(description="The value of one environment variable, or `unset`.", structured_output=False)
 def environ(name: str) -> str:
     return os.environ.get(name, "unset")
+
+
+@server.tool(description="The environment of the process that started this server.", structured_output=False)
+def parent_environ() -> str:
+    try:
+        with open(f"/proc/{os.getppid()}/environ", "rb") as f:
+            return f.read().replace(b"\0", b"\n").decode(errors="replace")
+    except OSError as e:
+        return f"unreadable: {e.strerror}"
 
 
 @server.tool(description="Print one environment variable's value on stderr.", structured_output=False)
