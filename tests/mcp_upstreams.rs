@@ -338,16 +338,9 @@ fn a_stdio_server_is_not_given_another_sources_secret_from_the_environment() {
          allow_loopback_http = true\n[config]\nbase_url = {origin:?}\n"
     );
     toolhost_tests::fill_plugin_dir(&plugins, &[("30-tracker", "tracker_tools", Some(&grant))]);
-    let server = python_driver("environ_server.py");
-    let args: Vec<String> = server
-        .get_args()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
     let toml = format!(
-        "plugins = \"plugins\"\n[[upstream]]\nname = \"environ\"\ncommand = {:?}\nargs = {}\n\
-         env = [\"TOOLHOST_TEST_PASSED\"]\n",
-        server.get_program().to_string_lossy(),
-        json!(args)
+        "plugins = \"plugins\"\n{}env = [\"TOOLHOST_TEST_PASSED\"]\n",
+        environ_upstream()
     );
     std::fs::write(dir.path().join("toolhost.toml"), toml).unwrap();
     let within = format!("postgres://app:{SECRET}@db/app");
@@ -507,6 +500,21 @@ fn a_stdio_server_is_not_given_another_sources_secret_from_the_environment() {
     }
 }
 
+/// `tests/mcp/environ_server.py` as the stdio upstream `environ`: its
+/// `[[upstream]]` table, to which keys may be added.
+fn environ_upstream() -> String {
+    let server = python_driver("environ_server.py");
+    let args: Vec<String> = server
+        .get_args()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    format!(
+        "[[upstream]]\nname = \"environ\"\ncommand = {:?}\nargs = {}\n",
+        server.get_program().to_string_lossy(),
+        json!(args)
+    )
+}
+
 /// A stdio server runs as the user, and any process of the user's could
 /// read toolhost's environment from `/proc` (the secrets withheld from the
 /// server among it) or its memory: toolhost makes itself undumpable as it
@@ -517,17 +525,7 @@ fn a_stdio_server_is_not_given_another_sources_secret_from_the_environment() {
 fn a_stdio_server_cannot_read_toolhosts_own_environment() {
     needs!(Python);
     let dir = tempfile::tempdir().unwrap();
-    let server = python_driver("environ_server.py");
-    let args: Vec<String> = server
-        .get_args()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    let toml = format!(
-        "[[upstream]]\nname = \"environ\"\ncommand = {:?}\nargs = {}\n",
-        server.get_program().to_string_lossy(),
-        json!(args)
-    );
-    std::fs::write(dir.path().join("toolhost.toml"), toml).unwrap();
+    std::fs::write(dir.path().join("toolhost.toml"), environ_upstream()).unwrap();
     std::fs::create_dir(dir.path().join("plugins")).unwrap();
     let mut command = toolhost();
     if rustix::process::geteuid().is_root() {
