@@ -14,7 +14,8 @@
 //! changes and resource updates are passed on as [`Event`]s
 //! ([`Upstream::events`]). Results pass through whole: every content block
 //! with its annotations, the structured content and `_meta` as the server
-//! sent them, and an error result stays a result (`is_error`). Over HTTP,
+//! sent them, and an error result stays a result (`is_error`); an
+//! `isError` the server left out stays out. Over HTTP,
 //! redirects are not followed: the configured headers (credentials,
 //! typically) go to the configured origin only. The server's log lines
 //! (`notifications/message`) go to the log sink given at connect, the

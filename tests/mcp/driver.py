@@ -68,9 +68,10 @@ def recorder(*kinds):
 
 
 def wire(model):
-    """A protocol object as the JSON it travels as (unset fields left out),
-    for comparing what two servers sent field by field."""
-    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+    """A protocol object as the JSON it travelled as: the fields its sender
+    set, none filled in with the SDK's defaults (an `isError` left out is
+    not `false`), for comparing what two servers sent field by field."""
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_unset=True)
 
 
 @asynccontextmanager

@@ -20,6 +20,9 @@ pub fn to_mcp(output: CallOutput) -> m::CallToolResult {
     } else {
         m::CallToolResult::success(content)
     };
+    if !output.is_error && output.is_error_omitted {
+        result.is_error = None;
+    }
     result.structured_content = output.structured_content;
     result.meta = output.meta.map(m::MetaObject);
     result
@@ -33,6 +36,7 @@ pub fn from_mcp(result: m::CallToolResult) -> CallOutput {
         meta: result.meta.map(|m| m.0),
         details: None,
         is_error: result.is_error == Some(true),
+        is_error_omitted: result.is_error.is_none(),
     }
 }
 
@@ -274,5 +278,27 @@ mod tests {
             serde_json::to_value(&original).unwrap()
         );
         assert_eq!(from_mcp(original).content.len(), 7);
+    }
+
+    /// `isError` is served as the source sent it: left out (as TypeScript
+    /// and Go servers leave it), false or true; a result that failed
+    /// after all (an after-call hook's say) says so.
+    #[test]
+    fn is_error_passes_through_as_sent() {
+        let through = |result: serde_json::Value| {
+            let result: m::CallToolResult = serde_json::from_value(result).unwrap();
+            serde_json::to_value(to_mcp(from_mcp(result))).unwrap()
+        };
+        for sent in [json!({}), json!({"isError": false}), json!({"isError": true})] {
+            let mut result = json!({"content": [{"type": "text", "text": "t"}]});
+            result
+                .as_object_mut()
+                .unwrap()
+                .extend(sent.as_object().unwrap().clone());
+            assert_eq!(through(result).get("isError"), sent.get("isError"), "{sent}");
+        }
+        let mut failed = from_mcp(serde_json::from_value(json!({"content": []})).unwrap());
+        failed.is_error = true;
+        assert_eq!(to_mcp(failed).is_error, Some(true));
     }
 }

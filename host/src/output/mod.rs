@@ -35,6 +35,10 @@ pub struct CallOutput {
     pub details: Option<Value>,
     /// The tool ran and failed: the content says why, for the model.
     pub is_error: bool,
+    /// The source left `isError` out of its result (MCP's default, false),
+    /// and so is it served: a result passed through keeps its fields as
+    /// they came. Of no effect on a result that failed, which says so.
+    pub is_error_omitted: bool,
 }
 
 impl CallOutput {

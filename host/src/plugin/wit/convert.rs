@@ -89,6 +89,7 @@ pub fn output(r: wit::ToolResult) -> Result<CallOutput, String> {
         meta: None,
         details: r.details.as_deref().and_then(|d| serde_json::from_str(d).ok()),
         is_error: false,
+        is_error_omitted: false,
     })
 }
 
