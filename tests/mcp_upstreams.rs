@@ -8,7 +8,8 @@
 //! toolhost as a gateway (`tests/mcp/gateway.py`): one test for each kind
 //! of tool, content and server feature, each asserting that a client sees
 //! through toolhost what it sees connected to the server directly, the
-//! prefix aside.
+//! prefix aside, field for field as each sent it; and the same with the
+//! server over streamable HTTP.
 //!
 //! A hostile upstream (`tests/mcp/hostile_server.py`) behind `toolhost`,
 //! as a user runs it: what it says is checked as a plugin's word is, and
@@ -69,6 +70,28 @@ fn gateway(scenario: &str) {
         .arg("--everything")
         .arg(everything_server());
     expect_driver_ok(&mut command, scenario);
+}
+
+/// The same comparisons with server-everything over streamable HTTP,
+/// which toolhost reaches with its HTTP client, not its stdio reader.
+#[test]
+fn gateway_over_http_keeps_every_field() {
+    needs!(Python, Upstream);
+    for scenario in [
+        "tools",
+        "text",
+        "image",
+        "annotations",
+        "resource-links",
+        "embedded-resource",
+        "structured",
+        "prompts",
+        "resources",
+        "templates",
+        "instructions",
+    ] {
+        gateway(&format!("{scenario}-http"));
+    }
 }
 
 #[test]

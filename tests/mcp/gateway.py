@@ -19,6 +19,11 @@ it does not send, tests/mcp/content_server.py):
   and the next list has the new entry.
 - `instructions`: the server's instructions under its name.
 
+Each scenario of server-everything's content, lists and instructions runs
+again with the server over streamable HTTP, as `NAME-http`. Both sides are
+compared as the JSON each sent (`wire`): a field one side left out and
+the other sent with its default value is a difference.
+
 Run by tests/mcp_upstreams.rs; exits non-zero with a message on the first
 check that fails.
 """
@@ -27,11 +32,15 @@ import argparse
 import contextlib
 import json
 import os
+import socket
+import subprocess
 import sys
 import tempfile
 
+import anyio
 import mcp.types as types
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 from driver import check, read, recorder, run, wait_until, wire
 
@@ -82,16 +91,15 @@ class Pair:
 
 
 @contextlib.asynccontextmanager
-async def pair(top, toolhost_bin, name, prefix, command, args):
+async def pair(top, toolhost_bin, name, prefix, upstream):
+    """Both sessions to the server `upstream` reaches: its `[[upstream]]`
+    keys, `command` and `args` (a stdio server) or `url`."""
     os.makedirs(os.path.join(top, "root"), exist_ok=True)
     os.makedirs(os.path.join(top, "plugins"), exist_ok=True)
     config = os.path.join(top, "toolhost.toml")
     with open(config, "w") as f:
-        f.write(
-            'root = "root"\n[[upstream]]\n'
-            f"name = {json.dumps(name)}\nprefix = {json.dumps(prefix)}\n"
-            f"command = {json.dumps(command)}\nargs = {json.dumps(args)}\n"
-        )
+        f.write(f'root = "root"\n[[upstream]]\nname = {json.dumps(name)}\nprefix = {json.dumps(prefix)}\n')
+        f.writelines(f"{key} = {json.dumps(value)}\n" for key, value in upstream.items())
     toolhost = [
         "-v", "--no-cache", "--config", config, "--plugins", os.path.join(top, "plugins"), "serve",
     ]  # fmt: skip
@@ -99,9 +107,13 @@ async def pair(top, toolhost_bin, name, prefix, command, args):
     on_via, via_seen = recorder(*NOTICES)
     with open(os.path.join(top, "direct.log"), "w") as direct_log, open(os.path.join(top, "toolhost.log"), "w") as log:
         async with contextlib.AsyncExitStack() as stack:
-            d_read, d_write = await stack.enter_async_context(
-                stdio_client(StdioServerParameters(command=command, args=args), errlog=direct_log)
-            )
+            if "url" in upstream:
+                d_read, d_write, *_ = await stack.enter_async_context(streamable_http_client(upstream["url"]))
+            else:
+                d_read, d_write = await stack.enter_async_context(
+                    stdio_client(StdioServerParameters(command=upstream["command"], args=upstream["args"]),
+                                 errlog=direct_log)
+                )
             v_read, v_write = await stack.enter_async_context(
                 stdio_client(StdioServerParameters(command=toolhost_bin, args=toolhost, cwd=top), errlog=log)
             )
@@ -115,11 +127,36 @@ async def pair(top, toolhost_bin, name, prefix, command, args):
 
 
 def everything(top, args):
-    return pair(top, args.toolhost, "everything", "ev_", "node", [args.everything, "stdio"])
+    return pair(top, args.toolhost, "everything", "ev_", {"command": "node", "args": [args.everything, "stdio"]})
+
+
+@contextlib.asynccontextmanager
+async def everything_http(top, args):
+    """server-everything over streamable HTTP, on a free loopback port."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    log_path = os.path.join(top, "server.log")
+    with open(log_path, "w") as log:
+        server = subprocess.Popen(
+            ["node", args.everything, "streamableHttp"], env={**os.environ, "PORT": str(port)}, stdout=log, stderr=log
+        )
+    try:
+        with anyio.fail_after(60):
+            while "listening on port" not in read(log_path):
+                check(server.poll() is None, "server-everything exited: " + read(log_path))
+                await anyio.sleep(0.05)
+        async with pair(top, args.toolhost, "everything", "ev_", {"url": f"http://127.0.0.1:{port}/mcp"}) as p:
+            yield p
+    finally:
+        server.terminate()
+        server.wait()
 
 
 def content(top, args):
-    return pair(top, args.toolhost, "content", "ct_", sys.executable, [os.path.join(HERE, "content_server.py")])
+    return pair(
+        top, args.toolhost, "content", "ct_", {"command": sys.executable, "args": [os.path.join(HERE, "content_server.py")]}
+    )
 
 
 def kinds(result):
@@ -352,6 +389,15 @@ SCENARIOS = {
     "prompts-changed": (content, prompts_changed),
     "instructions": (everything, instructions),
 }
+# The same comparisons with the server over streamable HTTP: toolhost's
+# HTTP client reads what rmcp's types drop, as its stdio reader does.
+SCENARIOS.update(
+    {
+        f"{name}-http": (everything_http, SCENARIOS[name][1])
+        for name in ("tools", "text", "image", "annotations", "resource-links", "embedded-resource", "structured",
+                     "prompts", "resources", "templates", "instructions")
+    }
+)
 
 
 async def main():
