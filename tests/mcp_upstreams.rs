@@ -62,14 +62,45 @@ fn every_http_session_is_told_of_a_tool_list_change() {
     drive("list-changed-http");
 }
 
-/// One gateway scenario of `tests/mcp/gateway.py`.
+/// One gateway scenario of `tests/mcp/gateway.py`, toolhost served over
+/// stdio.
 fn gateway(scenario: &str) {
+    gateway_served_over(scenario, "stdio");
+}
+
+/// One gateway scenario, toolhost served over `front` (`stdio`, `http`).
+fn gateway_served_over(scenario: &str, front: &str) {
     let mut command = python_driver("gateway.py");
     command
-        .args(["--scenario", scenario])
+        .args(["--scenario", scenario, "--front", front])
         .arg("--everything")
         .arg(everything_server());
     expect_driver_ok(&mut command, scenario);
+}
+
+/// The comparisons of content, lists and instructions with toolhost served
+/// over streamable HTTP: what rmcp's HTTP server writes, and what the front
+/// adds to it, is what the server sent too.
+#[test]
+fn gateway_served_over_http_keeps_every_field() {
+    needs!(Python, Upstream);
+    for scenario in [
+        "tools",
+        "text",
+        "image",
+        "annotations",
+        "resource-links",
+        "embedded-resource",
+        "structured",
+        "audio",
+        "prompts",
+        "resources",
+        "templates",
+        "completions",
+        "instructions",
+    ] {
+        gateway_served_over(scenario, "http");
+    }
 }
 
 /// The same comparisons with server-everything over streamable HTTP,

@@ -20,7 +20,8 @@ it does not send, tests/mcp/content_server.py):
 - `instructions`: the server's instructions under its name.
 
 Each scenario of server-everything's content, lists and instructions runs
-again with the server over streamable HTTP, as `NAME-http`. Both sides are
+again with the server over streamable HTTP, as `NAME-http`; and any with
+toolhost served over streamable HTTP (`--front http`). Both sides are
 compared as the JSON each sent (`wire`): a field one side left out and
 the other sent with its default value is a difference.
 
@@ -42,7 +43,7 @@ import mcp.types as types
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from driver import check, read, recorder, run, wait_until, wire
+from driver import check, connect, read, recorder, run, wait_until, wire
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -91,9 +92,10 @@ class Pair:
 
 
 @contextlib.asynccontextmanager
-async def pair(top, toolhost_bin, name, prefix, upstream):
+async def pair(top, args, name, prefix, upstream):
     """Both sessions to the server `upstream` reaches: its `[[upstream]]`
-    keys, `command` and `args` (a stdio server) or `url`."""
+    keys, `command` and `args` (a stdio server) or `url`. toolhost is
+    served over `args.front`, stdio or streamable HTTP."""
     os.makedirs(os.path.join(top, "root"), exist_ok=True)
     os.makedirs(os.path.join(top, "plugins"), exist_ok=True)
     config = os.path.join(top, "toolhost.toml")
@@ -105,7 +107,8 @@ async def pair(top, toolhost_bin, name, prefix, upstream):
     ]  # fmt: skip
     on_direct, direct_seen = recorder(*NOTICES)
     on_via, via_seen = recorder(*NOTICES)
-    with open(os.path.join(top, "direct.log"), "w") as direct_log, open(os.path.join(top, "toolhost.log"), "w") as log:
+    log_path = os.path.join(top, "toolhost.log")
+    with open(os.path.join(top, "direct.log"), "w") as direct_log:
         async with contextlib.AsyncExitStack() as stack:
             if "url" in upstream:
                 d_read, d_write, *_ = await stack.enter_async_context(streamable_http_client(upstream["url"]))
@@ -114,20 +117,25 @@ async def pair(top, toolhost_bin, name, prefix, upstream):
                     stdio_client(StdioServerParameters(command=upstream["command"], args=upstream["args"]),
                                  errlog=direct_log)
                 )
-            v_read, v_write = await stack.enter_async_context(
-                stdio_client(StdioServerParameters(command=toolhost_bin, args=toolhost, cwd=top), errlog=log)
-            )
+            if args.front == "http":
+                via = await stack.enter_async_context(connect(args.toolhost, toolhost, "http", top, log_path,
+                                                              message_handler=on_via))
+            else:
+                log = stack.enter_context(open(log_path, "w"))
+                v_read, v_write = await stack.enter_async_context(
+                    stdio_client(StdioServerParameters(command=args.toolhost, args=toolhost, cwd=top), errlog=log)
+                )
+                via = await stack.enter_async_context(ClientSession(v_read, v_write, message_handler=on_via))
             # Declaring what toolhost declares to its upstreams (it relays
             # them: tests/mcp/relay.py), so both see the same tools.
             direct = await stack.enter_async_context(
                 ClientSession(d_read, d_write, message_handler=on_direct, **DECLARED)
             )
-            via = await stack.enter_async_context(ClientSession(v_read, v_write, message_handler=on_via))
             yield Pair(prefix, direct, via, direct_seen, via_seen, await direct.initialize(), await via.initialize())
 
 
 def everything(top, args):
-    return pair(top, args.toolhost, "everything", "ev_", {"command": "node", "args": [args.everything, "stdio"]})
+    return pair(top, args, "everything", "ev_", {"command": "node", "args": [args.everything, "stdio"]})
 
 
 @contextlib.asynccontextmanager
@@ -146,7 +154,7 @@ async def everything_http(top, args):
             while "listening on port" not in read(log_path):
                 check(server.poll() is None, "server-everything exited: " + read(log_path))
                 await anyio.sleep(0.05)
-        async with pair(top, args.toolhost, "everything", "ev_", {"url": f"http://127.0.0.1:{port}/mcp"}) as p:
+        async with pair(top, args, "everything", "ev_", {"url": f"http://127.0.0.1:{port}/mcp"}) as p:
             yield p
     finally:
         server.terminate()
@@ -155,7 +163,7 @@ async def everything_http(top, args):
 
 def content(top, args):
     return pair(
-        top, args.toolhost, "content", "ct_", {"command": sys.executable, "args": [os.path.join(HERE, "content_server.py")]}
+        top, args, "content", "ct_", {"command": sys.executable, "args": [os.path.join(HERE, "content_server.py")]}
     )
 
 
@@ -405,6 +413,7 @@ async def main():
     parser.add_argument("--toolhost", required=True)
     parser.add_argument("--scenario", choices=sorted(SCENARIOS), required=True)
     parser.add_argument("--everything", help="server-everything's dist/index.js")
+    parser.add_argument("--front", choices=["stdio", "http"], default="stdio", help="how toolhost is served")
     args = parser.parse_args()
     top = tempfile.mkdtemp(prefix="toolhost-gateway-")
     server, scenario = SCENARIOS[args.scenario]
