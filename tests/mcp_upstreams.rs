@@ -9,7 +9,7 @@
 //! of tool, content and server feature, each asserting that a client sees
 //! through toolhost what it sees connected to the server directly, the
 //! prefix aside, field for field as each sent it; and the same with the
-//! server over streamable HTTP.
+//! server, or toolhost, over streamable HTTP.
 //!
 //! A hostile upstream (`tests/mcp/hostile_server.py`) behind `toolhost`,
 //! as a user runs it: what it says is checked as a plugin's word is, and
