@@ -78,27 +78,30 @@ fn gateway_served_over(scenario: &str, front: &str) {
     expect_driver_ok(&mut command, scenario);
 }
 
+/// The gateway scenarios of server-everything's content, lists and
+/// instructions, which `gateway.py` also runs with the server over
+/// streamable HTTP (`NAME-http`).
+const CONTENT_AND_LISTS: [&str; 11] = [
+    "tools",
+    "text",
+    "image",
+    "annotations",
+    "resource-links",
+    "embedded-resource",
+    "structured",
+    "prompts",
+    "resources",
+    "templates",
+    "instructions",
+];
+
 /// The comparisons of content, lists and instructions with toolhost served
 /// over streamable HTTP: what rmcp's HTTP server writes, and what the front
 /// adds to it, is what the server sent too.
 #[test]
 fn gateway_served_over_http_keeps_every_field() {
     needs!(Python, Upstream);
-    for scenario in [
-        "tools",
-        "text",
-        "image",
-        "annotations",
-        "resource-links",
-        "embedded-resource",
-        "structured",
-        "audio",
-        "prompts",
-        "resources",
-        "templates",
-        "completions",
-        "instructions",
-    ] {
+    for scenario in CONTENT_AND_LISTS.iter().chain(&["audio", "completions"]) {
         gateway_served_over(scenario, "http");
     }
 }
@@ -108,19 +111,7 @@ fn gateway_served_over_http_keeps_every_field() {
 #[test]
 fn gateway_over_http_keeps_every_field() {
     needs!(Python, Upstream);
-    for scenario in [
-        "tools",
-        "text",
-        "image",
-        "annotations",
-        "resource-links",
-        "embedded-resource",
-        "structured",
-        "prompts",
-        "resources",
-        "templates",
-        "instructions",
-    ] {
+    for scenario in CONTENT_AND_LISTS {
         gateway(&format!("{scenario}-http"));
     }
 }

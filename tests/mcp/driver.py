@@ -14,6 +14,7 @@ import atexit
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -104,6 +105,31 @@ async def connect(toolhost, argv, transport, cwd, log_path, env=None, **callback
         finally:
             server.terminate()
             server.wait()
+
+
+@asynccontextmanager
+async def everything_over_http(everything, top):
+    """`@modelcontextprotocol/server-everything` (its `dist/index.js`,
+    `everything`) serving streamable HTTP on a free loopback port, its log
+    in `top`: the URL of its MCP endpoint."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    log_path = os.path.join(top, "everything.log")
+    with open(log_path, "w") as log:
+        server = subprocess.Popen(
+            ["node", everything, "streamableHttp"], env={**os.environ, "PORT": str(port)}, stdout=log, stderr=log
+        )
+    try:
+        await wait_until(
+            lambda: server.poll() is not None or f"listening on port {port}" in read(log_path),
+            "server-everything listening",
+        )
+        check(server.poll() is None, "server-everything exited: " + read(log_path))
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        server.terminate()
+        server.wait()
 
 
 def run(main):

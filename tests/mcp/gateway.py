@@ -33,17 +33,14 @@ import argparse
 import contextlib
 import json
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 
-import anyio
 import mcp.types as types
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from driver import check, connect, read, recorder, run, wait_until, wire
+from driver import check, connect, everything_over_http, read, recorder, run, wait_until, wire
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -140,25 +137,10 @@ def everything(top, args):
 
 @contextlib.asynccontextmanager
 async def everything_http(top, args):
-    """server-everything over streamable HTTP, on a free loopback port."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    log_path = os.path.join(top, "server.log")
-    with open(log_path, "w") as log:
-        server = subprocess.Popen(
-            ["node", args.everything, "streamableHttp"], env={**os.environ, "PORT": str(port)}, stdout=log, stderr=log
-        )
-    try:
-        with anyio.fail_after(60):
-            while "listening on port" not in read(log_path):
-                check(server.poll() is None, "server-everything exited: " + read(log_path))
-                await anyio.sleep(0.05)
-        async with pair(top, args, "everything", "ev_", {"url": f"http://127.0.0.1:{port}/mcp"}) as p:
+    """server-everything over streamable HTTP."""
+    async with everything_over_http(args.everything, top) as url:
+        async with pair(top, args, "everything", "ev_", {"url": url}) as p:
             yield p
-    finally:
-        server.terminate()
-        server.wait()
 
 
 def content(top, args):

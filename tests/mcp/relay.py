@@ -37,7 +37,6 @@ import os
 import re
 import subprocess
 import sys
-import socket
 import tempfile
 import urllib.error
 import urllib.request
@@ -47,7 +46,7 @@ import mcp.types as types
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from driver import check, read, run, text, wait_until
+from driver import check, everything_over_http, read, run, text, wait_until
 
 ELICITS = "ev_trigger-elicitation-request"
 URL_ELICITS = "ev_trigger-url-elicitation"
@@ -336,29 +335,6 @@ async def flood(args, top):
         )
 
 
-@contextlib.asynccontextmanager
-async def everything_over_http(args, top):
-    """server-everything serving streamable HTTP: the upstream table reaching it."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    log_path = os.path.join(top, "everything.log")
-    with open(log_path, "w") as log:
-        server = subprocess.Popen(
-            ["node", args.everything, "streamableHttp"], env={**os.environ, "PORT": str(port)}, stdout=log, stderr=log
-        )
-        try:
-            await wait_until(
-                lambda: server.poll() is not None or f"listening on port {port}" in read(log_path),
-                "server-everything listening",
-            )
-            check(server.poll() is None, "server-everything exited: " + read(log_path))
-            yield f'[[upstream]]\nname = "everything"\nprefix = "ev_"\nurl = "http://127.0.0.1:{port}/mcp"\n'
-        finally:
-            server.terminate()
-            server.wait()
-
-
 async def concurrent_http(args, top):
     both = anyio.Event()
     asked = []
@@ -374,26 +350,28 @@ async def concurrent_http(args, top):
 
         return on_elicit
 
-    async with everything_over_http(args, top) as upstream, over_http(args, top, upstream) as url:
-        async with (
-            http_session(url, elicitation_callback=answering_as("Ada")) as a,
-            http_session(url, elicitation_callback=answering_as("Bob")) as b,
-        ):
-            await listed(a, {ELICITS})
-            await listed(b, {ELICITS})
-            results = {}
+    async with everything_over_http(args.everything, top) as everything:
+        upstream = f'[[upstream]]\nname = "everything"\nprefix = "ev_"\nurl = "{everything}"\n'
+        async with over_http(args, top, upstream) as url:
+            async with (
+                http_session(url, elicitation_callback=answering_as("Ada")) as a,
+                http_session(url, elicitation_callback=answering_as("Bob")) as b,
+            ):
+                await listed(a, {ELICITS})
+                await listed(b, {ELICITS})
+                results = {}
 
-            async def call(name, session):
-                results[name] = await session.call_tool(ELICITS, {})
+                async def call(name, session):
+                    results[name] = await session.call_tool(ELICITS, {})
 
-            with anyio.fail_after(60):
-                async with anyio.create_task_group() as tasks:
-                    tasks.start_soon(call, "Ada", a)
-                    tasks.start_soon(call, "Bob", b)
-            for name, other in (("Ada", "Bob"), ("Bob", "Ada")):
-                t = text(results[name])
-                check(f"- Name: {name}" in t and other not in t, f"{name}'s call: {t}")
-            check(sorted(asked) == ["Ada", "Bob"], f"asked: {asked}")
+                with anyio.fail_after(60):
+                    async with anyio.create_task_group() as tasks:
+                        tasks.start_soon(call, "Ada", a)
+                        tasks.start_soon(call, "Bob", b)
+                for name, other in (("Ada", "Bob"), ("Bob", "Ada")):
+                    t = text(results[name])
+                    check(f"- Name: {name}" in t and other not in t, f"{name}'s call: {t}")
+                check(sorted(asked) == ["Ada", "Bob"], f"asked: {asked}")
 
 
 async def progress(args, top):
