@@ -212,7 +212,7 @@ pub enum Transport {
         /// Its arguments.
         args: Vec<String>,
         /// Variables of toolhost's environment passed on to the program
-        /// even though their values hold secrets toolhost holds for another
+        /// even though their values hold secrets toolhost keeps for another
         /// use (a plugin's grant, the endpoint's bearer token), which are
         /// otherwise withheld. Every other variable is passed on.
         env: Vec<String>,
