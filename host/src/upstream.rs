@@ -781,13 +781,22 @@ impl Upstream {
         self.sessions.current().is_some()
     }
 
-    /// End the host's session with the server, as the host shuts down
-    /// (`session::Session::close`): a stdio server is let exit on its own
-    /// and its stderr copied to the end, rather than killed mid-line.
+    /// End the host's session with the server, and each caller's, as the
+    /// host shuts down (`session::Session::close`): a stdio server is let
+    /// exit on its own and its stderr copied to the end, rather than killed
+    /// mid-line; a URL server's sessions are ended with `DELETE`.
     pub async fn close(&self) {
-        if let Some(session) = self.sessions.current() {
-            session.close().await;
-        }
+        let callers = async {
+            if let Some(callers) = &self.callers {
+                callers.close().await;
+            }
+        };
+        let own = async {
+            if let Some(session) = self.sessions.current() {
+                session.close().await;
+            }
+        };
+        futures::join!(callers, own);
     }
 
     /// What the server said of itself when the session started.

@@ -287,7 +287,8 @@ impl Toolhost {
     /// flight, and end the session with each upstream server: a stdio
     /// server's input is closed and it has 2 s to exit, then `SIGTERM` and
     /// 2 s more, then it is killed; its last stderr lines are copied to the
-    /// host's.
+    /// host's. A URL server's sessions, the host's own and each caller's,
+    /// are ended with `DELETE`, each given 2 s.
     pub async fn shutdown(&self) {
         for follower in &self.followers {
             follower.abort();

@@ -85,6 +85,18 @@ impl Callers {
         });
         Ok((peer, relay))
     }
+
+    /// End every caller's session with the server, as the host shuts down
+    /// (`session::close_within`).
+    pub(super) async fn close(&self) {
+        let sessions = std::mem::take(&mut *self.sessions.lock().await);
+        futures::future::join_all(
+            sessions
+                .into_iter()
+                .map(|s| super::session::close_within(s.client, super::session::CLOSE_WAIT)),
+        )
+        .await;
+    }
 }
 
 #[cfg(test)]

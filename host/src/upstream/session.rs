@@ -14,7 +14,7 @@
 //! here: what is sent over the session, nor how one is opened, nor when an
 //! unreached server is tried (`upstream`).
 
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use rmcp::service::{Peer, RoleClient, RunningService};
@@ -29,8 +29,8 @@ const EXIT_WAIT: Duration = Duration::from_millis(200);
 
 /// How long a stdio server has to exit once its input is closed, then
 /// once it is sent `SIGTERM`, and its stderr to be copied to its end, as
-/// the host shuts down.
-const CLOSE_WAIT: Duration = Duration::from_secs(2);
+/// the host shuts down; and how long a URL server's session has to end.
+pub(super) const CLOSE_WAIT: Duration = Duration::from_secs(2);
 
 /// Whether `client`'s session has ended: its transport closed (a stdio
 /// server's output ended, an HTTP session given up) or rmcp's service
@@ -39,9 +39,22 @@ pub(super) fn ended(client: &RunningService<RoleClient, Listener>) -> bool {
     client.peer().is_transport_closed() || client.is_closed()
 }
 
+/// End `client`'s session, waiting up to `limit` for rmcp to end it with
+/// the server: over HTTP its `DELETE`, so the server does not hold the
+/// session (and, for a server acting as each caller, one a caller) until
+/// it gives it up. A dropped session is only cancelled, and a process
+/// that exits meanwhile never sends it.
+pub(super) async fn close_within(mut client: RunningService<RoleClient, Listener>, limit: Duration) {
+    if let Ok(None) = client.close_with_timeout(limit).await {
+        tracing::debug!("an upstream session did not end within {} s", limit.as_secs());
+    }
+}
+
 /// One session with the server.
 pub(super) struct Session {
-    client: RunningService<RoleClient, Listener>,
+    peer: Peer<RoleClient>,
+    /// Taken out to be closed ([`Self::close`]).
+    client: Mutex<Option<RunningService<RoleClient, Listener>>>,
     /// A stdio server's process.
     process: Option<tokio::sync::Mutex<Process>>,
 }
@@ -56,7 +69,8 @@ pub(super) struct Process {
 impl Session {
     pub fn new(client: RunningService<RoleClient, Listener>, process: Option<Process>) -> Self {
         Self {
-            client,
+            peer: client.peer().clone(),
+            client: Mutex::new(Some(client)),
             process: process.map(tokio::sync::Mutex::new),
         }
     }
@@ -65,12 +79,19 @@ impl Session {
     /// server's input closed and its exit waited for, then `SIGTERM` and a
     /// wait, then `SIGKILL`, each wait [`CLOSE_WAIT`]; what it wrote on its
     /// stderr meanwhile is copied out to the end, so a server's last words
-    /// reach the log. A URL server's session is just cancelled.
+    /// reach the log. A URL server's session is ended with `DELETE`, waited
+    /// for up to [`CLOSE_WAIT`] ([`close_within`]).
     pub async fn close(&self) {
-        self.client.cancellation_token().cancel();
+        let client = self.client.lock().unwrap_or_else(PoisonError::into_inner).take();
         let Some(process) = &self.process else {
+            if let Some(client) = client {
+                close_within(client, CLOSE_WAIT).await;
+            }
             return;
         };
+        if let Some(client) = client {
+            client.cancellation_token().cancel();
+        }
         let Process { child, stderr } = &mut *process.lock().await;
         let exits = async |child: &mut tokio::process::Child| {
             tokio::time::timeout(CLOSE_WAIT, child.wait()).await.is_ok()
@@ -92,12 +113,18 @@ impl Session {
     }
 
     pub fn peer(&self) -> &Peer<RoleClient> {
-        self.client.peer()
+        &self.peer
     }
 
     /// Whether the session has ended ([`ended`]).
     pub fn ended(&self) -> bool {
-        ended(&self.client)
+        self.peer.is_transport_closed()
+            || self
+                .client
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .as_ref()
+                .is_none_or(|client| client.is_closed())
     }
 
     /// How the session ended, as an error says it: a stdio server's exit
