@@ -14,6 +14,17 @@ fn names(report: &toolhost::plugin::LoadReport) -> Vec<String> {
     report.plugins.iter().map(|p| p.name.to_string()).collect()
 }
 
+/// The directory `dir` loaded without the trust checks, then with them
+/// (the defaults: neither a lock nor approvals asked for).
+async fn both_ways(rt: &toolhost::plugin::Runtime, dir: &Path) -> [toolhost::plugin::LoadReport; 2] {
+    [
+        rt.load_dir(dir).await.unwrap(),
+        supply::load_dir(rt, &TrustSettings::default(), dir)
+            .await
+            .unwrap(),
+    ]
+}
+
 async fn chain_marker(report: &toolhost::plugin::LoadReport) -> String {
     let enrichers = Enrichers::new(&report.plugins);
     let tool = enrichers
@@ -95,12 +106,9 @@ async fn a_name_quoted_from_a_file_that_does_not_validate_is_escaped() {
         assert!(text.lines().skip(1).all(|line| line.starts_with("  ")), "{text}");
     };
     let (rt, _) = runtime();
-    shown(&rt.load_dir(dir.path()).await.unwrap());
-    shown(
-        &supply::load_dir(&rt, &TrustSettings::default(), dir.path())
-            .await
-            .unwrap(),
-    );
+    for report in both_ways(&rt, dir.path()).await {
+        shown(&report);
+    }
     let survey = supply::survey(&rt, &TrustSettings::default(), dir.path())
         .await
         .unwrap();
@@ -154,12 +162,9 @@ async fn a_component_file_over_the_cap_is_refused_unread() {
         );
     };
     let (rt, _) = runtime();
-    refused(&rt.load_dir(dir.path()).await.unwrap());
-    refused(
-        &supply::load_dir(&rt, &TrustSettings::default(), dir.path())
-            .await
-            .unwrap(),
-    );
+    for report in both_ways(&rt, dir.path()).await {
+        refused(&report);
+    }
     let alone = rt.load_file(&huge).await.err().expect("refused");
     assert_eq!(alone.kind, LoadErrorKind::TooLarge);
 

@@ -655,21 +655,15 @@ pub fn compile_bomb(path: &Path) {
     let (wasm_tools, wit) = (repo.join("build/venv/bin/wasm-tools"), repo.join("wit/0.2"));
     let dir = tempfile::tempdir().unwrap();
     // In `dir`, where the files between the steps are.
-    let run = |args: &[&str]| {
-        let out = std::process::Command::new(&wasm_tools)
+    let step = |args: &[&str]| {
+        let (out, _, stderr) = run(std::process::Command::new(&wasm_tools)
             .current_dir(dir.path())
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "wasm-tools {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+            .args(args));
+        assert!(out.status.success(), "wasm-tools {args:?}: {stderr}");
         out.stdout
     };
     let wit = wit.to_str().expect("a UTF-8 path");
-    run(&[
+    step(&[
         "component",
         "embed",
         "--dummy",
@@ -679,7 +673,7 @@ pub fn compile_bomb(path: &Path) {
         "-o",
         "dummy.wasm",
     ]);
-    let module = String::from_utf8(run(&["print", "dummy.wasm"])).unwrap();
+    let module = String::from_utf8(step(&["print", "dummy.wasm"])).unwrap();
     const LOCALS: usize = 40_000;
     let mut body = String::new();
     for round in 0..4 {
@@ -700,8 +694,8 @@ pub fn compile_bomb(path: &Path) {
         .strip_suffix(')')
         .expect("a module ends with `)`");
     std::fs::write(dir.path().join("bomb.wat"), format!("{module}{function})\n")).unwrap();
-    run(&["parse", "bomb.wat", "-o", "bomb.wasm"]);
-    run(&[
+    step(&["parse", "bomb.wat", "-o", "bomb.wasm"]);
+    step(&[
         "component",
         "new",
         "bomb.wasm",
