@@ -9,7 +9,8 @@
 //! of tool, content and server feature, each asserting that a client sees
 //! through toolhost what it sees connected to the server directly, the
 //! prefix aside, field for field as each sent it; and the same with the
-//! server, or toolhost, over streamable HTTP.
+//! server, or toolhost, over streamable HTTP. The client's roots, as
+//! `@modelcontextprotocol/server-filesystem` allows them.
 //!
 //! A hostile upstream (`tests/mcp/hostile_server.py`) behind `toolhost`,
 //! as a user runs it: what it says is checked as a plugin's word is, and
@@ -32,7 +33,8 @@ use serde_json::json;
 use toolhost_tests::served::Served;
 use toolhost_tests::stdio::StdioServe;
 use toolhost_tests::{
-    everything_server, expect_driver_ok, needs, python_driver, run_within, toolhost, toolhost_binary,
+    everything_server, expect_driver_ok, filesystem_server, needs, python_driver, run_within, toolhost,
+    toolhost_binary,
 };
 
 fn drive(scenario: &str) {
@@ -74,7 +76,9 @@ fn gateway_served_over(scenario: &str, front: &str) {
     command
         .args(["--scenario", scenario, "--front", front])
         .arg("--everything")
-        .arg(everything_server());
+        .arg(everything_server())
+        .arg("--filesystem")
+        .arg(filesystem_server());
     expect_driver_ok(&mut command, scenario);
 }
 
@@ -210,6 +214,17 @@ fn gateway_relays_prompt_list_changes() {
 fn gateway_merges_the_upstreams_instructions() {
     needs!(Python, Upstream);
     gateway("instructions");
+}
+
+/// Servers ask for their client's roots as they start, before toolhost's
+/// client has come, and again when told they changed: over stdio, where
+/// toolhost serves one client, they get its roots, as connected directly.
+/// server-filesystem then allows those directories, not its own.
+#[test]
+fn gateway_a_server_keeps_the_clients_roots() {
+    needs!(Python, Upstream);
+    gateway("roots");
+    gateway("roots-listed");
 }
 
 /// A directory with a `toolhost.toml` serving the hostile server (with

@@ -58,7 +58,7 @@ pub use owners::TaskWatcher;
 pub use relay::{Asked, Downstream, Unanswered, session_slots};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, PoisonError, RwLock, Weak};
 use std::time::Duration;
 
 // rmcp marks sampling and roots deprecated (SEP-2577); servers still use them.
@@ -448,7 +448,10 @@ impl ClientHandler for Listener {
                 .with_url(UrlElicitationCapability::new()),
         );
         capabilities.sampling = Some(SamplingCapability::default());
-        capabilities.roots = Some(RootsCapabilities::default());
+        // Told when its sole client's roots change (`Gateway::roots_changed`).
+        let mut roots = RootsCapabilities::default();
+        roots.list_changed = Some(true);
+        capabilities.roots = Some(roots);
         let mut info = ClientConfig::default();
         info.capabilities = capabilities;
         info
@@ -779,6 +782,33 @@ impl Upstream {
     /// at start is still tried ([`Self::reach`]).
     pub fn reached(&self) -> bool {
         self.sessions.current().is_some()
+    }
+
+    /// `client` is the only client the host serves: the server's
+    /// `roots/list` that no call explains goes to it (`relay`).
+    fn serve_alone(&self, client: Weak<dyn Downstream>) {
+        self.listener.relay.serve_alone(client);
+    }
+
+    /// Tell the server, over its session if it has one, that its client's
+    /// roots changed: one that keeps them asks again. A server started
+    /// later asks as it starts.
+    async fn roots_changed(&self) {
+        let Some(session) = self.sessions.current().filter(|s| !s.ended()) else {
+            return;
+        };
+        let told = session.peer().notify_roots_list_changed();
+        match tokio::time::timeout(self.config.call_timeout, told).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::debug!(
+                "upstream `{}`: roots/list_changed not sent: {e}",
+                self.config.name
+            ),
+            Err(_) => tracing::debug!(
+                "upstream `{}`: roots/list_changed not taken in time",
+                self.config.name
+            ),
+        }
     }
 
     /// End the host's session with the server, and each caller's, as the

@@ -622,8 +622,21 @@ pub fn toolhost_binary() -> PathBuf {
 /// The reference MCP server `@modelcontextprotocol/server-everything`, as
 /// installed by `make upstream`.
 pub fn everything_server() -> PathBuf {
+    npm_server("server-everything")
+}
+
+/// The reference MCP server `@modelcontextprotocol/server-filesystem`, which
+/// allows its client's roots, as installed by `make upstream`.
+pub fn filesystem_server() -> PathBuf {
+    npm_server("server-filesystem")
+}
+
+/// The script of the MCP server `@modelcontextprotocol/NAME`.
+fn npm_server(name: &str) -> PathBuf {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/upstream/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+        .join("../tests/upstream/node_modules/@modelcontextprotocol")
+        .join(name)
+        .join("dist/index.js");
     assert!(
         path.exists(),
         "{} is missing: run `make upstream` first",

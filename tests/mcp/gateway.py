@@ -18,6 +18,12 @@ it does not send, tests/mcp/content_server.py):
 - `resources-changed`, `prompts-changed`: list changes reach the client
   and the next list has the new entry.
 - `instructions`: the server's instructions under its name.
+- `roots` (`@modelcontextprotocol/server-filesystem`, started with a
+  directory of its own): the client's roots, not that directory, are what
+  the server allows, as the server asks for them when it starts, before
+  the client came; then the roots the client changes to. `roots-listed`:
+  server-everything's `get-roots-list`, likewise. Over stdio only, where
+  toolhost serves one client whose roots they are.
 
 Each scenario of server-everything's content, lists and instructions runs
 again with the server over streamable HTTP, as `NAME-http`; and any with
@@ -36,11 +42,13 @@ import os
 import sys
 import tempfile
 
+import anyio
 import mcp.types as types
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from driver import check, connect, everything_over_http, read, recorder, run, wait_until, wire
+from driver import text as text_of
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -67,14 +75,28 @@ async def _no_roots(context):
 DECLARED = {"elicitation_callback": _declines, "sampling_callback": _no_completion, "list_roots_callback": _no_roots}
 
 
+class Roots:
+    """The client's roots, directories the test changes: both sessions
+    answer `roots/list` with them."""
+
+    def __init__(self, *dirs):
+        self.dirs = list(dirs)
+
+    async def listed(self, context):
+        return types.ListRootsResult(
+            roots=[types.Root(uri=f"file://{d}", name=os.path.basename(d)) for d in self.dirs]
+        )
+
+
 class Pair:
     """One session to the server, one to toolhost serving it."""
 
-    def __init__(self, prefix, direct, via, direct_seen, via_seen, direct_init, via_init):
+    def __init__(self, prefix, direct, via, direct_seen, via_seen, direct_init, via_init, roots):
         self.prefix = prefix
         self.direct, self.via = direct, via
         self.direct_seen, self.via_seen = direct_seen, via_seen
         self.direct_init, self.via_init = direct_init, via_init
+        self.roots = roots
 
     async def same(self, what, ask):
         """`ask(session, prefix)` of both gives the same answer. Some of
@@ -89,10 +111,12 @@ class Pair:
 
 
 @contextlib.asynccontextmanager
-async def pair(top, args, name, prefix, upstream):
+async def pair(top, args, name, prefix, upstream, roots=None):
     """Both sessions to the server `upstream` reaches: its `[[upstream]]`
     keys, `command` and `args` (a stdio server) or `url`. toolhost is
-    served over `args.front`, stdio or streamable HTTP."""
+    served over `args.front`, stdio or streamable HTTP. With `roots`, both
+    clients declare roots and answer with them."""
+    answers = {"list_roots_callback": roots.listed} if roots else {}
     os.makedirs(os.path.join(top, "root"), exist_ok=True)
     os.makedirs(os.path.join(top, "plugins"), exist_ok=True)
     config = os.path.join(top, "toolhost.toml")
@@ -116,19 +140,23 @@ async def pair(top, args, name, prefix, upstream):
                 )
             if args.front == "http":
                 via = await stack.enter_async_context(connect(args.toolhost, toolhost, "http", top, log_path,
-                                                              message_handler=on_via))
+                                                              message_handler=on_via, **answers))
             else:
                 log = stack.enter_context(open(log_path, "w"))
                 v_read, v_write = await stack.enter_async_context(
                     stdio_client(StdioServerParameters(command=args.toolhost, args=toolhost, cwd=top), errlog=log)
                 )
-                via = await stack.enter_async_context(ClientSession(v_read, v_write, message_handler=on_via))
+                via = await stack.enter_async_context(
+                    ClientSession(v_read, v_write, message_handler=on_via, **answers)
+                )
             # Declaring what toolhost declares to its upstreams (it relays
             # them: tests/mcp/relay.py), so both see the same tools.
             direct = await stack.enter_async_context(
-                ClientSession(d_read, d_write, message_handler=on_direct, **DECLARED)
+                ClientSession(d_read, d_write, message_handler=on_direct, **(DECLARED | answers))
             )
-            yield Pair(prefix, direct, via, direct_seen, via_seen, await direct.initialize(), await via.initialize())
+            yield Pair(
+                prefix, direct, via, direct_seen, via_seen, await direct.initialize(), await via.initialize(), roots
+            )
 
 
 def everything(top, args):
@@ -146,6 +174,32 @@ async def everything_http(top, args):
 def content(top, args):
     return pair(
         top, args, "content", "ct_", {"command": sys.executable, "args": [os.path.join(HERE, "content_server.py")]}
+    )
+
+
+def directories(top, *names):
+    """Directories under `top`, each holding a file named after it."""
+    made = []
+    for name in names:
+        made.append(os.path.join(top, name))
+        os.makedirs(made[-1], exist_ok=True)
+        with open(os.path.join(made[-1], f"{name}.txt"), "w") as f:
+            f.write(f"in {name}\n")
+    return made
+
+
+def filesystem(top, args):
+    """server-filesystem started with a directory of its own, its client's
+    roots another."""
+    own, given = directories(top, "own", "given")
+    upstream = {"command": "node", "args": [args.filesystem, own]}
+    return pair(top, args, "filesystem", "fs_", upstream, roots=Roots(given))
+
+
+def everything_with_roots(top, args):
+    (given,) = directories(top, "given")
+    return pair(
+        top, args, "everything", "ev_", {"command": "node", "args": [args.everything, "stdio"]}, roots=Roots(given)
     )
 
 
@@ -361,6 +415,46 @@ async def instructions(p):
     check(capabilities.completions is not None, f"completions not announced: {capabilities}")
 
 
+async def both_say(p, tool, arguments, expected):
+    """`tool`'s text names `expected`, directly and through toolhost, in
+    time: a server asks for the roots on its own after it is told."""
+    for session, prefix in [(p.direct, ""), (p.via, p.prefix)]:
+        said = ""
+        with anyio.move_on_after(60):
+            while expected not in (said := text_of(await session.call_tool(prefix + tool, arguments))):
+                await anyio.sleep(0.1)
+        check(expected in said, f"{prefix}{tool} never said {expected}: {said}")
+
+
+async def changed_roots(p, *dirs):
+    p.roots.dirs = list(dirs)
+    for session in (p.direct, p.via):
+        await session.send_roots_list_changed()
+
+
+async def roots(p):
+    given = p.roots.dirs[0]
+    top = os.path.dirname(given)
+    own = os.path.join(top, "own")
+    await both_say(p, "list_allowed_directories", {}, given)
+    r = await p.same("read in the root", call("read_text_file", {"path": f"{given}/given.txt"}))
+    check(r["content"][0]["text"] == "in given\n", f"read in the root: {r}")
+    r = await p.same("read in its own directory", call("read_text_file", {"path": f"{own}/own.txt"}))
+    check(r["isError"] and "Access denied" in r["content"][0]["text"], f"read outside the root: {r}")
+    (moved,) = directories(top, "moved")
+    await changed_roots(p, moved)
+    await both_say(p, "list_allowed_directories", {}, moved)
+    await p.same("listed", call("list_allowed_directories", {}))
+
+
+async def roots_listed(p):
+    await both_say(p, "get-roots-list", {}, f"file://{p.roots.dirs[0]}")
+    (moved,) = directories(os.path.dirname(p.roots.dirs[0]), "moved")
+    await changed_roots(p, moved)
+    await both_say(p, "get-roots-list", {}, f"file://{moved}")
+    await p.same("get-roots-list", call("get-roots-list", {}))
+
+
 SCENARIOS = {
     "tools": (everything, tools),
     "text": (everything, text),
@@ -378,6 +472,8 @@ SCENARIOS = {
     "resources-changed": (everything, resources_changed),
     "prompts-changed": (content, prompts_changed),
     "instructions": (everything, instructions),
+    "roots": (filesystem, roots),
+    "roots-listed": (everything_with_roots, roots_listed),
 }
 # The same comparisons with the server over streamable HTTP: toolhost's
 # HTTP client reads what rmcp's types drop, as its stdio reader does.
@@ -395,6 +491,7 @@ async def main():
     parser.add_argument("--toolhost", required=True)
     parser.add_argument("--scenario", choices=sorted(SCENARIOS), required=True)
     parser.add_argument("--everything", help="server-everything's dist/index.js")
+    parser.add_argument("--filesystem", help="server-filesystem's dist/index.js")
     parser.add_argument("--front", choices=["stdio", "http"], default="stdio", help="how toolhost is served")
     args = parser.parse_args()
     top = tempfile.mkdtemp(prefix="toolhost-gateway-")

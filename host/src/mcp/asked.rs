@@ -1,5 +1,7 @@
 //! The client session of one `tools/call`, as an upstream server's
-//! requests during that call reach it ([`Downstream`]): what the client
+//! requests during that call reach it ([`Downstream`]), or of the host's
+//! sole client (stdio), as a server's `roots/list` outside any call
+//! reaches it: what the client
 //! declared, its share of relayed round trips, and the request sent on the
 //! call's own stream, through the catalog's gate: a server given a secret
 //! of another source's could put it in the message shown to the user or
@@ -18,13 +20,14 @@ use crate::Toolhost;
 use crate::bounds::{MAX_ERROR_TEXT, cut};
 use crate::upstream::{Asked, Downstream, Unanswered};
 
-/// The session that made call `call`.
+/// The session that made call `call`, or the host's sole client.
 pub(super) struct CallingClient {
     pub(super) peer: Peer<RoleServer>,
     /// The call's request id: over HTTP, what is asked goes out on its
     /// response stream (the one the client reads while it waits, and the
-    /// only one a stateless server has).
-    pub(super) call: RequestId,
+    /// only one a stateless server has). None for the sole client, asked
+    /// outside any call (over stdio, its only stream).
+    pub(super) call: Option<RequestId>,
     /// The session's, shared by its calls.
     pub(super) slots: Arc<Semaphore>,
     /// Whose gate what is asked passes, as of the asking.
@@ -45,9 +48,11 @@ impl Downstream for CallingClient {
             let withheld = "withheld: it held a secret value the host holds".to_owned();
             return Box::pin(async move { Err(Unanswered::Failed(withheld)) });
         };
-        request
-            .extensions_mut()
-            .insert(OriginatingRequestId(self.call.clone()));
+        if let Some(call) = &self.call {
+            request
+                .extensions_mut()
+                .insert(OriginatingRequestId(call.clone()));
+        }
         let mut options = PeerRequestOptions::no_options();
         // On the deadline rmcp tells the client the request is cancelled.
         options.timeout = Some(deadline);

@@ -102,7 +102,7 @@ mod wire;
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
@@ -173,6 +173,9 @@ pub struct McpServer {
     /// The calls of 2026-07-28 clients parked on a question
     /// (`round_trips`).
     round_trips: Arc<round_trips::RoundTrips>,
+    /// Serving the host's only client (stdio): once it has initialized,
+    /// the session as the upstream servers' `roots/list` reaches it.
+    sole: Option<OnceLock<Arc<dyn Downstream>>>,
 }
 
 impl McpServer {
@@ -208,7 +211,15 @@ impl McpServer {
             tasks: Arc::new(tasks::Tasks::new(metrics.clone())),
             host_tasks: Arc::new(task_extension::HostTasks::new(metrics)),
             round_trips: Arc::default(),
+            sole: None,
         }
+    }
+
+    /// The same server, serving the host's only client: what the upstream
+    /// servers ask of their client outside any call (their roots) is its.
+    fn serving_alone(mut self) -> Self {
+        self.sole = Some(OnceLock::new());
+        self
     }
 
     /// The same server, serving tasks (its transports carry them: `wire`).
@@ -249,6 +260,7 @@ impl McpServer {
             tasks: Arc::new(tasks::Tasks::new(self.metrics.clone())),
             host_tasks: self.host_tasks.clone(),
             round_trips: self.round_trips.clone(),
+            sole: None,
         }
     }
 
@@ -290,7 +302,7 @@ impl McpServer {
     fn calling(&self, context: &RequestContext<RoleServer>) -> Arc<asked::CallingClient> {
         Arc::new(asked::CallingClient {
             peer: context.peer.clone(),
-            call: context.id.clone(),
+            call: Some(context.id.clone()),
             slots: self.relayed.clone(),
             host: self.host.clone(),
         })
@@ -545,7 +557,33 @@ impl ServerHandler for McpServer {
         self.sessions
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(self.session, context.peer);
+            .insert(self.session, context.peer.clone());
+        if let Some(sole) = &self.sole {
+            let declares_roots = context
+                .peer
+                .peer_info()
+                .is_some_and(|info| info.capabilities.roots.is_some());
+            let client: Arc<dyn Downstream> = Arc::new(asked::CallingClient {
+                peer: context.peer,
+                call: None,
+                slots: self.relayed.clone(),
+                host: self.host.clone(),
+            });
+            let client = sole.get_or_init(|| client);
+            self.host.gateway().serve_alone(Arc::downgrade(client));
+            // The servers asked as they started, before the client came.
+            if declares_roots {
+                self.host.gateway().roots_changed().await;
+            }
+        }
+    }
+
+    /// The sole client's roots changed: its servers are told. Where the
+    /// host serves many clients, no server keeps one client's roots.
+    async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {
+        if self.sole.is_some() {
+            self.host.gateway().roots_changed().await;
+        }
     }
 
     /// The instructions are the system-prompt sections as of the session's
@@ -1075,6 +1113,7 @@ pub async fn serve_stdio(host: Arc<Toolhost>, reports: Reports) -> Result<(), Se
         .exporting(reports.spans)
         .called_by(Caller::local_user())
         .serving_tasks()
+        .serving_alone()
         // rmcp spawns a task per request holding its handler's future, the
         // largest of all the handlers', and copies it whole as the task
         // finishes: boxed, the task holds a pointer. Those copies were 5 % of

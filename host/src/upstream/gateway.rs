@@ -28,7 +28,7 @@
 //! `Toolhost` carries the gateway of its upstream servers (rebuilt with its
 //! catalog), and the front serves what it routes.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use rmcp::model::{
     CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult, Prompt,
@@ -36,7 +36,7 @@ use rmcp::model::{
 };
 use tokio::sync::broadcast;
 
-use super::{Event, Upstream, UpstreamError};
+use super::{Downstream, Event, Upstream, UpstreamError};
 use crate::bounds::label;
 use crate::gate::Gate;
 
@@ -119,6 +119,25 @@ impl Gateway {
                 None => Err(GatewayError::Withheld),
             },
         }
+    }
+
+    /// `client` is the only client the host serves (over stdio): a
+    /// server's `roots/list` outside any call goes to it, as it would from
+    /// a client connected to the server directly. Where the host serves
+    /// many, such a request is refused: whose roots it asks for cannot be
+    /// told.
+    pub(crate) fn serve_alone(&self, client: Weak<dyn Downstream>) {
+        for server in &self.servers {
+            server.serve_alone(client.clone());
+        }
+    }
+
+    /// The sole client's roots changed, or it has just come: each server
+    /// reached is told (`notifications/roots/list_changed`), and one that
+    /// keeps them asks for them again. Servers that asked as they started,
+    /// before the client came, were refused and fell back on their own.
+    pub(crate) async fn roots_changed(&self) {
+        futures::future::join_all(self.servers.iter().map(|s| s.roots_changed())).await;
     }
 
     /// Changes from now on.

@@ -26,6 +26,12 @@
 //! An answer is taken only from the session asked: rmcp matches it to the
 //! request by its id within that session.
 //!
+//! Roots are the exception: they belong to the client's session, not to a
+//! call, and servers ask for them outside any (as they start, and when told
+//! they changed). A `roots/list` no call explains goes to the host's sole
+//! client, where it serves one ([`Relay::serve_alone`]: over stdio), and is
+//! refused as above where it serves many.
+//!
 //! Bounds: each request and each answer within [`MAX_RELAYED_MESSAGE`]
 //! (and the server's `max_message_kb`); [`MAX_RELAYED_PER_SESSION`] round
 //! trips in flight per client session, over every server, one more refused
@@ -41,7 +47,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 use std::time::Duration;
 
 use rmcp::ErrorData as McpError;
@@ -94,6 +100,8 @@ pub(super) struct Relay {
     max_bytes: usize,
     calls: Mutex<HashMap<u64, Call>>,
     next: AtomicU64,
+    /// The only client the host serves, if it serves one (over stdio).
+    sole: RwLock<Option<Weak<dyn Downstream>>>,
 }
 
 struct Call {
@@ -143,7 +151,22 @@ impl Relay {
             max_bytes: max_message_bytes.min(MAX_RELAYED_MESSAGE),
             calls: Mutex::default(),
             next: AtomicU64::new(0),
+            sole: RwLock::default(),
         }
+    }
+
+    /// `client` is the only client the host serves: the `roots/list` no
+    /// call explains is its.
+    pub(super) fn serve_alone(&self, client: Weak<dyn Downstream>) {
+        *self.sole.write().unwrap_or_else(PoisonError::into_inner) = Some(client);
+    }
+
+    fn sole_client(&self) -> Option<Arc<dyn Downstream>> {
+        self.sole
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()?
+            .upgrade()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Call>> {
@@ -224,6 +247,20 @@ impl Relay {
         })
     }
 
+    /// The session `request` goes to: the one its call is attributed to,
+    /// else for `roots/list` the sole client, if the host serves one.
+    fn addressee(
+        &self,
+        request: &ServerRequest,
+        origin: Option<&InboundStreamOrigin>,
+        task: Option<&str>,
+    ) -> Result<Arc<dyn Downstream>, String> {
+        self.attribute(origin, task).or_else(|why| {
+            let roots = matches!(request, ServerRequest::ListRootsRequest(_));
+            self.sole_client().filter(|_| roots).ok_or(why)
+        })
+    }
+
     /// Relay `request` (the server's, which arrived with `context`) to the
     /// client whose call caused it; its answer, or an error for the server.
     async fn relay(
@@ -244,7 +281,8 @@ impl Relay {
             McpError::new(code, format!("toolhost did not relay {what}: {why}"), None)
         };
         let client = self
-            .attribute(
+            .addressee(
+                &request,
                 context.extensions.get::<InboundStreamOrigin>(),
                 related_task(&context.meta),
             )
@@ -511,6 +549,47 @@ mod tests {
         assert!(by_task("t-other").unwrap_err().contains("several callers"));
         let meta = serde_json::json!({"io.modelcontextprotocol/related-task": {"taskId": "t-b"}});
         assert_eq!(related_task(meta.as_object().unwrap()), Some("t-b"));
+    }
+
+    /// Outside any call, the sole client is asked for its roots, and
+    /// nothing else; where the host serves many clients, no one is.
+    #[test]
+    fn roots_no_call_explains_go_to_the_sole_client() {
+        let relay = Relay::new("srv", Duration::from_secs(1), 1 << 20);
+        let s = sessions();
+        let roots = ServerRequest::ListRootsRequest(ListRootsRequest::default());
+        let sampling = ServerRequest::CreateMessageRequest(CreateMessageRequest::new(
+            serde_json::from_value(serde_json::json!({"messages": [], "maxTokens": 1})).unwrap(),
+        ));
+        let asked = |request: &ServerRequest| -> Result<usize, String> {
+            let asked = relay.addressee(request, None, None)?;
+            Ok(1 + s
+                .iter()
+                .position(|x| Arc::ptr_eq(x.slots(), asked.slots()))
+                .unwrap())
+        };
+        assert!(asked(&roots).unwrap_err().contains("none of the server's tools"));
+        relay.serve_alone(Arc::downgrade(&s[1]));
+        assert_eq!(asked(&roots), Ok(2));
+        assert!(
+            asked(&sampling)
+                .unwrap_err()
+                .contains("none of the server's tools")
+        );
+        // A call in flight is still asked what it causes.
+        let call = relay.enter(Some(s[0].clone()), None);
+        assert_eq!(asked(&roots), Ok(1));
+        assert_eq!(asked(&sampling), Ok(1));
+        drop(call);
+        // The host's own call: its roots are the sole client's still.
+        let own = relay.enter(None, None);
+        assert_eq!(asked(&roots), Ok(2));
+        drop(own);
+        // Gone with its session.
+        let [_, sole] = s;
+        drop(sole);
+        let relay_left = relay.addressee(&roots, None, None);
+        assert!(relay_left.is_err());
     }
 
     #[test]
