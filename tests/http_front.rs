@@ -169,7 +169,9 @@ async fn a_defined_method_with_params_of_another_shape_is_invalid_params() {
         assert!(message.starts_with("invalid params of tools/call: "), "{answer}");
     }
     assert_eq!(stdio.answer(11)["result"], json!({}));
-    stdio.end();
+    // A client's mistakes are answered, not logged as the server's warnings.
+    let stderr = String::from_utf8_lossy(&stdio.end().stderr).into_owned();
+    assert!(!stderr.contains("WARN"), "{stderr}");
     // A body sent as JSON that is none is a parse error; one of another
     // type is still refused for its type.
     for (content_type, status, code) in [

@@ -237,8 +237,14 @@ fn main() -> ExitCode {
         // rmcp's HTTP client logs every failed connection to an upstream
         // as an error, in Rust's debug form; toolhost names the server and
         // why in its own line, and tries an unreached one again for as long
-        // as it serves, which would repeat rmcp's line each time.
-        0 => "warn,toolhost_cli::stats=info,toolhost_cli::watch=info,rmcp::transport::worker=off",
+        // as it serves, which would repeat rmcp's line each time. rmcp's
+        // service warns of every error answer it sends, in the same form: a
+        // client's mistake (a prompt that does not exist), or a server's
+        // request toolhost declines and logs itself where it matters (the
+        // roots a server asks for as it starts, before the client came).
+        0 => {
+            "warn,toolhost_cli::stats=info,toolhost_cli::watch=info,rmcp::transport::worker=off,rmcp::service=error"
+        }
         // rmcp logs whole messages at info (an upstream's log lines, before
         // their secrets are redacted) and wasmtime-wasi a guest's stdout
         // bytes at debug (before the plugin's secrets are): both kept quiet.
