@@ -223,8 +223,9 @@ fn gateway_merges_the_upstreams_instructions() {
 #[test]
 fn gateway_a_server_keeps_the_clients_roots() {
     needs!(Python, Upstream);
-    gateway("roots");
-    gateway("roots-listed");
+    for scenario in ["roots", "roots-listed", "roots-listed-http"] {
+        gateway(scenario);
+    }
 }
 
 /// A directory with a `toolhost.toml` serving the hostile server (with

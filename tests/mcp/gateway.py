@@ -21,9 +21,10 @@ it does not send, tests/mcp/content_server.py):
 - `roots` (`@modelcontextprotocol/server-filesystem`, started with a
   directory of its own): the client's roots, not that directory, are what
   the server allows, as the server asks for them when it starts, before
-  the client came; then the roots the client changes to. `roots-listed`:
-  server-everything's `get-roots-list`, likewise. Over stdio only, where
-  toolhost serves one client whose roots they are.
+  the client came; then the roots the client changes to. `roots-listed`
+  (and `roots-listed-http`): server-everything's `get-roots-list`,
+  likewise. With toolhost served over stdio only, where it serves one
+  client whose roots they are.
 
 Each scenario of server-everything's content, lists and instructions runs
 again with the server over streamable HTTP, as `NAME-http`; and any with
@@ -159,15 +160,15 @@ async def pair(top, args, name, prefix, upstream, roots=None):
             )
 
 
-def everything(top, args):
-    return pair(top, args, "everything", "ev_", {"command": "node", "args": [args.everything, "stdio"]})
+def everything(top, args, roots=None):
+    return pair(top, args, "everything", "ev_", {"command": "node", "args": [args.everything, "stdio"]}, roots)
 
 
 @contextlib.asynccontextmanager
-async def everything_http(top, args):
+async def everything_http(top, args, roots=None):
     """server-everything over streamable HTTP."""
     async with everything_over_http(args.everything, top) as url:
-        async with pair(top, args, "everything", "ev_", {"url": url}) as p:
+        async with pair(top, args, "everything", "ev_", {"url": url}, roots) as p:
             yield p
 
 
@@ -196,11 +197,15 @@ def filesystem(top, args):
     return pair(top, args, "filesystem", "fs_", upstream, roots=Roots(given))
 
 
-def everything_with_roots(top, args):
-    (given,) = directories(top, "given")
-    return pair(
-        top, args, "everything", "ev_", {"command": "node", "args": [args.everything, "stdio"]}, roots=Roots(given)
-    )
+def with_roots(server):
+    """`server` (`everything`, `everything_http`) to clients whose roots are
+    a directory of their own."""
+
+    def start(top, args):
+        (given,) = directories(top, "given")
+        return server(top, args, Roots(given))
+
+    return start
 
 
 def kinds(result):
@@ -473,7 +478,8 @@ SCENARIOS = {
     "prompts-changed": (content, prompts_changed),
     "instructions": (everything, instructions),
     "roots": (filesystem, roots),
-    "roots-listed": (everything_with_roots, roots_listed),
+    "roots-listed": (with_roots(everything), roots_listed),
+    "roots-listed-http": (with_roots(everything_http), roots_listed),
 }
 # The same comparisons with the server over streamable HTTP: toolhost's
 # HTTP client reads what rmcp's types drop, as its stdio reader does.
