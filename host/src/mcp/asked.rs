@@ -1,13 +1,12 @@
 //! The client session of one `tools/call`, as an upstream server's
 //! requests during that call reach it ([`Downstream`]), or of the host's
 //! sole client (stdio), as a server's `roots/list` outside any call
-//! reaches it: what the client
-//! declared, its share of relayed round trips, and the request sent on the
-//! call's own stream, through the catalog's gate: a server given a secret
-//! of another source's could put it in the message shown to the user or
-//! in what the client's model is asked. Owns the sending; not the
-//! attribution, bounds or capability checks, which are the upstream
-//! relay's (`upstream::relay`).
+//! reaches it: what the client declared, its share of relayed round trips,
+//! and the request sent on the call's own stream, through the catalog's
+//! gate: a server given a secret of another source's could put it in the
+//! message shown to the user or in what the client's model is asked. Owns
+//! the sending; not the attribution, bounds or capability checks, which
+//! are the upstream relay's (`upstream::relay`).
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -588,8 +588,7 @@ mod tests {
         // Gone with its session.
         let [_, sole] = s;
         drop(sole);
-        let relay_left = relay.addressee(&roots, None, None);
-        assert!(relay_left.is_err());
+        assert!(relay.addressee(&roots, None, None).is_err());
     }
 
     #[test]
