@@ -67,38 +67,38 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[command(about = "Latency and throughput of toolhost's MCP front")]
 struct Args {
     /// Calls per sequential measurement.
-    #[arg(long, default_value_t = 2000)]
+    #[arg(long, default_value_t = 2000, value_parser = at_least_one())]
     calls: usize,
     /// Calls in flight at once on one session.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 16, value_parser = at_least_one())]
     in_flight: usize,
     /// Concurrent HTTP sessions, each calling one call after another.
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = 64, value_parser = at_least_one())]
     sessions: usize,
     /// Calls per session in the many-sessions measurement.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, value_parser = at_least_one())]
     calls_per_session: usize,
     /// Rounds of the many-sessions measurement; its rate is their median.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = at_least_one())]
     session_rounds: usize,
     /// Rounds of each interleaved comparison (stdio against HTTP, an
     /// upstream directly against through toolhost): each round calls both
     /// in turn, and a figure is the median of the rounds' own.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, value_parser = at_least_one())]
     rounds: usize,
     /// Calls of each kind per round.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, value_parser = at_least_one())]
     round_calls: usize,
     /// Calls of each SDK client (Python, TypeScript) per transport and
     /// round.
-    #[arg(long, default_value_t = 300)]
+    #[arg(long, default_value_t = 300, value_parser = at_least_one())]
     sdk_calls: usize,
     /// Rounds of the SDK clients, each taking stdio, HTTP and the bare
     /// server over HTTP in turn; a figure is the median of the rounds'.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = at_least_one())]
     sdk_rounds: usize,
     /// Process starts timed to the first `tools/list` answer.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_parser = at_least_one())]
     starts: usize,
     /// Print the figures as JSON.
     #[arg(long)]
@@ -111,6 +111,12 @@ struct Args {
     /// file (what `make bench`'s table reads).
     #[arg(long)]
     targets: Option<PathBuf>,
+}
+
+/// A count of calls, rounds or sessions: none would leave nothing to
+/// measure, refused as the option's error rather than a panic.
+fn at_least_one() -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::new().range(1..)
 }
 
 type Client = RunningService<RoleClient, ()>;
