@@ -139,17 +139,9 @@ async def pair(top, args, name, prefix, upstream, roots=None):
                     stdio_client(StdioServerParameters(command=upstream["command"], args=upstream["args"]),
                                  errlog=direct_log)
                 )
-            if args.front == "http":
-                via = await stack.enter_async_context(connect(args.toolhost, toolhost, "http", top, log_path,
-                                                              message_handler=on_via, **answers))
-            else:
-                log = stack.enter_context(open(log_path, "w"))
-                v_read, v_write = await stack.enter_async_context(
-                    stdio_client(StdioServerParameters(command=args.toolhost, args=toolhost, cwd=top), errlog=log)
-                )
-                via = await stack.enter_async_context(
-                    ClientSession(v_read, v_write, message_handler=on_via, **answers)
-                )
+            via = await stack.enter_async_context(
+                connect(args.toolhost, toolhost, args.front, top, log_path, message_handler=on_via, **answers)
+            )
             # Declaring what toolhost declares to its upstreams (it relays
             # them: tests/mcp/relay.py), so both see the same tools.
             direct = await stack.enter_async_context(

@@ -350,28 +350,27 @@ async def concurrent_http(args, top):
 
         return on_elicit
 
-    async with everything_over_http(args.everything, top) as everything:
-        upstream = f'[[upstream]]\nname = "everything"\nprefix = "ev_"\nurl = "{everything}"\n'
-        async with over_http(args, top, upstream) as url:
-            async with (
-                http_session(url, elicitation_callback=answering_as("Ada")) as a,
-                http_session(url, elicitation_callback=answering_as("Bob")) as b,
-            ):
-                await listed(a, {ELICITS})
-                await listed(b, {ELICITS})
-                results = {}
+    async with (
+        everything_over_http(args.everything, top) as everything,
+        over_http(args, top, f'[[upstream]]\nname = "everything"\nprefix = "ev_"\nurl = "{everything}"\n') as url,
+        http_session(url, elicitation_callback=answering_as("Ada")) as a,
+        http_session(url, elicitation_callback=answering_as("Bob")) as b,
+    ):
+        await listed(a, {ELICITS})
+        await listed(b, {ELICITS})
+        results = {}
 
-                async def call(name, session):
-                    results[name] = await session.call_tool(ELICITS, {})
+        async def call(name, session):
+            results[name] = await session.call_tool(ELICITS, {})
 
-                with anyio.fail_after(60):
-                    async with anyio.create_task_group() as tasks:
-                        tasks.start_soon(call, "Ada", a)
-                        tasks.start_soon(call, "Bob", b)
-                for name, other in (("Ada", "Bob"), ("Bob", "Ada")):
-                    t = text(results[name])
-                    check(f"- Name: {name}" in t and other not in t, f"{name}'s call: {t}")
-                check(sorted(asked) == ["Ada", "Bob"], f"asked: {asked}")
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(call, "Ada", a)
+                tasks.start_soon(call, "Bob", b)
+        for name, other in (("Ada", "Bob"), ("Bob", "Ada")):
+            t = text(results[name])
+            check(f"- Name: {name}" in t and other not in t, f"{name}'s call: {t}")
+        check(sorted(asked) == ["Ada", "Bob"], f"asked: {asked}")
 
 
 async def progress(args, top):

@@ -174,7 +174,9 @@ pub struct McpServer {
     /// (`round_trips`).
     round_trips: Arc<round_trips::RoundTrips>,
     /// Serving the host's only client (stdio): once it has initialized,
-    /// the session as the upstream servers' `roots/list` reaches it.
+    /// the session as the upstream servers' `roots/list` reaches it. Held
+    /// here: the relays keep it weakly, since it holds the host that holds
+    /// them.
     sole: Option<OnceLock<Arc<dyn Downstream>>>,
 }
 

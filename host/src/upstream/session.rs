@@ -118,13 +118,11 @@ impl Session {
 
     /// Whether the session has ended ([`ended`]).
     pub fn ended(&self) -> bool {
-        self.peer.is_transport_closed()
-            || self
-                .client
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .as_ref()
-                .is_none_or(|client| client.is_closed())
+        self.client
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .is_none_or(ended)
     }
 
     /// How the session ended, as an error says it: a stdio server's exit
