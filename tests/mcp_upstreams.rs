@@ -1141,3 +1141,111 @@ fn tasks_of_a_2026_client_over_stdio_are_answered_as_its_revisions() {
     }
     legacy.end();
 }
+
+/// A server slow to start (`npx` still fetching its package) does not hold
+/// up the client, some of which give up on a server after 10 s (Codex):
+/// `serve` answers once `upstream_wait_s` has passed (5 s by default),
+/// with the other server's tools, and the slow server's start goes on (it is not started
+/// twice). Once it answers, its tools and prompts are served and the
+/// client is told of both. Before, `serve` answered only once every server
+/// had, or after `connect_timeout_s`, by which time a client that waits
+/// 10 s had given up on all of toolhost's tools.
+#[test]
+fn a_server_slow_to_start_joins_once_it_answers_and_holds_up_no_client() {
+    needs!(Python);
+    let dir = tempfile::tempdir().unwrap();
+    let (starts, release) = (dir.path().join("starts"), dir.path().join("release"));
+    let held = python_driver("held_server.py");
+    let mut args: Vec<String> = held
+        .get_args()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    for (option, path) in [("--starts", &starts), ("--release", &release)] {
+        args.extend([option.to_owned(), path.to_string_lossy().into_owned()]);
+    }
+    // The server that answers at once is another toolhost, serving its
+    // native tools alone; the default wait (5 s) holds for it.
+    let inner = dir.path().join("inner");
+    std::fs::create_dir_all(inner.join("plugins")).unwrap();
+    std::fs::write(inner.join("toolhost.toml"), "plugins = \"plugins\"\n").unwrap();
+    let toml = format!(
+        "plugins = \"plugins\"\n\
+         [[upstream]]\nname = \"inner\"\nprefix = \"inner_\"\ncommand = {:?}\nargs = {}\n\
+         [[upstream]]\nname = \"held\"\nprefix = \"held_\"\ncommand = {:?}\nargs = {}\n",
+        toolhost_binary().to_string_lossy(),
+        json!(["--config", inner.join("toolhost.toml"), "serve"]),
+        held.get_program().to_string_lossy(),
+        json!(args)
+    );
+    std::fs::create_dir(dir.path().join("plugins")).unwrap();
+    std::fs::write(dir.path().join("toolhost.toml"), toml).unwrap();
+    let mut serve = StdioServe::spawn(toolhost().current_dir(dir.path()).arg("serve"));
+    let initialized = serve.initialize(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        }}),
+    );
+    // Told that prompts may come: the held server's are not known yet.
+    let capabilities = &initialized["result"]["capabilities"];
+    assert_eq!(capabilities["prompts"]["listChanged"], true, "{initialized}");
+    let names = |serve: &mut StdioServe, id: u64, list: &str| -> Vec<String> {
+        let answer = serve.request(id, &format!("{list}/list"), json!({}));
+        answer["result"][list]
+            .as_array()
+            .unwrap_or_else(|| panic!("{answer}"))
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let tools = names(&mut serve, 2, "tools");
+    assert!(tools.iter().any(|t| t == "inner_read"), "{tools:?}");
+    assert!(!tools.iter().any(|t| t.starts_with("held_")), "{tools:?}");
+    let early = serve.request(
+        3,
+        "tools/call",
+        json!({"name": "held_echo", "arguments": {"text": "hi"}}),
+    );
+    assert!(
+        early.to_string().contains("upstream `held`") && early.to_string().contains("has not answered yet"),
+        "{early}"
+    );
+
+    std::fs::write(&release, "").unwrap();
+    let mut told = Vec::new();
+    while told.len() < 2 {
+        let message = serve
+            .message()
+            .expect("serve ended before the held server joined");
+        if let Some(method) = message["method"].as_str()
+            && [
+                "notifications/tools/list_changed",
+                "notifications/prompts/list_changed",
+            ]
+            .contains(&method)
+            && !told.contains(&method.to_owned())
+        {
+            told.push(method.to_owned());
+        }
+    }
+    let tools = names(&mut serve, 4, "tools");
+    assert!(tools.iter().any(|t| t == "held_echo"), "{tools:?}");
+    let echoed = serve.request(
+        5,
+        "tools/call",
+        json!({"name": "held_echo", "arguments": {"text": "hi"}}),
+    );
+    assert_eq!(echoed["result"]["content"][0]["text"], "hi", "{echoed}");
+    let prompts = names(&mut serve, 6, "prompts");
+    assert!(prompts.iter().any(|p| p == "held_greet"), "{prompts:?}");
+    assert_eq!(
+        std::fs::read_to_string(&starts).unwrap(),
+        "started\n",
+        "started once"
+    );
+    let stderr = String::from_utf8_lossy(&serve.end().stderr).into_owned();
+    assert!(
+        stderr.contains("upstream `held` has not answered yet; its tools are served when it does"),
+        "{stderr}"
+    );
+}

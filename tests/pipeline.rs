@@ -224,16 +224,20 @@ async fn replaced_plugins_rebuild_the_catalog_and_a_replacement_that_breaks_it_c
 }
 
 /// A server that accepts the connection and never answers is given up on
-/// after `connect_timeout_s`, with an error naming it.
+/// after `connect_timeout_s`, with an error naming it, and its request
+/// with it: the connection is closed (rmcp's transport worker held it,
+/// awaiting the answer, for as long as the host lived, one more with each
+/// try).
 #[tokio::test(flavor = "multi_thread")]
 async fn an_upstream_that_never_answers_is_given_up_on() {
+    use tokio::io::AsyncReadExt;
+
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let silent = tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((socket, _)) = listener.accept().await {
-            held.push(socket);
-        }
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut request = Vec::new();
+        socket.read_to_end(&mut request).await.map(|_| request)
     });
     let config: toolhost::UpstreamConfig =
         serde_json::from_value(json!({"name": "mute", "url": url, "connect_timeout_s": 1})).unwrap();
@@ -243,7 +247,12 @@ async fn an_upstream_that_never_answers_is_given_up_on() {
         .expect("connect gave up by itself")
         .err()
         .expect("a server that never answers is not connected");
-    silent.abort();
+    let request = tokio::time::timeout(std::time::Duration::from_secs(30), silent)
+        .await
+        .expect("the request given up on was closed")
+        .unwrap()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&request).starts_with("POST /mcp"));
     let message = err.to_string();
     assert!(
         message.contains("upstream `mute`") && message.contains("no answer within 1 s"),
@@ -338,9 +347,6 @@ async fn a_url_server_that_goes_away_is_named_with_why_and_served_again_when_bac
 /// it answers, the catalog rebuilt and its watchers told.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_url_server_down_at_start_is_served_once_it_comes_up() {
-    use rmcp::model::{CallToolResult, ContentBlock};
-    use toolhost_tests::upstream::{ToolServer, tool};
-
     let address = format!("127.0.0.1:{}", toolhost_tests::free_port());
     let config: toolhost::UpstreamConfig = serde_json::from_value(
         json!({"name": "late", "url": format!("http://{address}/mcp"), "prefix": "late_"}),
@@ -367,25 +373,83 @@ async fn a_url_server_down_at_start_is_served_once_it_comes_up() {
         "{unknown}"
     );
 
+    // Tried again 2 s after start, then after 4, 8, ...
+    let listener = tokio::net::TcpListener::bind(&address).await.unwrap();
+    echo_comes_up(&host, listener, "late_echo").await;
+}
+
+/// Serve an `echo` server on `listener`, then wait for `host` to rebuild
+/// its catalog (60 s at most: a bound that fails a host that never does)
+/// and serve its tool as `name`, unreached no more.
+async fn echo_comes_up(host: &Toolhost, listener: tokio::net::TcpListener, name: &str) {
+    use rmcp::model::{CallToolResult, ContentBlock};
+    use toolhost_tests::upstream::{ToolServer, tool};
+
     let mut rebuilt = host.subscribe();
     let echo = ToolServer::new(
         vec![tool("echo", "Answers ok", json!({"type": "object"}))],
         |_, _| CallToolResult::success(vec![ContentBlock::text("ok")]),
     );
-    toolhost_tests::mcp_on(tokio::net::TcpListener::bind(&address).await.unwrap(), echo);
-    // Tried again 2 s after start, then after 4, 8, ...: a bound that
-    // fails a host that never tries.
+    toolhost_tests::mcp_on(listener, echo);
     tokio::time::timeout(std::time::Duration::from_secs(60), rebuilt.changed())
         .await
-        .expect("the catalog was rebuilt once the server came up")
+        .expect("the catalog was rebuilt once the server answered")
         .unwrap();
-    assert!(listed(&host));
+    assert!(host.list_tools().tools.iter().any(|t| t.name == name));
     assert!(host.gateway().unreached().is_empty());
     let output = host
-        .call_tool("late_echo", json!({}), &CallControl::new("1"))
+        .call_tool(name, json!({}), &CallControl::new("1"))
         .await
         .unwrap();
     assert_eq!(output.text(), "ok");
+}
+
+/// A server still starting when the build's `upstream_wait` ends (its
+/// address taken, its answer not yet given) is named late, not failed:
+/// the host is built without its tools, the same start goes on, and its
+/// tools are served once it answers. A host shut down meanwhile stops the
+/// start rather than wait for it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_url_server_slower_than_the_wait_is_served_once_it_answers() {
+    // Bound but not accepting: the request waits in the listen queue.
+    let waited_on = async |name: &str| {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let config: toolhost::UpstreamConfig = serde_json::from_value(json!({
+            "name": name, "url": format!("http://{}/mcp", listener.local_addr().unwrap()),
+            "prefix": format!("{name}_"),
+        }))
+        .unwrap();
+        let (host, report) = Toolhost::builder()
+            .upstream(config)
+            .upstream_wait(std::time::Duration::from_millis(200))
+            .build()
+            .await
+            .unwrap();
+        assert_eq!(report.late, [name]);
+        (host, report, listener)
+    };
+    let (host, report, listener) = waited_on("slow").await;
+    assert!(report.upstreams.is_empty() && !report.is_empty(), "{report:?}");
+    let listed = |host: &Toolhost| host.list_tools().tools.iter().any(|t| t.name == "slow_echo");
+    assert!(!listed(&host));
+    assert_eq!(host.gateway().unreached(), ["slow"]);
+
+    echo_comes_up(&host, listener, "slow_echo").await;
+
+    // One that never answers: its start is stopped with the host (its
+    // connection closed), not left to its `connect_timeout_s` (60 s).
+    let (host, _, silent) = waited_on("mute").await;
+    host.shutdown().await;
+    let (mut socket, _) = silent.accept().await.unwrap();
+    let mut request = Vec::new();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        tokio::io::AsyncReadExt::read_to_end(&mut socket, &mut request),
+    )
+    .await
+    .expect("the start's connection was closed with the host")
+    .unwrap();
+    assert!(String::from_utf8_lossy(&request).starts_with("POST /mcp"));
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -211,7 +211,7 @@ async fn build(dir: &Path, toml: &str, plugins: Option<&Path>) -> (Toolhost, Vec
     std::fs::write(&path, format!("root = \".\"\n{toml}")).unwrap();
     let config = toolhost_cli::config::Config::read(&path).unwrap();
     let (runtime, _) = runtime();
-    toolhost_cli::setup::build(&runtime, &config, plugins)
+    toolhost_cli::setup::build(&runtime, &config, plugins, None)
         .await
         .unwrap()
 }

@@ -426,7 +426,7 @@ async fn many_sessions(
 async fn direct(workspace: &Workspace, n: usize) -> Result<Figures> {
     let config = Config::read(&workspace.config())?;
     let runtime = Runtime::new(RuntimeOptions::default())?;
-    let (host, errors) = toolhost_cli::setup::build(&runtime, &config, None).await?;
+    let (host, errors) = toolhost_cli::setup::build(&runtime, &config, None, None).await?;
     if !errors.is_empty() {
         bail!("{errors:?}");
     }

@@ -26,7 +26,7 @@ pub async fn run(
 ) -> Result<ExitCode> {
     let args: Value = serde_json::from_str(args).context("the arguments are not JSON")?;
     let width = (!as_json && std::io::stdout().is_terminal()).then(terminal_width);
-    let (host, errors) = setup::build(runtime, config, plugins).await?;
+    let (host, errors) = setup::build(runtime, config, plugins, None).await?;
     for error in &errors {
         eprintln!("error: {error}");
     }

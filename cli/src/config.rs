@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
@@ -64,6 +65,9 @@ pub struct Config {
     /// Upstream MCP servers whose tools are served too.
     #[serde(default)]
     pub upstream: Vec<UpstreamConfig>,
+    /// Seconds `serve` waits for the upstream servers before it answers
+    /// its client ([`Config::upstream_wait`]).
+    upstream_wait_s: Option<u64>,
     /// Base-catalog tools served, each bound to a backend: the name of a tool
     /// plugin or of an upstream server (`create_issue = "jira"`).
     #[serde(default)]
@@ -273,6 +277,14 @@ impl Config {
             None if Path::new(DEFAULT_FILE).is_file() => Self::read(Path::new(DEFAULT_FILE)),
             None => Ok(Self::default()),
         }
+    }
+
+    /// How long `toolhost serve` waits for the upstream servers to start
+    /// before it answers its client: `upstream_wait_s`, by default 5 s,
+    /// half of the shortest wait a common client allows a server to start
+    /// (Codex's 10 s). A server slower than that is served when it answers.
+    pub fn upstream_wait(&self) -> Duration {
+        Duration::from_secs(self.upstream_wait_s.unwrap_or(5))
     }
 
     /// Where `toolhost serve` writes its statistics (and resumes what

@@ -35,7 +35,7 @@ pub async fn run(
     let file = settings.file.as_path();
     // Read before reaching anything: a corrupt pin stops here, naming it.
     let pinned = Pin::read(file)?;
-    let (host, errors) = setup::build(runtime, config, plugin_dir).await?;
+    let (host, errors) = setup::build(runtime, config, plugin_dir, None).await?;
     for error in &errors {
         eprintln!("error: {error}");
     }

@@ -113,12 +113,12 @@ pub async fn serve(
         log: front.log,
         spans: spans.clone(),
     };
-    let (host, errors) = setup::build(runtime, config, plugins).await?;
+    let (host, errors) = setup::build(runtime, config, plugins, Some(config.upstream_wait())).await?;
     for error in &errors {
         eprintln!("error: {error}");
     }
     for name in host.gateway().unreached() {
-        eprintln!("toolhost: upstream `{name}` is tried again until it answers; its tools are served then");
+        eprintln!("toolhost: upstream `{name}` has not answered yet; its tools are served when it does");
     }
     let host = Arc::new(host);
     let policy_watch = policy_watch.map(|w| tokio::spawn(w.run(host.clone())));

@@ -15,6 +15,7 @@
 //! what was left out is still an error).
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use crate::config::Config;
 use toolhost::Audit;
@@ -87,11 +88,13 @@ fn build_tree() -> Option<PathBuf> {
 /// of `[trust]` (see `toolhost::supply`), start the upstream servers and
 /// assemble the catalog, with [`Toolhost::builder`]. What could not be
 /// loaded or reached is returned beside the host, each error naming its
-/// plugin or server.
+/// plugin or server. With `upstream_wait`, servers slower than that to
+/// start are served once they answer; without, the build waits for them.
 pub async fn build(
     runtime: &Runtime,
     config: &Config,
     plugin_dir: Option<&Path>,
+    upstream_wait: Option<Duration>,
 ) -> anyhow::Result<(Toolhost, Vec<String>)> {
     // Opened first: a file that cannot be written stops the start before
     // anything is loaded, naming it.
@@ -140,6 +143,9 @@ pub async fn build(
     }
     for server in &config.upstream {
         builder = builder.upstream(server.clone());
+    }
+    if let Some(wait) = upstream_wait {
+        builder = builder.upstream_wait(wait);
     }
     for (tool, backend) in &config.bind {
         builder = builder.bind(tool, backend);

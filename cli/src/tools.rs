@@ -25,7 +25,7 @@ pub async fn run(
     all: bool,
     explain: Option<&str>,
 ) -> Result<ExitCode> {
-    let (host, errors) = setup::build(runtime, config, plugin_dir).await?;
+    let (host, errors) = setup::build(runtime, config, plugin_dir, None).await?;
     for error in &errors {
         eprintln!("error: {error}");
     }

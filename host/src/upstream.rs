@@ -84,6 +84,8 @@ use rmcp::{ClientHandler, ErrorData as McpError};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use tokio::sync::{broadcast, watch};
+use tokio_util::sync::DropGuard;
+use tokio_util::task::AbortOnDropHandle;
 
 use crate::bounds::{self, shown};
 use crate::error_chain::error_chain;
@@ -582,6 +584,12 @@ pub struct Upstream {
     callers: Option<callers::Callers>,
     /// The resources subscribed to, forwarded again over a new session.
     subscribed: std::sync::Mutex<BTreeSet<String>>,
+    /// Whether its tools have been listed since it started: a start that
+    /// opened a session but failed to list them leaves that to the
+    /// follower ([`Self::listed`]).
+    listed: std::sync::atomic::AtomicBool,
+    /// A first start the host stopped waiting for ([`Self::start_late`]).
+    late_start: std::sync::Mutex<Option<AbortOnDropHandle<Result<(), UpstreamError>>>>,
 }
 
 /// Events a server may send faster than they are handled before the
@@ -592,47 +600,67 @@ const EVENT_BACKLOG: usize = 64;
 pub const REACH_INTERVAL_MAX: Duration = Duration::from_secs(30);
 
 impl Upstream {
-    /// Start or reach the server, initialise the session and list its tools.
-    /// The server's log lines go to `log`.
+    /// Start or reach the server, initialise the session and list what it
+    /// serves ([`Self::start`]). The server's log lines go to `log`.
     pub async fn connect(config: UpstreamConfig, log: LogSink) -> Result<Arc<Self>, UpstreamError> {
-        let (name, limit) = (config.name.clone(), config.connect_timeout);
-        // On timeout the half-started session is dropped, which ends it (a
-        // stdio server's process is killed with it).
-        tokio::time::timeout(limit, Self::start(config, log))
-            .await
-            .unwrap_or_else(|_| {
-                Err(UpstreamError {
-                    name,
-                    message: unanswered(limit),
-                })
-            })
-    }
-
-    async fn start(config: UpstreamConfig, log: LogSink) -> Result<Arc<Self>, UpstreamError> {
-        let fail = |message: String| config.error(message);
-        let listener = Listener::new(&config, log);
-        let session = open(&config, listener.clone()).await.map_err(fail)?;
-        let tools = list_tools(&config, session.peer())
-            .await
-            .map_err(|e| fail(format!("tools/list: {}", error_chain(&e))))?;
-        let (tools, refused) = admit(&config, tools);
-        let server = Self::new(config, listener, session::Sessions::new(session));
-        *server.tools.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(tools);
-        *server.refused.write().unwrap_or_else(PoisonError::into_inner) = refused;
-        server.refresh_other_lists().await;
+        let server = Self::configured(config, log);
+        server.start().await?;
         Ok(server)
     }
 
-    /// The server `config` names, which [`Self::connect`] could not reach
-    /// for `why`: it lists no tools until it is reached, by [`Self::reach`]
-    /// or by a request.
-    pub fn unreached(config: UpstreamConfig, log: LogSink, why: &UpstreamError) -> Arc<Self> {
+    /// The server `config` names, not started yet: it lists nothing until
+    /// [`Self::start`] (or, after a failed start, [`Self::reach`]) reaches
+    /// it. The server's log lines go to `log`.
+    pub fn configured(config: UpstreamConfig, log: LogSink) -> Arc<Self> {
         let listener = Listener::new(&config, log);
-        Self::new(
-            config,
-            listener,
-            session::Sessions::unreached(why.message.clone()),
-        )
+        Self::new(config, listener, session::Sessions::starting())
+    }
+
+    /// Start or reach the server, initialise the session and list its
+    /// tools, prompts and resources, all within `connect_timeout_s`. On
+    /// failure the server is kept unreached, and [`Self::reach`] tries it
+    /// again. A start that outlives the host's own wait goes on in the
+    /// background ([`Self::start_late`]).
+    pub async fn start(&self) -> Result<(), UpstreamError> {
+        let limit = self.config.connect_timeout;
+        let deadline = tokio::time::Instant::now() + limit;
+        self.sessions
+            .replace(async || self.open_before(deadline).await)
+            .await
+            .map_err(|message| UpstreamError {
+                name: self.config.name.clone(),
+                message,
+            })?;
+        // Its session stays if its lists fail: whoever follows the server
+        // lists them again ([`Self::listed`]).
+        tokio::time::timeout_at(deadline, async {
+            self.refresh().await?;
+            self.refresh_other_lists().await;
+            Ok(())
+        })
+        .await
+        .unwrap_or_else(|_| Err(self.config.error(format!("tools/list: {}", unanswered(limit)))))
+    }
+
+    /// Let `start`, the server's first start still under way when the host
+    /// stopped waiting for it, go on in the background; whoever follows
+    /// the server's tools takes it ([`Self::take_late_start`]) and serves
+    /// them once it ends. Stopped if the server is closed first.
+    pub fn start_late(&self, start: impl Future<Output = Result<(), UpstreamError>> + Send + 'static) {
+        // The task holds the server while it runs, and the server its
+        // handle: a cycle that ends with the start, within
+        // `connect_timeout_s`.
+        let task = AbortOnDropHandle::new(tokio::spawn(start));
+        *self.late_start.lock().unwrap_or_else(PoisonError::into_inner) = Some(task);
+    }
+
+    /// The first start [`Self::start_late`] left going, if any: aborted
+    /// when dropped.
+    pub fn take_late_start(&self) -> Option<AbortOnDropHandle<Result<(), UpstreamError>>> {
+        self.late_start
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
     }
 
     fn new(config: UpstreamConfig, listener: Listener, sessions: session::Sessions) -> Arc<Self> {
@@ -647,6 +675,8 @@ impl Upstream {
             templates: RwLock::default(),
             listener,
             subscribed: std::sync::Mutex::default(),
+            listed: std::sync::atomic::AtomicBool::new(false),
+            late_start: std::sync::Mutex::default(),
         })
     }
 
@@ -699,14 +729,8 @@ impl Upstream {
         let (session, replaced) = self
             .sessions
             .replace(async || {
-                let limit = self.config.connect_timeout;
-                let opening = open(&self.config, self.listener.clone());
-                // Kept and logged as well as returned: redacted and cut as
-                // every error of the server's (a server may echo a header).
-                tokio::time::timeout(limit, opening)
-                    .await
-                    .unwrap_or_else(|_| Err(unanswered(limit)))
-                    .map_err(|e| self.config.error(e).message)
+                let deadline = tokio::time::Instant::now() + self.config.connect_timeout;
+                self.open_before(deadline).await
             })
             .await?;
         if let Some(opened) = replaced {
@@ -721,17 +745,33 @@ impl Upstream {
             // Its lists are read again, and the clients told, as for
             // the server's own list changes: the gateway follows these.
             self.listener.changed.send_modify(|n| *n += 1);
-            if let Some(info) = session.peer().peer_info() {
-                let events = &self.listener.events;
-                if info.capabilities.prompts.is_some() {
-                    let _ = events.send(Event::PromptsChanged);
-                }
-                if info.capabilities.resources.is_some() {
-                    let _ = events.send(Event::ResourcesChanged);
-                }
-            }
+            self.other_lists_changed();
         }
         Ok(session)
+    }
+
+    /// Tell whoever serves the server's prompts and resources to list them
+    /// again, as for the server's own list changes: it was reached, or
+    /// started again, since they were last listed.
+    pub fn other_lists_changed(&self) {
+        let Some(info) = self.info() else { return };
+        let events = &self.listener.events;
+        if info.capabilities.prompts.is_some() {
+            let _ = events.send(Event::PromptsChanged);
+        }
+        if info.capabilities.resources.is_some() {
+            let _ = events.send(Event::ResourcesChanged);
+        }
+    }
+
+    /// A new session, opened before `deadline`. Its error is kept and
+    /// logged as well as returned: redacted and cut as every error of the
+    /// server's (a server may echo a header).
+    async fn open_before(&self, deadline: tokio::time::Instant) -> Result<session::Session, String> {
+        tokio::time::timeout_at(deadline, open(&self.config, self.listener.clone()))
+            .await
+            .unwrap_or_else(|_| Err(unanswered(self.config.connect_timeout)))
+            .map_err(|e| self.config.error(e).message)
     }
 
     /// Forward the subscriptions again over `session`, which replaced the
@@ -814,8 +854,10 @@ impl Upstream {
     /// End the host's session with the server, and each caller's, as the
     /// host shuts down (`session::Session::close`): a stdio server is let
     /// exit on its own and its stderr copied to the end, rather than killed
-    /// mid-line; a URL server's sessions are ended with `DELETE`.
+    /// mid-line; a URL server's sessions are ended with `DELETE`. A start
+    /// still under way is stopped.
     pub async fn close(&self) {
+        drop(self.take_late_start());
         let callers = async {
             if let Some(callers) = &self.callers {
                 callers.close().await;
@@ -1058,6 +1100,7 @@ impl Upstream {
             .await
             .map_err(|e| self.error("tools/list", &e))?;
         let (tools, refused) = admit(&self.config, tools);
+        self.listed.store(true, std::sync::atomic::Ordering::Release);
         let same = **self.tools.read().unwrap_or_else(PoisonError::into_inner) == tools
             && *self.refused.read().unwrap_or_else(PoisonError::into_inner) == refused;
         if same {
@@ -1069,6 +1112,12 @@ impl Upstream {
         *self.tools.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(tools);
         *self.refused.write().unwrap_or_else(PoisonError::into_inner) = refused;
         Ok(true)
+    }
+
+    /// Whether the server's tools have been listed: not yet if it was never
+    /// reached, or its start failed after opening its session.
+    pub fn listed(&self) -> bool {
+        self.listed.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Why each tool the server listed last and that is not served was
@@ -1348,10 +1397,13 @@ impl Upstream {
         };
         // The server may echo the caller's token in a refusal.
         let redactor = Redactor::new(secrets.iter().map(|(n, v)| (n.as_str(), v.as_str())));
-        let transport = http_transport(url, headers, self.config.max_message_bytes)?;
+        let (transport, opening) = http_transport(url, headers, self.config.max_message_bytes)?;
         let limit = self.config.connect_timeout;
         match tokio::time::timeout(limit, listener.serve(transport)).await {
-            Ok(Ok(client)) => Ok((client, relay)),
+            Ok(Ok(client)) => {
+                opening.disarm();
+                Ok((client, relay))
+            }
             Ok(Err(e)) => Err(format!(
                 "cannot open the caller's session at {url}: {}",
                 bounds::cut(
@@ -1474,11 +1526,13 @@ async fn open(config: &UpstreamConfig, listener: Listener) -> Result<session::Se
                 .map_err(|e| format!("initialise: {}", initialize_failure(&e)))?
         }
         Transport::Http { url, headers } => {
-            let transport = http_transport(url, headers.clone(), cap)?;
-            listener
+            let (transport, opening) = http_transport(url, headers.clone(), cap)?;
+            let client = listener
                 .serve(transport)
                 .await
-                .map_err(|e| format!("cannot connect to {url}: {}", initialize_failure(&e)))?
+                .map_err(|e| format!("cannot connect to {url}: {}", initialize_failure(&e)))?;
+            opening.disarm();
+            client
         }
     };
     Ok(session::Session::new(client, process))
@@ -1516,23 +1570,26 @@ fn transport_failure(error: &rmcp::transport::DynamicTransportError) -> String {
 }
 
 /// A streamable-HTTP client transport to `url` sending `headers`, its
-/// messages within `cap` bytes, redirects not followed.
+/// messages within `cap` bytes, redirects not followed; and the guard
+/// that, dropped before it is disarmed, gives up its `initialize`.
 fn http_transport(
     url: &str,
     headers: HashMap<http::HeaderName, http::HeaderValue>,
     cap: usize,
-) -> Result<StreamableHttpClientTransport<carried::Carrying>, String> {
+) -> Result<(StreamableHttpClientTransport<carried::Carrying>, DropGuard), String> {
     let http = crate::http_client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
-    Ok(StreamableHttpClientTransport::with_client(
-        carried::Carrying::new(http),
+    let (client, opening) = carried::Carrying::new(http);
+    let transport = StreamableHttpClientTransport::with_client(
+        client,
         StreamableHttpClientTransportConfig::with_uri(url)
             .custom_headers(headers)
             .max_json_response_size(cap)
             .max_sse_event_size(cap),
-    ))
+    );
+    Ok((transport, opening))
 }
 
 /// A `tools/call` answer without content, as servers send it: `{}`, a task

@@ -13,6 +13,10 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
 
 use super::audit::Audit;
 use super::catalog::{CatalogError, Options, Sources};
@@ -42,6 +46,7 @@ pub struct ToolhostBuilder<'r> {
     plugins: Option<(&'r Runtime, PathBuf)>,
     trust: Trust,
     upstreams: Vec<UpstreamConfig>,
+    upstream_wait: Option<Duration>,
     log: Option<LogSink>,
     options: Options,
     bindings: BTreeMap<String, String>,
@@ -69,6 +74,7 @@ impl Default for ToolhostBuilder<'_> {
             plugins: None,
             trust: Trust::Checked(TrustSettings::default()),
             upstreams: Vec::new(),
+            upstream_wait: None,
             log: None,
             options: Options::default(),
             bindings: BTreeMap::new(),
@@ -151,6 +157,20 @@ impl<'r> ToolhostBuilder<'r> {
     /// Default: no upstream server.
     pub fn upstream(mut self, config: UpstreamConfig) -> Self {
         self.upstreams.push(config);
+        self
+    }
+
+    /// Build the host once every upstream server has answered, or after
+    /// `wait`, whichever comes first. A server still starting then goes
+    /// on starting, and its tools are served when it answers (those
+    /// serving the host are told the tool list changed); it is named in
+    /// [`BuildReport::late`]. A server with no such bound keeps the build
+    /// waiting for up to its `connect_timeout_s`; a client waiting on the
+    /// host's first answer may give up sooner (some do after 10 s).
+    ///
+    /// Default: no bound, the build waits for every server.
+    pub fn upstream_wait(mut self, wait: Duration) -> Self {
+        self.upstream_wait = Some(wait);
         self
     }
 
@@ -272,23 +292,46 @@ impl<'r> ToolhostBuilder<'r> {
         // All at once: each may take seconds to start (`npx` fetching a
         // package) or to time out, and none waits on another. Their tools
         // keep the configuration's order.
-        let connecting = self.upstreams.into_iter().map(|config| {
-            let log = log.clone();
-            async move { (Upstream::connect(config.clone(), log.clone()).await, config, log) }
-        });
-        let mut upstreams = Vec::new();
-        for (connected, config, log) in futures::future::join_all(connecting).await {
-            match connected {
-                Ok(upstream) => {
-                    report.upstream_tools.extend(upstream.refused());
-                    upstreams.push(upstream);
+        let upstreams: Vec<Arc<Upstream>> = self
+            .upstreams
+            .into_iter()
+            .map(|config| Upstream::configured(config, log.clone()))
+            .collect();
+        let mut starts: Vec<Start> = upstreams
+            .iter()
+            .map(|server| {
+                let server = server.clone();
+                Start::Going(Box::pin(async move { server.start().await }))
+            })
+            .collect();
+        let all_ended = futures::future::poll_fn(|cx| {
+            let mut ended = true;
+            for start in &mut starts {
+                if let Start::Going(going) = start {
+                    match going.as_mut().poll(cx) {
+                        Poll::Ready(result) => *start = Start::Ended(result),
+                        Poll::Pending => ended = false,
+                    }
                 }
+            }
+            if ended { Poll::Ready(()) } else { Poll::Pending }
+        });
+        match self.upstream_wait {
+            Some(wait) => {
+                let _ = tokio::time::timeout(wait, all_ended).await;
+            }
+            None => all_ended.await,
+        }
+        for (server, start) in upstreams.iter().zip(starts) {
+            match start {
+                Start::Ended(Ok(())) => report.upstream_tools.extend(server.refused()),
                 // Kept, and tried again while the host lives: a server
                 // started after toolhost (a compose file) joins when it
                 // answers.
-                Err(e) => {
-                    upstreams.push(Upstream::unreached(config, log, &e));
-                    report.upstreams.push(e);
+                Start::Ended(Err(e)) => report.upstreams.push(e),
+                Start::Going(start) => {
+                    server.start_late(start);
+                    report.late.push(server.config.name.clone());
                 }
             }
         }
@@ -310,6 +353,12 @@ impl<'r> ToolhostBuilder<'r> {
         report.refusals = host.refusals();
         Ok((host, report))
     }
+}
+
+/// An upstream server's first start, as the build waits on it.
+enum Start {
+    Going(BoxFuture<'static, Result<(), UpstreamError>>),
+    Ended(Result<(), UpstreamError>),
 }
 
 /// What stopped a [`ToolhostBuilder::build`]: nothing was served.
@@ -347,6 +396,10 @@ pub struct BuildReport {
     /// The upstream servers that could not be started or reached, by name;
     /// each is tried again while the host lives (`Toolhost::gateway`).
     pub upstreams: Vec<UpstreamError>,
+    /// The upstream servers still starting when the build stopped waiting
+    /// ([`ToolhostBuilder::upstream_wait`]), by name: each is served when
+    /// it answers, or tried again if its start fails.
+    pub late: Vec<String>,
     /// The tools the upstream servers listed and that are not served, each
     /// line naming the server, the tool and why.
     pub upstream_tools: Vec<String>,
@@ -360,6 +413,7 @@ impl BuildReport {
     pub fn is_empty(&self) -> bool {
         self.plugins.is_empty()
             && self.upstreams.is_empty()
+            && self.late.is_empty()
             && self.upstream_tools.is_empty()
             && self.refusals.is_empty()
     }

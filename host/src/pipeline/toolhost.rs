@@ -558,12 +558,37 @@ impl Shared {
 }
 
 /// Rebuild the catalog each time `server` says its tool list changed, or
-/// is reached having not been at start, until its session or the host
-/// ends. A failed re-list or rebuild keeps the catalog as it was, with the
-/// error logged.
+/// is reached having not been at start (or not listed its tools then), or
+/// ends a start the build stopped waiting for, until its session or the
+/// host ends. A failed re-list or
+/// rebuild keeps the catalog as it was, with the error logged.
 async fn follow(shared: Weak<Shared>, server: Arc<Upstream>) {
     let mut changes = server.subscribe();
+    if let Some(start) = server.take_late_start() {
+        let name = &server.config.name;
+        match start.await {
+            // Listed by the start itself: the catalog, built without
+            // them, is rebuilt whether or not a list change came meanwhile.
+            Ok(Ok(())) => {
+                server.other_lists_changed();
+                let Some(shared) = shared.upgrade() else { return };
+                match shared.rebuild(None).await {
+                    Ok(()) => tracing::info!("upstream `{name}` answered: its tools are served"),
+                    Err(e) => {
+                        tracing::error!("upstream `{name}` answered, but {e}: its tools are not served")
+                    }
+                }
+            }
+            Ok(Err(e)) => tracing::error!("{e}; tried again while toolhost runs"),
+            Err(e) => tracing::error!(
+                "upstream `{name}`: its start ended with {e}; tried again while toolhost runs"
+            ),
+        }
+    }
     server.reach().await;
+    if !server.listed() {
+        changes.mark_changed();
+    }
     while changes.changed().await.is_ok() {
         let Some(shared) = shared.upgrade() else {
             return;

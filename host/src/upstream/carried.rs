@@ -36,6 +36,7 @@ use rmcp::transport::streamable_http_client::{
 };
 use serde_json::Value;
 use sse_stream::Sse;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::output::Meta;
 use crate::tool::Execution;
@@ -141,11 +142,22 @@ pub(super) fn take_answer(answer: &ServerResult) -> Option<Value> {
 #[derive(Clone)]
 pub(super) struct Carrying {
     http: reqwest::Client,
+    /// Cancelled when the session's opening is given up (its
+    /// `connect_timeout_s` over, the host closing): rmcp's transport
+    /// worker awaits the answer to `initialize` without heeding its own
+    /// cancellation, so a server that never answers held the request, its
+    /// connection and the worker for as long as the host lived, one more
+    /// with each try.
+    opening: CancellationToken,
 }
 
 impl Carrying {
-    pub(super) fn new(http: reqwest::Client) -> Self {
-        Self { http }
+    /// The client, and the guard that gives up its opening when dropped;
+    /// disarmed once the session is open.
+    pub(super) fn new(http: reqwest::Client) -> (Self, DropGuard) {
+        let opening = CancellationToken::new();
+        let guard = opening.clone().drop_guard();
+        (Self { http, opening }, guard)
     }
 }
 
@@ -195,22 +207,37 @@ impl StreamableHttpClient for Carrying {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        let initialize = matches!(&message, ClientJsonRpcMessage::Request(request)
+            if matches!(request.request, ClientRequest::InitializeRequest(_)));
         let response = if untyped_answer(&message) {
             let session = (session_id.as_deref(), auth_header.as_deref());
             post::post(&self.http, &uri, &message, session, custom_headers, &limits).await?
         } else {
-            let response = self
-                .http
-                .post_message_with_response_limits(
-                    uri,
-                    message,
-                    session_id,
-                    auth_header,
-                    custom_headers,
-                    limits,
-                )
-                .await?;
+            let posting = self.http.post_message_with_response_limits(
+                uri,
+                message,
+                session_id,
+                auth_header,
+                custom_headers,
+                limits,
+            );
+            let response = if initialize {
+                tokio::select! {
+                    response = posting => response?,
+                    () = self.opening.cancelled() => return Err(StreamableHttpError::TransportChannelClosed),
+                }
+            } else {
+                posting.await?
+            };
             post_carried(response)
+        };
+        // The stream answering `initialize` ends with the opening too.
+        let response = match response {
+            StreamableHttpPostResponse::Sse(events, session) if initialize => {
+                let given_up = self.opening.clone().cancelled_owned();
+                StreamableHttpPostResponse::Sse(events.take_until(given_up).boxed(), session)
+            }
+            other => other,
         };
         Ok(drain::drained(response))
     }

@@ -134,7 +134,7 @@ mod tests {
     #[tokio::test]
     async fn a_stream_let_go_of_at_its_answer_leaves_its_connection_to_the_next_call() {
         let (url, connections) = ending_late().await;
-        let client = Carrying::new(crate::http_client::builder().build().unwrap());
+        let (client, _opening) = Carrying::new(crate::http_client::builder().build().unwrap());
         let call: ClientJsonRpcMessage = serde_json::from_value(serde_json::json!({"jsonrpc": "2.0",
             "id": 1, "method": "tools/call", "params": {"name": "t", "arguments": {}}}))
         .unwrap();

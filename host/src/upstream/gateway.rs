@@ -151,12 +151,18 @@ impl Gateway {
             .any(|s| s.info().is_some_and(|i| feature(&i.capabilities)))
     }
 
+    /// Whether a server reached serves prompts, or one not reached yet may:
+    /// a session that begins before it answers is told when its prompts
+    /// come (`notifications/prompts/list_changed`), which a client heeds
+    /// only if the capability was declared.
     pub fn has_prompts(&self) -> bool {
-        self.with(|c| c.prompts.is_some())
+        self.with(|c| c.prompts.is_some()) || !self.unreached().is_empty()
     }
 
+    /// Whether a server reached serves resources, or one not reached yet
+    /// may (as [`Self::has_prompts`]).
     pub fn has_resources(&self) -> bool {
-        self.with(|c| c.resources.is_some())
+        self.with(|c| c.resources.is_some()) || !self.unreached().is_empty()
     }
 
     pub fn has_subscriptions(&self) -> bool {

@@ -159,7 +159,9 @@ pub(super) enum Opened {
 }
 
 /// The server's current session, replaced when it has ended; or why
-/// none has opened yet, for a server not reached at start.
+/// none has opened yet, for a server not started or not reached yet (a
+/// failed first try is tried again no sooner than [`RESTART_INTERVAL`]
+/// on, as a failed restart is).
 pub(super) struct Sessions {
     current: RwLock<Result<Arc<Session>, String>>,
     /// Held while a new session is opened, so that one opens at a time;
@@ -168,19 +170,12 @@ pub(super) struct Sessions {
 }
 
 impl Sessions {
-    pub fn new(first: Session) -> Self {
+    /// No session yet: the server has not been started, and the first
+    /// [`Self::replace`] tries at once.
+    pub fn starting() -> Self {
         Self {
-            current: RwLock::new(Ok(Arc::new(first))),
+            current: RwLock::new(Err("it has not answered yet".to_owned())),
             reopened: tokio::sync::Mutex::default(),
-        }
-    }
-
-    /// No session yet: the server could not be reached at start, for
-    /// `why`; the next is tried no sooner than [`RESTART_INTERVAL`] on.
-    pub fn unreached(why: String) -> Self {
-        Self {
-            current: RwLock::new(Err(why)),
-            reopened: tokio::sync::Mutex::new(Some(Instant::now())),
         }
     }
 
@@ -227,8 +222,12 @@ impl Sessions {
         }
         let opening = open().await;
         // From the end of the try: a server slow to start (a loaded
-        // machine, `npx`) that dies at once still waits the interval.
-        *reopened = Some(Instant::now());
+        // machine, `npx`) that dies at once still waits the interval. A
+        // first session that opens is no try again: the server's first
+        // crash is started again at once.
+        if reached_before || opening.is_err() {
+            *reopened = Some(Instant::now());
+        }
         let fresh = match (opening, reached_before) {
             (Ok(fresh), _) => Arc::new(fresh),
             (Err(e), true) => return Err(format!("{why}, and starting it again failed: {e}")),
