@@ -66,7 +66,22 @@ impl Setup {
     /// `toolhost` in the working directory, its home and Docker config in
     /// it too (`docker/config.json`).
     fn command(&self) -> std::process::Command {
-        let mut command = toolhost();
+        self.within(toolhost())
+    }
+
+    /// `toolhost ARGS` as [`Self::toolhost`], with the compiled-code cache
+    /// on (in `cache/` here), where every other run has it off.
+    fn cached(&self, args: &[&str]) -> (std::process::Output, String, String) {
+        let mut command = std::process::Command::new(toolhost_binary());
+        command
+            .env_remove("TOOLHOST_PLUGINS")
+            .env("XDG_CACHE_HOME", self.top.path().join("cache"));
+        run(self.within(command).args(args))
+    }
+
+    /// `command` in the working directory, its home and Docker config in
+    /// it too.
+    fn within(&self, mut command: std::process::Command) -> std::process::Command {
         command
             .current_dir(self.top.path())
             .env("HOME", self.top.path())
@@ -208,6 +223,31 @@ async fn a_published_plugin_is_added_locked_and_served_with_the_registry_gone() 
     client.cancel().await.unwrap();
     let names: Vec<_> = tools.iter().map(|t| t.name.to_string()).collect();
     assert!(names.iter().any(|n| n == "word_count"), "{names:?}");
+}
+
+/// `add` compiles the plugin it shows for approval into the code cache,
+/// as loading it to serve would: the first start after it takes the code
+/// from the cache rather than compiling it again (for a JavaScript or
+/// Python plugin, tens of seconds the client waits for its first answer).
+#[test]
+fn an_added_plugin_is_served_from_the_code_cache() {
+    needs!(Registry);
+    let s = Setup::new();
+    s.publish("text_tools", None, "acme/text:1", Some("vendor"));
+    let reference = s.registry.reference("acme/text:1");
+    let (out, stdout, stderr) = s.cached(&["add", &reference, "--yes"]);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("compiling text for the next start"), "{stdout}");
+    let (out, stdout, stderr) = s.cached(&["plugins", "--json"]);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    let listed: Value = serde_json::from_str(&stdout).unwrap();
+    let text = listed["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "text")
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert_eq!(text["code"], "cached", "{text}");
 }
 
 #[test]

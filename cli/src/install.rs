@@ -344,6 +344,15 @@ impl Staged {
         lock.record(facts, Some(self.source));
         lock.write(&lock_path)?;
         drop(self.staging);
+        // Compiled now, approved: the next start takes the code from the
+        // cache, where its client would wait for the compile.
+        if runtime.keeps_code() {
+            let stem = &self.stem;
+            crate::say!("compiling {stem} for the next start...")?;
+            if let Err(e) = runtime.precompile(self.pulled.wasm).await {
+                crate::say!("{stem}: not compiled ahead ({e}); the next start compiles it")?;
+            }
+        }
         Ok(())
     }
 }

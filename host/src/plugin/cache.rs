@@ -146,6 +146,11 @@ impl CodeCache {
         }
     }
 
+    /// Whether compiled code is kept (a directory was given).
+    pub fn is_on(&self) -> bool {
+        self.dir.is_some()
+    }
+
     /// The default location: `$XDG_CACHE_HOME/toolhost/code`, else
     /// `~/.cache/toolhost/code`.
     pub fn default_dir() -> Option<PathBuf> {

@@ -16,9 +16,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
+use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 use wasmtime::component::types::ComponentItem;
 
+use super::cache::CodeSource;
 use super::host_api::PluginIdentity;
 use super::http::HttpGrant;
 use super::instance::Instances;
@@ -302,6 +304,31 @@ impl Runtime {
             }
         }
         Ok(report)
+    }
+
+    /// Whether compiled code is kept in a cache across starts.
+    pub fn keeps_code(&self) -> bool {
+        self.cache.is_on()
+    }
+
+    /// Compile `component`, one the user has approved, into the code cache
+    /// ([`Runtime::keeps_code`]), running none of it, and whether it was
+    /// there already: what `toolhost add` and `update` do once a plugin is
+    /// installed, so that the next start takes its code from the cache
+    /// (compiling a JavaScript or Python plugin takes tens of seconds,
+    /// which a client would wait for).
+    pub async fn precompile(&self, component: Vec<u8>) -> Result<CodeSource, String> {
+        let (engine, cache) = (self.engine.clone(), self.cache.clone());
+        let compiled = tokio::task::spawn_blocking(move || {
+            let sha = Sha256::digest(&component).into();
+            cache.load(&engine, &component, &sha)
+        })
+        .await;
+        match compiled {
+            Ok(Ok(loaded)) => Ok(loaded.source),
+            Ok(Err(e)) => Err(format!("{e:#}")),
+            Err(e) => Err(format!("compilation crashed: {e}")),
+        }
     }
 
     /// Load one file with its manifest (`NAME.toml` beside it, if any).
