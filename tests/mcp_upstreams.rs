@@ -1186,9 +1186,10 @@ fn a_server_slow_to_start_joins_once_it_answers_and_holds_up_no_client() {
             "clientInfo": {"name": "t", "version": "1"},
         }}),
     );
-    // Told that prompts may come: the held server's are not known yet.
+    // Told that resources may come (the inner toolhost serves none): the
+    // held server's are not known yet.
     let capabilities = &initialized["result"]["capabilities"];
-    assert_eq!(capabilities["prompts"]["listChanged"], true, "{initialized}");
+    assert_eq!(capabilities["resources"]["listChanged"], true, "{initialized}");
     let names = |serve: &mut StdioServe, id: u64, list: &str| -> Vec<String> {
         let answer = serve.request(id, &format!("{list}/list"), json!({}));
         answer["result"][list]

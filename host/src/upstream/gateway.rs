@@ -156,13 +156,17 @@ impl Gateway {
     /// come (`notifications/prompts/list_changed`), which a client heeds
     /// only if the capability was declared.
     pub fn has_prompts(&self) -> bool {
-        self.with(|c| c.prompts.is_some()) || !self.unreached().is_empty()
+        self.with(|c| c.prompts.is_some()) || self.any_unreached()
     }
 
     /// Whether a server reached serves resources, or one not reached yet
     /// may (as [`Self::has_prompts`]).
     pub fn has_resources(&self) -> bool {
-        self.with(|c| c.resources.is_some()) || !self.unreached().is_empty()
+        self.with(|c| c.resources.is_some()) || self.any_unreached()
+    }
+
+    fn any_unreached(&self) -> bool {
+        self.servers.iter().any(|s| !s.reached())
     }
 
     pub fn has_subscriptions(&self) -> bool {
