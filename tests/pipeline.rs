@@ -339,9 +339,6 @@ async fn a_url_server_that_goes_away_is_named_with_why_and_served_again_when_bac
     relaying.await.unwrap();
 }
 
-/// What a tool plugin's definition says reaches the listing and the
-/// library's system prompt: the label as the title, the snippet, the
-/// guidelines; a plugin reaches the network only with an `http` grant.
 /// A URL server not listening when the host starts (a gateway started
 /// before its servers): the build names it, and its tools are served once
 /// it answers, the catalog rebuilt and its watchers told.
@@ -407,8 +404,10 @@ async fn echo_comes_up(host: &Toolhost, listener: tokio::net::TcpListener, name:
 /// A server still starting when the build's `upstream_wait` ends (its
 /// address taken, its answer not yet given) is named late, not failed:
 /// the host is built without its tools, the same start goes on, and its
-/// tools are served once it answers. A host shut down meanwhile stops the
-/// start rather than wait for it.
+/// tools are served once it answers. A call of one of them meanwhile waits
+/// for it; a tool it cannot serve (another prefix) is not found at once.
+/// A host shut down meanwhile stops the start rather than wait for it, and
+/// a call waiting for it is answered.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_url_server_slower_than_the_wait_is_served_once_it_answers() {
     // Bound but not accepting: the request waits in the listen queue.
@@ -428,18 +427,42 @@ async fn a_url_server_slower_than_the_wait_is_served_once_it_answers() {
         assert_eq!(report.late, [name]);
         (host, report, listener)
     };
+    // A bound that fails a call held for good, not a timing.
+    async fn within<T>(call: impl Future<Output = T>) -> T {
+        tokio::time::timeout(std::time::Duration::from_secs(60), call)
+            .await
+            .expect("the call was answered")
+    }
+    let call = |host: &Arc<Toolhost>, name: &'static str| {
+        let host = host.clone();
+        async move { host.call_tool(name, json!({}), &CallControl::new("0")).await }
+    };
     let (host, report, listener) = waited_on("slow").await;
+    let host = Arc::new(host);
     assert!(report.upstreams.is_empty() && !report.is_empty(), "{report:?}");
     let listed = |host: &Toolhost| host.list_tools().tools.iter().any(|t| t.name == "slow_echo");
     assert!(!listed(&host));
     assert_eq!(host.gateway().unreached(), ["slow"]);
+    let unknown = within(call(&host, "other_echo")).await.unwrap_err().to_string();
+    assert!(unknown.contains("Tool other_echo not found"), "{unknown}");
+    let waiting = tokio::spawn(within(call(&host, "slow_echo")));
 
     echo_comes_up(&host, listener, "slow_echo").await;
+    assert_eq!(waiting.await.unwrap().unwrap().text(), "ok");
 
     // One that never answers: its start is stopped with the host (its
-    // connection closed), not left to its `connect_timeout_s` (60 s).
+    // connection closed), not left to its `connect_timeout_s` (60 s), and
+    // the call waiting for it told why it got no answer.
     let (host, _, silent) = waited_on("mute").await;
+    let host = Arc::new(host);
+    let mut waiting = std::pin::pin!(call(&host, "mute_echo"));
+    assert!(futures::poll!(&mut waiting).is_pending(), "the call waits");
     host.shutdown().await;
+    let unanswered = within(waiting).await.unwrap_err().to_string();
+    assert!(
+        unanswered.contains("upstream `mute`, whose tools are named `mute_…`, has not answered yet"),
+        "{unanswered}"
+    );
     let (mut socket, _) = silent.accept().await.unwrap();
     let mut request = Vec::new();
     tokio::time::timeout(
@@ -452,6 +475,9 @@ async fn a_url_server_slower_than_the_wait_is_served_once_it_answers() {
     assert!(String::from_utf8_lossy(&request).starts_with("POST /mcp"));
 }
 
+/// What a tool plugin's definition says reaches the listing and the
+/// library's system prompt: the label as the title, the snippet, the
+/// guidelines; a plugin reaches the network only with an `http` grant.
 #[tokio::test(flavor = "multi_thread")]
 async fn plugin_metadata_reaches_the_listing_and_the_system_prompt() {
     let host = text_tools().await;

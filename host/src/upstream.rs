@@ -590,6 +590,9 @@ pub struct Upstream {
     listed: std::sync::atomic::AtomicBool,
     /// A first start the host stopped waiting for ([`Self::start_late`]).
     late_start: std::sync::Mutex<Option<AbortOnDropHandle<Result<(), UpstreamError>>>>,
+    /// Whether that start has yet to end with what it listed served
+    /// ([`Self::joined`]): a call of a tool it may serve waits for it.
+    joining: watch::Sender<bool>,
 }
 
 /// Events a server may send faster than they are handled before the
@@ -652,6 +655,28 @@ impl Upstream {
         // `connect_timeout_s`.
         let task = AbortOnDropHandle::new(tokio::spawn(start));
         *self.late_start.lock().unwrap_or_else(PoisonError::into_inner) = Some(task);
+        self.joining.send_replace(true);
+    }
+
+    /// The start [`Self::start_late`] left going has ended and what it
+    /// listed is served, or it failed: calls waiting for it go on.
+    pub fn joined(&self) {
+        self.joining.send_replace(false);
+    }
+
+    /// Whether a start the host stopped waiting for has yet to end
+    /// ([`Self::joined`]).
+    pub fn is_joining(&self) -> bool {
+        *self.joining.borrow()
+    }
+
+    /// Once the start the host stopped waiting for has ended and what it
+    /// listed is served, or at once if none is under way; at most its
+    /// `connect_timeout_s`, the start's own bound, in case nobody follows
+    /// it to the end.
+    pub async fn until_joined(&self) {
+        let mut joining = self.joining.subscribe();
+        let _ = tokio::time::timeout(self.config.connect_timeout, joining.wait_for(|j| !j)).await;
     }
 
     /// The first start [`Self::start_late`] left going, if any: aborted
@@ -677,6 +702,7 @@ impl Upstream {
             subscribed: std::sync::Mutex::default(),
             listed: std::sync::atomic::AtomicBool::new(false),
             late_start: std::sync::Mutex::default(),
+            joining: watch::Sender::new(false),
         })
     }
 
@@ -858,6 +884,7 @@ impl Upstream {
     /// still under way is stopped.
     pub async fn close(&self) {
         drop(self.take_late_start());
+        self.joined();
         let callers = async {
             if let Some(callers) = &self.callers {
                 callers.close().await;

@@ -163,7 +163,8 @@ impl<'r> ToolhostBuilder<'r> {
     /// Build the host once every upstream server has answered, or after
     /// `wait`, whichever comes first. A server still starting then goes
     /// on starting, and its tools are served when it answers (those
-    /// serving the host are told the tool list changed); it is named in
+    /// serving the host are told the tool list changed); a call meanwhile
+    /// of a tool it may serve waits for it. It is named in
     /// [`BuildReport::late`]. A server with no such bound keeps the build
     /// waiting for up to its `connect_timeout_s`; a client waiting on the
     /// host's first answer may give up sooner (some do after 10 s).

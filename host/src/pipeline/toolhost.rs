@@ -313,6 +313,12 @@ impl Toolhost {
         ctx: &CallControl,
     ) -> Result<(Arc<Upstream>, Value), CallError> {
         let (mut call, mut noted) = (self.begin(name, &args), Noted::default());
+        // A server still starting may serve it: the call waits for it, as
+        // it would have for the server connected directly.
+        if !call.catalog.core.tools.contains_key(name) && self.gateway.until_joined(name).await {
+            call.catalog = self.shared.current();
+            call.held = self.held(&call.catalog, name);
+        }
         let result = match call.held.take() {
             Some(held) => Err(held),
             None => {
@@ -393,6 +399,12 @@ impl Toolhost {
         ctx: &CallControl,
     ) -> Result<CallOutput, CallError> {
         let (mut call, mut noted) = (self.begin(name, &args), Noted::default());
+        // A server still starting may serve it: the call waits for it, as
+        // it would have for the server connected directly.
+        if !call.catalog.core.tools.contains_key(name) && self.gateway.until_joined(name).await {
+            call.catalog = self.shared.current();
+            call.held = self.held(&call.catalog, name);
+        }
         let result = match call.held.take() {
             Some(held) => Err(held),
             None => {
@@ -413,14 +425,17 @@ impl Toolhost {
         // A server not reached yet lists nothing: its tool is unknown
         // until it answers, and the caller is told so, not only that.
         let result = match result {
-            Err(ToolError::NotFound(message)) if backend.is_none() => Err(ToolError::NotFound(
-                match self.gateway.unreached_prefix_of(name) {
+            Err(ToolError::NotFound(message)) if backend.is_none() => {
+                Err(ToolError::NotFound(match self.gateway.unreached_owner_of(name) {
+                    Some((server, "")) => format!(
+                        "{message}: upstream `{server}` has not answered yet, and its tools are not known until it does; it is tried again"
+                    ),
                     Some((server, prefix)) => format!(
                         "{message}: upstream `{server}`, whose tools are named `{prefix}…`, has not answered yet; it is tried again"
                     ),
                     None => message,
-                },
-            )),
+                }))
+            }
             other => other,
         };
         let catalog = call.finish(name, ctx, backend, &result, &noted);
@@ -584,6 +599,7 @@ async fn follow(shared: Weak<Shared>, server: Arc<Upstream>) {
                 "upstream `{name}`: its start ended with {e}; tried again while toolhost runs"
             ),
         }
+        server.joined();
     }
     server.reach().await;
     if !server.listed() {

@@ -187,14 +187,30 @@ impl Gateway {
             .collect()
     }
 
-    /// The server not reached yet whose prefix `tool` has, as (name,
+    /// The server not reached yet that may serve `tool`, as (name,
     /// prefix): where a call of an unknown tool may have been meant to go.
-    pub fn unreached_prefix_of(&self, tool: &str) -> Option<(&str, &str)> {
-        self.servers
-            .iter()
-            .filter(|s| !s.config.prefix.is_empty() && tool.starts_with(&s.config.prefix))
-            .find(|s| !s.reached())
+    /// One whose prefix the tool has is named before one with none.
+    pub fn unreached_owner_of(&self, tool: &str) -> Option<(&str, &str)> {
+        let unreached = || self.servers.iter().filter(|s| !s.reached());
+        unreached()
+            .find(|s| !s.config.prefix.is_empty() && tool.starts_with(&s.config.prefix))
+            .or_else(|| unreached().find(|s| s.config.prefix.is_empty()))
             .map(|s| (s.config.name.as_str(), s.config.prefix.as_str()))
+    }
+
+    /// Once every server still starting that may serve `tool` (its prefix
+    /// the tool's) has ended its start with what it listed served
+    /// ([`Upstream::until_joined`]); whether there was one to wait for.
+    pub async fn until_joined(&self, tool: &str) -> bool {
+        let starting: Vec<_> = self
+            .servers
+            .iter()
+            .filter(|s| s.is_joining() && tool.starts_with(&s.config.prefix))
+            .map(|s| s.until_joined())
+            .collect();
+        let waited = !starting.is_empty();
+        futures::future::join_all(starting).await;
+        waited
     }
 
     /// Each server's instructions, as (server name, prefix, instructions).
