@@ -375,6 +375,49 @@ async fn a_url_server_down_at_start_is_served_once_it_comes_up() {
     echo_comes_up(&host, listener, "late_echo").await;
 }
 
+/// A server that answers `initialize` but refuses to list its tools, twice
+/// (one still loading them): the build names the failure, the listing is
+/// tried again, then again after 2 s (doubling up to 30 s), and its tools
+/// are served once it lists them. Before, a second failure was the last
+/// try, and the server was served with no tools until it said its list
+/// changed, which such a server has no reason to.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_refusing_to_list_its_tools_is_listed_again_until_it_does() {
+    use rmcp::model::{CallToolResult, ContentBlock};
+    use toolhost_tests::upstream::{ToolServer, tool};
+
+    let echo = ToolServer::new(
+        vec![tool("echo", "Answers ok", json!({"type": "object"}))],
+        |_, _| CallToolResult::success(vec![ContentBlock::text("ok")]),
+    )
+    .refusing_lists(2);
+    let url = toolhost_tests::mcp_on_loopback(echo).await;
+    let config: toolhost::UpstreamConfig =
+        serde_json::from_value(json!({"name": "loading", "url": url})).unwrap();
+    let (host, report) = Toolhost::builder().upstream(config).build().await.unwrap();
+    let mut rebuilt = host.subscribe();
+    let failed = report.lines().join("\n");
+    assert!(
+        failed.contains("upstream `loading`") && failed.contains("still loading its tools"),
+        "{failed}"
+    );
+    let served = |host: &Toolhost| host.list_tools().tools.iter().any(|t| t.name == "echo");
+    // A bound that fails a host that never lists them again, not a timing.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !served(&host) {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        tokio::time::timeout(left, rebuilt.changed())
+            .await
+            .expect("the tools were listed again and served")
+            .unwrap();
+    }
+    let output = host
+        .call_tool("echo", json!({}), &CallControl::new("0"))
+        .await
+        .unwrap();
+    assert_eq!(output.text(), "ok");
+}
+
 /// Serve an `echo` server on `listener`, then wait for `host` to rebuild
 /// its catalog (60 s at most: a bound that fails a host that never does)
 /// and serve its tool as `name`, unreached no more.

@@ -602,6 +602,30 @@ const EVENT_BACKLOG: usize = 64;
 /// The longest wait between two tries of a server not reached at start.
 pub const REACH_INTERVAL_MAX: Duration = Duration::from_secs(30);
 
+/// The waits between tries of what failed: [`session::RESTART_INTERVAL`]
+/// first, then twice the last, up to [`REACH_INTERVAL_MAX`].
+#[derive(Debug)]
+pub struct Backoff(Duration);
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Self(session::RESTART_INTERVAL)
+    }
+}
+
+impl Backoff {
+    /// Wait out the next wait; the one after is twice as long.
+    pub async fn wait(&mut self) {
+        tokio::time::sleep(self.0).await;
+        self.0 = (self.0 * 2).min(REACH_INTERVAL_MAX);
+    }
+
+    /// The next wait.
+    pub fn next(&self) -> Duration {
+        self.0
+    }
+}
+
 impl Upstream {
     /// Start or reach the server, initialise the session and list what it
     /// serves ([`Self::start`]). The server's log lines go to `log`.
@@ -712,17 +736,31 @@ impl Upstream {
     /// [`Self::subscribe`], as a new session does: a gateway started before
     /// its servers (a compose file) serves their tools once they answer.
     pub async fn reach(&self) {
-        let mut wait = session::RESTART_INTERVAL;
+        let mut backoff = Backoff::default();
         while !self.reached() {
-            tokio::time::sleep(wait).await;
+            backoff.wait().await;
             if let Err(e) = self.session().await {
                 tracing::debug!(
                     "upstream `{}`: {e}; tried again in {} s",
                     self.config.name,
-                    wait.as_secs()
+                    backoff.next().as_secs()
                 );
             }
-            wait = (wait * 2).min(REACH_INTERVAL_MAX);
+        }
+    }
+
+    /// Until the server's tools are to be listed again: it said they
+    /// changed (`changes`, from [`Self::subscribe`]), or they have not been
+    /// listed since it started ([`Self::listed`]: a listing failed) and
+    /// `backoff` has passed. `false` once `changes` is closed.
+    pub async fn until_relist(&self, changes: &mut watch::Receiver<u64>, backoff: &mut Backoff) -> bool {
+        if self.listed() {
+            *backoff = Backoff::default();
+            return changes.changed().await.is_ok();
+        }
+        tokio::select! {
+            changed = changes.changed() => changed.is_ok(),
+            () = backoff.wait() => true,
         }
     }
 

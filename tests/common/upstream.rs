@@ -3,6 +3,7 @@
 //! answers a call, and nothing else of rmcp's handler.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ListToolsResult, PaginatedRequestParams,
@@ -22,6 +23,8 @@ type Answer = dyn Fn(CallToolRequestParams, &RequestContext<RoleServer>) -> Call
 pub struct ToolServer {
     tools: Vec<Tool>,
     answer: Arc<Answer>,
+    /// Listings still to be refused ([`Self::refusing_lists`]).
+    refusals: Arc<AtomicUsize>,
 }
 
 impl ToolServer {
@@ -35,7 +38,15 @@ impl ToolServer {
         Self {
             tools,
             answer: Arc::new(answer),
+            refusals: Arc::default(),
         }
+    }
+
+    /// The same, answering its first `count` `tools/list` requests with an
+    /// error, as a server still loading its tools may.
+    pub fn refusing_lists(self, count: usize) -> Self {
+        self.refusals.store(count, Ordering::SeqCst);
+        self
     }
 
     /// Served over streamable HTTP on loopback: its `/mcp` URL.
@@ -69,6 +80,13 @@ impl ServerHandler for ToolServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        let refused = self
+            .refusals
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if refused {
+            return Err(ErrorData::internal_error("still loading its tools", None));
+        }
         Ok(ListToolsResult::with_all_items(self.tools.clone()))
     }
 

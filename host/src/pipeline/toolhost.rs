@@ -47,7 +47,7 @@ use crate::prompt::SystemPrompt;
 use crate::speculation;
 use crate::tools::NativeTools;
 use crate::upstream::Gateway;
-use crate::upstream::Upstream;
+use crate::upstream::{Backoff, Upstream};
 use crate::value_model::ValueModels;
 
 /// The merged, enriched catalog and the pipeline that calls it.
@@ -605,7 +605,8 @@ async fn follow(shared: Weak<Shared>, server: Arc<Upstream>) {
     if !server.listed() {
         changes.mark_changed();
     }
-    while changes.changed().await.is_ok() {
+    let mut backoff = Backoff::default();
+    while server.until_relist(&mut changes, &mut backoff).await {
         let Some(shared) = shared.upgrade() else {
             return;
         };
