@@ -312,13 +312,7 @@ impl Toolhost {
         task: Value,
         ctx: &CallControl,
     ) -> Result<(Arc<Upstream>, Value), CallError> {
-        let (mut call, mut noted) = (self.begin(name, &args), Noted::default());
-        // A server still starting may serve it: the call waits for it, as
-        // it would have for the server connected directly.
-        if !call.catalog.core.tools.contains_key(name) && self.gateway.until_joined(name).await {
-            call.catalog = self.shared.current();
-            call.held = self.held(&call.catalog, name);
-        }
+        let (mut call, mut noted) = (self.begin(name, &args).await, Noted::default());
         let result = match call.held.take() {
             Some(held) => Err(held),
             None => {
@@ -345,8 +339,14 @@ impl Toolhost {
     /// A call of `name` as it starts: the catalog and the policy it runs
     /// under, whether the pin holds the tool back, and what its audit
     /// record needs from before the call takes its arguments.
-    fn begin(&self, name: &str, args: &Value) -> Begun<'_> {
-        let catalog = self.shared.current();
+    async fn begin(&self, name: &str, args: &Value) -> Begun<'_> {
+        let started = (SystemTime::now(), Instant::now());
+        let mut catalog = self.shared.current();
+        // A server still starting may serve it: the call waits for it, as
+        // it would for the server connected directly.
+        if !catalog.core.tools.contains_key(name) && self.gateway.until_joined(name).await {
+            catalog = self.shared.current();
+        }
         Begun {
             held: self.held(&catalog, name),
             catalog,
@@ -357,7 +357,7 @@ impl Toolhost {
                 .audit
                 .as_deref()
                 .map(|audit| (audit, shape_of(args))),
-            started: (SystemTime::now(), Instant::now()),
+            started,
         }
     }
 
@@ -398,13 +398,7 @@ impl Toolhost {
         args: Value,
         ctx: &CallControl,
     ) -> Result<CallOutput, CallError> {
-        let (mut call, mut noted) = (self.begin(name, &args), Noted::default());
-        // A server still starting may serve it: the call waits for it, as
-        // it would have for the server connected directly.
-        if !call.catalog.core.tools.contains_key(name) && self.gateway.until_joined(name).await {
-            call.catalog = self.shared.current();
-            call.held = self.held(&call.catalog, name);
-        }
+        let (mut call, mut noted) = (self.begin(name, &args).await, Noted::default());
         let result = match call.held.take() {
             Some(held) => Err(held),
             None => {
