@@ -418,6 +418,28 @@ async fn a_server_refusing_to_list_its_tools_is_listed_again_until_it_does() {
     assert_eq!(output.text(), "ok");
 }
 
+/// A call of a tool no server serves, while one with no prefix is not
+/// reached, says that server may be the one: its tools could be named
+/// anything.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unknown_tool_names_the_unreached_server_that_may_serve_it() {
+    let address = format!("127.0.0.1:{}", toolhost_tests::free_port());
+    let config: toolhost::UpstreamConfig =
+        serde_json::from_value(json!({"name": "down", "url": format!("http://{address}/mcp")})).unwrap();
+    let (host, _) = Toolhost::builder().upstream(config).build().await.unwrap();
+    let unknown = host
+        .call_tool("create_page", json!({}), &CallControl::new("0"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        unknown.contains(
+            "Tool create_page not found: upstream `down` has not answered yet, and its tools are not known until it does"
+        ),
+        "{unknown}"
+    );
+}
+
 /// Serve an `echo` server on `listener`, then wait for `host` to rebuild
 /// its catalog (60 s at most: a bound that fails a host that never does)
 /// and serve its tool as `name`, unreached no more.
