@@ -605,7 +605,7 @@ pub const REACH_INTERVAL_MAX: Duration = Duration::from_secs(30);
 /// The waits between tries of what failed: [`session::RESTART_INTERVAL`]
 /// first, then twice the last, up to [`REACH_INTERVAL_MAX`].
 #[derive(Debug)]
-pub struct Backoff(Duration);
+pub(crate) struct Backoff(Duration);
 
 impl Default for Backoff {
     fn default() -> Self {
@@ -615,13 +615,13 @@ impl Default for Backoff {
 
 impl Backoff {
     /// Wait out the next wait; the one after is twice as long.
-    pub async fn wait(&mut self) {
+    pub(crate) async fn wait(&mut self) {
         tokio::time::sleep(self.0).await;
         self.0 = (self.0 * 2).min(REACH_INTERVAL_MAX);
     }
 
     /// The next wait.
-    pub fn next(&self) -> Duration {
+    pub(crate) fn next(&self) -> Duration {
         self.0
     }
 }
@@ -753,7 +753,7 @@ impl Upstream {
     /// changed (`changes`, from [`Self::subscribe`]), or they have not been
     /// listed since it started ([`Self::listed`]: a listing failed) and
     /// `backoff` has passed. `false` once `changes` is closed.
-    pub async fn until_relist(&self, changes: &mut watch::Receiver<u64>, backoff: &mut Backoff) -> bool {
+    pub(crate) async fn until_relist(&self, changes: &mut watch::Receiver<u64>, backoff: &mut Backoff) -> bool {
         if self.listed() {
             *backoff = Backoff::default();
             return changes.changed().await.is_ok();
