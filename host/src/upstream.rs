@@ -753,7 +753,11 @@ impl Upstream {
     /// changed (`changes`, from [`Self::subscribe`]), or they have not been
     /// listed since it started ([`Self::listed`]: a listing failed) and
     /// `backoff` has passed. `false` once `changes` is closed.
-    pub(crate) async fn until_relist(&self, changes: &mut watch::Receiver<u64>, backoff: &mut Backoff) -> bool {
+    pub(crate) async fn until_relist(
+        &self,
+        changes: &mut watch::Receiver<u64>,
+        backoff: &mut Backoff,
+    ) -> bool {
         if self.listed() {
             *backoff = Backoff::default();
             return changes.changed().await.is_ok();
