@@ -358,11 +358,7 @@ async fn a_url_server_down_at_start_is_served_once_it_comes_up() {
     let listed = |host: &Toolhost| host.list_tools().tools.iter().any(|t| t.name == "late_echo");
     assert!(!listed(&host));
     assert_eq!(host.gateway().unreached(), ["late"]);
-    let unknown = host
-        .call_tool("late_echo", json!({}), &CallControl::new("0"))
-        .await
-        .unwrap_err()
-        .to_string();
+    let unknown = not_found(&host, "late_echo").await;
     assert!(
         unknown.contains(
             "Tool late_echo not found: upstream `late`, whose tools are named `late_…`, has not answered yet"
@@ -418,6 +414,14 @@ async fn a_server_refusing_to_list_its_tools_is_listed_again_until_it_does() {
     assert_eq!(output.text(), "ok");
 }
 
+/// Why a call of `tool`, which `host` does not serve, got no result.
+async fn not_found(host: &Toolhost, tool: &str) -> String {
+    host.call_tool(tool, json!({}), &CallControl::new("0"))
+        .await
+        .unwrap_err()
+        .to_string()
+}
+
 /// A call of a tool no server serves, while one with no prefix is not
 /// reached, says that server may be the one: its tools could be named
 /// anything.
@@ -427,11 +431,7 @@ async fn an_unknown_tool_names_the_unreached_server_that_may_serve_it() {
     let config: toolhost::UpstreamConfig =
         serde_json::from_value(json!({"name": "down", "url": format!("http://{address}/mcp")})).unwrap();
     let (host, _) = Toolhost::builder().upstream(config).build().await.unwrap();
-    let unknown = host
-        .call_tool("create_page", json!({}), &CallControl::new("0"))
-        .await
-        .unwrap_err()
-        .to_string();
+    let unknown = not_found(&host, "create_page").await;
     assert!(
         unknown.contains(
             "Tool create_page not found: upstream `down` has not answered yet, and its tools are not known until it does"
