@@ -240,11 +240,11 @@ fn speculate_by_default() -> bool {
 #[serde(deny_unknown_fields)]
 struct RawConfig {
     name: String,
-    command: Option<String>,
+    command: Option<Program>,
     #[serde(default)]
     args: Vec<String>,
     #[serde(default)]
-    env: Vec<String>,
+    env: Passed,
     url: Option<String>,
     #[serde(default)]
     headers: BTreeMap<String, String>,
@@ -264,28 +264,77 @@ struct RawConfig {
     audience: Option<String>,
 }
 
+/// `command` as written. Other MCP clients' configurations write the
+/// program and its arguments as one list, so that form is read too, to be
+/// refused with the form toolhost takes rather than as a type mismatch.
+#[derive(Deserialize)]
+#[serde(untagged, expecting = "a string, the program to start")]
+enum Program {
+    Name(String),
+    Words(Vec<String>),
+}
+
+/// `env` as written: the names of the variables passed on. Other clients
+/// take a table of values, which is read too, to be refused with where
+/// the values go instead.
+#[derive(Deserialize)]
+#[serde(untagged, expecting = "a list of environment variable names")]
+enum Passed {
+    Names(Vec<String>),
+    Values(BTreeMap<String, serde::de::IgnoredAny>),
+}
+
+impl Default for Passed {
+    fn default() -> Self {
+        Self::Names(Vec::new())
+    }
+}
+
 impl TryFrom<RawConfig> for UpstreamConfig {
     type Error = String;
 
     fn try_from(raw: RawConfig) -> Result<Self, String> {
         let name = raw.name;
         let fail = |message: String| format!("upstream `{name}`: {message}");
+        let env = match raw.env {
+            Passed::Names(names) => names,
+            Passed::Values(values) => {
+                let names: Vec<String> = values.keys().map(|name| shown(name)).collect();
+                return Err(fail(format!(
+                    "`env` is a list of names, not a table of values: the server is given toolhost's \
+                     own environment, so set {} there (a value written in this file would be kept in \
+                     it in clear); list a name only to pass a variable toolhost would withhold as \
+                     holding a secret",
+                    names.join(", ")
+                )));
+            }
+        };
         let transport = match (raw.command, raw.url) {
-            (Some(command), None) => {
+            (Some(Program::Words(words)), None) => {
+                // The arguments are not repeated: one may be a token.
+                let program = words
+                    .first()
+                    .map_or_else(|| "\"program\"".to_owned(), |p| shown(p));
+                return Err(fail(format!(
+                    "`command` is the program alone, a string, and its arguments are `args`: \
+                     write command = {program} and args = [...]"
+                )));
+            }
+            (Some(Program::Name(command)), None) => {
                 if !raw.headers.is_empty() {
                     return Err(fail("`headers` are for `url`, not `command`".into()));
                 }
                 Transport::Stdio {
                     command,
                     args: raw.args,
-                    env: raw.env,
+                    env,
                 }
             }
             (None, Some(url)) => {
                 if !raw.args.is_empty() {
                     return Err(fail("`args` are for `command`, not `url`".into()));
                 }
-                if !raw.env.is_empty() {
+                if !env.is_empty() {
                     return Err(fail("`env` is for `command`, not `url`".into()));
                 }
                 if !(url.starts_with("http://") || url.starts_with("https://")) {
@@ -1831,6 +1880,28 @@ mod tests {
             let err = parse(table).unwrap_err();
             assert!(err.contains("upstream `a`") && err.contains(says), "{err}");
         }
+    }
+
+    #[test]
+    fn the_forms_other_clients_write_are_refused_with_the_one_toolhost_takes() {
+        let parse = |text: &str| toml::from_str::<UpstreamConfig>(text).map_err(|e| e.to_string());
+        let err =
+            parse("name = \"a\"\ncommand = [\"python\", \"server.py\", \"--token\", \"t0k\"]").unwrap_err();
+        assert!(
+            err.contains("upstream `a`") && err.contains("write command = \"python\" and args = [...]"),
+            "{err}"
+        );
+        assert!(!err.contains("t0k"), "an argument is repeated: {err}");
+        let err = parse("name = \"a\"\ncommand = \"srv\"\nenv = { API_KEY = \"s3cret\" }").unwrap_err();
+        assert!(
+            err.contains("a list of names") && err.contains("set \"API_KEY\" there"),
+            "{err}"
+        );
+        assert!(!err.contains("s3cret"), "a value is repeated: {err}");
+        let err = parse("name = \"a\"\ncommand = 7").unwrap_err();
+        assert!(err.contains("a string, the program to start"), "{err}");
+        let named = parse("name = \"a\"\ncommand = \"srv\"\nenv = [\"API_KEY\"]").unwrap();
+        assert!(matches!(named.transport, Transport::Stdio { env, .. } if env == ["API_KEY"]));
     }
 
     #[test]
