@@ -371,22 +371,26 @@ async fn a_url_server_down_at_start_is_served_once_it_comes_up() {
     echo_comes_up(&host, listener, "late_echo").await;
 }
 
-/// A server that answers `initialize` but refuses to list its tools, twice
-/// (one still loading them): the build names the failure, the listing is
-/// tried again, then again after 2 s (doubling up to 30 s), and its tools
-/// are served once it lists them. Before, a second failure was the last
-/// try, and the server was served with no tools until it said its list
-/// changed, which such a server has no reason to.
-#[tokio::test(flavor = "multi_thread")]
+/// A server that answers `initialize` but refuses to list its tools three
+/// times (one still loading them): the build names the failure, the
+/// listing is tried again, then after 2 s and 4 s (doubling up to 30 s),
+/// and its tools are served once it lists them. Before, a second failure
+/// was the last try, and the server was served with no tools until it said
+/// its list changed, which such a server has no reason to. The first
+/// failed try is an error in the log saying when the next is, the next is
+/// not (it may fail every 30 s for hours), and the recovery is noted.
+#[tokio::test]
 async fn a_server_refusing_to_list_its_tools_is_listed_again_until_it_does() {
     use rmcp::model::{CallToolResult, ContentBlock};
     use toolhost_tests::upstream::{ToolServer, tool};
+
+    let (log, _capturing) = toolhost_tests::capture_log();
 
     let echo = ToolServer::new(
         vec![tool("echo", "Answers ok", json!({"type": "object"}))],
         |_, _| CallToolResult::success(vec![ContentBlock::text("ok")]),
     )
-    .refusing_lists(2);
+    .refusing_lists(3);
     let url = toolhost_tests::mcp_on_loopback(echo).await;
     let config: toolhost::UpstreamConfig =
         serde_json::from_value(json!({"name": "loading", "url": url})).unwrap();
@@ -412,6 +416,18 @@ async fn a_server_refusing_to_list_its_tools_is_listed_again_until_it_does() {
         .await
         .unwrap();
     assert_eq!(output.text(), "ok");
+    let log = String::from_utf8(log.lock().unwrap().clone()).unwrap();
+    let tries: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("serving its previous tools"))
+        .collect();
+    assert!(
+        matches!(tries[..], [first, second]
+            if first.contains("ERROR") && first.contains("listed again in 2 s")
+                && second.contains("DEBUG") && second.contains("2 failures in a row")),
+        "{log}"
+    );
+    assert!(log.contains("listed its tools after 2 failed tries"), "{log}");
 }
 
 /// Why a call of `tool`, which `host` does not serve, got no result.

@@ -716,3 +716,28 @@ pub fn compile_bomb(path: &Path) {
         path.to_str().expect("a UTF-8 path"),
     ]);
 }
+
+/// The host's log lines (`tracing`, at debug and above, without colour),
+/// as this thread writes them until the guard drops: a test on a
+/// single-threaded runtime sees those of every task it spawns.
+pub fn capture_log() -> (Arc<Mutex<Vec<u8>>>, tracing::subscriber::DefaultGuard) {
+    #[derive(Clone)]
+    struct Into(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Into {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let written = Arc::new(Mutex::new(Vec::new()));
+    let into = Into(written.clone());
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_ansi(false)
+        .with_writer(move || into.clone())
+        .finish();
+    (written, tracing::subscriber::set_default(subscriber))
+}

@@ -600,6 +600,9 @@ async fn follow(shared: Weak<Shared>, server: Arc<Upstream>) {
         changes.mark_changed();
     }
     let mut backoff = Backoff::default();
+    // Failed listings in a row: the first is an error in the log, the
+    // tries after it (up to every 30 s, for as long as it fails) are not.
+    let mut failing = 0u32;
     while server.until_relist(&mut changes, &mut backoff).await {
         let Some(shared) = shared.upgrade() else {
             return;
@@ -610,12 +613,32 @@ async fn follow(shared: Weak<Shared>, server: Arc<Upstream>) {
             // Nothing to rebuild, nor to tell the clients.
             Ok(false) => {
                 tracing::info!("upstream `{name}` listed the same tools again: catalog kept");
+                failing = 0;
                 continue;
             }
             Err(e) => {
-                tracing::error!("{e}: serving its previous tools");
+                failing += 1;
+                let again = match server.listed() {
+                    true => "when it says they changed".to_owned(),
+                    false => format!(
+                        "in {} s, then less often while it fails",
+                        backoff.next().as_secs()
+                    ),
+                };
+                if failing == 1 {
+                    tracing::error!("{e}: serving its previous tools; listed again {again}");
+                } else {
+                    tracing::debug!(
+                        "{e}: serving its previous tools ({failing} failures in a row); listed again {again}"
+                    );
+                }
                 continue;
             }
+        }
+        if failing > 0 {
+            let tries = if failing == 1 { "try" } else { "tries" };
+            tracing::info!("upstream `{name}` listed its tools after {failing} failed {tries}");
+            failing = 0;
         }
         match shared.rebuild(None).await {
             Ok(()) => tracing::info!("upstream `{name}` changed its tools: catalog rebuilt"),
