@@ -426,6 +426,53 @@ fn a_refused_cache_entry_is_said_once_and_its_plugin_compiled() {
     assert_eq!(v["plugins"][0]["tools"][0], "word_count", "{stdout}");
 }
 
+/// `--code-cache DIR` (or `TOOLHOST_CODE_CACHE`) keeps compiled code in DIR
+/// even with `--no-cache`, which then writes nothing else: the first run
+/// compiles, the next loads the code DIR holds.
+#[test]
+fn the_code_cache_named_is_used_with_no_cache_and_holds_only_code() {
+    use toolhost_tests::CODE_CACHE_VAR;
+    let dir = plugin_dir(&[("10-text", "text_tools", None)]);
+    let cache = tempfile::tempdir().unwrap();
+    let code = cache.path().join("code");
+    let top = tempfile::tempdir().unwrap();
+    // How the run names the code cache: by its option, its variable, or not.
+    let list = |named: Option<&str>| {
+        let mut command = Command::new(toolhost_binary());
+        command
+            .current_dir(top.path())
+            .env_remove(CODE_CACHE_VAR)
+            .env("XDG_CACHE_HOME", cache.path().join("xdg"));
+        match named {
+            Some("option") => command.arg("--code-cache").arg(&code),
+            Some(_) => command.env(CODE_CACHE_VAR, &code),
+            None => &mut command,
+        };
+        let (out, stdout, stderr) =
+            run(command
+                .arg("--plugins")
+                .arg(dir.path())
+                .args(["--no-cache", "plugins", "--json"]));
+        assert!(out.status.success(), "{stderr}");
+        let v: Value = serde_json::from_str(&stdout).unwrap();
+        v["plugins"][0]["code"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(list(Some("option")), "compiled");
+    assert_eq!(list(Some("variable")), "cached");
+    assert_eq!(list(None), "compiled", "--no-cache alone used a cache");
+    let entries: Vec<String> = std::fs::read_dir(&code)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(entries.iter().any(|n| n.ends_with(".cwasm")), "{entries:?}");
+    assert!(!entries.iter().any(|n| n.starts_with("stats")), "{entries:?}");
+    assert!(
+        !cache.path().join("xdg").exists(),
+        "the default cache was written"
+    );
+    assert_eq!(std::fs::read_dir(top.path()).unwrap().count(), 0);
+}
+
 /// What `make bundled` puts in build/plugins, which `make run` serves: the
 /// format pipeline, and no test fixture.
 #[test]

@@ -45,6 +45,12 @@ struct Cli {
     /// names one.
     #[arg(long, global = true)]
     no_cache: bool,
+    /// Keep compiled plugin code in DIR, whatever the configuration's
+    /// `cache` says, and with --no-cache too (which then leaves out only
+    /// the statistics file): runs and hosts on one machine share one
+    /// compile of each plugin.
+    #[arg(long, global = true, value_name = "DIR", env = "TOOLHOST_CODE_CACHE")]
+    code_cache: Option<PathBuf>,
     /// More log output (-v, -vv).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
@@ -298,7 +304,7 @@ async fn run(cli: Cli) -> Result<ExitCode> {
     if cli.no_cache {
         config.cache = Some(CacheSetting::Enabled(false));
     }
-    let cache_dir = config.cache_dir();
+    let cache_dir = cli.code_cache.or_else(|| config.cache_dir());
     let plugin_dir = setup::plugin_dir(cli.plugins.as_deref(), &config);
     let record = match &cli.command {
         Command::Serve {

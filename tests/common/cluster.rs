@@ -20,7 +20,10 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use serde_json::{Value, json};
 
 use crate::served::Served;
-use crate::{LoopbackServer, catalog_bindings, free_port, plugin_dir, runtime, toolhost_binary};
+use crate::{
+    CODE_CACHE_VAR, LoopbackServer, catalog_bindings, code_cache, free_port, plugin_dir, runtime,
+    toolhost_binary,
+};
 
 /// The replicas' shared key (`[cluster] key_env`'s default variable).
 pub const KEY_ENV: &str = "TOOLHOST_CLUSTER_KEY";
@@ -272,6 +275,7 @@ impl Layout {
         let mut command = Command::new(toolhost_binary());
         command
             .env(KEY_ENV, KEY)
+            .env(CODE_CACHE_VAR, code_cache())
             .arg("--config")
             .arg(config)
             .arg("--plugins")

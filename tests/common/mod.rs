@@ -119,12 +119,38 @@ pub fn fill_plugin_dir(dir: &Path, entries: &[(&str, &str, Option<&str>)]) {
     }
 }
 
-/// The binary under test ([`toolhost_binary`]), without the code cache or a
-/// plugin directory from the environment.
+/// The binary under test ([`toolhost_binary`]), without a cache directory
+/// or a plugin directory from the environment: its compiled code is kept
+/// in [`code_cache`].
 pub fn toolhost() -> std::process::Command {
     let mut cmd = std::process::Command::new(toolhost_binary());
-    cmd.arg("--no-cache").env_remove("TOOLHOST_PLUGINS");
+    cmd.arg("--no-cache")
+        .env_remove("TOOLHOST_PLUGINS")
+        .env(CODE_CACHE_VAR, code_cache());
     cmd
+}
+
+/// The variable naming the directory `toolhost` keeps compiled plugin
+/// code in, whatever its configuration says (`--code-cache`).
+pub const CODE_CACHE_VAR: &str = "TOOLHOST_CODE_CACHE";
+
+/// The code cache the tests' runtimes and `toolhost` processes share, in
+/// cargo's directory for the tests' files (`target/tmp`): the suite loads
+/// the same few plugins hundreds of times, and compiled each (the seven
+/// providers: 7 s of CPU) every time. A test of the cache itself, or of
+/// compiling, names a directory of its own.
+pub fn code_cache() -> PathBuf {
+    let exe = std::env::current_exe().expect("the running binary's path");
+    let dir = exe.parent().expect("a binary is in a directory");
+    // `target/PROFILE/deps/` for a test, `target/PROFILE/` for a bench.
+    let profile = match dir.file_name() {
+        Some(name) if name == "deps" => dir.parent().expect("deps is in the profile's directory"),
+        _ => dir,
+    };
+    profile
+        .parent()
+        .expect("the profile's directory is in the target directory")
+        .join("tmp/toolhost-code-cache")
 }
 
 /// An rmcp client of `toolhost ... serve` over stdio: `command` (the
@@ -299,8 +325,10 @@ impl Logs {
 }
 
 /// A runtime with no code cache and a captured plugin log.
+/// A runtime whose plugin log is captured, its compiled code kept in
+/// [`code_cache`].
 pub fn runtime() -> (Runtime, Logs) {
-    runtime_with_cache(None)
+    runtime_with_cache(Some(code_cache()))
 }
 
 pub fn runtime_with_cache(cache_dir: Option<PathBuf>) -> (Runtime, Logs) {
@@ -595,7 +623,8 @@ pub fn python_driver(script: &str) -> std::process::Command {
     command
         .arg(repo.join("tests/mcp").join(script))
         .arg("--toolhost")
-        .arg(toolhost_binary());
+        .arg(toolhost_binary())
+        .env(CODE_CACHE_VAR, code_cache());
     command
 }
 

@@ -85,8 +85,10 @@ async def connect(toolhost, argv, transport, cwd, log_path, env=None, **callback
     be asked."""
     with open(log_path, "w") as log:
         if transport == "stdio":
-            full_env = {**os.environ, **env} if env else {
-                **get_default_environment(), "XDG_CACHE_HOME": os.environ["XDG_CACHE_HOME"]}
+            # The caches: this run's (XDG_CACHE_HOME) and, if the tests
+            # share one, their compiled code's (TOOLHOST_CODE_CACHE).
+            kept = {k: v for k, v in os.environ.items() if k in ("XDG_CACHE_HOME", "TOOLHOST_CODE_CACHE")}
+            full_env = {**os.environ, **env} if env else {**get_default_environment(), **kept}
             params = StdioServerParameters(command=toolhost, args=argv, cwd=cwd, env=full_env)
             async with stdio_client(params, errlog=log) as (read_stream, write_stream):
                 async with ClientSession(read_stream, write_stream, **callbacks) as client:
