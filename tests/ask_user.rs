@@ -18,9 +18,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{ClientHandler, ErrorData};
 use serde_json::{Value, json};
 use toolhost_tests::served::Served;
-use toolhost_tests::{
-    expect_driver_ok, guest, needs, plugin_dir, python_driver, stdio_client, toolhost_binary,
-};
+use toolhost_tests::{expect_driver_ok, guest, needs, plugin_dir, python_driver, stdio_client, toolhost};
 
 /// What a [`User`] keeps of what it was sent.
 type Kept = Arc<Mutex<Vec<String>>>;
@@ -78,12 +76,8 @@ impl ClientHandler for User {
 }
 
 fn command(dir: &tempfile::TempDir) -> tokio::process::Command {
-    let mut command = tokio::process::Command::new(toolhost_binary());
-    command
-        .arg("--no-cache")
-        .arg("--plugins")
-        .arg(dir.path())
-        .arg("serve");
+    let mut command = tokio::process::Command::from(toolhost());
+    command.arg("--plugins").arg(dir.path()).arg("serve");
     command
 }
 
@@ -133,9 +127,8 @@ async fn call<S: rmcp::service::Service<RoleClient>>(
 
 /// `toolhost serve --http` of the plugins in `dir`.
 async fn serving_http(dir: &tempfile::TempDir) -> Served {
-    let mut serve = std::process::Command::new(toolhost_binary());
+    let mut serve = toolhost();
     serve
-        .arg("--no-cache")
         .arg("--plugins")
         .arg(dir.path())
         .args(["serve", "--http", "127.0.0.1:0"]);

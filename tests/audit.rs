@@ -10,7 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
-use toolhost_tests::{stdio_client, toolhost_binary};
+use toolhost_tests::{stdio_client, toolhost};
 
 use super::http_auth::{ISSUER, RESOURCE, es256_key, initialize, jwt, post, serve};
 
@@ -131,15 +131,10 @@ async fn calls_over_stdio_are_audited_as_the_local_user() {
         "root = \".\"\n[audit]\nfile = \"audit.jsonl\"\n",
     )
     .unwrap();
-    let mut command = tokio::process::Command::new(toolhost_binary());
-    command.current_dir(dir.path()).args([
-        "--no-cache",
-        "--config",
-        "toolhost.toml",
-        "--plugins",
-        "plugins",
-        "serve",
-    ]);
+    let mut command = tokio::process::Command::from(toolhost());
+    command
+        .current_dir(dir.path())
+        .args(["--config", "toolhost.toml", "--plugins", "plugins", "serve"]);
     let client = stdio_client(command).await;
     let mut params = CallToolRequestParams::new("grep");
     params.arguments = json!({"pattern": SECRET_ARG}).as_object().cloned();

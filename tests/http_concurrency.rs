@@ -10,7 +10,7 @@ use std::time::Duration;
 use rmcp::model::{CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest};
 use rmcp::service::PeerRequestOptions;
 use serde_json::{Value, json};
-use toolhost_tests::{LoopbackServer, plugin_dir, stdio_client, toolhost_binary};
+use toolhost_tests::{LoopbackServer, plugin_dir, stdio_client, toolhost};
 
 /// Each request's delay: `/slow` is answered after a minute (a request only
 /// an abort ends early), anything else after `latency`.
@@ -38,12 +38,8 @@ async fn serve(server: &LoopbackServer, limits: &str) -> (Client, tempfile::Temp
         server.addr
     );
     let dir = plugin_dir(&[("fanout", "fixture_fan_out", Some(&manifest))]);
-    let mut command = tokio::process::Command::new(toolhost_binary());
-    command
-        .arg("--no-cache")
-        .arg("--plugins")
-        .arg(dir.path())
-        .arg("serve");
+    let mut command = tokio::process::Command::from(toolhost());
+    command.arg("--plugins").arg(dir.path()).arg("serve");
     (stdio_client(command).await, dir)
 }
 

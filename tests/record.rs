@@ -19,7 +19,7 @@ use std::time::Duration;
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 use toolhost::supply::Digest;
-use toolhost_tests::{LoopbackServer, fill_plugin_dir, guest, run, stdio_client, toolhost, toolhost_binary};
+use toolhost_tests::{LoopbackServer, fill_plugin_dir, guest, run, stdio_client, toolhost};
 
 const TOKEN_ENV: &str = "RECORD_TEST_TOKEN";
 const TOKEN: &str = "rec-s3cret-7f1d";
@@ -67,11 +67,11 @@ impl Session {
     /// `create_issue` and `word_count` (whose text carries the secret), and
     /// stop. The listed `create_issue` and both results.
     async fn serve(&self, args: &[&str]) -> (Value, Value, Value) {
-        let mut command = tokio::process::Command::new(toolhost_binary());
+        let mut command = tokio::process::Command::from(toolhost());
         command
             .current_dir(self.top.path())
             .env(TOKEN_ENV, TOKEN)
-            .args(["--no-cache", "serve"])
+            .arg("serve")
             .args(args);
         let client = stdio_client(command).await;
         let tools = client.peer().list_tools(None).await.unwrap();

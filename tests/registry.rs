@@ -216,8 +216,8 @@ async fn a_published_plugin_is_added_locked_and_served_with_the_registry_gone() 
 
     // Offline: with the registry gone, `serve` serves what was pulled.
     s.registry.kill();
-    let mut command = tokio::process::Command::new(toolhost_binary());
-    command.current_dir(s.top.path()).args(["--no-cache", "serve"]);
+    let mut command = tokio::process::Command::from(toolhost());
+    command.current_dir(s.top.path()).arg("serve");
     let client = stdio_client(command).await;
     let tools = client.peer().list_all_tools().await.unwrap();
     client.cancel().await.unwrap();
@@ -831,11 +831,11 @@ async fn a_killed_pulls_staging_is_swept_by_the_next_and_never_served() {
     assert!(held[0].join("text.wasm").is_file());
 
     // `serve` loads neither: a staged component is no plugin.
-    let mut command = tokio::process::Command::new(toolhost_binary());
+    let mut command = tokio::process::Command::from(toolhost());
     command
         .current_dir(s.top.path())
         .env("HOME", s.top.path())
-        .args(["--no-cache", "serve"]);
+        .arg("serve");
     let client = stdio_client(command).await;
     let tools = client.peer().list_all_tools().await.unwrap();
     client.cancel().await.unwrap();

@@ -75,6 +75,17 @@ def wire(model):
     return model.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_unset=True)
 
 
+def stdio_env(env=None):
+    """The environment of a `toolhost` started over stdio: this process's
+    with `env` added, if given; else the few variables the SDK passes a
+    stdio server, and the caches: this run's (XDG_CACHE_HOME) and, if the
+    tests share one, their compiled code's (TOOLHOST_CODE_CACHE)."""
+    if env:
+        return {**os.environ, **env}
+    kept = {k: v for k, v in os.environ.items() if k in ("XDG_CACHE_HOME", "TOOLHOST_CODE_CACHE")}
+    return {**get_default_environment(), **kept}
+
+
 @asynccontextmanager
 async def connect(toolhost, argv, transport, cwd, log_path, env=None, **callbacks):
     """A client session (not yet initialised) with `toolhost ARGV`, which
@@ -85,11 +96,7 @@ async def connect(toolhost, argv, transport, cwd, log_path, env=None, **callback
     be asked."""
     with open(log_path, "w") as log:
         if transport == "stdio":
-            # The caches: this run's (XDG_CACHE_HOME) and, if the tests
-            # share one, their compiled code's (TOOLHOST_CODE_CACHE).
-            kept = {k: v for k, v in os.environ.items() if k in ("XDG_CACHE_HOME", "TOOLHOST_CODE_CACHE")}
-            full_env = {**os.environ, **env} if env else {**get_default_environment(), **kept}
-            params = StdioServerParameters(command=toolhost, args=argv, cwd=cwd, env=full_env)
+            params = StdioServerParameters(command=toolhost, args=argv, cwd=cwd, env=stdio_env(env))
             async with stdio_client(params, errlog=log) as (read_stream, write_stream):
                 async with ClientSession(read_stream, write_stream, **callbacks) as client:
                     yield client

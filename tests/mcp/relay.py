@@ -46,7 +46,7 @@ import mcp.types as types
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from driver import check, everything_over_http, read, run, text, wait_until
+from driver import check, everything_over_http, read, run, stdio_env, text, wait_until
 
 ELICITS = "ev_trigger-elicitation-request"
 URL_ELICITS = "ev_trigger-url-elicitation"
@@ -85,7 +85,7 @@ async def over_stdio(args, top, upstream, **callbacks):
     (which declare the client's capabilities)."""
     argv = workspace(top, upstream)
     with open(os.path.join(top, "toolhost.log"), "w") as log:
-        params = StdioServerParameters(command=args.toolhost, args=argv, cwd=top)
+        params = StdioServerParameters(command=args.toolhost, args=argv, cwd=top, env=stdio_env())
         async with stdio_client(params, errlog=log) as (read_stream, write_stream):
             async with ClientSession(read_stream, write_stream, **callbacks) as session:
                 await session.initialize()

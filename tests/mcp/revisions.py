@@ -25,7 +25,7 @@ import tempfile
 import anyio
 from mcp import Client, StdioServerParameters, stdio_client
 
-from driver import check, read, recorder, run, text, wait_until
+from driver import check, read, recorder, run, stdio_env, text, wait_until
 
 NEGOTIATED = {"legacy": "2025-11-25", "2026-07-28": "2026-07-28"}
 
@@ -130,7 +130,7 @@ async def main():
     log_path = os.path.join(top, "server.log")
     with open(log_path, "w") as log:
         if args.transport == "stdio":
-            params = StdioServerParameters(command=args.toolhost, args=command, cwd=root)
+            params = StdioServerParameters(command=args.toolhost, args=command, cwd=root, env=stdio_env())
             await with_client(stdio_client(params, errlog=log), log_path)
         else:
             server = subprocess.Popen([args.toolhost, *command, "--http", "127.0.0.1:0"], cwd=root, stderr=log)

@@ -26,7 +26,7 @@ import tempfile
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from driver import check, read, recorder, run, text, wait_until
+from driver import check, read, recorder, run, stdio_env, text, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -57,7 +57,7 @@ async def serve(args, top, upstreams, exercise):
     log_path = os.path.join(top, "toolhost.log")
     on_message, changed = recorder()
     with open(log_path, "w") as log:
-        params = StdioServerParameters(command=args.toolhost, args=common, cwd=top)
+        params = StdioServerParameters(command=args.toolhost, args=common, cwd=top, env=stdio_env())
         async with stdio_client(params, errlog=log) as (read_stream, write_stream):
             async with ClientSession(read_stream, write_stream, message_handler=on_message) as session:
                 await session.initialize()

@@ -19,7 +19,7 @@ import tempfile
 
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from driver import check, read, recorder, run, text, wait_until
+from driver import check, read, recorder, run, stdio_env, text, wait_until
 
 
 async def watch(args, top):
@@ -30,7 +30,7 @@ async def watch(args, top):
     on_message, changed = recorder()
     command = ["--no-cache", "--plugins", plugins, "serve", "--watch"]
     with open(log_path, "w") as log:
-        params = StdioServerParameters(command=args.toolhost, args=command, cwd=os.path.join(top, "root"))
+        params = StdioServerParameters(command=args.toolhost, args=command, cwd=os.path.join(top, "root"), env=stdio_env())
         async with stdio_client(params, errlog=log) as (read_stream, write_stream):
             async with ClientSession(read_stream, write_stream, message_handler=on_message) as session:
                 await session.initialize()
