@@ -192,12 +192,18 @@ async fn a_component_file_over_the_cap_is_refused_unread() {
 /// compiled in a worker process (the `toolhost` binary, as the command line
 /// compiles every plugin), which is stopped past its CPU time: the plugin is
 /// refused naming why, and the plugin beside it, compiled by a worker too,
-/// loads. In process, the load waited more than ten minutes.
+/// loads. In process, the load waited more than ten minutes. A copy of it
+/// under another name shares its compile, and is refused the same way.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_component_that_takes_the_compiler_minutes_is_stopped_past_its_cpu_time() {
     toolhost_tests::needs!(Python);
     let dir = plugin_dir(&[("10-format", "format_pipeline", None)]);
     toolhost_tests::compile_bomb(&dir.path().join("20-bomb.wasm"));
+    std::fs::copy(
+        dir.path().join("20-bomb.wasm"),
+        dir.path().join("30-bomb-again.wasm"),
+    )
+    .unwrap();
     let runtime = toolhost::plugin::Runtime::new(toolhost::plugin::RuntimeOptions {
         cache_dir: None,
         compiler: toolhost::plugin::Compiler::Worker {
@@ -216,17 +222,63 @@ async fn a_component_that_takes_the_compiler_minutes_is_stopped_past_its_cpu_tim
         .expect("the load did not wait on the compile")
         .unwrap();
     assert_eq!(names(&report), ["format"]);
-    let [error] = &report.errors[..] else {
+    let [bomb, again] = &report.errors[..] else {
         panic!("{:?}", report.errors)
     };
-    assert!(error.path.ends_with("20-bomb.wasm"), "{error}");
-    assert_eq!(error.kind, LoadErrorKind::CompileStopped);
-    assert!(
-        error
-            .message
-            .starts_with("its compile took over 3 s of CPU, and was stopped"),
-        "{error}"
-    );
+    assert!(bomb.path.ends_with("20-bomb.wasm"), "{bomb}");
+    assert!(again.path.ends_with("30-bomb-again.wasm"), "{again}");
+    for error in [bomb, again] {
+        assert_eq!(error.kind, LoadErrorKind::CompileStopped);
+        assert!(
+            error
+                .message
+                .starts_with("its compile took over 3 s of CPU, and was stopped"),
+            "{error}"
+        );
+    }
+}
+
+/// One component under three names, loaded at once with no cache, is
+/// compiled once: the loads share the compile under way. Each compile is
+/// counted by the worker it runs in (a script that notes it, then runs the
+/// `toolhost` worker).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_component_under_several_names_is_compiled_once() {
+    let dir = plugin_dir(&[
+        ("10-text", "text_tools", None),
+        ("20-again", "text_tools", None),
+        ("30-third", "text_tools", None),
+        ("40-format", "format_pipeline", None),
+    ]);
+    let work = tempfile::tempdir().unwrap();
+    let (script, count) = (work.path().join("worker.sh"), work.path().join("compiles"));
+    let toolhost = toolhost_tests::toolhost_binary();
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho compiled >> '{}'\nexec '{}' \"$@\"\n",
+            count.display(),
+            toolhost.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let runtime = toolhost::plugin::Runtime::new(toolhost::plugin::RuntimeOptions {
+        cache_dir: None,
+        compiler: toolhost::plugin::Compiler::Worker {
+            program: script,
+            args: vec!["__compile-plugin".into()],
+            cpu: std::time::Duration::from_secs(60),
+            wall: std::time::Duration::from_secs(120),
+        },
+        ..Default::default()
+    })
+    .unwrap();
+    let report = runtime.load_dir(dir.path()).await.unwrap();
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert_eq!(report.plugins.len(), 4);
+    let compiles = std::fs::read_to_string(&count).unwrap().lines().count();
+    assert_eq!(compiles, 2, "text_tools and format_pipeline, each once");
 }
 
 #[tokio::test(flavor = "multi_thread")]

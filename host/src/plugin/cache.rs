@@ -42,6 +42,11 @@
 //! Entries are written to a temporary name and renamed, so a crash never
 //! leaves a torn entry.
 //!
+//! Loads of one component under way at once (a directory holding it under
+//! several names, each configured its own way: its plugins load together)
+//! share one compile and its outcome, with the cache on or off, rather than
+//! each compiling the same code on a core of its own.
+//!
 //! The cache holds at most [`MAX_BYTES`] of entries. A vendor rebuilding a
 //! 35 MB JavaScript plugin all day adds an entry each build, and so does
 //! every host upgrade: storing an entry removes those loaded least recently
@@ -58,18 +63,19 @@
 //! [`SETTLED`] ago: a write in the same tick of the filesystem's clock
 //! could leave its metadata as it was.
 
+use std::collections::HashMap;
 use std::fs;
 use std::hash::{Hash, Hasher};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-use super::compile::Compiler;
+use super::compile::{CompileStopped, Compiler};
 
 /// How a component was obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -119,6 +125,36 @@ pub(crate) struct CodeCache {
     /// The last reason the directory was not used, so one bad directory
     /// is one warning, not one per plugin.
     warned: Arc<Mutex<Option<String>>>,
+    /// The compiles under way, by the digest of the component compiled,
+    /// each shared by every load of that component meanwhile.
+    compiling: Arc<Mutex<HashMap<Sha, Arc<OnceLock<Compiled>>>>>,
+}
+
+/// A compile's outcome, as each load sharing it is given it.
+type Compiled = Result<Component, Failed>;
+
+/// Why a compile failed: a `wasmtime::Error` is not `Clone`, so its text,
+/// and whether it was stopped for its time (which the loader names apart).
+#[derive(Clone)]
+struct Failed {
+    stopped: Option<CompileStopped>,
+    message: String,
+}
+
+impl Failed {
+    fn of(error: &wasmtime::Error) -> Self {
+        Self {
+            stopped: error.downcast_ref::<CompileStopped>().cloned(),
+            message: format!("{error:#}"),
+        }
+    }
+
+    fn error(&self) -> wasmtime::Error {
+        match &self.stopped {
+            Some(stopped) => wasmtime::Error::new(stopped.clone()),
+            None => wasmtime::Error::msg(self.message.clone()),
+        }
+    }
 }
 
 /// The cache directory as checked for one load, with its key.
@@ -143,6 +179,7 @@ impl CodeCache {
             engine_key,
             compiler,
             warned: Arc::default(),
+            compiling: Arc::default(),
         }
     }
 
@@ -229,6 +266,31 @@ impl CodeCache {
         if look_up && let Some(component) = open.and_then(|open| self.cached(engine, open, sha)) {
             return Ok((component, CodeSource::Cached));
         }
+        let compiling = || self.compiling.lock().unwrap_or_else(|e| e.into_inner());
+        let shared = compiling().entry(*sha).or_default().clone();
+        // The first load compiles; the others wait for its outcome.
+        let compiled =
+            shared.get_or_init(|| self.compile(engine, open, bytes, sha).map_err(|e| Failed::of(&e)));
+        // A load starting from now finds the stored entry, or compiles anew.
+        let mut under_way = compiling();
+        if under_way.get(sha).is_some_and(|slot| Arc::ptr_eq(slot, &shared)) {
+            under_way.remove(sha);
+        }
+        drop(under_way);
+        match compiled {
+            Ok(component) => Ok((component.clone(), CodeSource::Compiled)),
+            Err(failed) => Err(failed.error()),
+        }
+    }
+
+    /// `bytes` compiled, and stored if the cache is open.
+    fn compile(
+        &self,
+        engine: &Engine,
+        open: Option<&Open>,
+        bytes: &[u8],
+        sha: &Sha,
+    ) -> wasmtime::Result<Component> {
         let component = self.compiler.compile(engine, bytes)?;
         prepare_memory(&component)?;
         if let Some(open) = open {
@@ -237,7 +299,7 @@ impl CodeCache {
                 tracing::warn!(path = %path.display(), "could not write compiled-code cache: {e:#}");
             }
         }
-        Ok((component, CodeSource::Compiled))
+        Ok(component)
     }
 
     /// The directory, if the cache is on and it is safe, with its key; a

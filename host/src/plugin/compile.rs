@@ -60,7 +60,7 @@ pub const COMPILE_WORKERS: usize = 2;
 const MAX_COMPILED_BYTES: u64 = 8 * MAX_COMPONENT_BYTES;
 
 /// A worker's compile that was stopped past its CPU or wall time.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[error(
     "its compile took over {0}, and was stopped: a component shaped to take the compiler that long is refused"
 )]
