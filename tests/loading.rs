@@ -204,17 +204,7 @@ async fn a_component_that_takes_the_compiler_minutes_is_stopped_past_its_cpu_tim
         dir.path().join("30-bomb-again.wasm"),
     )
     .unwrap();
-    let runtime = toolhost::plugin::Runtime::new(toolhost::plugin::RuntimeOptions {
-        cache_dir: None,
-        compiler: toolhost::plugin::Compiler::Worker {
-            program: toolhost_tests::toolhost_binary(),
-            args: vec!["__compile-plugin".into()],
-            cpu: std::time::Duration::from_secs(3),
-            wall: std::time::Duration::from_secs(60),
-        },
-        ..Default::default()
-    })
-    .unwrap();
+    let runtime = compiling_in(toolhost_tests::toolhost_binary(), 3);
     // Bounded, so that a load waiting on the compile fails the test.
     let load = runtime.load_dir(dir.path());
     let report = tokio::time::timeout(std::time::Duration::from_secs(120), load)
@@ -263,22 +253,29 @@ async fn a_component_under_several_names_is_compiled_once() {
     )
     .unwrap();
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
-    let runtime = toolhost::plugin::Runtime::new(toolhost::plugin::RuntimeOptions {
-        cache_dir: None,
-        compiler: toolhost::plugin::Compiler::Worker {
-            program: script,
-            args: vec!["__compile-plugin".into()],
-            cpu: std::time::Duration::from_secs(60),
-            wall: std::time::Duration::from_secs(120),
-        },
-        ..Default::default()
-    })
-    .unwrap();
+    let runtime = compiling_in(script, 60);
     let report = runtime.load_dir(dir.path()).await.unwrap();
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     assert_eq!(report.plugins.len(), 4);
     let compiles = std::fs::read_to_string(&count).unwrap().lines().count();
     assert_eq!(compiles, 2, "text_tools and format_pipeline, each once");
+}
+
+/// A runtime with no code cache that compiles in worker processes of
+/// `program` (run as `toolhost __compile-plugin` is), each stopped past
+/// `cpu_s` seconds of CPU or a minute more of wall time.
+fn compiling_in(program: std::path::PathBuf, cpu_s: u64) -> toolhost::plugin::Runtime {
+    toolhost::plugin::Runtime::new(toolhost::plugin::RuntimeOptions {
+        cache_dir: None,
+        compiler: toolhost::plugin::Compiler::Worker {
+            program,
+            args: vec!["__compile-plugin".into()],
+            cpu: std::time::Duration::from_secs(cpu_s),
+            wall: std::time::Duration::from_secs(cpu_s + 60),
+        },
+        ..Default::default()
+    })
+    .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread")]

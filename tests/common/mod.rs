@@ -140,17 +140,28 @@ pub const CODE_CACHE_VAR: &str = "TOOLHOST_CODE_CACHE";
 /// providers: 7 s of CPU) every time. A test of the cache itself, or of
 /// compiling, names a directory of its own.
 pub fn code_cache() -> PathBuf {
-    let exe = std::env::current_exe().expect("the running binary's path");
-    let dir = exe.parent().expect("a binary is in a directory");
-    // `target/PROFILE/deps/` for a test, `target/PROFILE/` for a bench.
-    let profile = match dir.file_name() {
-        Some(name) if name == "deps" => dir.parent().expect("deps is in the profile's directory"),
-        _ => dir,
-    };
+    let (profile, _) = profile_dir();
     profile
         .parent()
         .expect("the profile's directory is in the target directory")
         .join("tmp/toolhost-code-cache")
+}
+
+/// The directory of cargo's profile this binary was built in, and whether
+/// it is a test's (in `target/PROFILE/deps/`) rather than a bench's (in
+/// `target/PROFILE/`).
+fn profile_dir() -> (PathBuf, bool) {
+    let exe = std::env::current_exe().expect("the running binary's path");
+    let dir = exe.parent().expect("a binary is in a directory");
+    match dir.file_name() {
+        Some(name) if name == "deps" => (
+            dir.parent()
+                .expect("deps is in the profile's directory")
+                .to_owned(),
+            true,
+        ),
+        _ => (dir.to_owned(), false),
+    }
 }
 
 /// An rmcp client of `toolhost ... serve` over stdio: `command` (the
@@ -324,7 +335,6 @@ impl Logs {
     }
 }
 
-/// A runtime with no code cache and a captured plugin log.
 /// A runtime whose plugin log is captured, its compiled code kept in
 /// [`code_cache`].
 pub fn runtime() -> (Runtime, Logs) {
@@ -634,11 +644,9 @@ pub fn python_driver(script: &str) -> std::process::Command {
 /// `target/PROFILE/`); for a bench binary (in `target/release/`), the
 /// `toolhost` that `make host` builds beside it.
 pub fn toolhost_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("the running binary's path");
-    let dir = exe.parent().expect("a binary is in a directory");
-    let path = match dir.file_name() {
-        Some(name) if name == "deps" => dir.with_file_name("toolhost-under-test"),
-        _ => dir.join("toolhost"),
+    let path = match profile_dir() {
+        (profile, true) => profile.join("toolhost-under-test"),
+        (profile, false) => profile.join("toolhost"),
     };
     assert!(
         path.is_file(),
