@@ -298,6 +298,8 @@ impl TryFrom<RawConfig> for UpstreamConfig {
         let fail = |message: String| format!("upstream `{name}`: {message}");
         let env = match raw.env {
             Passed::Names(names) => names,
+            // `env = {}`, as other clients write for none: nothing to move.
+            Passed::Values(values) if values.is_empty() => Vec::new(),
             Passed::Values(values) => {
                 let names: Vec<String> = values.keys().map(|name| shown(name)).collect();
                 return Err(fail(format!(
@@ -1900,6 +1902,8 @@ mod tests {
         assert!(!err.contains("s3cret"), "a value is repeated: {err}");
         let err = parse("name = \"a\"\ncommand = 7").unwrap_err();
         assert!(err.contains("a string, the program to start"), "{err}");
+        let none = parse("name = \"a\"\ncommand = \"srv\"\nenv = {}").unwrap();
+        assert!(matches!(none.transport, Transport::Stdio { env, .. } if env.is_empty()));
         let named = parse("name = \"a\"\ncommand = \"srv\"\nenv = [\"API_KEY\"]").unwrap();
         assert!(matches!(named.transport, Transport::Stdio { env, .. } if env == ["API_KEY"]));
     }

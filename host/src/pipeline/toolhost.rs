@@ -618,12 +618,13 @@ async fn follow(shared: Weak<Shared>, server: Arc<Upstream>) {
             }
             Err(e) => {
                 failing += 1;
-                let again = match server.listed() {
-                    true => "when it says they changed".to_owned(),
-                    false => format!(
+                let again = if server.listed() {
+                    "when it says they changed".to_owned()
+                } else {
+                    format!(
                         "in {} s, then less often while it fails",
                         backoff.next().as_secs()
-                    ),
+                    )
                 };
                 if failing == 1 {
                     tracing::error!("{e}: serving its previous tools; listed again {again}");
