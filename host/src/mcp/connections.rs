@@ -301,7 +301,12 @@ async fn connection(
 /// its head: a body being trickled is as idle as a half-sent head, and
 /// gives its place as one does.
 ///
-/// Both where the connection's requests enter, rather than as axum
+/// A request refused with its body unread (over the limit, or sent to no
+/// route) leaves that body in the connection, so hyper closes it. The
+/// answer says so: a client that pooled the connection would otherwise send
+/// its next request into the close, and lose it.
+///
+/// All where the connection's requests enter, rather than as axum
 /// middleware (`from_fn`), which boxes the router's future and clones its
 /// inner service on every request.
 fn answer(
@@ -313,12 +318,22 @@ fn answer(
     late: Arc<AtomicBool>,
 ) -> impl Future<Output = Result<Response, Infallible>> + use<> {
     let sent = (request.method() == http::Method::POST).then(|| Sent::new(posts));
+    let carries_body = request
+        .headers()
+        .get(http::header::CONTENT_LENGTH)
+        .is_some_and(|length| length != "0")
+        || request.headers().contains_key(http::header::TRANSFER_ENCODING);
     let answered = router.call(request);
     async move {
-        let response = answered.await?;
+        let mut response = answered.await?;
         let busy = Busy::new(activity);
         if late.load(Ordering::Relaxed) {
             return Ok(too_late());
+        }
+        if carries_body && response.status().is_client_error() {
+            response
+                .headers_mut()
+                .insert(http::header::CONNECTION, http::HeaderValue::from_static("close"));
         }
         // An answer in one piece (JSON, a refusal) is whole once returned,
         // and keeps its length; an event stream is being sent until it ends.
@@ -672,6 +687,33 @@ mod tests {
 
     use super::*;
     use crate::mcp::loopback::{ANSWER, Front};
+
+    fn closes(response: &reqwest::Response) -> bool {
+        response.headers().get(http::header::CONNECTION) == Some(&http::HeaderValue::from_static("close"))
+    }
+
+    /// A body refused unread closes its connection and says so; answers
+    /// that read theirs keep the connection for the next request.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_request_refused_with_its_body_unread_closes_its_connection() {
+        let front = Front::start().await;
+        let refused = front
+            .request(http::Method::POST, "/nowhere")
+            .body("{}")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status().as_u16(), 404);
+        assert!(closes(&refused), "{:?}", refused.headers());
+        let bodiless = front.request(http::Method::GET, "/nowhere").send().await.unwrap();
+        assert_eq!(bodiless.status().as_u16(), 404);
+        assert!(!closes(&bodiless), "{:?}", bodiless.headers());
+        let id = front.open().await;
+        let ping = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+        let answered = front.post(Some(&id), &ping).await;
+        assert_eq!(answered.status().as_u16(), 200);
+        assert!(!closes(&answered), "{:?}", answered.headers());
+    }
 
     #[test]
     fn an_ipv6_host_is_held_to_its_64_and_a_mapped_ipv4_address_is_itself() {

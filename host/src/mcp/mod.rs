@@ -1210,90 +1210,43 @@ fn http_router(
     let mcp = axum::Router::new()
         .nest_service("/mcp", service)
         // Inside `auth`'s check, which puts the caller on the request.
-        .layer(axum::middleware::from_fn(request_caller::scope))
-        .layer(axum::middleware::from_fn(ended_session_has_no_content))
-        // A client's `params.task` read before rmcp drops it, and a body
-        // that is no message answered as one (`wire`).
         .layer(axum::middleware::from_fn(move |request, next| {
-            wire::read_post_body(limit, serves_tasks, request, next)
+            mcp_request(limit, serves_tasks, request, next)
         }));
     // `/healthz` answers without authorization: a balancer or an
     // orchestrator's probe asks whether the process serves, nothing more.
     access
         .protect(mcp.route("/metrics", access.guard_host(axum::routing::get(scrape))))
         .route("/healthz", axum::routing::get(|| async { "ok\n" }))
-        .layer(axum::middleware::from_fn(close_after_a_refused_body))
 }
 
-/// A session ended by the client's `DELETE` is answered 204 No Content,
-/// where rmcp answers 202 Accepted: the session is gone when the answer
-/// leaves, nothing is pending, and clients (the official Python SDK among
-/// them) take only 200 or 204 as a session ended and warn otherwise.
-async fn ended_session_has_no_content(
+/// What toolhost adds to rmcp's answer of an `/mcp` request, in one layer
+/// (each axum layer boxes the request's future and clones the service
+/// behind it, on every request):
+/// - it is served in the scope of its caller (`request_caller`);
+/// - a POST's body is read once, its `params.task` carried, and a body that
+///   is no message answered as one (`wire::read_post_body`);
+/// - a session ended by the client's `DELETE` is answered 204 No Content,
+///   where rmcp answers 202 Accepted: the session is gone when the answer
+///   leaves, nothing is pending, and clients (the official Python SDK
+///   among them) take only 200 or 204 as a session ended and warn
+///   otherwise.
+async fn mcp_request(
+    limit: usize,
+    carries_tasks: bool,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     let ends = request.method() == http::Method::DELETE;
-    let mut response = next.run(request).await;
+    let caller = request_caller::of(&request);
+    let answered = wire::read_post_body(limit, carries_tasks, request, next);
+    let mut response = request_caller::within(caller, answered).await;
     if ends && response.status() == http::StatusCode::ACCEPTED {
         *response.status_mut() = http::StatusCode::NO_CONTENT;
     }
     response
 }
 
-/// A request refused with its body unread (over the limit, or sent to no
-/// route) leaves that body in the connection, so the server closes it. The
-/// answer says so: a client that pooled the connection would otherwise send
-/// its next request into the close, and lose it.
-async fn close_after_a_refused_body(
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    let carries_body = request
-        .headers()
-        .get(http::header::CONTENT_LENGTH)
-        .is_some_and(|length| length != "0")
-        || request.headers().contains_key(http::header::TRANSFER_ENCODING);
-    let mut response = next.run(request).await;
-    if carries_body && response.status().is_client_error() {
-        response
-            .headers_mut()
-            .insert(http::header::CONNECTION, http::HeaderValue::from_static("close"));
-    }
-    response
-}
-
-#[cfg(test)]
-mod tests {
-    use super::loopback::Front;
-
-    fn closes(response: &reqwest::Response) -> bool {
-        response.headers().get(http::header::CONNECTION) == Some(&http::HeaderValue::from_static("close"))
-    }
-
-    /// A body refused unread closes its connection and says so; answers
-    /// that read theirs keep the connection for the next request.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_request_refused_with_its_body_unread_closes_its_connection() {
-        let front = Front::start().await;
-        let refused = front
-            .request(http::Method::POST, "/nowhere")
-            .body("{}")
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(refused.status().as_u16(), 404);
-        assert!(closes(&refused), "{:?}", refused.headers());
-        let bodiless = front.request(http::Method::GET, "/nowhere").send().await.unwrap();
-        assert_eq!(bodiless.status().as_u16(), 404);
-        assert!(!closes(&bodiless), "{:?}", bodiless.headers());
-        let id = front.open().await;
-        let ping = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
-        let answered = front.post(Some(&id), &ping).await;
-        assert_eq!(answered.status().as_u16(), 200);
-        assert!(!closes(&answered), "{:?}", answered.headers());
-    }
-}
 #[cfg(test)]
 mod fuzz;
 #[cfg(test)]

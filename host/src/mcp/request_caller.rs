@@ -1,14 +1,12 @@
 //! The caller of the `/mcp` request being served, for what rmcp asks the
 //! server outside a request handler. rmcp looks one tool up (`get_tool`,
 //! to check a 2026-07-28 request's `Mcp-Param-*` headers against its
-//! schema) with no request in hand, so the router runs each `/mcp` request
-//! inside a task-local scope holding the [`Caller`] `auth` put on it. Owns
-//! that scope only: who the caller is is `auth`'s to say, what they may
-//! call the policy's.
+//! schema) with no request in hand, so the router serves each `/mcp`
+//! request inside a task-local scope holding the [`Caller`] `auth` put on
+//! it. Owns that scope only: who the caller is is `auth`'s to say, what
+//! they may call the policy's.
 
-use axum::extract::Request;
-use axum::middleware::Next;
-use axum::response::Response;
+use std::future::Future;
 
 use crate::pipeline::Caller;
 
@@ -16,12 +14,17 @@ tokio::task_local! {
     static CALLER: Caller;
 }
 
-/// Serve `request` inside the scope of the caller `auth` established for
-/// it; a request with none (no `[auth]`) is served outside any scope.
-pub(super) async fn scope(request: Request, next: Next) -> Response {
-    match request.extensions().get::<Caller>().cloned() {
-        Some(caller) => CALLER.scope(caller, next.run(request)).await,
-        None => next.run(request).await,
+/// The caller `auth` established for `request`, if any (none without
+/// `[auth]`).
+pub(super) fn of<B>(request: &http::Request<B>) -> Option<Caller> {
+    request.extensions().get::<Caller>().cloned()
+}
+
+/// `serving` run inside the scope of `caller`, or outside any scope.
+pub(super) async fn within<F: Future>(caller: Option<Caller>, serving: F) -> F::Output {
+    match caller {
+        Some(caller) => CALLER.scope(caller, serving).await,
+        None => serving.await,
     }
 }
 
