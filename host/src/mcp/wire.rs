@@ -33,8 +33,6 @@
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Weak};
 
-use aho_corasick::AhoCorasick;
-
 use axum::response::IntoResponse;
 use rmcp::model::{
     ClientJsonRpcMessage, ClientRequest, CustomRequest, CustomResult, GetExtensions, GetMeta, JsonRpcMessage,
@@ -44,6 +42,7 @@ use rmcp::service::{RoleServer, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{Value, json};
 
+use crate::json_structure::Names;
 use crate::malformed;
 use crate::pipeline::Toolhost;
 use crate::tool::{Execution, TaskSupport};
@@ -57,8 +56,7 @@ pub(super) const CREATED_KEY: &str = "toolhost.internal/created-task";
 
 /// What a message that has something to carry names: every request is
 /// looked through for them, in one pass, before any is parsed.
-static CARRIED_NAMES: LazyLock<AhoCorasick> =
-    LazyLock::new(|| AhoCorasick::new(["\"task\"", TASK_KEY]).expect("two short names build an automaton"));
+static CARRIED_NAMES: LazyLock<Names> = LazyLock::new(|| Names::new(&["\"task\"", TASK_KEY]));
 
 /// The longest stdio line looked into for a `params.task`: a task-augmented
 /// call is a short message, and a longer line passes as it came.
@@ -203,7 +201,7 @@ fn with_tasks(init: rmcp::model::InitializeResult) -> ServerResult {
 /// to carry, so it passes as it came. Whatever the client put under the
 /// key itself is removed first: only `params.task` asks for a task.
 pub(super) fn carry_task(message: &[u8]) -> Option<Vec<u8>> {
-    if !CARRIED_NAMES.is_match(message) {
+    if !CARRIED_NAMES.may_be_in(message) {
         return None;
     }
     let mut value: Value = serde_json::from_slice(message).ok()?;
@@ -325,6 +323,24 @@ mod tests {
             None,
             "passes as the client sent it"
         );
+    }
+
+    /// The key and `task` spelled with JSON's escapes are the same names: a
+    /// client's own use of the host's key is removed however it is written.
+    #[test]
+    fn names_spelled_with_escapes_are_carried_and_removed_as_names() {
+        let carried =
+            |line: &str| -> Value { serde_json::from_slice(&carry_task(line.as_bytes()).unwrap()).unwrap() };
+        let call = carried(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","t\u0061sk":{"ttl":5}}}"#,
+        );
+        assert_eq!(call["params"]["_meta"][TASK_KEY], json!({"ttl": 5}));
+        let forged = carried(
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t","_meta":{"toolhost.internal\/task":{}}}}"#,
+        );
+        assert_eq!(forged["params"]["_meta"], json!({}));
+        let plain = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"t","arguments":{"text":"caf\u00e9"}}}"#;
+        assert_eq!(carry_task(plain.as_bytes()), None, "parsed, and passed as sent");
     }
 
     #[test]

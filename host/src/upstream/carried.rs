@@ -24,8 +24,6 @@
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 
-use aho_corasick::AhoCorasick;
-
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use http::{HeaderName, HeaderValue};
@@ -38,6 +36,7 @@ use serde_json::Value;
 use sse_stream::Sse;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use crate::json_structure::Names;
 use crate::output::Meta;
 use crate::tool::Execution;
 
@@ -55,16 +54,15 @@ const TASK_FIELDS: [&str; 3] = ["task", "tasks", "taskId"];
 
 /// What a message that has something to carry names: every answer is
 /// looked through for them, in one pass, before any is parsed.
-static CARRIED_NAMES: LazyLock<AhoCorasick> = LazyLock::new(|| {
-    let names = [
+static CARRIED_NAMES: LazyLock<Names> = LazyLock::new(|| {
+    Names::new(&[
         "\"execution\"",
         EXECUTION_KEY,
         "\"task\"",
         "\"tasks\"",
         "\"taskId\"",
         ANSWER_KEY,
-    ];
-    AhoCorasick::new(names).expect("a few short names build an automaton")
+    ])
 });
 
 /// `message` (one JSON-RPC message) with each listed tool's `execution`
@@ -72,7 +70,7 @@ static CARRIED_NAMES: LazyLock<AhoCorasick> = LazyLock::new(|| {
 /// message passes as it came. Only a message that names either key is
 /// parsed.
 pub(super) fn carry(message: &[u8]) -> Option<Vec<u8>> {
-    if !CARRIED_NAMES.is_match(message) {
+    if !CARRIED_NAMES.may_be_in(message) {
         return None;
     }
     let mut value: Value = serde_json::from_slice(message).ok()?;
@@ -352,6 +350,33 @@ mod tests {
         assert_eq!(read(&line["result"]), Some(answer));
         let forged = carried(json!({"jsonrpc": "2.0", "id": 4, "result": {
             "content": [], "_meta": {ANSWER_KEY: {"taskId": "x"}}}}));
+        assert_eq!(read(&forged["result"]), None);
+    }
+
+    /// The keys spelled with JSON's escapes are the same keys: moved or
+    /// removed as written plainly.
+    #[test]
+    fn keys_spelled_with_escapes_are_carried_and_removed_as_keys() {
+        let text =
+            |line: &str| -> Value { serde_json::from_slice(&carry(line.as_bytes()).unwrap()).unwrap() };
+        let listed = text(
+            r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[
+                {"name":"a","inputSchema":{},"_meta":{"toolhost.internal\/execution":{"taskSupport":"required"}}},
+                {"name":"b","inputSchema":{},"\u0065xecution":{"taskSupport":"optional"}}]}}"#,
+        );
+        assert_eq!(listed["result"]["tools"][0]["_meta"], json!({}));
+        let mut meta = listed["result"]["tools"][1]["_meta"].as_object().cloned();
+        assert_eq!(
+            take_execution(&mut meta).and_then(|e| e.task_support),
+            Some(TaskSupport::Optional)
+        );
+        let read = |result: &Value| take_answer(&serde_json::from_value(result.clone()).unwrap());
+        let task =
+            text(r#"{"jsonrpc":"2.0","id":2,"result":{"t\u0061sk":{"taskId":"t1","status":"working"}}}"#);
+        assert_eq!(read(&task["result"]).unwrap()["task"]["taskId"], "t1");
+        let forged = text(
+            r#"{"jsonrpc":"2.0","id":3,"result":{"content":[],"_meta":{"toolhost.intern\u0061l/answer":{"taskId":"x"}}}}"#,
+        );
         assert_eq!(read(&forged["result"]), None);
     }
 
