@@ -314,6 +314,24 @@ pub fn label(text: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// The length of `value` as compact JSON, counted as it is encoded: the
+/// text is never built. `usize::MAX` (over every cap) for a value that
+/// cannot be encoded, which no JSON value is.
+pub(crate) fn encoded_len(value: &(impl serde::Serialize + ?Sized)) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    serde_json::to_writer(&mut count, value).map_or(usize::MAX, |()| count.0)
+}
+
 /// `value` as JSON (pretty-printed if `pretty`), at most `max` bytes of it
 /// and a marker if there was more. The encoding stops at `max`: a huge value
 /// is never written out whole just to be cut.

@@ -28,7 +28,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::bounds;
+use crate::bounds::{self, encoded_len};
 use crate::enrich::{EnrichedTool, Hidden, Listing};
 use crate::output::{Block, Body, CallOutput, ContentAnnotations, Icon, Meta, ToolError};
 use crate::secrets::{Piece, Secrets};
@@ -230,7 +230,7 @@ fn deeper_than_max<'a>(values: impl Iterator<Item = &'a Value>, depth: usize) ->
 
 /// Roughly how many bytes a tool's definition holds, as served.
 fn tool_size(tool: &EnrichedTool) -> usize {
-    let json = |v: &Value| v.to_string().len();
+    let json = |v: &Value| encoded_len(v);
     let text = |t: &Option<String>| t.as_ref().map_or(0, String::len);
     let meta = &tool.meta;
     tool.name.len()

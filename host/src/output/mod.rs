@@ -18,6 +18,8 @@ pub mod mcp;
 
 use serde_json::{Map, Value};
 
+use crate::bounds::encoded_len;
+
 /// An MCP `_meta` object.
 pub type Meta = Map<String, Value>;
 
@@ -84,7 +86,7 @@ impl CallOutput {
     /// Roughly how many bytes the result holds, for size caps and caches:
     /// every string and JSON value of it, and [`BLOCK_COST`] a block.
     pub fn size(&self) -> usize {
-        let json = |v: &Value| v.to_string().len();
+        let json = |v: &Value| encoded_len(v);
         self.content.iter().map(Block::size).sum::<usize>()
             + self.structured_content.as_ref().map_or(0, json)
             + self.details.as_ref().map_or(0, json)
@@ -117,8 +119,7 @@ pub const BLOCK_COST: usize = 25;
 
 /// The encoded length of a `_meta`, if there is one.
 fn meta_size(meta: &Option<Meta>) -> usize {
-    meta.as_ref()
-        .map_or(0, |m| serde_json::to_string(m).map_or(0, |m| m.len()))
+    meta.as_ref().map_or(0, encoded_len)
 }
 
 /// One MCP content block.

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::bounds::cut;
+use crate::bounds::{cut, encoded_len};
 use crate::credentials::{Asker, SubjectToken};
 
 /// The longest subject kept, in bytes: OpenID Connect's cap on `sub`
@@ -123,7 +123,7 @@ impl Caller {
             let Some(value) = claims.remove(name) else {
                 continue;
             };
-            let size = value.to_string().len();
+            let size = encoded_len(&value);
             if size > MAX_CLAIM_BYTES {
                 tracing::warn!(
                     claim = %name,

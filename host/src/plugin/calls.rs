@@ -29,7 +29,7 @@ use super::rerun;
 use super::wit::{self, latest};
 use super::{Plugin, PluginError};
 use crate::args_edit::ArgsEdit;
-use crate::bounds::{self, shown};
+use crate::bounds::{self, encoded_len, shown};
 use crate::output::{Block, CallOutput, ToolError};
 use crate::priority::Background;
 use crate::schema::{SchemaEdit, ToolSchema};
@@ -851,13 +851,8 @@ impl Plugin {
         self.redactor().after_call(&mut answer.wit);
         let over = wit::convert_after_call(answer).map_err(|e| self.invalid(M, e))?;
         let size = over.content.iter().flatten().map(Block::size).sum::<usize>()
-            + over
-                .structured
-                .iter()
-                .flatten()
-                .map(|v| v.to_string().len())
-                .sum::<usize>()
-            + over.details.as_ref().map_or(0, |v| v.to_string().len());
+            + over.structured.iter().flatten().map(encoded_len).sum::<usize>()
+            + over.details.as_ref().map_or(0, encoded_len);
         self.cap(M, size)?;
         if let Some(content) = &over.content {
             check_blocks(content).map_err(|e| self.invalid(M, e))?;

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::bounds::{MAX_ENUM_VALUES, MAX_PROPERTIES, MAX_PROPERTY_NAME, MAX_SCHEMA_BYTES};
+use crate::bounds::{MAX_ENUM_VALUES, MAX_PROPERTIES, MAX_PROPERTY_NAME, MAX_SCHEMA_BYTES, encoded_len};
 
 /// Why an edit was refused. Mirrors the WIT `edit-error` variant.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -316,23 +316,6 @@ fn check_enum(name: &str, values: &[String]) -> Result<(), EditError> {
         )));
     }
     Ok(())
-}
-
-/// The length of `value` as compact JSON, without building the text.
-fn encoded_len(value: &impl Serialize) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    serde_json::to_writer(&mut count, value).expect("a JSON value always serialises");
-    count.0
 }
 
 /// What one property adds to its schema's JSON text: `"name":value,`.

@@ -59,7 +59,7 @@ use rmcp::model::{
 use rmcp::service::{InboundStreamOrigin, RequestContext, RoleClient};
 use tokio::sync::Semaphore;
 
-use crate::bounds::{MAX_RELAYED_MESSAGE, MAX_RELAYED_PER_SESSION};
+use crate::bounds::{MAX_RELAYED_MESSAGE, MAX_RELAYED_PER_SESSION, encoded_len};
 use crate::plugin::ProgressFn;
 
 /// The client's answer to a relayed request, or why there is none.
@@ -423,10 +423,6 @@ fn undeclared(request: &ServerRequest, declared: Option<&ClientCapabilities>) ->
         _ => (true, "matching"),
     };
     lacks.then_some(capability)
-}
-
-fn encoded_len(value: &impl serde::Serialize) -> usize {
-    serde_json::to_vec(value).map_or(usize::MAX, |bytes| bytes.len())
 }
 
 #[cfg(test)]
