@@ -180,8 +180,22 @@ pub async fn stdio_client(
 }
 
 /// Run `cmd` to its end: its output, stdout and stderr.
+///
+/// A binary a test has just copied can be refused for a moment as busy
+/// (`ETXTBSY`): a child another test forks meanwhile holds the copy's
+/// descriptor, opened for writing, until that child execs. So it is tried
+/// again, for up to a second.
 pub fn run(cmd: &mut std::process::Command) -> (std::process::Output, String, String) {
-    let out = cmd.output().unwrap();
+    let mut tries = 0;
+    let out = loop {
+        match cmd.output() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            out => break out.unwrap(),
+        }
+    };
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
