@@ -230,7 +230,6 @@ fn deeper_than_max<'a>(values: impl Iterator<Item = &'a Value>, depth: usize) ->
 
 /// Roughly how many bytes a tool's definition holds, as served.
 fn tool_size(tool: &EnrichedTool) -> usize {
-    let json = |v: &Value| encoded_len(v);
     let text = |t: &Option<String>| t.as_ref().map_or(0, String::len);
     let meta = &tool.meta;
     tool.name.len()
@@ -238,13 +237,10 @@ fn tool_size(tool: &EnrichedTool) -> usize {
         + text(&meta.title)
         + text(&meta.snippet)
         + meta.guidelines.iter().map(String::len).sum::<usize>()
-        + meta.output_schema.as_ref().map_or(0, json)
+        + meta.output_schema.as_ref().map_or(0, encoded_len)
         + text(&meta.annotations.title)
         + meta.icons.iter().flatten().map(icon_size).sum::<usize>()
-        + meta
-            .wire_meta
-            .as_ref()
-            .map_or(0, |m| json(&Value::Object(m.clone())))
+        + meta.wire_meta.as_ref().map_or(0, encoded_len)
 }
 
 fn icon_size(icon: &Icon) -> usize {

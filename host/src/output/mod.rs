@@ -86,10 +86,9 @@ impl CallOutput {
     /// Roughly how many bytes the result holds, for size caps and caches:
     /// every string and JSON value of it, and [`BLOCK_COST`] a block.
     pub fn size(&self) -> usize {
-        let json = |v: &Value| encoded_len(v);
         self.content.iter().map(Block::size).sum::<usize>()
-            + self.structured_content.as_ref().map_or(0, json)
-            + self.details.as_ref().map_or(0, json)
+            + self.structured_content.as_ref().map_or(0, encoded_len)
+            + self.details.as_ref().map_or(0, encoded_len)
             + meta_size(&self.meta)
     }
 }
